@@ -1,0 +1,85 @@
+//! Command-line arguments (CONTRACT.md "Commands").
+//!
+//! Invariant: command and option names are a public contract; add, never rename.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use keel_types::PermissionMode;
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "keel",
+    version,
+    about = "A DeepSeek-native AI coding agent for the terminal"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one turn (with all its rounds) and exit.
+    Run(RunArgs),
+    /// Serve the scriptable fake provider on loopback and print its base URL.
+    Mock(MockArgs),
+    /// A full session against the built-in fake provider; no key, no network.
+    Demo,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct CommonArgs {
+    /// The model, as PROVIDER/ID (overrides KEEL_MODEL and config files).
+    #[arg(long, global = true, value_name = "PROVIDER/ID")]
+    pub model: Option<String>,
+    /// read-only | ask | auto
+    #[arg(long, global = true, value_enum)]
+    pub permission_mode: Option<PermissionModeArg>,
+    /// Same as --permission-mode auto.
+    #[arg(long, global = true)]
+    pub yes: bool,
+    /// Print one JSON event per line instead of human output.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Work in DIR instead of the current directory.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// What to ask. A PROMPT that starts with `/` is a slash command.
+    pub prompt: String,
+}
+
+#[derive(Debug, Args)]
+pub struct MockArgs {
+    /// Address to bind (loopback; port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub addr: std::net::SocketAddr,
+    /// A built-in scenario name or a scenario JSON file.
+    #[arg(long, default_value = "basic", value_name = "NAME-or-FILE")]
+    pub scenario: String,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PermissionModeArg {
+    ReadOnly,
+    Ask,
+    Auto,
+}
+
+impl CommonArgs {
+    pub fn permission_mode(&self) -> Option<PermissionMode> {
+        if self.yes {
+            return Some(PermissionMode::Auto);
+        }
+        self.permission_mode.map(|mode| match mode {
+            PermissionModeArg::ReadOnly => PermissionMode::ReadOnly,
+            PermissionModeArg::Ask => PermissionMode::Ask,
+            PermissionModeArg::Auto => PermissionMode::Auto,
+        })
+    }
+}

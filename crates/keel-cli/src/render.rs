@@ -1,0 +1,275 @@
+//! Rendering events for a person (terminal or pipe) or for a program (`--json`).
+//!
+//! Invariants:
+//! - `--json` prints every event, one JSON object per line, in the order received.
+//! - Provisional text never survives a failed attempt: on a terminal it is erased when the
+//!   retry is announced; on a pipe nothing is printed until the attempt's `llm/response`.
+//! - The answer goes to stdout; reasoning (when piped), notices, usage and errors to stderr,
+//!   so `keel run … > answer.txt` captures exactly the answer.
+//! - Styling only on a terminal, and never when `NO_COLOR` is set.
+
+use crossterm::style::{Attribute, SetAttribute};
+use keel_types::{Event, EventBody, FailureKind, Usage};
+use std::io::{IsTerminal, Write};
+use unicode_width::UnicodeWidthStr;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Json,
+    /// Stream deltas as they come and erase them if the attempt fails.
+    Live {
+        color: bool,
+    },
+    /// Print each answer once it is complete.
+    Committed,
+}
+
+pub struct Renderer {
+    mode: Mode,
+    /// What this attempt printed live, to erase it on a retry.
+    shown: String,
+    shown_kind: Option<Shown>,
+    pending_text: String,
+    pending_reasoning: String,
+    turn_usage: Usage,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shown {
+    Reasoning,
+    Text,
+}
+
+impl Renderer {
+    pub fn new(json: bool) -> Renderer {
+        let mode = if json {
+            Mode::Json
+        } else if std::io::stdout().is_terminal() {
+            let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
+            Mode::Live { color: !no_color }
+        } else {
+            Mode::Committed
+        };
+        Renderer {
+            mode,
+            shown: String::new(),
+            shown_kind: None,
+            pending_text: String::new(),
+            pending_reasoning: String::new(),
+            turn_usage: Usage::default(),
+        }
+    }
+
+    /// Print a human notice on stderr (never in `--json` mode).
+    pub fn notice(&mut self, text: &str) {
+        if self.mode != Mode::Json {
+            self.end_live_line();
+            eprintln!("{text}");
+        }
+    }
+
+    pub fn emit(&mut self, event: &Event) {
+        if self.mode == Mode::Json {
+            if let Ok(line) = serde_json::to_string(event) {
+                let mut stdout = std::io::stdout().lock();
+                let _ = writeln!(stdout, "{line}");
+                let _ = stdout.flush();
+            }
+            return;
+        }
+        match &event.body {
+            EventBody::LlmRequest { .. } => self.start_attempt(),
+            EventBody::LlmReasoning { delta } => self.delta(Shown::Reasoning, delta),
+            EventBody::LlmText { delta } => self.delta(Shown::Text, delta),
+            EventBody::LlmRetry {
+                attempt,
+                max_retries,
+                kind,
+                status,
+                delay_ms,
+            } => {
+                self.discard_attempt();
+                let status = status.map(|s| format!(", HTTP {s}")).unwrap_or_default();
+                eprintln!(
+                    "↻ retry {attempt}/{max_retries} in {:.1} s: {} ({kind}{status})",
+                    *delay_ms as f64 / 1000.0,
+                    kind.describe()
+                );
+            }
+            EventBody::AccountRotated {
+                provider,
+                from,
+                to,
+                reason,
+            } => {
+                self.discard_attempt();
+                eprintln!("⇄ {provider}: account `{from}` failed ({reason}); switching to `{to}`");
+            }
+            EventBody::LlmResponse { usage, .. } => {
+                self.commit_attempt();
+                self.turn_usage.add(usage);
+            }
+            EventBody::TurnCompleted {
+                usage,
+                cache_hit_ratio,
+            } => {
+                self.end_live_line();
+                eprintln!("{}", usage_line(usage, *cache_hit_ratio));
+            }
+            EventBody::TurnFailed { diagnostic } => {
+                self.discard_attempt();
+                match diagnostic.kind {
+                    FailureKind::Cancelled => eprintln!("cancelled"),
+                    _ => eprintln!("error: {diagnostic}"),
+                }
+            }
+            EventBody::SessionStarted { .. }
+            | EventBody::TurnStarted { .. }
+            | EventBody::ToolCall { .. }
+            | EventBody::ToolResult { .. }
+            | EventBody::RecoveryOffered { .. }
+            | EventBody::RecoveryConsumed { .. }
+            | EventBody::RecoveryExpired { .. } => {}
+        }
+    }
+
+    fn start_attempt(&mut self) {
+        self.shown.clear();
+        self.shown_kind = None;
+        self.pending_text.clear();
+        self.pending_reasoning.clear();
+    }
+
+    fn delta(&mut self, kind: Shown, delta: &str) {
+        match self.mode {
+            Mode::Json => {}
+            Mode::Committed => match kind {
+                Shown::Reasoning => self.pending_reasoning.push_str(delta),
+                Shown::Text => self.pending_text.push_str(delta),
+            },
+            Mode::Live { color } => {
+                let mut out = String::new();
+                if self.shown_kind == Some(Shown::Reasoning) && kind == Shown::Text {
+                    out.push_str("\n\n");
+                }
+                out.push_str(delta);
+                let mut stdout = std::io::stdout().lock();
+                let dim = color && kind == Shown::Reasoning;
+                if dim {
+                    let _ = write!(stdout, "{}", SetAttribute(Attribute::Dim));
+                }
+                let _ = write!(stdout, "{out}");
+                if dim {
+                    let _ = write!(stdout, "{}", SetAttribute(Attribute::Reset));
+                }
+                let _ = stdout.flush();
+                self.shown.push_str(&out);
+                self.shown_kind = Some(kind);
+            }
+        }
+    }
+
+    /// Drop what the failed attempt streamed.
+    fn discard_attempt(&mut self) {
+        if matches!(self.mode, Mode::Live { .. }) && !self.shown.is_empty() {
+            let rows = screen_rows(&self.shown);
+            let mut stdout = std::io::stdout().lock();
+            let _ = crossterm::queue!(
+                stdout,
+                crossterm::cursor::MoveToColumn(0),
+                crossterm::terminal::Clear(crossterm::terminal::ClearType::CurrentLine)
+            );
+            if rows > 1 {
+                let up = u16::try_from(rows - 1).unwrap_or(u16::MAX);
+                let _ = crossterm::queue!(stdout, crossterm::cursor::MoveUp(up));
+            }
+            let _ = crossterm::queue!(
+                stdout,
+                crossterm::terminal::Clear(crossterm::terminal::ClearType::FromCursorDown)
+            );
+            let _ = stdout.flush();
+        }
+        self.start_attempt();
+    }
+
+    /// The attempt completed: what it streamed is now the answer.
+    fn commit_attempt(&mut self) {
+        if self.mode == Mode::Committed {
+            if !self.pending_reasoning.is_empty() {
+                eprintln!("{}", self.pending_reasoning);
+            }
+            if !self.pending_text.is_empty() {
+                let mut stdout = std::io::stdout().lock();
+                let _ = writeln!(stdout, "{}", self.pending_text);
+                let _ = stdout.flush();
+            }
+        }
+        self.end_live_line();
+        self.start_attempt();
+    }
+
+    fn end_live_line(&mut self) {
+        if matches!(self.mode, Mode::Live { .. }) && !self.shown.is_empty() {
+            println!();
+            self.shown.clear();
+            self.shown_kind = None;
+        }
+    }
+
+    pub fn turn_usage(&self) -> Usage {
+        self.turn_usage
+    }
+}
+
+/// How many terminal rows `text` occupies, wrapping at the terminal width.
+fn screen_rows(text: &str) -> usize {
+    let width = crossterm::terminal::size()
+        .map(|(w, _)| usize::from(w))
+        .unwrap_or(80)
+        .max(1);
+    text.split('\n')
+        .map(|line| line.width().div_ceil(width).max(1))
+        .sum()
+}
+
+pub fn usage_line(usage: &Usage, cache_hit_ratio: f64) -> String {
+    let mut line = format!("tokens: {} in", usage.input);
+    if usage.cache_hit + usage.cache_miss > 0 {
+        line.push_str(&format!(
+            " ({} cache hit, {:.0}%)",
+            usage.cache_hit,
+            cache_hit_ratio * 100.0
+        ));
+    }
+    line.push_str(&format!(" · {} out", usage.output));
+    if usage.reasoning > 0 {
+        line.push_str(&format!(" ({} reasoning)", usage.reasoning));
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_line_shows_cache_hits_only_when_reported() {
+        let usage = Usage {
+            input: 200,
+            output: 30,
+            reasoning: 10,
+            cache_hit: 150,
+            cache_miss: 50,
+        };
+        assert_eq!(
+            usage_line(&usage, usage.cache_hit_ratio()),
+            "tokens: 200 in (150 cache hit, 75%) · 30 out (10 reasoning)"
+        );
+        let bare = Usage {
+            input: 5,
+            output: 1,
+            ..Usage::default()
+        };
+        assert_eq!(usage_line(&bare, 0.0), "tokens: 5 in · 1 out");
+    }
+}

@@ -1,0 +1,350 @@
+//! Anthropic Messages stream assembly.
+//!
+//! Invariants:
+//! - Content blocks are kept by their `index` and returned in index order, so thinking blocks
+//!   (with their signatures) stay before the text and tool use that followed them.
+//! - Usage follows Anthropic's split: total input = `input_tokens` + cache read + cache write.
+//! - The response is complete only after `message_stop` (or a `stop_reason` when the server
+//!   closes without it).
+
+use super::unknown_finish_reason;
+use super::{Completion, Delta, Progress, cut_short, finished_call, unexpected_payload};
+use crate::classify::classify_stream_error;
+use keel_types::Usage;
+use keel_types::{AssistantItem, AssistantPart, FailureDiagnostic, FinishReason, ReplayData};
+use serde::Deserialize;
+use std::borrow::Cow;
+
+#[derive(Debug, Default)]
+pub struct AnthropicAssembler {
+    blocks: Vec<(u32, Block)>,
+    stop_reason: Option<FinishReason>,
+    usage: AnthropicUsage,
+}
+
+#[derive(Debug)]
+enum Block {
+    Text(String),
+    Thinking {
+        text: String,
+        signature: String,
+    },
+    Redacted(String),
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+        initial: Option<String>,
+    },
+    Ignored,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum StreamEvent<'a> {
+    MessageStart {
+        message: MessageStart,
+    },
+    ContentBlockStart {
+        index: u32,
+        content_block: serde_json::Value,
+    },
+    ContentBlockDelta {
+        index: u32,
+        #[serde(borrow)]
+        delta: BlockDelta<'a>,
+    },
+    ContentBlockStop {},
+    MessageDelta {
+        #[serde(default)]
+        delta: MessageDeltaBody<'a>,
+        #[serde(default)]
+        usage: Option<AnthropicUsage>,
+    },
+    MessageStop {},
+    Ping {},
+    Error {},
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Deserialize)]
+struct MessageStart {
+    #[serde(default)]
+    usage: Option<AnthropicUsage>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BlockDelta<'a> {
+    TextDelta {
+        #[serde(borrow)]
+        text: Cow<'a, str>,
+    },
+    ThinkingDelta {
+        #[serde(borrow)]
+        thinking: Cow<'a, str>,
+    },
+    SignatureDelta {
+        #[serde(borrow)]
+        signature: Cow<'a, str>,
+    },
+    InputJsonDelta {
+        #[serde(borrow)]
+        partial_json: Cow<'a, str>,
+    },
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Deserialize, Default)]
+struct MessageDeltaBody<'a> {
+    #[serde(default, borrow)]
+    stop_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Debug, Deserialize, Default, Clone, Copy)]
+struct AnthropicUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+impl AnthropicUsage {
+    /// Later reports override earlier ones field by field (`message_delta` repeats totals).
+    fn merge(&mut self, newer: &AnthropicUsage) {
+        self.input_tokens = newer.input_tokens.or(self.input_tokens);
+        self.output_tokens = newer.output_tokens.or(self.output_tokens);
+        self.cache_read_input_tokens = newer
+            .cache_read_input_tokens
+            .or(self.cache_read_input_tokens);
+        self.cache_creation_input_tokens = newer
+            .cache_creation_input_tokens
+            .or(self.cache_creation_input_tokens);
+    }
+
+    fn to_usage(self) -> Usage {
+        let uncached = self.input_tokens.unwrap_or(0);
+        let read = self.cache_read_input_tokens.unwrap_or(0);
+        let written = self.cache_creation_input_tokens.unwrap_or(0);
+        Usage {
+            input: uncached + read + written,
+            output: self.output_tokens.unwrap_or(0),
+            reasoning: 0,
+            cache_hit: read,
+            cache_miss: uncached + written,
+        }
+    }
+}
+
+fn map_stop_reason(reason: &str) -> Result<FinishReason, FailureDiagnostic> {
+    match reason {
+        "end_turn" | "stop_sequence" | "pause_turn" => Ok(FinishReason::Stop),
+        "max_tokens" | "model_context_window_exceeded" => Ok(FinishReason::Length),
+        "tool_use" => Ok(FinishReason::ToolCalls),
+        "refusal" => Ok(FinishReason::ContentFilter),
+        other => Err(unknown_finish_reason(other)),
+    }
+}
+
+fn block_from_start(start: &serde_json::Value) -> Block {
+    let text = |key: &str| {
+        start
+            .get(key)
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    match start.get("type").and_then(|t| t.as_str()).unwrap_or("") {
+        "text" => Block::Text(text("text")),
+        "thinking" => Block::Thinking {
+            text: text("thinking"),
+            signature: text("signature"),
+        },
+        "redacted_thinking" => Block::Redacted(text("data")),
+        "tool_use" => Block::ToolUse {
+            id: text("id"),
+            name: text("name"),
+            json: String::new(),
+            initial: start
+                .get("input")
+                .filter(|input| input.as_object().is_some_and(|map| !map.is_empty()))
+                .map(|input| input.to_string()),
+        },
+        _ => Block::Ignored,
+    }
+}
+
+impl AnthropicAssembler {
+    pub fn push(
+        &mut self,
+        event: &str,
+        data: &str,
+        sink: &mut dyn FnMut(Delta<'_>),
+    ) -> Result<Progress, FailureDiagnostic> {
+        if event == "error" {
+            return Err(error_event(data));
+        }
+        let parsed: StreamEvent<'_> =
+            serde_json::from_str(data).map_err(|_| unexpected_payload(data))?;
+        match parsed {
+            StreamEvent::MessageStart { message } => {
+                if let Some(usage) = message.usage {
+                    self.usage.merge(&usage);
+                }
+            }
+            StreamEvent::ContentBlockStart {
+                index,
+                content_block,
+            } => {
+                self.blocks.push((index, block_from_start(&content_block)));
+            }
+            StreamEvent::ContentBlockDelta { index, delta } => {
+                self.apply_delta(index, delta, sink)?
+            }
+            StreamEvent::ContentBlockStop {} | StreamEvent::Ping {} | StreamEvent::Unknown => {}
+            StreamEvent::MessageDelta { delta, usage } => {
+                if let Some(reason) = delta.stop_reason {
+                    self.stop_reason = Some(map_stop_reason(&reason)?);
+                }
+                if let Some(usage) = usage {
+                    self.usage.merge(&usage);
+                }
+            }
+            StreamEvent::MessageStop {} => {
+                return Ok(Progress::Done);
+            }
+            StreamEvent::Error {} => return Err(error_event(data)),
+        }
+        Ok(Progress::Continue)
+    }
+
+    fn apply_delta(
+        &mut self,
+        index: u32,
+        delta: BlockDelta<'_>,
+        sink: &mut dyn FnMut(Delta<'_>),
+    ) -> Result<(), FailureDiagnostic> {
+        let Some((_, block)) = self.blocks.iter_mut().rev().find(|(i, _)| *i == index) else {
+            return Err(unexpected_payload("{}"));
+        };
+        match (block, delta) {
+            (Block::Text(text), BlockDelta::TextDelta { text: piece }) => {
+                sink(Delta::Text(&piece));
+                text.push_str(&piece);
+            }
+            (Block::Thinking { text, .. }, BlockDelta::ThinkingDelta { thinking }) => {
+                sink(Delta::Reasoning(&thinking));
+                text.push_str(&thinking);
+            }
+            (
+                Block::Thinking { signature, .. },
+                BlockDelta::SignatureDelta { signature: piece },
+            ) => {
+                signature.push_str(&piece);
+            }
+            (Block::ToolUse { json, .. }, BlockDelta::InputJsonDelta { partial_json }) => {
+                json.push_str(&partial_json);
+            }
+            (Block::Ignored, _) | (_, BlockDelta::Unknown) => {}
+            (_, _) => return Err(unexpected_payload("{}")),
+        }
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> Result<Completion, FailureDiagnostic> {
+        let Some(finish_reason) = self.stop_reason else {
+            return Err(cut_short());
+        };
+        // A server that closed without `message_stop` but after a stop reason did finish.
+        self.blocks.sort_by_key(|(index, _)| *index);
+        Ok(Completion {
+            item: build_item(self.blocks.into_iter().map(|(_, block)| block))?,
+            finish_reason,
+            usage: self.usage.to_usage(),
+        })
+    }
+}
+
+/// An `error` event, in Anthropic's shape or llama-server's.
+fn error_event(data: &str) -> FailureDiagnostic {
+    match serde_json::from_str::<serde_json::Value>(data) {
+        Ok(value) => classify_stream_error(&value),
+        Err(_) => unexpected_payload(data),
+    }
+}
+
+fn build_item(blocks: impl Iterator<Item = Block>) -> Result<AssistantItem, FailureDiagnostic> {
+    let mut parts = Vec::new();
+    for (position, block) in blocks.enumerate() {
+        match block {
+            Block::Text(text) => {
+                if !text.is_empty() {
+                    parts.push(AssistantPart::Text { text });
+                }
+            }
+            Block::Thinking { text, signature } => parts.push(AssistantPart::Reasoning {
+                text,
+                replay: (!signature.is_empty())
+                    .then_some(ReplayData::AnthropicThinking { signature }),
+            }),
+            Block::Redacted(data) => parts.push(AssistantPart::Reasoning {
+                text: String::new(),
+                replay: Some(ReplayData::AnthropicRedactedThinking { data }),
+            }),
+            Block::ToolUse {
+                id,
+                name,
+                json,
+                initial,
+            } => {
+                let arguments = if json.is_empty() {
+                    initial.unwrap_or_default()
+                } else {
+                    json
+                };
+                parts.push(finished_call(id, name, arguments, position)?);
+            }
+            Block::Ignored => {}
+        }
+    }
+    Ok(AssistantItem { parts })
+}
+
+/// A non-streamed Messages body.
+pub(super) fn parse_complete(value: &serde_json::Value) -> Result<Completion, FailureDiagnostic> {
+    let content = value
+        .get("content")
+        .and_then(|c| c.as_array())
+        .ok_or_else(|| unexpected_payload(&value.to_string()))?;
+    let blocks = content.iter().map(|start| match block_from_start(start) {
+        Block::ToolUse { id, name, .. } => Block::ToolUse {
+            id,
+            name,
+            json: start
+                .get("input")
+                .map(|i| i.to_string())
+                .unwrap_or_default(),
+            initial: None,
+        },
+        other => other,
+    });
+    let reason = value
+        .get("stop_reason")
+        .and_then(|r| r.as_str())
+        .unwrap_or("end_turn");
+    let usage: AnthropicUsage = value
+        .get("usage")
+        .and_then(|usage| serde_json::from_value(usage.clone()).ok())
+        .unwrap_or_default();
+    Ok(Completion {
+        item: build_item(blocks)?,
+        finish_reason: map_stop_reason(reason)?,
+        usage: usage.to_usage(),
+    })
+}

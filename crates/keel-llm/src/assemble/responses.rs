@@ -1,0 +1,352 @@
+//! Responses stream assembly.
+//!
+//! Invariants:
+//! - Output items are kept in the order they were added; `output_item.done` carries the full
+//!   item and replaces what the deltas built (servers may send no `arguments.done`).
+//! - Reasoning items keep `encrypted_content` and their summaries for stateless replay.
+//! - The response is complete only with `response.completed` or `response.incomplete`.
+
+use super::unknown_finish_reason;
+use super::{Completion, Delta, Progress, cut_short, finished_call, unexpected_payload};
+use crate::classify::classify_stream_error;
+use keel_types::Usage;
+use keel_types::{AssistantItem, AssistantPart, FailureDiagnostic, FinishReason, ReplayData};
+use serde::Deserialize;
+use std::borrow::Cow;
+
+#[derive(Debug, Default)]
+pub struct ResponsesAssembler {
+    items: Vec<OutputItem>,
+    finish: Option<FinishReason>,
+    usage: Usage,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct OutputItem {
+    #[serde(default, rename = "type")]
+    kind: String,
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    call_id: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    arguments: String,
+    #[serde(default)]
+    content: Vec<ContentPart>,
+    #[serde(default)]
+    summary: Vec<ContentPart>,
+    #[serde(default)]
+    encrypted_content: Option<String>,
+    /// Text gathered from deltas, for items whose `done` event never came.
+    #[serde(skip)]
+    streamed_text: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ContentPart {
+    #[serde(default, rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: String,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type")]
+enum StreamEvent<'a> {
+    #[serde(rename = "response.output_item.added")]
+    ItemAdded { item: OutputItem },
+    #[serde(rename = "response.output_item.done")]
+    ItemDone { item: OutputItem },
+    #[serde(rename = "response.output_text.delta")]
+    TextDelta {
+        #[serde(default, borrow)]
+        item_id: Cow<'a, str>,
+        #[serde(borrow)]
+        delta: Cow<'a, str>,
+    },
+    #[serde(
+        rename = "response.reasoning_summary_text.delta",
+        alias = "response.reasoning_text.delta"
+    )]
+    ReasoningDelta {
+        #[serde(default, borrow)]
+        item_id: Cow<'a, str>,
+        #[serde(borrow)]
+        delta: Cow<'a, str>,
+    },
+    #[serde(rename = "response.function_call_arguments.delta")]
+    ArgumentsDelta {
+        #[serde(default, borrow)]
+        item_id: Cow<'a, str>,
+        #[serde(borrow)]
+        delta: Cow<'a, str>,
+    },
+    #[serde(rename = "response.completed")]
+    Completed { response: ResponseBody },
+    #[serde(rename = "response.incomplete")]
+    Incomplete { response: ResponseBody },
+    #[serde(rename = "response.failed")]
+    Failed { response: serde_json::Value },
+    #[serde(rename = "error")]
+    Error {},
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize, Default)]
+struct ResponseBody {
+    #[serde(default)]
+    usage: Option<ResponsesUsage>,
+    #[serde(default)]
+    incomplete_details: Option<IncompleteDetails>,
+    #[serde(default)]
+    output: Vec<OutputItem>,
+    #[serde(default)]
+    status: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct IncompleteDetails {
+    #[serde(default)]
+    reason: String,
+}
+
+#[derive(Deserialize, Default)]
+struct ResponsesUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    input_tokens_details: Option<InputDetails>,
+    #[serde(default)]
+    output_tokens_details: Option<OutputDetails>,
+}
+
+#[derive(Deserialize, Default)]
+struct InputDetails {
+    #[serde(default)]
+    cached_tokens: u64,
+}
+
+#[derive(Deserialize, Default)]
+struct OutputDetails {
+    #[serde(default)]
+    reasoning_tokens: u64,
+}
+
+impl ResponsesUsage {
+    fn to_usage(&self) -> Usage {
+        let cached = self.input_tokens_details.as_ref().map(|d| d.cached_tokens);
+        Usage {
+            input: self.input_tokens,
+            output: self.output_tokens,
+            reasoning: self
+                .output_tokens_details
+                .as_ref()
+                .map_or(0, |d| d.reasoning_tokens),
+            cache_hit: cached.unwrap_or(0),
+            cache_miss: cached.map_or(0, |hit| self.input_tokens.saturating_sub(hit)),
+        }
+    }
+}
+
+impl ResponsesAssembler {
+    pub fn push(
+        &mut self,
+        _event: &str,
+        data: &str,
+        sink: &mut dyn FnMut(Delta<'_>),
+    ) -> Result<Progress, FailureDiagnostic> {
+        let parsed: StreamEvent<'_> = match serde_json::from_str(data) {
+            Ok(parsed) => parsed,
+            // llama-server sends a bare `data: {"error":…}` with no type.
+            Err(_) => return Err(unexpected_payload(data)),
+        };
+        match parsed {
+            StreamEvent::ItemAdded { item } => self.items.push(item),
+            StreamEvent::ItemDone { item } => self.replace_item(item),
+            StreamEvent::TextDelta { item_id, delta } => {
+                sink(Delta::Text(&delta));
+                self.item_for(&item_id, "message")
+                    .streamed_text
+                    .push_str(&delta);
+            }
+            StreamEvent::ReasoningDelta { item_id, delta } => {
+                sink(Delta::Reasoning(&delta));
+                self.item_for(&item_id, "reasoning")
+                    .streamed_text
+                    .push_str(&delta);
+            }
+            StreamEvent::ArgumentsDelta { item_id, delta } => {
+                self.item_for(&item_id, "function_call")
+                    .arguments
+                    .push_str(&delta);
+            }
+            StreamEvent::Completed { response } | StreamEvent::Incomplete { response } => {
+                self.complete(response)?;
+                return Ok(Progress::Done);
+            }
+            StreamEvent::Failed { response } => {
+                let error = response.get("error").cloned().unwrap_or(response);
+                return Err(classify_stream_error(
+                    &serde_json::json!({ "error": error }),
+                ));
+            }
+            StreamEvent::Error {} => return Err(error_event(data)),
+            StreamEvent::Other => {}
+        }
+        Ok(Progress::Continue)
+    }
+
+    fn item_for(&mut self, item_id: &str, kind: &str) -> &mut OutputItem {
+        let position = self
+            .items
+            .iter()
+            .rposition(|item| !item_id.is_empty() && item.id == item_id)
+            .or_else(|| self.items.iter().rposition(|item| item.kind == kind));
+        match position {
+            Some(position) => &mut self.items[position],
+            None => {
+                self.items.push(OutputItem {
+                    kind: kind.to_string(),
+                    id: item_id.to_string(),
+                    ..OutputItem::default()
+                });
+                let last = self.items.len() - 1;
+                &mut self.items[last]
+            }
+        }
+    }
+
+    fn replace_item(&mut self, done: OutputItem) {
+        match self
+            .items
+            .iter()
+            .position(|item| !done.id.is_empty() && item.id == done.id)
+        {
+            Some(position) => {
+                let streamed = std::mem::take(&mut self.items[position].streamed_text);
+                self.items[position] = OutputItem {
+                    streamed_text: streamed,
+                    ..done
+                };
+            }
+            None => self.items.push(done),
+        }
+    }
+
+    fn complete(&mut self, response: ResponseBody) -> Result<(), FailureDiagnostic> {
+        if let Some(usage) = &response.usage {
+            self.usage = usage.to_usage();
+        }
+        if self.items.is_empty() {
+            self.items = response.output;
+        }
+        let has_calls = self.items.iter().any(|item| item.kind == "function_call");
+        self.finish = Some(match response.incomplete_details {
+            Some(details)
+                if response.status.as_deref() == Some("incomplete")
+                    || !details.reason.is_empty() =>
+            {
+                match details.reason.as_str() {
+                    "max_output_tokens" => FinishReason::Length,
+                    "content_filter" => FinishReason::ContentFilter,
+                    other => return Err(unknown_finish_reason(other)),
+                }
+            }
+            Some(_) | None if has_calls => FinishReason::ToolCalls,
+            Some(_) | None => FinishReason::Stop,
+        });
+        Ok(())
+    }
+
+    pub fn finish(self) -> Result<Completion, FailureDiagnostic> {
+        let Some(finish_reason) = self.finish else {
+            return Err(cut_short());
+        };
+        Ok(Completion {
+            item: build_item(self.items)?,
+            finish_reason,
+            usage: self.usage,
+        })
+    }
+}
+
+fn error_event(data: &str) -> FailureDiagnostic {
+    match serde_json::from_str::<serde_json::Value>(data) {
+        Ok(value) => classify_stream_error(&value),
+        Err(_) => unexpected_payload(data),
+    }
+}
+
+fn joined(parts: &[ContentPart], kind: &str) -> String {
+    parts
+        .iter()
+        .filter(|part| part.kind == kind)
+        .map(|part| part.text.as_str())
+        .collect()
+}
+
+fn build_item(items: Vec<OutputItem>) -> Result<AssistantItem, FailureDiagnostic> {
+    let mut parts = Vec::new();
+    for (position, item) in items.into_iter().enumerate() {
+        match item.kind.as_str() {
+            "message" => {
+                let text = joined(&item.content, "output_text");
+                let text = if text.is_empty() {
+                    item.streamed_text
+                } else {
+                    text
+                };
+                if !text.is_empty() {
+                    parts.push(AssistantPart::Text { text });
+                }
+            }
+            "reasoning" => {
+                let summary: Vec<String> = item
+                    .summary
+                    .iter()
+                    .filter(|part| part.kind == "summary_text")
+                    .map(|part| part.text.clone())
+                    .collect();
+                let content = joined(&item.content, "reasoning_text");
+                let text = if !item.streamed_text.is_empty() {
+                    item.streamed_text
+                } else if !content.is_empty() {
+                    content
+                } else {
+                    summary.concat()
+                };
+                parts.push(AssistantPart::Reasoning {
+                    text,
+                    replay: Some(ReplayData::ResponsesReasoning {
+                        encrypted_content: item.encrypted_content,
+                        summary,
+                    }),
+                });
+            }
+            "function_call" => {
+                let id = if item.call_id.is_empty() {
+                    item.id
+                } else {
+                    item.call_id
+                };
+                parts.push(finished_call(id, item.name, item.arguments, position)?);
+            }
+            _ => {}
+        }
+    }
+    Ok(AssistantItem { parts })
+}
+
+/// A non-streamed Responses body.
+pub(super) fn parse_complete(value: &serde_json::Value) -> Result<Completion, FailureDiagnostic> {
+    let response: ResponseBody = serde_json::from_value(value.clone())
+        .map_err(|_| unexpected_payload(&value.to_string()))?;
+    let mut assembler = ResponsesAssembler::default();
+    assembler.complete(response)?;
+    assembler.finish()
+}

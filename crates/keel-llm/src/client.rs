@@ -1,0 +1,218 @@
+//! One attempt: send a projected request, read the answer, stream it through the assembler.
+//!
+//! Invariants:
+//! - An attempt either returns a complete `Completion` or a `FailureDiagnostic`; deltas it
+//!   streamed before failing are provisional and the caller must drop them.
+//! - The API key goes only into the request header; it is never formatted into an error.
+//! - A stream that stays silent for the profile's idle timeout fails with `timeout`.
+//! - Error bodies are read (at most `MAX_ERROR_BODY` bytes) only to classify them.
+
+use crate::assemble::{Assembler, Completion, Delta, Progress, parse_complete_response};
+use crate::classify::{classify_http_failure, retry_after_from_headers, trace_id_from_headers};
+use crate::profile::ProviderProfile;
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures_util::StreamExt;
+use keel_types::{FailureDiagnostic, FailureKind, WireProtocol};
+use std::time::Duration;
+
+const MAX_ERROR_BODY: usize = 64 * 1024;
+const MAX_JSON_BODY: usize = 32 * 1024 * 1024;
+
+/// Why an attempt failed, and how long the provider asked us to wait.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttemptFailure {
+    pub diagnostic: FailureDiagnostic,
+    pub retry_after: Option<Duration>,
+}
+
+impl From<FailureDiagnostic> for AttemptFailure {
+    fn from(diagnostic: FailureDiagnostic) -> Self {
+        Self {
+            diagnostic,
+            retry_after: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the HTTP client: {0}")]
+pub struct ClientBuildError(String);
+
+#[derive(Clone, Debug)]
+pub struct HttpClient {
+    inner: reqwest::Client,
+}
+
+impl HttpClient {
+    pub fn new(connect_timeout: Duration) -> Result<HttpClient, ClientBuildError> {
+        // Installing fails only if a provider is already installed, which is what we want.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let inner = reqwest::Client::builder()
+            .connect_timeout(connect_timeout)
+            .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|error| ClientBuildError(error_chain(&error)))?;
+        Ok(HttpClient { inner })
+    }
+
+    /// One attempt against `profile` with `api_key`.
+    pub async fn attempt(
+        &self,
+        profile: &ProviderProfile,
+        api_key: &str,
+        body: Vec<u8>,
+        sink: &mut dyn FnMut(Delta<'_>),
+    ) -> Result<Completion, AttemptFailure> {
+        let mut request = self
+            .inner
+            .post(profile.endpoint())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .body(body);
+        request = match profile.protocol {
+            WireProtocol::Anthropic => request
+                .header("x-api-key", api_key)
+                .header("anthropic-version", "2023-06-01"),
+            WireProtocol::Chat | WireProtocol::Responses => request.bearer_auth(api_key),
+        };
+        let response = match tokio::time::timeout(profile.idle_timeout, request.send()).await {
+            Err(_) => return Err(idle_timeout(profile.idle_timeout, "for response headers").into()),
+            Ok(Err(error)) => return Err(request_error(&error).into()),
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let trace_id = trace_id_from_headers(&headers);
+        if !response.status().is_success() {
+            let body = read_capped(response, MAX_ERROR_BODY, profile.idle_timeout).await;
+            let diagnostic = classify_http_failure(status, &body).with_trace_id(trace_id);
+            return Err(AttemptFailure {
+                diagnostic,
+                retry_after: retry_after_from_headers(&headers),
+            });
+        }
+        let content_type = headers
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let with_trace = |diagnostic: FailureDiagnostic| AttemptFailure {
+            diagnostic: diagnostic.with_trace_id(trace_id.clone()),
+            retry_after: None,
+        };
+        if content_type.starts_with("text/event-stream") {
+            return stream_events(profile, response, sink)
+                .await
+                .map_err(with_trace);
+        }
+        let body = read_capped(response, MAX_JSON_BODY, profile.idle_timeout).await;
+        if content_type.contains("json") || body.trim_ascii_start().starts_with(b"{") {
+            // A server that ignored `stream: true`.
+            return parse_complete_response(profile.protocol, &body).map_err(with_trace);
+        }
+        let looks_like_html = content_type.contains("html")
+            || body
+                .trim_ascii_start()
+                .first()
+                .is_some_and(|byte| *byte == b'<');
+        let message = if looks_like_html {
+            "the provider answered with an HTML page instead of an API response: check that \
+             base_url is the API endpoint"
+        } else {
+            "the provider answered with content that is neither an event stream nor JSON: check \
+             that base_url is the API endpoint"
+        };
+        Err(with_trace(FailureDiagnostic::with_message(
+            FailureKind::Unknown,
+            None,
+            message,
+        )))
+    }
+}
+
+async fn stream_events(
+    profile: &ProviderProfile,
+    response: reqwest::Response,
+    sink: &mut dyn FnMut(Delta<'_>),
+) -> Result<Completion, FailureDiagnostic> {
+    let mut events = response.bytes_stream().eventsource();
+    let mut assembler = Assembler::new(profile.protocol);
+    loop {
+        let next = match tokio::time::timeout(profile.idle_timeout, events.next()).await {
+            Err(_) => return Err(idle_timeout(profile.idle_timeout, "inside the stream")),
+            Ok(next) => next,
+        };
+        match next {
+            None => break,
+            Some(Err(EventStreamError::Transport(error))) => return Err(request_error(&error)),
+            Some(Err(EventStreamError::Utf8(_))) | Some(Err(EventStreamError::Parser(_))) => {
+                return Err(FailureDiagnostic::with_message(
+                    FailureKind::Transport,
+                    None,
+                    "the stream is not valid server-sent events",
+                ));
+            }
+            Some(Ok(event)) => {
+                if assembler.push(&event.event, &event.data, sink)? == Progress::Done {
+                    break;
+                }
+            }
+        }
+    }
+    assembler.finish()
+}
+
+async fn read_capped(response: reqwest::Response, cap: usize, idle: Duration) -> Vec<u8> {
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while body.len() < cap {
+        match tokio::time::timeout(idle, chunks.next()).await {
+            Ok(Some(Ok(chunk))) => body.extend_from_slice(&chunk),
+            Ok(Some(Err(_))) | Ok(None) | Err(_) => break,
+        }
+    }
+    body.truncate(cap);
+    body
+}
+
+fn idle_timeout(limit: Duration, place: &str) -> FailureDiagnostic {
+    FailureDiagnostic::with_message(
+        FailureKind::Timeout,
+        None,
+        format!(
+            "the provider sent nothing for {} s {place} (idle timeout)",
+            limit.as_secs()
+        ),
+    )
+}
+
+fn request_error(error: &reqwest::Error) -> FailureDiagnostic {
+    let kind = if error.is_timeout() {
+        FailureKind::Timeout
+    } else {
+        FailureKind::Transport
+    };
+    let cause = error_chain(error);
+    let message = if error.is_body() || error.is_decode() {
+        format!("the connection dropped in the middle of the response ({cause})")
+    } else if error.is_connect() {
+        format!("cannot connect to the provider ({cause})")
+    } else {
+        format!("{} ({cause})", kind.describe())
+    };
+    FailureDiagnostic::with_message(kind, None, message)
+}
+
+/// The innermost causes of an error, which name the OS-level problem; never a body.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut causes = Vec::new();
+    let mut current = error.source();
+    while let Some(cause) = current {
+        causes.push(cause.to_string());
+        current = cause.source();
+    }
+    match causes.last() {
+        Some(innermost) => innermost.clone(),
+        None => error.to_string(),
+    }
+}

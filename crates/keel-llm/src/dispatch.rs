@@ -1,0 +1,215 @@
+//! Dispatching one model request: attempts, bounded retries and account rotation.
+//!
+//! Invariants:
+//! - The request bytes are projected once and reused for every attempt and account, so a retry
+//!   sends exactly what the failed attempt sent.
+//! - A retry happens only for a failed attempt (nothing of an attempt is committed before its
+//!   stream completes), only for kinds the policy allows, and at most `max_retries` times.
+//! - A `quota` failure moves to the next configured account and never returns to the exhausted
+//!   one within the same `AccountCursor` (one turn).
+//! - Every request, retry and rotation is an event; keys never are.
+
+use crate::assemble::{Completion, Delta};
+use crate::client::{AttemptFailure, HttpClient};
+use crate::profile::ProviderProfile;
+use crate::project::{ProjectedRequest, ProjectionInput, project};
+use keel_types::{EventBody, FailureDiagnostic, FailureKind};
+
+/// Which accounts of a provider are still usable in this turn.
+#[derive(Clone, Debug)]
+pub struct AccountCursor {
+    current: usize,
+    exhausted: Vec<bool>,
+}
+
+impl AccountCursor {
+    pub fn new(profile: &ProviderProfile) -> Self {
+        Self {
+            current: 0,
+            exhausted: vec![false; profile.accounts.len()],
+        }
+    }
+
+    pub fn current(&self) -> usize {
+        self.current
+    }
+
+    /// Mark the current account exhausted and move to the next usable one.
+    fn rotate(&mut self) -> Option<usize> {
+        if let Some(flag) = self.exhausted.get_mut(self.current) {
+            *flag = true;
+        }
+        let count = self.exhausted.len();
+        let next = (1..count)
+            .map(|offset| (self.current + offset) % count)
+            .find(|index| !self.exhausted[*index])?;
+        self.current = next;
+        Some(next)
+    }
+}
+
+/// Where the API key of an account comes from; the process environment in production.
+pub trait KeySource {
+    fn key(&self, env_var: &str) -> Option<String>;
+}
+
+/// Reads keys from the process environment.
+pub struct EnvKeys;
+
+impl KeySource for EnvKeys {
+    fn key(&self, env_var: &str) -> Option<String> {
+        std::env::var(env_var)
+            .ok()
+            .filter(|key| !key.trim().is_empty())
+    }
+}
+
+/// The result of a dispatched request, with the request that produced it.
+#[derive(Debug)]
+pub struct DispatchOutcome {
+    pub completion: Completion,
+    pub request: ProjectedRequest,
+    pub attempts: u32,
+}
+
+pub struct Dispatcher<'a> {
+    pub client: &'a HttpClient,
+    pub profile: &'a ProviderProfile,
+    pub keys: &'a dyn KeySource,
+}
+
+impl Dispatcher<'_> {
+    /// Send one request, retrying and rotating as the profile's policy says.
+    pub async fn complete(
+        &self,
+        input: &ProjectionInput<'_>,
+        accounts: &mut AccountCursor,
+        emit: &mut dyn FnMut(EventBody),
+    ) -> Result<DispatchOutcome, FailureDiagnostic> {
+        let request = project(self.profile, input).map_err(|error| {
+            FailureDiagnostic::with_message(FailureKind::InvalidRequest, None, error.to_string())
+        })?;
+        let policy = &self.profile.retry;
+        let mut retries = 0u32;
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let Some(account) = self.profile.accounts.get(accounts.current()) else {
+                return Err(FailureDiagnostic::with_message(
+                    FailureKind::Auth,
+                    None,
+                    format!("provider `{}` has no account configured", self.profile.name),
+                ));
+            };
+            emit(EventBody::LlmRequest {
+                attempt,
+                protocol: self.profile.protocol.to_string(),
+                model: input.model.to_string(),
+                message_count: request.message_count,
+                prefix_hash: request.prefix_hash.clone(),
+                account: account.name.clone(),
+            });
+            let result = match self.keys.key(&account.api_key_env) {
+                None => Err(AttemptFailure::from(FailureDiagnostic::with_message(
+                    FailureKind::Auth,
+                    None,
+                    format!("environment variable {} is not set", account.api_key_env),
+                ))),
+                Some(key) => {
+                    let mut forward = |delta: Delta<'_>| {
+                        emit(match delta {
+                            Delta::Text(text) => EventBody::LlmText {
+                                delta: text.to_string(),
+                            },
+                            Delta::Reasoning(text) => EventBody::LlmReasoning {
+                                delta: text.to_string(),
+                            },
+                        })
+                    };
+                    self.client
+                        .attempt(self.profile, &key, request.body.clone(), &mut forward)
+                        .await
+                }
+            };
+            let failure = match result {
+                Ok(completion) => {
+                    return Ok(DispatchOutcome {
+                        completion,
+                        request,
+                        attempts: attempt,
+                    });
+                }
+                Err(failure) => failure,
+            };
+            let kind = failure.diagnostic.kind;
+            if policy.rotates_on(kind) {
+                let from = account.name.clone();
+                if let Some(next) = accounts.rotate() {
+                    emit(EventBody::AccountRotated {
+                        provider: self.profile.name.clone(),
+                        from,
+                        to: self.profile.accounts[next].name.clone(),
+                        reason: kind,
+                    });
+                    continue;
+                }
+                // No account left: `quota` is never retried, `rate_limit` may wait and retry.
+            }
+            if !policy.allows_retry(kind, retries) {
+                return Err(failure.diagnostic);
+            }
+            retries += 1;
+            let delay = policy.delay_for(retries, failure.retry_after);
+            emit(EventBody::LlmRetry {
+                attempt: retries,
+                max_retries: policy.max_retries,
+                kind,
+                status: failure.diagnostic.status,
+                delay_ms: delay.as_millis() as u64,
+            });
+            tokio::time::sleep(delay).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{Account, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT};
+    use crate::retry::RetryPolicy;
+    use keel_types::{ReasoningProtocol, WireProtocol};
+
+    fn profile(accounts: usize) -> ProviderProfile {
+        ProviderProfile {
+            name: "p".into(),
+            protocol: WireProtocol::Chat,
+            base_url: "http://127.0.0.1:9".into(),
+            accounts: (0..accounts)
+                .map(|i| Account {
+                    name: format!("a{i}"),
+                    api_key_env: format!("K{i}"),
+                })
+                .collect(),
+            reasoning_protocol: ReasoningProtocol::Deepseek,
+            retry: RetryPolicy::default(),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            max_output_tokens: 16,
+        }
+    }
+
+    #[test]
+    fn rotation_visits_each_account_once_and_never_returns() {
+        let profile = profile(3);
+        let mut cursor = AccountCursor::new(&profile);
+        assert_eq!(cursor.rotate(), Some(1));
+        assert_eq!(cursor.rotate(), Some(2));
+        assert_eq!(cursor.rotate(), None);
+        let mut single = AccountCursor::new(&profile_with(1));
+        assert_eq!(single.rotate(), None);
+    }
+
+    fn profile_with(accounts: usize) -> ProviderProfile {
+        profile(accounts)
+    }
+}

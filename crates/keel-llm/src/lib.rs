@@ -1,0 +1,23 @@
+//! keel's provider layer: projection of the canonical history onto three wire protocols,
+//! streaming and assembly of answers, failure classification, and bounded retries.
+//!
+//! Invariants (each has tests in its module):
+//! - Projection is a pure function: the same history prefix gives the same request bytes.
+//! - Nothing of an incomplete stream is ever returned as a completed response.
+//! - Failure diagnostics never carry a response body or a secret.
+
+pub mod assemble;
+pub mod classify;
+pub mod client;
+pub mod config;
+pub mod dispatch;
+pub mod profile;
+pub mod project;
+pub mod retry;
+
+pub use assemble::{Completion, Delta};
+pub use config::{ConfigError, KeelConfig, ModelRef, Overrides};
+pub use dispatch::{AccountCursor, DispatchOutcome, Dispatcher, EnvKeys, KeySource};
+pub use profile::{Account, ProviderProfile};
+pub use project::{ProjectedRequest, ProjectionInput, ToolSpec, project};
+pub use retry::RetryPolicy;

@@ -1,0 +1,302 @@
+use super::*;
+use crate::profile::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT};
+use crate::retry::RetryPolicy;
+use keel_types::{
+    AssistantItem, AssistantPart, ReasoningProtocol, ReplayData, ToolCall, ToolResult,
+};
+
+fn profile(protocol: WireProtocol, reasoning_protocol: ReasoningProtocol) -> ProviderProfile {
+    ProviderProfile {
+        name: "test".into(),
+        protocol,
+        base_url: "http://127.0.0.1:1".into(),
+        accounts: vec![],
+        reasoning_protocol,
+        retry: RetryPolicy::default(),
+        idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+        max_output_tokens: 1024,
+    }
+}
+
+fn tools() -> Vec<ToolSpec> {
+    vec![ToolSpec {
+        name: "read_file".into(),
+        description: "Read a file".into(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"]
+        }),
+    }]
+}
+
+fn call(id: &str, name: &str, arguments: &str) -> AssistantPart {
+    AssistantPart::ToolCall(ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: arguments.into(),
+    })
+}
+
+fn result(id: &str, name: &str, content: &str) -> Item {
+    Item::ToolResult(ToolResult {
+        call_id: id.into(),
+        name: name.into(),
+        content: content.into(),
+        is_error: false,
+    })
+}
+
+/// Text, reasoning, two tool rounds (the second a parallel call), then a final answer.
+/// `replay` decides which opaque data the reasoning carries.
+fn history(replay: impl Fn(u32) -> Option<ReplayData>) -> Vec<Item> {
+    vec![
+        Item::User {
+            text: "Fix the bug in main.rs".into(),
+        },
+        Item::Assistant(AssistantItem {
+            parts: vec![
+                AssistantPart::Reasoning {
+                    text: "Look first.".into(),
+                    replay: replay(1),
+                },
+                AssistantPart::Text {
+                    text: "Reading it.".into(),
+                },
+                call("call_1", "read_file", "{\"path\": \"main.rs\"}"),
+            ],
+        }),
+        result("call_1", "read_file", "fn main() { pritnln!(); }"),
+        Item::Assistant(AssistantItem {
+            parts: vec![
+                AssistantPart::Reasoning {
+                    text: "Typo; check lib too.".into(),
+                    replay: replay(2),
+                },
+                call("call_2", "read_file", "{\"path\":\"lib.rs\"}"),
+                call("call_3", "read_file", "{\"path\":\"Cargo.toml\"}"),
+            ],
+        }),
+        result("call_2", "read_file", "pub fn x() {}"),
+        result("call_3", "read_file", "[package]"),
+        Item::Assistant(AssistantItem {
+            parts: vec![AssistantPart::Text {
+                text: "It is a typo: pritnln.".into(),
+            }],
+        }),
+        Item::User {
+            text: "Thanks".into(),
+        },
+    ]
+}
+
+fn no_replay(_: u32) -> Option<ReplayData> {
+    None
+}
+
+fn body_of(profile: &ProviderProfile, history: &[Item]) -> String {
+    let input = ProjectionInput {
+        model: "m",
+        system: "You are keel.",
+        tools: &tools(),
+        history,
+    };
+    String::from_utf8(project(profile, &input).unwrap().body).unwrap()
+}
+
+#[test]
+fn chat_deepseek_request_layout() {
+    let body = body_of(
+        &profile(WireProtocol::Chat, ReasoningProtocol::Deepseek),
+        &history(no_replay),
+    );
+    insta::assert_snapshot!("chat_deepseek", body);
+}
+
+#[test]
+fn chat_deepseek_replays_reasoning_exactly_on_tool_call_messages() {
+    let body = body_of(
+        &profile(WireProtocol::Chat, ReasoningProtocol::Deepseek),
+        &history(no_replay),
+    );
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let messages = json["messages"].as_array().unwrap();
+    for message in messages.iter().filter(|m| m["role"] == "assistant") {
+        let has_calls = message.get("tool_calls").is_some();
+        assert_eq!(
+            message.get("reasoning_content").is_some(),
+            has_calls,
+            "{message}"
+        );
+    }
+    // An assistant tool-call message without any reasoning still carries "".
+    let mut bare = history(no_replay);
+    bare[1] = Item::Assistant(AssistantItem {
+        parts: vec![call("call_1", "read_file", "{}")],
+    });
+    let body = body_of(&profile(WireProtocol::Chat, ReasoningProtocol::Kimi), &bare);
+    assert!(
+        body.contains(r#""role":"assistant","content":"","reasoning_content":"","tool_calls""#)
+    );
+}
+
+#[test]
+fn chat_none_never_replays_reasoning() {
+    let body = body_of(
+        &profile(WireProtocol::Chat, ReasoningProtocol::None),
+        &history(no_replay),
+    );
+    assert!(!body.contains("reasoning_content"));
+    insta::assert_snapshot!("chat_none", body);
+}
+
+#[test]
+fn anthropic_request_layout() {
+    let replay = |n: u32| {
+        Some(ReplayData::AnthropicThinking {
+            signature: format!("sig-{n}"),
+        })
+    };
+    let body = body_of(
+        &profile(WireProtocol::Anthropic, ReasoningProtocol::None),
+        &history(replay),
+    );
+    insta::assert_snapshot!("anthropic", body);
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let roles: Vec<&str> = json["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user"
+        ]
+    );
+}
+
+#[test]
+fn anthropic_drops_unsigned_reasoning_and_wraps_bad_arguments() {
+    let history = vec![
+        Item::User { text: "hi".into() },
+        Item::Assistant(AssistantItem {
+            parts: vec![
+                AssistantPart::Reasoning {
+                    text: "unsigned".into(),
+                    replay: None,
+                },
+                call("c1", "bash", "{\"command\": \"ls\""),
+                call("c2", "list_dir", ""),
+            ],
+        }),
+    ];
+    let body = body_of(
+        &profile(WireProtocol::Anthropic, ReasoningProtocol::None),
+        &history,
+    );
+    assert!(!body.contains("unsigned"));
+    assert!(
+        body.contains(r#""input":{"invalid_arguments":"{\"command\": \"ls\""}"#),
+        "{body}"
+    );
+    assert!(body.contains(r#""name":"list_dir","input":{}"#), "{body}");
+}
+
+#[test]
+fn responses_request_layout() {
+    let replay = |n: u32| {
+        Some(ReplayData::ResponsesReasoning {
+            encrypted_content: Some(format!("enc-{n}")),
+            summary: vec![format!("summary {n}")],
+        })
+    };
+    let body = body_of(
+        &profile(WireProtocol::Responses, ReasoningProtocol::None),
+        &history(replay),
+    );
+    assert!(body.contains(r#""store":false"#));
+    insta::assert_snapshot!("responses", body);
+}
+
+#[test]
+fn responses_deepseek_contract_replays_plain_reasoning() {
+    let body = body_of(
+        &profile(WireProtocol::Responses, ReasoningProtocol::Deepseek),
+        &history(no_replay),
+    );
+    insta::assert_snapshot!("responses_deepseek", body);
+    let none = body_of(
+        &profile(WireProtocol::Responses, ReasoningProtocol::None),
+        &history(no_replay),
+    );
+    assert!(!none.contains(r#""type":"reasoning""#));
+}
+
+/// Request boundaries of an append-only session: after each user message and after each
+/// complete batch of tool results.
+const REQUEST_BOUNDARIES: [usize; 4] = [1, 3, 6, 8];
+
+#[test]
+fn append_only_history_gives_prefix_stable_requests_for_every_protocol() {
+    let cases = [
+        (WireProtocol::Chat, ReasoningProtocol::Deepseek),
+        (WireProtocol::Chat, ReasoningProtocol::None),
+        (WireProtocol::Anthropic, ReasoningProtocol::None),
+        (WireProtocol::Responses, ReasoningProtocol::Deepseek),
+        (WireProtocol::Responses, ReasoningProtocol::None),
+    ];
+    let full = history(no_replay);
+    for (protocol, reasoning) in cases {
+        let profile = profile(protocol, reasoning);
+        let tools = tools();
+        let mut previous: Option<ProjectedRequest> = None;
+        for cut in REQUEST_BOUNDARIES {
+            let input = ProjectionInput {
+                model: "m",
+                system: "You are keel.",
+                tools: &tools,
+                history: &full[..cut],
+            };
+            let request = project(&profile, &input).unwrap();
+            let again = project(&profile, &input).unwrap();
+            assert_eq!(request, again, "projection must be deterministic");
+            if let Some(previous) = &previous {
+                assert!(
+                    request.body.starts_with(previous.stable_prefix()),
+                    "{protocol:?}/{reasoning:?}: request at {cut} does not extend the previous one"
+                );
+                assert!(request.message_count > previous.message_count);
+                assert_ne!(request.prefix_hash, previous.prefix_hash);
+            }
+            previous = Some(request);
+        }
+    }
+}
+
+#[test]
+fn prefix_hash_is_sixteen_hex_digits() {
+    let profile = profile(WireProtocol::Chat, ReasoningProtocol::Deepseek);
+    let history = history(no_replay);
+    let input = ProjectionInput {
+        model: "m",
+        system: "",
+        tools: &[],
+        history: &history,
+    };
+    let request = project(&profile, &input).unwrap();
+    assert_eq!(request.prefix_hash.len(), 16);
+    assert!(request.prefix_hash.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(
+        request.message_count, 8,
+        "no system message when the prompt is empty"
+    );
+}

@@ -1,0 +1,415 @@
+//! The fake provider's HTTP server on loopback (axum).
+//!
+//! Invariants:
+//! - Every model request is captured (path, protocol, exact body bytes, a fingerprint of the
+//!   key — never the key) before it is answered, so tests can count and compare requests.
+//! - Cache-hit tokens are the longest common prefix (in bytes / 4) of this request's prompt with
+//!   any earlier request's prompt, the way a provider's prefix cache would see them.
+//! - A Chat request replaying a tool-call assistant message without `reasoning_content` gets
+//!   DeepSeek's 400, without consuming a step.
+
+use crate::render::{self, Answer, Frame, MockUsage, Protocol};
+use crate::scenario::{Fault, Scenario, Step};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures_util::StreamExt;
+use serde::Serialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// One request as the mock received it.
+#[derive(Clone, Debug, Serialize, serde::Deserialize, PartialEq)]
+pub struct CapturedRequest {
+    pub path: String,
+    pub protocol: String,
+    pub body: String,
+    /// First 12 hex digits of the SHA-256 of the key sent, if any.
+    pub key_fingerprint: Option<String>,
+    /// The 1-based step that answered it; `None` when the mock rejected it on its own.
+    pub step: Option<usize>,
+}
+
+#[derive(Debug)]
+struct MockState {
+    scenario: Scenario,
+    next_step: usize,
+    requests: Vec<CapturedRequest>,
+    prompts: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+struct Shared(Arc<Mutex<MockState>>);
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, MockState> {
+        // A poisoned lock only means another handler panicked; the data is still usable.
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A running fake provider.
+#[derive(Debug)]
+pub struct MockServer {
+    addr: SocketAddr,
+    shared: Shared,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MockServer {
+    /// Bind `addr` (use port 0 for any free port) and serve `scenario` in the background.
+    pub async fn start(addr: SocketAddr, scenario: Scenario) -> std::io::Result<MockServer> {
+        let shared = Shared(Arc::new(Mutex::new(MockState {
+            scenario,
+            next_step: 0,
+            requests: Vec::new(),
+            prompts: Vec::new(),
+        })));
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let app = router(shared.clone());
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(MockServer { addr, shared, task })
+    }
+
+    /// The base URL to configure as a provider's `base_url`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<CapturedRequest> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// Wait until the server stops (it runs until the process ends).
+    pub async fn wait(mut self) {
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn router(shared: Shared) -> Router {
+    let chat = post(|s: State<Shared>, h: HeaderMap, b: Bytes| {
+        model_request(s, h, b, Protocol::Chat, "/chat/completions")
+    });
+    let anthropic = post(|s: State<Shared>, h: HeaderMap, b: Bytes| {
+        model_request(s, h, b, Protocol::Anthropic, "/v1/messages")
+    });
+    let responses = post(|s: State<Shared>, h: HeaderMap, b: Bytes| {
+        model_request(s, h, b, Protocol::Responses, "/responses")
+    });
+    Router::new()
+        .route("/chat/completions", chat.clone())
+        .route("/v1/chat/completions", chat)
+        .route("/messages", anthropic.clone())
+        .route("/v1/messages", anthropic)
+        .route("/responses", responses.clone())
+        .route("/v1/responses", responses)
+        .route(
+            "/v1/models",
+            get(|| async {
+                axum::Json(json!({"object": "list", "data": [{"id": "mock", "object": "model"}]}))
+            }),
+        )
+        .route(
+            "/_mock/requests",
+            get(|State(shared): State<Shared>| async move {
+                axum::Json(shared.lock().requests.clone())
+            }),
+        )
+        .with_state(shared)
+}
+
+fn key_fingerprint(headers: &HeaderMap) -> Option<String> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "));
+    let key = bearer.or_else(|| {
+        headers
+            .get("x-api-key")
+            .and_then(|value| value.to_str().ok())
+    })?;
+    let digest = Sha256::digest(key.as_bytes());
+    Some(
+        digest
+            .iter()
+            .take(6)
+            .map(|byte| format!("{byte:02x}"))
+            .collect(),
+    )
+}
+
+fn error_json(status: StatusCode, message: &str, kind: &str) -> Response {
+    (
+        status,
+        axum::Json(
+            json!({"error": {"message": message, "type": kind, "param": null, "code": kind}}),
+        ),
+    )
+        .into_response()
+}
+
+/// The prompt as a provider's cache sees it: system, tools and messages, in request order.
+fn prompt_text(protocol: Protocol, body: &Value) -> String {
+    let parts: [&str; 3] = match protocol {
+        Protocol::Chat => ["system", "tools", "messages"],
+        Protocol::Anthropic => ["system", "tools", "messages"],
+        Protocol::Responses => ["instructions", "tools", "input"],
+    };
+    parts
+        .iter()
+        .map(|key| body.get(*key).map(Value::to_string).unwrap_or_default())
+        .collect()
+}
+
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
+}
+
+/// DeepSeek's check: every assistant message with tool calls must carry `reasoning_content`.
+fn missing_reasoning_index(body: &Value) -> Option<usize> {
+    let messages = body.get("messages")?.as_array()?;
+    messages.iter().position(|message| {
+        message.get("role").and_then(Value::as_str) == Some("assistant")
+            && message
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .is_some_and(|c| !c.is_empty())
+            && message
+                .get("reasoning_content")
+                .is_none_or(|r| !r.is_string())
+    })
+}
+
+async fn model_request(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    body: Bytes,
+    protocol: Protocol,
+    path: &'static str,
+) -> Response {
+    let text = String::from_utf8_lossy(&body).into_owned();
+    let mut capture = CapturedRequest {
+        path: path.to_string(),
+        protocol: format!("{protocol:?}").to_ascii_lowercase(),
+        body: text,
+        key_fingerprint: key_fingerprint(&headers),
+        step: None,
+    };
+    let parsed: Value = match serde_json::from_slice(&body) {
+        Ok(parsed) => parsed,
+        Err(_) => {
+            shared.lock().requests.push(capture);
+            return error_json(
+                StatusCode::BAD_REQUEST,
+                "keel mock: the request body is not valid JSON",
+                "invalid_request_error",
+            );
+        }
+    };
+    let mut state = shared.lock();
+    if protocol == Protocol::Chat && state.scenario.require_reasoning_replay {
+        if let Some(index) = missing_reasoning_index(&parsed) {
+            state.requests.push(capture);
+            let message = format!(
+                "Missing `reasoning_content` field in the assistant message at message index {index}. \
+                 The reasoning_content of tool-call turns must be passed back to the API."
+            );
+            return error_json(StatusCode::BAD_REQUEST, &message, "invalid_request_error");
+        }
+    }
+    let request_number = state.requests.len() + 1;
+    let step_index = state.next_step;
+    let Some(step) = state.scenario.steps.get(step_index).cloned() else {
+        state.requests.push(capture);
+        let message =
+            format!("keel mock: the scenario has no step left for request {request_number}");
+        return error_json(StatusCode::BAD_REQUEST, &message, "invalid_request_error");
+    };
+    state.next_step += 1;
+    capture.step = Some(step_index + 1);
+    state.requests.push(capture);
+    let prompt = prompt_text(protocol, &parsed);
+    let best_prefix = state
+        .prompts
+        .iter()
+        .map(|earlier| common_prefix(earlier, &prompt))
+        .max()
+        .unwrap_or(0);
+    state.prompts.push(prompt.clone());
+    let following = state.scenario.steps.get(step_index + 1).cloned();
+    let delay = state.scenario.chunk_delay;
+    let stream = parsed
+        .get("stream")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+        && !state.scenario.ignore_stream;
+    drop(state);
+
+    let prompt_tokens = (prompt.len() as u64).div_ceil(4).max(1);
+    let usage_for = |answer: &Answer<'_>| {
+        let produced = answer.text.map_or(0, str::len)
+            + answer.reason.map_or(0, str::len)
+            + answer
+                .calls
+                .iter()
+                .map(|c| c.arguments.len() + c.name.len())
+                .sum::<usize>();
+        MockUsage {
+            prompt: prompt_tokens,
+            completion: (produced as u64).div_ceil(4).max(1),
+            reasoning: (answer.reason.map_or(0, str::len) as u64).div_ceil(4),
+            cache_hit: ((best_prefix as u64) / 4).min(prompt_tokens),
+        }
+    };
+    let answer_of = |step: &Step| -> Option<(
+        Option<String>,
+        Option<String>,
+        Vec<crate::scenario::ScriptedCall>,
+        Option<String>,
+    )> {
+        match step {
+            Step::Say {
+                text,
+                reason,
+                finish_reason,
+            } => Some((
+                reason.clone(),
+                Some(text.clone()),
+                Vec::new(),
+                finish_reason.clone(),
+            )),
+            Step::Tools {
+                calls,
+                reason,
+                finish_reason,
+            } => Some((reason.clone(), None, calls.clone(), finish_reason.clone())),
+            Step::Fault(_) => None,
+        }
+    };
+    let frames = match &step {
+        Step::Fault(Fault::Http {
+            status,
+            body,
+            headers,
+        }) => {
+            let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let mut response = (status, body.clone()).into_response();
+            let content_type = if body.trim_start().starts_with('{') {
+                "application/json"
+            } else {
+                "text/plain"
+            };
+            if let Ok(value) = content_type.parse() {
+                response.headers_mut().insert(header::CONTENT_TYPE, value);
+            }
+            for (name, value) in headers {
+                if let (Ok(name), Ok(value)) = (
+                    header::HeaderName::from_bytes(name.as_bytes()),
+                    value.parse(),
+                ) {
+                    response.headers_mut().insert(name, value);
+                }
+            }
+            return response;
+        }
+        Step::Fault(Fault::DropAfterContent) => {
+            let fallback = Step::Say {
+                text: "This answer will be cut off.".into(),
+                reason: None,
+                finish_reason: None,
+            };
+            let source = following
+                .as_ref()
+                .filter(|s| !matches!(s, Step::Fault(_)))
+                .unwrap_or(&fallback);
+            let (reason, text, calls, finish) = answer_of(source).unwrap_or_default();
+            let answer = Answer {
+                reason: reason.as_deref(),
+                text: text.as_deref(),
+                calls: &calls,
+                finish_reason: finish.as_deref(),
+                request_number,
+            };
+            let mut frames = render::stream_frames(protocol, &answer, usage_for(&answer));
+            frames.truncate(frames.len() / 2);
+            frames.push(Frame::Abort);
+            frames
+        }
+        Step::Fault(Fault::Stall(duration)) => {
+            vec![
+                render::opening_frame(protocol, request_number),
+                Frame::Sleep(*duration),
+                Frame::Abort,
+            ]
+        }
+        Step::Fault(Fault::BadJsonChunk) => {
+            vec![
+                render::opening_frame(protocol, request_number),
+                render::broken_frame(protocol),
+            ]
+        }
+        Step::Say { .. } | Step::Tools { .. } => {
+            let (reason, text, calls, finish) = answer_of(&step).unwrap_or_default();
+            let answer = Answer {
+                reason: reason.as_deref(),
+                text: text.as_deref(),
+                calls: &calls,
+                finish_reason: finish.as_deref(),
+                request_number,
+            };
+            let usage = usage_for(&answer);
+            if !stream {
+                return axum::Json(render::whole_body(protocol, &answer, usage)).into_response();
+            }
+            render::stream_frames(protocol, &answer, usage)
+        }
+    };
+    stream_response(frames, delay)
+}
+
+fn stream_response(frames: Vec<Frame>, delay: std::time::Duration) -> Response {
+    let body = futures_util::stream::iter(frames).then(move |frame| async move {
+        match frame {
+            Frame::Bytes(bytes) => {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                Ok(Bytes::from(bytes))
+            }
+            Frame::Sleep(duration) => {
+                tokio::time::sleep(duration).await;
+                Ok(Bytes::new())
+            }
+            Frame::Abort => Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                "keel mock: connection cut",
+            )),
+        }
+    });
+    let mut response = Response::new(Body::from_stream(body));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/event-stream"),
+    );
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-cache"),
+    );
+    response
+}

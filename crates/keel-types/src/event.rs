@@ -1,0 +1,137 @@
+//! The events every front end receives, in one order (CONTRACT.md "Events").
+//!
+//! Invariants:
+//! - The `type` names and their fields are a public contract; add fields, never rename them.
+//! - `llm/text` and `llm/reasoning` deltas are provisional until the `llm/response` of the same
+//!   attempt; an `llm/retry` tells front ends to drop what the failed attempt streamed.
+//! - No event carries a secret or a provider's response body.
+
+use crate::{FailureDiagnostic, FailureKind, Usage};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u64>,
+    #[serde(flatten)]
+    pub body: EventBody,
+}
+
+/// What started a turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputKind {
+    User,
+    ProtocolRecovery,
+    FinalReadinessRecovery,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum EventBody {
+    #[serde(rename = "session/started")]
+    SessionStarted {
+        workspace: String,
+        model: String,
+        provider: String,
+        resumed: bool,
+    },
+    #[serde(rename = "turn/started")]
+    TurnStarted { input_kind: InputKind },
+    #[serde(rename = "llm/request")]
+    LlmRequest {
+        attempt: u32,
+        protocol: String,
+        model: String,
+        message_count: usize,
+        prefix_hash: String,
+        /// The name of the account used (never its key).
+        account: String,
+    },
+    #[serde(rename = "llm/retry")]
+    LlmRetry {
+        attempt: u32,
+        max_retries: u32,
+        kind: FailureKind,
+        status: Option<u16>,
+        delay_ms: u64,
+    },
+    #[serde(rename = "llm/text")]
+    LlmText { delta: String },
+    #[serde(rename = "llm/reasoning")]
+    LlmReasoning { delta: String },
+    #[serde(rename = "llm/response")]
+    LlmResponse { finish_reason: String, usage: Usage },
+    #[serde(rename = "tool/call")]
+    ToolCall {
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
+    #[serde(rename = "tool/result")]
+    ToolResult {
+        call_id: String,
+        name: String,
+        state: String,
+        summary: String,
+    },
+    #[serde(rename = "account/rotated")]
+    AccountRotated {
+        provider: String,
+        from: String,
+        to: String,
+        reason: FailureKind,
+    },
+    #[serde(rename = "turn/completed")]
+    TurnCompleted { usage: Usage, cache_hit_ratio: f64 },
+    #[serde(rename = "turn/failed")]
+    TurnFailed { diagnostic: FailureDiagnostic },
+    #[serde(rename = "recovery/offered")]
+    RecoveryOffered { recovery_id: String },
+    #[serde(rename = "recovery/consumed")]
+    RecoveryConsumed { recovery_id: String },
+    #[serde(rename = "recovery/expired")]
+    RecoveryExpired { recovery_id: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_serialize_with_contract_type_names() {
+        let event = Event {
+            session_id: "s1".into(),
+            turn: Some(1),
+            body: EventBody::LlmRetry {
+                attempt: 2,
+                max_retries: 5,
+                kind: FailureKind::Server,
+                status: Some(500),
+                delay_ms: 512,
+            },
+        };
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(json["type"], "llm/retry");
+        assert_eq!(json["session_id"], "s1");
+        assert_eq!(json["turn"], 1);
+        assert_eq!(json["kind"], "server");
+        assert_eq!(json["status"], 500);
+        let back: Event = serde_json::from_value(json).unwrap();
+        assert_eq!(back, event);
+
+        let failed = Event {
+            session_id: "s1".into(),
+            turn: Some(1),
+            body: EventBody::TurnFailed {
+                diagnostic: FailureDiagnostic::new(FailureKind::Quota, Some(402)),
+            },
+        };
+        let json = serde_json::to_value(&failed).unwrap();
+        assert_eq!(json["type"], "turn/failed");
+        assert_eq!(json["diagnostic"]["kind"], "quota");
+        assert_eq!(json["diagnostic"]["status"], 402);
+        assert!(json["diagnostic"]["trace_id"].is_null());
+    }
+}

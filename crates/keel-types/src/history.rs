@@ -1,0 +1,191 @@
+//! The canonical, provider-neutral conversation history.
+//!
+//! Invariants:
+//! - History is append-only; an item, once committed, never changes.
+//! - An assistant item keeps its parts in the order the provider produced them, because
+//!   Anthropic thinking blocks and Responses reasoning items must be replayed in that order.
+//! - Tool-call arguments are kept as the raw string the model produced, never re-serialized, so
+//!   replaying them is byte-exact and invalid JSON is still visible to the model.
+//! - Replay data is opaque: keel stores it and sends it back unmodified, it never interprets it.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// One entry of the canonical history.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Item {
+    User { text: String },
+    Assistant(AssistantItem),
+    ToolResult(ToolResult),
+}
+
+/// One complete assistant response.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssistantItem {
+    pub parts: Vec<AssistantPart>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AssistantPart {
+    Reasoning {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replay: Option<ReplayData>,
+    },
+    Text {
+        text: String,
+    },
+    ToolCall(ToolCall),
+}
+
+/// A tool call exactly as the model asked for it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The raw argument string (normally JSON), unmodified.
+    pub arguments: String,
+}
+
+/// Per-protocol data that must go back to the provider unmodified.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ReplayData {
+    /// The signature of an Anthropic `thinking` block.
+    AnthropicThinking { signature: String },
+    /// An Anthropic `redacted_thinking` block.
+    AnthropicRedactedThinking { data: String },
+    /// A Responses `reasoning` output item.
+    ResponsesReasoning {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<String>,
+        /// The summary texts, one per `summary_text` part, in order.
+        #[serde(default)]
+        summary: Vec<String>,
+    },
+}
+
+/// The result of one tool call, as the model will see it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub name: String,
+    pub content: String,
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+impl AssistantItem {
+    /// All visible text, concatenated in order.
+    pub fn text(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(|part| match part {
+                AssistantPart::Text { text } => Some(text.as_str()),
+                AssistantPart::Reasoning { .. } | AssistantPart::ToolCall(_) => None,
+            })
+            .collect()
+    }
+
+    /// All reasoning text, concatenated in order.
+    pub fn reasoning(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(|part| match part {
+                AssistantPart::Reasoning { text, .. } => Some(text.as_str()),
+                AssistantPart::Text { .. } | AssistantPart::ToolCall(_) => None,
+            })
+            .collect()
+    }
+
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.parts.iter().filter_map(|part| match part {
+            AssistantPart::ToolCall(call) => Some(call),
+            AssistantPart::Reasoning { .. } | AssistantPart::Text { .. } => None,
+        })
+    }
+
+    pub fn has_tool_calls(&self) -> bool {
+        self.tool_calls().next().is_some()
+    }
+}
+
+/// Why a response ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// The model finished its answer (`stop`, `end_turn`, `stop_sequence`, `completed`).
+    Stop,
+    /// The output limit cut the answer (`length`, `max_tokens`, `max_output_tokens`).
+    Length,
+    /// The model asked for tools (`tool_calls`, `tool_use`).
+    ToolCalls,
+    /// The provider filtered the answer (`content_filter`, `refusal`).
+    ContentFilter,
+}
+
+impl FinishReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stop => "stop",
+            Self::Length => "length",
+            Self::ToolCalls => "tool_calls",
+            Self::ContentFilter => "content_filter",
+        }
+    }
+}
+
+impl fmt::Display for FinishReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_round_trips_through_json_with_stable_bytes() {
+        let item = Item::Assistant(AssistantItem {
+            parts: vec![
+                AssistantPart::Reasoning {
+                    text: "think".into(),
+                    replay: Some(ReplayData::AnthropicThinking {
+                        signature: "sig".into(),
+                    }),
+                },
+                AssistantPart::Text { text: "hi".into() },
+                AssistantPart::ToolCall(ToolCall {
+                    id: "c1".into(),
+                    name: "bash".into(),
+                    arguments: "{\"command\": \"ls\"}".into(),
+                }),
+            ],
+        });
+        let bytes = serde_json::to_string(&item).unwrap();
+        let back: Item = serde_json::from_str(&bytes).unwrap();
+        assert_eq!(back, item);
+        assert_eq!(serde_json::to_string(&back).unwrap(), bytes);
+        assert!(bytes.starts_with(r#"{"role":"assistant","parts":[{"type":"reasoning""#));
+    }
+
+    #[test]
+    fn accessors_concatenate_in_order() {
+        let item = AssistantItem {
+            parts: vec![
+                AssistantPart::Text { text: "a".into() },
+                AssistantPart::Reasoning {
+                    text: "r".into(),
+                    replay: None,
+                },
+                AssistantPart::Text { text: "b".into() },
+            ],
+        };
+        assert_eq!(item.text(), "ab");
+        assert_eq!(item.reasoning(), "r");
+        assert!(!item.has_tool_calls());
+    }
+}

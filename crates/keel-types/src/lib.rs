@@ -1,0 +1,25 @@
+//! keel's provider-neutral model: plain data and serde, no I/O.
+//!
+//! Invariants:
+//! - Every type here serializes deterministically: the same value always gives the same bytes
+//!   (structs keep their field order, maps are never hash maps).
+//! - Nothing here can hold a secret: API keys live only in the process environment and are read
+//!   by the provider layer at request time.
+
+pub mod event;
+pub mod failure;
+pub mod history;
+pub mod permission;
+pub mod protocol;
+pub mod tool;
+pub mod usage;
+
+pub use event::{Event, EventBody, InputKind};
+pub use failure::{FailureDiagnostic, FailureKind};
+pub use history::{
+    AssistantItem, AssistantPart, FinishReason, Item, ReplayData, ToolCall, ToolResult,
+};
+pub use permission::PermissionMode;
+pub use protocol::{ReasoningProtocol, WireProtocol};
+pub use tool::ToolSpec;
+pub use usage::Usage;
