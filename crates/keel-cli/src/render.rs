@@ -31,7 +31,6 @@ pub struct Renderer {
     shown_kind: Option<Shown>,
     pending_text: String,
     pending_reasoning: String,
-    turn_usage: Usage,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,7 +55,6 @@ impl Renderer {
             shown_kind: None,
             pending_text: String::new(),
             pending_reasoning: String::new(),
-            turn_usage: Usage::default(),
         }
     }
 
@@ -105,10 +103,7 @@ impl Renderer {
                 self.discard_attempt();
                 eprintln!("⇄ {provider}: account `{from}` failed ({reason}); switching to `{to}`");
             }
-            EventBody::LlmResponse { usage, .. } => {
-                self.commit_attempt();
-                self.turn_usage.add(usage);
-            }
+            EventBody::LlmResponse { .. } => self.commit_attempt(),
             EventBody::TurnCompleted {
                 usage,
                 cache_hit_ratio,
@@ -214,10 +209,6 @@ impl Renderer {
             self.shown.clear();
             self.shown_kind = None;
         }
-    }
-
-    pub fn turn_usage(&self) -> Usage {
-        self.turn_usage
     }
 }
 

@@ -144,7 +144,8 @@ pub async fn execute_turn(
                      answer is shown as is",
                 );
             }
-            let usage = renderer.turn_usage();
+            // One request per turn until tools arrive: the turn's usage is this response's.
+            let usage = completion.usage;
             renderer.emit(&event(
                 Some(1),
                 EventBody::TurnCompleted {

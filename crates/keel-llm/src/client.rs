@@ -12,7 +12,7 @@ use crate::classify::{classify_http_failure, retry_after_from_headers, trace_id_
 use crate::profile::ProviderProfile;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::StreamExt;
-use keel_types::{FailureDiagnostic, FailureKind, WireProtocol};
+use keel_types::{AssistantPart, FailureDiagnostic, FailureKind, WireProtocol};
 use std::time::Duration;
 
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -107,8 +107,21 @@ impl HttpClient {
         }
         let body = read_capped(response, MAX_JSON_BODY, profile.idle_timeout).await;
         if content_type.contains("json") || body.trim_ascii_start().starts_with(b"{") {
-            // A server that ignored `stream: true`.
-            return parse_complete_response(profile.protocol, &body).map_err(with_trace);
+            // A server that ignored `stream: true`: show the whole answer as one delta each.
+            let completion =
+                parse_complete_response(profile.protocol, &body).map_err(with_trace)?;
+            for part in &completion.item.parts {
+                match part {
+                    AssistantPart::Reasoning { text, .. } if !text.is_empty() => {
+                        sink(Delta::Reasoning(text));
+                    }
+                    AssistantPart::Text { text } if !text.is_empty() => sink(Delta::Text(text)),
+                    AssistantPart::Reasoning { .. }
+                    | AssistantPart::Text { .. }
+                    | AssistantPart::ToolCall(_) => {}
+                }
+            }
+            return Ok(completion);
         }
         let looks_like_html = content_type.contains("html")
             || body

@@ -8,7 +8,7 @@
 //!   `function_call_arguments.delta`).
 //! - Text is cut into several deltas so clients really assemble.
 
-use crate::scenario::ScriptedCall;
+use crate::scenario::{ScriptedCall, Step};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -37,6 +37,54 @@ pub struct Answer<'a> {
     pub finish_reason: Option<&'a str>,
     /// Distinguishes ids across requests.
     pub request_number: usize,
+}
+
+/// The owned content of an answering step.
+#[derive(Clone, Debug, Default)]
+pub struct ScriptedAnswer {
+    pub reason: Option<String>,
+    pub text: Option<String>,
+    pub calls: Vec<ScriptedCall>,
+    pub finish_reason: Option<String>,
+}
+
+impl ScriptedAnswer {
+    /// `None` for a fault step.
+    pub fn of(step: &Step) -> Option<ScriptedAnswer> {
+        match step {
+            Step::Say {
+                text,
+                reason,
+                finish_reason,
+            } => Some(ScriptedAnswer {
+                reason: reason.clone(),
+                text: Some(text.clone()),
+                calls: Vec::new(),
+                finish_reason: finish_reason.clone(),
+            }),
+            Step::Tools {
+                calls,
+                reason,
+                finish_reason,
+            } => Some(ScriptedAnswer {
+                reason: reason.clone(),
+                text: None,
+                calls: calls.clone(),
+                finish_reason: finish_reason.clone(),
+            }),
+            Step::Fault(_) => None,
+        }
+    }
+
+    pub fn answer(&self, request_number: usize) -> Answer<'_> {
+        Answer {
+            reason: self.reason.as_deref(),
+            text: self.text.as_deref(),
+            calls: &self.calls,
+            finish_reason: self.finish_reason.as_deref(),
+            request_number,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

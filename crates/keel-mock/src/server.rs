@@ -8,7 +8,7 @@
 //! - A Chat request replaying a tool-call assistant message without `reasoning_content` gets
 //!   DeepSeek's 400, without consuming a step.
 
-use crate::render::{self, Answer, Frame, MockUsage, Protocol};
+use crate::render::{self, Answer, Frame, MockUsage, Protocol, ScriptedAnswer};
 use crate::scenario::{Fault, Scenario, Step};
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -223,15 +223,14 @@ async fn model_request(
         }
     };
     let mut state = shared.lock();
-    if protocol == Protocol::Chat && state.scenario.require_reasoning_replay {
-        if let Some(index) = missing_reasoning_index(&parsed) {
-            state.requests.push(capture);
-            let message = format!(
-                "Missing `reasoning_content` field in the assistant message at message index {index}. \
-                 The reasoning_content of tool-call turns must be passed back to the API."
-            );
-            return error_json(StatusCode::BAD_REQUEST, &message, "invalid_request_error");
-        }
+    let replay_checked = protocol == Protocol::Chat && state.scenario.require_reasoning_replay;
+    if let Some(index) = missing_reasoning_index(&parsed).filter(|_| replay_checked) {
+        state.requests.push(capture);
+        let message = format!(
+            "Missing `reasoning_content` field in the assistant message at message index {index}. \
+             The reasoning_content of tool-call turns must be passed back to the API."
+        );
+        return error_json(StatusCode::BAD_REQUEST, &message, "invalid_request_error");
     }
     let request_number = state.requests.len() + 1;
     let step_index = state.next_step;
@@ -277,31 +276,6 @@ async fn model_request(
             cache_hit: ((best_prefix as u64) / 4).min(prompt_tokens),
         }
     };
-    let answer_of = |step: &Step| -> Option<(
-        Option<String>,
-        Option<String>,
-        Vec<crate::scenario::ScriptedCall>,
-        Option<String>,
-    )> {
-        match step {
-            Step::Say {
-                text,
-                reason,
-                finish_reason,
-            } => Some((
-                reason.clone(),
-                Some(text.clone()),
-                Vec::new(),
-                finish_reason.clone(),
-            )),
-            Step::Tools {
-                calls,
-                reason,
-                finish_reason,
-            } => Some((reason.clone(), None, calls.clone(), finish_reason.clone())),
-            Step::Fault(_) => None,
-        }
-    };
     let frames = match &step {
         Step::Fault(Fault::Http {
             status,
@@ -338,16 +312,12 @@ async fn model_request(
                 .as_ref()
                 .filter(|s| !matches!(s, Step::Fault(_)))
                 .unwrap_or(&fallback);
-            let (reason, text, calls, finish) = answer_of(source).unwrap_or_default();
-            let answer = Answer {
-                reason: reason.as_deref(),
-                text: text.as_deref(),
-                calls: &calls,
-                finish_reason: finish.as_deref(),
-                request_number,
-            };
+            let scripted = ScriptedAnswer::of(source).unwrap_or_default();
+            let answer = scripted.answer(request_number);
             let mut frames = render::stream_frames(protocol, &answer, usage_for(&answer));
             frames.truncate(frames.len() / 2);
+            // Let the server flush what was sent before cutting the connection.
+            frames.push(Frame::Sleep(std::time::Duration::from_millis(50)));
             frames.push(Frame::Abort);
             frames
         }
@@ -365,14 +335,8 @@ async fn model_request(
             ]
         }
         Step::Say { .. } | Step::Tools { .. } => {
-            let (reason, text, calls, finish) = answer_of(&step).unwrap_or_default();
-            let answer = Answer {
-                reason: reason.as_deref(),
-                text: text.as_deref(),
-                calls: &calls,
-                finish_reason: finish.as_deref(),
-                request_number,
-            };
+            let scripted = ScriptedAnswer::of(&step).unwrap_or_default();
+            let answer = scripted.answer(request_number);
             let usage = usage_for(&answer);
             if !stream {
                 return axum::Json(render::whole_body(protocol, &answer, usage)).into_response();

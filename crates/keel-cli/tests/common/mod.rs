@@ -1,0 +1,161 @@
+//! Helpers for driving the real `keel` binary against a real `keel mock` process.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const KEEL: &str = env!("CARGO_BIN_EXE_keel");
+
+/// A `keel mock` child process, killed on drop.
+pub struct MockProcess {
+    child: Child,
+    pub base_url: String,
+}
+
+impl MockProcess {
+    pub fn start(scenario: &str) -> MockProcess {
+        let mut child = Command::new(KEEL)
+            .args(["mock", "--scenario", scenario])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn keel mock");
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        let base_url = line.trim().to_string();
+        assert!(
+            base_url.starts_with("http://127.0.0.1:"),
+            "mock printed {base_url:?}"
+        );
+        MockProcess { child, base_url }
+    }
+
+    /// Start with a scenario given as JSON text (written to `dir`).
+    pub fn with_steps(dir: &Path, scenario_json: &str) -> MockProcess {
+        let path = dir.join(format!("scenario-{}.json", rand_suffix()));
+        std::fs::write(&path, scenario_json).unwrap();
+        MockProcess::start(path.to_str().unwrap())
+    }
+
+    /// The requests the mock captured, as JSON objects.
+    pub fn requests(&self) -> Vec<Value> {
+        let address = self.base_url.trim_start_matches("http://");
+        let mut stream = TcpStream::connect(address).unwrap();
+        write!(
+            stream,
+            "GET /_mock/requests HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let body = response.split_once("\r\n\r\n").unwrap().1;
+        serde_json::from_str(body).unwrap()
+    }
+}
+
+impl Drop for MockProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn rand_suffix() -> String {
+    format!("{:?}", Instant::now()).replace(|c: char| !c.is_ascii_alphanumeric(), "")
+}
+
+/// A private KEEL_HOME with a config file.
+pub struct Home {
+    pub dir: tempfile::TempDir,
+}
+
+impl Home {
+    pub fn new(config: &str) -> Home {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("config.toml"), config).unwrap();
+        Home { dir }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().to_path_buf()
+    }
+
+    /// `keel ARGS` with this home, in this home as working directory, and a clean environment.
+    pub fn keel(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(KEEL);
+        command
+            .args(args)
+            .current_dir(self.dir.path())
+            .env("KEEL_HOME", self.dir.path())
+            .env("DEEPSEEK_API_KEY", "test-key-1")
+            .env_remove("KEEL_MODEL")
+            .env_remove("DEEPSEEK_BASE_URL")
+            .env_remove("NO_COLOR")
+            .stdin(Stdio::null());
+        command
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        let started = Instant::now();
+        let output = self.keel(args).output().unwrap();
+        Run {
+            output,
+            elapsed: started.elapsed(),
+        }
+    }
+}
+
+pub struct Run {
+    pub output: Output,
+    pub elapsed: Duration,
+}
+
+impl Run {
+    pub fn code(&self) -> i32 {
+        self.output.status.code().unwrap_or(-1)
+    }
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+    /// The `--json` event lines.
+    pub fn events(&self) -> Vec<Value> {
+        self.stdout()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+            .collect()
+    }
+    pub fn events_of(&self, kind: &str) -> Vec<Value> {
+        self.events()
+            .into_iter()
+            .filter(|e| e["type"] == kind)
+            .collect()
+    }
+}
+
+/// Config for `protocol` pointing the matching preset at the mock.
+pub fn config_for(protocol: &str, base_url: &str, extra: &str) -> String {
+    let provider = provider_for(protocol);
+    format!(
+        "model = \"{provider}/mock-model\"\n[providers.{provider}]\nbase_url = \"{base_url}\"\n{extra}\n\
+         [providers.{provider}.retry]\nbase_delay_ms = 50\nmax_delay_ms = 200\n"
+    )
+}
+
+pub fn provider_for(protocol: &str) -> &'static str {
+    match protocol {
+        "chat" => "deepseek",
+        "anthropic" => "deepseek-anthropic",
+        "responses" => "deepseek-responses",
+        other => panic!("unknown protocol {other}"),
+    }
+}
+
+pub const PROTOCOLS: [&str; 3] = ["chat", "anthropic", "responses"];

@@ -1,0 +1,125 @@
+//! The `--json` event stream and the basic command contract.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+use common::*;
+
+#[test]
+fn json_events_follow_the_contract() {
+    for protocol in PROTOCOLS {
+        let mock = MockProcess::start("transient-500");
+        let home = Home::new(&config_for(protocol, &mock.base_url, ""));
+        let run = home.run(&["run", "--json", "What is the answer?"]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let events = run.events();
+        let session = events[0]["session_id"].as_str().unwrap().to_string();
+        assert!(events.iter().all(|e| e["session_id"] == session.as_str()));
+        assert_eq!(events[0]["type"], "session/started");
+        assert_eq!(events[0]["provider"], provider_for(protocol));
+        assert_eq!(events[0]["resumed"], false);
+        assert_eq!(events[1]["type"], "turn/started");
+        assert_eq!(events[1]["input_kind"], "user");
+        let requests = run.events_of("llm/request");
+        assert_eq!(requests.len(), 2);
+        assert_eq!(requests[0]["protocol"], protocol);
+        assert_eq!(requests[0]["prefix_hash"], requests[1]["prefix_hash"]);
+        assert_eq!(
+            (
+                requests[0]["attempt"].as_u64(),
+                requests[1]["attempt"].as_u64()
+            ),
+            (Some(1), Some(2))
+        );
+        let retry = &run.events_of("llm/retry")[0];
+        assert_eq!(
+            (
+                retry["kind"].as_str(),
+                retry["status"].as_u64(),
+                retry["max_retries"].as_u64()
+            ),
+            (Some("server"), Some(500), Some(5))
+        );
+        let reasoning: String = run
+            .events_of("llm/reasoning")
+            .iter()
+            .map(|e| e["delta"].as_str().unwrap())
+            .collect();
+        assert_eq!(reasoning, "Retrying worked.", "{protocol}");
+        let response = &run.events_of("llm/response")[0];
+        assert_eq!(response["finish_reason"], "stop");
+        for field in ["input", "output", "reasoning", "cache_hit", "cache_miss"] {
+            assert!(response["usage"][field].is_u64(), "{field}");
+        }
+        let completed = events.last().unwrap();
+        assert_eq!(completed["type"], "turn/completed");
+        assert_eq!(completed["turn"], 1);
+        let ratio = completed["cache_hit_ratio"].as_f64().unwrap();
+        assert!(
+            ratio > 0.5,
+            "the retry hits the cache of the first attempt: {ratio}"
+        );
+        assert!(
+            !run.stdout().contains("test-key-1"),
+            "the key never appears"
+        );
+    }
+}
+
+#[test]
+fn json_mode_prints_only_json_lines_on_stdout_and_nothing_on_stderr() {
+    let mock = MockProcess::start("basic");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let run = home.run(&["run", "--json", "hi"]);
+    assert_eq!(run.code(), 0);
+    assert!(run.stderr().is_empty(), "{}", run.stderr());
+    assert!(run.events().len() >= 5);
+}
+
+#[test]
+fn piped_output_has_no_escape_codes_and_reasoning_goes_to_stderr() {
+    let mock = MockProcess::start("basic");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let run = home.run(&["run", "hi"]);
+    assert_eq!(run.code(), 0);
+    assert!(!run.stdout().contains('\u{1b}') && !run.stderr().contains('\u{1b}'));
+    assert!(run.stderr().contains("The user wants a short answer."));
+    assert!(!run.stdout().contains("The user wants a short answer."));
+}
+
+#[test]
+fn version_and_help() {
+    let home = Home::new("");
+    let run = home.run(&["--version"]);
+    assert_eq!(run.code(), 0);
+    assert!(run.stdout().starts_with("keel "));
+    let run = home.run(&["--help"]);
+    assert_eq!(run.code(), 0);
+    for command in ["run", "mock", "demo"] {
+        assert!(run.stdout().contains(command), "{command}");
+    }
+}
+
+#[test]
+fn demo_runs_without_key_or_config() {
+    let home = Home::new("this is not toml [");
+    let output = home
+        .keel(&["demo"])
+        .env_remove("DEEPSEEK_API_KEY")
+        .output()
+        .unwrap();
+    let run = Run {
+        output,
+        elapsed: std::time::Duration::ZERO,
+    };
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(run.stdout().contains("prefix"), "{}", run.stdout());
+    assert!(
+        run.stderr().contains("retry 1/5"),
+        "the demo shows a retry: {}",
+        run.stderr()
+    );
+    assert!(
+        run.stderr().contains("DEEPSEEK_API_KEY"),
+        "it says how to use a real key"
+    );
+}
