@@ -1,0 +1,194 @@
+//! Terminal rendering (under a real pseudo-terminal), Ctrl-C, and secrets.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+use common::*;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// Run `keel ARGS` under `script`, which gives it a pseudo-terminal; returns what it drew.
+fn run_in_terminal(home: &Home, args: &[&str], no_color: bool) -> String {
+    let mut command_line = String::from(KEEL);
+    for arg in args {
+        command_line.push_str(&format!(" '{arg}'"));
+    }
+    let mut command = std::process::Command::new("script");
+    command
+        .args(["-qec", &command_line, "/dev/null"])
+        .current_dir(home.path())
+        .env("KEEL_HOME", home.path())
+        .env("DEEPSEEK_API_KEY", "test-key-1")
+        .env("TERM", "xterm")
+        .stdin(Stdio::null());
+    if no_color {
+        command.env("NO_COLOR", "1");
+    } else {
+        command.env_remove("NO_COLOR");
+    }
+    let output = command.output().expect("script(1) from util-linux");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn reasoning_is_dimmed_on_a_terminal_unless_no_color() {
+    let mock = MockProcess::start("basic");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let screen = run_in_terminal(&home, &["run", "hi"], false);
+    assert!(
+        screen.contains("\u{1b}[2m"),
+        "dim attribute expected: {screen:?}"
+    );
+    let plain = strip_escapes(&screen);
+    assert!(
+        plain.contains("The user wants a short answer."),
+        "{plain:?}"
+    );
+    assert!(plain.contains("The answer is 42"));
+    drop(mock);
+    let mock = MockProcess::start("basic");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let screen = run_in_terminal(&home, &["run", "hi"], true);
+    assert!(!screen.contains("\u{1b}[2m"), "NO_COLOR: {screen:?}");
+    assert!(screen.contains("The user wants a short answer."));
+}
+
+#[test]
+fn a_dropped_attempt_is_erased_on_a_terminal() {
+    let mock = MockProcess::start("midstream-drop");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let screen = run_in_terminal(&home, &["run", "hi"], true);
+    // The provisional text was drawn, then the line was cleared before the retry notice.
+    let erase = screen
+        .find("\u{1b}[J")
+        .expect("clear-to-end after the failed attempt");
+    let retry = screen.find("retry 1/5").expect("retry notice");
+    assert!(erase < retry, "{screen:?}");
+    assert_eq!(
+        screen[retry..].matches("The answer is 42").count(),
+        1,
+        "{screen:?}"
+    );
+}
+
+#[test]
+fn ctrl_c_cancels_the_turn_with_exit_130() {
+    let home = Home::new("");
+    let mock = MockProcess::with_steps(
+        &home.path(),
+        r#"{"steps": [{"fault": "stall", "seconds": 60}]}"#,
+    );
+    std::fs::write(
+        home.path().join("config.toml"),
+        config_for("chat", &mock.base_url, ""),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let child = home
+        .keel(&["run", "--json", "hi"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the request is in flight.
+    while mock.requests().is_empty() && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let run = Run {
+        output,
+        elapsed: started.elapsed(),
+    };
+    let failed = run.events_of("turn/failed");
+    assert_eq!(failed[0]["diagnostic"]["kind"], "cancelled");
+    assert!(
+        run.events_of("llm/response").is_empty(),
+        "nothing of the cancelled attempt is committed"
+    );
+}
+
+#[test]
+fn the_key_never_appears_in_any_output_even_on_auth_failure() {
+    let secret = "sk-very-secret-0123456789";
+    for json in [true, false] {
+        let home = Home::new("");
+        let scenario_dir = tempfile::tempdir().unwrap();
+        let scenario = serde_json::json!({"steps": [{"fault": {"status": 401, "body": format!("{{\"error\":{{\"message\":\"Authentication Fails, Your api key: {secret} is invalid\"}}}}")}}]});
+        let mock = MockProcess::with_steps(scenario_dir.path(), &scenario.to_string());
+        std::fs::write(
+            home.path().join("config.toml"),
+            config_for("chat", &mock.base_url, ""),
+        )
+        .unwrap();
+        let mut args = vec!["run", "hi"];
+        if json {
+            args.insert(1, "--json");
+        }
+        let output = home
+            .keel(&args)
+            .env("DEEPSEEK_API_KEY", secret)
+            .output()
+            .unwrap();
+        let run = Run {
+            output,
+            elapsed: Duration::ZERO,
+        };
+        assert_eq!(run.code(), 1);
+        assert!(!run.stdout().contains(secret) && !run.stderr().contains(secret));
+        assert!(
+            !run.stdout().contains("Authentication Fails")
+                && !run.stderr().contains("Authentication Fails"),
+            "no body"
+        );
+        assert_eq!(mock.requests().len(), 1, "auth is never retried");
+        let home_files: Vec<_> = walk(&home.path());
+        for file in home_files {
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            assert!(!text.contains(secret), "{}", file.display());
+        }
+    }
+}
+
+/// The text without ANSI control sequences.
+fn strip_escapes(screen: &str) -> String {
+    let mut plain = String::new();
+    let mut chars = screen.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            chars.next();
+            for next in chars.by_ref() {
+                if next.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
