@@ -11,6 +11,7 @@ pub mod failure;
 pub mod history;
 pub mod permission;
 pub mod protocol;
+pub mod receipt;
 pub mod tool;
 pub mod usage;
 
@@ -21,5 +22,6 @@ pub use history::{
 };
 pub use permission::PermissionMode;
 pub use protocol::{ReasoningProtocol, WireProtocol};
+pub use receipt::{ReceiptState, ToolReceipt};
 pub use tool::ToolSpec;
 pub use usage::Usage;

@@ -1,0 +1,79 @@
+//! keel's durable session store: one SQLite file (WAL, `synchronous = FULL`) holding sessions,
+//! the canonical history, tool receipts, the event index, recovery records and session leases.
+//!
+//! Invariants:
+//! - History is append-only: items get increasing revisions and are never updated.
+//! - Every write is one transaction, committed (fsync'd) before the call returns; an assistant
+//!   message and the receipts of its tool calls are written in the same transaction.
+//! - A database that is corrupt, not keel's, or of a newer schema is an error that says so, and
+//!   is never modified or overwritten.
+//! - One process writes a session at a time (`Lease`); a second gets an error naming the holder.
+
+mod error;
+mod lease;
+mod schema;
+mod sessions;
+
+pub use error::StoreError;
+pub use lease::Lease;
+pub use sessions::{SessionInfo, StoredEvent, StoredItem};
+
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A handle to the state database; cheap to clone, shared by every part of one process.
+#[derive(Clone, Debug)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    path: PathBuf,
+    connection: Mutex<Connection>,
+}
+
+impl Store {
+    /// Open (creating if needed) the database at `path` and bring its schema up to date.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|source| StoreError::Io {
+                path: parent.to_path_buf(),
+                source,
+            })?;
+        }
+        let connection =
+            Connection::open(path).map_err(|error| StoreError::corrupt(path, &error))?;
+        schema::prepare(&connection, path)?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                path: path.to_path_buf(),
+                connection: Mutex::new(connection),
+            }),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    fn connection(&self) -> MutexGuard<'_, Connection> {
+        // A poisoned lock means a panic elsewhere; SQLite's own state is still consistent.
+        self.inner
+            .connection
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,358 @@
+//! Sessions, their canonical history, receipts, events and recovery records.
+//!
+//! Invariants:
+//! - Items are appended with the next revision inside the writing transaction, so revisions are
+//!   gap-free and never reused.
+//! - An item that cannot be decoded is returned as such (with its revision), never dropped, so
+//!   a session with a damaged row stays loadable and the damage stays visible.
+//! - Recovery records are stored as raw JSON text and returned byte for byte.
+
+use crate::{Store, StoreError, now_ms};
+use keel_types::{Event, Item, ReceiptState, ToolReceipt};
+use rusqlite::{OptionalExtension, Transaction, params};
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SessionInfo {
+    pub id: String,
+    pub workspace: String,
+    pub provider: String,
+    pub model: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// One history row: the item, or why it could not be decoded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredItem {
+    pub revision: u64,
+    pub turn: u64,
+    pub item: Result<Item, String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredEvent {
+    pub seq: u64,
+    pub event: Event,
+}
+
+fn session_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionInfo> {
+    Ok(SessionInfo {
+        id: row.get(0)?,
+        workspace: row.get(1)?,
+        provider: row.get(2)?,
+        model: row.get(3)?,
+        created_at: row.get(4)?,
+        updated_at: row.get(5)?,
+    })
+}
+
+const SESSION_COLUMNS: &str = "id, workspace, provider, model, created_at, updated_at";
+
+fn to_u64(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+fn to_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+impl Store {
+    pub fn create_session(
+        &self,
+        id: &str,
+        workspace: &str,
+        provider: &str,
+        model: &str,
+    ) -> Result<SessionInfo, StoreError> {
+        let now = now_ms();
+        self.connection().execute(
+            "INSERT INTO sessions (id, workspace, provider, model, created_at, updated_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+            params![id, workspace, provider, model, now],
+        )?;
+        Ok(SessionInfo {
+            id: id.into(),
+            workspace: workspace.into(),
+            provider: provider.into(),
+            model: model.into(),
+            created_at: now,
+            updated_at: now,
+        })
+    }
+
+    pub fn session(&self, id: &str) -> Result<Option<SessionInfo>, StoreError> {
+        Ok(self
+            .connection()
+            .query_row(
+                &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"),
+                [id],
+                session_from_row,
+            )
+            .optional()?)
+    }
+
+    pub fn require_session(&self, id: &str) -> Result<SessionInfo, StoreError> {
+        self.session(id)?
+            .ok_or_else(|| StoreError::NoSuchSession(id.to_string()))
+    }
+
+    /// Sessions of `workspace`, most recently updated first.
+    pub fn sessions_for_workspace(&self, workspace: &str) -> Result<Vec<SessionInfo>, StoreError> {
+        let connection = self.connection();
+        let mut statement = connection.prepare(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE workspace = ?1 \
+             ORDER BY updated_at DESC, rowid DESC"
+        ))?;
+        let rows = statement.query_map([workspace], session_from_row)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    pub fn set_session_model(
+        &self,
+        id: &str,
+        provider: &str,
+        model: &str,
+    ) -> Result<(), StoreError> {
+        self.connection().execute(
+            "UPDATE sessions SET provider = ?2, model = ?3, updated_at = ?4 WHERE id = ?1",
+            params![id, provider, model, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// Append items (one transaction); returns their revisions.
+    pub fn append_items(
+        &self,
+        session: &str,
+        turn: u64,
+        items: &[Item],
+    ) -> Result<Vec<u64>, StoreError> {
+        self.write(|transaction| append_in(transaction, session, turn, items))
+    }
+
+    /// The write-ahead step: the assistant message and `pending` receipts for its tool calls,
+    /// in one transaction.
+    pub fn append_with_receipts(
+        &self,
+        session: &str,
+        turn: u64,
+        item: &Item,
+        receipts: &[ToolReceipt],
+    ) -> Result<u64, StoreError> {
+        self.write(|transaction| {
+            let revisions = append_in(transaction, session, turn, std::slice::from_ref(item))?;
+            for receipt in receipts {
+                put_receipt_in(transaction, session, receipt)?;
+            }
+            Ok(revisions.first().copied().unwrap_or(0))
+        })
+    }
+
+    /// Insert or update a receipt (keyed by session and `seq`).
+    pub fn put_receipt(&self, session: &str, receipt: &ToolReceipt) -> Result<(), StoreError> {
+        self.write(|transaction| put_receipt_in(transaction, session, receipt))
+    }
+
+    /// A tool result and its receipt's final state, in one transaction.
+    pub fn append_result(
+        &self,
+        session: &str,
+        turn: u64,
+        item: &Item,
+        receipt: &ToolReceipt,
+    ) -> Result<u64, StoreError> {
+        self.write(|transaction| {
+            let revisions = append_in(transaction, session, turn, std::slice::from_ref(item))?;
+            put_receipt_in(transaction, session, receipt)?;
+            Ok(revisions.first().copied().unwrap_or(0))
+        })
+    }
+
+    pub fn items(&self, session: &str) -> Result<Vec<StoredItem>, StoreError> {
+        let connection = self.connection();
+        let mut statement = connection.prepare(
+            "SELECT revision, turn, item FROM items WHERE session_id = ?1 ORDER BY revision",
+        )?;
+        let rows = statement.query_map([session], |row| {
+            let text: String = row.get(2)?;
+            Ok(StoredItem {
+                revision: to_u64(row.get(0)?),
+                turn: to_u64(row.get(1)?),
+                item: serde_json::from_str(&text).map_err(|error| error.to_string()),
+            })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    pub fn receipts(&self, session: &str) -> Result<Vec<ToolReceipt>, StoreError> {
+        let connection = self.connection();
+        let mut statement = connection.prepare(
+            "SELECT call_id, tool, args_digest, state, turn, seq, summary FROM receipts \
+             WHERE session_id = ?1 ORDER BY seq",
+        )?;
+        let rows = statement.query_map([session], |row| {
+            let state: String = row.get(3)?;
+            Ok(ToolReceipt {
+                call_id: row.get(0)?,
+                tool: row.get(1)?,
+                args_digest: row.get(2)?,
+                // An unreadable state is treated as unknown: never as something safe to re-run.
+                state: ReceiptState::parse(&state).unwrap_or(ReceiptState::Unknown),
+                turn: to_u64(row.get(4)?),
+                seq: to_u64(row.get(5)?),
+                summary: row.get(6)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// On load: receipts left `started` by a process that died become `unknown`; receipts left
+    /// `pending` become `not_started`. Returns how many changed.
+    pub fn settle_interrupted_receipts(&self, session: &str) -> Result<usize, StoreError> {
+        self.write(|transaction| {
+            let now = now_ms();
+            let unknown = transaction.execute(
+                "UPDATE receipts SET state = 'unknown', updated_at = ?2 \
+                 WHERE session_id = ?1 AND state = 'started'",
+                params![session, now],
+            )?;
+            let not_started = transaction.execute(
+                "UPDATE receipts SET state = 'not_started', updated_at = ?2 \
+                 WHERE session_id = ?1 AND state = 'pending'",
+                params![session, now],
+            )?;
+            Ok(unknown + not_started)
+        })
+    }
+
+    pub fn append_event(&self, event: &Event) -> Result<u64, StoreError> {
+        let text = serde_json::to_string(event)?;
+        self.write(|transaction| {
+            let next: i64 = transaction.query_row(
+                "SELECT coalesce(max(seq), 0) + 1 FROM events WHERE session_id = ?1",
+                [&event.session_id],
+                |row| row.get(0),
+            )?;
+            transaction.execute(
+                "INSERT INTO events (session_id, seq, event) VALUES (?1, ?2, ?3)",
+                params![event.session_id, next, text],
+            )?;
+            Ok(to_u64(next))
+        })
+    }
+
+    /// Events with a sequence number above `after`, in order (undecodable rows are skipped).
+    pub fn events_after(&self, session: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
+        let connection = self.connection();
+        let mut statement = connection.prepare(
+            "SELECT seq, event FROM events WHERE session_id = ?1 AND seq > ?2 ORDER BY seq",
+        )?;
+        let rows = statement.query_map(params![session, to_i64(after)], |row| {
+            Ok((to_u64(row.get(0)?), row.get::<_, String>(1)?))
+        })?;
+        let mut events = Vec::new();
+        for row in rows {
+            let (seq, text) = row?;
+            if let Ok(event) = serde_json::from_str(&text) {
+                events.push(StoredEvent { seq, event });
+            }
+        }
+        Ok(events)
+    }
+
+    /// Store a recovery record's raw JSON under its id (insert or replace).
+    pub fn put_recovery_record(
+        &self,
+        session: &str,
+        id: &str,
+        raw: &str,
+    ) -> Result<(), StoreError> {
+        self.write(|transaction| {
+            let now = now_ms();
+            transaction.execute(
+                "INSERT INTO recovery_records (session_id, id, record, created_at, updated_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?4) \
+                 ON CONFLICT (session_id, id) DO UPDATE SET record = ?3, updated_at = ?4",
+                params![session, id, raw, now],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Recovery records of a session as raw JSON, oldest first.
+    pub fn recovery_records(&self, session: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let connection = self.connection();
+        let mut statement = connection.prepare(
+            "SELECT id, record FROM recovery_records WHERE session_id = ?1 ORDER BY created_at, rowid",
+        )?;
+        let rows = statement.query_map([session], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// Run `work` in one immediate transaction and commit it.
+    pub(crate) fn write<T>(
+        &self,
+        work: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut connection = self.connection();
+        let transaction =
+            connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let value = work(&transaction)?;
+        transaction.commit()?;
+        Ok(value)
+    }
+}
+
+fn append_in(
+    transaction: &Transaction<'_>,
+    session: &str,
+    turn: u64,
+    items: &[Item],
+) -> Result<Vec<u64>, StoreError> {
+    let first: i64 = transaction.query_row(
+        "SELECT coalesce(max(revision), 0) + 1 FROM items WHERE session_id = ?1",
+        [session],
+        |row| row.get(0),
+    )?;
+    let now = now_ms();
+    let mut revisions = Vec::with_capacity(items.len());
+    for (revision, item) in (first..).zip(items) {
+        transaction.execute(
+            "INSERT INTO items (session_id, revision, turn, item, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![session, revision, to_i64(turn), serde_json::to_string(item)?, now],
+        )?;
+        revisions.push(to_u64(revision));
+    }
+    let updated = transaction.execute(
+        "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
+        params![session, now],
+    )?;
+    if updated == 0 {
+        return Err(StoreError::NoSuchSession(session.to_string()));
+    }
+    Ok(revisions)
+}
+
+fn put_receipt_in(
+    transaction: &Transaction<'_>,
+    session: &str,
+    receipt: &ToolReceipt,
+) -> Result<(), StoreError> {
+    transaction.execute(
+        "INSERT INTO receipts (session_id, seq, call_id, tool, args_digest, state, turn, summary, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
+         ON CONFLICT (session_id, seq) DO UPDATE SET state = ?6, summary = ?8, updated_at = ?9",
+        params![
+            session,
+            to_i64(receipt.seq),
+            receipt.call_id,
+            receipt.tool,
+            receipt.args_digest,
+            receipt.state.as_str(),
+            to_i64(receipt.turn),
+            receipt.summary,
+            now_ms()
+        ],
+    )?;
+    Ok(())
+}

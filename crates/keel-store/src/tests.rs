@@ -1,0 +1,285 @@
+use super::*;
+use keel_types::{
+    AssistantItem, AssistantPart, Event, EventBody, InputKind, Item, ReceiptState, ToolCall,
+    ToolReceipt,
+};
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("state/keel.db")).unwrap();
+    (dir, store)
+}
+
+fn receipt(seq: u64, state: ReceiptState) -> ToolReceipt {
+    ToolReceipt {
+        call_id: format!("c{seq}"),
+        tool: "bash".into(),
+        args_digest: "d".into(),
+        state,
+        turn: 1,
+        seq,
+        summary: None,
+    }
+}
+
+#[test]
+fn history_is_append_only_with_gap_free_revisions() {
+    let (_dir, store) = store();
+    store.create_session("s1", "/w", "deepseek", "m").unwrap();
+    let first = store
+        .append_items("s1", 1, &[Item::User { text: "a".into() }])
+        .unwrap();
+    let more = store
+        .append_items(
+            "s1",
+            1,
+            &[
+                Item::User { text: "b".into() },
+                Item::User { text: "c".into() },
+            ],
+        )
+        .unwrap();
+    assert_eq!(first, [1]);
+    assert_eq!(more, [2, 3]);
+    let items = store.items("s1").unwrap();
+    assert_eq!(items.len(), 3);
+    assert_eq!(items[2].item, Ok(Item::User { text: "c".into() }));
+    assert!(matches!(
+        store.append_items("nope", 1, &[]),
+        Err(StoreError::NoSuchSession(_))
+    ));
+}
+
+#[test]
+fn write_ahead_receipts_and_settling_after_a_crash() {
+    let (_dir, store) = store();
+    store.create_session("s1", "/w", "p", "m").unwrap();
+    let assistant = Item::Assistant(AssistantItem {
+        parts: vec![AssistantPart::ToolCall(ToolCall {
+            id: "c1".into(),
+            name: "bash".into(),
+            arguments: "{}".into(),
+        })],
+    });
+    store
+        .append_with_receipts(
+            "s1",
+            1,
+            &assistant,
+            &[
+                receipt(1, ReceiptState::Pending),
+                receipt(2, ReceiptState::Pending),
+            ],
+        )
+        .unwrap();
+    store
+        .put_receipt("s1", &receipt(1, ReceiptState::Started))
+        .unwrap();
+    // The process dies here. On load:
+    assert_eq!(store.settle_interrupted_receipts("s1").unwrap(), 2);
+    let states: Vec<ReceiptState> = store
+        .receipts("s1")
+        .unwrap()
+        .iter()
+        .map(|r| r.state)
+        .collect();
+    assert_eq!(states, [ReceiptState::Unknown, ReceiptState::NotStarted]);
+    assert_eq!(
+        store.settle_interrupted_receipts("s1").unwrap(),
+        0,
+        "idempotent"
+    );
+}
+
+#[test]
+fn an_undecodable_item_is_reported_not_dropped() {
+    let (_dir, store) = store();
+    store.create_session("s1", "/w", "p", "m").unwrap();
+    store
+        .append_items("s1", 1, &[Item::User { text: "ok".into() }])
+        .unwrap();
+    store
+        .connection()
+        .execute("INSERT INTO items (session_id, revision, turn, item, created_at) VALUES ('s1', 2, 1, '{\"role\":\"alien\"}', 0)", [])
+        .unwrap();
+    store
+        .append_items(
+            "s1",
+            1,
+            &[Item::User {
+                text: "after".into(),
+            }],
+        )
+        .unwrap();
+    let items = store.items("s1").unwrap();
+    assert_eq!(items.len(), 3);
+    assert!(items[1].item.is_err());
+    assert_eq!(items[1].revision, 2);
+    assert_eq!(
+        items[2].item,
+        Ok(Item::User {
+            text: "after".into()
+        })
+    );
+}
+
+#[test]
+fn sessions_are_listed_newest_first_per_workspace() {
+    let (_dir, store) = store();
+    store.create_session("old", "/w", "p", "m").unwrap();
+    store
+        .create_session("other", "/elsewhere", "p", "m")
+        .unwrap();
+    store.create_session("new", "/w", "p", "m").unwrap();
+    let ids: Vec<String> = store
+        .sessions_for_workspace("/w")
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(ids, ["new", "old"]);
+    std::thread::sleep(std::time::Duration::from_millis(3));
+    store
+        .append_items("old", 1, &[Item::User { text: "x".into() }])
+        .unwrap();
+    let ids: Vec<String> = store
+        .sessions_for_workspace("/w")
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(
+        ids,
+        ["old", "new"],
+        "updating a session moves it to the front"
+    );
+}
+
+#[test]
+fn events_are_indexed_for_replay() {
+    let (_dir, store) = store();
+    store.create_session("s1", "/w", "p", "m").unwrap();
+    for _ in 0..3 {
+        let event = Event {
+            session_id: "s1".into(),
+            turn: Some(1),
+            body: EventBody::TurnStarted {
+                input_kind: InputKind::User,
+            },
+        };
+        store.append_event(&event).unwrap();
+    }
+    let after_one: Vec<u64> = store
+        .events_after("s1", 1)
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(after_one, [2, 3]);
+}
+
+#[test]
+fn recovery_records_round_trip_byte_for_byte() {
+    let (_dir, store) = store();
+    store.create_session("s1", "/w", "p", "m").unwrap();
+    let raw = r#"{"version":7,"id":"r1","future_field":{"z":1,"a":[3,2]}}"#;
+    store.put_recovery_record("s1", "r1", raw).unwrap();
+    assert_eq!(
+        store.recovery_records("s1").unwrap(),
+        [("r1".to_string(), raw.to_string())]
+    );
+}
+
+#[test]
+fn a_live_lease_is_refused_with_its_holder_and_a_dead_one_is_taken_over() {
+    let (_dir, store) = store();
+    store.create_session("s1", "/w", "p", "m").unwrap();
+    // pid 1 is always alive.
+    let held = store.acquire_lease_as("s1", "keel serve", 1).unwrap();
+    let error = store.acquire_lease("s1", "keel run").unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("keel serve (pid 1)"), "{message}");
+    std::mem::forget(held);
+    store
+        .connection()
+        .execute("UPDATE leases SET pid = 999999999", [])
+        .unwrap();
+    let lease = store.acquire_lease("s1", "keel run").unwrap();
+    drop(lease);
+    let count: i64 = store
+        .connection()
+        .query_row("SELECT count(*) FROM leases", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(count, 0, "dropping a lease releases it");
+}
+
+#[test]
+fn a_corrupt_file_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keel.db");
+    let garbage: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&path, &garbage).unwrap();
+    let error = Store::open(&path).unwrap_err();
+    assert!(matches!(error, StoreError::Corrupt { .. }), "{error}");
+    assert!(error.to_string().contains("left untouched"));
+    assert_eq!(std::fs::read(&path).unwrap(), garbage);
+}
+
+#[test]
+fn a_newer_schema_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keel.db");
+    {
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        connection
+            .execute_batch("CREATE TABLE future (x); PRAGMA user_version = 99;")
+            .unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    let error = Store::open(&path).unwrap_err();
+    assert!(
+        matches!(error, StoreError::NewerSchema { found: 99, .. }),
+        "{error}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[test]
+fn a_foreign_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keel.db");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("CREATE TABLE mine (x);")
+        .unwrap();
+    assert!(matches!(
+        Store::open(&path),
+        Err(StoreError::Corrupt { .. })
+    ));
+}
+
+#[test]
+fn reopening_keeps_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keel.db");
+    {
+        let store = Store::open(&path).unwrap();
+        store.create_session("s1", "/w", "p", "m").unwrap();
+        store
+            .append_items(
+                "s1",
+                1,
+                &[Item::User {
+                    text: "kept".into(),
+                }],
+            )
+            .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(
+        store.items("s1").unwrap()[0].item,
+        Ok(Item::User {
+            text: "kept".into()
+        })
+    );
+}
