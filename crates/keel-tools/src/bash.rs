@@ -1,0 +1,174 @@
+//! The `bash` tool.
+//!
+//! Invariants:
+//! - The command runs in the workspace, in its own process group; a timeout, or dropping the
+//!   future (cancellation), kills the whole group, so no grandchild survives.
+//! - stdout and stderr are captured together in order; the output is capped with middle
+//!   truncation that says how much was cut; binary output is described, not dumped.
+//! - The result always states the exit code (or the signal, or the timeout).
+
+use crate::output::{OUTPUT_CAP, looks_binary, truncate_middle};
+use crate::{ToolContext, ToolOutput};
+use serde_json::Value;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::Stdio;
+use std::time::Duration;
+
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Kills the process group when dropped (on timeout and on cancellation alike).
+struct GroupKiller(Option<i32>);
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pgid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+/// Bytes kept from a stream: the head and the tail, with the total seen.
+struct Capture {
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    total: usize,
+    half: usize,
+}
+
+impl Capture {
+    fn new(cap: usize) -> Capture {
+        Capture {
+            head: Vec::new(),
+            tail: std::collections::VecDeque::new(),
+            total: 0,
+            half: cap / 2,
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len();
+        for byte in bytes {
+            if self.head.len() < self.half {
+                self.head.push(*byte);
+            } else {
+                if self.tail.len() == self.half {
+                    self.tail.pop_front();
+                }
+                self.tail.push_back(*byte);
+            }
+        }
+    }
+
+    fn render(self) -> String {
+        let mut bytes = self.head;
+        let kept = bytes.len() + self.tail.len();
+        if kept < self.total {
+            let cut = self.total - kept;
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let tail: Vec<u8> = self.tail.into_iter().collect();
+            return format!(
+                "{text}\n[… {cut} bytes cut from the middle of {} …]\n{}",
+                self.total,
+                String::from_utf8_lossy(&tail)
+            );
+        }
+        bytes.extend(self.tail);
+        if looks_binary(&bytes) {
+            return format!("[binary output, {} bytes, not shown]", bytes.len());
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
+    let command = args.get("command").and_then(Value::as_str).unwrap_or("");
+    let timeout = args
+        .get("timeout_secs")
+        .and_then(Value::as_u64)
+        .map_or(ctx.bash_timeout, Duration::from_secs)
+        .min(MAX_TIMEOUT);
+    let (reader, writer) = match std::io::pipe() {
+        Ok(pipe) => pipe,
+        Err(error) => return ToolOutput::error(format!("cannot create a pipe: {error}")),
+    };
+    let writer_for_stderr = match writer.try_clone() {
+        Ok(clone) => clone,
+        Err(error) => return ToolOutput::error(format!("cannot create a pipe: {error}")),
+    };
+    let mut process = std::process::Command::new("bash");
+    process
+        .arg("-c")
+        .arg(command)
+        .current_dir(ctx.guard.workspace())
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(writer_for_stderr)
+        .process_group(0);
+    let mut child = match tokio::process::Command::from(process).spawn() {
+        Ok(child) => child,
+        Err(error) => return ToolOutput::error(format!("cannot start bash: {error}")),
+    };
+    let killer = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
+    let reading = tokio::task::spawn_blocking(move || {
+        let mut reader = reader;
+        let mut capture = Capture::new(OUTPUT_CAP);
+        let mut buffer = [0u8; 8192];
+        loop {
+            match reader.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => capture.push(&buffer[..n]),
+            }
+        }
+        capture
+    });
+    let status = tokio::time::timeout(timeout, child.wait()).await;
+    drop(killer); // ends the group: on timeout the command, and any background leftovers
+    let output = match reading.await {
+        Ok(capture) => capture.render(),
+        Err(_) => String::new(),
+    };
+    let output = truncate_middle(&output, OUTPUT_CAP + 200);
+    let (ending, is_error, summary) = match status {
+        Err(_) => (
+            format!(
+                "[timed out after {} s; the command and its children were killed]",
+                timeout.as_secs()
+            ),
+            true,
+            format!("timed out after {} s", timeout.as_secs()),
+        ),
+        Ok(Err(error)) => (
+            format!("[could not wait for bash: {error}]"),
+            true,
+            "failed".into(),
+        ),
+        Ok(Ok(status)) => match status.code() {
+            Some(0) => ("[exit code 0]".to_string(), false, "exit 0".to_string()),
+            Some(code) => (format!("[exit code {code}]"), true, format!("exit {code}")),
+            None => {
+                use std::os::unix::process::ExitStatusExt;
+                let signal = status.signal().unwrap_or(0);
+                (
+                    format!("[killed by signal {signal}]"),
+                    true,
+                    format!("signal {signal}"),
+                )
+            }
+        },
+    };
+    let content = if output.is_empty() {
+        ending
+    } else {
+        format!("{}\n{ending}", output.trim_end())
+    };
+    ToolOutput {
+        content,
+        is_error,
+        summary,
+    }
+}

@@ -1,0 +1,291 @@
+//! File tools: `read_file`, `write_file`, `edit_file`, `list_dir`.
+//!
+//! Invariants:
+//! - Writes go through the workspace guard and land atomically (temp file + rename), so a
+//!   killed process never leaves a half-written file.
+//! - `edit_file` replaces an exact string that must match exactly once (unless `replace_all`);
+//!   otherwise nothing changes and the error shows where the text nearly matched.
+//! - Reads are bounded: a line range on any file size, at most `MAX_LINES` lines and
+//!   `OUTPUT_CAP` bytes per call; binary files are described, not dumped.
+
+use crate::output::{OUTPUT_CAP, looks_binary, truncate_middle};
+use crate::{ToolContext, ToolOutput};
+use serde_json::Value;
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+const MAX_LINES: usize = 2000;
+const MAX_LIST: usize = 500;
+
+fn text_arg<'a>(args: &'a Value, key: &str) -> &'a str {
+    args.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+pub fn read_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
+    let path = text_arg(args, "path");
+    let resolved = match ctx.guard.resolve(path) {
+        Ok(resolved) => resolved,
+        Err(error) => return ToolOutput::error(error.to_string()),
+    };
+    let offset = args
+        .get("offset")
+        .and_then(Value::as_u64)
+        .unwrap_or(1)
+        .max(1) as usize;
+    let limit = args
+        .get("limit")
+        .and_then(Value::as_u64)
+        .map_or(MAX_LINES, |l| l as usize)
+        .min(MAX_LINES);
+    let file = match std::fs::File::open(&resolved) {
+        Ok(file) => file,
+        Err(error) => return ToolOutput::error(format!("cannot read `{path}`: {error}")),
+    };
+    let size = file.metadata().map(|meta| meta.len()).unwrap_or(0);
+    if resolved.is_dir() {
+        return ToolOutput::error(format!("`{path}` is a directory: use list_dir"));
+    }
+    let mut reader = std::io::BufReader::new(file);
+    let head = match reader.fill_buf() {
+        Ok(head) => head,
+        Err(error) => return ToolOutput::error(format!("cannot read `{path}`: {error}")),
+    };
+    if looks_binary(head) {
+        return ToolOutput::ok(
+            format!("`{path}` is a binary file ({size} bytes); its content is not shown"),
+            format!("binary file, {size} bytes"),
+        );
+    }
+    let mut shown = String::new();
+    let mut total_lines = 0usize;
+    let mut last_shown = 0usize;
+    let mut buffer = Vec::new();
+    loop {
+        buffer.clear();
+        match reader.read_until(b'\n', &mut buffer) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(error) => return ToolOutput::error(format!("cannot read `{path}`: {error}")),
+        }
+        total_lines += 1;
+        if total_lines >= offset && total_lines < offset + limit && shown.len() < OUTPUT_CAP {
+            let line = String::from_utf8_lossy(&buffer);
+            shown.push_str(&format!(
+                "{total_lines:>6}\t{}",
+                line.trim_end_matches(['\n', '\r'])
+            ));
+            shown.push('\n');
+            last_shown = total_lines;
+        }
+    }
+    if total_lines == 0 {
+        return ToolOutput::ok(format!("`{path}` is empty"), "empty file".into());
+    }
+    if offset > total_lines {
+        return ToolOutput::error(format!(
+            "`{path}` has {total_lines} lines; offset {offset} is past the end"
+        ));
+    }
+    let mut content = truncate_middle(&shown, OUTPUT_CAP);
+    if last_shown < total_lines {
+        content.push_str(&format!(
+            "[lines {offset}–{last_shown} of {total_lines}; read more with offset={}]\n",
+            last_shown + 1
+        ));
+    }
+    ToolOutput::ok(
+        content,
+        format!("lines {offset}–{last_shown} of {total_lines}"),
+    )
+}
+
+/// Write `content` to `path` atomically: a temporary file in the same directory, then rename.
+fn write_atomically(path: &Path, content: &[u8]) -> std::io::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temporary = path.with_file_name(format!(".{name}.keel-{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(content)?;
+        file.sync_all()?;
+        if let Ok(meta) = std::fs::metadata(path) {
+            std::fs::set_permissions(&temporary, meta.permissions())?;
+        }
+        std::fs::rename(&temporary, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    result
+}
+
+pub fn write_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
+    let path = text_arg(args, "path");
+    let content = text_arg(args, "content");
+    let resolved = match ctx.guard.check_write(path) {
+        Ok(resolved) => resolved,
+        Err(error) => return ToolOutput::error(error.to_string()),
+    };
+    if resolved.is_dir() {
+        return ToolOutput::error(format!("`{path}` is a directory"));
+    }
+    let existed = resolved.exists();
+    match write_atomically(&resolved, content.as_bytes()) {
+        Ok(()) => {
+            let verb = if existed { "replaced" } else { "created" };
+            let shown = ctx.guard.display(&resolved);
+            ToolOutput::ok(
+                format!(
+                    "{verb} `{shown}` ({} bytes, {} lines)",
+                    content.len(),
+                    content.lines().count()
+                ),
+                format!("{verb} {shown}"),
+            )
+        }
+        Err(error) => ToolOutput::error(format!("cannot write `{path}`: {error}")),
+    }
+}
+
+pub fn edit_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
+    let path = text_arg(args, "path");
+    let old = text_arg(args, "old_string");
+    let new = text_arg(args, "new_string");
+    let replace_all = args
+        .get("replace_all")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if old.is_empty() {
+        return ToolOutput::error(
+            "`old_string` must not be empty: use write_file to create a file".into(),
+        );
+    }
+    if old == new {
+        return ToolOutput::error(
+            "`old_string` and `new_string` are the same: nothing to change".into(),
+        );
+    }
+    let resolved = match ctx.guard.check_write(path) {
+        Ok(resolved) => resolved,
+        Err(error) => return ToolOutput::error(error.to_string()),
+    };
+    let text = match std::fs::read(&resolved) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(_) => {
+                return ToolOutput::error(format!(
+                    "`{path}` is not UTF-8 text; edit_file cannot change it"
+                ));
+            }
+        },
+        Err(error) => return ToolOutput::error(format!("cannot read `{path}`: {error}")),
+    };
+    let positions: Vec<usize> = text.match_indices(old).map(|(at, _)| at).collect();
+    let line_of = |at: usize| text[..at].matches('\n').count() + 1;
+    match positions.len() {
+        0 => ToolOutput::error(no_match_message(path, &text, old)),
+        n if n > 1 && !replace_all => {
+            let lines: Vec<String> = positions
+                .iter()
+                .map(|at| line_of(*at).to_string())
+                .collect();
+            ToolOutput::error(format!(
+                "`old_string` matches {n} times in `{path}` (lines {}); include more surrounding \
+                 text to make it unique, or set replace_all",
+                lines.join(", ")
+            ))
+        }
+        n => {
+            let updated = if replace_all {
+                text.replace(old, new)
+            } else {
+                text.replacen(old, new, 1)
+            };
+            if let Err(error) = write_atomically(&resolved, updated.as_bytes()) {
+                return ToolOutput::error(format!("cannot write `{path}`: {error}"));
+            }
+            let first_line = positions.first().map_or(0, |at| line_of(*at));
+            let shown = ctx.guard.display(&resolved);
+            ToolOutput::ok(
+                format!("edited `{shown}`: {n} replacement(s), first at line {first_line}"),
+                format!("edited {shown} ({n}×)"),
+            )
+        }
+    }
+}
+
+/// Explain a failed match: the lines that come closest to `old`'s first line.
+fn no_match_message(path: &str, text: &str, old: &str) -> String {
+    let needle = old
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("");
+    let mut candidates: Vec<(f32, usize, &str)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(index, line)| {
+            let ratio = similar::TextDiff::from_chars(needle, line.trim()).ratio();
+            (ratio, index + 1, line)
+        })
+        .filter(|(ratio, _, _)| *ratio >= 0.6)
+        .collect();
+    candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut message = format!("`old_string` was not found in `{path}`.");
+    if candidates.is_empty() {
+        message.push_str(" No line resembles its first line; read the file again before editing.");
+    } else {
+        message.push_str(" Closest lines (check whitespace and exact characters):");
+        for (_, line_number, line) in candidates.iter().take(3) {
+            message.push_str(&format!("\n{line_number:>6}\t{line}"));
+        }
+    }
+    message
+}
+
+pub fn list_dir(args: &Value, ctx: &ToolContext) -> ToolOutput {
+    let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
+    let resolved = match ctx.guard.resolve(path) {
+        Ok(resolved) => resolved,
+        Err(error) => return ToolOutput::error(error.to_string()),
+    };
+    let entries = match std::fs::read_dir(&resolved) {
+        Ok(entries) => entries,
+        Err(error) => return ToolOutput::error(format!("cannot list `{path}`: {error}")),
+    };
+    let mut lines: Vec<String> = entries
+        .filter_map(Result::ok)
+        .map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let meta = entry.metadata().ok();
+            match meta {
+                Some(meta) if meta.is_dir() => format!("{name}/"),
+                Some(meta) => format!("{name}  ({} bytes)", meta.len()),
+                None => name,
+            }
+        })
+        .collect();
+    lines.sort();
+    let total = lines.len();
+    lines.truncate(MAX_LIST);
+    let mut content = lines.join("\n");
+    if total > MAX_LIST {
+        content.push_str(&format!(
+            "\n[… {} more entries not shown]",
+            total - MAX_LIST
+        ));
+    }
+    if total == 0 {
+        content = format!("`{path}` is empty");
+    }
+    ToolOutput::ok(
+        content,
+        format!("{total} entries in {}", ctx.guard.display(&resolved)),
+    )
+}

@@ -1,0 +1,229 @@
+//! keel's tools: the registry of built-in tools with their JSON schemas, argument validation,
+//! the workspace guard, the permission policy, and the tools themselves.
+//!
+//! Invariants:
+//! - Arguments are checked (JSON, then schema: types and required fields) before anything
+//!   runs; a failure is a specific message meant for the model, which may correct the call.
+//! - Tool schemas are constants: the tool part of every request is byte-stable.
+//! - A tool never panics on any input; every failure is a `ToolOutput` with `is_error`.
+
+mod bash;
+mod files;
+pub mod guard;
+pub mod output;
+pub mod permission;
+mod search;
+mod specs;
+
+pub use guard::{GuardError, WorkspaceGuard};
+pub use permission::{Decision, PermissionPolicy};
+pub use specs::BuiltinTool;
+
+use keel_types::ToolSpec;
+use serde_json::Value;
+use std::time::Duration;
+
+/// What a tool hands back to the model (and a one-line summary for people).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub content: String,
+    pub is_error: bool,
+    pub summary: String,
+}
+
+impl ToolOutput {
+    pub fn ok(content: String, summary: String) -> ToolOutput {
+        ToolOutput {
+            content,
+            is_error: false,
+            summary,
+        }
+    }
+
+    pub fn error(message: String) -> ToolOutput {
+        let summary = message
+            .lines()
+            .next()
+            .unwrap_or("")
+            .chars()
+            .take(120)
+            .collect();
+        ToolOutput {
+            content: message,
+            is_error: true,
+            summary,
+        }
+    }
+}
+
+/// Where and how tools run.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    pub guard: WorkspaceGuard,
+    pub bash_timeout: Duration,
+}
+
+impl ToolContext {
+    pub fn new(guard: WorkspaceGuard) -> ToolContext {
+        ToolContext {
+            guard,
+            bash_timeout: bash::DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+/// A call whose arguments passed validation.
+#[derive(Clone, Debug)]
+pub struct ValidCall {
+    pub tool: BuiltinTool,
+    pub args: Value,
+}
+
+impl ValidCall {
+    /// What permission rules match against: the command for `bash`, the path otherwise.
+    pub fn subject(&self) -> String {
+        let key = match self.tool {
+            BuiltinTool::Bash => "command",
+            BuiltinTool::Glob | BuiltinTool::Grep => "pattern",
+            BuiltinTool::TodoWrite => return String::new(),
+            BuiltinTool::ReadFile
+            | BuiltinTool::WriteFile
+            | BuiltinTool::EditFile
+            | BuiltinTool::ListDir => "path",
+        };
+        self.args
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or(".")
+            .to_string()
+    }
+
+    /// Whether the call needs permission beyond reading the workspace: it changes things, or
+    /// it reads outside the workspace.
+    pub fn is_sensitive(&self, ctx: &ToolContext) -> bool {
+        if self.tool.changes_things() {
+            return true;
+        }
+        match self.tool {
+            BuiltinTool::ReadFile
+            | BuiltinTool::ListDir
+            | BuiltinTool::Glob
+            | BuiltinTool::Grep => {
+                let path = self.args.get("path").and_then(Value::as_str).unwrap_or(".");
+                ctx.guard
+                    .resolve(path)
+                    .map(|p| !ctx.guard.is_inside(&p))
+                    .unwrap_or(true)
+            }
+            BuiltinTool::WriteFile
+            | BuiltinTool::EditFile
+            | BuiltinTool::Bash
+            | BuiltinTool::TodoWrite => false,
+        }
+    }
+
+    /// Run the call. Dropping the future cancels it (a running command is killed).
+    pub async fn run(&self, ctx: &ToolContext) -> ToolOutput {
+        match self.tool {
+            BuiltinTool::Bash => bash::bash(&self.args, ctx).await,
+            BuiltinTool::TodoWrite => specs::todo_write(&self.args),
+            BuiltinTool::ReadFile
+            | BuiltinTool::WriteFile
+            | BuiltinTool::EditFile
+            | BuiltinTool::ListDir
+            | BuiltinTool::Glob
+            | BuiltinTool::Grep => {
+                let (tool, args, ctx) = (self.tool, self.args.clone(), ctx.clone());
+                let work = tokio::task::spawn_blocking(move || match tool {
+                    BuiltinTool::ReadFile => files::read_file(&args, &ctx),
+                    BuiltinTool::WriteFile => files::write_file(&args, &ctx),
+                    BuiltinTool::EditFile => files::edit_file(&args, &ctx),
+                    BuiltinTool::ListDir => files::list_dir(&args, &ctx),
+                    BuiltinTool::Glob => search::glob(&args, &ctx),
+                    BuiltinTool::Grep => search::grep(&args, &ctx),
+                    BuiltinTool::Bash | BuiltinTool::TodoWrite => {
+                        ToolOutput::error("internal: not a blocking tool".into())
+                    }
+                });
+                match work.await {
+                    Ok(output) => output,
+                    Err(error) => {
+                        ToolOutput::error(format!("the tool stopped unexpectedly: {error}"))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The built-in tools with compiled schema validators.
+pub struct ToolRegistry {
+    tools: Vec<(BuiltinTool, jsonschema::Validator)>,
+}
+
+impl ToolRegistry {
+    pub fn new() -> Result<ToolRegistry, String> {
+        let tools = BuiltinTool::ALL
+            .iter()
+            .map(|tool| {
+                jsonschema::validator_for(&tool.schema())
+                    .map(|validator| (*tool, validator))
+                    .map_err(|error| format!("schema of `{}`: {error}", tool.name()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ToolRegistry { tools })
+    }
+
+    /// The tool list sent to the model, in a fixed order.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .map(|(tool, _)| ToolSpec {
+                name: tool.name().to_string(),
+                description: tool.description().to_string(),
+                parameters: tool.schema(),
+            })
+            .collect()
+    }
+
+    /// Check a call's name and raw arguments; the error is what the model is told.
+    pub fn validate(&self, name: &str, raw_arguments: &str) -> Result<ValidCall, String> {
+        let Some((tool, validator)) = self.tools.iter().find(|(tool, _)| tool.name() == name)
+        else {
+            let known: Vec<&str> = self.tools.iter().map(|(tool, _)| tool.name()).collect();
+            return Err(format!(
+                "there is no tool named `{name}`; available: {}",
+                known.join(", ")
+            ));
+        };
+        let text = if raw_arguments.trim().is_empty() {
+            "{}"
+        } else {
+            raw_arguments
+        };
+        let args: Value = serde_json::from_str(text).map_err(|error| {
+            format!("the arguments of `{name}` are not valid JSON ({error}); send one JSON object")
+        })?;
+        let problems: Vec<String> = validator
+            .iter_errors(&args)
+            .map(|error| {
+                let at = error.instance_path().to_string();
+                if at.is_empty() {
+                    error.to_string()
+                } else {
+                    format!("{at}: {error}")
+                }
+            })
+            .collect();
+        if !problems.is_empty() {
+            return Err(format!(
+                "invalid arguments for `{name}`: {}",
+                problems.join("; ")
+            ));
+        }
+        Ok(ValidCall { tool: *tool, args })
+    }
+}
+
+#[cfg(test)]
+mod tests;

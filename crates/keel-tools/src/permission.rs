@@ -1,0 +1,183 @@
+//! Permission policy: modes and allow/ask/deny rules (PRODUCT.md §4).
+//!
+//! Invariants:
+//! - Deny wins over everything; then `read-only` refuses every tool that can change anything;
+//!   then allow, then ask rules; then read-only tools run, and the mode decides the rest.
+//! - A rule is `tool` or `tool(glob)`; the glob is matched against the call's subject (the
+//!   command for `bash`, the path for file tools).
+//! - Rules are validated when the policy is built; a bad rule is an error naming it.
+
+use globset::{Glob, GlobMatcher};
+use keel_types::PermissionMode;
+
+/// What the policy says about one call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// Needs the user's approval (headless runs refuse).
+    Ask,
+    Deny(String),
+}
+
+#[derive(Clone, Debug)]
+struct Rule {
+    text: String,
+    tool: String,
+    subject: Option<GlobMatcher>,
+}
+
+impl Rule {
+    fn parse(text: &str) -> Result<Rule, String> {
+        let trimmed = text.trim();
+        let (tool, subject) = match trimmed.split_once('(') {
+            Some((tool, rest)) => {
+                let pattern = rest
+                    .strip_suffix(')')
+                    .ok_or_else(|| format!("rule `{text}`: missing the closing `)`"))?;
+                let glob = Glob::new(pattern)
+                    .map_err(|error| format!("rule `{text}`: bad pattern ({error})"))?;
+                (tool.trim(), Some(glob.compile_matcher()))
+            }
+            None => (trimmed, None),
+        };
+        if tool.is_empty() || !tool.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(format!("rule `{text}`: expected `tool` or `tool(pattern)`"));
+        }
+        Ok(Rule {
+            text: text.to_string(),
+            tool: tool.to_string(),
+            subject,
+        })
+    }
+
+    fn matches(&self, tool: &str, subject: &str) -> bool {
+        self.tool == tool
+            && self
+                .subject
+                .as_ref()
+                .is_none_or(|glob| glob.is_match(subject))
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct PermissionPolicy {
+    pub mode: PermissionMode,
+    allow: Vec<Rule>,
+    ask: Vec<Rule>,
+    deny: Vec<Rule>,
+}
+
+impl PermissionPolicy {
+    pub fn new(
+        mode: PermissionMode,
+        allow: &[String],
+        ask: &[String],
+        deny: &[String],
+    ) -> Result<PermissionPolicy, String> {
+        let parse = |rules: &[String]| {
+            rules
+                .iter()
+                .map(|r| Rule::parse(r))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        Ok(PermissionPolicy {
+            mode,
+            allow: parse(allow)?,
+            ask: parse(ask)?,
+            deny: parse(deny)?,
+        })
+    }
+
+    pub fn mode_only(mode: PermissionMode) -> PermissionPolicy {
+        PermissionPolicy {
+            mode,
+            allow: Vec::new(),
+            ask: Vec::new(),
+            deny: Vec::new(),
+        }
+    }
+
+    /// Decide for `tool` acting on `subject`; `changes_things` is true for writes and commands.
+    pub fn decide(&self, tool: &str, subject: &str, changes_things: bool) -> Decision {
+        if let Some(rule) = self.deny.iter().find(|rule| rule.matches(tool, subject)) {
+            return Decision::Deny(format!("denied by the rule `{}`", rule.text));
+        }
+        if changes_things && self.mode == PermissionMode::ReadOnly {
+            return Decision::Deny("denied: keel is in read-only mode".into());
+        }
+        if self.allow.iter().any(|rule| rule.matches(tool, subject)) {
+            return Decision::Allow;
+        }
+        if self.ask.iter().any(|rule| rule.matches(tool, subject)) {
+            return Decision::Ask;
+        }
+        if !changes_things {
+            return Decision::Allow;
+        }
+        match self.mode {
+            PermissionMode::Auto => Decision::Allow,
+            PermissionMode::Ask => Decision::Ask,
+            PermissionMode::ReadOnly => Decision::Deny("denied: keel is in read-only mode".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(
+        mode: PermissionMode,
+        allow: &[&str],
+        ask: &[&str],
+        deny: &[&str],
+    ) -> PermissionPolicy {
+        let owned = |rules: &[&str]| rules.iter().map(|r| r.to_string()).collect::<Vec<_>>();
+        PermissionPolicy::new(mode, &owned(allow), &owned(ask), &owned(deny)).unwrap()
+    }
+
+    #[test]
+    fn deny_wins_over_allow_and_mode() {
+        let p = policy(PermissionMode::Auto, &["bash"], &[], &["bash(rm *)"]);
+        assert!(
+            matches!(p.decide("bash", "rm -rf /", true), Decision::Deny(reason) if reason.contains("bash(rm *)"))
+        );
+        assert_eq!(p.decide("bash", "ls", true), Decision::Allow);
+    }
+
+    #[test]
+    fn modes_decide_writes_and_reads_are_free() {
+        let ask = policy(PermissionMode::Ask, &[], &[], &[]);
+        assert_eq!(ask.decide("write_file", "a.txt", true), Decision::Ask);
+        assert_eq!(ask.decide("read_file", "a.txt", false), Decision::Allow);
+        let auto = policy(PermissionMode::Auto, &[], &[], &[]);
+        assert_eq!(auto.decide("bash", "cargo test", true), Decision::Allow);
+        let read_only = policy(PermissionMode::ReadOnly, &["bash"], &[], &[]);
+        assert!(
+            matches!(read_only.decide("bash", "ls", true), Decision::Deny(_)),
+            "read-only beats allow"
+        );
+        assert_eq!(read_only.decide("grep", "x", false), Decision::Allow);
+    }
+
+    #[test]
+    fn allow_and_ask_rules_with_patterns() {
+        let p = policy(
+            PermissionMode::Ask,
+            &["bash(cargo *)"],
+            &["read_file(secrets/*)"],
+            &[],
+        );
+        assert_eq!(p.decide("bash", "cargo test --all", true), Decision::Allow);
+        assert_eq!(p.decide("bash", "make", true), Decision::Ask);
+        assert_eq!(p.decide("read_file", "secrets/key", false), Decision::Ask);
+    }
+
+    #[test]
+    fn bad_rules_are_named() {
+        let error = PermissionPolicy::new(PermissionMode::Ask, &["bash(oops".into()], &[], &[])
+            .unwrap_err();
+        assert!(error.contains("bash(oops"), "{error}");
+        assert!(PermissionPolicy::new(PermissionMode::Ask, &["".into()], &[], &[]).is_err());
+    }
+}

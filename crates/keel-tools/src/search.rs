@@ -1,0 +1,156 @@
+//! Search tools: `glob` and `grep`, on the ripgrep libraries; `.gitignore` is respected.
+//!
+//! Invariant: results are bounded (`MAX_RESULTS` paths, `MAX_MATCHES` lines) and the output
+//! says when more were found; paths that are not UTF-8 are shown lossily, never dropped.
+
+use crate::output::{OUTPUT_CAP, truncate_middle};
+use crate::{ToolContext, ToolOutput};
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::sinks::Lossy;
+use grep_searcher::{BinaryDetection, SearcherBuilder};
+use serde_json::Value;
+use std::path::PathBuf;
+
+const MAX_RESULTS: usize = 500;
+const MAX_MATCHES: usize = 200;
+
+fn root(args: &Value, ctx: &ToolContext) -> Result<PathBuf, ToolOutput> {
+    let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
+    let resolved = ctx
+        .guard
+        .resolve(path)
+        .map_err(|error| ToolOutput::error(error.to_string()))?;
+    if !resolved.exists() {
+        return Err(ToolOutput::error(format!("`{path}` does not exist")));
+    }
+    Ok(resolved)
+}
+
+fn walker(root: &std::path::Path) -> ignore::Walk {
+    ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .git_ignore(true)
+        .require_git(false)
+        .build()
+}
+
+pub fn glob(args: &Value, ctx: &ToolContext) -> ToolOutput {
+    let pattern = args.get("pattern").and_then(Value::as_str).unwrap_or("");
+    let matcher = match globset::GlobBuilder::new(pattern)
+        .literal_separator(false)
+        .build()
+    {
+        Ok(glob) => glob.compile_matcher(),
+        Err(error) => return ToolOutput::error(format!("bad glob pattern `{pattern}`: {error}")),
+    };
+    let root = match root(args, ctx) {
+        Ok(root) => root,
+        Err(output) => return output,
+    };
+    let mut found = Vec::new();
+    let mut total = 0usize;
+    for entry in walker(&root).filter_map(Result::ok) {
+        if entry.path().components().any(|c| c.as_os_str() == ".git") {
+            continue;
+        }
+        let relative = entry.path().strip_prefix(&root).unwrap_or(entry.path());
+        if relative.as_os_str().is_empty() || !matcher.is_match(relative) {
+            continue;
+        }
+        total += 1;
+        if found.len() < MAX_RESULTS {
+            found.push(ctx.guard.display(entry.path()));
+        }
+    }
+    found.sort();
+    let mut content = if found.is_empty() {
+        format!("no paths match `{pattern}`")
+    } else {
+        found.join("\n")
+    };
+    if total > found.len() {
+        content.push_str(&format!(
+            "\n[… {} more matches not shown]",
+            total - found.len()
+        ));
+    }
+    ToolOutput::ok(content, format!("{total} paths match {pattern}"))
+}
+
+pub fn grep(args: &Value, ctx: &ToolContext) -> ToolOutput {
+    let pattern = args.get("pattern").and_then(Value::as_str).unwrap_or("");
+    let case_insensitive = args
+        .get("case_insensitive")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let matcher = match RegexMatcherBuilder::new()
+        .case_insensitive(case_insensitive)
+        .build(pattern)
+    {
+        Ok(matcher) => matcher,
+        Err(error) => {
+            return ToolOutput::error(format!("bad regular expression `{pattern}`: {error}"));
+        }
+    };
+    let file_filter = match args.get("glob").and_then(Value::as_str) {
+        Some(glob) => match globset::Glob::new(glob) {
+            Ok(glob) => Some(glob.compile_matcher()),
+            Err(error) => return ToolOutput::error(format!("bad glob `{glob}`: {error}")),
+        },
+        None => None,
+    };
+    let root = match root(args, ctx) {
+        Ok(root) => root,
+        Err(output) => return output,
+    };
+    let mut searcher = SearcherBuilder::new()
+        .binary_detection(BinaryDetection::quit(0))
+        .line_number(true)
+        .build();
+    let mut lines = Vec::new();
+    let mut total = 0usize;
+    for entry in walker(&root).filter_map(Result::ok) {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        if let Some(filter) = &file_filter {
+            let name = entry
+                .path()
+                .file_name()
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            if !filter.is_match(&name)
+                && !filter.is_match(entry.path().strip_prefix(&root).unwrap_or(entry.path()))
+            {
+                continue;
+            }
+        }
+        let shown = ctx.guard.display(entry.path());
+        let _ = searcher.search_path(
+            &matcher,
+            entry.path(),
+            Lossy(|line_number, line| {
+                total += 1;
+                if lines.len() < MAX_MATCHES {
+                    lines.push(format!("{shown}:{line_number}:{}", line.trim_end()));
+                }
+                Ok(true)
+            }),
+        );
+    }
+    let mut content = if lines.is_empty() {
+        format!("no matches for `{pattern}`")
+    } else {
+        lines.join("\n")
+    };
+    if total > lines.len() {
+        content.push_str(&format!(
+            "\n[… {} more matches not shown]",
+            total - lines.len()
+        ));
+    }
+    ToolOutput::ok(
+        truncate_middle(&content, OUTPUT_CAP),
+        format!("{total} matches for {pattern}"),
+    )
+}

@@ -1,0 +1,159 @@
+//! The built-in tools' names, descriptions and JSON schemas, and `todo_write`.
+//!
+//! Invariant: these texts are part of every request; changing one changes the request prefix
+//! of every session, so they change only deliberately (the snapshot test shows it).
+
+use crate::ToolOutput;
+use serde_json::{Value, json};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BuiltinTool {
+    ReadFile,
+    WriteFile,
+    EditFile,
+    ListDir,
+    Glob,
+    Grep,
+    Bash,
+    TodoWrite,
+}
+
+impl BuiltinTool {
+    pub const ALL: [BuiltinTool; 8] = [
+        Self::ReadFile,
+        Self::WriteFile,
+        Self::EditFile,
+        Self::ListDir,
+        Self::Glob,
+        Self::Grep,
+        Self::Bash,
+        Self::TodoWrite,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ReadFile => "read_file",
+            Self::WriteFile => "write_file",
+            Self::EditFile => "edit_file",
+            Self::ListDir => "list_dir",
+            Self::Glob => "glob",
+            Self::Grep => "grep",
+            Self::Bash => "bash",
+            Self::TodoWrite => "todo_write",
+        }
+    }
+
+    /// Whether the tool can change files or run arbitrary commands.
+    pub fn changes_things(self) -> bool {
+        match self {
+            Self::WriteFile | Self::EditFile | Self::Bash => true,
+            Self::ReadFile | Self::ListDir | Self::Glob | Self::Grep | Self::TodoWrite => false,
+        }
+    }
+
+    pub fn description(self) -> &'static str {
+        match self {
+            Self::ReadFile => {
+                "Read a text file of the workspace, with line numbers. Use offset and limit (lines) for large files."
+            }
+            Self::WriteFile => {
+                "Create or replace a file with the given content. Parent directories are created."
+            }
+            Self::EditFile => {
+                "Replace an exact string in a file. old_string must match exactly once unless replace_all is true; include enough context to make it unique."
+            }
+            Self::ListDir => "List the entries of a directory (default: the workspace root).",
+            Self::Glob => {
+                "Find paths matching a glob pattern such as **/*.rs, respecting .gitignore."
+            }
+            Self::Grep => {
+                "Search file contents with a regular expression, respecting .gitignore. Returns path:line:text."
+            }
+            Self::Bash => {
+                "Run a bash command in the workspace. Output (stdout and stderr together) is capped; the exit code is reported."
+            }
+            Self::TodoWrite => {
+                "Replace the task plan: a list of items, each pending, in_progress or completed."
+            }
+        }
+    }
+
+    pub fn schema(self) -> Value {
+        let string = json!({"type": "string"});
+        match self {
+            Self::ReadFile => object(
+                json!({"path": string, "offset": {"type": "integer", "minimum": 1}, "limit": {"type": "integer", "minimum": 1}}),
+                &["path"],
+            ),
+            Self::WriteFile => object(
+                json!({"path": string, "content": string}),
+                &["path", "content"],
+            ),
+            Self::EditFile => object(
+                json!({"path": string, "old_string": string, "new_string": string, "replace_all": {"type": "boolean"}}),
+                &["path", "old_string", "new_string"],
+            ),
+            Self::ListDir => object(json!({"path": string}), &[]),
+            Self::Glob => object(json!({"pattern": string, "path": string}), &["pattern"]),
+            Self::Grep => object(
+                json!({"pattern": string, "path": string, "glob": string, "case_insensitive": {"type": "boolean"}}),
+                &["pattern"],
+            ),
+            Self::Bash => object(
+                json!({"command": string, "timeout_secs": {"type": "integer", "minimum": 1, "maximum": 600}}),
+                &["command"],
+            ),
+            Self::TodoWrite => object(
+                json!({"todos": {"type": "array", "items": object(
+                    json!({"content": string, "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}}),
+                    &["content", "status"],
+                )}}),
+                &["todos"],
+            ),
+        }
+    }
+}
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+}
+
+/// `todo_write`: the plan lives in the call's arguments (and so in history); the result
+/// renders it back.
+pub fn todo_write(args: &Value) -> ToolOutput {
+    let todos = args
+        .get("todos")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut open = 0;
+    let lines: Vec<String> = todos
+        .iter()
+        .map(|todo| {
+            let status = todo
+                .get("status")
+                .and_then(Value::as_str)
+                .unwrap_or("pending");
+            let mark = match status {
+                "completed" => "[x]",
+                "in_progress" => "[~]",
+                _ => "[ ]",
+            };
+            if status != "completed" {
+                open += 1;
+            }
+            format!(
+                "{mark} {}",
+                todo.get("content").and_then(Value::as_str).unwrap_or("")
+            )
+        })
+        .collect();
+    ToolOutput::ok(
+        if lines.is_empty() {
+            "the plan is empty".into()
+        } else {
+            lines.join("\n")
+        },
+        format!("{} items, {open} open", lines.len()),
+    )
+}

@@ -1,0 +1,359 @@
+use super::*;
+use std::time::{Duration, Instant};
+
+fn context() -> (tempfile::TempDir, ToolContext) {
+    let dir = tempfile::tempdir().unwrap();
+    let guard = WorkspaceGuard::new(dir.path(), &[]).unwrap();
+    (dir, ToolContext::new(guard))
+}
+
+fn registry() -> ToolRegistry {
+    ToolRegistry::new().unwrap()
+}
+
+async fn call(ctx: &ToolContext, name: &str, args: &str) -> ToolOutput {
+    match registry().validate(name, args) {
+        Ok(call) => call.run(ctx).await,
+        Err(message) => panic!("validation failed: {message}"),
+    }
+}
+
+#[test]
+fn validation_errors_are_specific() {
+    let registry = registry();
+    let error = registry
+        .validate("write_file", r#"{"path": 12, "content": "x"}"#)
+        .unwrap_err();
+    assert!(
+        error.contains("/path") && error.contains("string"),
+        "{error}"
+    );
+    let error = registry
+        .validate("write_file", r#"{"path": "a"}"#)
+        .unwrap_err();
+    assert!(error.contains("content"), "{error}");
+    let error = registry
+        .validate("write_file", r#"{"path": "a", "content": "x""#)
+        .unwrap_err();
+    assert!(error.contains("not valid JSON"), "{error}");
+    let error = registry
+        .validate("bash", r#"{"command": "ls", "sudo": true}"#)
+        .unwrap_err();
+    assert!(error.contains("sudo"), "{error}");
+    let error = registry.validate("rm_rf", "{}").unwrap_err();
+    assert!(
+        error.contains("no tool named `rm_rf`") && error.contains("read_file"),
+        "{error}"
+    );
+    assert!(
+        registry.validate("list_dir", "").is_ok(),
+        "empty arguments mean {{}}"
+    );
+}
+
+#[test]
+fn specs_are_stable_and_complete() {
+    let specs = registry().specs();
+    let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "write_file",
+            "edit_file",
+            "list_dir",
+            "glob",
+            "grep",
+            "bash",
+            "todo_write"
+        ]
+    );
+    assert_eq!(
+        serde_json::to_string(&specs).unwrap(),
+        serde_json::to_string(&registry().specs()).unwrap()
+    );
+}
+
+#[tokio::test]
+async fn read_file_with_ranges_caps_and_big_files() {
+    let (dir, ctx) = context();
+    let text: String = (1..=50_000).map(|n| format!("line {n}\n")).collect();
+    std::fs::write(dir.path().join("big.txt"), &text).unwrap();
+    assert!(text.len() > 400_000);
+    let output = call(&ctx, "read_file", r#"{"path": "big.txt"}"#).await;
+    assert!(!output.is_error);
+    assert!(output.content.contains("     1\tline 1\n"));
+    assert!(
+        output.content.contains("of 50000; read more with offset="),
+        "{}",
+        &output.content[output.content.len() - 200..]
+    );
+    let ranged = call(
+        &ctx,
+        "read_file",
+        r#"{"path": "big.txt", "offset": 49999, "limit": 5}"#,
+    )
+    .await;
+    assert!(
+        ranged
+            .content
+            .contains(" 49999\tline 49999\n 50000\tline 50000\n"),
+        "{}",
+        ranged.content
+    );
+    let past = call(&ctx, "read_file", r#"{"path": "big.txt", "offset": 60000}"#).await;
+    assert!(past.is_error && past.content.contains("past the end"));
+    let missing = call(&ctx, "read_file", r#"{"path": "nope.txt"}"#).await;
+    assert!(missing.is_error && missing.content.contains("nope.txt"));
+}
+
+#[tokio::test]
+async fn ten_megabyte_file_is_read_in_bounded_output() {
+    let (dir, ctx) = context();
+    let line = "x".repeat(1023) + "\n";
+    let text = line.repeat(10 * 1024);
+    std::fs::write(dir.path().join("ten.txt"), &text).unwrap();
+    let output = call(&ctx, "read_file", r#"{"path": "ten.txt"}"#).await;
+    assert!(!output.is_error);
+    assert!(output.content.len() < 40_000, "{}", output.content.len());
+    assert!(output.content.contains("of 10240"));
+}
+
+#[tokio::test]
+async fn binary_files_are_described() {
+    let (dir, ctx) = context();
+    std::fs::write(dir.path().join("blob.bin"), [0u8, 1, 2, 255, 0, 7]).unwrap();
+    let output = call(&ctx, "read_file", r#"{"path": "blob.bin"}"#).await;
+    assert!(
+        output.content.contains("binary file (6 bytes)"),
+        "{}",
+        output.content
+    );
+}
+
+#[tokio::test]
+async fn write_and_edit_files() {
+    let (dir, ctx) = context();
+    let created = call(
+        &ctx,
+        "write_file",
+        r#"{"path": "src/new.rs", "content": "fn a() {}\nfn b() {}\n"}"#,
+    )
+    .await;
+    assert!(
+        !created.is_error && created.summary == "created src/new.rs",
+        "{created:?}"
+    );
+    let edited = call(
+        &ctx,
+        "edit_file",
+        r#"{"path": "src/new.rs", "old_string": "fn b() {}", "new_string": "fn b() { a() }"}"#,
+    )
+    .await;
+    assert!(!edited.is_error, "{edited:?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("src/new.rs")).unwrap(),
+        "fn a() {}\nfn b() { a() }\n"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("src")).unwrap().collect();
+    assert_eq!(leftovers.len(), 1, "no temporary files are left behind");
+}
+
+#[tokio::test]
+async fn edit_file_refuses_missing_and_ambiguous_matches_without_changing_anything() {
+    let (dir, ctx) = context();
+    let original = "let total = 1;\nlet totl = 2;\nlet x = 3;\nlet x = 3;\n";
+    std::fs::write(dir.path().join("a.rs"), original).unwrap();
+    let missing = call(
+        &ctx,
+        "edit_file",
+        r#"{"path": "a.rs", "old_string": "let  total = 1;", "new_string": "y"}"#,
+    )
+    .await;
+    assert!(missing.is_error);
+    assert!(
+        missing.content.contains("not found") && missing.content.contains("     1\tlet total = 1;"),
+        "{}",
+        missing.content
+    );
+    let ambiguous = call(
+        &ctx,
+        "edit_file",
+        r#"{"path": "a.rs", "old_string": "let x = 3;", "new_string": "y"}"#,
+    )
+    .await;
+    assert!(
+        ambiguous.is_error
+            && ambiguous.content.contains("matches 2 times")
+            && ambiguous.content.contains("lines 3, 4"),
+        "{}",
+        ambiguous.content
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.rs")).unwrap(),
+        original
+    );
+    let all = call(&ctx, "edit_file", r#"{"path": "a.rs", "old_string": "let x = 3;", "new_string": "let x = 4;", "replace_all": true}"#).await;
+    assert!(!all.is_error && all.content.contains("2 replacement"));
+}
+
+#[tokio::test]
+async fn writes_outside_the_workspace_are_refused() {
+    let (_dir, ctx) = context();
+    let outside = tempfile::tempdir().unwrap();
+    for path in [
+        "../escape.txt".to_string(),
+        outside.path().join("x").display().to_string(),
+    ] {
+        let args = serde_json::json!({"path": path, "content": "no"}).to_string();
+        let output = call(&ctx, "write_file", &args).await;
+        assert!(
+            output.is_error && output.content.contains("outside the workspace"),
+            "{output:?}"
+        );
+    }
+    assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
+}
+
+#[tokio::test]
+async fn list_glob_and_grep_respect_gitignore_and_odd_names() {
+    let (dir, ctx) = context();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::create_dir_all(dir.path().join("target")).unwrap();
+    std::fs::write(dir.path().join(".gitignore"), "target/\n").unwrap();
+    std::fs::write(dir.path().join("src/lib.rs"), "pub fn needle() {}\n").unwrap();
+    std::fs::write(dir.path().join("target/out.rs"), "pub fn needle() {}\n").unwrap();
+    use std::os::unix::ffi::OsStrExt;
+    let odd = std::ffi::OsStr::from_bytes(b"bad\xffname.rs");
+    std::fs::write(dir.path().join("src").join(odd), "needle\n").unwrap();
+    let listing = call(&ctx, "list_dir", r#"{"path": "src"}"#).await;
+    assert!(
+        listing.content.contains("lib.rs") && listing.content.contains("bad\u{FFFD}name.rs"),
+        "{}",
+        listing.content
+    );
+    let globbed = call(&ctx, "glob", r#"{"pattern": "**/*.rs"}"#).await;
+    assert!(globbed.content.contains("src/lib.rs"));
+    assert!(
+        !globbed.content.contains("target/out.rs"),
+        "{}",
+        globbed.content
+    );
+    let grepped = call(&ctx, "grep", r#"{"pattern": "fn needle"}"#).await;
+    assert_eq!(grepped.content, "src/lib.rs:1:pub fn needle() {}");
+    let bad = call(&ctx, "grep", r#"{"pattern": "("}"#).await;
+    assert!(bad.is_error && bad.content.contains("bad regular expression"));
+}
+
+#[tokio::test]
+async fn bash_reports_exit_codes_and_combined_output() {
+    let (_dir, ctx) = context();
+    let output = call(
+        &ctx,
+        "bash",
+        r#"{"command": "echo out; echo err >&2; exit 3"}"#,
+    )
+    .await;
+    assert!(output.is_error);
+    assert_eq!(output.content, "out\nerr\n[exit code 3]");
+    assert_eq!(output.summary, "exit 3");
+    let ok = call(&ctx, "bash", r#"{"command": "pwd"}"#).await;
+    assert!(!ok.is_error && ok.content.contains(ctx.guard.workspace().to_str().unwrap()));
+}
+
+#[tokio::test]
+async fn bash_timeout_kills_the_whole_process_group() {
+    let (dir, ctx) = context();
+    let started = Instant::now();
+    let output = call(
+        &ctx,
+        "bash",
+        r#"{"command": "(sleep 30; touch survived) & sleep 30", "timeout_secs": 1}"#,
+    )
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(
+        output.is_error && output.content.contains("timed out after 1 s"),
+        "{}",
+        output.content
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!dir.path().join("survived").exists());
+}
+
+#[tokio::test]
+async fn bash_output_is_middle_truncated_and_binary_is_described() {
+    let (_dir, ctx) = context();
+    let big = call(&ctx, "bash", r#"{"command": "seq 1 200000"}"#).await;
+    assert!(big.content.starts_with("1\n2\n"));
+    assert!(
+        big.content.contains("bytes cut from the middle of"),
+        "{}",
+        big.content.len()
+    );
+    assert!(big.content.contains("200000\n[exit code 0]"));
+    assert!(big.content.len() < 32_000);
+    let binary = call(&ctx, "bash", r#"{"command": "printf 'a\\000b\\001'"}"#).await;
+    assert!(
+        binary
+            .content
+            .contains("[binary output, 4 bytes, not shown]"),
+        "{}",
+        binary.content
+    );
+}
+
+#[tokio::test]
+async fn cancelling_bash_kills_it() {
+    let (dir, ctx) = context();
+    let call = registry()
+        .validate("bash", r#"{"command": "sleep 5; touch finished"}"#)
+        .unwrap();
+    let result = tokio::time::timeout(Duration::from_millis(300), call.run(&ctx)).await;
+    assert!(result.is_err(), "still running when cancelled");
+    std::thread::sleep(Duration::from_millis(5500));
+    assert!(
+        !dir.path().join("finished").exists(),
+        "the command died with its future"
+    );
+}
+
+#[tokio::test]
+async fn todo_write_renders_the_plan() {
+    let (_dir, ctx) = context();
+    let output = call(&ctx, "todo_write", r#"{"todos": [{"content": "read", "status": "completed"}, {"content": "fix", "status": "in_progress"}]}"#).await;
+    assert_eq!(output.content, "[x] read\n[~] fix");
+    assert_eq!(output.summary, "2 items, 1 open");
+    assert!(
+        registry()
+            .validate(
+                "todo_write",
+                r#"{"todos": [{"content": "x", "status": "done"}]}"#
+            )
+            .is_err()
+    );
+}
+
+#[test]
+fn sensitivity_covers_writes_and_reads_outside() {
+    let (_dir, ctx) = context();
+    let registry = registry();
+    assert!(
+        registry
+            .validate("bash", r#"{"command": "ls"}"#)
+            .unwrap()
+            .is_sensitive(&ctx)
+    );
+    assert!(
+        !registry
+            .validate("read_file", r#"{"path": "a"}"#)
+            .unwrap()
+            .is_sensitive(&ctx)
+    );
+    assert!(
+        registry
+            .validate("read_file", r#"{"path": "/etc/hostname"}"#)
+            .unwrap()
+            .is_sensitive(&ctx)
+    );
+}
