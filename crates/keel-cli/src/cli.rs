@@ -27,6 +27,17 @@ pub enum Command {
     Mock(MockArgs),
     /// A full session against the built-in fake provider; no key, no network.
     Demo,
+    /// List the sessions of this workspace, newest first.
+    Sessions,
+    /// Inspect one session.
+    #[command(subcommand)]
+    Session(SessionCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// The transcript of a session: its history and tool receipts.
+    Show { id: String },
 }
 
 #[derive(Debug, Args, Clone, Default)]
@@ -46,6 +57,20 @@ pub struct CommonArgs {
     /// Work in DIR instead of the current directory.
     #[arg(long, global = true, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Resume the session ID.
+    #[arg(
+        long,
+        global = true,
+        value_name = "ID",
+        conflicts_with = "continue_latest"
+    )]
+    pub session: Option<String>,
+    /// Resume the latest session of this workspace.
+    #[arg(short = 'c', long = "continue", global = true)]
+    pub continue_latest: bool,
+    /// Also allow writes in DIR (repeatable).
+    #[arg(long = "add-dir", global = true, value_name = "DIR")]
+    pub add_dirs: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -1,14 +1,22 @@
-//! `keel demo`: a real keel turn against the built-in fake provider, no key and no network.
+//! `keel demo`: a real keel session against the built-in fake provider — no key, no network.
 //!
-//! Invariant: the demo talks to an in-process `keel mock` on loopback through the same client,
-//! retry policy and renderer as a real run; it reads no config file and writes nothing.
+//! Invariants:
+//! - The same controller, tools, store, retry policy and renderer as a real session; only the
+//!   provider is the in-process `keel mock` on loopback.
+//! - It writes only under `$KEEL_HOME/demo/` (a scratch workspace and its own state file),
+//!   recreated on every run.
 
-use crate::Outcome;
 use crate::cli::CommonArgs;
 use crate::render::Renderer;
-use crate::turn::{TurnSetup, execute_turn};
+use crate::run::run_turn;
+use crate::{Outcome, settings};
+use keel_agent::{AgentSettings, Controller, HeadlessApprover, SessionChoice};
 use keel_llm::{KeelConfig, KeySource, Overrides};
-use keel_mock::{Fault, MockServer, Scenario, Step};
+use keel_mock::{Fault, MockServer, Scenario, ScriptedCall, Step};
+use keel_store::Store;
+use keel_tools::PermissionPolicy;
+use keel_types::PermissionMode;
+use std::sync::Arc;
 use std::time::Duration;
 
 struct DemoKey;
@@ -19,61 +27,96 @@ impl KeySource for DemoKey {
     }
 }
 
-const PROMPT: &str =
-    "In one paragraph: why does keel keep every request a byte prefix of the next?";
+const PROMPT: &str = "greeting.txt has a typo. Fix it and show me the file.";
+
+fn call(name: &str, args: serde_json::Value) -> Vec<ScriptedCall> {
+    vec![ScriptedCall {
+        name: name.into(),
+        arguments: args.to_string(),
+    }]
+}
 
 fn scenario() -> Scenario {
+    let tools = |calls, reason: &str| Step::Tools {
+        calls,
+        reason: Some(reason.into()),
+        finish_reason: None,
+    };
     let mut scenario = Scenario::from_steps(vec![
+        tools(call("read_file", serde_json::json!({"path": "greeting.txt"})), "First, read the file to find the typo."),
+        tools(
+            call("edit_file", serde_json::json!({"path": "greeting.txt", "old_string": "Helo", "new_string": "Hello"})),
+            "Line 1 says `Helo`; replace it with `Hello`.",
+        ),
         Step::Fault(Fault::Http {
             status: 503,
             body: r#"{"error":{"message":"server overloaded","type":"server_error"}}"#.into(),
             headers: Default::default(),
         }),
+        tools(call("bash", serde_json::json!({"command": "cat greeting.txt"})), "Check the result by printing the file."),
         Step::Say {
-            reason: Some(
-                "The user asks about prefix caching. DeepSeek bills cached prefixes at a fraction \
-                 of the price, so stable bytes matter."
-                    .into(),
-            ),
-            text: "Because DeepSeek caches prompt prefixes: when each request starts with the \
-                   exact bytes of the previous one, the provider serves that part from its cache, \
-                   which is faster and much cheaper. keel only ever appends to history, projects it \
-                   deterministically, and shows the cache-hit rate of every turn."
+            reason: Some("The command output shows the fixed line.".into()),
+            text: "Fixed: `Helo` → `Hello` on line 1 of greeting.txt, and `cat` confirms the file now \
+                   reads \"Hello, world!\"."
                 .into(),
             finish_reason: None,
         },
     ]);
-    scenario.chunk_delay = Duration::from_millis(25);
+    scenario.chunk_delay = Duration::from_millis(15);
     scenario
 }
 
 pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
+    let demo_dir = settings::keel_home()?.join("demo");
+    let workspace = demo_dir.join("workspace");
+    if demo_dir.exists() {
+        std::fs::remove_dir_all(&demo_dir)?;
+    }
+    std::fs::create_dir_all(&workspace)?;
+    std::fs::write(
+        workspace.join("greeting.txt"),
+        "Helo, world!\nThis file is part of the keel demo.\n",
+    )?;
+
     let server = MockServer::start(([127, 0, 0, 1], 0).into(), scenario()).await?;
     let config_text = format!(
         "model = \"deepseek/deepseek-v4-flash\"\n[providers.deepseek]\nbase_url = \"{}\"\n\
-         [providers.deepseek.retry]\nbase_delay_ms = 300\n",
+         [providers.deepseek.retry]\nbase_delay_ms = 400\n",
         server.base_url()
     );
     let config =
         KeelConfig::from_texts(vec![("(demo)".into(), config_text)], Overrides::default())?;
     let model = config.model()?;
-    let profile = config.profile(&model.provider)?;
-    let workspace = std::env::temp_dir();
-    let mut renderer = Renderer::new(common.json);
-    renderer.notice(&format!(
-        "keel demo — a real turn against the built-in fake provider at {} (no key, no network)\n\
-         The provider will fail once with HTTP 503; keel retries within its bounded policy.\n\n> {PROMPT}\n",
-        server.base_url()
-    ));
-    let setup = TurnSetup {
-        profile: &profile,
-        model: &model.model,
-        workspace: &workspace,
-        keys: &DemoKey,
+    let settings = AgentSettings {
+        profile: config.profile(&model.provider)?,
+        model: model.model,
+        policy: PermissionPolicy::mode_only(PermissionMode::Auto),
+        max_rounds: 10,
+        workspace: workspace.clone(),
+        extra_dirs: Vec::new(),
+        holder: "keel demo".into(),
     };
-    let outcome = execute_turn(&setup, PROMPT, &mut renderer).await?;
-    renderer.notice(
-        "\nTo run keel against DeepSeek: export DEEPSEEK_API_KEY=sk-… and run `keel run \"your task\"`.",
-    );
+    let store = Store::open(&demo_dir.join("state.db"))?;
+    let controller = Controller::open(
+        store,
+        SessionChoice::New,
+        settings,
+        Arc::new(DemoKey),
+        Arc::new(HeadlessApprover { approve_all: true }),
+    )?;
+    let renderer = Renderer::new(common.json);
+    renderer.hint(&format!(
+        "keel demo — a real session against the built-in fake provider at {} (no key, no network)\n\
+         workspace: {}\nThe provider fails once with HTTP 503 on the way; keel retries within its bounded policy.\n\n> {PROMPT}\n",
+        server.base_url(),
+        workspace.display()
+    ));
+    let outcome = run_turn(controller, Renderer::new(common.json), PROMPT).await?;
+    let fixed = std::fs::read_to_string(workspace.join("greeting.txt")).unwrap_or_default();
+    renderer.hint(&format!(
+        "\ngreeting.txt now starts with: {:?}\n\nTo run keel on your own code with DeepSeek:\n  \
+         export DEEPSEEK_API_KEY=sk-…\n  keel                      # interactive\n  keel run \"your task\"      # one turn",
+        fixed.lines().next().unwrap_or("")
+    ));
     Ok(outcome)
 }

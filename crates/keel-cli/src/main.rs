@@ -9,8 +9,11 @@ mod cli;
 mod demo;
 mod mock_command;
 mod render;
+mod repl;
+mod run;
+mod session_setup;
+mod sessions;
 mod settings;
-mod turn;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
             eprintln!("error: {error:#}");
             if error.downcast_ref::<UsageError>().is_some()
                 || error.downcast_ref::<keel_llm::ConfigError>().is_some()
+                || is_usage_store_error(&error)
             {
                 ExitCode::from(2)
             } else {
@@ -66,16 +70,34 @@ fn main() -> ExitCode {
     }
 }
 
+/// Store errors the user must act on (a busy session, a corrupt or newer database).
+fn is_usage_store_error(error: &anyhow::Error) -> bool {
+    let store_error = error.downcast_ref::<keel_store::StoreError>().or_else(|| {
+        match error.downcast_ref::<keel_agent::AgentError>() {
+            Some(keel_agent::AgentError::Store(inner)) => Some(inner),
+            _ => None,
+        }
+    });
+    matches!(
+        store_error,
+        Some(
+            keel_store::StoreError::LeaseHeld { .. }
+                | keel_store::StoreError::Corrupt { .. }
+                | keel_store::StoreError::NewerSchema { .. }
+                | keel_store::StoreError::NoSuchSession(_)
+        )
+    )
+}
+
 async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
     match cli.command {
-        Some(cli::Command::Run(args)) => turn::run_command(&cli.common, &args.prompt).await,
+        Some(cli::Command::Run(args)) => run::run_command(&cli.common, &args.prompt).await,
         Some(cli::Command::Mock(args)) => mock_command::run(args).await,
         Some(cli::Command::Demo) => demo::run(&cli.common).await,
-        None => Err(UsageError(
-            "the interactive session is not built yet: use `keel run PROMPT`, or `keel demo` to \
-             see keel work without a key"
-                .into(),
-        )
-        .into()),
+        Some(cli::Command::Sessions) => sessions::list(&cli.common),
+        Some(cli::Command::Session(cli::SessionCommand::Show { id })) => {
+            sessions::show(&cli.common, &id)
+        }
+        None => repl::run(&cli.common).await,
     }
 }

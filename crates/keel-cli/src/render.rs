@@ -31,6 +31,7 @@ pub struct Renderer {
     shown_kind: Option<Shown>,
     pending_text: String,
     pending_reasoning: String,
+    session_id: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,18 +56,25 @@ impl Renderer {
             shown_kind: None,
             pending_text: String::new(),
             pending_reasoning: String::new(),
+            session_id: None,
         }
     }
 
-    /// Print a human notice on stderr (never in `--json` mode).
-    pub fn notice(&mut self, text: &str) {
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    /// A hint for people (stderr, never in `--json` mode).
+    pub fn hint(&self, text: &str) {
         if self.mode != Mode::Json {
-            self.end_live_line();
             eprintln!("{text}");
         }
     }
 
     pub fn emit(&mut self, event: &Event) {
+        if self.session_id.is_none() {
+            self.session_id = Some(event.session_id.clone());
+        }
         if self.mode == Mode::Json {
             if let Ok(line) = serde_json::to_string(event) {
                 let mut stdout = std::io::stdout().lock();
@@ -118,10 +126,17 @@ impl Renderer {
                     _ => eprintln!("error: {diagnostic}"),
                 }
             }
+            EventBody::ToolCall {
+                name, arguments, ..
+            } => {
+                self.end_live_line();
+                eprintln!("● {name} {}", call_subject(name, arguments));
+            }
+            EventBody::ToolResult { state, summary, .. } => {
+                eprintln!("  ⎿ {state} · {summary}");
+            }
             EventBody::SessionStarted { .. }
             | EventBody::TurnStarted { .. }
-            | EventBody::ToolCall { .. }
-            | EventBody::ToolResult { .. }
             | EventBody::RecoveryOffered { .. }
             | EventBody::RecoveryConsumed { .. }
             | EventBody::RecoveryExpired { .. } => {}
@@ -210,6 +225,26 @@ impl Renderer {
             self.shown_kind = None;
         }
     }
+}
+
+/// The one thing a person wants to see of a call: the command, the path or the pattern.
+fn call_subject(name: &str, arguments: &str) -> String {
+    let parsed: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
+    let key = match name {
+        "bash" => "command",
+        "glob" | "grep" => "pattern",
+        _ => "path",
+    };
+    let subject = match parsed.get(key).and_then(serde_json::Value::as_str) {
+        Some(subject) => subject.to_string(),
+        None => arguments.to_string(),
+    };
+    let first_line = subject.lines().next().unwrap_or("");
+    let mut shown: String = first_line.chars().take(100).collect();
+    if shown.len() < subject.len() {
+        shown.push('…');
+    }
+    shown
 }
 
 /// How many terminal rows `text` occupies, wrapping at the terminal width.

@@ -112,14 +112,33 @@ fn demo_runs_without_key_or_config() {
         elapsed: std::time::Duration::ZERO,
     };
     assert_eq!(run.code(), 0, "{}", run.stderr());
-    assert!(run.stdout().contains("prefix"), "{}", run.stdout());
+    assert!(run.stdout().contains("Fixed"), "{}", run.stdout());
+    let stderr = run.stderr();
+    for expected in [
+        "● read_file greeting.txt",
+        "● edit_file greeting.txt",
+        "● bash cat greeting.txt",
+        "retry 1/5",
+        "DEEPSEEK_API_KEY",
+    ] {
+        assert!(
+            stderr.contains(expected),
+            "missing {expected:?} in {stderr}"
+        );
+    }
+    let fixed = std::fs::read_to_string(home.path().join("demo/workspace/greeting.txt")).unwrap();
     assert!(
-        run.stderr().contains("retry 1/5"),
-        "the demo shows a retry: {}",
-        run.stderr()
+        fixed.starts_with("Hello, world!"),
+        "the demo really edited its scratch file: {fixed}"
     );
-    assert!(
-        run.stderr().contains("DEEPSEEK_API_KEY"),
-        "it says how to use a real key"
+    let mut top: Vec<String> = std::fs::read_dir(home.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    top.sort();
+    assert_eq!(
+        top,
+        ["config.toml", "demo"],
+        "the demo writes only under KEEL_HOME/demo"
     );
 }

@@ -71,9 +71,33 @@ impl Overrides {
 struct RawFile {
     model: Option<Spanned<String>>,
     permission_mode: Option<Spanned<PermissionMode>>,
+    max_rounds: Option<Spanned<u32>>,
+    #[serde(default)]
+    permissions: RawPermissions,
     #[serde(default)]
     providers: BTreeMap<String, RawProvider>,
 }
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPermissions {
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    ask: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+}
+
+/// Permission rules from every config file (a rule in any file applies).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PermissionRules {
+    pub allow: Vec<String>,
+    pub ask: Vec<String>,
+    pub deny: Vec<String>,
+}
+
+pub const DEFAULT_MAX_ROUNDS: u32 = 50;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -269,6 +293,7 @@ impl KeelConfig {
         }
         let model = self.model()?;
         self.profile(&model.provider)?;
+        self.max_rounds()?;
         Ok(())
     }
 
@@ -281,6 +306,35 @@ impl KeelConfig {
                     .find_map(|layer| layer.raw.permission_mode.as_ref().map(|v| *v.get_ref()))
             })
             .unwrap_or(PermissionMode::Ask)
+    }
+
+    pub fn permission_rules(&self) -> PermissionRules {
+        let mut rules = PermissionRules::default();
+        for layer in &self.layers {
+            rules
+                .allow
+                .extend(layer.raw.permissions.allow.iter().cloned());
+            rules.ask.extend(layer.raw.permissions.ask.iter().cloned());
+            rules
+                .deny
+                .extend(layer.raw.permissions.deny.iter().cloned());
+        }
+        rules
+    }
+
+    /// The most tool rounds one turn may take.
+    pub fn max_rounds(&self) -> Result<u32, ConfigError> {
+        match self
+            .layers
+            .iter()
+            .find_map(|layer| layer.raw.max_rounds.as_ref().map(|v| (layer, v)))
+        {
+            Some((layer, value)) if *value.get_ref() == 0 => {
+                Err(layer.error(value.span(), "must be at least 1"))
+            }
+            Some((_, value)) => Ok(*value.get_ref()),
+            None => Ok(DEFAULT_MAX_ROUNDS),
+        }
     }
 
     /// The model to use, with its provider checked to exist.

@@ -16,7 +16,7 @@ pub mod project;
 pub mod retry;
 
 pub use assemble::{Completion, Delta};
-pub use config::{ConfigError, KeelConfig, ModelRef, Overrides};
+pub use config::{ConfigError, KeelConfig, ModelRef, Overrides, PermissionRules};
 pub use dispatch::{AccountCursor, DispatchOutcome, Dispatcher, EnvKeys, KeySource};
 pub use profile::{Account, ProviderProfile};
 pub use project::{ProjectedRequest, ProjectionInput, ToolSpec, project};

@@ -1,0 +1,237 @@
+//! keel's controller and turn engine. One `Controller` per session, shared by every front end.
+//!
+//! Invariants:
+//! - One turn at a time per session (a second `submit` is refused as busy), and one process
+//!   per session (the store lease).
+//! - Cancellation bumps a generation counter; whatever belongs to an older generation (a late
+//!   reply, a tool result) is never committed and never starts a tool.
+//! - Loading a session settles interrupted receipts (`started` → `unknown`, `pending` →
+//!   `not_started`) and gives every unanswered tool call a result that says so; nothing is
+//!   re-run.
+//! - Events reach every subscriber in one order; all but the streaming deltas are also indexed
+//!   in the store for replay.
+
+mod approval;
+mod load;
+mod prompt;
+mod tools_round;
+mod turn;
+
+pub use approval::{Approval, ApprovalRequest, Approver, HeadlessApprover};
+pub use prompt::system_prompt;
+pub use turn::TurnOutcome;
+
+use keel_llm::client::HttpClient;
+use keel_llm::{KeySource, ProviderProfile};
+use keel_store::{Lease, SessionInfo, Store, StoreError};
+use keel_tools::{PermissionPolicy, ToolContext, ToolRegistry, WorkspaceGuard};
+use keel_types::{Event, EventBody, Item};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, watch};
+
+/// Everything a session needs besides its history.
+pub struct AgentSettings {
+    pub profile: ProviderProfile,
+    pub model: String,
+    pub policy: PermissionPolicy,
+    pub max_rounds: u32,
+    pub workspace: PathBuf,
+    pub extra_dirs: Vec<PathBuf>,
+    /// Who holds the session lease, for the error another process sees.
+    pub holder: String,
+}
+
+pub enum SessionChoice {
+    New,
+    Resume(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("a turn is already running in session {0}; wait for it or cancel it")]
+    Busy(String),
+    #[error(
+        "session {session}: history item {revision} cannot be read ({reason}); the session cannot continue safely, but `keel session show` still shows it"
+    )]
+    UndecodableHistory {
+        session: String,
+        revision: u64,
+        reason: String,
+    },
+    #[error("cannot set up the tools: {0}")]
+    Tools(String),
+    #[error("cannot start the HTTP client: {0}")]
+    Client(String),
+}
+
+pub(crate) struct SessionState {
+    pub history: Vec<Item>,
+    pub next_seq: u64,
+    pub last_turn: u64,
+}
+
+pub(crate) struct Shared {
+    pub store: Store,
+    pub session: SessionInfo,
+    _lease: Lease,
+    pub settings: AgentSettings,
+    pub client: HttpClient,
+    pub registry: ToolRegistry,
+    pub tool_context: ToolContext,
+    pub keys: Arc<dyn KeySource + Send + Sync>,
+    pub approver: Arc<dyn Approver>,
+    subscribers: Mutex<Vec<mpsc::UnboundedSender<Event>>>,
+    pub generation: AtomicU64,
+    pub cancel_signal: watch::Sender<u64>,
+    pub state: tokio::sync::Mutex<SessionState>,
+    pub resumed: bool,
+}
+
+#[derive(Clone)]
+pub struct Controller {
+    shared: Arc<Shared>,
+}
+
+impl Controller {
+    pub fn open(
+        store: Store,
+        choice: SessionChoice,
+        settings: AgentSettings,
+        keys: Arc<dyn KeySource + Send + Sync>,
+        approver: Arc<dyn Approver>,
+    ) -> Result<Controller, AgentError> {
+        let workspace = settings.workspace.display().to_string();
+        let (session, resumed) = match choice {
+            SessionChoice::New => {
+                let id = new_session_id();
+                (
+                    store.create_session(
+                        &id,
+                        &workspace,
+                        &settings.profile.name,
+                        &settings.model,
+                    )?,
+                    false,
+                )
+            }
+            SessionChoice::Resume(id) => (store.require_session(&id)?, true),
+        };
+        let lease = store.acquire_lease(&session.id, &settings.holder)?;
+        if resumed {
+            store.set_session_model(&session.id, &settings.profile.name, &settings.model)?;
+        }
+        let loaded = load::load_session(&store, &session.id)?;
+        let guard = WorkspaceGuard::new(&settings.workspace, &settings.extra_dirs)
+            .map_err(|error| AgentError::Tools(format!("workspace {workspace}: {error}")))?;
+        let registry = ToolRegistry::new().map_err(AgentError::Tools)?;
+        let client = HttpClient::new(settings.profile.connect_timeout)
+            .map_err(|error| AgentError::Client(error.to_string()))?;
+        let (cancel_signal, _) = watch::channel(0);
+        let shared = Shared {
+            store,
+            session,
+            _lease: lease,
+            settings,
+            client,
+            registry,
+            tool_context: ToolContext::new(guard),
+            keys,
+            approver,
+            subscribers: Mutex::new(Vec::new()),
+            generation: AtomicU64::new(0),
+            cancel_signal,
+            state: tokio::sync::Mutex::new(loaded),
+            resumed,
+        };
+        Ok(Controller {
+            shared: Arc::new(shared),
+        })
+    }
+
+    pub fn session(&self) -> &SessionInfo {
+        &self.shared.session
+    }
+
+    pub fn settings(&self) -> &AgentSettings {
+        &self.shared.settings
+    }
+
+    /// A new event stream: every event from now on, in order, never dropped.
+    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Event> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        self.shared.lock_subscribers().push(sender);
+        receiver
+    }
+
+    /// Announce the session to subscribers (`session/started`).
+    pub fn announce(&self) {
+        let session = &self.shared.session;
+        self.shared.emit(
+            None,
+            EventBody::SessionStarted {
+                workspace: session.workspace.clone(),
+                model: format!(
+                    "{}/{}",
+                    self.shared.settings.profile.name, self.shared.settings.model
+                ),
+                provider: self.shared.settings.profile.name.clone(),
+                resumed: self.shared.resumed,
+            },
+        );
+    }
+
+    /// Run one user turn to its end (completed, failed or cancelled).
+    pub async fn submit(&self, input: &str) -> Result<TurnOutcome, AgentError> {
+        let Ok(state) = self.shared.state.try_lock() else {
+            return Err(AgentError::Busy(self.shared.session.id.clone()));
+        };
+        turn::run_turn(&self.shared, state, input).await
+    }
+
+    /// Cancel the running turn, if any: its stream and tools stop, nothing late is committed.
+    pub fn cancel(&self) {
+        let next = self.shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        self.shared.cancel_signal.send_replace(next);
+    }
+
+    pub fn is_busy(&self) -> bool {
+        self.shared.state.try_lock().is_err()
+    }
+}
+
+impl Shared {
+    fn lock_subscribers(&self) -> std::sync::MutexGuard<'_, Vec<mpsc::UnboundedSender<Event>>> {
+        self.subscribers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Send an event to every subscriber; index all but streaming deltas in the store.
+    pub(crate) fn emit(&self, turn: Option<u64>, body: EventBody) {
+        let event = Event {
+            session_id: self.session.id.clone(),
+            turn,
+            body,
+        };
+        let is_delta = matches!(
+            event.body,
+            EventBody::LlmText { .. } | EventBody::LlmReasoning { .. }
+        );
+        if !is_delta {
+            // The event index is derived data: a failed write must not fail the turn.
+            let _ = self.store.append_event(&event);
+        }
+        self.lock_subscribers()
+            .retain(|subscriber| subscriber.send(event.clone()).is_ok());
+    }
+}
+
+fn new_session_id() -> String {
+    use rand::Rng;
+    let bytes: [u8; 8] = rand::rng().random();
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}

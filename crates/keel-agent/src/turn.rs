@@ -1,0 +1,189 @@
+//! The turn engine: project → attempt → commit → validate → write receipts ahead → run tools
+//! → commit results → repeat until the model stops.
+//!
+//! Invariants:
+//! - The assistant message and the `pending` receipts of its calls are committed in one
+//!   transaction before any tool starts; calls present with `finish_reason: stop` still run.
+//! - A reply that arrives after its turn was cancelled is never committed.
+//! - Every round's request is built from the committed history only (nothing provisional).
+
+use crate::prompt::system_prompt;
+use crate::tools_round::{RoundEnd, run_tools};
+use crate::{AgentError, SessionState, Shared};
+use keel_llm::{AccountCursor, Dispatcher, ProjectionInput};
+use keel_types::{
+    EventBody, FailureDiagnostic, FailureKind, InputKind, Item, ReceiptState, ToolCall,
+    ToolReceipt, Usage,
+};
+use sha2::{Digest, Sha256};
+use std::sync::atomic::Ordering;
+use tokio::sync::{MutexGuard, watch};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TurnOutcome {
+    Completed { usage: Usage },
+    Failed(FailureDiagnostic),
+    Cancelled,
+}
+
+/// Resolves once the generation moves past `generation` (a cancel).
+pub(crate) async fn cancelled(signal: &mut watch::Receiver<u64>, generation: u64) {
+    while *signal.borrow_and_update() == generation {
+        if signal.changed().await.is_err() {
+            // The controller is gone: nothing can cancel any more.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+pub(crate) fn digest(arguments: &str) -> String {
+    Sha256::digest(arguments.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+pub async fn run_turn(
+    shared: &Shared,
+    mut state: MutexGuard<'_, SessionState>,
+    input: &str,
+) -> Result<TurnOutcome, AgentError> {
+    let generation = shared.generation.load(Ordering::SeqCst);
+    let mut signal = shared.cancel_signal.subscribe();
+    let session = shared.session.id.clone();
+    let turn = state.last_turn + 1;
+    state.last_turn = turn;
+    let user = Item::User {
+        text: input.to_string(),
+    };
+    shared
+        .store
+        .append_items(&session, turn, std::slice::from_ref(&user))?;
+    state.history.push(user);
+    shared.emit(
+        Some(turn),
+        EventBody::TurnStarted {
+            input_kind: InputKind::User,
+        },
+    );
+
+    let settings = &shared.settings;
+    let specs = shared.registry.specs();
+    let system = system_prompt(&settings.workspace);
+    let mut accounts = AccountCursor::new(&settings.profile);
+    let mut usage = Usage::default();
+    for _round in 0..settings.max_rounds {
+        let dispatcher = Dispatcher {
+            client: &shared.client,
+            profile: &settings.profile,
+            keys: shared.keys.as_ref(),
+        };
+        let result = {
+            let request = ProjectionInput {
+                model: &settings.model,
+                system: &system,
+                tools: &specs,
+                history: &state.history,
+            };
+            let mut emit = |body: EventBody| shared.emit(Some(turn), body);
+            tokio::select! {
+                biased;
+                _ = cancelled(&mut signal, generation) => None,
+                result = dispatcher.complete(&request, &mut accounts, &mut emit) => Some(result),
+            }
+        };
+        let outcome = match result {
+            None => return Ok(end_cancelled(shared, turn)),
+            Some(Err(diagnostic)) => {
+                shared.emit(
+                    Some(turn),
+                    EventBody::TurnFailed {
+                        diagnostic: diagnostic.clone(),
+                    },
+                );
+                return Ok(TurnOutcome::Failed(diagnostic));
+            }
+            Some(Ok(outcome)) => outcome,
+        };
+        if shared.generation.load(Ordering::SeqCst) != generation {
+            // A late reply of a cancelled turn: dropped, never committed.
+            return Ok(end_cancelled(shared, turn));
+        }
+        let completion = outcome.completion;
+        usage.add(&completion.usage);
+        shared.emit(
+            Some(turn),
+            EventBody::LlmResponse {
+                finish_reason: completion.finish_reason.to_string(),
+                usage: completion.usage,
+            },
+        );
+        let calls: Vec<ToolCall> = completion.item.tool_calls().cloned().collect();
+        let receipts: Vec<ToolReceipt> = calls
+            .iter()
+            .map(|call| {
+                let seq = state.next_seq;
+                state.next_seq += 1;
+                ToolReceipt {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    args_digest: digest(&call.arguments),
+                    state: ReceiptState::Pending,
+                    turn,
+                    seq,
+                    summary: None,
+                }
+            })
+            .collect();
+        let assistant = Item::Assistant(completion.item);
+        shared
+            .store
+            .append_with_receipts(&session, turn, &assistant, &receipts)?;
+        state.history.push(assistant);
+        if calls.is_empty() {
+            shared.emit(
+                Some(turn),
+                EventBody::TurnCompleted {
+                    usage,
+                    cache_hit_ratio: usage.cache_hit_ratio(),
+                },
+            );
+            return Ok(TurnOutcome::Completed { usage });
+        }
+        match run_tools(
+            shared,
+            &mut state,
+            turn,
+            calls,
+            receipts,
+            generation,
+            &mut signal,
+        )
+        .await?
+        {
+            RoundEnd::Continue => {}
+            RoundEnd::Cancelled => return Ok(end_cancelled(shared, turn)),
+        }
+    }
+    let diagnostic = FailureDiagnostic::with_message(
+        FailureKind::Limit,
+        None,
+        format!(
+            "the turn stopped after {} tool rounds (max_rounds); ask keel to continue",
+            settings.max_rounds
+        ),
+    );
+    shared.emit(
+        Some(turn),
+        EventBody::TurnFailed {
+            diagnostic: diagnostic.clone(),
+        },
+    );
+    Ok(TurnOutcome::Failed(diagnostic))
+}
+
+fn end_cancelled(shared: &Shared, turn: u64) -> TurnOutcome {
+    let diagnostic = FailureDiagnostic::new(FailureKind::Cancelled, None);
+    shared.emit(Some(turn), EventBody::TurnFailed { diagnostic });
+    TurnOutcome::Cancelled
+}

@@ -1,0 +1,74 @@
+//! `keel run`: one turn (with all its tool rounds), headless.
+//!
+//! Invariants:
+//! - Approvals fail closed: a call that needs approval is denied unless `--yes` (mode `auto`).
+//! - Ctrl-C cancels the turn (exit 130); the controller guarantees nothing late is committed.
+//! - Every event reaches the renderer in order; `--json` prints them all.
+
+use crate::cli::CommonArgs;
+use crate::render::Renderer;
+use crate::session_setup::{open_controller, prepare, session_choice};
+use crate::{Outcome, UsageError};
+use keel_agent::{Controller, HeadlessApprover, TurnOutcome};
+use keel_types::PermissionMode;
+use std::sync::Arc;
+
+pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Outcome> {
+    if let Some(command) = prompt.strip_prefix('/') {
+        let name = command.split_whitespace().next().unwrap_or("");
+        return Err(UsageError(format!(
+            "unknown slash command `/{name}` for `keel run` (the recovery command \
+             /recover-context arrives with protocol recovery)"
+        ))
+        .into());
+    }
+    if prompt.trim().is_empty() {
+        return Err(UsageError("the prompt is empty: say what keel should do".into()).into());
+    }
+    let setup = prepare(common, "keel run")?;
+    let choice = session_choice(common, &setup.store, &setup.workspace)?;
+    let approve_all = setup.settings.policy.mode == PermissionMode::Auto;
+    let controller = open_controller(setup, choice, Arc::new(HeadlessApprover { approve_all }))?;
+    let renderer = Renderer::new(common.json);
+    run_turn(controller, renderer, prompt).await
+}
+
+/// Render a controller's events while one turn runs; Ctrl-C cancels it.
+pub async fn run_turn(
+    controller: Controller,
+    mut renderer: Renderer,
+    prompt: &str,
+) -> anyhow::Result<Outcome> {
+    let mut events = controller.subscribe();
+    let rendering = tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            renderer.emit(&event);
+        }
+        renderer
+    });
+    controller.announce();
+    let canceller = controller.clone();
+    let interrupts = tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            canceller.cancel();
+        }
+    });
+    let outcome = controller.submit(prompt).await;
+    interrupts.abort();
+    let _ = interrupts.await;
+    drop(controller);
+    let renderer = rendering.await?;
+    let session = renderer.session_id().map(str::to_string);
+    match outcome? {
+        TurnOutcome::Completed { .. } => Ok(Outcome::Completed),
+        TurnOutcome::Failed(_) => {
+            if let Some(session) = session {
+                renderer.hint(&format!(
+                    "session {session}: `keel run --session {session} \"…\"` continues it"
+                ));
+            }
+            Ok(Outcome::TurnFailed)
+        }
+        TurnOutcome::Cancelled => Ok(Outcome::Cancelled),
+    }
+}

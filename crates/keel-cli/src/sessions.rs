@@ -1,0 +1,131 @@
+//! `keel sessions` and `keel session show`.
+//!
+//! Invariants:
+//! - Both only read: no lease is taken and nothing is settled or written.
+//! - A history row that cannot be decoded is shown as such, never hidden.
+
+use crate::cli::CommonArgs;
+use crate::session_setup::open_store;
+use crate::{Outcome, UsageError, settings};
+use keel_types::{Item, ReceiptState};
+use serde_json::json;
+
+pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
+    let workspace = settings::workspace(common)?;
+    let store = open_store()?;
+    let sessions = store.sessions_for_workspace(&workspace.display().to_string())?;
+    if common.json {
+        let rows: Vec<serde_json::Value> = sessions
+            .iter()
+            .map(|s| {
+                json!({"id": s.id, "workspace": s.workspace, "model": format!("{}/{}", s.provider, s.model),
+                       "provider": s.provider, "created_at": s.created_at, "updated_at": s.updated_at})
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(Outcome::Completed);
+    }
+    if sessions.is_empty() {
+        println!("no sessions in {}", workspace.display());
+        return Ok(Outcome::Completed);
+    }
+    for session in sessions {
+        let first_prompt = store
+            .items(&session.id)?
+            .into_iter()
+            .find_map(|stored| match stored.item {
+                Ok(Item::User { text }) => Some(text),
+                Ok(_) | Err(_) => None,
+            })
+            .unwrap_or_default();
+        let first_line: String = first_prompt
+            .lines()
+            .next()
+            .unwrap_or("")
+            .chars()
+            .take(60)
+            .collect();
+        println!(
+            "{}  {}/{}  {}",
+            session.id, session.provider, session.model, first_line
+        );
+    }
+    Ok(Outcome::Completed)
+}
+
+pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
+    let store = open_store()?;
+    let Some(session) = store.session(id)? else {
+        return Err(UsageError(format!(
+            "no session `{id}`: `keel sessions` lists this workspace's sessions"
+        ))
+        .into());
+    };
+    let items = store.items(id)?;
+    let receipts = store.receipts(id)?;
+    if common.json {
+        let items: Vec<serde_json::Value> = items
+            .iter()
+            .map(|stored| match &stored.item {
+                Ok(item) => serde_json::to_value(item).unwrap_or_default(),
+                Err(reason) => json!({"revision": stored.revision, "undecodable": reason}),
+            })
+            .collect();
+        let value = json!({"id": session.id, "workspace": session.workspace,
+            "model": format!("{}/{}", session.provider, session.model),
+            "items": items, "receipts": receipts});
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(Outcome::Completed);
+    }
+    println!(
+        "session {} · {}/{} · {}",
+        session.id, session.provider, session.model, session.workspace
+    );
+    for stored in &items {
+        match &stored.item {
+            Err(reason) => println!(
+                "[history item {} cannot be read: {reason}]",
+                stored.revision
+            ),
+            Ok(Item::User { text }) => println!("\nyou: {text}"),
+            Ok(Item::Assistant(assistant)) => {
+                let text = assistant.text();
+                if !text.is_empty() {
+                    println!("keel: {text}");
+                }
+                for call in assistant.tool_calls() {
+                    println!("● {} {}", call.name, call.arguments);
+                }
+            }
+            Ok(Item::ToolResult(result)) => {
+                let first = result.content.lines().next().unwrap_or("");
+                println!(
+                    "  ⎿ {}{}",
+                    if result.is_error { "error: " } else { "" },
+                    first
+                );
+            }
+        }
+    }
+    if !receipts.is_empty() {
+        println!("\nreceipts:");
+        for receipt in &receipts {
+            let note = match receipt.state {
+                ReceiptState::Unknown => " — keel stopped while it ran; it was not run again",
+                ReceiptState::Started => " — running, or interrupted (outcome unknown)",
+                ReceiptState::NotStarted => " — never started",
+                ReceiptState::Pending
+                | ReceiptState::Completed
+                | ReceiptState::Failed
+                | ReceiptState::Denied
+                | ReceiptState::Cancelled => "",
+            };
+            let summary = receipt.summary.as_deref().unwrap_or("");
+            println!(
+                "  {} {} {}{note} {summary}",
+                receipt.call_id, receipt.tool, receipt.state
+            );
+        }
+    }
+    Ok(Outcome::Completed)
+}
