@@ -82,7 +82,7 @@ pub(crate) struct Shared {
     pub client: HttpClient,
     pub registry: ToolRegistry,
     pub tool_context: ToolContext,
-    pub keys: Arc<dyn KeySource + Send + Sync>,
+    pub keys: Arc<dyn KeySource>,
     pub approver: Arc<dyn Approver>,
     subscribers: Mutex<Vec<mpsc::UnboundedSender<Event>>>,
     pub generation: AtomicU64,
@@ -101,7 +101,7 @@ impl Controller {
         store: Store,
         choice: SessionChoice,
         settings: AgentSettings,
-        keys: Arc<dyn KeySource + Send + Sync>,
+        keys: Arc<dyn KeySource>,
         approver: Arc<dyn Approver>,
     ) -> Result<Controller, AgentError> {
         let workspace = settings.workspace.display().to_string();

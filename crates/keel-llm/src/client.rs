@@ -61,7 +61,7 @@ impl HttpClient {
         profile: &ProviderProfile,
         api_key: &str,
         body: Vec<u8>,
-        sink: &mut dyn FnMut(Delta<'_>),
+        sink: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<Completion, AttemptFailure> {
         let mut request = self
             .inner
@@ -146,7 +146,7 @@ impl HttpClient {
 async fn stream_events(
     profile: &ProviderProfile,
     response: reqwest::Response,
-    sink: &mut dyn FnMut(Delta<'_>),
+    sink: &mut (dyn FnMut(Delta<'_>) + Send),
 ) -> Result<Completion, FailureDiagnostic> {
     let mut events = response.bytes_stream().eventsource();
     let mut assembler = Assembler::new(profile.protocol);

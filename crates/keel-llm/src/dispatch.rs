@@ -49,7 +49,7 @@ impl AccountCursor {
 }
 
 /// Where the API key of an account comes from; the process environment in production.
-pub trait KeySource {
+pub trait KeySource: Send + Sync {
     fn key(&self, env_var: &str) -> Option<String>;
 }
 
@@ -84,7 +84,7 @@ impl Dispatcher<'_> {
         &self,
         input: &ProjectionInput<'_>,
         accounts: &mut AccountCursor,
-        emit: &mut dyn FnMut(EventBody),
+        emit: &mut (dyn FnMut(EventBody) + Send),
     ) -> Result<DispatchOutcome, FailureDiagnostic> {
         let request = project(self.profile, input).map_err(|error| {
             FailureDiagnostic::with_message(FailureKind::InvalidRequest, None, error.to_string())

@@ -33,6 +33,9 @@ pub struct CapturedRequest {
     pub key_fingerprint: Option<String>,
     /// The 1-based step that answered it; `None` when the mock rejected it on its own.
     pub step: Option<usize>,
+    /// When it arrived, in microseconds since the Unix epoch (for benchmarks).
+    #[serde(default)]
+    pub received_at_us: u64,
 }
 
 #[derive(Debug)]
@@ -210,6 +213,10 @@ async fn model_request(
         body: text,
         key_fingerprint: key_fingerprint(&headers),
         step: None,
+        received_at_us: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|elapsed| u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX))
+            .unwrap_or(0),
     };
     let parsed: Value = match serde_json::from_slice(&body) {
         Ok(parsed) => parsed,

@@ -1,0 +1,340 @@
+//! The agent end to end: the real binary, real tools, a real SQLite file, `keel mock`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::io::BufRead;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn home_for(mock: &MockProcess) -> Home {
+    Home::new(&config_for("chat", &mock.base_url, ""))
+}
+
+/// Every captured request body, minus the closing bytes of its message list, is a prefix of
+/// the next one.
+fn assert_prefix_stable(requests: &[Value]) {
+    for pair in requests.windows(2) {
+        let previous = pair[0]["body"].as_str().unwrap();
+        let next = pair[1]["body"].as_str().unwrap();
+        let stable = previous
+            .strip_suffix("]}")
+            .expect("a body ends with its message list");
+        assert!(
+            next.starts_with(stable),
+            "request is not an append-only extension:\n{previous}\n---\n{next}"
+        );
+    }
+}
+
+fn session_json(home: &Home, id: &str) -> Value {
+    let run = home.run(&["session", "show", id, "--json"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    serde_json::from_str(&run.stdout()).unwrap()
+}
+
+#[test]
+fn twenty_round_tool_loop_runs_each_effect_once_with_prefix_stable_requests() {
+    let mock = MockProcess::start("tool-loop-20");
+    let home = home_for(&mock);
+    let run = home.run(&["run", "--yes", "--json", "run the loop"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let log = std::fs::read_to_string(home.path().join("loop.log")).unwrap();
+    let expected: Vec<String> = (1..=20).map(|n| format!("round-{n}")).collect();
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        expected,
+        "each effect exactly once, in order"
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 21);
+    assert_prefix_stable(&requests);
+    assert_eq!(run.events_of("tool/call").len(), 20);
+    let completed = &run.events_of("turn/completed")[0];
+    assert!(
+        completed["cache_hit_ratio"].as_f64().unwrap() > 0.8,
+        "{completed}"
+    );
+    let session = run.events()[0]["session_id"].as_str().unwrap().to_string();
+    let shown = session_json(&home, &session);
+    let receipts = shown["receipts"].as_array().unwrap();
+    assert_eq!(receipts.len(), 20);
+    assert!(
+        receipts
+            .iter()
+            .all(|r| r["state"] == "completed" && r["tool"] == "bash")
+    );
+    assert_eq!(shown["items"].as_array().unwrap().len(), 1 + 20 * 2 + 1);
+}
+
+#[test]
+fn invalid_arguments_reach_the_model_and_the_corrected_call_runs_once() {
+    let mock = MockProcess::start("invalid-args-then-fix");
+    let home = home_for(&mock);
+    let run = home.run(&["run", "--yes", "--json", "write the file"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("fixed.txt")).unwrap(),
+        "fixed\n"
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "validation errors use no network retry");
+    let second = requests[1]["body"].as_str().unwrap();
+    assert!(
+        second.contains("invalid arguments for `write_file`") || second.contains("not valid JSON"),
+        "{second}"
+    );
+    let results = run.events_of("tool/result");
+    let states: Vec<&str> = results
+        .iter()
+        .map(|r| r["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["failed", "completed"]);
+}
+
+#[test]
+fn tool_calls_with_finish_reason_stop_still_run() {
+    let mock = MockProcess::start("stop-with-tool-calls");
+    let home = home_for(&mock);
+    std::fs::write(home.path().join("marker.txt"), "x").unwrap();
+    let run = home.run(&["run", "--json", "list"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.events_of("llm/response")[0]["finish_reason"], "stop");
+    assert_eq!(run.events_of("tool/result")[0]["state"], "completed");
+    let second = mock.requests()[1]["body"].as_str().unwrap().to_string();
+    assert!(
+        second.contains("marker.txt"),
+        "the listing reached the model"
+    );
+}
+
+#[test]
+fn a_500_in_the_loop_is_retried_and_no_tool_runs_twice() {
+    let home = Home::new("");
+    let scenario = r#"{"steps": [
+        {"tool": "bash", "args": {"command": "echo one >> effects.log"}},
+        {"fault": {"status": 500, "body": "{\"error\":{\"message\":\"boom\"}}"}},
+        {"tool": "bash", "args": {"command": "echo two >> effects.log"}},
+        {"fault": "drop_after_content"},
+        {"say": "done"}
+    ]}"#;
+    let mock = MockProcess::with_steps(&home.path(), scenario);
+    std::fs::write(
+        home.path().join("config.toml"),
+        config_for("chat", &mock.base_url, ""),
+    )
+    .unwrap();
+    let run = home.run(&["run", "--yes", "go"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("effects.log")).unwrap(),
+        "one\ntwo\n"
+    );
+    assert_eq!(mock.requests().len(), 5);
+    assert_eq!(run.stdout(), "done\n");
+}
+
+#[test]
+fn headless_ask_mode_fails_closed() {
+    let home = Home::new("");
+    let scenario = r#"{"steps": [{"tool": "write_file", "args": {"path": "new.txt", "content": "x"}}, {"say": "ok"}]}"#;
+    let mock = MockProcess::with_steps(&home.path(), scenario);
+    std::fs::write(
+        home.path().join("config.toml"),
+        config_for("chat", &mock.base_url, ""),
+    )
+    .unwrap();
+    let run = home.run(&["run", "--json", "write"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(!home.path().join("new.txt").exists());
+    assert_eq!(run.events_of("tool/result")[0]["state"], "denied");
+    let second = mock.requests()[1]["body"].as_str().unwrap().to_string();
+    assert!(
+        second.contains("needs approval"),
+        "the model is told: {second}"
+    );
+}
+
+#[test]
+fn writes_outside_the_workspace_are_refused_even_with_yes() {
+    let home = Home::new("");
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("escape.txt");
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "write_file", "args": {"path": "../escape.txt", "content": "x"}},
+        {"tool": "write_file", "args": {"path": target.display().to_string(), "content": "x"}},
+        {"say": "ok"}
+    ]});
+    let mock = MockProcess::with_steps(outside.path(), &scenario.to_string());
+    std::fs::write(
+        home.path().join("config.toml"),
+        config_for("chat", &mock.base_url, ""),
+    )
+    .unwrap();
+    let run = home.run(&["run", "--yes", "--json", "escape"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(!target.exists());
+    assert!(!home.path().parent().unwrap().join("escape.txt").exists());
+    let states: Vec<String> = run
+        .events_of("tool/result")
+        .iter()
+        .map(|r| r["state"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(states, ["failed", "failed"]);
+}
+
+#[test]
+fn sessions_are_listed_and_continued() {
+    let home = Home::new("");
+    let scenario = r#"{"steps": [{"say": "first answer"}, {"say": "second answer"}]}"#;
+    let mock = MockProcess::with_steps(&home.path(), scenario);
+    std::fs::write(
+        home.path().join("config.toml"),
+        config_for("chat", &mock.base_url, ""),
+    )
+    .unwrap();
+    assert_eq!(home.run(&["run", "first question"]).code(), 0);
+    let run = home.run(&["run", "-c", "--json", "second question"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.events()[0]["resumed"], true);
+    let listed: Value = serde_json::from_str(&home.run(&["sessions", "--json"]).stdout()).unwrap();
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 1);
+    for key in ["id", "workspace", "model", "updated_at"] {
+        assert!(!listed[0][key].is_null(), "{key}");
+    }
+    let requests = mock.requests();
+    assert_prefix_stable(&requests);
+    assert!(
+        requests[1]["body"]
+            .as_str()
+            .unwrap()
+            .contains("first answer")
+    );
+    let missing = home.run(&["run", "--session", "nope", "hi"]);
+    assert_eq!(missing.code(), 2);
+    assert!(missing.stderr().contains("no session `nope`"));
+}
+
+#[test]
+fn killed_mid_tool_the_receipt_becomes_unknown_and_nothing_reruns() {
+    let home = Home::new("");
+    let marker = format!("keel-crash-{}", std::process::id());
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "bash", "args": {"command": format!("echo started >> effects.log; sleep 30 # {marker}")}},
+        {"say": "I will not repeat the command; its outcome is unknown."}
+    ]});
+    let mock = MockProcess::with_steps(&home.path(), &scenario.to_string());
+    std::fs::write(
+        home.path().join("config.toml"),
+        config_for("chat", &mock.base_url, ""),
+    )
+    .unwrap();
+    let mut child = home
+        .keel(&["run", "--yes", "--json", "run it"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = sender.send(line);
+        }
+    });
+    let started = Instant::now();
+    let mut session = None;
+    while started.elapsed() < Duration::from_secs(15) {
+        let Ok(line) = receiver.recv_timeout(Duration::from_millis(100)) else {
+            continue;
+        };
+        let event: Value = serde_json::from_str(&line).unwrap();
+        session.get_or_insert_with(|| event["session_id"].as_str().unwrap().to_string());
+        if event["type"] == "tool/call" {
+            break;
+        }
+    }
+    let session = session.expect("a session started");
+    while !home.path().join("effects.log").exists() && started.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().unwrap(); // SIGKILL while the tool runs
+    child.wait().unwrap();
+    let _ = std::process::Command::new("pkill")
+        .args(["-f", &marker])
+        .status();
+
+    let shown = home.run(&["session", "show", &session]);
+    assert!(shown.stdout().contains("started"), "{}", shown.stdout());
+    let resumed = home.run(&[
+        "run",
+        "--session",
+        &session,
+        "--yes",
+        "--json",
+        "what happened?",
+    ]);
+    assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
+    assert!(resumed.events_of("tool/call").is_empty(), "nothing re-runs");
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("effects.log")).unwrap(),
+        "started\n"
+    );
+    let last_request = mock.requests().last().unwrap()["body"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        last_request.contains("outcome unknown"),
+        "the model is told: {last_request}"
+    );
+    let json = session_json(&home, &session);
+    assert_eq!(json["receipts"][0]["state"], "unknown");
+    let human = home.run(&["session", "show", &session]).stdout();
+    assert!(
+        human.contains("unknown — keel stopped while it ran; it was not run again"),
+        "{human}"
+    );
+}
+
+#[test]
+fn a_second_process_on_the_same_session_gets_a_clear_error() {
+    let home = Home::new("");
+    let scenario = r#"{"steps": [{"say": "one"}, {"fault": "stall", "seconds": 20}]}"#;
+    let mock = MockProcess::with_steps(&home.path(), scenario);
+    std::fs::write(
+        home.path().join("config.toml"),
+        config_for("chat", &mock.base_url, ""),
+    )
+    .unwrap();
+    let first = home.run(&["run", "--json", "hi"]);
+    let session = first.events()[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut holder = home
+        .keel(&["run", "--session", &session, "hold"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while mock.requests().len() < 2 && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = home.run(&["run", "--session", &session, "me too"]);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert_eq!(second.code(), 2, "{}", second.stderr());
+    assert!(
+        second.stderr().contains("in use by keel run (pid"),
+        "{}",
+        second.stderr()
+    );
+}
