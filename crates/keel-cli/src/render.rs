@@ -32,6 +32,8 @@ pub struct Renderer {
     pending_text: String,
     pending_reasoning: String,
     session_id: Option<String>,
+    /// Shown on a terminal while waiting for the provider's first byte.
+    spinner: Option<indicatif::ProgressBar>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,6 +59,7 @@ impl Renderer {
             pending_text: String::new(),
             pending_reasoning: String::new(),
             session_id: None,
+            spinner: None,
         }
     }
 
@@ -83,8 +86,12 @@ impl Renderer {
             }
             return;
         }
+        self.stop_spinner();
         match &event.body {
-            EventBody::LlmRequest { .. } => self.start_attempt(),
+            EventBody::LlmRequest { attempt, .. } => {
+                self.start_attempt();
+                self.start_spinner(*attempt);
+            }
             EventBody::LlmReasoning { delta } => self.delta(Shown::Reasoning, delta),
             EventBody::LlmText { delta } => self.delta(Shown::Text, delta),
             EventBody::LlmRetry {
@@ -140,6 +147,27 @@ impl Renderer {
             | EventBody::RecoveryOffered { .. }
             | EventBody::RecoveryConsumed { .. }
             | EventBody::RecoveryExpired { .. } => {}
+        }
+    }
+
+    fn start_spinner(&mut self, attempt: u32) {
+        if matches!(self.mode, Mode::Live { .. }) {
+            let spinner = indicatif::ProgressBar::new_spinner();
+            spinner.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            let waiting = if attempt > 1 {
+                format!("waiting for the model (attempt {attempt})")
+            } else {
+                "waiting for the model".into()
+            };
+            spinner.set_message(waiting);
+            spinner.enable_steady_tick(std::time::Duration::from_millis(100));
+            self.spinner = Some(spinner);
+        }
+    }
+
+    fn stop_spinner(&mut self) {
+        if let Some(spinner) = self.spinner.take() {
+            spinner.finish_and_clear();
         }
     }
 
