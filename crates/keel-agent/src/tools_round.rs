@@ -44,38 +44,25 @@ pub async fn run_tools(
 ) -> Result<RoundEnd, AgentError> {
     let mut index = 0;
     while index < calls.len() {
-        if shared.generation.load(Ordering::SeqCst) != generation {
-            settle_rest(
-                shared,
-                state,
-                turn,
-                &calls[index..],
-                &mut receipts[index..],
-                ReceiptState::NotStarted,
-            )?;
-            return Ok(RoundEnd::Cancelled);
-        }
         let call = &calls[index];
-        shared.emit(
-            Some(turn),
-            EventBody::ToolCall {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-            },
-        );
-        let prepared = tokio::select! {
-            biased;
-            _ = cancelled(signal, generation) => None,
-            prepared = prepare(shared, call) => Some(prepared),
+        let prepared = if shared.generation.load(Ordering::SeqCst) == generation {
+            announce(shared, turn, call);
+            tokio::select! {
+                biased;
+                _ = cancelled(signal, generation) => None,
+                prepared = prepare(shared, call) => Some(prepared),
+            }
+        } else {
+            None
         };
         let Some(prepared) = prepared else {
             settle_rest(
                 shared,
                 state,
                 turn,
-                &calls[index..],
-                &mut receipts[index..],
+                &calls,
+                &mut receipts,
+                index..calls.len(),
                 ReceiptState::NotStarted,
             )?;
             return Ok(RoundEnd::Cancelled);
@@ -109,14 +96,7 @@ pub async fn run_tools(
                     if !valid.is_sensitive(&shared.tool_context)
                         && decide(shared, &valid) == Decision::Allow =>
                 {
-                    shared.emit(
-                        Some(turn),
-                        EventBody::ToolCall {
-                            call_id: next.id.clone(),
-                            name: next.name.clone(),
-                            arguments: next.arguments.clone(),
-                        },
-                    );
+                    announce(shared, turn, next);
                     batch.push((index + batch.len(), valid));
                 }
                 Ok(_) | Err(_) => break,
@@ -140,16 +120,18 @@ pub async fn run_tools(
                 shared,
                 state,
                 turn,
-                &calls[index..end],
-                &mut receipts[index..end],
+                &calls,
+                &mut receipts,
+                index..end,
                 ReceiptState::Cancelled,
             )?;
             settle_rest(
                 shared,
                 state,
                 turn,
-                &calls[end..],
-                &mut receipts[end..],
+                &calls,
+                &mut receipts,
+                end..calls.len(),
                 ReceiptState::NotStarted,
             )?;
             return Ok(RoundEnd::Cancelled);
@@ -255,16 +237,28 @@ fn finish(
     Ok(())
 }
 
-/// Give every remaining call a result saying it was cancelled or never started.
+fn announce(shared: &Shared, turn: u64, call: &ToolCall) {
+    shared.emit(
+        Some(turn),
+        EventBody::ToolCall {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        },
+    );
+}
+
+/// Give the calls in `range` a result saying they were cancelled or never started.
 fn settle_rest(
     shared: &Shared,
     state: &mut SessionState,
     turn: u64,
     calls: &[ToolCall],
     receipts: &mut [ToolReceipt],
+    range: std::ops::Range<usize>,
     final_state: ReceiptState,
 ) -> Result<(), AgentError> {
-    for (call, receipt) in calls.iter().zip(receipts.iter_mut()) {
+    for (call, receipt) in calls[range.clone()].iter().zip(receipts[range].iter_mut()) {
         let output = ToolOutput::error(interrupted_result(final_state));
         finish(shared, state, turn, call, receipt, final_state, output)?;
     }

@@ -52,10 +52,7 @@ fn invalid_base_url_names_the_key() {
             .env("DEEPSEEK_BASE_URL", "not a url")
             .output()
             .unwrap();
-        Run {
-            output,
-            elapsed: std::time::Duration::ZERO,
-        }
+        Run::from(output)
     };
     assert_clean_failure(&run, 2, &["DEEPSEEK_BASE_URL"]);
 }
@@ -76,10 +73,7 @@ fn missing_key_exits_2_and_names_the_variable() {
         .env_remove("DEEPSEEK_API_KEY")
         .output()
         .unwrap();
-    let run = Run {
-        output,
-        elapsed: std::time::Duration::ZERO,
-    };
+    let run = Run::from(output);
     assert_clean_failure(&run, 2, &["DEEPSEEK_API_KEY"]);
     let home = Home::new("model = \"kimi/kimi-k2\"\n");
     let output = home
@@ -87,10 +81,7 @@ fn missing_key_exits_2_and_names_the_variable() {
         .env_remove("MOONSHOT_API_KEY")
         .output()
         .unwrap();
-    let run = Run {
-        output,
-        elapsed: std::time::Duration::ZERO,
-    };
+    let run = Run::from(output);
     assert_clean_failure(&run, 2, &["MOONSHOT_API_KEY"]);
 }
 

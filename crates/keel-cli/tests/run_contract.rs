@@ -107,10 +107,7 @@ fn demo_runs_without_key_or_config() {
         .env_remove("DEEPSEEK_API_KEY")
         .output()
         .unwrap();
-    let run = Run {
-        output,
-        elapsed: std::time::Duration::ZERO,
-    };
+    let run = Run::from(output);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     assert!(run.stdout().contains("Fixed"), "{}", run.stdout());
     let stderr = run.stderr();

@@ -112,10 +112,7 @@ fn quota_402_rotates_to_the_second_account() {
             .env("KEEL_TEST_K2", "key-two")
             .output()
             .unwrap();
-        let run = Run {
-            output,
-            elapsed: Duration::ZERO,
-        };
+        let run = Run::from(output);
         assert_eq!(run.code(), 0, "{protocol}: {}", run.stderr());
         let rotated = run.events_of("account/rotated");
         assert_eq!(rotated.len(), 1);

@@ -141,10 +141,7 @@ fn the_key_never_appears_in_any_output_even_on_auth_failure() {
             .env("DEEPSEEK_API_KEY", secret)
             .output()
             .unwrap();
-        let run = Run {
-            output,
-            elapsed: Duration::ZERO,
-        };
+        let run = Run::from(output);
         assert_eq!(run.code(), 1);
         assert!(!run.stdout().contains(secret) && !run.stderr().contains(secret));
         assert!(

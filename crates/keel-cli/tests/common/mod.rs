@@ -115,6 +115,16 @@ pub struct Run {
     pub elapsed: Duration,
 }
 
+impl From<Output> for Run {
+    /// A run whose duration was not measured.
+    fn from(output: Output) -> Run {
+        Run {
+            output,
+            elapsed: Duration::ZERO,
+        }
+    }
+}
+
 impl Run {
     pub fn code(&self) -> i32 {
         self.output.status.code().unwrap_or(-1)
