@@ -14,6 +14,7 @@
 mod approval;
 mod load;
 mod prompt;
+pub mod recovery;
 mod tools_round;
 mod turn;
 
@@ -66,12 +67,18 @@ pub enum AgentError {
     Tools(String),
     #[error("cannot start the HTTP client: {0}")]
     Client(String),
+    #[error("recovery refused: {0}")]
+    RecoveryRefused(String),
 }
 
 pub(crate) struct SessionState {
     pub history: Vec<Item>,
     pub next_seq: u64,
     pub last_turn: u64,
+    /// `history[..n]` is projected with the fault projection (a consumed recovery).
+    pub repair: Option<usize>,
+    /// Recovery ids consumed by this process (kept even if the persist was uncertain).
+    pub spent: std::collections::HashSet<String>,
 }
 
 pub(crate) struct Shared {
@@ -124,7 +131,13 @@ impl Controller {
         if resumed {
             store.set_session_model(&session.id, &settings.profile.name, &settings.model)?;
         }
-        let loaded = load::load_session(&store, &session.id)?;
+        let mut loaded = load::load_session(&store, &session.id)?;
+        let records: Vec<recovery::record::StoredRecord> = store
+            .recovery_records(&session.id)?
+            .into_iter()
+            .map(|(id, raw)| recovery::record::decode(&id, &raw))
+            .collect();
+        loaded.repair = recovery::admission::repair_in_force(&records, &loaded.history);
         let guard = WorkspaceGuard::new(&settings.workspace, &settings.extra_dirs)
             .map_err(|error| AgentError::Tools(format!("workspace {workspace}: {error}")))?;
         let registry = ToolRegistry::new().map_err(AgentError::Tools)?;
@@ -189,7 +202,25 @@ impl Controller {
         let Ok(state) = self.shared.state.try_lock() else {
             return Err(AgentError::Busy(self.shared.session.id.clone()));
         };
+        let input = turn::TurnInput {
+            text: input.to_string(),
+            kind: keel_types::InputKind::User,
+        };
         turn::run_turn(&self.shared, state, input).await
+    }
+
+    /// The explicit protocol recovery (`/recover-context [id] [guidance]`).
+    pub async fn submit_recovery(
+        &self,
+        id: Option<&str>,
+        guidance: Option<&str>,
+    ) -> Result<TurnOutcome, AgentError> {
+        recovery::admission::submit_recovery(&self.shared, id, guidance).await
+    }
+
+    /// The id of the pending recovery, if one is pending and no turn is running.
+    pub fn pending_recovery(&self) -> Option<String> {
+        recovery::admission::pending(&self.shared)
     }
 
     /// Cancel the running turn, if any: its stream and tools stop, nothing late is committed.

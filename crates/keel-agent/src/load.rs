@@ -53,6 +53,8 @@ pub fn load_session(store: &Store, session: &str) -> Result<SessionState, AgentE
         history,
         next_seq,
         last_turn,
+        repair: None,
+        spent: Default::default(),
     })
 }
 

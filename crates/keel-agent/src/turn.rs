@@ -8,6 +8,7 @@
 //! - Every round's request is built from the committed history only (nothing provisional).
 
 use crate::prompt::system_prompt;
+use crate::recovery;
 use crate::tools_round::{RoundEnd, run_tools};
 use crate::{AgentError, SessionState, Shared};
 use keel_llm::{AccountCursor, Dispatcher, ProjectionInput};
@@ -18,6 +19,12 @@ use keel_types::{
 use sha2::{Digest, Sha256};
 use std::sync::atomic::Ordering;
 use tokio::sync::{MutexGuard, watch};
+
+/// What starts a turn.
+pub(crate) struct TurnInput {
+    pub text: String,
+    pub kind: InputKind,
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum TurnOutcome {
@@ -46,16 +53,17 @@ pub(crate) fn digest(arguments: &str) -> String {
 pub async fn run_turn(
     shared: &Shared,
     mut state: MutexGuard<'_, SessionState>,
-    input: &str,
+    input: TurnInput,
 ) -> Result<TurnOutcome, AgentError> {
     let generation = shared.generation.load(Ordering::SeqCst);
     let mut signal = shared.cancel_signal.subscribe();
     let session = shared.session.id.clone();
     let turn = state.last_turn + 1;
     state.last_turn = turn;
-    let user = Item::User {
-        text: input.to_string(),
-    };
+    if input.kind == InputKind::User {
+        recovery::admission::expire_pending(shared, turn)?;
+    }
+    let user = Item::User { text: input.text };
     shared
         .store
         .append_items(&session, turn, std::slice::from_ref(&user))?;
@@ -63,7 +71,7 @@ pub async fn run_turn(
     shared.emit(
         Some(turn),
         EventBody::TurnStarted {
-            input_kind: InputKind::User,
+            input_kind: input.kind,
         },
     );
 
@@ -78,12 +86,21 @@ pub async fn run_turn(
             profile: &settings.profile,
             keys: shared.keys.as_ref(),
         };
+        let repaired;
+        let history: &[Item] = match state.repair {
+            Some(boundary) => {
+                let receipts = shared.store.receipts(&session)?;
+                repaired = recovery::apply_repair(&state.history, boundary, &receipts);
+                &repaired
+            }
+            None => &state.history,
+        };
         let result = {
             let request = ProjectionInput {
                 model: &settings.model,
                 system: &system,
                 tools: &specs,
-                history: &state.history,
+                history,
             };
             let mut emit = |body: EventBody| shared.emit(Some(turn), body);
             tokio::select! {
@@ -95,12 +112,17 @@ pub async fn run_turn(
         let outcome = match result {
             None => return Ok(end_cancelled(shared, turn)),
             Some(Err(diagnostic)) => {
+                let offered =
+                    recovery::admission::record_incident(shared, &state, turn, &diagnostic)?;
                 shared.emit(
                     Some(turn),
                     EventBody::TurnFailed {
                         diagnostic: diagnostic.clone(),
                     },
                 );
+                if let Some(recovery_id) = offered {
+                    shared.emit(Some(turn), EventBody::RecoveryOffered { recovery_id });
+                }
                 return Ok(TurnOutcome::Failed(diagnostic));
             }
             Some(Ok(outcome)) => outcome,

@@ -38,6 +38,8 @@ pub enum Command {
 pub enum SessionCommand {
     /// The transcript of a session: its history and tool receipts.
     Show { id: String },
+    /// The latest recovery record of a session (any state), or `null`.
+    Recovery { id: String },
 }
 
 #[derive(Debug, Args, Clone, Default)]

@@ -59,6 +59,10 @@ fn main() -> ExitCode {
         Err(error) => {
             eprintln!("error: {error:#}");
             if error.downcast_ref::<UsageError>().is_some()
+                || matches!(
+                    error.downcast_ref::<keel_agent::AgentError>(),
+                    Some(keel_agent::AgentError::RecoveryRefused(_))
+                )
                 || error.downcast_ref::<keel_llm::ConfigError>().is_some()
                 || is_usage_store_error(&error)
             {
@@ -97,6 +101,9 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
         Some(cli::Command::Sessions) => sessions::list(&cli.common),
         Some(cli::Command::Session(cli::SessionCommand::Show { id })) => {
             sessions::show(&cli.common, &id)
+        }
+        Some(cli::Command::Session(cli::SessionCommand::Recovery { id })) => {
+            sessions::recovery(&cli.common, &id)
         }
         None => repl::run(&cli.common).await,
     }

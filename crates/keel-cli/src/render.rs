@@ -32,6 +32,7 @@ pub struct Renderer {
     pending_text: String,
     pending_reasoning: String,
     session_id: Option<String>,
+    recovery_offered: bool,
     /// Shown on a terminal while waiting for the provider's first byte.
     spinner: Option<indicatif::ProgressBar>,
 }
@@ -59,8 +60,13 @@ impl Renderer {
             pending_text: String::new(),
             pending_reasoning: String::new(),
             session_id: None,
+            recovery_offered: false,
             spinner: None,
         }
+    }
+
+    pub fn recovery_offered(&self) -> bool {
+        self.recovery_offered
     }
 
     pub fn session_id(&self) -> Option<&str> {
@@ -77,6 +83,9 @@ impl Renderer {
     pub fn emit(&mut self, event: &Event) {
         if self.session_id.is_none() {
             self.session_id = Some(event.session_id.clone());
+        }
+        if matches!(event.body, EventBody::RecoveryOffered { .. }) {
+            self.recovery_offered = true;
         }
         if self.mode == Mode::Json {
             if let Ok(line) = serde_json::to_string(event) {
@@ -142,11 +151,16 @@ impl Renderer {
             EventBody::ToolResult { state, summary, .. } => {
                 eprintln!("  ⎿ {state} · {summary}");
             }
-            EventBody::SessionStarted { .. }
-            | EventBody::TurnStarted { .. }
-            | EventBody::RecoveryOffered { .. }
-            | EventBody::RecoveryConsumed { .. }
-            | EventBody::RecoveryExpired { .. } => {}
+            EventBody::RecoveryOffered { recovery_id } => {
+                eprintln!(
+                    "recovery {recovery_id} is available: /recover-context replays the task from valid history"
+                );
+            }
+            EventBody::RecoveryConsumed { recovery_id } => eprintln!("recovering ({recovery_id})…"),
+            EventBody::RecoveryExpired { recovery_id } => {
+                eprintln!("recovery {recovery_id} expired")
+            }
+            EventBody::SessionStarted { .. } | EventBody::TurnStarted { .. } => {}
         }
     }
 

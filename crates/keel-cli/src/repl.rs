@@ -9,6 +9,7 @@
 
 use crate::cli::CommonArgs;
 use crate::render::{Renderer, usage_line};
+use crate::run::TurnRequest;
 use crate::session_setup::{Setup, open_controller, open_store, prepare, session_choice};
 use crate::{Outcome, settings};
 use keel_agent::{Approval, ApprovalRequest, Approver, Controller, SessionChoice, TurnOutcome};
@@ -93,6 +94,8 @@ const HELP: &str = "commands:
   /sessions             sessions of this workspace
   /resume ID            continue another session
   /cost                 tokens used in this session so far
+  /recover-context [ID] [guidance]
+                        recover from a rejected replay, from valid history
   /quit                 leave (Ctrl-D too)
 Ctrl-C cancels a running turn; a second Ctrl-C quits.";
 
@@ -133,7 +136,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
                     if !repl.command(text).await? {
                         break;
                     }
-                } else if repl.turn(text).await? {
+                } else if repl.turn(TurnRequest::Prompt(text.to_string())).await? {
                     break;
                 }
             }
@@ -163,12 +166,21 @@ impl Repl {
     }
 
     /// Run one turn; returns true if the user asked to quit (second Ctrl-C).
-    async fn turn(&mut self, text: &str) -> anyhow::Result<bool> {
+    async fn turn(&mut self, request: TurnRequest) -> anyhow::Result<bool> {
         let Some(controller) = self.controller.clone() else {
             eprintln!("error: no session is open; /resume one");
             return Ok(false);
         };
-        let submit = controller.submit(text);
+        let submit = async {
+            match &request {
+                TurnRequest::Prompt(text) => controller.submit(text).await,
+                TurnRequest::Recovery { id, guidance } => {
+                    controller
+                        .submit_recovery(id.as_deref(), guidance.as_deref())
+                        .await
+                }
+            }
+        };
         tokio::pin!(submit);
         let mut interrupts = 0;
         let outcome = loop {
@@ -202,6 +214,11 @@ impl Repl {
         let argument = words.next();
         match name {
             "/quit" | "/exit" => return Ok(false),
+            "/recover-context" => {
+                if let Some((id, guidance)) = keel_agent::recovery::parse_command(text) {
+                    return Ok(!self.turn(TurnRequest::Recovery { id, guidance }).await?);
+                }
+            }
             "/help" => eprintln!("{HELP}"),
             "/cost" => eprintln!("{}", usage_line(&self.usage, self.usage.cache_hit_ratio())),
             "/sessions" => {

@@ -14,12 +14,20 @@ use keel_types::PermissionMode;
 use std::sync::Arc;
 
 pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Outcome> {
-    if let Some(command) = prompt.strip_prefix('/') {
+    let recovery = keel_agent::recovery::parse_command(prompt);
+    if recovery.is_none()
+        && let Some(command) = prompt.strip_prefix('/')
+    {
         let name = command.split_whitespace().next().unwrap_or("");
         return Err(UsageError(format!(
-            "unknown slash command `/{name}` for `keel run` (the recovery command \
-             /recover-context arrives with protocol recovery)"
+            "unknown slash command `/{name}`: `keel run` knows `/recover-context [ID] [guidance]`"
         ))
+        .into());
+    }
+    if recovery.is_some() && common.session.is_none() && !common.continue_latest {
+        return Err(UsageError(
+            "/recover-context needs the session: keel run --session ID \"/recover-context\"".into(),
+        )
         .into());
     }
     if prompt.trim().is_empty() {
@@ -30,14 +38,42 @@ pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Ou
     let approve_all = setup.settings.policy.mode == PermissionMode::Auto;
     let controller = open_controller(setup, choice, Arc::new(HeadlessApprover { approve_all }))?;
     let renderer = Renderer::new(common.json);
-    run_turn(controller, renderer, prompt).await
+    match recovery {
+        Some((id, guidance)) => {
+            let request = TurnRequest::Recovery { id, guidance };
+            run_turn_with(controller, renderer, request).await
+        }
+        None => run_turn(controller, renderer, prompt).await,
+    }
+}
+
+/// What a turn is started with.
+pub enum TurnRequest {
+    Prompt(String),
+    Recovery {
+        id: Option<String>,
+        guidance: Option<String>,
+    },
+}
+
+pub async fn run_turn(
+    controller: Controller,
+    renderer: Renderer,
+    prompt: &str,
+) -> anyhow::Result<Outcome> {
+    run_turn_with(
+        controller,
+        renderer,
+        TurnRequest::Prompt(prompt.to_string()),
+    )
+    .await
 }
 
 /// Render a controller's events while one turn runs; Ctrl-C cancels it.
-pub async fn run_turn(
+pub async fn run_turn_with(
     controller: Controller,
     mut renderer: Renderer,
-    prompt: &str,
+    request: TurnRequest,
 ) -> anyhow::Result<Outcome> {
     let mut events = controller.subscribe();
     let rendering = tokio::spawn(async move {
@@ -53,7 +89,14 @@ pub async fn run_turn(
             canceller.cancel();
         }
     });
-    let outcome = controller.submit(prompt).await;
+    let outcome = match &request {
+        TurnRequest::Prompt(prompt) => controller.submit(prompt).await,
+        TurnRequest::Recovery { id, guidance } => {
+            controller
+                .submit_recovery(id.as_deref(), guidance.as_deref())
+                .await
+        }
+    };
     interrupts.abort();
     let _ = interrupts.await;
     drop(controller);
@@ -63,9 +106,16 @@ pub async fn run_turn(
         TurnOutcome::Completed { .. } => Ok(Outcome::Completed),
         TurnOutcome::Failed(_) => {
             if let Some(session) = session {
-                renderer.hint(&format!(
-                    "session {session}: `keel run --session {session} \"…\"` continues it"
-                ));
+                if renderer.recovery_offered() {
+                    // CONTRACT.md: printed in every mode (stderr, so --json stdout stays JSON).
+                    eprintln!(
+                        "recovery available: keel run --session {session} \"/recover-context\""
+                    );
+                } else {
+                    renderer.hint(&format!(
+                        "session {session}: `keel run --session {session} \"…\"` continues it"
+                    ));
+                }
             }
             Ok(Outcome::TurnFailed)
         }

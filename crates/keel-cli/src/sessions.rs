@@ -129,3 +129,48 @@ pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
     }
     Ok(Outcome::Completed)
 }
+
+pub fn recovery(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
+    let store = open_store()?;
+    if store.session(id)?.is_none() {
+        return Err(UsageError(format!(
+            "no session `{id}`: `keel sessions` lists this workspace's sessions"
+        ))
+        .into());
+    }
+    let latest = store
+        .recovery_records(id)?
+        .pop()
+        .map(|(record_id, raw)| keel_agent::recovery::record::decode(&record_id, &raw));
+    if common.json {
+        let value = latest.map_or(serde_json::Value::Null, |record| record.to_json());
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(Outcome::Completed);
+    }
+    match latest {
+        None => println!("no recovery record in session {id}"),
+        Some(keel_agent::recovery::record::StoredRecord::Known(record)) => {
+            println!(
+                "recovery {} · {} · turn {} · {} provider-visible messages",
+                record.id,
+                record.state.as_str(),
+                record.run,
+                record.prefix
+            );
+            if record.state == keel_agent::recovery::record::RecordState::Pending {
+                println!(
+                    "recover with: keel run --session {id} \"/recover-context {}\"",
+                    record.id
+                );
+            }
+        }
+        Some(keel_agent::recovery::record::StoredRecord::Unrecoverable {
+            id: record_id,
+            reason,
+            ..
+        }) => {
+            println!("recovery {record_id} cannot be used by this keel: {reason}");
+        }
+    }
+    Ok(Outcome::Completed)
+}

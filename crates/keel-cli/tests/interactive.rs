@@ -171,3 +171,29 @@ fn a_corrupt_state_database_is_refused_and_kept() {
         b"this is not sqlite at all, but it is the user's data"
     );
 }
+
+#[test]
+fn recover_context_in_the_interactive_session() {
+    let mock = MockProcess::start("opaque-400-on-replay");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let screen = interactive(
+        &home,
+        &[
+            ("look around\n", 1500),
+            ("/recover-context\n", 1500),
+            ("/recover-context\n", 500),
+            ("/quit\n", 400),
+        ],
+    );
+    assert!(screen.contains("without giving a reason"), "{screen}");
+    assert!(
+        screen.contains("/recover-context replays the task"),
+        "{screen}"
+    );
+    assert!(screen.contains("Recovered from valid history."), "{screen}");
+    assert!(
+        screen.contains("no recovery is pending"),
+        "the second one is refused: {screen}"
+    );
+    assert_eq!(mock.requests().len(), 3);
+}

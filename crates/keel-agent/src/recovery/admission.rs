@@ -1,0 +1,314 @@
+//! Recording incidents and admitting explicit recoveries.
+//!
+//! Invariants:
+//! - An incident is recorded only for `upstream_reason_missing` or `reasoning_replay`, only when
+//!   the history since the last repair replays a tool round (a different projection could change
+//!   the request); never for credentials, quota, parameter errors or a spent incident.
+//! - Admission re-checks everything (running turn, id, session, state, scope, fingerprint,
+//!   receipts) and binds the id before anything is queued.
+//! - Order: prepare the request → persist `consumed` → send. If the persist fails, nothing is
+//!   sent; the id is spent in memory before the write, so an uncertain write counts as consumed.
+//! - Nothing here ever sends a request by itself; loading only reads records.
+
+use super::record::{self, RECORD_VERSION, RecordState, RecoveryRecord, StoredRecord};
+use super::{
+    anchor, apply_repair, boundary_of, evidence, fingerprint, projection_could_change,
+    recovery_prompt, scope,
+};
+use crate::turn::{TurnInput, run_turn};
+use crate::{AgentError, SessionState, Shared, TurnOutcome};
+use keel_llm::{ProjectionInput, project};
+use keel_types::{EventBody, FailureDiagnostic, FailureKind, InputKind, Item};
+use tokio::sync::MutexGuard;
+
+pub(crate) fn load_records(shared: &Shared) -> Result<Vec<StoredRecord>, AgentError> {
+    Ok(shared
+        .store
+        .recovery_records(&shared.session.id)?
+        .into_iter()
+        .map(|(id, raw)| record::decode(&id, &raw))
+        .collect())
+}
+
+fn current_scope(shared: &Shared) -> String {
+    let profile = &shared.settings.profile;
+    scope(
+        &shared.session.id,
+        &profile.name,
+        &profile.endpoint(),
+        &shared.settings.model,
+    )
+}
+
+/// The repair in force after a restart: the prefix of the latest consumed, projected record.
+pub(crate) fn repair_in_force(records: &[StoredRecord], history: &[Item]) -> Option<usize> {
+    records.iter().rev().find_map(|stored| match stored {
+        StoredRecord::Known(record)
+            if record.state == RecordState::Consumed && record.projected =>
+        {
+            boundary_of(history, &record.fingerprint)
+        }
+        StoredRecord::Known(_) | StoredRecord::Unrecoverable { .. } => None,
+    })
+}
+
+/// New user input: every pending record expires.
+pub(crate) fn expire_pending(shared: &Shared, turn: u64) -> Result<(), AgentError> {
+    for stored in load_records(shared)? {
+        if let StoredRecord::Known(mut record) = stored
+            && record.state == RecordState::Pending
+        {
+            record.state = RecordState::Expired;
+            shared.store.put_recovery_record(
+                &shared.session.id,
+                &record.id,
+                &record::encode(&record).map_err(keel_store::StoreError::from)?,
+            )?;
+            shared.emit(
+                Some(turn),
+                EventBody::RecoveryExpired {
+                    recovery_id: record.id,
+                },
+            );
+        }
+    }
+    Ok(())
+}
+
+/// After a failed request: record an incident if a different projection could change it.
+pub(crate) fn record_incident(
+    shared: &Shared,
+    state: &SessionState,
+    turn: u64,
+    diagnostic: &FailureDiagnostic,
+) -> Result<Option<String>, AgentError> {
+    match diagnostic.kind {
+        FailureKind::UpstreamReasonMissing | FailureKind::ReasoningReplay => {}
+        FailureKind::Cancelled
+        | FailureKind::Auth
+        | FailureKind::Quota
+        | FailureKind::Limit
+        | FailureKind::RateLimit
+        | FailureKind::Server
+        | FailureKind::Timeout
+        | FailureKind::Transport
+        | FailureKind::EmptyResponse
+        | FailureKind::StreamCorrupt
+        | FailureKind::InvalidRequest
+        | FailureKind::Unknown => return Ok(None),
+    }
+    let since_repair = &state.history[state.repair.unwrap_or(0).min(state.history.len())..];
+    if !projection_could_change(since_repair) {
+        // The same failing prefix (or nothing a projection could change): no new budget.
+        return Ok(None);
+    }
+    let receipts = shared.store.receipts(&shared.session.id)?;
+    let settings = &shared.settings;
+    let specs = shared.registry.specs();
+    let system = crate::prompt::system_prompt(&settings.workspace);
+    let request = ProjectionInput {
+        model: &settings.model,
+        system: &system,
+        tools: &specs,
+        history: &state.history,
+    };
+    let prefix = project(&settings.profile, &request)
+        .map(|r| r.message_count as u64)
+        .unwrap_or(state.history.len() as u64);
+    let record = RecoveryRecord {
+        version: RECORD_VERSION,
+        id: super::new_record_id(),
+        state: RecordState::Pending,
+        scope: current_scope(shared),
+        fingerprint: fingerprint(&state.history),
+        prefix: prefix.max(1),
+        count: 1,
+        anchor: anchor(&state.history),
+        run: turn,
+        evidence: evidence(&receipts),
+        projected: false,
+        unknown: Default::default(),
+    };
+    let raw = record::encode(&record).map_err(keel_store::StoreError::from)?;
+    shared
+        .store
+        .put_recovery_record(&shared.session.id, &record.id, &raw)?;
+    Ok(Some(record.id))
+}
+
+fn refuse(message: impl Into<String>) -> AgentError {
+    AgentError::RecoveryRefused(message.into())
+}
+
+/// `/recover-context [id] [guidance]`: admit, consume, then run the recovery turn.
+pub(crate) async fn submit_recovery(
+    shared: &Shared,
+    id: Option<&str>,
+    guidance: Option<&str>,
+) -> Result<TurnOutcome, AgentError> {
+    let Ok(mut state) = shared.state.try_lock() else {
+        return Err(refuse(
+            "a turn is running in this session; wait for it to end or cancel it",
+        ));
+    };
+    let session = shared.session.id.clone();
+    let records = load_records(shared)?;
+    // Bind the id now: a shortcut without an id recovers exactly the incident pending now.
+    let target = match id {
+        Some(id) => match records.iter().find(|r| r.id() == id) {
+            Some(found) => found.clone(),
+            None => {
+                return Err(refuse(format!(
+                    "there is no recovery record `{id}` in session {session}"
+                )));
+            }
+        },
+        None => match records
+            .iter()
+            .rev()
+            .find(|r| matches!(r, StoredRecord::Known(k) if k.state == RecordState::Pending))
+        {
+            Some(found) => found.clone(),
+            None => {
+                let latest = match records.last() {
+                    Some(StoredRecord::Known(record)) => {
+                        format!(
+                            " (the latest, `{}`, is {})",
+                            record.id,
+                            record.state.as_str()
+                        )
+                    }
+                    Some(StoredRecord::Unrecoverable { id, .. }) => {
+                        format!(" (the latest, `{id}`, cannot be read by this keel)")
+                    }
+                    None => String::new(),
+                };
+                return Err(refuse(format!(
+                    "no recovery is pending in session {session}{latest}"
+                )));
+            }
+        },
+    };
+    let mut record = match target {
+        StoredRecord::Unrecoverable { id, reason, .. } => {
+            return Err(refuse(format!(
+                "recovery record `{id}` cannot be used: {reason}"
+            )));
+        }
+        StoredRecord::Known(record) => record,
+    };
+    match record.state {
+        RecordState::Pending => {}
+        RecordState::Consumed => {
+            return Err(refuse(format!(
+                "recovery `{}` was already used; this incident's budget is spent",
+                record.id
+            )));
+        }
+        RecordState::Expired => {
+            return Err(refuse(format!(
+                "recovery `{}` has expired (new input or changed tool receipts since the failure)",
+                record.id
+            )));
+        }
+    }
+    if state.spent.contains(&record.id) {
+        return Err(refuse(format!(
+            "recovery `{}` was already used; this incident's budget is spent",
+            record.id
+        )));
+    }
+    if record.scope != current_scope(shared) {
+        return Err(refuse(format!(
+            "recovery `{}` was recorded for another provider, endpoint or model; switch back to recover",
+            record.id
+        )));
+    }
+    if boundary_of(&state.history, &record.fingerprint) != Some(state.history.len()) {
+        return Err(refuse(format!(
+            "the history changed since recovery `{}` was recorded",
+            record.id
+        )));
+    }
+    let receipts = shared.store.receipts(&session)?;
+    if evidence(&receipts) != record.evidence {
+        record.state = RecordState::Expired;
+        let raw = record::encode(&record).map_err(keel_store::StoreError::from)?;
+        shared
+            .store
+            .put_recovery_record(&session, &record.id, &raw)?;
+        shared.emit(
+            None,
+            EventBody::RecoveryExpired {
+                recovery_id: record.id.clone(),
+            },
+        );
+        return Err(refuse(format!(
+            "the tool receipts changed since recovery `{}` was recorded; it is no longer valid (its budget is not refunded)",
+            record.id
+        )));
+    }
+    // Prepare the request before anything is persisted.
+    let boundary = state.history.len();
+    let prompt = recovery_prompt(guidance);
+    let mut prepared = apply_repair(&state.history, boundary, &receipts);
+    prepared.push(Item::User {
+        text: prompt.clone(),
+    });
+    let settings = &shared.settings;
+    let specs = shared.registry.specs();
+    let system = crate::prompt::system_prompt(&settings.workspace);
+    let request = ProjectionInput {
+        model: &settings.model,
+        system: &system,
+        tools: &specs,
+        history: &prepared,
+    };
+    project(&settings.profile, &request)
+        .map_err(|error| refuse(format!("cannot prepare the recovery request: {error}")))?;
+    // Persist `consumed` before sending; spent in memory first in case the outcome is uncertain.
+    state.spent.insert(record.id.clone());
+    record.state = RecordState::Consumed;
+    record.projected = true;
+    let raw = record::encode(&record).map_err(keel_store::StoreError::from)?;
+    if let Err(error) = shared.store.put_recovery_record(&session, &record.id, &raw) {
+        return Err(refuse(format!(
+            "could not record recovery `{}` as consumed ({error}); nothing was sent",
+            record.id
+        )));
+    }
+    shared.emit(
+        None,
+        EventBody::RecoveryConsumed {
+            recovery_id: record.id.clone(),
+        },
+    );
+    state.repair = Some(boundary);
+    run_recovery_turn(shared, state, prompt).await
+}
+
+async fn run_recovery_turn(
+    shared: &Shared,
+    state: MutexGuard<'_, SessionState>,
+    prompt: String,
+) -> Result<TurnOutcome, AgentError> {
+    run_turn(
+        shared,
+        state,
+        TurnInput {
+            text: prompt,
+            kind: InputKind::ProtocolRecovery,
+        },
+    )
+    .await
+}
+
+/// The pending record a front end may offer, if no turn is running.
+pub(crate) fn pending(shared: &Shared) -> Option<String> {
+    let _running = shared.state.try_lock().ok()?;
+    let records = load_records(shared).ok()?;
+    records.into_iter().rev().find_map(|stored| match stored {
+        StoredRecord::Known(record) if record.state == RecordState::Pending => Some(record.id),
+        StoredRecord::Known(_) | StoredRecord::Unrecoverable { .. } => None,
+    })
+}

@@ -1,0 +1,387 @@
+//! Explicit protocol recovery end to end: the real binary, the SQLite file, `keel mock`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::io::BufRead;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const PROMPT: &str = "Continue the interrupted task from valid history. Preserve completed tool results. Do not repeat completed actions or actions with unknown outcomes; inspect unknown effects with permitted read-only tools first.";
+
+fn setup(scenario: &str) -> (Home, MockProcess) {
+    let home = Home::new("");
+    let scenario_dir = tempfile::tempdir().unwrap();
+    let mock = MockProcess::with_steps(scenario_dir.path(), scenario);
+    std::fs::write(
+        home.path().join("config.toml"),
+        config_for("chat", &mock.base_url, ""),
+    )
+    .unwrap();
+    (home, mock)
+}
+
+fn record(home: &Home, session: &str) -> Value {
+    let run = home.run(&["session", "recovery", session, "--json"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    serde_json::from_str(&run.stdout()).unwrap()
+}
+
+fn failing_run(home: &Home) -> (Run, String) {
+    let run = home.run(&["run", "--json", "look around"]);
+    let session = run.events()[0]["session_id"].as_str().unwrap().to_string();
+    (run, session)
+}
+
+#[test]
+fn opaque_400_on_replay_offers_a_recovery_that_runs_once() {
+    let mock = MockProcess::start("opaque-400-on-replay");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let (run, session) = failing_run(&home);
+    assert_eq!(run.code(), 1);
+    assert_eq!(
+        run.events_of("turn/failed")[0]["diagnostic"]["kind"],
+        "upstream_reason_missing"
+    );
+    let offered = run.events_of("recovery/offered");
+    assert_eq!(offered.len(), 1);
+    assert!(
+        run.stderr().contains(&format!(
+            "recovery available: keel run --session {session} \"/recover-context\""
+        )),
+        "{}",
+        run.stderr()
+    );
+    let pending = record(&home, &session);
+    assert_eq!(pending["state"], "pending");
+    assert_eq!(pending["version"], 1);
+    assert_eq!(pending["id"], offered[0]["recovery_id"]);
+    assert!(pending["prefix"].as_u64().unwrap() > 0);
+    assert_eq!(mock.requests().len(), 2);
+
+    let recovered = home.run(&["run", "--session", &session, "--json", "/recover-context"]);
+    assert_eq!(recovered.code(), 0, "{}", recovered.stderr());
+    assert_eq!(
+        recovered.events_of("turn/started")[0]["input_kind"],
+        "protocol_recovery"
+    );
+    assert!(
+        recovered.events_of("tool/call").is_empty(),
+        "the earlier tool is not re-run"
+    );
+    assert_eq!(recovered.events_of("recovery/consumed").len(), 1);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "exactly one request for the recovery");
+    let body = requests[2]["body"].as_str().unwrap();
+    assert!(body.contains(PROMPT));
+    assert!(
+        !body.contains("\"tool_calls\""),
+        "the failed replay is not sent verbatim"
+    );
+    assert!(
+        body.contains("`list_dir`: completed"),
+        "tool facts from the receipts"
+    );
+    assert_eq!(record(&home, &session)["state"], "consumed");
+    assert_eq!(record(&home, &session)["projected"], true);
+
+    let again = home.run(&["run", "--session", &session, "/recover-context"]);
+    assert_eq!(again.code(), 2);
+    assert!(
+        again.stderr().contains("no recovery is pending") && again.stderr().contains("consumed"),
+        "{}",
+        again.stderr()
+    );
+    assert_eq!(mock.requests().len(), 3, "nothing was sent");
+}
+
+#[test]
+fn guidance_is_appended_and_never_a_command() {
+    let mock = MockProcess::start("opaque-400-on-replay");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let (_, session) = failing_run(&home);
+    let id = record(&home, &session)["id"].as_str().unwrap().to_string();
+    let run = home.run(&[
+        "run",
+        "--session",
+        &session,
+        &format!("/recover-context {id} /quit and check the logs"),
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let body = mock.requests()[2]["body"].as_str().unwrap().to_string();
+    assert!(
+        body.contains(&format!(
+            "{}\\n\\nUser guidance: /quit and check the logs",
+            PROMPT.replace('"', "\\\"")
+        )),
+        "{body}"
+    );
+}
+
+#[test]
+fn new_input_expires_the_pending_record() {
+    let (home, mock) = setup(
+        r#"{"steps": [{"tool": "list_dir", "args": {"path": "."}}, {"fault": {"status": 400, "body": ""}}, {"say": "fine"}]}"#,
+    );
+    let (run, session) = failing_run(&home);
+    assert_eq!(run.code(), 1);
+    let next = home.run(&["run", "--session", &session, "--json", "something else"]);
+    assert_eq!(next.code(), 0, "{}", next.stderr());
+    assert_eq!(next.events_of("recovery/expired").len(), 1);
+    assert!(next.events_of("recovery/offered").is_empty());
+    assert_eq!(record(&home, &session)["state"], "expired");
+    let refused = home.run(&["run", "--session", &session, "/recover-context"]);
+    assert_eq!(refused.code(), 2);
+    assert!(refused.stderr().contains("expired"), "{}", refused.stderr());
+    assert_eq!(mock.requests().len(), 3);
+}
+
+#[test]
+fn credentials_and_quota_failures_offer_nothing() {
+    for status in [401, 402] {
+        let scenario = format!(
+            r#"{{"steps": [{{"tool": "list_dir", "args": {{"path": "."}}}}, {{"fault": {{"status": {status}, "body": ""}}}}]}}"#
+        );
+        let (home, _mock) = setup(&scenario);
+        let (run, session) = failing_run(&home);
+        assert_eq!(run.code(), 1);
+        assert!(run.events_of("recovery/offered").is_empty(), "{status}");
+        assert_eq!(record(&home, &session), Value::Null, "{status}");
+    }
+}
+
+#[test]
+fn an_opaque_400_without_a_tool_round_offers_nothing() {
+    let (home, _mock) = setup(r#"{"steps": [{"fault": {"status": 400, "body": ""}}]}"#);
+    let (run, session) = failing_run(&home);
+    assert_eq!(run.code(), 1);
+    assert_eq!(
+        record(&home, &session),
+        Value::Null,
+        "a projection would not change this request"
+    );
+}
+
+#[test]
+fn after_a_restart_the_record_is_pending_and_nothing_is_sent_until_asked() {
+    let mock = MockProcess::start("opaque-400-on-replay");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let (_, session) = failing_run(&home);
+    // Other processes come and go; none sends anything by itself.
+    assert_eq!(home.run(&["session", "show", &session]).code(), 0);
+    assert_eq!(home.run(&["sessions"]).code(), 0);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(mock.requests().len(), 2);
+    assert_eq!(record(&home, &session)["state"], "pending");
+    let run = home.run(&["run", "--session", &session, "/recover-context"]);
+    assert_eq!(run.code(), 0);
+    assert_eq!(mock.requests().len(), 3);
+}
+
+#[test]
+fn refusals_say_why_and_send_nothing() {
+    let mock = MockProcess::start("opaque-400-on-replay");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let (_, session) = failing_run(&home);
+    let cases = [
+        (
+            vec![
+                "run",
+                "--session",
+                &session,
+                "/recover-context r-0000000000000000",
+            ],
+            "no recovery record `r-0000000000000000`",
+        ),
+        (vec!["run", "/recover-context"], "needs the session"),
+        (
+            vec![
+                "run",
+                "--session",
+                &session,
+                "--model",
+                "deepseek/other-model",
+                "/recover-context",
+            ],
+            "another provider, endpoint or model",
+        ),
+    ];
+    for (args, reason) in cases {
+        let run = home.run(&args);
+        assert_eq!(run.code(), 2, "{args:?}");
+        assert!(run.stderr().contains(reason), "{args:?}: {}", run.stderr());
+    }
+    assert_eq!(mock.requests().len(), 2);
+    let other = home.run(&["run", "--json", "a different session"]);
+    let other_session = other.events()[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let id = record(&home, &session)["id"].as_str().unwrap().to_string();
+    let foreign = home.run(&[
+        "run",
+        "--session",
+        &other_session,
+        &format!("/recover-context {id}"),
+    ]);
+    assert_eq!(foreign.code(), 2);
+    assert!(
+        foreign.stderr().contains(&format!(
+            "no recovery record `{id}` in session {other_session}"
+        )),
+        "{}",
+        foreign.stderr()
+    );
+}
+
+#[test]
+fn unknown_versions_and_fields_survive_and_unknown_versions_are_never_recoverable() {
+    let mock = MockProcess::start("opaque-400-on-replay");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let (_, session) = failing_run(&home);
+    let db = rusqlite::Connection::open(home.path().join("state/keel.db")).unwrap();
+    let (id, raw): (String, String) = db
+        .query_row("SELECT id, record FROM recovery_records", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    let mut value: Value = serde_json::from_str(&raw).unwrap();
+    value["from_the_future"] = serde_json::json!({"keep": ["me", 1]});
+    db.execute(
+        "UPDATE recovery_records SET record = ?1",
+        [value.to_string()],
+    )
+    .unwrap();
+    let future = r#"{"version":2,"id":"r-ffffffffffffffff","state":"pending","whatever":true}"#;
+    db.execute(
+        "INSERT INTO recovery_records (session_id, id, record, created_at, updated_at) VALUES (?1, 'r-ffffffffffffffff', ?2, 0, 0)",
+        [&session, future],
+    )
+    .unwrap();
+    drop(db);
+    let refused = home.run(&[
+        "run",
+        "--session",
+        &session,
+        "/recover-context r-ffffffffffffffff",
+    ]);
+    assert_eq!(refused.code(), 2);
+    assert!(
+        refused.stderr().contains("version 2 is not known"),
+        "{}",
+        refused.stderr()
+    );
+    let ok = home.run(&[
+        "run",
+        "--session",
+        &session,
+        &format!("/recover-context {id}"),
+    ]);
+    assert_eq!(ok.code(), 0, "{}", ok.stderr());
+    let db = rusqlite::Connection::open(home.path().join("state/keel.db")).unwrap();
+    let saved: String = db
+        .query_row(
+            "SELECT record FROM recovery_records WHERE id = ?1",
+            [&id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let saved: Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(saved["state"], "consumed");
+    assert_eq!(
+        saved["from_the_future"],
+        serde_json::json!({"keep": ["me", 1]}),
+        "unknown fields round-trip"
+    );
+    let kept: String = db
+        .query_row(
+            "SELECT record FROM recovery_records WHERE id = 'r-ffffffffffffffff'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(kept, future, "an unknown version is kept byte for byte");
+}
+
+#[test]
+fn a_failed_consume_write_sends_nothing() {
+    let mock = MockProcess::start("opaque-400-on-replay");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let (_, session) = failing_run(&home);
+    let db = rusqlite::Connection::open(home.path().join("state/keel.db")).unwrap();
+    db.execute_batch(
+        "CREATE TRIGGER fail_consume BEFORE UPDATE ON recovery_records WHEN NEW.record LIKE '%\"consumed\"%' \
+         BEGIN SELECT RAISE(ABORT, 'injected store failure'); END;",
+    )
+    .unwrap();
+    drop(db);
+    let run = home.run(&["run", "--session", &session, "/recover-context"]);
+    assert_ne!(run.code(), 0);
+    assert!(
+        run.stderr().contains("nothing was sent"),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(
+        mock.requests().len(),
+        2,
+        "no request without a durable consume"
+    );
+    assert_eq!(record(&home, &session)["state"], "pending");
+}
+
+#[test]
+fn a_tool_killed_mid_run_is_unknown_in_the_recovery_request_and_not_rerun() {
+    let marker = format!("keel-recovery-kill-{}", std::process::id());
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "bash", "args": {"command": format!("echo ran >> effects.log; sleep 30 # {marker}")}},
+        {"fault": {"status": 400, "body": ""}},
+        {"say": "Checked: the command's outcome is unknown, so I did not repeat it."}
+    ]});
+    let (home, mock) = setup(&scenario.to_string());
+    let mut child = home
+        .keel(&["run", "--yes", "--json", "run it"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let session = first["session_id"].as_str().unwrap().to_string();
+    let started = Instant::now();
+    while !home.path().join("effects.log").exists() && started.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = std::process::Command::new("pkill")
+        .args(["-f", &marker])
+        .status();
+
+    let resumed = home.run(&["run", "--session", &session, "--yes", "--json", "go on"]);
+    assert_eq!(resumed.code(), 1, "{}", resumed.stderr());
+    assert_eq!(resumed.events_of("recovery/offered").len(), 1);
+    let recovered = home.run(&[
+        "run",
+        "--session",
+        &session,
+        "--yes",
+        "--json",
+        "/recover-context",
+    ]);
+    assert_eq!(recovered.code(), 0, "{}", recovered.stderr());
+    assert!(recovered.events_of("tool/call").is_empty());
+    let body = mock.requests().last().unwrap()["body"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(body.contains("`bash`: unknown"), "{body}");
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("effects.log")).unwrap(),
+        "ran\n",
+        "not re-run"
+    );
+}
