@@ -218,6 +218,11 @@ impl Controller {
         recovery::admission::submit_recovery(&self.shared, id, guidance).await
     }
 
+    /// The "continue checks" action offered when a turn ended not ready.
+    pub async fn submit_readiness(&self, id: Option<&str>) -> Result<TurnOutcome, AgentError> {
+        recovery::admission::submit_readiness(&self.shared, id).await
+    }
+
     /// The id of the pending recovery, if one is pending and no turn is running.
     pub fn pending_recovery(&self) -> Option<String> {
         recovery::admission::pending(&self.shared)

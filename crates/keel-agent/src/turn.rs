@@ -60,6 +60,8 @@ pub async fn run_turn(
     let session = shared.session.id.clone();
     let turn = state.last_turn + 1;
     state.last_turn = turn;
+    let input_kind = input.kind;
+    let mut ran_tools = false;
     if input.kind == InputKind::User {
         recovery::admission::expire_pending(shared, turn)?;
     }
@@ -121,7 +123,13 @@ pub async fn run_turn(
                     },
                 );
                 if let Some(recovery_id) = offered {
-                    shared.emit(Some(turn), EventBody::RecoveryOffered { recovery_id });
+                    shared.emit(
+                        Some(turn),
+                        EventBody::RecoveryOffered {
+                            recovery_id,
+                            action: InputKind::ProtocolRecovery,
+                        },
+                    );
                 }
                 return Ok(TurnOutcome::Failed(diagnostic));
             }
@@ -163,13 +171,32 @@ pub async fn run_turn(
             .append_with_receipts(&session, turn, &assistant, &receipts)?;
         state.history.push(assistant);
         if calls.is_empty() {
+            let not_ready = recovery::readiness::check(&state.history);
+            // A continue-checks turn that did nothing new does not renew the offer.
+            let may_offer = input_kind == InputKind::User || ran_tools;
+            let offered = match &not_ready {
+                Some(reason) if may_offer => {
+                    recovery::admission::record_readiness(shared, &state, turn, reason)?
+                }
+                Some(_) | None => None,
+            };
             shared.emit(
                 Some(turn),
                 EventBody::TurnCompleted {
                     usage,
                     cache_hit_ratio: usage.cache_hit_ratio(),
+                    ready: not_ready.is_none(),
                 },
             );
+            if let Some(recovery_id) = offered {
+                shared.emit(
+                    Some(turn),
+                    EventBody::RecoveryOffered {
+                        recovery_id,
+                        action: InputKind::FinalReadinessRecovery,
+                    },
+                );
+            }
             return Ok(TurnOutcome::Completed { usage });
         }
         match run_tools(
@@ -183,7 +210,7 @@ pub async fn run_turn(
         )
         .await?
         {
-            RoundEnd::Continue => {}
+            RoundEnd::Continue => ran_tools = true,
             RoundEnd::Cancelled => return Ok(end_cancelled(shared, turn)),
         }
     }

@@ -9,7 +9,7 @@
 //! - Styling only on a terminal, and never when `NO_COLOR` is set.
 
 use crossterm::style::{Attribute, SetAttribute};
-use keel_types::{Event, EventBody, FailureKind, Usage};
+use keel_types::{Event, EventBody, FailureKind, InputKind, Usage};
 use std::io::{IsTerminal, Write};
 use unicode_width::UnicodeWidthStr;
 
@@ -84,7 +84,13 @@ impl Renderer {
         if self.session_id.is_none() {
             self.session_id = Some(event.session_id.clone());
         }
-        if matches!(event.body, EventBody::RecoveryOffered { .. }) {
+        if matches!(
+            event.body,
+            EventBody::RecoveryOffered {
+                action: InputKind::ProtocolRecovery,
+                ..
+            }
+        ) {
             self.recovery_offered = true;
         }
         if self.mode == Mode::Json {
@@ -131,6 +137,7 @@ impl Renderer {
             EventBody::TurnCompleted {
                 usage,
                 cache_hit_ratio,
+                ..
             } => {
                 self.end_live_line();
                 eprintln!("{}", usage_line(usage, *cache_hit_ratio));
@@ -151,11 +158,17 @@ impl Renderer {
             EventBody::ToolResult { state, summary, .. } => {
                 eprintln!("  ⎿ {state} · {summary}");
             }
-            EventBody::RecoveryOffered { recovery_id } => {
-                eprintln!(
+            EventBody::RecoveryOffered {
+                recovery_id,
+                action,
+            } => match action {
+                InputKind::FinalReadinessRecovery => eprintln!(
+                    "not ready: the turn ended with open work; /continue-checks ({recovery_id}) goes on"
+                ),
+                InputKind::ProtocolRecovery | InputKind::User => eprintln!(
                     "recovery {recovery_id} is available: /recover-context replays the task from valid history"
-                );
-            }
+                ),
+            },
             EventBody::RecoveryConsumed { recovery_id } => eprintln!("recovering ({recovery_id})…"),
             EventBody::RecoveryExpired { recovery_id } => {
                 eprintln!("recovery {recovery_id} expired")

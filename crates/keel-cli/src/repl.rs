@@ -96,6 +96,7 @@ const HELP: &str = "commands:
   /cost                 tokens used in this session so far
   /recover-context [ID] [guidance]
                         recover from a rejected replay, from valid history
+  /continue-checks [ID] continue a turn that ended with open work
   /quit                 leave (Ctrl-D too)
 Ctrl-C cancels a running turn; a second Ctrl-C quits.";
 
@@ -171,16 +172,7 @@ impl Repl {
             eprintln!("error: no session is open; /resume one");
             return Ok(false);
         };
-        let submit = async {
-            match &request {
-                TurnRequest::Prompt(text) => controller.submit(text).await,
-                TurnRequest::Recovery { id, guidance } => {
-                    controller
-                        .submit_recovery(id.as_deref(), guidance.as_deref())
-                        .await
-                }
-            }
-        };
+        let submit = request.submit(&controller);
         tokio::pin!(submit);
         let mut interrupts = 0;
         let outcome = loop {
@@ -214,6 +206,11 @@ impl Repl {
         let argument = words.next();
         match name {
             "/quit" | "/exit" => return Ok(false),
+            "/continue-checks" => {
+                if let Some(id) = keel_agent::recovery::parse_continue_command(text) {
+                    return Ok(!self.turn(TurnRequest::Readiness { id }).await?);
+                }
+            }
             "/recover-context" => {
                 if let Some((id, guidance)) = keel_agent::recovery::parse_command(text) {
                     return Ok(!self.turn(TurnRequest::Recovery { id, guidance }).await?);

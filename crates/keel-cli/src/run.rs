@@ -9,24 +9,31 @@ use crate::cli::CommonArgs;
 use crate::render::Renderer;
 use crate::session_setup::{open_controller, prepare, session_choice};
 use crate::{Outcome, UsageError};
-use keel_agent::{Controller, HeadlessApprover, TurnOutcome};
+use keel_agent::{AgentError, Controller, HeadlessApprover, TurnOutcome};
 use keel_types::PermissionMode;
 use std::sync::Arc;
 
 pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Outcome> {
-    let recovery = keel_agent::recovery::parse_command(prompt);
+    let recovery = keel_agent::recovery::parse_command(prompt)
+        .map(|(id, guidance)| TurnRequest::Recovery { id, guidance })
+        .or_else(|| {
+            keel_agent::recovery::parse_continue_command(prompt)
+                .map(|id| TurnRequest::Readiness { id })
+        });
     if recovery.is_none()
         && let Some(command) = prompt.strip_prefix('/')
     {
         let name = command.split_whitespace().next().unwrap_or("");
         return Err(UsageError(format!(
-            "unknown slash command `/{name}`: `keel run` knows `/recover-context [ID] [guidance]`"
+            "unknown slash command `/{name}`: `keel run` knows `/recover-context [ID] [guidance]` \
+             and `/continue-checks [ID]`"
         ))
         .into());
     }
     if recovery.is_some() && common.session.is_none() && !common.continue_latest {
         return Err(UsageError(
-            "/recover-context needs the session: keel run --session ID \"/recover-context\"".into(),
+            "/recover-context and /continue-checks need the session: keel run --session ID \"/recover-context\""
+                .into(),
         )
         .into());
     }
@@ -39,10 +46,7 @@ pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Ou
     let controller = open_controller(setup, choice, Arc::new(HeadlessApprover { approve_all }))?;
     let renderer = Renderer::new(common.json);
     match recovery {
-        Some((id, guidance)) => {
-            let request = TurnRequest::Recovery { id, guidance };
-            run_turn_with(controller, renderer, request).await
-        }
+        Some(request) => run_turn_with(controller, renderer, request).await,
         None => run_turn(controller, renderer, prompt).await,
     }
 }
@@ -54,6 +58,24 @@ pub enum TurnRequest {
         id: Option<String>,
         guidance: Option<String>,
     },
+    Readiness {
+        id: Option<String>,
+    },
+}
+
+impl TurnRequest {
+    /// Start the turn this request asks for and run it to its end.
+    pub async fn submit(&self, controller: &Controller) -> Result<TurnOutcome, AgentError> {
+        match self {
+            TurnRequest::Prompt(prompt) => controller.submit(prompt).await,
+            TurnRequest::Recovery { id, guidance } => {
+                controller
+                    .submit_recovery(id.as_deref(), guidance.as_deref())
+                    .await
+            }
+            TurnRequest::Readiness { id } => controller.submit_readiness(id.as_deref()).await,
+        }
+    }
 }
 
 pub async fn run_turn(
@@ -89,14 +111,7 @@ pub async fn run_turn_with(
             canceller.cancel();
         }
     });
-    let outcome = match &request {
-        TurnRequest::Prompt(prompt) => controller.submit(prompt).await,
-        TurnRequest::Recovery { id, guidance } => {
-            controller
-                .submit_recovery(id.as_deref(), guidance.as_deref())
-                .await
-        }
-    };
+    let outcome = request.submit(&controller).await;
     interrupts.abort();
     let _ = interrupts.await;
     drop(controller);

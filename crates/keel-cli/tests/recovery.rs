@@ -194,7 +194,7 @@ fn refusals_say_why_and_send_nothing() {
             ],
             "no recovery record `r-0000000000000000`",
         ),
-        (vec!["run", "/recover-context"], "needs the session"),
+        (vec!["run", "/recover-context"], "need the session"),
         (
             vec![
                 "run",
@@ -383,5 +383,72 @@ fn a_tool_killed_mid_run_is_unknown_in_the_recovery_request_and_not_rerun() {
         std::fs::read_to_string(home.path().join("effects.log")).unwrap(),
         "ran\n",
         "not re-run"
+    );
+}
+
+#[test]
+fn open_plan_items_mark_the_turn_not_ready_and_continue_checks_runs_once() {
+    let plan = serde_json::json!({"todos": [{"content": "edit", "status": "completed"}, {"content": "run the tests", "status": "pending"}]});
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "todo_write", "args": plan},
+        {"say": "Edited the file."},
+        {"say": "Ran the tests: they pass."}
+    ]});
+    let (home, mock) = setup(&scenario.to_string());
+    let run = home.run(&["run", "--json", "edit and test"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let completed = &run.events_of("turn/completed")[0];
+    assert_eq!(completed["ready"], false);
+    let offered = &run.events_of("recovery/offered")[0];
+    assert_eq!(offered["action"], "final_readiness_recovery");
+    let session = run.events()[0]["session_id"].as_str().unwrap().to_string();
+    let record = record(&home, &session);
+    assert_eq!(
+        (record["state"].as_str(), record["action"].as_str()),
+        (Some("pending"), Some("final_readiness_recovery"))
+    );
+    let refused = home.run(&["run", "--session", &session, "/recover-context"]);
+    assert_eq!(
+        refused.code(),
+        2,
+        "a readiness offer is not a protocol recovery"
+    );
+    let checks = home.run(&["run", "--session", &session, "--json", "/continue-checks"]);
+    assert_eq!(checks.code(), 0, "{}", checks.stderr());
+    assert_eq!(
+        checks.events_of("turn/started")[0]["input_kind"],
+        "final_readiness_recovery"
+    );
+    let body = mock.requests().last().unwrap()["body"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        body.contains("Continue the checks") && body.contains("1 unfinished item"),
+        "{body}"
+    );
+    assert!(checks.events_of("recovery/offered").is_empty(), "nothing new happened: the offer is not renewed");
+    let again = home.run(&["run", "--session", &session, "/continue-checks"]);
+    assert_eq!(again.code(), 2);
+    assert!(again.stderr().contains("consumed"), "{}", again.stderr());
+    assert_eq!(mock.requests().len(), 3);
+}
+
+#[test]
+fn an_answer_after_a_failed_tool_is_not_ready() {
+    let (home, _mock) = setup(
+        r#"{"steps": [{"tool": "bash", "args": {"command": "exit 4"}}, {"say": "All good."}]}"#,
+    );
+    let run = home.run(&["run", "--yes", "--json", "check"]);
+    assert_eq!(run.code(), 0);
+    assert_eq!(run.events_of("turn/completed")[0]["ready"], false);
+    assert!(run.stderr().is_empty());
+    let human = home.run(&["run", "--yes", "-c", "check again"]);
+    assert!(
+        human.stderr().contains("recovery")
+            || human.code() != 0
+            || human.stderr().contains("expired"),
+        "{}",
+        human.stderr()
     );
 }

@@ -84,15 +84,30 @@ pub enum EventBody {
         reason: FailureKind,
     },
     #[serde(rename = "turn/completed")]
-    TurnCompleted { usage: Usage, cache_hit_ratio: f64 },
+    TurnCompleted {
+        usage: Usage,
+        cache_hit_ratio: f64,
+        /// False when the turn ended with open plan items or right after a failed tool; a
+        /// `final_readiness_recovery` is then offered.
+        #[serde(default = "ready_by_default")]
+        ready: bool,
+    },
     #[serde(rename = "turn/failed")]
     TurnFailed { diagnostic: FailureDiagnostic },
     #[serde(rename = "recovery/offered")]
-    RecoveryOffered { recovery_id: String },
+    RecoveryOffered {
+        recovery_id: String,
+        /// `protocol_recovery` or `final_readiness_recovery`.
+        action: InputKind,
+    },
     #[serde(rename = "recovery/consumed")]
     RecoveryConsumed { recovery_id: String },
     #[serde(rename = "recovery/expired")]
     RecoveryExpired { recovery_id: String },
+}
+
+fn ready_by_default() -> bool {
+    true
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //!   sent; the id is spent in memory before the write, so an uncertain write counts as consumed.
 //! - Nothing here ever sends a request by itself; loading only reads records.
 
+use super::readiness::{READINESS_ACTION, continue_prompt};
 use super::record::{self, RECORD_VERSION, RecordState, RecoveryRecord, StoredRecord};
 use super::{
     anchor, apply_repair, boundary_of, evidence, fingerprint, projection_could_change,
@@ -127,6 +128,8 @@ pub(crate) fn record_incident(
         run: turn,
         evidence: evidence(&receipts),
         projected: false,
+        action: None,
+        reason: None,
         unknown: Default::default(),
     };
     let raw = record::encode(&record).map_err(keel_store::StoreError::from)?;
@@ -140,20 +143,40 @@ fn refuse(message: impl Into<String>) -> AgentError {
     AgentError::RecoveryRefused(message.into())
 }
 
-/// `/recover-context [id] [guidance]`: admit, consume, then run the recovery turn.
-pub(crate) async fn submit_recovery(
+/// Which explicit action a record offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    ProtocolRecovery,
+    FinalReadiness,
+}
+
+impl Action {
+    fn of(record: &RecoveryRecord) -> Action {
+        match record.action.as_deref() {
+            Some(action) if action == READINESS_ACTION => Action::FinalReadiness,
+            Some(_) | None => Action::ProtocolRecovery,
+        }
+    }
+
+    fn noun(self) -> &'static str {
+        match self {
+            Action::ProtocolRecovery => "recovery",
+            Action::FinalReadiness => "continue-checks offer",
+        }
+    }
+}
+
+/// Every admission check, with the id bound first. Returns the record to consume.
+fn admit(
     shared: &Shared,
+    state: &SessionState,
     id: Option<&str>,
-    guidance: Option<&str>,
-) -> Result<TurnOutcome, AgentError> {
-    let Ok(mut state) = shared.state.try_lock() else {
-        return Err(refuse(
-            "a turn is running in this session; wait for it to end or cancel it",
-        ));
-    };
+    action: Action,
+) -> Result<(RecoveryRecord, Vec<keel_types::ToolReceipt>), AgentError> {
     let session = shared.session.id.clone();
     let records = load_records(shared)?;
-    // Bind the id now: a shortcut without an id recovers exactly the incident pending now.
+    let noun = action.noun();
+    // Bind the id now: a shortcut without an id acts on exactly the offer pending now.
     let target = match id {
         Some(id) => match records.iter().find(|r| r.id() == id) {
             Some(found) => found.clone(),
@@ -163,31 +186,32 @@ pub(crate) async fn submit_recovery(
                 )));
             }
         },
-        None => match records
-            .iter()
-            .rev()
-            .find(|r| matches!(r, StoredRecord::Known(k) if k.state == RecordState::Pending))
-        {
-            Some(found) => found.clone(),
-            None => {
-                let latest = match records.last() {
-                    Some(StoredRecord::Known(record)) => {
-                        format!(
-                            " (the latest, `{}`, is {})",
-                            record.id,
-                            record.state.as_str()
-                        )
-                    }
-                    Some(StoredRecord::Unrecoverable { id, .. }) => {
-                        format!(" (the latest, `{id}`, cannot be read by this keel)")
-                    }
-                    None => String::new(),
-                };
-                return Err(refuse(format!(
-                    "no recovery is pending in session {session}{latest}"
-                )));
+        None => {
+            let pending = records.iter().rev().find(|r| {
+                matches!(r, StoredRecord::Known(k) if k.state == RecordState::Pending && Action::of(k) == action)
+            });
+            match pending {
+                Some(found) => found.clone(),
+                None => {
+                    let latest = match records.last() {
+                        Some(StoredRecord::Known(record)) => {
+                            format!(
+                                " (the latest, `{}`, is {})",
+                                record.id,
+                                record.state.as_str()
+                            )
+                        }
+                        Some(StoredRecord::Unrecoverable { id, .. }) => {
+                            format!(" (the latest, `{id}`, cannot be read by this keel)")
+                        }
+                        None => String::new(),
+                    };
+                    return Err(refuse(format!(
+                        "no {noun} is pending in session {session}{latest}"
+                    )));
+                }
             }
-        },
+        }
     };
     let mut record = match target {
         StoredRecord::Unrecoverable { id, reason, .. } => {
@@ -197,36 +221,39 @@ pub(crate) async fn submit_recovery(
         }
         StoredRecord::Known(record) => record,
     };
+    if Action::of(&record) != action {
+        return Err(refuse(format!("record `{}` is not a {noun}", record.id)));
+    }
     match record.state {
         RecordState::Pending => {}
         RecordState::Consumed => {
             return Err(refuse(format!(
-                "recovery `{}` was already used; this incident's budget is spent",
+                "`{}` was already used; this incident's budget is spent",
                 record.id
             )));
         }
         RecordState::Expired => {
             return Err(refuse(format!(
-                "recovery `{}` has expired (new input or changed tool receipts since the failure)",
+                "`{}` has expired (new input or changed tool receipts since it was offered)",
                 record.id
             )));
         }
     }
     if state.spent.contains(&record.id) {
         return Err(refuse(format!(
-            "recovery `{}` was already used; this incident's budget is spent",
+            "`{}` was already used; this incident's budget is spent",
             record.id
         )));
     }
     if record.scope != current_scope(shared) {
         return Err(refuse(format!(
-            "recovery `{}` was recorded for another provider, endpoint or model; switch back to recover",
+            "`{}` was recorded for another provider, endpoint or model; switch back to use it",
             record.id
         )));
     }
     if boundary_of(&state.history, &record.fingerprint) != Some(state.history.len()) {
         return Err(refuse(format!(
-            "the history changed since recovery `{}` was recorded",
+            "the history changed since `{}` was recorded",
             record.id
         )));
     }
@@ -244,10 +271,54 @@ pub(crate) async fn submit_recovery(
             },
         );
         return Err(refuse(format!(
-            "the tool receipts changed since recovery `{}` was recorded; it is no longer valid (its budget is not refunded)",
+            "the tool receipts changed since `{}` was recorded; it is no longer valid (its budget is not refunded)",
             record.id
         )));
     }
+    Ok((record, receipts))
+}
+
+/// Persist `consumed` (spent in memory first); an error means nothing may be sent.
+fn consume(
+    shared: &Shared,
+    state: &mut SessionState,
+    mut record: RecoveryRecord,
+    projected: bool,
+) -> Result<(), AgentError> {
+    state.spent.insert(record.id.clone());
+    record.state = RecordState::Consumed;
+    record.projected = projected;
+    let raw = record::encode(&record).map_err(keel_store::StoreError::from)?;
+    if let Err(error) = shared
+        .store
+        .put_recovery_record(&shared.session.id, &record.id, &raw)
+    {
+        return Err(refuse(format!(
+            "could not record `{}` as consumed ({error}); nothing was sent",
+            record.id
+        )));
+    }
+    shared.emit(
+        None,
+        EventBody::RecoveryConsumed {
+            recovery_id: record.id,
+        },
+    );
+    Ok(())
+}
+
+/// `/recover-context [id] [guidance]`: admit, prepare, consume, then run the recovery turn.
+pub(crate) async fn submit_recovery(
+    shared: &Shared,
+    id: Option<&str>,
+    guidance: Option<&str>,
+) -> Result<TurnOutcome, AgentError> {
+    let Ok(mut state) = shared.state.try_lock() else {
+        return Err(refuse(
+            "a turn is running in this session; wait for it to end or cancel it",
+        ));
+    };
+    let (record, receipts) = admit(shared, &state, id, Action::ProtocolRecovery)?;
     // Prepare the request before anything is persisted.
     let boundary = state.history.len();
     let prompt = recovery_prompt(guidance);
@@ -266,41 +337,70 @@ pub(crate) async fn submit_recovery(
     };
     project(&settings.profile, &request)
         .map_err(|error| refuse(format!("cannot prepare the recovery request: {error}")))?;
-    // Persist `consumed` before sending; spent in memory first in case the outcome is uncertain.
-    state.spent.insert(record.id.clone());
-    record.state = RecordState::Consumed;
-    record.projected = true;
-    let raw = record::encode(&record).map_err(keel_store::StoreError::from)?;
-    if let Err(error) = shared.store.put_recovery_record(&session, &record.id, &raw) {
-        return Err(refuse(format!(
-            "could not record recovery `{}` as consumed ({error}); nothing was sent",
-            record.id
-        )));
-    }
-    shared.emit(
-        None,
-        EventBody::RecoveryConsumed {
-            recovery_id: record.id.clone(),
-        },
-    );
+    consume(shared, &mut state, record, true)?;
     state.repair = Some(boundary);
-    run_recovery_turn(shared, state, prompt).await
+    run_recovery_turn(shared, state, prompt, InputKind::ProtocolRecovery).await
+}
+
+/// The "continue checks" action offered by final readiness.
+pub(crate) async fn submit_readiness(
+    shared: &Shared,
+    id: Option<&str>,
+) -> Result<TurnOutcome, AgentError> {
+    let Ok(mut state) = shared.state.try_lock() else {
+        return Err(refuse(
+            "a turn is running in this session; wait for it to end or cancel it",
+        ));
+    };
+    let (record, _) = admit(shared, &state, id, Action::FinalReadiness)?;
+    let prompt = continue_prompt(
+        record
+            .reason
+            .as_deref()
+            .unwrap_or("the last turn was not ready"),
+    );
+    consume(shared, &mut state, record, false)?;
+    run_recovery_turn(shared, state, prompt, InputKind::FinalReadinessRecovery).await
+}
+
+/// A turn that ended not ready: offer "continue checks" (same record, same admission).
+pub(crate) fn record_readiness(
+    shared: &Shared,
+    state: &SessionState,
+    turn: u64,
+    reason: &str,
+) -> Result<Option<String>, AgentError> {
+    let receipts = shared.store.receipts(&shared.session.id)?;
+    let record = RecoveryRecord {
+        version: RECORD_VERSION,
+        id: super::new_record_id(),
+        state: RecordState::Pending,
+        scope: current_scope(shared),
+        fingerprint: fingerprint(&state.history),
+        prefix: state.history.len().max(1) as u64,
+        count: 1,
+        anchor: anchor(&state.history),
+        run: turn,
+        evidence: evidence(&receipts),
+        projected: false,
+        action: Some(READINESS_ACTION.to_string()),
+        reason: Some(reason.to_string()),
+        unknown: Default::default(),
+    };
+    let raw = record::encode(&record).map_err(keel_store::StoreError::from)?;
+    shared
+        .store
+        .put_recovery_record(&shared.session.id, &record.id, &raw)?;
+    Ok(Some(record.id))
 }
 
 async fn run_recovery_turn(
     shared: &Shared,
     state: MutexGuard<'_, SessionState>,
     prompt: String,
+    kind: InputKind,
 ) -> Result<TurnOutcome, AgentError> {
-    run_turn(
-        shared,
-        state,
-        TurnInput {
-            text: prompt,
-            kind: InputKind::ProtocolRecovery,
-        },
-    )
-    .await
+    run_turn(shared, state, TurnInput { text: prompt, kind }).await
 }
 
 /// The pending record a front end may offer, if no turn is running.

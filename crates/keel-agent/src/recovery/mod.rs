@@ -8,6 +8,7 @@
 //! - Guidance is plain text appended to the prompt; it is never parsed as a command.
 
 pub mod admission;
+pub mod readiness;
 pub mod record;
 
 use keel_types::{Item, ReceiptState, ToolReceipt};
@@ -175,6 +176,16 @@ pub fn parse_command(text: &str) -> Option<(Option<String>, Option<String>)> {
         let guidance = (!rest.is_empty()).then(|| rest.to_string());
         Some((None, guidance))
     }
+}
+
+/// `/continue-checks [id]`: the final-readiness action.
+pub fn parse_continue_command(text: &str) -> Option<Option<String>> {
+    let rest = text.trim_start().strip_prefix("/continue-checks")?;
+    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let first = rest.split_whitespace().next();
+    Some(first.filter(|word| looks_like_id(word)).map(str::to_string))
 }
 
 pub fn looks_like_id(word: &str) -> bool {

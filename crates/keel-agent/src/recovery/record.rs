@@ -52,6 +52,12 @@ pub struct RecoveryRecord {
     pub evidence: String,
     /// Whether the repaired projection is in force (set when consumed).
     pub projected: bool,
+    /// `final_readiness_recovery` for a "continue checks" offer; absent for protocol recovery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Why a turn was not ready (readiness offers only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// Fields this keel does not know, kept for the keel that wrote them.
     #[serde(flatten)]
     pub unknown: Map<String, Value>,

@@ -1,0 +1,151 @@
+//! Final readiness: a turn that ends with unfinished plan items, or whose final answer follows a
+//! failed tool result, is not ready.
+//!
+//! Invariant: readiness reads only committed history (the plan is the latest `todo_write`
+//! call whose result succeeded), so it gives the same answer after a restart.
+
+use keel_types::{Item, ToolResult};
+
+pub const READINESS_ACTION: &str = "final_readiness_recovery";
+
+/// Why the history's last turn is not ready, or `None` when it is.
+pub fn check(history: &[Item]) -> Option<String> {
+    let open = open_plan_items(history);
+    if open > 0 {
+        return Some(format!(
+            "the plan (todo_write) still has {open} unfinished item(s)"
+        ));
+    }
+    let last_result = history
+        .iter()
+        .rev()
+        .find(|item| !matches!(item, Item::Assistant(_)));
+    if let Some(Item::ToolResult(ToolResult {
+        name,
+        is_error: true,
+        ..
+    })) = last_result
+    {
+        return Some(format!("the final answer follows a failed `{name}` result"));
+    }
+    None
+}
+
+fn open_plan_items(history: &[Item]) -> usize {
+    let succeeded = |call_id: &str| {
+        history
+            .iter()
+            .any(|item| matches!(item, Item::ToolResult(r) if r.call_id == call_id && !r.is_error))
+    };
+    let latest_plan = history
+        .iter()
+        .rev()
+        .filter_map(|item| match item {
+            Item::Assistant(assistant) => Some(
+                assistant
+                    .tool_calls()
+                    .filter(|c| c.name == "todo_write")
+                    .last()
+                    .cloned(),
+            ),
+            Item::User { .. } | Item::ToolResult(_) => None,
+        })
+        .flatten()
+        .find(|call| succeeded(&call.id));
+    let Some(plan) = latest_plan else { return 0 };
+    let args: serde_json::Value = serde_json::from_str(&plan.arguments).unwrap_or_default();
+    args.get("todos")
+        .and_then(|todos| todos.as_array())
+        .map_or(0, |todos| {
+            todos
+                .iter()
+                .filter(|todo| todo.get("status").and_then(|s| s.as_str()) != Some("completed"))
+                .count()
+        })
+}
+
+/// The prompt of a "continue checks" turn.
+pub fn continue_prompt(reason: &str) -> String {
+    format!(
+        "Continue the checks: the task is not finished yet ({reason}). Finish the open work and \
+         verify it with the permitted tools; report completion only from real tool results."
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use keel_types::{AssistantItem, AssistantPart, ToolCall};
+
+    fn call(id: &str, name: &str, args: &str) -> Item {
+        Item::Assistant(AssistantItem {
+            parts: vec![AssistantPart::ToolCall(ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments: args.into(),
+            })],
+        })
+    }
+
+    fn result(id: &str, name: &str, is_error: bool) -> Item {
+        Item::ToolResult(ToolResult {
+            call_id: id.into(),
+            name: name.into(),
+            content: "x".into(),
+            is_error,
+        })
+    }
+
+    fn answer() -> Item {
+        Item::Assistant(AssistantItem {
+            parts: vec![AssistantPart::Text {
+                text: "done".into(),
+            }],
+        })
+    }
+
+    #[test]
+    fn open_plan_items_make_a_turn_not_ready() {
+        let plan = r#"{"todos":[{"content":"a","status":"completed"},{"content":"b","status":"pending"}]}"#;
+        let history = vec![
+            Item::User { text: "go".into() },
+            call("t1", "todo_write", plan),
+            result("t1", "todo_write", false),
+            answer(),
+        ];
+        assert_eq!(
+            check(&history).as_deref(),
+            Some("the plan (todo_write) still has 1 unfinished item(s)")
+        );
+        let done = r#"{"todos":[{"content":"a","status":"completed"}]}"#;
+        let mut finished = history.clone();
+        finished.extend([
+            call("t2", "todo_write", done),
+            result("t2", "todo_write", false),
+            answer(),
+        ]);
+        assert_eq!(check(&finished), None);
+    }
+
+    #[test]
+    fn an_answer_right_after_a_failed_tool_is_not_ready() {
+        let history = vec![
+            Item::User { text: "go".into() },
+            call("b1", "bash", "{}"),
+            result("b1", "bash", true),
+            answer(),
+        ];
+        assert_eq!(
+            check(&history).as_deref(),
+            Some("the final answer follows a failed `bash` result")
+        );
+        let ok = vec![
+            Item::User { text: "go".into() },
+            call("b1", "bash", "{}"),
+            result("b1", "bash", false),
+            answer(),
+        ];
+        assert_eq!(check(&ok), None);
+        assert_eq!(check(&[Item::User { text: "hi".into() }, answer()]), None);
+    }
+}
