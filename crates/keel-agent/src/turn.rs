@@ -165,6 +165,18 @@ pub async fn run_turn(
                 }
             })
             .collect();
+        for part in &completion.item.parts {
+            if let keel_types::AssistantPart::WebSearch(search) = part {
+                shared.emit(
+                    Some(turn),
+                    EventBody::SearchResult {
+                        query: search.query.clone(),
+                        sources_status: search.sources_status,
+                        sources: search.sources.len(),
+                    },
+                );
+            }
+        }
         let assistant = Item::Assistant(completion.item);
         shared
             .store

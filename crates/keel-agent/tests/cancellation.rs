@@ -47,6 +47,7 @@ async fn fixture(scenario: Scenario) -> Fixture {
         idle_timeout: Duration::from_secs(60),
         connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         max_output_tokens: 256,
+        native_web_search: false,
     };
     let settings = AgentSettings {
         profile,

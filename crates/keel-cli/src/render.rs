@@ -9,7 +9,7 @@
 //! - Styling only on a terminal, and never when `NO_COLOR` is set.
 
 use crossterm::style::{Attribute, SetAttribute};
-use keel_types::{Event, EventBody, FailureKind, InputKind, Usage};
+use keel_types::{Event, EventBody, FailureKind, InputKind, SourcesStatus, Usage};
 use std::io::{IsTerminal, Write};
 use unicode_width::UnicodeWidthStr;
 
@@ -172,6 +172,21 @@ impl Renderer {
             EventBody::RecoveryConsumed { recovery_id } => eprintln!("recovering ({recovery_id})…"),
             EventBody::RecoveryExpired { recovery_id } => {
                 eprintln!("recovery {recovery_id} expired")
+            }
+            EventBody::SearchResult {
+                query,
+                sources_status,
+                sources,
+            } => {
+                self.end_live_line();
+                let about = match sources_status {
+                    Some(SourcesStatus::Available) => format!("{sources} source(s)"),
+                    Some(SourcesStatus::NotProvided) => {
+                        "the provider gave no structured sources; its summary is kept".to_string()
+                    }
+                    None => "sources status not recorded".to_string(),
+                };
+                eprintln!("⌕ web search `{query}` — {about}");
             }
             EventBody::SessionStarted { .. } | EventBody::TurnStarted { .. } => {}
         }

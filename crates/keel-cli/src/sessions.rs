@@ -93,6 +93,20 @@ pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
                 if !text.is_empty() {
                     println!("keel: {text}");
                 }
+                for part in &assistant.parts {
+                    if let keel_types::AssistantPart::WebSearch(search) = part {
+                        let status =
+                            search
+                                .sources_status
+                                .map_or("sources status not recorded", |status| match status {
+                                    keel_types::SourcesStatus::Available => "sources available",
+                                    keel_types::SourcesStatus::NotProvided => {
+                                        "no structured sources"
+                                    }
+                                });
+                        println!("⌕ web search `{}` — {status}", search.query);
+                    }
+                }
                 for call in assistant.tool_calls() {
                     println!("● {} {}", call.name, call.arguments);
                 }

@@ -427,7 +427,10 @@ fn open_plan_items_mark_the_turn_not_ready_and_continue_checks_runs_once() {
         body.contains("Continue the checks") && body.contains("1 unfinished item"),
         "{body}"
     );
-    assert!(checks.events_of("recovery/offered").is_empty(), "nothing new happened: the offer is not renewed");
+    assert!(
+        checks.events_of("recovery/offered").is_empty(),
+        "nothing new happened: the offer is not renewed"
+    );
     let again = home.run(&["run", "--session", &session, "/continue-checks"]);
     assert_eq!(again.code(), 2);
     assert!(again.stderr().contains("consumed"), "{}", again.stderr());
@@ -450,5 +453,96 @@ fn an_answer_after_a_failed_tool_is_not_ready() {
             || human.stderr().contains("expired"),
         "{}",
         human.stderr()
+    );
+}
+
+fn search_setup(protocol: &str, sources: &[&str]) -> (Home, MockProcess) {
+    let scenario = serde_json::json!({"steps": [
+        {"search": "rust sse parsing", "sources": sources, "say": "Here is what I found."},
+        {"say": "Second answer."}
+    ]});
+    let home = Home::new("");
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockProcess::with_steps(dir.path(), &scenario.to_string());
+    let provider = provider_for(protocol);
+    let config = format!(
+        "{}\n",
+        config_for(protocol, &mock.base_url, "web_search = true")
+    );
+    let _ = provider;
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    (home, mock)
+}
+
+#[test]
+fn native_search_with_sources_is_available_and_replayed_unmodified() {
+    for protocol in ["anthropic", "responses"] {
+        let (home, mock) = search_setup(
+            protocol,
+            &[
+                "https://docs.rs/eventsource-stream",
+                "https://user:pw@bad.example",
+            ],
+        );
+        let run = home.run(&["run", "--json", "search it"]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let result = &run.events_of("search/result")[0];
+        assert_eq!(result["sources_status"], "available", "{protocol}");
+        assert_eq!(result["sources"], 2);
+        let first = mock.requests()[0]["body"].as_str().unwrap().to_string();
+        assert!(
+            first.contains("web_search"),
+            "{protocol}: the native tool is offered: {first}"
+        );
+        let human = home.run(&["run", "-c", "and then?"]);
+        assert_eq!(human.code(), 0, "{}", human.stderr());
+        let second = mock.requests()[1]["body"].as_str().unwrap().to_string();
+        let marker = if protocol == "anthropic" {
+            "\"web_search_tool_result\""
+        } else {
+            "\"web_search_call\""
+        };
+        assert!(
+            second.contains(marker),
+            "{protocol}: the raw search is replayed: {second}"
+        );
+        assert!(
+            !second.contains("sources_status"),
+            "{protocol}: display fields never reach the provider"
+        );
+    }
+}
+
+#[test]
+fn native_search_without_sources_is_not_provided_and_the_summary_is_kept() {
+    for protocol in ["anthropic", "responses"] {
+        let (home, _mock) = search_setup(protocol, &[]);
+        let run = home.run(&["run", "search it"]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        assert!(
+            run.stderr().contains(
+                "⌕ web search `rust sse parsing` — the provider gave no structured sources"
+            ),
+            "{protocol}: {}",
+            run.stderr()
+        );
+        assert_eq!(
+            run.stdout(),
+            "Here is what I found.\n",
+            "the summary is kept"
+        );
+    }
+}
+
+#[test]
+fn native_search_is_refused_for_chat_in_config() {
+    let home = Home::new("[providers.deepseek]\nweb_search = true\n");
+    let run = home.run(&["run", "hi"]);
+    assert_eq!(run.code(), 2);
+    assert!(
+        run.stderr().contains("providers.deepseek.web_search")
+            && run.stderr().contains("anthropic"),
+        "{}",
+        run.stderr()
     );
 }

@@ -118,7 +118,8 @@ impl HttpClient {
                     AssistantPart::Text { text } if !text.is_empty() => sink(Delta::Text(text)),
                     AssistantPart::Reasoning { .. }
                     | AssistantPart::Text { .. }
-                    | AssistantPart::ToolCall(_) => {}
+                    | AssistantPart::ToolCall(_)
+                    | AssistantPart::WebSearch(_) => {}
                 }
             }
             return Ok(completion);

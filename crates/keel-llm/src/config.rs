@@ -110,6 +110,7 @@ struct RawProvider {
     idle_timeout_secs: Option<Spanned<u64>>,
     connect_timeout_secs: Option<Spanned<u64>>,
     max_output_tokens: Option<Spanned<u32>>,
+    web_search: Option<Spanned<bool>>,
     retry: Option<RawRetry>,
 }
 
@@ -462,7 +463,18 @@ impl KeelConfig {
             Some((_, value)) => *value.get_ref(),
             None => DEFAULT_MAX_OUTPUT_TOKENS,
         };
+        let native_web_search = match self.provider_field(name, |p| p.web_search.as_ref()) {
+            Some((layer, value)) if *value.get_ref() && protocol == WireProtocol::Chat => {
+                return Err(layer.error(
+                    value.span(),
+                    "provider-native web search needs protocol \"anthropic\" or \"responses\"",
+                ));
+            }
+            Some((_, value)) => *value.get_ref(),
+            None => false,
+        };
         Ok(ProviderProfile {
+            native_web_search,
             name: name.to_string(),
             protocol,
             base_url,

@@ -195,6 +195,7 @@ mod tests {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_output_tokens: 16,
+            native_web_search: false,
         }
     }
 

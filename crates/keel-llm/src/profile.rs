@@ -31,6 +31,8 @@ pub struct ProviderProfile {
     pub connect_timeout: Duration,
     /// Output token limit sent with each request (required by Anthropic).
     pub max_output_tokens: u32,
+    /// Offer the provider's own web search tool (Anthropic and Responses only).
+    pub native_web_search: bool,
 }
 
 impl ProviderProfile {
@@ -132,6 +134,7 @@ mod tests {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
+            native_web_search: false,
         };
         assert_eq!(
             profile.endpoint(),

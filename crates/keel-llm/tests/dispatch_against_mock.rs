@@ -42,6 +42,7 @@ fn profile(
         idle_timeout: Duration::from_secs(5),
         connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         max_output_tokens: 256,
+        native_web_search: false,
     }
 }
 

@@ -31,6 +31,7 @@ pub enum Frame {
 /// What one answer says.
 #[derive(Clone, Debug)]
 pub struct Answer<'a> {
+    pub search: Option<(&'a str, &'a [String])>,
     pub reason: Option<&'a str>,
     pub text: Option<&'a str>,
     pub calls: &'a [ScriptedCall],
@@ -42,6 +43,8 @@ pub struct Answer<'a> {
 /// The owned content of an answering step.
 #[derive(Clone, Debug, Default)]
 pub struct ScriptedAnswer {
+    /// A native web search (query, source URLs) before the text.
+    pub search: Option<(String, Vec<String>)>,
     pub reason: Option<String>,
     pub text: Option<String>,
     pub calls: Vec<ScriptedCall>,
@@ -52,11 +55,23 @@ impl ScriptedAnswer {
     /// `None` for a fault step.
     pub fn of(step: &Step) -> Option<ScriptedAnswer> {
         match step {
+            Step::Search {
+                query,
+                sources,
+                text,
+            } => Some(ScriptedAnswer {
+                search: Some((query.clone(), sources.clone())),
+                reason: None,
+                text: Some(text.clone()),
+                calls: Vec::new(),
+                finish_reason: None,
+            }),
             Step::Say {
                 text,
                 reason,
                 finish_reason,
             } => Some(ScriptedAnswer {
+                search: None,
                 reason: reason.clone(),
                 text: Some(text.clone()),
                 calls: Vec::new(),
@@ -67,6 +82,7 @@ impl ScriptedAnswer {
                 reason,
                 finish_reason,
             } => Some(ScriptedAnswer {
+                search: None,
                 reason: reason.clone(),
                 text: None,
                 calls: calls.clone(),
@@ -78,6 +94,10 @@ impl ScriptedAnswer {
 
     pub fn answer(&self, request_number: usize) -> Answer<'_> {
         Answer {
+            search: self
+                .search
+                .as_ref()
+                .map(|(query, sources)| (query.as_str(), sources.as_slice())),
             reason: self.reason.as_deref(),
             text: self.text.as_deref(),
             calls: &self.calls,
@@ -260,6 +280,20 @@ fn anthropic_frames(answer: &Answer<'_>, usage: MockUsage) -> Vec<Frame> {
             deltas,
         );
     }
+    if let Some((query, sources)) = answer.search {
+        let id = format!("srvtoolu_mock_{}", answer.request_number);
+        let input = json!({ "query": query }).to_string();
+        let deltas = fragments(&input)
+            .into_iter()
+            .map(|f| json!({"type": "input_json_delta", "partial_json": f}));
+        let start = json!({"type": "server_tool_use", "id": id, "name": "web_search", "input": {}});
+        block(&mut frames, start, deltas.collect());
+        block(
+            &mut frames,
+            anthropic_search_result(&id, sources),
+            Vec::new(),
+        );
+    }
     if let Some(text) = answer.text {
         let deltas = pieces(text)
             .into_iter()
@@ -289,8 +323,35 @@ fn anthropic_frames(answer: &Answer<'_>, usage: MockUsage) -> Vec<Frame> {
     frames
 }
 
+fn anthropic_search_result(tool_use_id: &str, sources: &[String]) -> Value {
+    let results: Vec<Value> = sources
+        .iter()
+        .enumerate()
+        .map(|(i, url)| {
+            json!({"type": "web_search_result", "url": url, "title": format!("Source {}", i + 1),
+            "encrypted_content": format!("mock-page-{i}"), "page_age": null})
+        })
+        .collect();
+    json!({"type": "web_search_tool_result", "tool_use_id": tool_use_id, "content": results})
+}
+
 fn responses_items(answer: &Answer<'_>) -> Vec<Value> {
     let mut items = Vec::new();
+    if let Some((query, sources)) = answer.search {
+        let mut action = json!({"type": "search", "query": query});
+        if !sources.is_empty() {
+            action["sources"] = json!(
+                sources
+                    .iter()
+                    .map(|url| json!({"type": "url", "url": url}))
+                    .collect::<Vec<_>>()
+            );
+        }
+        items.push(
+            json!({"type": "web_search_call", "id": format!("ws_mock_{}", answer.request_number),
+            "status": "completed", "action": action}),
+        );
+    }
     if let Some(reason) = answer.reason {
         items.push(
             json!({"type": "reasoning", "id": format!("rs_mock_{}", answer.request_number),
@@ -367,6 +428,13 @@ fn responses_frames(answer: &Answer<'_>, usage: MockUsage) -> Vec<Frame> {
                         json!({"item_id": item_id, "output_index": output_index, "content_index": 0, "delta": piece})));
                 }
             }
+            Some("web_search_call") => {
+                added["status"] = json!("in_progress");
+                frames.push(typed(
+                    "response.output_item.added",
+                    json!({"output_index": output_index, "item": added}),
+                ));
+            }
             Some(_) | None => {
                 added["arguments"] = json!("");
                 frames.push(typed(
@@ -427,6 +495,11 @@ pub fn whole_body(protocol: Protocol, answer: &Answer<'_>, usage: MockUsage) -> 
                 content.push(json!({"type": "thinking", "thinking": reason,
                     "signature": format!("mock-signature-{}", answer.request_number)}));
             }
+            if let Some((query, sources)) = answer.search {
+                let id = format!("srvtoolu_mock_{}", answer.request_number);
+                content.push(json!({"type": "server_tool_use", "id": id, "name": "web_search", "input": {"query": query}}));
+                content.push(anthropic_search_result(&id, sources));
+            }
             if let Some(text) = answer.text {
                 content.push(json!({"type": "text", "text": text}));
             }
@@ -447,6 +520,7 @@ pub fn whole_body(protocol: Protocol, answer: &Answer<'_>, usage: MockUsage) -> 
 /// The start of a stream, used by faults that break off early.
 pub fn opening_frame(protocol: Protocol, request_number: usize) -> Frame {
     let answer = Answer {
+        search: None,
         reason: None,
         text: None,
         calls: &[],

@@ -29,6 +29,13 @@ pub enum Step {
         reason: Option<String>,
         finish_reason: Option<String>,
     },
+    /// A provider-native web search (Anthropic, Responses) with these source URLs, then a
+    /// final answer. Chat has no native search and answers with the text only.
+    Search {
+        query: String,
+        sources: Vec<String>,
+        text: String,
+    },
     /// One or more tool calls (more than one is a parallel call).
     Tools {
         calls: Vec<ScriptedCall>,
@@ -148,6 +155,33 @@ fn parse_step(step: &Value) -> Result<Step, String> {
     }
     let reason = optional_text(step, "reason")?;
     let finish_reason = optional_text(step, "finish_reason")?;
+    if let Some(query) = step.get("search") {
+        let query = query
+            .as_str()
+            .ok_or("`search` must be a string (the query)")?;
+        let sources = match step.get("sources") {
+            None => Vec::new(),
+            Some(Value::Array(urls)) => urls
+                .iter()
+                .map(|url| {
+                    url.as_str()
+                        .map(String::from)
+                        .ok_or("`sources` must be strings")
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            Some(_) => return Err("`sources` must be an array of URLs".into()),
+        };
+        let text = step
+            .get("say")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        return Ok(Step::Search {
+            query: query.to_string(),
+            sources,
+            text,
+        });
+    }
     if let Some(text) = step.get("say") {
         let text = text.as_str().ok_or("`say` must be a string")?;
         return Ok(Step::Say {

@@ -341,7 +341,7 @@ async fn model_request(
                 render::broken_frame(protocol),
             ]
         }
-        Step::Say { .. } | Step::Tools { .. } => {
+        Step::Say { .. } | Step::Tools { .. } | Step::Search { .. } => {
             let scripted = ScriptedAnswer::of(&step).unwrap_or_default();
             let answer = scripted.answer(request_number);
             let usage = usage_for(&answer);

@@ -76,6 +76,14 @@ pub enum EventBody {
         state: String,
         summary: String,
     },
+    /// A provider-native web search in a committed response.
+    #[serde(rename = "search/result")]
+    SearchResult {
+        query: String,
+        /// `None` only for records written before the field existed (never inferred).
+        sources_status: Option<crate::SourcesStatus>,
+        sources: usize,
+    },
     #[serde(rename = "account/rotated")]
     AccountRotated {
         provider: String,

@@ -38,6 +38,8 @@ pub enum AssistantPart {
         text: String,
     },
     ToolCall(ToolCall),
+    /// A provider-native web search (Anthropic, Responses), with its raw blocks for replay.
+    WebSearch(crate::WebSearch),
 }
 
 /// A tool call exactly as the model asked for it.
@@ -84,7 +86,9 @@ impl AssistantItem {
             .iter()
             .filter_map(|part| match part {
                 AssistantPart::Text { text } => Some(text.as_str()),
-                AssistantPart::Reasoning { .. } | AssistantPart::ToolCall(_) => None,
+                AssistantPart::Reasoning { .. }
+                | AssistantPart::ToolCall(_)
+                | AssistantPart::WebSearch(_) => None,
             })
             .collect()
     }
@@ -95,7 +99,9 @@ impl AssistantItem {
             .iter()
             .filter_map(|part| match part {
                 AssistantPart::Reasoning { text, .. } => Some(text.as_str()),
-                AssistantPart::Text { .. } | AssistantPart::ToolCall(_) => None,
+                AssistantPart::Text { .. }
+                | AssistantPart::ToolCall(_)
+                | AssistantPart::WebSearch(_) => None,
             })
             .collect()
     }
@@ -103,7 +109,9 @@ impl AssistantItem {
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
         self.parts.iter().filter_map(|part| match part {
             AssistantPart::ToolCall(call) => Some(call),
-            AssistantPart::Reasoning { .. } | AssistantPart::Text { .. } => None,
+            AssistantPart::Reasoning { .. }
+            | AssistantPart::Text { .. }
+            | AssistantPart::WebSearch(_) => None,
         })
     }
 

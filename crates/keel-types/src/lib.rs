@@ -12,6 +12,7 @@ pub mod history;
 pub mod permission;
 pub mod protocol;
 pub mod receipt;
+pub mod search;
 pub mod tool;
 pub mod usage;
 
@@ -23,5 +24,6 @@ pub use history::{
 pub use permission::PermissionMode;
 pub use protocol::{ReasoningProtocol, WireProtocol};
 pub use receipt::{ReceiptState, ToolReceipt};
+pub use search::{SearchSource, SourcesStatus, WebSearch};
 pub use tool::ToolSpec;
 pub use usage::Usage;

@@ -24,6 +24,13 @@ pub struct AnthropicAssembler {
 
 #[derive(Debug)]
 enum Block {
+    /// A native web search call (`server_tool_use`) and its streamed input.
+    ServerToolUse {
+        start: serde_json::Value,
+        json: String,
+    },
+    /// A native web search result (`web_search_tool_result`), complete at its start.
+    SearchResult(serde_json::Value),
     Text(String),
     Thinking {
         text: String,
@@ -167,6 +174,11 @@ fn block_from_start(start: &serde_json::Value) -> Block {
             signature: text("signature"),
         },
         "redacted_thinking" => Block::Redacted(text("data")),
+        "server_tool_use" => Block::ServerToolUse {
+            start: start.clone(),
+            json: String::new(),
+        },
+        "web_search_tool_result" => Block::SearchResult(start.clone()),
         "tool_use" => Block::ToolUse {
             id: text("id"),
             name: text("name"),
@@ -248,6 +260,9 @@ impl AnthropicAssembler {
             ) => {
                 signature.push_str(&piece);
             }
+            (Block::ServerToolUse { json, .. }, BlockDelta::InputJsonDelta { partial_json }) => {
+                json.push_str(&partial_json);
+            }
             (Block::ToolUse { json, .. }, BlockDelta::InputJsonDelta { partial_json }) => {
                 json.push_str(&partial_json);
             }
@@ -310,6 +325,10 @@ fn build_item(blocks: impl Iterator<Item = Block>) -> Result<AssistantItem, Fail
                 };
                 parts.push(finished_call(id, name, arguments, position)?);
             }
+            Block::ServerToolUse { start, json } => {
+                parts.push(super::search::anthropic_search_started(start, &json));
+            }
+            Block::SearchResult(block) => super::search::anthropic_search_result(&mut parts, block),
             Block::Ignored => {}
         }
     }

@@ -10,6 +10,7 @@
 mod anthropic;
 mod chat;
 mod responses;
+pub mod search;
 pub mod sse;
 
 use crate::classify::classify_stream_error;
@@ -111,7 +112,7 @@ fn check_not_empty(completion: Completion) -> Result<Completion, FailureDiagnost
     let has_content = completion.item.parts.iter().any(|part| match part {
         AssistantPart::Text { text } => !text.is_empty(),
         AssistantPart::Reasoning { text, replay } => !text.is_empty() || replay.is_some(),
-        AssistantPart::ToolCall(_) => true,
+        AssistantPart::ToolCall(_) | AssistantPart::WebSearch(_) => true,
     });
     if has_content {
         Ok(completion)

@@ -42,6 +42,17 @@ struct OutputItem {
     /// Text gathered from deltas, for items whose `done` event never came.
     #[serde(skip)]
     streamed_text: String,
+    /// The item as the provider sent it (replayed for native web search).
+    #[serde(skip)]
+    raw: serde_json::Value,
+}
+
+impl OutputItem {
+    fn from_raw(raw: serde_json::Value) -> OutputItem {
+        let mut item: OutputItem = serde_json::from_value(raw.clone()).unwrap_or_default();
+        item.raw = raw;
+        item
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -56,9 +67,9 @@ struct ContentPart {
 #[serde(tag = "type")]
 enum StreamEvent<'a> {
     #[serde(rename = "response.output_item.added")]
-    ItemAdded { item: OutputItem },
+    ItemAdded { item: serde_json::Value },
     #[serde(rename = "response.output_item.done")]
-    ItemDone { item: OutputItem },
+    ItemDone { item: serde_json::Value },
     #[serde(rename = "response.output_text.delta")]
     TextDelta {
         #[serde(default, borrow)]
@@ -102,7 +113,7 @@ struct ResponseBody {
     #[serde(default)]
     incomplete_details: Option<IncompleteDetails>,
     #[serde(default)]
-    output: Vec<OutputItem>,
+    output: Vec<serde_json::Value>,
     #[serde(default)]
     status: Option<String>,
 }
@@ -166,8 +177,8 @@ impl ResponsesAssembler {
             Err(_) => return Err(unexpected_payload(data)),
         };
         match parsed {
-            StreamEvent::ItemAdded { item } => self.items.push(item),
-            StreamEvent::ItemDone { item } => self.replace_item(item),
+            StreamEvent::ItemAdded { item } => self.items.push(OutputItem::from_raw(item)),
+            StreamEvent::ItemDone { item } => self.replace_item(OutputItem::from_raw(item)),
             StreamEvent::TextDelta { item_id, delta } => {
                 sink(Delta::Text(&delta));
                 self.item_for(&item_id, "message")
@@ -243,7 +254,11 @@ impl ResponsesAssembler {
             self.usage = usage.to_usage();
         }
         if self.items.is_empty() {
-            self.items = response.output;
+            self.items = response
+                .output
+                .into_iter()
+                .map(OutputItem::from_raw)
+                .collect();
         }
         let has_calls = self.items.iter().any(|item| item.kind == "function_call");
         self.finish = Some(match response.incomplete_details {
@@ -328,6 +343,7 @@ fn build_item(items: Vec<OutputItem>) -> Result<AssistantItem, FailureDiagnostic
                     }),
                 });
             }
+            "web_search_call" => parts.push(super::search::responses_search(item.raw)),
             "function_call" => {
                 let id = if item.call_id.is_empty() {
                     item.id

@@ -20,8 +20,16 @@ struct AnthropicRequest<'a> {
     #[serde(skip_serializing_if = "str::is_empty")]
     system: &'a str,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    tools: Vec<AnthropicTool<'a>>,
+    tools: Vec<ToolEntry<'a>>,
     messages: Vec<AnthropicMessage<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ToolEntry<'a> {
+    Function(AnthropicTool<'a>),
+    /// The provider's own server tool (native web search).
+    Native(serde_json::Value),
 }
 
 #[derive(Serialize)]
@@ -61,6 +69,9 @@ enum Block<'a> {
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
+    /// A provider block replayed as received (native web search).
+    #[serde(untagged)]
+    Raw(&'a serde_json::Value),
 }
 
 pub(super) fn project(
@@ -81,7 +92,7 @@ pub(super) fn project(
             ),
             Item::Assistant(assistant) => (
                 "assistant",
-                assistant.parts.iter().filter_map(assistant_block).collect(),
+                assistant.parts.iter().flat_map(assistant_blocks).collect(),
             ),
         };
         match messages.last_mut() {
@@ -98,7 +109,14 @@ pub(super) fn project(
         max_tokens: profile.max_output_tokens,
         stream: true,
         system: input.system,
-        tools: input.tools.iter().map(anthropic_tool).collect(),
+        tools: input
+            .tools
+            .iter()
+            .map(|spec| ToolEntry::Function(anthropic_tool(spec)))
+            .chain(profile.native_web_search.then(|| {
+                ToolEntry::Native(serde_json::json!({"type": "web_search_20250305", "name": "web_search", "max_uses": 5}))
+            }))
+            .collect(),
         messages,
     };
     Ok((serde_json::to_vec(&request)?, count))
@@ -112,8 +130,16 @@ fn anthropic_tool(spec: &ToolSpec) -> AnthropicTool<'_> {
     }
 }
 
+fn assistant_blocks(part: &AssistantPart) -> Vec<Block<'_>> {
+    match part {
+        AssistantPart::WebSearch(search) => search.replay.iter().map(Block::Raw).collect(),
+        other => assistant_block(other).into_iter().collect(),
+    }
+}
+
 fn assistant_block(part: &AssistantPart) -> Option<Block<'_>> {
     match part {
+        AssistantPart::WebSearch(_) => None,
         AssistantPart::Text { text } => (!text.is_empty()).then_some(Block::Text { text }),
         AssistantPart::ToolCall(call) => Some(Block::ToolUse {
             id: &call.id,

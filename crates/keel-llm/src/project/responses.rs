@@ -22,8 +22,16 @@ struct ResponsesRequest<'a> {
     #[serde(skip_serializing_if = "str::is_empty")]
     instructions: &'a str,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    tools: Vec<ResponsesTool<'a>>,
+    tools: Vec<ToolEntry<'a>>,
     input: Vec<InputItem<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ToolEntry<'a> {
+    Function(ResponsesTool<'a>),
+    /// The provider's own tool (native web search).
+    Native(serde_json::Value),
 }
 
 #[derive(Serialize)]
@@ -55,6 +63,9 @@ enum InputItem<'a> {
         call_id: &'a str,
         output: &'a str,
     },
+    /// A provider item replayed as received (native web search).
+    #[serde(untagged)]
+    Raw(&'a serde_json::Value),
 }
 
 #[derive(Serialize)]
@@ -96,7 +107,16 @@ pub(super) fn project(
         max_output_tokens: profile.max_output_tokens,
         include: ["reasoning.encrypted_content"],
         instructions: input.system,
-        tools: input.tools.iter().map(responses_tool).collect(),
+        tools: input
+            .tools
+            .iter()
+            .map(|spec| ToolEntry::Function(responses_tool(spec)))
+            .chain(
+                profile
+                    .native_web_search
+                    .then(|| ToolEntry::Native(serde_json::json!({"type": "web_search"}))),
+            )
+            .collect(),
         input: items,
     };
     Ok((serde_json::to_vec(&request)?, count))
@@ -168,6 +188,9 @@ fn push_assistant<'a>(
                         content: vec![ContentPart::OutputText { text }],
                     });
                 }
+            }
+            AssistantPart::WebSearch(search) => {
+                items.extend(search.replay.iter().map(InputItem::Raw))
             }
             AssistantPart::ToolCall(call) => items.push(InputItem::FunctionCall {
                 call_id: &call.id,

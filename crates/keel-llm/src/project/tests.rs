@@ -16,6 +16,7 @@ fn profile(protocol: WireProtocol, reasoning_protocol: ReasoningProtocol) -> Pro
         idle_timeout: DEFAULT_IDLE_TIMEOUT,
         connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         max_output_tokens: 1024,
+        native_web_search: false,
     }
 }
 
