@@ -204,3 +204,56 @@ async fn a_busy_session_refuses_a_second_submit_and_a_stall_can_be_cancelled() {
     f.controller.cancel();
     assert_eq!(turn.await.unwrap().unwrap(), TurnOutcome::Cancelled);
 }
+
+#[tokio::test]
+async fn pending_recovery_is_hidden_while_a_turn_runs_and_a_concurrent_recovery_is_refused() {
+    let scenario = Scenario::from_steps(vec![
+        Step::Tools {
+            calls: vec![ScriptedCall {
+                name: "list_dir".into(),
+                arguments: "{}".into(),
+            }],
+            reason: None,
+            finish_reason: None,
+        },
+        Step::Fault(Fault::Http {
+            status: 400,
+            body: String::new(),
+            headers: Default::default(),
+        }),
+        Step::Fault(Fault::Stall(Duration::from_secs(30))),
+    ]);
+    let f = fixture(scenario).await;
+    assert!(matches!(
+        f.controller.submit("go").await.unwrap(),
+        TurnOutcome::Failed(_)
+    ));
+    let pending = f
+        .controller
+        .pending_recovery()
+        .expect("a recovery is pending");
+    let mut events = f.controller.subscribe();
+    let controller = f.controller.clone();
+    let recovering = tokio::spawn(async move { controller.submit_recovery(None, None).await });
+    wait_for(&mut events, |body| {
+        matches!(body, EventBody::LlmRequest { .. })
+    })
+    .await;
+    assert_eq!(
+        f.controller.pending_recovery(),
+        None,
+        "nothing is offered while a turn runs"
+    );
+    let concurrent = f.controller.submit_recovery(Some(&pending), None).await;
+    assert!(
+        matches!(concurrent, Err(keel_agent::AgentError::RecoveryRefused(ref why)) if why.contains("a turn is running")),
+        "{concurrent:?}"
+    );
+    f.controller.cancel();
+    assert_eq!(recovering.await.unwrap().unwrap(), TurnOutcome::Cancelled);
+    assert_eq!(
+        f.server.requests().len(),
+        3,
+        "one request for the recovery, none for the refused one"
+    );
+}

@@ -546,3 +546,91 @@ fn native_search_is_refused_for_chat_in_config() {
         run.stderr()
     );
 }
+
+#[test]
+fn sigkill_after_the_record_is_written_keeps_it_pending_and_sends_nothing() {
+    let mock = MockProcess::start("opaque-400-on-replay");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    // The interactive session stays alive after the failed turn; kill it there.
+    let mut child = home
+        .keel(&[])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    use std::io::Write;
+    writeln!(stdin, "look around").unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = sender.send(line);
+        }
+    });
+    let started = Instant::now();
+    let mut offered = false;
+    while started.elapsed() < Duration::from_secs(15) && !offered {
+        if let Ok(line) = receiver.recv_timeout(Duration::from_millis(100)) {
+            offered = line.contains("/recover-context replays the task");
+        }
+    }
+    assert!(offered, "the recovery was offered");
+    child.kill().unwrap(); // SIGKILL with the record written
+    child.wait().unwrap();
+    drop(stdin);
+    let session: Value = serde_json::from_str(&home.run(&["sessions", "--json"]).stdout()).unwrap();
+    let session = session[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(record(&home, &session)["state"], "pending");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        mock.requests().len(),
+        2,
+        "a restart sends nothing by itself"
+    );
+    let run = home.run(&["run", "--session", &session, "/recover-context"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(mock.requests().len(), 3);
+}
+
+#[test]
+fn the_repaired_prefix_stays_projected_after_a_restart_and_new_items_replay_normally() {
+    let scenario = r#"{"steps": [
+        {"tool": "list_dir", "args": {"path": "."}},
+        {"fault": {"status": 400, "body": ""}},
+        {"tool": "read_file", "args": {"path": "config.toml"}},
+        {"say": "done"},
+        {"say": "later answer"}
+    ]}"#;
+    let (home, mock) = setup(scenario);
+    let (_, session) = failing_run(&home);
+    assert_eq!(
+        home.run(&["run", "--session", &session, "/recover-context"])
+            .code(),
+        0
+    );
+    // A new process, a new turn: the old prefix keeps the fault projection, the tool round
+    // that came after the repair is replayed normally.
+    let later = home.run(&["run", "--session", &session, "one more thing"]);
+    assert_eq!(later.code(), 0, "{}", later.stderr());
+    let body = mock.requests().last().unwrap()["body"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        body.contains("`list_dir`: completed"),
+        "the repaired prefix stays projected: {body}"
+    );
+    assert!(
+        !body.contains("\"name\":\"list_dir\",\"arguments\""),
+        "the rejected replay is not sent again"
+    );
+    assert!(
+        body.contains("\"name\":\"read_file\",\"arguments\""),
+        "items after the repair keep their normal replay"
+    );
+}
