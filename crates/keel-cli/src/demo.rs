@@ -8,7 +8,7 @@
 
 use crate::cli::CommonArgs;
 use crate::render::Renderer;
-use crate::run::run_turn;
+use crate::run::{TurnRequest, run_turn, run_turn_with};
 use crate::{Outcome, settings};
 use keel_agent::{AgentSettings, Controller, HeadlessApprover, SessionChoice};
 use keel_llm::{KeelConfig, KeySource, Overrides};
@@ -54,6 +54,7 @@ fn scenario() -> Scenario {
             headers: Default::default(),
         }),
         tools(call("bash", serde_json::json!({"command": "cat greeting.txt"})), "Check the result by printing the file."),
+        Step::Fault(Fault::Http { status: 400, body: String::new(), headers: Default::default() }),
         Step::Say {
             reason: Some("The command output shows the fixed line.".into()),
             text: "Fixed: `Helo` → `Hello` on line 1 of greeting.txt, and `cat` confirms the file now \
@@ -97,21 +98,45 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         holder: "keel demo".into(),
     };
     let store = Store::open(&demo_dir.join("state.db"))?;
-    let controller = Controller::open(
-        store,
-        SessionChoice::New,
-        settings,
-        Arc::new(DemoKey),
-        Arc::new(HeadlessApprover { approve_all: true }),
-    )?;
+    let approver = Arc::new(HeadlessApprover { approve_all: true });
+    let open = |store: Store, choice: SessionChoice, settings: AgentSettings| {
+        Controller::open(store, choice, settings, Arc::new(DemoKey), approver.clone())
+    };
+    let profile = settings.profile.clone();
+    let rebuild = |settings: &AgentSettings| AgentSettings {
+        profile: profile.clone(),
+        model: settings.model.clone(),
+        policy: PermissionPolicy::mode_only(PermissionMode::Auto),
+        max_rounds: settings.max_rounds,
+        workspace: settings.workspace.clone(),
+        extra_dirs: Vec::new(),
+        holder: settings.holder.clone(),
+    };
+    let second_settings = rebuild(&settings);
+    let controller = open(store.clone(), SessionChoice::New, settings)?;
+    let session = controller.session().id.clone();
     let renderer = Renderer::new(common.json);
     renderer.hint(&format!(
         "keel demo — a real session against the built-in fake provider at {} (no key, no network)\n\
-         workspace: {}\nThe provider fails once with HTTP 503 on the way; keel retries within its bounded policy.\n\n> {PROMPT}\n",
+         workspace: {}\nOn the way the provider fails once with HTTP 503 (keel retries within its \
+         bounded policy), then rejects the replay of the tool history with an empty HTTP 400.\n\n> {PROMPT}\n",
         server.base_url(),
         workspace.display()
     ));
-    let outcome = run_turn(controller, Renderer::new(common.json), PROMPT).await?;
+    let quiet = || Renderer::new(common.json).without_session_hints();
+    let mut outcome = run_turn(controller, quiet(), PROMPT).await?;
+    if matches!(outcome, Outcome::TurnFailed) {
+        renderer.hint(
+            "\nkeel stopped instead of guessing, recorded the incident, and offers an explicit \
+             recovery. Running it now, as you would type it:\n> /recover-context\n",
+        );
+        let controller = open(store, SessionChoice::Resume(session), second_settings)?;
+        let request = TurnRequest::Recovery {
+            id: None,
+            guidance: None,
+        };
+        outcome = run_turn_with(controller, quiet(), request).await?;
+    }
     let fixed = std::fs::read_to_string(workspace.join("greeting.txt")).unwrap_or_default();
     renderer.hint(&format!(
         "\ngreeting.txt now starts with: {:?}\n\nTo run keel on your own code with DeepSeek:\n  \

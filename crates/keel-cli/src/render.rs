@@ -33,6 +33,8 @@ pub struct Renderer {
     pending_reasoning: String,
     session_id: Option<String>,
     recovery_offered: bool,
+    /// Whether to print how to continue the session (not for the demo's private session).
+    session_hints: bool,
     /// Shown on a terminal while waiting for the provider's first byte.
     spinner: Option<indicatif::ProgressBar>,
 }
@@ -61,8 +63,19 @@ impl Renderer {
             pending_reasoning: String::new(),
             session_id: None,
             recovery_offered: false,
+            session_hints: true,
             spinner: None,
         }
+    }
+
+    /// For sessions the user cannot reach with `--session` (the demo's).
+    pub fn without_session_hints(mut self) -> Renderer {
+        self.session_hints = false;
+        self
+    }
+
+    pub fn session_hints(&self) -> bool {
+        self.session_hints
     }
 
     pub fn recovery_offered(&self) -> bool {

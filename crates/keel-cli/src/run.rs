@@ -120,7 +120,7 @@ pub async fn run_turn_with(
     match outcome? {
         TurnOutcome::Completed { .. } => Ok(Outcome::Completed),
         TurnOutcome::Failed(_) => {
-            if let Some(session) = session {
+            if let Some(session) = session.filter(|_| renderer.session_hints()) {
                 if renderer.recovery_offered() {
                     // CONTRACT.md: printed in every mode (stderr, so --json stdout stays JSON).
                     eprintln!(

@@ -116,6 +116,9 @@ fn demo_runs_without_key_or_config() {
         "● edit_file greeting.txt",
         "● bash cat greeting.txt",
         "retry 1/5",
+        "without giving a reason",
+        "> /recover-context",
+        "recovering",
         "DEEPSEEK_API_KEY",
     ] {
         assert!(
@@ -123,6 +126,10 @@ fn demo_runs_without_key_or_config() {
             "missing {expected:?} in {stderr}"
         );
     }
+    assert!(
+        !stderr.contains("recovery available: keel run --session"),
+        "the demo's private session is not offered to the user"
+    );
     let fixed = std::fs::read_to_string(home.path().join("demo/workspace/greeting.txt")).unwrap();
     assert!(
         fixed.starts_with("Hello, world!"),
