@@ -634,3 +634,55 @@ fn the_repaired_prefix_stays_projected_after_a_restart_and_new_items_replay_norm
         "items after the repair keep their normal replay"
     );
 }
+
+#[test]
+fn the_same_failing_prefix_never_renews_the_budget_but_a_new_tool_round_can() {
+    let scenario = r#"{"steps": [
+        {"tool": "list_dir", "args": {"path": "."}},
+        {"fault": {"status": 400, "body": ""}},
+        {"fault": {"status": 400, "body": ""}},
+        {"tool": "read_file", "args": {"path": "config.toml"}},
+        {"fault": {"status": 400, "body": ""}}
+    ]}"#;
+    let (home, mock) = setup(scenario);
+    let (_, session) = failing_run(&home);
+    let recovery = home.run(&["run", "--session", &session, "--json", "/recover-context"]);
+    assert_eq!(
+        recovery.code(),
+        1,
+        "the recovery request itself was rejected"
+    );
+    assert!(
+        recovery.events_of("recovery/offered").is_empty(),
+        "no new budget for the same failing prefix"
+    );
+    assert!(!recovery.stderr().contains("recovery available"));
+    let next = home.run(&["run", "--session", &session, "--json", "try once more"]);
+    assert_eq!(next.code(), 1);
+    assert_eq!(
+        next.events_of("recovery/offered").len(),
+        1,
+        "a new tool round forms a new incident"
+    );
+    assert_eq!(mock.requests().len(), 5);
+}
+
+#[test]
+fn a_receipt_change_invalidates_the_offer_without_refund() {
+    let mock = MockProcess::start("opaque-400-on-replay");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let (_, session) = failing_run(&home);
+    let db = rusqlite::Connection::open(home.path().join("state/keel.db")).unwrap();
+    db.execute("UPDATE receipts SET state = 'unknown'", [])
+        .unwrap();
+    drop(db);
+    let run = home.run(&["run", "--session", &session, "/recover-context"]);
+    assert_eq!(run.code(), 2);
+    assert!(
+        run.stderr().contains("tool receipts changed"),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(record(&home, &session)["state"], "expired");
+    assert_eq!(mock.requests().len(), 2, "nothing was sent");
+}
