@@ -172,13 +172,15 @@ impl Repl {
             eprintln!("error: no session is open; /resume one");
             return Ok(false);
         };
+        let mut interrupt =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
         let submit = request.submit(&controller);
         tokio::pin!(submit);
         let mut interrupts = 0;
         let outcome = loop {
             tokio::select! {
                 outcome = &mut submit => break outcome,
-                _ = tokio::signal::ctrl_c() => {
+                _ = interrupt.recv() => {
                     interrupts += 1;
                     if interrupts >= 2 {
                         eprintln!("\nquitting");

@@ -106,8 +106,10 @@ pub async fn run_turn_with(
     });
     controller.announce();
     let canceller = controller.clone();
+    // Registered now, before anything is sent: from here on Ctrl-C cancels, never kills.
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let interrupts = tokio::spawn(async move {
-        while tokio::signal::ctrl_c().await.is_ok() {
+        while interrupt.recv().await.is_some() {
             canceller.cancel();
         }
     });

@@ -7,8 +7,11 @@ use std::io::Write;
 use std::process::Stdio;
 use std::time::Duration;
 
-/// Start `keel` in a terminal, type `inputs` (text, pause after), return the screen.
-fn interactive(home: &Home, inputs: &[(&str, u64)]) -> String {
+/// Start `keel` in a terminal and type each input once the screen shows its marker (or after
+/// the given pause when there is none); return everything the terminal showed.
+fn interactive_until(home: &Home, inputs: &[(&str, Option<&str>, u64)]) -> String {
+    use std::io::Read;
+    use std::sync::{Arc, Mutex};
     let mut child = std::process::Command::new("script")
         .args(["-qec", KEEL, "/dev/null"])
         .current_dir(home.path())
@@ -22,30 +25,57 @@ fn interactive(home: &Home, inputs: &[(&str, u64)]) -> String {
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    std::thread::sleep(Duration::from_millis(400));
-    for (text, pause_ms) in inputs {
+    let mut stdout = child.stdout.take().unwrap();
+    let screen = Arc::new(Mutex::new(String::new()));
+    let writer = screen.clone();
+    let reader = std::thread::spawn(move || {
+        let mut buffer = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buffer) {
+            if n == 0 {
+                break;
+            }
+            writer
+                .lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buffer[..n]));
+        }
+    });
+    let wait_for = |marker: &str| {
+        let started = std::time::Instant::now();
+        while !screen.lock().unwrap().contains(marker)
+            && started.elapsed() < Duration::from_secs(20)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait_for("/help for commands");
+    for (text, marker, pause_ms) in inputs {
         stdin.write_all(text.as_bytes()).unwrap();
         stdin.flush().unwrap();
-        std::thread::sleep(Duration::from_millis(*pause_ms));
+        match marker {
+            Some(marker) => wait_for(marker),
+            None => std::thread::sleep(Duration::from_millis(*pause_ms)),
+        }
     }
     drop(stdin);
-    let output = child.wait_with_output().unwrap();
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    let _ = child.wait();
+    let _ = reader.join();
+    screen.lock().unwrap().clone()
 }
 
 #[test]
 fn a_session_with_slash_commands() {
     let mock = MockProcess::start("basic");
     let home = Home::new(&config_for("chat", &mock.base_url, ""));
-    let screen = interactive(
+    let screen = interactive_until(
         &home,
         &[
-            ("what is the answer?\n", 1500),
-            ("/cost\n", 300),
-            ("/model\n", 300),
-            ("/help\n", 300),
-            ("/sessions\n", 300),
-            ("/quit\n", 500),
+            ("what is the answer?\n", Some("tokens: "), 0),
+            ("/cost\n", None, 300),
+            ("/model\n", Some("model: "), 0),
+            ("/help\n", Some("/resume ID"), 0),
+            ("/sessions\n", None, 400),
+            ("/quit\n", None, 300),
         ],
     );
     assert!(screen.contains("The answer is 42"), "{screen}");
@@ -75,13 +105,13 @@ fn ctrl_c_cancels_the_turn_and_the_session_goes_on() {
         config_for("chat", &mock.base_url, ""),
     )
     .unwrap();
-    let screen = interactive(
+    let screen = interactive_until(
         &home,
         &[
-            ("wait forever\n", 1200),
-            ("\u{3}", 800),
-            ("are you there?\n", 1500),
-            ("/quit\n", 400),
+            ("wait forever\n", Some("waiting"), 0),
+            ("\u{3}", Some("cancelled"), 0),
+            ("are you there?\n", Some("still here"), 0),
+            ("/quit\n", None, 300),
         ],
     );
     assert!(screen.contains("cancelling"), "{screen}");
@@ -100,13 +130,13 @@ fn approvals_are_asked_in_the_terminal() {
         config_for("chat", &mock.base_url, ""),
     )
     .unwrap();
-    let screen = interactive(
+    let screen = interactive_until(
         &home,
         &[
-            ("write two files\n", 1000),
-            ("y\n", 800),
-            ("n\n", 1200),
-            ("/quit\n", 400),
+            ("write two files\n", Some("allow write_file `a.txt`?"), 0),
+            ("y\n", Some("allow write_file `b.txt`?"), 0),
+            ("n\n", Some("tokens: "), 0),
+            ("/quit\n", None, 300),
         ],
     );
     assert!(screen.contains("allow write_file `a.txt`?"), "{screen}");
@@ -176,13 +206,13 @@ fn a_corrupt_state_database_is_refused_and_kept() {
 fn recover_context_in_the_interactive_session() {
     let mock = MockProcess::start("opaque-400-on-replay");
     let home = Home::new(&config_for("chat", &mock.base_url, ""));
-    let screen = interactive(
+    let screen = interactive_until(
         &home,
         &[
-            ("look around\n", 1500),
-            ("/recover-context\n", 1500),
-            ("/recover-context\n", 500),
-            ("/quit\n", 400),
+            ("look around\n", Some("/recover-context replays"), 0),
+            ("/recover-context\n", Some("tokens: "), 0),
+            ("/recover-context\n", Some("no recovery is pending"), 0),
+            ("/quit\n", None, 300),
         ],
     );
     assert!(screen.contains("without giving a reason"), "{screen}");

@@ -198,6 +198,7 @@ mod tests {
             "   ",
             "\n\t ",
             "{\"model\":\"x\"}",
+            "\n{\"model\":\"x\"}",
             "  {\"model\": \"deepseek-v4\"}\n",
         ] {
             assert!(
