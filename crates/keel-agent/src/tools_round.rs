@@ -15,7 +15,7 @@ use crate::turn::cancelled;
 use crate::{AgentError, SessionState, Shared};
 use crate::{Approval, ApprovalRequest};
 use futures_util::future::join_all;
-use keel_tools::{Decision, ToolOutput, ValidCall};
+use keel_tools::{Decision, Reach, ToolOutput, ValidCall};
 use keel_types::{EventBody, Item, ReceiptState, ToolCall, ToolReceipt, ToolResult};
 use std::sync::atomic::Ordering;
 use tokio::sync::watch;
@@ -158,11 +158,15 @@ pub async fn run_tools(
 }
 
 fn decide(shared: &Shared, valid: &ValidCall) -> Decision {
-    shared.settings.policy.decide(
-        valid.tool.name(),
-        &valid.subject(),
-        valid.is_sensitive(&shared.tool_context),
-    )
+    let reach = if valid.is_sensitive(&shared.tool_context) {
+        Reach::Sensitive
+    } else {
+        Reach::ReadsWorkspace
+    };
+    shared
+        .settings
+        .policy
+        .decide(valid.tool.name(), &valid.subject(), reach)
 }
 
 /// Validate, then ask the policy (and the person, if it says so).

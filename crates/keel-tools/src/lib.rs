@@ -16,7 +16,7 @@ mod search;
 mod specs;
 
 pub use guard::{GuardError, WorkspaceGuard};
-pub use permission::{Decision, PermissionPolicy};
+pub use permission::{Decision, PermissionPolicy, Reach};
 pub use specs::BuiltinTool;
 
 use keel_types::ToolSpec;

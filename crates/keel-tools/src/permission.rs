@@ -10,6 +10,15 @@
 use globset::{Glob, GlobMatcher};
 use keel_types::PermissionMode;
 
+/// Whether a call can change anything (or reach outside the workspace).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// Reads the workspace only.
+    ReadsWorkspace,
+    /// Writes, runs commands, or reads outside the workspace.
+    Sensitive,
+}
+
 /// What the policy says about one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
@@ -97,8 +106,9 @@ impl PermissionPolicy {
         }
     }
 
-    /// Decide for `tool` acting on `subject`; `changes_things` is true for writes and commands.
-    pub fn decide(&self, tool: &str, subject: &str, changes_things: bool) -> Decision {
+    /// Decide for `tool` acting on `subject`.
+    pub fn decide(&self, tool: &str, subject: &str, reach: Reach) -> Decision {
+        let changes_things = reach == Reach::Sensitive;
         if let Some(rule) = self.deny.iter().find(|rule| rule.matches(tool, subject)) {
             return Decision::Deny(format!("denied by the rule `{}`", rule.text));
         }
@@ -140,24 +150,39 @@ mod tests {
     fn deny_wins_over_allow_and_mode() {
         let p = policy(PermissionMode::Auto, &["bash"], &[], &["bash(rm *)"]);
         assert!(
-            matches!(p.decide("bash", "rm -rf /", true), Decision::Deny(reason) if reason.contains("bash(rm *)"))
+            matches!(p.decide("bash", "rm -rf /", Reach::Sensitive), Decision::Deny(reason) if reason.contains("bash(rm *)"))
         );
-        assert_eq!(p.decide("bash", "ls", true), Decision::Allow);
+        assert_eq!(p.decide("bash", "ls", Reach::Sensitive), Decision::Allow);
     }
 
     #[test]
     fn modes_decide_writes_and_reads_are_free() {
         let ask = policy(PermissionMode::Ask, &[], &[], &[]);
-        assert_eq!(ask.decide("write_file", "a.txt", true), Decision::Ask);
-        assert_eq!(ask.decide("read_file", "a.txt", false), Decision::Allow);
+        assert_eq!(
+            ask.decide("write_file", "a.txt", Reach::Sensitive),
+            Decision::Ask
+        );
+        assert_eq!(
+            ask.decide("read_file", "a.txt", Reach::ReadsWorkspace),
+            Decision::Allow
+        );
         let auto = policy(PermissionMode::Auto, &[], &[], &[]);
-        assert_eq!(auto.decide("bash", "cargo test", true), Decision::Allow);
+        assert_eq!(
+            auto.decide("bash", "cargo test", Reach::Sensitive),
+            Decision::Allow
+        );
         let read_only = policy(PermissionMode::ReadOnly, &["bash"], &[], &[]);
         assert!(
-            matches!(read_only.decide("bash", "ls", true), Decision::Deny(_)),
+            matches!(
+                read_only.decide("bash", "ls", Reach::Sensitive),
+                Decision::Deny(_)
+            ),
             "read-only beats allow"
         );
-        assert_eq!(read_only.decide("grep", "x", false), Decision::Allow);
+        assert_eq!(
+            read_only.decide("grep", "x", Reach::ReadsWorkspace),
+            Decision::Allow
+        );
     }
 
     #[test]
@@ -168,9 +193,15 @@ mod tests {
             &["read_file(secrets/*)"],
             &[],
         );
-        assert_eq!(p.decide("bash", "cargo test --all", true), Decision::Allow);
-        assert_eq!(p.decide("bash", "make", true), Decision::Ask);
-        assert_eq!(p.decide("read_file", "secrets/key", false), Decision::Ask);
+        assert_eq!(
+            p.decide("bash", "cargo test --all", Reach::Sensitive),
+            Decision::Allow
+        );
+        assert_eq!(p.decide("bash", "make", Reach::Sensitive), Decision::Ask);
+        assert_eq!(
+            p.decide("read_file", "secrets/key", Reach::ReadsWorkspace),
+            Decision::Ask
+        );
     }
 
     #[test]

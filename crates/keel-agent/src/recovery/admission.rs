@@ -278,16 +278,23 @@ fn admit(
     Ok((record, receipts))
 }
 
+/// Whether consuming a record puts the fault projection in force.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Projection {
+    Repaired,
+    Unchanged,
+}
+
 /// Persist `consumed` (spent in memory first); an error means nothing may be sent.
 fn consume(
     shared: &Shared,
     state: &mut SessionState,
     mut record: RecoveryRecord,
-    projected: bool,
+    projection: Projection,
 ) -> Result<(), AgentError> {
     state.spent.insert(record.id.clone());
     record.state = RecordState::Consumed;
-    record.projected = projected;
+    record.projected = projection == Projection::Repaired;
     let raw = record::encode(&record).map_err(keel_store::StoreError::from)?;
     if let Err(error) = shared
         .store
@@ -337,7 +344,7 @@ pub(crate) async fn submit_recovery(
     };
     project(&settings.profile, &request)
         .map_err(|error| refuse(format!("cannot prepare the recovery request: {error}")))?;
-    consume(shared, &mut state, record, true)?;
+    consume(shared, &mut state, record, Projection::Repaired)?;
     state.repair = Some(boundary);
     run_recovery_turn(shared, state, prompt, InputKind::ProtocolRecovery).await
 }
@@ -359,7 +366,7 @@ pub(crate) async fn submit_readiness(
             .as_deref()
             .unwrap_or("the last turn was not ready"),
     );
-    consume(shared, &mut state, record, false)?;
+    consume(shared, &mut state, record, Projection::Unchanged)?;
     run_recovery_turn(shared, state, prompt, InputKind::FinalReadinessRecovery).await
 }
 
