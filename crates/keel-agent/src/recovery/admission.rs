@@ -104,17 +104,13 @@ pub(crate) fn record_incident(
         return Ok(None);
     }
     let receipts = shared.store.receipts(&shared.session.id)?;
-    let settings = &shared.settings;
-    let specs = shared.registry.specs();
-    let system = crate::prompt::system_prompt(&settings.workspace);
-    let request = ProjectionInput {
-        model: &settings.model,
-        system: &system,
-        tools: &specs,
-        history: &state.history,
+    // The failed request's message count, projected exactly as it was sent.
+    let sent = match state.repair {
+        Some(boundary) => apply_repair(&state.history, boundary, &receipts),
+        None => state.history.clone(),
     };
-    let prefix = project(&settings.profile, &request)
-        .map(|r| r.message_count as u64)
+    let prefix = prepare_request(shared, &sent)
+        .map(|request| request.message_count as u64)
         .unwrap_or(state.history.len() as u64);
     let record = RecoveryRecord {
         version: RECORD_VERSION,
@@ -314,17 +310,39 @@ fn consume(
     Ok(())
 }
 
+/// The session state, if no turn is running.
+fn lock_idle(shared: &Shared) -> Result<MutexGuard<'_, SessionState>, AgentError> {
+    shared
+        .state
+        .try_lock()
+        .map_err(|_| refuse("a turn is running in this session; wait for it to end or cancel it"))
+}
+
+/// The request keel would send for `history` (system prompt and tools included).
+fn prepare_request(
+    shared: &Shared,
+    history: &[Item],
+) -> Result<keel_llm::ProjectedRequest, AgentError> {
+    let settings = &shared.settings;
+    let specs = shared.registry.specs();
+    let system = crate::prompt::system_prompt(&settings.workspace);
+    let request = ProjectionInput {
+        model: &settings.model,
+        system: &system,
+        tools: &specs,
+        history,
+    };
+    project(&settings.profile, &request)
+        .map_err(|error| refuse(format!("cannot prepare the request: {error}")))
+}
+
 /// `/recover-context [id] [guidance]`: admit, prepare, consume, then run the recovery turn.
 pub(crate) async fn submit_recovery(
     shared: &Shared,
     id: Option<&str>,
     guidance: Option<&str>,
 ) -> Result<TurnOutcome, AgentError> {
-    let Ok(mut state) = shared.state.try_lock() else {
-        return Err(refuse(
-            "a turn is running in this session; wait for it to end or cancel it",
-        ));
-    };
+    let mut state = lock_idle(shared)?;
     let (record, receipts) = admit(shared, &state, id, Action::ProtocolRecovery)?;
     // Prepare the request before anything is persisted.
     let boundary = state.history.len();
@@ -333,17 +351,7 @@ pub(crate) async fn submit_recovery(
     prepared.push(Item::User {
         text: prompt.clone(),
     });
-    let settings = &shared.settings;
-    let specs = shared.registry.specs();
-    let system = crate::prompt::system_prompt(&settings.workspace);
-    let request = ProjectionInput {
-        model: &settings.model,
-        system: &system,
-        tools: &specs,
-        history: &prepared,
-    };
-    project(&settings.profile, &request)
-        .map_err(|error| refuse(format!("cannot prepare the recovery request: {error}")))?;
+    prepare_request(shared, &prepared)?;
     consume(shared, &mut state, record, Projection::Repaired)?;
     state.repair = Some(boundary);
     run_recovery_turn(shared, state, prompt, InputKind::ProtocolRecovery).await
@@ -354,11 +362,7 @@ pub(crate) async fn submit_readiness(
     shared: &Shared,
     id: Option<&str>,
 ) -> Result<TurnOutcome, AgentError> {
-    let Ok(mut state) = shared.state.try_lock() else {
-        return Err(refuse(
-            "a turn is running in this session; wait for it to end or cancel it",
-        ));
-    };
+    let mut state = lock_idle(shared)?;
     let (record, _) = admit(shared, &state, id, Action::FinalReadiness)?;
     let prompt = continue_prompt(
         record
