@@ -338,3 +338,28 @@ fn a_second_process_on_the_same_session_gets_a_clear_error() {
         second.stderr()
     );
 }
+
+#[test]
+fn tool_loops_are_prefix_stable_on_anthropic_and_responses_too() {
+    for protocol in ["anthropic", "responses"] {
+        let mock = MockProcess::start("tool-loop-5");
+        let home = Home::new(&config_for(protocol, &mock.base_url, ""));
+        let run = home.run(&["run", "--yes", "--json", "run the loop"]);
+        assert_eq!(run.code(), 0, "{protocol}: {}", run.stderr());
+        let log = std::fs::read_to_string(home.path().join("loop.log")).unwrap();
+        assert_eq!(log.lines().count(), 5, "{protocol}");
+        let requests = mock.requests();
+        assert_eq!(requests.len(), 6, "{protocol}");
+        assert_prefix_stable(&requests);
+        let last = requests[5]["body"].as_str().unwrap();
+        let replayed = if protocol == "anthropic" {
+            "\"signature\":\"mock-signature-1\""
+        } else {
+            "\"encrypted_content\":\"mock-encrypted-1\""
+        };
+        assert!(
+            last.contains(replayed),
+            "{protocol}: reasoning replay data goes back unmodified"
+        );
+    }
+}
