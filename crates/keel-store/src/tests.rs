@@ -1,3 +1,5 @@
+//! Store tests on a real SQLite file: append-only history, receipts, leases, damaged files.
+
 use super::*;
 use keel_types::{
     AssistantItem, AssistantPart, Event, EventBody, InputKind, Item, ReceiptState, ToolCall,

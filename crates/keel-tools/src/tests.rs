@@ -1,3 +1,5 @@
+//! Tool tests in a temporary workspace: validation, bounded reads, edits, search, bash.
+
 use super::*;
 use std::time::{Duration, Instant};
 

@@ -1,3 +1,5 @@
+//! Tests of the recovery command parser, fingerprints and the fault projection.
+
 use super::*;
 use keel_types::{AssistantItem, AssistantPart, ToolCall, ToolResult};
 

@@ -1,3 +1,6 @@
+//! Assembly tests: llama-server captures, DeepSeek/Anthropic/Responses streams, faults, and
+//! splits at every byte boundary.
+
 use super::sse::assemble_chunks;
 use super::*;
 use keel_types::{ReplayData, ToolCall};

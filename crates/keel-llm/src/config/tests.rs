@@ -1,3 +1,5 @@
+//! Configuration tests: precedence, presets, and errors that name file, line and key.
+
 use super::*;
 
 fn config(text: &str) -> Result<KeelConfig, ConfigError> {

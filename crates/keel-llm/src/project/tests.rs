@@ -1,3 +1,5 @@
+//! Projection tests: request layout snapshots per protocol and prefix stability.
+
 use super::*;
 use crate::profile::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT};
 use crate::retry::RetryPolicy;
