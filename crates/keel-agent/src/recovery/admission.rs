@@ -60,11 +60,7 @@ pub(crate) fn expire_pending(shared: &Shared, turn: u64) -> Result<(), AgentErro
             && record.state == RecordState::Pending
         {
             record.state = RecordState::Expired;
-            shared.store.put_recovery_record(
-                &shared.session.id,
-                &record.id,
-                &record::encode(&record).map_err(keel_store::StoreError::from)?,
-            )?;
+            save(shared, &record)?;
             shared.emit(
                 Some(turn),
                 EventBody::RecoveryExpired {
@@ -112,27 +108,8 @@ pub(crate) fn record_incident(
     let prefix = prepare_request(shared, &sent)
         .map(|request| request.message_count as u64)
         .unwrap_or(state.history.len() as u64);
-    let record = RecoveryRecord {
-        version: RECORD_VERSION,
-        id: super::new_record_id(),
-        state: RecordState::Pending,
-        scope: current_scope(shared),
-        fingerprint: fingerprint(&state.history),
-        prefix: prefix.max(1),
-        count: 1,
-        anchor: anchor(&state.history),
-        run: turn,
-        evidence: evidence(&receipts),
-        projected: false,
-        action: None,
-        reason: None,
-        unknown: Default::default(),
-    };
-    let raw = record::encode(&record).map_err(keel_store::StoreError::from)?;
-    shared
-        .store
-        .put_recovery_record(&shared.session.id, &record.id, &raw)?;
-    Ok(Some(record.id))
+    let record = pending_record(shared, state, turn, &receipts, prefix, None);
+    store_new(shared, record)
 }
 
 fn refuse(message: impl Into<String>) -> AgentError {
@@ -256,10 +233,7 @@ fn admit(
     let receipts = shared.store.receipts(&session)?;
     if evidence(&receipts) != record.evidence {
         record.state = RecordState::Expired;
-        let raw = record::encode(&record).map_err(keel_store::StoreError::from)?;
-        shared
-            .store
-            .put_recovery_record(&session, &record.id, &raw)?;
+        save(shared, &record)?;
         shared.emit(
             None,
             EventBody::RecoveryExpired {
@@ -291,11 +265,7 @@ fn consume(
     state.spent.insert(record.id.clone());
     record.state = RecordState::Consumed;
     record.projected = projection == Projection::Repaired;
-    let raw = record::encode(&record).map_err(keel_store::StoreError::from)?;
-    if let Err(error) = shared
-        .store
-        .put_recovery_record(&shared.session.id, &record.id, &raw)
-    {
+    if let Err(error) = save(shared, &record) {
         return Err(refuse(format!(
             "could not record `{}` as consumed ({error}); nothing was sent",
             record.id
@@ -382,27 +352,49 @@ pub(crate) fn record_readiness(
     reason: &str,
 ) -> Result<Option<String>, AgentError> {
     let receipts = shared.store.receipts(&shared.session.id)?;
-    let record = RecoveryRecord {
+    let prefix = state.history.len() as u64;
+    let record = pending_record(shared, state, turn, &receipts, prefix, Some(reason));
+    store_new(shared, record)
+}
+
+/// A new pending record for the current history; `readiness` carries the not-ready reason.
+fn pending_record(
+    shared: &Shared,
+    state: &SessionState,
+    turn: u64,
+    receipts: &[keel_types::ToolReceipt],
+    prefix: u64,
+    readiness: Option<&str>,
+) -> RecoveryRecord {
+    RecoveryRecord {
         version: RECORD_VERSION,
         id: super::new_record_id(),
         state: RecordState::Pending,
         scope: current_scope(shared),
         fingerprint: fingerprint(&state.history),
-        prefix: state.history.len().max(1) as u64,
+        prefix: prefix.max(1),
         count: 1,
         anchor: anchor(&state.history),
         run: turn,
-        evidence: evidence(&receipts),
+        evidence: evidence(receipts),
         projected: false,
-        action: Some(READINESS_ACTION.to_string()),
-        reason: Some(reason.to_string()),
+        action: readiness.map(|_| READINESS_ACTION.to_string()),
+        reason: readiness.map(str::to_string),
         unknown: Default::default(),
-    };
-    let raw = record::encode(&record).map_err(keel_store::StoreError::from)?;
-    shared
-        .store
-        .put_recovery_record(&shared.session.id, &record.id, &raw)?;
+    }
+}
+
+fn store_new(shared: &Shared, record: RecoveryRecord) -> Result<Option<String>, AgentError> {
+    save(shared, &record)?;
     Ok(Some(record.id))
+}
+
+/// Write a record (insert or replace) under its id.
+fn save(shared: &Shared, record: &RecoveryRecord) -> Result<(), AgentError> {
+    let raw = record::encode(record).map_err(keel_store::StoreError::from)?;
+    Ok(shared
+        .store
+        .put_recovery_record(&shared.session.id, &record.id, &raw)?)
 }
 
 async fn run_recovery_turn(
