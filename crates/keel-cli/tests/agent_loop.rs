@@ -4,7 +4,6 @@
 mod common;
 use common::*;
 use serde_json::Value;
-use std::io::BufRead;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -231,44 +230,7 @@ fn killed_mid_tool_the_receipt_becomes_unknown_and_nothing_reruns() {
         config_for("chat", &mock.base_url, ""),
     )
     .unwrap();
-    let mut child = home
-        .keel(&["run", "--yes", "--json", "run it"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = sender.send(line);
-        }
-    });
-    let started = Instant::now();
-    let mut session = None;
-    while started.elapsed() < Duration::from_secs(15) {
-        let Ok(line) = receiver.recv_timeout(Duration::from_millis(100)) else {
-            continue;
-        };
-        let event: Value = serde_json::from_str(&line).unwrap();
-        session.get_or_insert_with(|| event["session_id"].as_str().unwrap().to_string());
-        if event["type"] == "tool/call" {
-            break;
-        }
-    }
-    let session = session.expect("a session started");
-    while !home.path().join("effects.log").exists() && started.elapsed() < Duration::from_secs(15) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    child.kill().unwrap(); // SIGKILL while the tool runs
-    child.wait().unwrap();
-    let _ = std::process::Command::new("pkill")
-        .args(["-f", &marker])
-        .status();
+    let session = kill_during_tool(&home, &marker);
 
     let shown = home.run(&["session", "show", &session]);
     assert!(shown.stdout().contains("started"), "{}", shown.stdout());

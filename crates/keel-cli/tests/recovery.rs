@@ -340,26 +340,7 @@ fn a_tool_killed_mid_run_is_unknown_in_the_recovery_request_and_not_rerun() {
         {"say": "Checked: the command's outcome is unknown, so I did not repeat it."}
     ]});
     let (home, mock) = setup(&scenario.to_string());
-    let mut child = home
-        .keel(&["run", "--yes", "--json", "run it"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = std::io::BufReader::new(stdout).lines();
-    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
-    let session = first["session_id"].as_str().unwrap().to_string();
-    let started = Instant::now();
-    while !home.path().join("effects.log").exists() && started.elapsed() < Duration::from_secs(15) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let _ = std::process::Command::new("pkill")
-        .args(["-f", &marker])
-        .status();
+    let session = kill_during_tool(&home, &marker);
 
     let resumed = home.run(&["run", "--session", &session, "--yes", "--json", "go on"]);
     assert_eq!(resumed.code(), 1, "{}", resumed.stderr());

@@ -169,3 +169,28 @@ pub fn provider_for(protocol: &str) -> &'static str {
 }
 
 pub const PROTOCOLS: [&str; 3] = ["chat", "anthropic", "responses"];
+
+/// Start `keel run --yes --json "run it"`, wait until its bash tool has written `effects.log`,
+/// SIGKILL keel while the tool still runs, and clean up the orphaned command (whose command
+/// line contains `marker`). Returns the session id.
+pub fn kill_during_tool(home: &Home, marker: &str) -> String {
+    let mut child = home
+        .keel(&["run", "--yes", "--json", "run it"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let session = first["session_id"].as_str().unwrap().to_string();
+    let started = Instant::now();
+    while !home.path().join("effects.log").exists() && started.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = Command::new("pkill").args(["-f", marker]).status();
+    session
+}
