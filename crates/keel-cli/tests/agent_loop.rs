@@ -110,7 +110,6 @@ fn tool_calls_with_finish_reason_stop_still_run() {
 
 #[test]
 fn a_500_in_the_loop_is_retried_and_no_tool_runs_twice() {
-    let home = Home::new("");
     let scenario = r#"{"steps": [
         {"tool": "bash", "args": {"command": "echo one >> effects.log"}},
         {"fault": {"status": 500, "body": "{\"error\":{\"message\":\"boom\"}}"}},
@@ -118,12 +117,7 @@ fn a_500_in_the_loop_is_retried_and_no_tool_runs_twice() {
         {"fault": "drop_after_content"},
         {"say": "done"}
     ]}"#;
-    let mock = MockProcess::with_steps(&home.path(), scenario);
-    std::fs::write(
-        home.path().join("config.toml"),
-        config_for("chat", &mock.base_url, ""),
-    )
-    .unwrap();
+    let (home, mock) = scripted("chat", scenario, "");
     let run = home.run(&["run", "--yes", "go"]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     assert_eq!(
@@ -136,14 +130,8 @@ fn a_500_in_the_loop_is_retried_and_no_tool_runs_twice() {
 
 #[test]
 fn headless_ask_mode_fails_closed() {
-    let home = Home::new("");
     let scenario = r#"{"steps": [{"tool": "write_file", "args": {"path": "new.txt", "content": "x"}}, {"say": "ok"}]}"#;
-    let mock = MockProcess::with_steps(&home.path(), scenario);
-    std::fs::write(
-        home.path().join("config.toml"),
-        config_for("chat", &mock.base_url, ""),
-    )
-    .unwrap();
+    let (home, mock) = scripted("chat", scenario, "");
     let run = home.run(&["run", "--json", "write"]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     assert!(!home.path().join("new.txt").exists());
@@ -185,14 +173,8 @@ fn writes_outside_the_workspace_are_refused_even_with_yes() {
 
 #[test]
 fn sessions_are_listed_and_continued() {
-    let home = Home::new("");
     let scenario = r#"{"steps": [{"say": "first answer"}, {"say": "second answer"}]}"#;
-    let mock = MockProcess::with_steps(&home.path(), scenario);
-    std::fs::write(
-        home.path().join("config.toml"),
-        config_for("chat", &mock.base_url, ""),
-    )
-    .unwrap();
+    let (home, mock) = scripted("chat", scenario, "");
     assert_eq!(home.run(&["run", "first question"]).code(), 0);
     let run = home.run(&["run", "-c", "--json", "second question"]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
@@ -218,18 +200,12 @@ fn sessions_are_listed_and_continued() {
 
 #[test]
 fn killed_mid_tool_the_receipt_becomes_unknown_and_nothing_reruns() {
-    let home = Home::new("");
     let marker = format!("keel-crash-{}", std::process::id());
     let scenario = serde_json::json!({"steps": [
         {"tool": "bash", "args": {"command": format!("echo started >> effects.log; sleep 30 # {marker}")}},
         {"say": "I will not repeat the command; its outcome is unknown."}
     ]});
-    let mock = MockProcess::with_steps(&home.path(), &scenario.to_string());
-    std::fs::write(
-        home.path().join("config.toml"),
-        config_for("chat", &mock.base_url, ""),
-    )
-    .unwrap();
+    let (home, mock) = scripted("chat", &scenario.to_string(), "");
     let session = kill_during_tool(&home, &marker);
 
     let shown = home.run(&["session", "show", &session]);
@@ -267,14 +243,8 @@ fn killed_mid_tool_the_receipt_becomes_unknown_and_nothing_reruns() {
 
 #[test]
 fn a_second_process_on_the_same_session_gets_a_clear_error() {
-    let home = Home::new("");
     let scenario = r#"{"steps": [{"say": "one"}, {"fault": "stall", "seconds": 20}]}"#;
-    let mock = MockProcess::with_steps(&home.path(), scenario);
-    std::fs::write(
-        home.path().join("config.toml"),
-        config_for("chat", &mock.base_url, ""),
-    )
-    .unwrap();
+    let (home, mock) = scripted("chat", scenario, "");
     let first = home.run(&["run", "--json", "hi"]);
     let session = first.events()[0]["session_id"]
         .as_str()

@@ -68,20 +68,10 @@ fn project_keel_toml_overrides_home_and_errors_name_it() {
 #[test]
 fn missing_key_exits_2_and_names_the_variable() {
     let home = Home::new("");
-    let output = home
-        .keel(&["run", "hi"])
-        .env_remove("DEEPSEEK_API_KEY")
-        .output()
-        .unwrap();
-    let run = Run::from(output);
+    let run = home.run_without(&["run", "hi"], "DEEPSEEK_API_KEY");
     assert_clean_failure(&run, 2, &["DEEPSEEK_API_KEY"]);
     let home = Home::new("model = \"kimi/kimi-k2\"\n");
-    let output = home
-        .keel(&["run", "hi"])
-        .env_remove("MOONSHOT_API_KEY")
-        .output()
-        .unwrap();
-    let run = Run::from(output);
+    let run = home.run_without(&["run", "hi"], "MOONSHOT_API_KEY");
     assert_clean_failure(&run, 2, &["MOONSHOT_API_KEY"]);
 }
 
@@ -124,14 +114,8 @@ fn bad_scenario_file_names_the_step() {
 #[test]
 fn a_provider_that_answers_html_is_a_clear_failure() {
     for protocol in PROTOCOLS {
-        let home = Home::new("");
         let scenario = serde_json::json!({"steps": [{"fault": {"status": 200, "body": "<!DOCTYPE html><html><body>Welcome</body></html>", "headers": {"content-type": "text/html"}}}]});
-        let mock = MockProcess::with_steps(&home.path(), &scenario.to_string());
-        std::fs::write(
-            home.path().join("config.toml"),
-            config_for(protocol, &mock.base_url, ""),
-        )
-        .unwrap();
+        let (home, mock) = scripted(protocol, &scenario.to_string(), "");
         let run = home.run(&["run", "hi"]);
         assert_clean_failure(&run, 1, &["HTML page", "base_url"]);
         assert!(!run.stderr().contains("Welcome"), "the body is never shown");
@@ -170,14 +154,8 @@ fn a_stream_that_never_ends_hits_the_idle_timeout() {
 #[test]
 fn an_unknown_finish_reason_is_a_clear_failure() {
     for protocol in ["chat", "anthropic"] {
-        let home = Home::new("");
         let scenario = r#"{"steps": [{"say": "text", "finish_reason": "cosmic_ray"}]}"#;
-        let mock = MockProcess::with_steps(&home.path(), scenario);
-        std::fs::write(
-            home.path().join("config.toml"),
-            config_for(protocol, &mock.base_url, ""),
-        )
-        .unwrap();
+        let (home, _mock) = scripted(protocol, scenario, "");
         let run = home.run(&["run", "hi"]);
         assert_clean_failure(&run, 1, &["unrecognised finish reason `cosmic_ray`"]);
     }
@@ -198,15 +176,9 @@ fn an_unreachable_provider_is_a_transport_failure() {
 #[test]
 fn a_server_that_ignores_stream_is_read_as_json() {
     for protocol in PROTOCOLS {
-        let home = Home::new("");
         let scenario =
             r#"{"ignore_stream": true, "steps": [{"say": "Plain JSON answer.", "reason": "r"}]}"#;
-        let mock = MockProcess::with_steps(&home.path(), scenario);
-        std::fs::write(
-            home.path().join("config.toml"),
-            config_for(protocol, &mock.base_url, ""),
-        )
-        .unwrap();
+        let (home, _mock) = scripted(protocol, scenario, "");
         let run = home.run(&["run", "hi"]);
         assert_eq!(run.code(), 0, "{protocol}: {}", run.stderr());
         assert_eq!(run.stdout(), "Plain JSON answer.\n", "{protocol}");

@@ -95,16 +95,11 @@ fn a_session_with_slash_commands() {
 
 #[test]
 fn ctrl_c_cancels_the_turn_and_the_session_goes_on() {
-    let home = Home::new("");
-    let mock = MockProcess::with_steps(
-        &home.path(),
+    let (home, mock) = scripted(
+        "chat",
         r#"{"steps": [{"fault": "stall", "seconds": 30}, {"say": "still here"}]}"#,
+        "",
     );
-    std::fs::write(
-        home.path().join("config.toml"),
-        config_for("chat", &mock.base_url, ""),
-    )
-    .unwrap();
     let screen = interactive_until(
         &home,
         &[
@@ -122,14 +117,8 @@ fn ctrl_c_cancels_the_turn_and_the_session_goes_on() {
 
 #[test]
 fn approvals_are_asked_in_the_terminal() {
-    let home = Home::new("");
     let scenario = r#"{"steps": [{"tool": "write_file", "args": {"path": "a.txt", "content": "yes"}}, {"tool": "write_file", "args": {"path": "b.txt", "content": "no"}}, {"say": "done"}]}"#;
-    let mock = MockProcess::with_steps(&home.path(), scenario);
-    std::fs::write(
-        home.path().join("config.toml"),
-        config_for("chat", &mock.base_url, ""),
-    )
-    .unwrap();
+    let (home, _mock) = scripted("chat", scenario, "");
     let screen = interactive_until(
         &home,
         &[

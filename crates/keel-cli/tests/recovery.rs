@@ -11,15 +11,7 @@ use std::time::{Duration, Instant};
 const PROMPT: &str = "Continue the interrupted task from valid history. Preserve completed tool results. Do not repeat completed actions or actions with unknown outcomes; inspect unknown effects with permitted read-only tools first.";
 
 fn setup(scenario: &str) -> (Home, MockProcess) {
-    let home = Home::new("");
-    let scenario_dir = tempfile::tempdir().unwrap();
-    let mock = MockProcess::with_steps(scenario_dir.path(), scenario);
-    std::fs::write(
-        home.path().join("config.toml"),
-        config_for("chat", &mock.base_url, ""),
-    )
-    .unwrap();
-    (home, mock)
+    scripted("chat", scenario, "")
 }
 
 fn record(home: &Home, session: &str) -> Value {
@@ -442,17 +434,7 @@ fn search_setup(protocol: &str, sources: &[&str]) -> (Home, MockProcess) {
         {"search": "rust sse parsing", "sources": sources, "say": "Here is what I found."},
         {"say": "Second answer."}
     ]});
-    let home = Home::new("");
-    let dir = tempfile::tempdir().unwrap();
-    let mock = MockProcess::with_steps(dir.path(), &scenario.to_string());
-    let provider = provider_for(protocol);
-    let config = format!(
-        "{}\n",
-        config_for(protocol, &mock.base_url, "web_search = true")
-    );
-    let _ = provider;
-    std::fs::write(home.path().join("config.toml"), config).unwrap();
-    (home, mock)
+    scripted(protocol, &scenario.to_string(), "web_search = true")
 }
 
 #[test]

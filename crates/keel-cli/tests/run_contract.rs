@@ -102,12 +102,7 @@ fn version_and_help() {
 #[test]
 fn demo_runs_without_key_or_config() {
     let home = Home::new("this is not toml [");
-    let output = home
-        .keel(&["demo"])
-        .env_remove("DEEPSEEK_API_KEY")
-        .output()
-        .unwrap();
-    let run = Run::from(output);
+    let run = home.run_without(&["demo"], "DEEPSEEK_API_KEY");
     assert_eq!(run.code(), 0, "{}", run.stderr());
     assert!(run.stdout().contains("Fixed"), "{}", run.stdout());
     let stderr = run.stderr();

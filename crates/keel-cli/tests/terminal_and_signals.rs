@@ -77,16 +77,11 @@ fn a_dropped_attempt_is_erased_on_a_terminal() {
 
 #[test]
 fn ctrl_c_cancels_the_turn_with_exit_130() {
-    let home = Home::new("");
-    let mock = MockProcess::with_steps(
-        &home.path(),
+    let (home, mock) = scripted(
+        "chat",
         r#"{"steps": [{"fault": "stall", "seconds": 60}]}"#,
+        "",
     );
-    std::fs::write(
-        home.path().join("config.toml"),
-        config_for("chat", &mock.base_url, ""),
-    )
-    .unwrap();
     let started = Instant::now();
     let child = home
         .keel(&["run", "--json", "hi"])

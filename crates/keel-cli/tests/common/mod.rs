@@ -100,6 +100,11 @@ impl Home {
         command
     }
 
+    /// `run` with one environment variable removed.
+    pub fn run_without(&self, args: &[&str], variable: &str) -> Run {
+        Run::from(self.keel(args).env_remove(variable).output().unwrap())
+    }
+
     pub fn run(&self, args: &[&str]) -> Run {
         let started = Instant::now();
         let output = self.keel(args).output().unwrap();
@@ -166,6 +171,20 @@ pub fn provider_for(protocol: &str) -> &'static str {
         "responses" => "deepseek-responses",
         other => panic!("unknown protocol {other}"),
     }
+}
+
+/// A private home whose config points `protocol`'s preset at a mock serving `scenario` (JSON),
+/// with `extra` lines added to the provider table.
+pub fn scripted(protocol: &str, scenario: &str, extra: &str) -> (Home, MockProcess) {
+    let home = Home::new("");
+    let scenario_dir = tempfile::tempdir().unwrap();
+    let mock = MockProcess::with_steps(scenario_dir.path(), scenario);
+    std::fs::write(
+        home.path().join("config.toml"),
+        config_for(protocol, &mock.base_url, extra),
+    )
+    .unwrap();
+    (home, mock)
 }
 
 pub const PROTOCOLS: [&str; 3] = ["chat", "anthropic", "responses"];
