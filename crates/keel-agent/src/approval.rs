@@ -13,10 +13,32 @@ pub struct ApprovalRequest {
     pub arguments: String,
 }
 
+/// The answer to an approval request. Why a call was not approved matters to the model: a
+/// person who declined is not the same as nobody being there to ask.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Approval {
     Allow,
-    Deny,
+    /// The person asked said no.
+    Declined,
+    /// Nobody could be asked (a headless run without `--yes`).
+    Unattended,
+}
+
+impl Approval {
+    /// What the model is told about a call that was not approved; `None` when it was.
+    pub fn refusal(self) -> Option<&'static str> {
+        match self {
+            Approval::Allow => None,
+            Approval::Declined => Some(
+                "denied: the user declined this call when asked; it was not run. Do not retry \
+                 it as is: ask the user or take another way",
+            ),
+            Approval::Unattended => Some(
+                "denied: this call needs approval and there was nobody to ask (headless runs \
+                 need --yes or an allow rule); the call was not run",
+            ),
+        }
+    }
 }
 
 pub trait Approver: Send + Sync {
@@ -39,7 +61,7 @@ impl Approver for HeadlessApprover {
         let answer = if self.approve_all {
             Approval::Allow
         } else {
-            Approval::Deny
+            Approval::Unattended
         };
         Box::pin(async move { answer })
     }

@@ -20,6 +20,7 @@ mod turn;
 
 pub use approval::{Approval, ApprovalRequest, Approver, HeadlessApprover};
 pub use prompt::system_prompt;
+pub use recovery::readiness::Readiness;
 pub use turn::TurnOutcome;
 
 use keel_llm::client::HttpClient;
@@ -42,6 +43,8 @@ pub struct AgentSettings {
     pub extra_dirs: Vec<PathBuf>,
     /// Who holds the session lease, for the error another process sees.
     pub holder: String,
+    /// keel's secrets: kept out of tool environments and redacted from tool results.
+    pub secrets: keel_types::Secrets,
 }
 
 pub enum SessionChoice {
@@ -144,6 +147,10 @@ impl Controller {
         let client = HttpClient::new(settings.profile.connect_timeout)
             .map_err(|error| AgentError::Client(error.to_string()))?;
         let (cancel_signal, _) = watch::channel(0);
+        let tool_context = ToolContext {
+            secrets: settings.secrets.clone(),
+            ..ToolContext::new(guard)
+        };
         let shared = Shared {
             store,
             session,
@@ -151,7 +158,7 @@ impl Controller {
             settings,
             client,
             registry,
-            tool_context: ToolContext::new(guard),
+            tool_context,
             keys,
             approver,
             subscribers: Mutex::new(Vec::new()),

@@ -7,13 +7,14 @@
 //!   one transaction) before the next request.
 //! - Consecutive read-only calls that need no approval run in parallel; anything that can
 //!   change things runs alone, in order.
+//! - Every result is redacted of keel's secrets before it is stored, announced or sent.
 //! - On cancel the running tools are dropped (commands killed), their receipts become
 //!   `cancelled`, the calls not yet started `not_started`; every call still gets a result.
 
+use crate::ApprovalRequest;
 use crate::load::interrupted_result;
 use crate::turn::cancelled;
 use crate::{AgentError, SessionState, Shared};
-use crate::{Approval, ApprovalRequest};
 use futures_util::future::join_all;
 use keel_tools::{Decision, Reach, ToolOutput, ValidCall};
 use keel_types::{EventBody, Item, ReceiptState, ToolCall, ToolReceipt, ToolResult};
@@ -192,15 +193,11 @@ async fn prepare(shared: &Shared, call: &ToolCall) -> Prepared {
                 subject: valid.subject(),
                 arguments: call.arguments.clone(),
             };
-            match shared.approver.approve(&request).await {
-                Approval::Allow => Prepared::Run(valid),
-                Approval::Deny => Prepared::Finished {
+            match shared.approver.approve(&request).await.refusal() {
+                None => Prepared::Run(valid),
+                Some(refusal) => Prepared::Finished {
                     state: ReceiptState::Denied,
-                    output: ToolOutput::error(
-                        "denied: this call needs approval and it was not given (headless runs \
-                         need --yes or an allow rule); the call was not run"
-                            .into(),
-                    ),
+                    output: ToolOutput::error(refusal.into()),
                 },
             }
         }
@@ -217,6 +214,13 @@ fn finish(
     final_state: ReceiptState,
     output: ToolOutput,
 ) -> Result<(), AgentError> {
+    // Whatever a tool printed, keel's secrets never reach the store, an event or the model.
+    let secrets = &shared.tool_context.secrets;
+    let output = ToolOutput {
+        content: secrets.redact(&output.content).into_owned(),
+        summary: secrets.redact(&output.summary).into_owned(),
+        is_error: output.is_error,
+    };
     receipt.state = final_state;
     receipt.summary = Some(output.summary.clone());
     let item = Item::ToolResult(ToolResult {

@@ -28,7 +28,10 @@ pub(crate) struct TurnInput {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum TurnOutcome {
-    Completed { usage: Usage },
+    Completed {
+        usage: Usage,
+        readiness: recovery::readiness::Readiness,
+    },
     Failed(FailureDiagnostic),
     Cancelled,
 }
@@ -183,10 +186,11 @@ pub async fn run_turn(
             .append_with_receipts(&session, turn, &assistant, &receipts)?;
         state.history.push(assistant);
         if calls.is_empty() {
-            let not_ready = recovery::readiness::check(&state.history);
+            let readiness =
+                recovery::readiness::Readiness::of(completion.finish_reason, &state.history);
             // A continue-checks turn that did nothing new does not renew the offer.
             let may_offer = input_kind == InputKind::User || ran_tools;
-            let offered = match &not_ready {
+            let offered = match readiness.reason() {
                 Some(reason) if may_offer => {
                     recovery::admission::record_readiness(shared, &state, turn, reason)?
                 }
@@ -197,7 +201,8 @@ pub async fn run_turn(
                 EventBody::TurnCompleted {
                     usage,
                     cache_hit_ratio: usage.cache_hit_ratio(),
-                    ready: not_ready.is_none(),
+                    ready: readiness.reason().is_none(),
+                    not_ready_reason: readiness.reason().map(str::to_string),
                 },
             );
             if let Some(recovery_id) = offered {
@@ -209,7 +214,7 @@ pub async fn run_turn(
                     },
                 );
             }
-            return Ok(TurnOutcome::Completed { usage });
+            return Ok(TurnOutcome::Completed { usage, readiness });
         }
         match run_tools(
             shared,

@@ -48,6 +48,7 @@ async fn fixture(scenario: Scenario) -> Fixture {
         connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         max_output_tokens: 256,
         native_web_search: false,
+        max_event_bytes: keel_llm::profile::DEFAULT_MAX_EVENT_BYTES,
     };
     let settings = AgentSettings {
         profile,
@@ -57,6 +58,7 @@ async fn fixture(scenario: Scenario) -> Fixture {
         workspace: workspace.clone(),
         extra_dirs: vec![],
         holder: "test".into(),
+        secrets: Default::default(),
     };
     let store = Store::open(&dir.path().join("keel.db")).unwrap();
     let controller = Controller::open(

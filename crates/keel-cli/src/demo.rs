@@ -96,6 +96,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         workspace: workspace.clone(),
         extra_dirs: Vec::new(),
         holder: "keel demo".into(),
+        secrets: Default::default(),
     };
     let store = Store::open(&demo_dir.join("state.db"))?;
     let approver = Arc::new(HeadlessApprover { approve_all: true });
@@ -111,6 +112,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         workspace: settings.workspace.clone(),
         extra_dirs: Vec::new(),
         holder: settings.holder.clone(),
+        secrets: Default::default(),
     };
     let second_settings = rebuild(&settings);
     let controller = open(store.clone(), SessionChoice::New, settings)?;

@@ -14,6 +14,8 @@ mod run;
 mod session_setup;
 mod sessions;
 mod settings;
+mod signals;
+mod terminal_text;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -24,6 +26,8 @@ pub enum Outcome {
     Completed,
     TurnFailed,
     Cancelled,
+    /// Stopped by SIGTERM or SIGHUP after cancelling cleanly: the signal's exit code.
+    Stopped(u8),
 }
 
 /// An error that is the user's to fix (exit 2).
@@ -52,10 +56,13 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(dispatch(cli));
+    // A tool thread stuck in a system call must not keep keel alive after its turn ended.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     match result {
         Ok(Outcome::Completed) => ExitCode::SUCCESS,
         Ok(Outcome::TurnFailed) => ExitCode::from(1),
         Ok(Outcome::Cancelled) => ExitCode::from(130),
+        Ok(Outcome::Stopped(code)) => ExitCode::from(code),
         Err(error) => {
             eprintln!("error: {error:#}");
             if error.downcast_ref::<UsageError>().is_some()
@@ -87,6 +94,7 @@ fn is_usage_store_error(error: &anyhow::Error) -> bool {
         Some(
             keel_store::StoreError::LeaseHeld { .. }
                 | keel_store::StoreError::Corrupt { .. }
+                | keel_store::StoreError::Busy { .. }
                 | keel_store::StoreError::NewerSchema { .. }
                 | keel_store::StoreError::NoSuchSession(_)
         )

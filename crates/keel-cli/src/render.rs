@@ -7,7 +7,10 @@
 //! - The answer goes to stdout; reasoning (when piped), notices, usage and errors to stderr,
 //!   so `keel run … > answer.txt` captures exactly the answer.
 //! - Styling only on a terminal, and never when `NO_COLOR` is set.
+//! - Text from the model, tools and providers goes through `terminal_text` first: no control
+//!   sequence of theirs reaches the terminal.
 
+use crate::terminal_text::{visible, visible_line};
 use crossterm::style::{Attribute, SetAttribute};
 use keel_types::{Event, EventBody, FailureKind, InputKind, SourcesStatus, Usage};
 use std::io::{IsTerminal, Write};
@@ -144,40 +147,49 @@ impl Renderer {
                 reason,
             } => {
                 self.discard_attempt();
-                eprintln!("⇄ {provider}: account `{from}` failed ({reason}); switching to `{to}`");
+                eprintln!(
+                    "⇄ {}: account `{}` failed ({reason}); switching to `{}`",
+                    visible_line(provider),
+                    visible_line(from),
+                    visible_line(to)
+                );
             }
             EventBody::LlmResponse { .. } => self.commit_attempt(),
             EventBody::TurnCompleted {
                 usage,
                 cache_hit_ratio,
+                not_ready_reason,
                 ..
             } => {
                 self.end_live_line();
+                if let Some(reason) = not_ready_reason {
+                    eprintln!("not ready: {}", visible(reason));
+                }
                 eprintln!("{}", usage_line(usage, *cache_hit_ratio));
             }
             EventBody::TurnFailed { diagnostic } => {
                 self.discard_attempt();
                 match diagnostic.kind {
                     FailureKind::Cancelled => eprintln!("cancelled"),
-                    _ => eprintln!("error: {diagnostic}"),
+                    _ => eprintln!("error: {}", visible(&diagnostic.to_string())),
                 }
             }
             EventBody::ToolCall {
                 name, arguments, ..
             } => {
                 self.end_live_line();
-                eprintln!("● {name} {}", call_subject(name, arguments));
+                eprintln!("● {} {}", visible_line(name), call_subject(name, arguments));
             }
             EventBody::ToolResult { state, summary, .. } => {
-                eprintln!("  ⎿ {state} · {summary}");
+                eprintln!("  ⎿ {state} · {}", visible_line(summary));
             }
             EventBody::RecoveryOffered {
                 recovery_id,
                 action,
             } => match action {
-                InputKind::FinalReadinessRecovery => eprintln!(
-                    "not ready: the turn ended with open work; /continue-checks ({recovery_id}) goes on"
-                ),
+                InputKind::FinalReadinessRecovery => {
+                    eprintln!("/continue-checks ({recovery_id}) goes on from here")
+                }
                 InputKind::ProtocolRecovery | InputKind::User => eprintln!(
                     "recovery {recovery_id} is available: /recover-context replays the task from valid history"
                 ),
@@ -199,7 +211,7 @@ impl Renderer {
                     }
                     None => "sources status not recorded".to_string(),
                 };
-                eprintln!("⌕ web search `{query}` — {about}");
+                eprintln!("⌕ web search `{}` — {about}", visible_line(query));
             }
             EventBody::SessionStarted { .. } | EventBody::TurnStarted { .. } => {}
         }
@@ -237,15 +249,15 @@ impl Renderer {
         match self.mode {
             Mode::Json => {}
             Mode::Committed => match kind {
-                Shown::Reasoning => self.pending_reasoning.push_str(delta),
-                Shown::Text => self.pending_text.push_str(delta),
+                Shown::Reasoning => self.pending_reasoning.push_str(&visible(delta)),
+                Shown::Text => self.pending_text.push_str(&visible(delta)),
             },
             Mode::Live { color } => {
                 let mut out = String::new();
                 if self.shown_kind == Some(Shown::Reasoning) && kind == Shown::Text {
                     out.push_str("\n\n");
                 }
-                out.push_str(delta);
+                out.push_str(&visible(delta));
                 let mut stdout = std::io::stdout().lock();
                 let dim = color && kind == Shown::Reasoning;
                 if dim {
@@ -310,24 +322,34 @@ impl Renderer {
     }
 }
 
-/// The one thing a person wants to see of a call: the command, the path or the pattern.
+/// The one thing a person wants to see of a call: the command, the path or the pattern, on
+/// one line with every control character shown (the approval prompt shows it in full).
 fn call_subject(name: &str, arguments: &str) -> String {
+    let subject = call_subject_full(name, arguments);
+    let lines = subject.lines().count();
+    let first_line = subject.lines().next().unwrap_or("");
+    let mut shown: String = visible_line(first_line).chars().take(100).collect();
+    if shown.chars().count() < visible_line(first_line).chars().count() {
+        shown.push('…');
+    }
+    if lines > 1 {
+        shown.push_str(&format!(" [+{} more lines]", lines - 1));
+    }
+    shown
+}
+
+/// The whole subject of a call, as sent by the model (not yet made visible).
+pub fn call_subject_full(name: &str, arguments: &str) -> String {
     let parsed: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
     let key = match name {
         "bash" => "command",
         "glob" | "grep" => "pattern",
         _ => "path",
     };
-    let subject = match parsed.get(key).and_then(serde_json::Value::as_str) {
+    match parsed.get(key).and_then(serde_json::Value::as_str) {
         Some(subject) => subject.to_string(),
         None => arguments.to_string(),
-    };
-    let first_line = subject.lines().next().unwrap_or("");
-    let mut shown: String = first_line.chars().take(100).collect();
-    if shown.len() < subject.len() {
-        shown.push('…');
     }
-    shown
 }
 
 /// How many terminal rows `text` occupies, wrapping at the terminal width.

@@ -10,9 +10,11 @@
 use crate::cli::CommonArgs;
 use crate::render::{Renderer, usage_line};
 use crate::run::TurnRequest;
-use crate::session_setup::{Setup, open_controller, open_store, prepare, session_choice};
+use crate::session_setup::{Setup, open_controller, open_store, prepare, print_notices};
+use crate::signals::{Stop, StopSignals};
+use crate::terminal_text::{visible, visible_line};
 use crate::{Outcome, settings};
-use keel_agent::{Approval, ApprovalRequest, Approver, Controller, SessionChoice, TurnOutcome};
+use keel_agent::{Approval, ApprovalRequest, Approver, Controller, TurnOutcome};
 use keel_types::Usage;
 use rustyline::error::ReadlineError;
 use std::collections::HashSet;
@@ -40,10 +42,7 @@ impl Approver for TerminalApprover {
             {
                 return Approval::Allow;
             }
-            let question = format!(
-                "? allow {} `{}`? [y]es / [n]o / [a]lways for {}: ",
-                request.tool, request.subject, request.tool
-            );
+            let question = approval_question(request);
             let answer = tokio::task::spawn_blocking(move || {
                 eprint!("{question}");
                 let _ = std::io::stderr().flush();
@@ -63,10 +62,27 @@ impl Approver for TerminalApprover {
                     }
                     Approval::Allow
                 }
-                _ => Approval::Deny,
+                _ => Approval::Declined,
             }
         })
     }
+}
+
+/// The approval prompt: the exact subject of the call, every line of it, with every control
+/// character shown, so what the person approves is exactly what runs.
+fn approval_question(request: &ApprovalRequest) -> String {
+    let tool = visible_line(&request.tool);
+    let mut question = format!("? allow {tool}:\n");
+    let subject = if request.subject.is_empty() {
+        "(no arguments)"
+    } else {
+        request.subject.as_str()
+    };
+    for line in subject.split('\n') {
+        question.push_str(&format!("    {}\n", visible(line)));
+    }
+    question.push_str(&format!("  [y]es / [n]o / [a]lways for {tool}: "));
+    question
 }
 
 struct Repl {
@@ -76,6 +92,7 @@ struct Repl {
     approver: Arc<TerminalApprover>,
     usage: Usage,
     rendering: tokio::task::JoinHandle<()>,
+    signals: StopSignals,
 }
 
 fn start_rendering(controller: &Controller) -> tokio::task::JoinHandle<()> {
@@ -102,13 +119,20 @@ Ctrl-C cancels a running turn; a second Ctrl-C quits.";
 
 pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let setup = prepare(common, "keel (interactive)")?;
-    let choice = session_choice(common, &setup.store, &setup.workspace)?;
+    print_notices(&setup);
     let approver = Arc::new(TerminalApprover {
         always: Mutex::new(HashSet::new()),
     });
-    let controller = open_controller(setup, choice, approver.clone())?;
+    let controller = open_controller(setup, approver.clone())?;
     let rendering = start_rendering(&controller);
+    let saved_terminal = save_terminal();
+    let history_path = settings::keel_home()?.join("history.txt");
+    let mut editor = rustyline::DefaultEditor::new()?;
+    let _ = editor.load_history(&history_path);
+    // After the line editor, whose own SIGINT handler would otherwise take Ctrl-C from us.
+    let signals = StopSignals::register()?;
     let mut repl = Repl {
+        signals,
         common: common.clone(),
         controller: Some(controller),
         approver,
@@ -116,15 +140,20 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         rendering,
     };
     repl.banner();
-    let history_path = settings::keel_home()?.join("history.txt");
-    let mut editor = rustyline::DefaultEditor::new()?;
-    let _ = editor.load_history(&history_path);
-    loop {
-        let (returned, line) = tokio::task::spawn_blocking(move || {
+    let outcome = loop {
+        let reading = tokio::task::spawn_blocking(move || {
             let line = editor.readline("› ");
             (editor, line)
-        })
-        .await?;
+        });
+        // At the prompt nothing runs: SIGTERM / SIGHUP end keel at once (Ctrl-C is a key here).
+        let (returned, line) = tokio::select! {
+            read = reading => read?,
+            stop = repl.signals.next_terminating() => {
+                restore_terminal(saved_terminal.as_ref());
+                eprintln!("\nstopped by {}", stop.name());
+                std::process::exit(i32::from(stop.exit_code()));
+            }
+        };
         editor = returned;
         match line {
             Ok(line) => {
@@ -133,22 +162,38 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
                     continue;
                 }
                 let _ = editor.add_history_entry(text);
-                if text.starts_with('/') {
-                    if !repl.command(text).await? {
-                        break;
-                    }
-                } else if repl.turn(TurnRequest::Prompt(text.to_string())).await? {
-                    break;
+                let quit = if text.starts_with('/') {
+                    repl.command(text).await?
+                } else {
+                    repl.turn(TurnRequest::Prompt(text.to_string())).await?
+                };
+                if let Some(outcome) = quit {
+                    break outcome;
                 }
             }
             Err(ReadlineError::Interrupted) => continue,
-            Err(ReadlineError::Eof) => break,
+            Err(ReadlineError::Eof) => break Outcome::Completed,
             Err(error) => return Err(error.into()),
         }
-    }
+    };
     let _ = editor.save_history(&history_path);
     repl.rendering.abort();
-    Ok(Outcome::Completed)
+    Ok(outcome)
+}
+
+/// The terminal's settings at start, to put back if a signal ends keel at the prompt.
+fn save_terminal() -> Option<nix::sys::termios::Termios> {
+    nix::sys::termios::tcgetattr(std::io::stdin()).ok()
+}
+
+fn restore_terminal(saved: Option<&nix::sys::termios::Termios>) {
+    if let Some(saved) = saved {
+        let _ = nix::sys::termios::tcsetattr(
+            std::io::stdin(),
+            nix::sys::termios::SetArg::TCSANOW,
+            saved,
+        );
+    }
 }
 
 impl Repl {
@@ -166,27 +211,36 @@ impl Repl {
         );
     }
 
-    /// Run one turn; returns true if the user asked to quit (second Ctrl-C).
-    async fn turn(&mut self, request: TurnRequest) -> anyhow::Result<bool> {
+    /// Run one turn; returns how keel ends if the user asked to quit (a second Ctrl-C) or a
+    /// SIGTERM / SIGHUP stopped it (after the turn was cancelled cleanly).
+    async fn turn(&mut self, request: TurnRequest) -> anyhow::Result<Option<Outcome>> {
         let Some(controller) = self.controller.clone() else {
             eprintln!("error: no session is open; /resume one");
-            return Ok(false);
+            return Ok(None);
         };
-        let mut interrupt =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+        self.signals.forget_interrupts().await;
         let submit = request.submit(&controller);
         tokio::pin!(submit);
         let mut interrupts = 0;
+        let mut stopped = None;
         let outcome = loop {
             tokio::select! {
                 outcome = &mut submit => break outcome,
-                _ = interrupt.recv() => {
-                    interrupts += 1;
-                    if interrupts >= 2 {
-                        eprintln!("\nquitting");
-                        return Ok(true);
+                stop = self.signals.next() => {
+                    match stop {
+                        Stop::Interrupt => {
+                            interrupts += 1;
+                            if interrupts >= 2 {
+                                eprintln!("\nquitting");
+                                return Ok(Some(Outcome::Cancelled));
+                            }
+                            eprintln!("\ncancelling… (Ctrl-C again to quit)");
+                        }
+                        Stop::Terminate | Stop::Hangup => {
+                            eprintln!("\n{} received: cancelling the turn, then exiting", stop.name());
+                            stopped = Some(stop);
+                        }
                     }
-                    eprintln!("\ncancelling… (Ctrl-C again to quit)");
                     controller.cancel();
                 }
             }
@@ -194,28 +248,28 @@ impl Repl {
         // Let the renderer catch up before the next prompt.
         tokio::time::sleep(std::time::Duration::from_millis(30)).await;
         match outcome {
-            Ok(TurnOutcome::Completed { usage }) => self.usage.add(&usage),
+            Ok(TurnOutcome::Completed { usage, .. }) => self.usage.add(&usage),
             Ok(TurnOutcome::Failed(_)) | Ok(TurnOutcome::Cancelled) => {}
             Err(error) => eprintln!("error: {error}"),
         }
-        Ok(false)
+        Ok(stopped.map(|stop| Outcome::Stopped(stop.exit_code())))
     }
 
-    /// Handle a slash command; returns false to quit.
-    async fn command(&mut self, text: &str) -> anyhow::Result<bool> {
+    /// Handle a slash command; returns how keel ends if it should.
+    async fn command(&mut self, text: &str) -> anyhow::Result<Option<Outcome>> {
         let mut words = text.split_whitespace();
         let name = words.next().unwrap_or("");
         let argument = words.next();
         match name {
-            "/quit" | "/exit" => return Ok(false),
+            "/quit" | "/exit" => return Ok(Some(Outcome::Completed)),
             "/continue-checks" => {
                 if let Some(id) = keel_agent::recovery::parse_continue_command(text) {
-                    return Ok(!self.turn(TurnRequest::Readiness { id }).await?);
+                    return self.turn(TurnRequest::Readiness { id }).await;
                 }
             }
             "/recover-context" => {
                 if let Some((id, guidance)) = keel_agent::recovery::parse_command(text) {
-                    return Ok(!self.turn(TurnRequest::Recovery { id, guidance }).await?);
+                    return self.turn(TurnRequest::Recovery { id, guidance }).await;
                 }
             }
             "/help" => eprintln!("{HELP}"),
@@ -223,7 +277,7 @@ impl Repl {
             "/sessions" => {
                 let store = open_store()?;
                 let Some(controller) = &self.controller else {
-                    return Ok(true);
+                    return Ok(None);
                 };
                 let workspace = controller.settings().workspace.display().to_string();
                 for session in store.sessions_for_workspace(&workspace)? {
@@ -248,62 +302,66 @@ impl Repl {
                 Some(model) => {
                     let Some(id) = self.controller.as_ref().map(|c| c.session().id.clone()) else {
                         eprintln!("error: no session is open; /resume one");
-                        return Ok(true);
+                        return Ok(None);
                     };
-                    let mut common = self.common.clone();
+                    let mut common = self.resuming(&id);
                     common.model = Some(model.to_string());
-                    self.switch(&common, SessionChoice::Resume(id)).await;
+                    self.switch(common).await;
                 }
             },
             "/resume" => match argument {
                 None => eprintln!("usage: /resume ID (see /sessions)"),
                 Some(id) => {
-                    let common = self.common.clone();
-                    self.switch(&common, SessionChoice::Resume(id.to_string()))
-                        .await;
+                    let mut common = self.resuming(id);
+                    // Another session keeps its own model unless one is asked for.
+                    common.model = None;
+                    self.switch(common).await;
                 }
             },
             other => eprintln!("unknown command `{other}`; /help lists them"),
         }
-        Ok(true)
+        Ok(None)
+    }
+
+    /// The flags of this session with `id` as the session to resume.
+    fn resuming(&self, id: &str) -> CommonArgs {
+        let mut common = self.common.clone();
+        common.session = Some(id.to_string());
+        common.continue_latest = false;
+        // The session's own workspace decides; the one this REPL started in must not contradict it.
+        common.cwd = None;
+        common
     }
 
     /// Replace the controller (model or session change); on failure reopen the current one.
-    async fn switch(&mut self, common: &CommonArgs, choice: SessionChoice) {
-        let setup: Setup = match prepare(common, "keel (interactive)") {
+    async fn switch(&mut self, common: CommonArgs) {
+        let setup: Setup = match prepare(&common, "keel (interactive)") {
             Ok(setup) => setup,
             Err(error) => {
                 eprintln!("error: {error:#}");
                 return;
             }
         };
-        if let SessionChoice::Resume(id) = &choice
-            && !matches!(setup.store.session(id), Ok(Some(_)))
-        {
-            eprintln!("error: no session `{id}`");
-            return;
-        }
-        let previous_id = self.controller.as_ref().map(|c| c.session().id.clone());
+        print_notices(&setup);
+        let previous = self
+            .controller
+            .as_ref()
+            .map(|c| self.resuming(&c.session().id));
         // Drop the current controller first: it releases the session lease.
         self.controller = None;
         self.rendering.abort();
-        match open_controller(setup, choice, self.approver.clone()) {
+        match open_controller(setup, self.approver.clone()) {
             Ok(controller) => {
                 self.controller = Some(controller);
-                self.common = common.clone();
+                self.common = common;
             }
             Err(error) => {
                 eprintln!("error: {error:#}");
-                let Some(previous_id) = previous_id else {
+                let Some(previous) = previous else {
                     return;
                 };
-                let reopened = prepare(&self.common, "keel (interactive)").and_then(|setup| {
-                    open_controller(
-                        setup,
-                        SessionChoice::Resume(previous_id),
-                        self.approver.clone(),
-                    )
-                });
+                let reopened = prepare(&previous, "keel (interactive)")
+                    .and_then(|setup| open_controller(setup, self.approver.clone()));
                 match reopened {
                     Ok(controller) => self.controller = Some(controller),
                     Err(error) => {

@@ -2,16 +2,22 @@
 //!
 //! Invariants:
 //! - Approvals fail closed: a call that needs approval is denied unless `--yes` (mode `auto`).
-//! - Ctrl-C cancels the turn (exit 130); the controller guarantees nothing late is committed.
+//! - Ctrl-C, SIGTERM and SIGHUP cancel the turn (exit 130, 143, 129); the controller
+//!   guarantees the tools are stopped, receipts settled and nothing late is committed.
 //! - Every event reaches the renderer in order; `--json` prints them all.
 
 use crate::cli::CommonArgs;
 use crate::render::Renderer;
-use crate::session_setup::{open_controller, prepare, session_choice};
+use crate::session_setup::{open_controller, prepare, print_notices};
+use crate::signals::{Stop, StopSignals};
 use crate::{Outcome, UsageError};
-use keel_agent::{AgentError, Controller, HeadlessApprover, TurnOutcome};
+use keel_agent::{AgentError, Controller, HeadlessApprover, Readiness, TurnOutcome};
 use keel_types::PermissionMode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// The exit code of the signal that stopped the running turn (0: none).
+static STOPPED: AtomicU8 = AtomicU8::new(0);
 
 pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Outcome> {
     let recovery = keel_agent::recovery::parse_command(prompt)
@@ -41,9 +47,9 @@ pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Ou
         return Err(UsageError("the prompt is empty: say what keel should do".into()).into());
     }
     let setup = prepare(common, "keel run")?;
-    let choice = session_choice(common, &setup.store, &setup.workspace)?;
+    print_notices(&setup);
     let approve_all = setup.settings.policy.mode == PermissionMode::Auto;
-    let controller = open_controller(setup, choice, Arc::new(HeadlessApprover { approve_all }))?;
+    let controller = open_controller(setup, Arc::new(HeadlessApprover { approve_all }))?;
     let renderer = Renderer::new(common.json);
     match recovery {
         Some(request) => run_turn_with(controller, renderer, request).await,
@@ -106,21 +112,36 @@ pub async fn run_turn_with(
     });
     controller.announce();
     let canceller = controller.clone();
-    // Registered now, before anything is sent: from here on Ctrl-C cancels, never kills.
-    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-    let interrupts = tokio::spawn(async move {
-        while interrupt.recv().await.is_some() {
+    // Registered now, before anything is sent: from here on Ctrl-C, SIGTERM and SIGHUP cancel
+    // the turn (tools killed, receipts settled), never kill keel outright.
+    let mut signals = StopSignals::register()?;
+    let stops = tokio::spawn(async move {
+        let mut last = None;
+        loop {
+            let stop = signals.next().await;
             canceller.cancel();
+            // SIGTERM / SIGHUP decide the exit code over an earlier Ctrl-C.
+            if last.is_none() || stop != Stop::Interrupt {
+                last = Some(stop);
+            }
+            STOPPED.store(last.map_or(0, Stop::exit_code), Ordering::SeqCst);
         }
     });
     let outcome = request.submit(&controller).await;
-    interrupts.abort();
-    let _ = interrupts.await;
+    stops.abort();
+    let _ = stops.await;
     drop(controller);
     let renderer = rendering.await?;
     let session = renderer.session_id().map(str::to_string);
     match outcome? {
-        TurnOutcome::Completed { .. } => Ok(Outcome::Completed),
+        TurnOutcome::Completed {
+            readiness: Readiness::CutOff(_),
+            ..
+        } => Ok(Outcome::TurnFailed),
+        TurnOutcome::Completed {
+            readiness: Readiness::Ready | Readiness::OpenWork(_),
+            ..
+        } => Ok(Outcome::Completed),
         TurnOutcome::Failed(_) => {
             if let Some(session) = session.filter(|_| renderer.session_hints()) {
                 if renderer.recovery_offered() {
@@ -136,6 +157,9 @@ pub async fn run_turn_with(
             }
             Ok(Outcome::TurnFailed)
         }
-        TurnOutcome::Cancelled => Ok(Outcome::Cancelled),
+        TurnOutcome::Cancelled => match STOPPED.load(Ordering::SeqCst) {
+            0 | 130 => Ok(Outcome::Cancelled),
+            code => Ok(Outcome::Stopped(code)),
+        },
     }
 }

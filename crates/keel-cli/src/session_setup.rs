@@ -1,24 +1,34 @@
-//! Building a `Controller` for a command: configuration, store, session choice, permissions.
+//! Building a `Controller` for a command: store, session choice, workspace, configuration,
+//! permissions, secrets.
 //!
 //! Invariants:
-//! - A missing key is refused before a session is created or anything is sent (exit 2).
+//! - A missing or malformed key is refused before a session is created or anything is sent
+//!   (exit 2), naming the variable and never quoting the key.
 //! - `--session ID` must name an existing session and `-c` needs one in this workspace;
 //!   neither silently starts a new one.
+//! - A resumed session keeps its own workspace and its own provider and model. Only `--model`
+//!   switches the model, and that is said; a `--cwd` that contradicts the session's workspace
+//!   is refused with the `--cwd` to use. Nothing about a session changes silently.
+//! - Tools never see keel's secrets: every provider key variable and every `KEEL_*` variable
+//!   that names a key, token, secret or password.
 
 use crate::UsageError;
 use crate::cli::CommonArgs;
 use crate::settings;
 use keel_agent::{AgentSettings, Approver, Controller, SessionChoice};
-use keel_llm::{EnvKeys, KeySource, ProviderProfile};
-use keel_store::Store;
+use keel_llm::{EnvKeys, KeelConfig, KeySource, ModelRef, ProviderProfile, key_problem};
+use keel_store::{SessionInfo, Store};
 use keel_tools::PermissionPolicy;
-use std::path::PathBuf;
+use keel_types::Secrets;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub struct Setup {
     pub store: Store,
-    pub workspace: PathBuf,
     pub settings: AgentSettings,
+    pub choice: SessionChoice,
+    /// What changed or was kept about a resumed session, for the user (stderr).
+    pub notices: Vec<String>,
 }
 
 pub fn open_store() -> anyhow::Result<Store> {
@@ -26,7 +36,8 @@ pub fn open_store() -> anyhow::Result<Store> {
     Ok(Store::open(&path)?)
 }
 
-/// Refuse to start without a key for the first account.
+/// Refuse to start without a usable key for the first account, or with a malformed key for
+/// any account.
 pub fn require_key(profile: &ProviderProfile, keys: &dyn KeySource) -> Result<(), UsageError> {
     let Some(first) = profile.accounts.first() else {
         return Err(UsageError(format!(
@@ -34,6 +45,14 @@ pub fn require_key(profile: &ProviderProfile, keys: &dyn KeySource) -> Result<()
             profile.name
         )));
     };
+    for account in &profile.accounts {
+        if let Some(problem) = keys.key(&account.api_key_env).and_then(|k| key_problem(&k)) {
+            return Err(UsageError(format!(
+                "the environment variable {} (the key of provider `{}`) {problem}",
+                account.api_key_env, profile.name
+            )));
+        }
+    }
     if keys.key(&first.api_key_env).is_some() {
         return Ok(());
     }
@@ -44,10 +63,134 @@ pub fn require_key(profile: &ProviderProfile, keys: &dyn KeySource) -> Result<()
     )))
 }
 
+/// keel's secrets in this process's environment.
+pub fn secrets(config: &KeelConfig) -> Secrets {
+    let mut names = config.key_env_vars();
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        let upper = name.to_ascii_uppercase();
+        let secret_like = ["KEY", "TOKEN", "SECRET", "PASSWORD"]
+            .iter()
+            .any(|word| upper.contains(word));
+        if upper.starts_with("KEEL_") && secret_like {
+            names.push(name.to_string());
+        }
+    }
+    Secrets::from_names(names, |name| std::env::var(name).ok())
+}
+
+/// The session the flags ask for, if any.
+fn requested_session(
+    common: &CommonArgs,
+    store: &Store,
+    workspace: &Path,
+) -> anyhow::Result<Option<SessionInfo>> {
+    if let Some(id) = &common.session {
+        return match store.session(id)? {
+            Some(session) => Ok(Some(session)),
+            None => Err(UsageError(format!(
+                "no session `{id}`: `keel sessions` lists this workspace's sessions"
+            ))
+            .into()),
+        };
+    }
+    if common.continue_latest {
+        let latest = store.sessions_for_workspace(&workspace.display().to_string())?;
+        return match latest.into_iter().next() {
+            Some(session) => Ok(Some(session)),
+            None => {
+                Err(UsageError(format!("no session to continue in {}", workspace.display())).into())
+            }
+        };
+    }
+    Ok(None)
+}
+
+/// Where a resumed session works: its own workspace, unless `--cwd` contradicts it.
+fn session_workspace(
+    common: &CommonArgs,
+    session: &SessionInfo,
+    current: &Path,
+    notices: &mut Vec<String>,
+) -> Result<PathBuf, UsageError> {
+    let recorded = PathBuf::from(&session.workspace);
+    if !recorded.is_dir() {
+        return Err(UsageError(format!(
+            "session {} works in {}, which no longer exists; it cannot continue there",
+            session.id, session.workspace
+        )));
+    }
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    if same(&recorded, current) {
+        return Ok(recorded);
+    }
+    if common.cwd.is_some() {
+        return Err(UsageError(format!(
+            "session {} works in {}, not {}: run with --cwd {} (or without --cwd)",
+            session.id,
+            session.workspace,
+            current.display(),
+            session.workspace
+        )));
+    }
+    notices.push(format!(
+        "session {} works in {}; its tools run there",
+        session.id, session.workspace
+    ));
+    Ok(recorded)
+}
+
+/// The model of this command: a resumed session keeps its own unless `--model` is given.
+fn session_model(
+    common: &CommonArgs,
+    config: &KeelConfig,
+    session: Option<&SessionInfo>,
+    notices: &mut Vec<String>,
+) -> anyhow::Result<ModelRef> {
+    let Some(session) = session else {
+        return Ok(config.model()?);
+    };
+    let recorded = format!("{}/{}", session.provider, session.model);
+    if common.model.is_none() {
+        if config.profile(&session.provider).is_err() {
+            return Err(UsageError(format!(
+                "session {} used the provider `{}`, which is no longer configured: configure it \
+                 again or continue with --model PROVIDER/ID",
+                session.id, session.provider
+            ))
+            .into());
+        }
+        return Ok(ModelRef {
+            provider: session.provider.clone(),
+            model: session.model.clone(),
+        });
+    }
+    let chosen = config.model()?;
+    let chosen_text = format!("{}/{}", chosen.provider, chosen.model);
+    if chosen_text != recorded {
+        notices.push(format!(
+            "session {}: switching the model from {recorded} to {chosen_text} (--model); the \
+             provider's prompt cache starts over",
+            session.id
+        ));
+    }
+    Ok(chosen)
+}
+
 pub fn prepare(common: &CommonArgs, holder: &str) -> anyhow::Result<Setup> {
-    let workspace = settings::workspace(common)?;
+    let current = settings::workspace(common)?;
+    let store = open_store()?;
+    let session = requested_session(common, &store, &current)?;
+    let mut notices = Vec::new();
+    let workspace = match &session {
+        Some(session) => session_workspace(common, session, &current, &mut notices)?,
+        None => current,
+    };
     let config = settings::load_config(common, &workspace)?;
-    let model = config.model()?;
+    let model = session_model(common, &config, session.as_ref(), &mut notices)?;
     let profile = config.profile(&model.provider)?;
     require_key(&profile, &EnvKeys)?;
     let mode = config.permission_mode();
@@ -71,52 +214,34 @@ pub fn prepare(common: &CommonArgs, holder: &str) -> anyhow::Result<Setup> {
         model: model.model,
         policy,
         max_rounds: config.max_rounds()?,
-        workspace: workspace.clone(),
+        workspace,
         extra_dirs,
         holder: holder.to_string(),
+        secrets: secrets(&config),
+    };
+    let choice = match session {
+        Some(session) => SessionChoice::Resume(session.id),
+        None => SessionChoice::New,
     };
     Ok(Setup {
-        store: open_store()?,
-        workspace,
+        store,
         settings,
+        choice,
+        notices,
     })
 }
 
-/// Which session the flags ask for.
-pub fn session_choice(
-    common: &CommonArgs,
-    store: &Store,
-    workspace: &std::path::Path,
-) -> anyhow::Result<SessionChoice> {
-    if let Some(id) = &common.session {
-        if store.session(id)?.is_none() {
-            return Err(UsageError(format!(
-                "no session `{id}`: `keel sessions` lists this workspace's sessions"
-            ))
-            .into());
-        }
-        return Ok(SessionChoice::Resume(id.clone()));
+/// Print what `prepare` noticed (stderr, so `--json` stdout stays JSON).
+pub fn print_notices(setup: &Setup) {
+    for notice in &setup.notices {
+        eprintln!("note: {notice}");
     }
-    if common.continue_latest {
-        let latest = store.sessions_for_workspace(&workspace.display().to_string())?;
-        return match latest.first() {
-            Some(session) => Ok(SessionChoice::Resume(session.id.clone())),
-            None => {
-                Err(UsageError(format!("no session to continue in {}", workspace.display())).into())
-            }
-        };
-    }
-    Ok(SessionChoice::New)
 }
 
-pub fn open_controller(
-    setup: Setup,
-    choice: SessionChoice,
-    approver: Arc<dyn Approver>,
-) -> anyhow::Result<Controller> {
+pub fn open_controller(setup: Setup, approver: Arc<dyn Approver>) -> anyhow::Result<Controller> {
     Ok(Controller::open(
         setup.store,
-        choice,
+        setup.choice,
         setup.settings,
         Arc::new(EnvKeys),
         approver,

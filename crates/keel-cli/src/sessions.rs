@@ -6,6 +6,7 @@
 
 use crate::cli::CommonArgs;
 use crate::session_setup::open_store;
+use crate::terminal_text::{visible, visible_line};
 use crate::{Outcome, UsageError, settings};
 use keel_types::{Item, ReceiptState};
 use serde_json::json;
@@ -87,11 +88,11 @@ pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
                 "[history item {} cannot be read: {reason}]",
                 stored.revision
             ),
-            Ok(Item::User { text }) => println!("\nyou: {text}"),
+            Ok(Item::User { text }) => println!("\nyou: {}", visible(text)),
             Ok(Item::Assistant(assistant)) => {
                 let text = assistant.text();
                 if !text.is_empty() {
-                    println!("keel: {text}");
+                    println!("keel: {}", visible(&text));
                 }
                 for part in &assistant.parts {
                     if let keel_types::AssistantPart::WebSearch(search) = part {
@@ -104,11 +105,15 @@ pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
                                         "no structured sources"
                                     }
                                 });
-                        println!("⌕ web search `{}` — {status}", search.query);
+                        println!("⌕ web search `{}` — {status}", visible_line(&search.query));
                     }
                 }
                 for call in assistant.tool_calls() {
-                    println!("● {} {}", call.name, call.arguments);
+                    println!(
+                        "● {} {}",
+                        visible_line(&call.name),
+                        visible_line(&call.arguments)
+                    );
                 }
             }
             Ok(Item::ToolResult(result)) => {
@@ -116,7 +121,7 @@ pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
                 println!(
                     "  ⎿ {}{}",
                     if result.is_error { "error: " } else { "" },
-                    first
+                    visible_line(first)
                 );
             }
         }
@@ -134,10 +139,12 @@ pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
                 | ReceiptState::Denied
                 | ReceiptState::Cancelled => "",
             };
-            let summary = receipt.summary.as_deref().unwrap_or("");
+            let summary = visible_line(receipt.summary.as_deref().unwrap_or("")).into_owned();
             println!(
                 "  {} {} {}{note} {summary}",
-                receipt.call_id, receipt.tool, receipt.state
+                visible_line(&receipt.call_id),
+                visible_line(&receipt.tool),
+                receipt.state
             );
         }
     }

@@ -118,77 +118,66 @@ fn ctrl_c_cancels_the_turn_and_the_session_goes_on() {
 #[test]
 fn approvals_are_asked_in_the_terminal() {
     let scenario = r#"{"steps": [{"tool": "write_file", "args": {"path": "a.txt", "content": "yes"}}, {"tool": "write_file", "args": {"path": "b.txt", "content": "no"}}, {"say": "done"}]}"#;
-    let (home, _mock) = scripted("chat", scenario, "");
+    let (home, mock) = scripted("chat", scenario, "");
     let screen = interactive_until(
         &home,
         &[
-            ("write two files\n", Some("allow write_file `a.txt`?"), 0),
-            ("y\n", Some("allow write_file `b.txt`?"), 0),
+            ("write two files\n", Some("    a.txt"), 0),
+            ("y\n", Some("    b.txt"), 0),
             ("n\n", Some("tokens: "), 0),
             ("/quit\n", None, 300),
         ],
     );
-    assert!(screen.contains("allow write_file `a.txt`?"), "{screen}");
+    assert!(screen.contains("? allow write_file:"), "{screen}");
     assert_eq!(
         std::fs::read_to_string(home.path().join("a.txt")).unwrap(),
         "yes"
     );
     assert!(!home.path().join("b.txt").exists());
     assert!(screen.contains("denied"), "{screen}");
+    // The model is told the truth: the user declined (not "headless runs need --yes").
+    let requests = mock.requests();
+    let last = requests.last().unwrap().to_string();
+    assert!(last.contains("the user declined this call"), "{last}");
+    assert!(!last.contains("headless"), "{last}");
 }
 
 #[test]
-fn an_undecodable_history_item_is_reported_and_the_session_still_shows() {
-    let mock = MockProcess::start("basic");
-    let home = Home::new(&config_for("chat", &mock.base_url, ""));
-    let run = home.run(&["run", "--json", "hi"]);
-    let session = run.events()[0]["session_id"].as_str().unwrap().to_string();
-    let connection = rusqlite::Connection::open(home.path().join("state/keel.db")).unwrap();
-    connection
-        .execute(
-            "UPDATE items SET item = '{\"role\":\"martian\"}' WHERE revision = 2",
-            [],
-        )
-        .unwrap();
-    drop(connection);
-    let resumed = home.run(&["run", "--session", &session, "again"]);
-    assert_eq!(resumed.code(), 1, "{}", resumed.stderr());
+fn model_text_cannot_forge_the_approval_prompt_or_the_screen() {
+    // The command hides `touch PWNED` behind a carriage return and a line erase; the answer
+    // tries to set the window title and clear the screen.
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "bash", "args": {"command": "touch PWNED; \r\u{1b}[2K echo harmless\necho second line"}},
+        {"say": "\u{1b}]0;pwned-title\u{7}done \u{1b}[2J\u{1b}[31mred\u{9b}"},
+    ]});
+    let (home, mock) = scripted("chat", &scenario.to_string(), "");
+    let screen = interactive_until(
+        &home,
+        &[
+            ("run it\n", Some("[a]lways for bash"), 0),
+            ("n\n", Some("tokens: "), 0),
+            ("/quit\n", None, 300),
+        ],
+    );
     assert!(
-        resumed.stderr().contains("history item 2 cannot be read"),
-        "{}",
-        resumed.stderr()
+        screen.contains("touch PWNED; ␍␛[2K echo harmless"),
+        "the exact command, control characters shown: {screen:?}"
     );
-    let shown = home.run(&["session", "show", &session]);
-    assert_eq!(shown.code(), 0);
     assert!(
-        shown.stdout().contains("you: hi")
-            && shown.stdout().contains("[history item 2 cannot be read"),
-        "{}",
-        shown.stdout()
+        screen.contains("    echo second line"),
+        "every line: {screen:?}"
     );
-}
-
-#[test]
-fn a_corrupt_state_database_is_refused_and_kept() {
-    let home = Home::new("");
-    std::fs::create_dir_all(home.path().join("state")).unwrap();
-    std::fs::write(
-        home.path().join("state/keel.db"),
-        b"this is not sqlite at all, but it is the user's data",
-    )
-    .unwrap();
-    let run = home.run(&["run", "hi"]);
-    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(!screen.contains("\r\u{1b}[2K echo harmless"), "{screen:?}");
+    assert!(!screen.contains("\u{1b}]0;"), "no window title: {screen:?}");
+    assert!(!screen.contains("\u{1b}[2J"), "no clear-screen: {screen:?}");
     assert!(
-        run.stderr().contains("corrupt or not a keel database")
-            && run.stderr().contains("left untouched"),
-        "{}",
-        run.stderr()
+        !screen.contains("\u{1b}[31m"),
+        "no colour from the model: {screen:?}"
     );
-    assert_eq!(
-        std::fs::read(home.path().join("state/keel.db")).unwrap(),
-        b"this is not sqlite at all, but it is the user's data"
-    );
+    assert!(!screen.contains('\u{9b}'), "no 8-bit CSI: {screen:?}");
+    assert!(screen.contains("␛]0;pwned-title␇done"), "{screen:?}");
+    assert!(!home.path().join("PWNED").exists(), "declined, so not run");
+    assert_eq!(mock.requests().len(), 2);
 }
 
 #[test]

@@ -226,24 +226,31 @@ fn midstream_drop_events_mark_the_retry_before_the_second_attempt() {
 }
 
 #[test]
-fn bad_json_chunk_is_retried_within_the_bound() {
+fn bad_json_chunk_is_stream_corrupt_and_retried_only_when_configured() {
     for protocol in PROTOCOLS {
         let (run, mock) = run_scenario(protocol, "bad-json-chunk", "");
-        assert_eq!(run.code(), 0, "{protocol}: {}", run.stderr());
-        assert_eq!(run.stdout(), format!("{ANSWER}\n"));
-        assert_eq!(mock.requests().len(), 2, "{protocol}");
+        assert_eq!(run.code(), 1, "{protocol}: not retried by default");
+        assert!(run.stderr().contains("stream_corrupt"), "{}", run.stderr());
+        assert_eq!(mock.requests().len(), 1, "{protocol}");
     }
     let dir = tempfile::tempdir().unwrap();
     let scenario = r#"{"steps": [{"fault": "bad_json_chunk"}, {"fault": "bad_json_chunk"}, {"fault": "bad_json_chunk"}, {"say": "never"}]}"#;
     let mock = MockProcess::with_steps(dir.path(), scenario);
-    let config = format!(
-        "model = \"deepseek/m\"\n[providers.deepseek]\nbase_url = \"{}\"\n[providers.deepseek.retry]\nmax_retries = 2\nbase_delay_ms = 10\n",
-        mock.base_url
-    );
-    let run = Home::new(&config).run(&["run", "hi"]);
+    let retrying = |base_url: &str| {
+        format!(
+            "model = \"deepseek/m\"\n[providers.deepseek]\nbase_url = \"{base_url}\"\n[providers.deepseek.retry]\nmax_retries = 2\nbase_delay_ms = 10\nretry_on = [\"stream_corrupt\", \"transport\"]\n"
+        )
+    };
+    let run = Home::new(&retrying(&mock.base_url)).run(&["run", "hi"]);
     assert_eq!(run.code(), 1);
     assert!(run.stderr().contains("not valid JSON"), "{}", run.stderr());
     assert_eq!(mock.requests().len(), 3, "bounded: 1 + max_retries");
+    let dir = tempfile::tempdir().unwrap();
+    let once = r#"{"steps": [{"fault": "bad_json_chunk"}, {"say": "recovered"}]}"#;
+    let mock = MockProcess::with_steps(dir.path(), once);
+    let run = Home::new(&retrying(&mock.base_url)).run(&["run", "hi"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.stdout(), "recovered\n");
 }
 
 #[test]

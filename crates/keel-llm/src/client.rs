@@ -6,10 +6,13 @@
 //! - The API key goes only into the request header; it is never formatted into an error.
 //! - A stream that stays silent for the profile's idle timeout fails with `timeout`.
 //! - Error bodies are read (at most `MAX_ERROR_BODY` bytes) only to classify them.
+//! - No SSE line or event longer than the profile's `max_event_bytes` is buffered: past it the
+//!   attempt fails with `stream_corrupt`. A 200 with nothing in it is `empty_response`.
 
 use crate::assemble::{Assembler, Completion, Delta, Progress, parse_complete_response};
 use crate::classify::{classify_http_failure, retry_after_from_headers, trace_id_from_headers};
 use crate::profile::ProviderProfile;
+use crate::sse_bound::{BoundExceeded, SseBound};
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::StreamExt;
 use keel_types::{AssistantPart, FailureDiagnostic, FailureKind, WireProtocol};
@@ -106,6 +109,9 @@ impl HttpClient {
                 .map_err(with_trace);
         }
         let body = read_capped(response, MAX_JSON_BODY, profile.idle_timeout).await;
+        if body.trim_ascii().is_empty() {
+            return Err(with_trace(empty_response("an empty body")));
+        }
         if content_type.contains("json") || body.trim_ascii_start().starts_with(b"{") {
             // A server that ignored `stream: true`: show the whole answer as one delta each.
             let completion =
@@ -144,13 +150,29 @@ impl HttpClient {
     }
 }
 
+/// Why the body of an event stream could not be read.
+#[derive(Debug)]
+enum BodyError {
+    Transport(reqwest::Error),
+    Bound(BoundExceeded),
+}
+
 async fn stream_events(
     profile: &ProviderProfile,
     response: reqwest::Response,
     sink: &mut (dyn FnMut(Delta<'_>) + Send),
 ) -> Result<Completion, FailureDiagnostic> {
-    let mut events = response.bytes_stream().eventsource();
+    let mut bound = SseBound::new(profile.max_event_bytes);
+    let mut events = response
+        .bytes_stream()
+        .map(move |chunk| {
+            let chunk = chunk.map_err(BodyError::Transport)?;
+            bound.feed(&chunk).map_err(BodyError::Bound)?;
+            Ok::<_, BodyError>(chunk)
+        })
+        .eventsource();
     let mut assembler = Assembler::new(profile.protocol);
+    let mut saw_event = false;
     loop {
         let next = match tokio::time::timeout(profile.idle_timeout, events.next()).await {
             Err(_) => return Err(idle_timeout(profile.idle_timeout, "inside the stream")),
@@ -158,22 +180,43 @@ async fn stream_events(
         };
         match next {
             None => break,
-            Some(Err(EventStreamError::Transport(error))) => return Err(request_error(&error)),
+            Some(Err(EventStreamError::Transport(BodyError::Transport(error)))) => {
+                return Err(request_error(&error));
+            }
+            Some(Err(EventStreamError::Transport(BodyError::Bound(exceeded)))) => {
+                return Err(FailureDiagnostic::with_message(
+                    FailureKind::StreamCorrupt,
+                    None,
+                    format!("{exceeded} (max_event_bytes); the stream was abandoned"),
+                ));
+            }
             Some(Err(EventStreamError::Utf8(_))) | Some(Err(EventStreamError::Parser(_))) => {
                 return Err(FailureDiagnostic::with_message(
-                    FailureKind::Transport,
+                    FailureKind::StreamCorrupt,
                     None,
                     "the stream is not valid server-sent events",
                 ));
             }
             Some(Ok(event)) => {
+                saw_event = true;
                 if assembler.push(&event.event, &event.data, sink)? == Progress::Done {
                     break;
                 }
             }
         }
     }
+    if !saw_event {
+        return Err(empty_response("an event stream without a single event"));
+    }
     assembler.finish()
+}
+
+fn empty_response(what: &str) -> FailureDiagnostic {
+    FailureDiagnostic::with_message(
+        FailureKind::EmptyResponse,
+        None,
+        format!("the provider answered with {what}"),
+    )
 }
 
 async fn read_capped(response: reqwest::Response, cap: usize, idle: Duration) -> Vec<u8> {

@@ -111,6 +111,7 @@ struct RawProvider {
     connect_timeout_secs: Option<Spanned<u64>>,
     max_output_tokens: Option<Spanned<u32>>,
     web_search: Option<Spanned<bool>>,
+    max_event_bytes: Option<Spanned<u64>>,
     retry: Option<RawRetry>,
 }
 
@@ -424,6 +425,28 @@ impl KeelConfig {
         self.provider_field(name, |provider| provider.retry.as_ref().and_then(&field))
     }
 
+    /// Every environment variable that holds a provider key keel may read: each preset's and
+    /// each configured provider's accounts. Tools must never see these.
+    pub fn key_env_vars(&self) -> Vec<String> {
+        let mut names: Vec<String> = profile::PRESETS
+            .iter()
+            .map(|preset| preset.api_key_env.to_string())
+            .collect();
+        for layer in &self.layers {
+            for name in layer.raw.providers.keys() {
+                let accounts = self
+                    .accounts(name, profile::preset(name))
+                    .unwrap_or_default();
+                for account in accounts {
+                    if !names.contains(&account.api_key_env) {
+                        names.push(account.api_key_env);
+                    }
+                }
+            }
+        }
+        names
+    }
+
     /// Resolve provider `name`: preset defaults, then files, then environment.
     pub fn profile(&self, name: &str) -> Result<ProviderProfile, ConfigError> {
         let preset = profile::preset(name);
@@ -473,8 +496,16 @@ impl KeelConfig {
             Some((_, value)) => *value.get_ref(),
             None => false,
         };
+        let max_event_bytes = match self.provider_field(name, |p| p.max_event_bytes.as_ref()) {
+            Some((layer, value)) if *value.get_ref() < 1024 => {
+                return Err(layer.error(value.span(), "must be at least 1024 bytes"));
+            }
+            Some((_, value)) => usize::try_from(*value.get_ref()).unwrap_or(usize::MAX),
+            None => profile::DEFAULT_MAX_EVENT_BYTES,
+        };
         Ok(ProviderProfile {
             native_web_search,
+            max_event_bytes,
             name: name.to_string(),
             protocol,
             base_url,

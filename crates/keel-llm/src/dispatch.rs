@@ -64,6 +64,27 @@ impl KeySource for EnvKeys {
     }
 }
 
+/// What is wrong with a key's text, if anything: a key must be one line of printable ASCII
+/// without spaces (it goes into an HTTP header). Never quotes the key.
+pub fn key_problem(key: &str) -> Option<String> {
+    let (position, byte) = key
+        .bytes()
+        .enumerate()
+        .find(|(_, byte)| !(0x21..=0x7e).contains(byte))?;
+    let what = match byte {
+        b'\n' => "a newline".to_string(),
+        b'\r' => "a carriage return".to_string(),
+        b' ' | b'\t' => "whitespace".to_string(),
+        0x80..=0xff => "a non-ASCII character".to_string(),
+        other => format!("the control character 0x{other:02x}"),
+    };
+    Some(format!(
+        "contains {what} at byte {}; a key is one line of printable ASCII (check how the \
+         variable was set, e.g. a trailing newline from a file)",
+        position + 1
+    ))
+}
+
 /// The result of a dispatched request, with the request that produced it.
 #[derive(Debug)]
 pub struct DispatchOutcome {
@@ -115,6 +136,17 @@ impl Dispatcher<'_> {
                     None,
                     format!("environment variable {} is not set", account.api_key_env),
                 ))),
+                Some(key) if key_problem(&key).is_some() => {
+                    Err(AttemptFailure::from(FailureDiagnostic::with_message(
+                        FailureKind::Auth,
+                        None,
+                        format!(
+                            "the environment variable {} {}",
+                            account.api_key_env,
+                            key_problem(&key).unwrap_or_default()
+                        ),
+                    )))
+                }
                 Some(key) => {
                     let mut forward = |delta: Delta<'_>| {
                         emit(match delta {
@@ -196,6 +228,7 @@ mod tests {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_output_tokens: 16,
             native_web_search: false,
+            max_event_bytes: crate::profile::DEFAULT_MAX_EVENT_BYTES,
         }
     }
 
@@ -208,6 +241,16 @@ mod tests {
         assert_eq!(cursor.rotate(), None);
         let mut single = AccountCursor::new(&profile_with(1));
         assert_eq!(single.rotate(), None);
+    }
+
+    #[test]
+    fn malformed_keys_are_named_without_quoting_them() {
+        assert_eq!(key_problem("sk-abc123"), None);
+        let problem = key_problem("sk-abc\n123").unwrap();
+        assert!(problem.contains("a newline at byte 7"), "{problem}");
+        assert!(!problem.contains("abc"), "{problem}");
+        assert!(key_problem("sk abc").unwrap().contains("whitespace"));
+        assert!(key_problem("sk-é").unwrap().contains("non-ASCII"));
     }
 
     fn profile_with(accounts: usize) -> ProviderProfile {

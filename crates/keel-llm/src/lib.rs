@@ -14,10 +14,11 @@ pub mod dispatch;
 pub mod profile;
 pub mod project;
 pub mod retry;
+pub mod sse_bound;
 
 pub use assemble::{Completion, Delta};
 pub use config::{ConfigError, KeelConfig, ModelRef, Overrides, PermissionRules};
-pub use dispatch::{AccountCursor, DispatchOutcome, Dispatcher, EnvKeys, KeySource};
+pub use dispatch::{AccountCursor, DispatchOutcome, Dispatcher, EnvKeys, KeySource, key_problem};
 pub use profile::{Account, ProviderProfile};
 pub use project::{ProjectedRequest, ProjectionInput, ToolSpec, project};
 pub use retry::RetryPolicy;

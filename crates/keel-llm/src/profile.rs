@@ -33,6 +33,8 @@ pub struct ProviderProfile {
     pub max_output_tokens: u32,
     /// Offer the provider's own web search tool (Anthropic and Responses only).
     pub native_web_search: bool,
+    /// The longest SSE line or event accepted; a longer one fails with `stream_corrupt`.
+    pub max_event_bytes: usize,
 }
 
 impl ProviderProfile {
@@ -117,6 +119,7 @@ pub fn preset(name: &str) -> Option<&'static Preset> {
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 8192;
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
 #[cfg(test)]
 mod tests {
@@ -135,6 +138,7 @@ mod tests {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
             native_web_search: false,
+            max_event_bytes: crate::profile::DEFAULT_MAX_EVENT_BYTES,
         };
         assert_eq!(
             profile.endpoint(),

@@ -43,6 +43,7 @@ fn profile(
         connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         max_output_tokens: 256,
         native_web_search: false,
+        max_event_bytes: keel_llm::profile::DEFAULT_MAX_EVENT_BYTES,
     }
 }
 

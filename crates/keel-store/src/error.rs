@@ -26,6 +26,11 @@ pub enum StoreError {
         found: i64,
         known: i64,
     },
+    #[error(
+        "the state database {path} stayed locked by another keel process for {waited_secs} s; \
+         try again when it has finished"
+    )]
+    Busy { path: PathBuf, waited_secs: u64 },
     #[error("session {0} does not exist")]
     NoSuchSession(String),
     #[error(
@@ -43,6 +48,23 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Classify an error met while opening or preparing the database: corrupt only when SQLite
+    /// says so, busy when a lock outlasted the wait, otherwise a plain SQLite error.
+    pub(crate) fn from_open(path: &Path, error: rusqlite::Error) -> StoreError {
+        match error.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase) => {
+                StoreError::corrupt(path, &error)
+            }
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                StoreError::Busy {
+                    path: path.to_path_buf(),
+                    waited_secs: crate::schema::BUSY_TIMEOUT.as_secs(),
+                }
+            }
+            _ => StoreError::Sqlite(error),
+        }
+    }
+
     pub(crate) fn corrupt(path: &Path, error: &rusqlite::Error) -> StoreError {
         StoreError::Corrupt {
             path: path.to_path_buf(),

@@ -44,7 +44,7 @@ impl Store {
             })?;
         }
         let connection =
-            Connection::open(path).map_err(|error| StoreError::corrupt(path, &error))?;
+            Connection::open(path).map_err(|error| StoreError::from_open(path, error))?;
         schema::prepare(&connection, path)?;
         Ok(Store {
             inner: Arc::new(Inner {

@@ -3,6 +3,11 @@
 //! Invariants:
 //! - Migrations only ever move forward, each in one transaction.
 //! - A version above `CURRENT_VERSION` is refused before anything is written.
+//! - Safe under concurrency: any number of processes may open a fresh database at once; the
+//!   schema is created by one `BEGIN IMMEDIATE` transaction that re-reads the version inside
+//!   it, and every statement waits (`BUSY_TIMEOUT`) for another process's lock.
+//! - Only SQLite's own verdict (`SQLITE_CORRUPT`, `SQLITE_NOTADB`) or a schema that is not
+//!   keel's is called corrupt; a lock that outlasts the wait is reported as busy.
 
 use crate::StoreError;
 use rusqlite::Connection;
@@ -63,10 +68,70 @@ CREATE TABLE leases (
 ";
 
 pub fn prepare(connection: &Connection, path: &Path) -> Result<(), StoreError> {
-    let corrupt = |error: rusqlite::Error| StoreError::corrupt(path, &error);
-    let version: i64 = connection
+    // Some lock conflicts (switching to WAL while another process does the same, upgrading a
+    // read lock) fail at once instead of waiting; preparing is idempotent, so try again.
+    let started = std::time::Instant::now();
+    loop {
+        match prepare_once(connection, path) {
+            Err(StoreError::Busy { .. }) if started.elapsed() < BUSY_TIMEOUT => {
+                std::thread::sleep(std::time::Duration::from_millis(15));
+            }
+            result => return result,
+        }
+    }
+}
+
+fn prepare_once(connection: &Connection, path: &Path) -> Result<(), StoreError> {
+    let fail = |error: rusqlite::Error| StoreError::from_open(path, error);
+    // First, so that every statement below waits for another process's lock instead of
+    // failing: several keel processes may open a fresh home at the same moment.
+    connection.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
+    // Read the version and the table list in one snapshot: another process may be creating
+    // the schema right now, and a half-seen fresh database must not look foreign.
+    connection.execute_batch("BEGIN").map_err(fail)?;
+    let checked =
+        read_version(connection, path).and_then(|version| check_version(connection, path, version));
+    let _ = connection.execute_batch("COMMIT");
+    checked?;
+    connection
+        .execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
+        )
+        .map_err(fail)?;
+    if read_version(connection, path)? >= CURRENT_VERSION {
+        return Ok(());
+    }
+    // One writer migrates; the others wait on the lock, then find the work done. The version
+    // is read again inside the transaction, so the schema is created exactly once.
+    connection.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
+    let migrated = (|| {
+        let version = read_version(connection, path)?;
+        check_version(connection, path, version)?;
+        if version < 1 {
+            connection
+                .execute_batch(&format!("{SCHEMA_V1} PRAGMA user_version = 1;"))
+                .map_err(fail)?;
+        }
+        connection.execute_batch("COMMIT").map_err(fail)
+    })();
+    if migrated.is_err() {
+        let _ = connection.execute_batch("ROLLBACK");
+    }
+    migrated
+}
+
+/// How long a statement waits for another process's lock before failing.
+pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn read_version(connection: &Connection, path: &Path) -> Result<i64, StoreError> {
+    connection
         .query_row("PRAGMA user_version", [], |row| row.get(0))
-        .map_err(corrupt)?;
+        .map_err(|error| StoreError::from_open(path, error))
+}
+
+/// Refuse a newer schema, an incomplete keel schema, or a database that is not keel's.
+fn check_version(connection: &Connection, path: &Path, version: i64) -> Result<(), StoreError> {
+    let fail = |error: rusqlite::Error| StoreError::from_open(path, error);
     if version > CURRENT_VERSION {
         return Err(StoreError::NewerSchema {
             path: path.to_path_buf(),
@@ -83,7 +148,7 @@ pub fn prepare(connection: &Connection, path: &Path) -> Result<(), StoreError> {
                 [],
                 |row| row.get(0),
             )
-            .map_err(corrupt)?;
+            .map_err(fail)?;
         if tables != 6 {
             return Err(StoreError::Corrupt {
                 path: path.to_path_buf(),
@@ -92,27 +157,18 @@ pub fn prepare(connection: &Connection, path: &Path) -> Result<(), StoreError> {
         }
     } else {
         let foreign: i64 = connection
-            .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
-            .map_err(corrupt)?;
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(fail)?;
         if foreign > 0 {
             return Err(StoreError::Corrupt {
                 path: path.to_path_buf(),
                 detail: "it holds tables that are not keel's".into(),
             });
         }
-    }
-    connection
-        .busy_timeout(std::time::Duration::from_secs(5))
-        .map_err(corrupt)?;
-    connection
-        .execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
-        )
-        .map_err(corrupt)?;
-    if version < 1 {
-        connection.execute_batch(&format!(
-            "BEGIN IMMEDIATE; {SCHEMA_V1} PRAGMA user_version = 1; COMMIT;"
-        ))?;
     }
     Ok(())
 }

@@ -285,3 +285,30 @@ fn reopening_keeps_everything() {
         })
     );
 }
+
+#[test]
+fn concurrent_first_opens_of_a_fresh_database_all_succeed() {
+    // Several processes starting on a new KEEL_HOME at once: each must find (or create)
+    // exactly one schema, never "table already exists" or a false "corrupt".
+    for _round in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state").join("keel.db");
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(4));
+        let openers: Vec<_> = (0..4)
+            .map(|n| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let store = Store::open(&path)?;
+                    store.create_session(&format!("s{n}"), "/w", "p", "m")?;
+                    Ok::<(), StoreError>(())
+                })
+            })
+            .collect();
+        for opener in openers {
+            opener.join().unwrap().unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.sessions_for_workspace("/w").unwrap().len(), 4);
+    }
+}

@@ -6,6 +6,7 @@
 //! - stdout and stderr are captured together in order; the output is capped with middle
 //!   truncation that says how much was cut; binary output is described, not dumped.
 //! - The result always states the exit code (or the signal, or the timeout).
+//! - The command's environment has none of keel's secrets (`ToolContext::secrets`).
 
 use crate::output::{OUTPUT_CAP, looks_binary, truncate_middle};
 use crate::{ToolContext, ToolOutput};
@@ -109,6 +110,9 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
         .stdout(writer)
         .stderr(writer_for_stderr)
         .process_group(0);
+    for name in ctx.secrets.env_names() {
+        process.env_remove(name);
+    }
     let mut child = match tokio::process::Command::from(process).spawn() {
         Ok(child) => child,
         Err(error) => return ToolOutput::error(format!("cannot start bash: {error}")),

@@ -61,6 +61,8 @@ impl ToolOutput {
 pub struct ToolContext {
     pub guard: WorkspaceGuard,
     pub bash_timeout: Duration,
+    /// keel's secrets: removed from every command's environment.
+    pub secrets: keel_types::Secrets,
 }
 
 impl ToolContext {
@@ -68,6 +70,7 @@ impl ToolContext {
         ToolContext {
             guard,
             bash_timeout: bash::DEFAULT_TIMEOUT,
+            secrets: keel_types::Secrets::default(),
         }
     }
 }

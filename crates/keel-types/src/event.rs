@@ -95,10 +95,14 @@ pub enum EventBody {
     TurnCompleted {
         usage: Usage,
         cache_hit_ratio: f64,
-        /// False when the turn ended with open plan items or right after a failed tool; a
-        /// `final_readiness_recovery` is then offered.
+        /// False when the turn ended with open plan items, right after a failed tool, or with an
+        /// answer that was cut off or filtered; a `final_readiness_recovery` is then offered.
         #[serde(default = "ready_by_default")]
         ready: bool,
+        /// Why the turn is not ready (absent when it is): open work, or an answer cut off at
+        /// the output limit or filtered.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        not_ready_reason: Option<String>,
     },
     #[serde(rename = "turn/failed")]
     TurnFailed { diagnostic: FailureDiagnostic },

@@ -13,6 +13,7 @@ pub mod permission;
 pub mod protocol;
 pub mod receipt;
 pub mod search;
+pub mod secrets;
 pub mod tool;
 pub mod usage;
 
@@ -25,5 +26,6 @@ pub use permission::PermissionMode;
 pub use protocol::{ReasoningProtocol, WireProtocol};
 pub use receipt::{ReceiptState, ToolReceipt};
 pub use search::{SearchSource, SourcesStatus, WebSearch};
+pub use secrets::Secrets;
 pub use tool::ToolSpec;
 pub use usage::Usage;

@@ -1,12 +1,49 @@
-//! Final readiness: a turn that ends with unfinished plan items, or whose final answer follows a
-//! failed tool result, is not ready.
+//! Final readiness: a turn that ends with unfinished plan items, whose final answer follows a
+//! failed tool result, or whose final answer was cut off (output limit) or filtered, is not
+//! ready.
 //!
 //! Invariant: readiness reads only committed history (the plan is the latest `todo_write`
 //! call whose result succeeded), so it gives the same answer after a restart.
 
-use keel_types::{Item, ToolResult};
+use keel_types::{FinishReason, Item, ToolResult};
 
 pub const READINESS_ACTION: &str = "final_readiness_recovery";
+
+/// How a turn that completed stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Readiness {
+    Ready,
+    /// Open plan items, or an answer right after a failed tool.
+    OpenWork(String),
+    /// The final answer itself is incomplete: cut off at the output limit, or filtered.
+    CutOff(String),
+}
+
+impl Readiness {
+    /// Judge a turn by its final answer's finish reason, then by its history.
+    pub fn of(finish_reason: FinishReason, history: &[Item]) -> Readiness {
+        match finish_reason {
+            FinishReason::Length => Readiness::CutOff(
+                "the answer was cut off at the output limit (finish_reason: length)".into(),
+            ),
+            FinishReason::ContentFilter => Readiness::CutOff(
+                "the provider filtered the answer (finish_reason: content_filter)".into(),
+            ),
+            FinishReason::Stop | FinishReason::ToolCalls => match check(history) {
+                Some(reason) => Readiness::OpenWork(reason),
+                None => Readiness::Ready,
+            },
+        }
+    }
+
+    /// Why the turn is not ready, or `None` when it is.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Readiness::Ready => None,
+            Readiness::OpenWork(reason) | Readiness::CutOff(reason) => Some(reason),
+        }
+    }
+}
 
 /// Why the history's last turn is not ready, or `None` when it is.
 pub fn check(history: &[Item]) -> Option<String> {
@@ -125,6 +162,22 @@ mod tests {
             answer(),
         ]);
         assert_eq!(check(&finished), None);
+    }
+
+    #[test]
+    fn a_cut_off_answer_is_not_ready_whatever_the_history() {
+        let history = vec![Item::User { text: "hi".into() }, answer()];
+        assert_eq!(
+            Readiness::of(FinishReason::Stop, &history),
+            Readiness::Ready
+        );
+        let cut = Readiness::of(FinishReason::Length, &history);
+        assert!(matches!(cut, Readiness::CutOff(_)));
+        assert!(cut.reason().unwrap().contains("output limit"));
+        assert!(matches!(
+            Readiness::of(FinishReason::ContentFilter, &history),
+            Readiness::CutOff(_)
+        ));
     }
 
     #[test]

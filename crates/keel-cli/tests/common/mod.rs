@@ -189,10 +189,9 @@ pub fn scripted(protocol: &str, scenario: &str, extra: &str) -> (Home, MockProce
 
 pub const PROTOCOLS: [&str; 3] = ["chat", "anthropic", "responses"];
 
-/// Start `keel run --yes --json "run it"`, wait until its bash tool has written `effects.log`,
-/// SIGKILL keel while the tool still runs, and clean up the orphaned command (whose command
-/// line contains `marker`). Returns the session id.
-pub fn kill_during_tool(home: &Home, marker: &str) -> String {
+/// Start `keel run --yes --json "run it"` and wait until its bash tool has written `file` in
+/// the home (the workspace). Returns the running child and the session id.
+pub fn start_until_tool_runs(home: &Home, file: &str) -> (Child, String) {
     let mut child = home
         .keel(&["run", "--yes", "--json", "run it"])
         .stdout(Stdio::piped())
@@ -204,9 +203,17 @@ pub fn kill_during_tool(home: &Home, marker: &str) -> String {
     let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
     let session = first["session_id"].as_str().unwrap().to_string();
     let started = Instant::now();
-    while !home.path().join("effects.log").exists() && started.elapsed() < Duration::from_secs(15) {
+    while !home.path().join(file).exists() && started.elapsed() < Duration::from_secs(15) {
         std::thread::sleep(Duration::from_millis(20));
     }
+    (child, session)
+}
+
+/// Start `keel run --yes --json "run it"`, wait until its bash tool has written `effects.log`,
+/// SIGKILL keel while the tool still runs, and clean up the orphaned command (whose command
+/// line contains `marker`). Returns the session id.
+pub fn kill_during_tool(home: &Home, marker: &str) -> String {
+    let (mut child, session) = start_until_tool_runs(home, "effects.log");
     std::thread::sleep(Duration::from_millis(200));
     child.kill().unwrap();
     child.wait().unwrap();

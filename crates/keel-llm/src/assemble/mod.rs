@@ -124,7 +124,7 @@ fn check_not_empty(completion: Completion) -> Result<Completion, FailureDiagnost
 /// A data payload that is not valid JSON: the bytes were damaged on the way.
 fn malformed_chunk() -> FailureDiagnostic {
     FailureDiagnostic::with_message(
-        FailureKind::Transport,
+        FailureKind::StreamCorrupt,
         None,
         "the stream carried a chunk that is not valid JSON",
     )

@@ -27,7 +27,7 @@ where
     while let Some(next) = poll_ready(&mut events) {
         let event = next.map_err(|_| {
             FailureDiagnostic::with_message(
-                FailureKind::Transport,
+                FailureKind::StreamCorrupt,
                 None,
                 "the stream is not valid server-sent events",
             )

@@ -418,11 +418,11 @@ fn incomplete_streams_never_return_tool_calls() {
 }
 
 #[test]
-fn bad_json_chunk_is_a_transport_failure() {
+fn bad_json_chunk_is_a_corrupt_stream() {
     let stream = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"ind\n\n";
     let (result, _) = assemble(WireProtocol::Chat, stream.as_bytes());
     let diagnostic = result.unwrap_err();
-    assert_eq!(diagnostic.kind, FailureKind::Transport);
+    assert_eq!(diagnostic.kind, FailureKind::StreamCorrupt);
     assert!(diagnostic.message.contains("not valid JSON"));
 }
 

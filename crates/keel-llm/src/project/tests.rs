@@ -19,6 +19,7 @@ fn profile(protocol: WireProtocol, reasoning_protocol: ReasoningProtocol) -> Pro
         connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         max_output_tokens: 1024,
         native_web_search: false,
+        max_event_bytes: crate::profile::DEFAULT_MAX_EVENT_BYTES,
     }
 }
 
