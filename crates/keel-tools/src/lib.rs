@@ -8,6 +8,7 @@
 //! - A tool never panics on any input; every failure is a `ToolOutput` with `is_error`.
 
 mod bash;
+mod command_line;
 mod files;
 pub mod guard;
 pub mod output;
