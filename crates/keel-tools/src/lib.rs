@@ -6,6 +6,8 @@
 //!   runs; a failure is a specific message meant for the model, which may correct the call.
 //! - Tool schemas are constants: the tool part of every request is byte-stable.
 //! - A tool never panics on any input; every failure is a `ToolOutput` with `is_error`.
+//! - A call's permission subject for a path tool is the path it will really touch (resolved
+//!   like the tool resolves it), so `./x`, `a/../x` and symlinks cannot dodge a path rule.
 
 mod bash;
 mod command_line;
@@ -81,22 +83,35 @@ pub struct ValidCall {
 }
 
 impl ValidCall {
-    /// What permission rules match against: the command for `bash`, the path otherwise.
-    pub fn subject(&self) -> String {
-        let key = match self.tool {
-            BuiltinTool::Bash => "command",
-            BuiltinTool::Glob | BuiltinTool::Grep => "pattern",
-            BuiltinTool::TodoWrite => return String::new(),
+    /// What permission rules match against. For `bash`, the command line as given (the policy
+    /// splits it into simple commands). For the path tools (`read_file`, `write_file`,
+    /// `edit_file`, `list_dir`, and `glob`/`grep`, whose subject is their `path`, default
+    /// `.`), the path resolved the way the tool resolves it (`..` applied, symlinks followed),
+    /// shown relative to the workspace, or absolute when outside it. A path that does not
+    /// resolve keeps its raw text: the tool resolves it the same way and fails, so nothing runs
+    /// on it, and the raw text still meets deny rules written for it. `todo_write` has none.
+    pub fn subject(&self, ctx: &ToolContext) -> String {
+        match self.tool {
+            BuiltinTool::Bash => self
+                .args
+                .get("command")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            BuiltinTool::TodoWrite => String::new(),
             BuiltinTool::ReadFile
             | BuiltinTool::WriteFile
             | BuiltinTool::EditFile
-            | BuiltinTool::ListDir => "path",
-        };
-        self.args
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or(".")
-            .to_string()
+            | BuiltinTool::ListDir
+            | BuiltinTool::Glob
+            | BuiltinTool::Grep => {
+                let path = self.args.get("path").and_then(Value::as_str).unwrap_or(".");
+                match ctx.guard.resolve(path) {
+                    Ok(resolved) => ctx.guard.display(&resolved),
+                    Err(_) => path.to_string(),
+                }
+            }
+        }
     }
 
     /// Whether the call needs permission beyond reading the workspace: it changes things, or
@@ -228,3 +243,5 @@ impl ToolRegistry {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trust_tests;
