@@ -3,12 +3,15 @@
 //! Invariants:
 //! - Writes go through the workspace guard and land atomically (temp file + rename), so a
 //!   killed process never leaves a half-written file.
+//! - Only regular files are read, opened without blocking (`special`): a FIFO or a device is
+//!   refused at once, never waited on.
 //! - `edit_file` replaces an exact string that must match exactly once (unless `replace_all`);
 //!   otherwise nothing changes and the error shows where the text nearly matched.
 //! - Reads are bounded: a line range on any file size, at most `MAX_LINES` lines and
 //!   `OUTPUT_CAP` bytes per call; binary files are described, not dumped.
 
 use crate::output::{OUTPUT_CAP, looks_binary, truncate_middle};
+use crate::special::open_regular;
 use crate::{ToolContext, ToolOutput};
 use serde_json::Value;
 use std::io::{BufRead, Write};
@@ -37,14 +40,11 @@ pub fn read_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
         .and_then(Value::as_u64)
         .map_or(MAX_LINES, |l| l as usize)
         .min(MAX_LINES);
-    let file = match std::fs::File::open(&resolved) {
+    let file = match open_regular(&resolved, path) {
         Ok(file) => file,
-        Err(error) => return ToolOutput::error(format!("cannot read `{path}`: {error}")),
+        Err(refusal) => return ToolOutput::error(refusal.to_string()),
     };
     let size = file.metadata().map(|meta| meta.len()).unwrap_or(0);
-    if resolved.is_dir() {
-        return ToolOutput::error(format!("`{path}` is a directory: use list_dir"));
-    }
     let mut reader = std::io::BufReader::new(file);
     let head = match reader.fill_buf() {
         Ok(head) => head,

@@ -6,6 +6,8 @@
 //!   runs; a failure is a specific message meant for the model, which may correct the call.
 //! - Tool schemas are constants: the tool part of every request is byte-stable.
 //! - A tool never panics on any input; every failure is a `ToolOutput` with `is_error`.
+//! - A file tool never holds its caller longer than `ToolContext::file_timeout`: past it, the
+//!   call returns an error (the blocked thread is abandoned).
 //! - A call's permission subject for a path tool is the path it will really touch (resolved
 //!   like the tool resolves it), so `./x`, `a/../x` and symlinks cannot dodge a path rule.
 
@@ -16,6 +18,7 @@ pub mod guard;
 pub mod output;
 pub mod permission;
 mod search;
+mod special;
 mod specs;
 
 pub use guard::{GuardError, WorkspaceGuard};
@@ -59,11 +62,17 @@ impl ToolOutput {
     }
 }
 
+/// How long a file tool (read, write, edit, list, glob, grep) may take before its caller is
+/// given an error.
+pub const DEFAULT_FILE_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Where and how tools run.
 #[derive(Clone, Debug)]
 pub struct ToolContext {
     pub guard: WorkspaceGuard,
     pub bash_timeout: Duration,
+    /// The longest a file tool may run (`DEFAULT_FILE_TIMEOUT` unless changed).
+    pub file_timeout: Duration,
 }
 
 impl ToolContext {
@@ -71,6 +80,15 @@ impl ToolContext {
         ToolContext {
             guard,
             bash_timeout: bash::DEFAULT_TIMEOUT,
+            file_timeout: DEFAULT_FILE_TIMEOUT,
+        }
+    }
+
+    /// The same context with another file-tool timeout.
+    pub fn with_file_timeout(self, file_timeout: Duration) -> ToolContext {
+        ToolContext {
+            file_timeout,
+            ..self
         }
     }
 }
@@ -149,26 +167,42 @@ impl ValidCall {
             | BuiltinTool::ListDir
             | BuiltinTool::Glob
             | BuiltinTool::Grep => {
-                let (tool, args, ctx) = (self.tool, self.args.clone(), ctx.clone());
+                let (tool, args, owned) = (self.tool, self.args.clone(), ctx.clone());
                 let work = tokio::task::spawn_blocking(move || match tool {
-                    BuiltinTool::ReadFile => files::read_file(&args, &ctx),
-                    BuiltinTool::WriteFile => files::write_file(&args, &ctx),
-                    BuiltinTool::EditFile => files::edit_file(&args, &ctx),
-                    BuiltinTool::ListDir => files::list_dir(&args, &ctx),
-                    BuiltinTool::Glob => search::glob(&args, &ctx),
-                    BuiltinTool::Grep => search::grep(&args, &ctx),
+                    BuiltinTool::ReadFile => files::read_file(&args, &owned),
+                    BuiltinTool::WriteFile => files::write_file(&args, &owned),
+                    BuiltinTool::EditFile => files::edit_file(&args, &owned),
+                    BuiltinTool::ListDir => files::list_dir(&args, &owned),
+                    BuiltinTool::Glob => search::glob(&args, &owned),
+                    BuiltinTool::Grep => search::grep(&args, &owned),
                     BuiltinTool::Bash | BuiltinTool::TodoWrite => {
                         ToolOutput::error("internal: not a blocking tool".into())
                     }
                 });
-                match work.await {
-                    Ok(output) => output,
-                    Err(error) => {
+                match tokio::time::timeout(ctx.file_timeout, work).await {
+                    Ok(Ok(output)) => output,
+                    Ok(Err(error)) => {
                         ToolOutput::error(format!("the tool stopped unexpectedly: {error}"))
                     }
+                    Err(_) => ToolOutput::error(format!(
+                        "`{}` timed out after {} and was abandoned (a file that never answers, \
+                         such as a device, a pipe or a stalled network mount?); if it was a \
+                         write, check the file before retrying",
+                        self.tool.name(),
+                        shown_duration(ctx.file_timeout)
+                    )),
                 }
             }
         }
+    }
+}
+
+/// `d` for people: whole seconds, or milliseconds below one second.
+fn shown_duration(d: Duration) -> String {
+    if d >= Duration::from_secs(1) {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
     }
 }
 

@@ -8,6 +8,9 @@
 use super::*;
 use keel_types::PermissionMode;
 use serde_json::json;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
 
 fn context() -> (tempfile::TempDir, ToolContext) {
     let dir = tempfile::tempdir().unwrap();
@@ -20,6 +23,22 @@ fn valid(name: &str, args: Value) -> ValidCall {
         .unwrap()
         .validate(name, &args.to_string())
         .unwrap()
+}
+
+/// Run `work` on its own thread; `None` if it has not finished within `deadline`.
+fn within<T: Send + 'static>(
+    deadline: Duration,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(work());
+    });
+    receiver.recv_timeout(deadline).ok()
+}
+
+fn make_fifo(path: &Path) {
+    nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();
 }
 
 #[test]
@@ -91,4 +110,98 @@ fn an_unresolvable_path_keeps_its_raw_text_as_subject() {
     std::os::unix::fs::symlink("loop", dir.path().join("loop")).unwrap();
     let call = valid("read_file", json!({"path": "loop/x"}));
     assert_eq!(call.subject(&ctx), "loop/x");
+}
+
+#[test]
+fn reading_a_fifo_fails_at_once() {
+    let (dir, ctx) = context();
+    let fifo = dir.path().join("pipe");
+    make_fifo(&fifo);
+    let args = json!({"path": "pipe"});
+    let read = within(Duration::from_secs(2), move || {
+        files::read_file(&args, &ctx)
+    });
+    let Some(output) = read else {
+        // Unblock the stuck reader (it waits for a writer) before failing.
+        let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+        panic!("read_file of a FIFO blocked");
+    };
+    assert!(
+        output.is_error
+            && output
+                .content
+                .contains("`pipe` is a FIFO, not a regular file"),
+        "{output:?}"
+    );
+}
+
+#[test]
+fn grep_and_glob_pass_over_fifos_and_still_find_matches() {
+    let (dir, ctx) = context();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::write(dir.path().join("a.txt"), "needle here\n").unwrap();
+    std::fs::write(dir.path().join("sub/b.txt"), "another needle\n").unwrap();
+    make_fifo(&dir.path().join("pipe"));
+    make_fifo(&dir.path().join("sub/pipe.txt"));
+    let search = within(Duration::from_secs(5), move || {
+        let grep = search::grep(&json!({"pattern": "needle"}), &ctx);
+        let glob = search::glob(&json!({"pattern": "**/*.txt"}), &ctx);
+        (grep, glob)
+    });
+    let Some((grep, glob)) = search else {
+        panic!("a search blocked on a FIFO");
+    };
+    let mut lines: Vec<&str> = grep.content.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(
+        lines,
+        ["a.txt:1:needle here", "sub/b.txt:1:another needle"],
+        "{grep:?}"
+    );
+    assert!(
+        glob.content.contains("a.txt") && glob.content.contains("sub/b.txt"),
+        "{glob:?}"
+    );
+}
+
+#[test]
+fn searches_refuse_kernel_trees_promptly() {
+    for root in ["/proc", "/sys", "/dev", "/proc/self"] {
+        let (_dir, ctx) = context();
+        let search = within(Duration::from_secs(10), move || {
+            let grep = search::grep(&json!({"pattern": "x", "path": root}), &ctx);
+            let glob = search::glob(&json!({"pattern": "*", "path": root}), &ctx);
+            (grep, glob)
+        });
+        let Some((grep, glob)) = search else {
+            panic!("a search of {root} did not return");
+        };
+        for output in [grep, glob] {
+            assert!(
+                output.is_error && output.content.contains("kernel"),
+                "{root}: {output:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_file_tool_past_its_timeout_returns_an_error() {
+    let (dir, ctx) = context();
+    assert_eq!(ctx.file_timeout, DEFAULT_FILE_TIMEOUT);
+    for n in 0..300 {
+        std::fs::write(dir.path().join(format!("f{n}.txt")), "needle\n").unwrap();
+    }
+    let hurried = ctx.clone().with_file_timeout(Duration::ZERO);
+    let started = std::time::Instant::now();
+    let output = valid("grep", json!({"pattern": "needle"}))
+        .run(&hurried)
+        .await;
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert!(
+        output.is_error && output.content.contains("`grep` timed out after 0 ms"),
+        "{output:?}"
+    );
+    let patient = valid("grep", json!({"pattern": "needle"})).run(&ctx).await;
+    assert!(!patient.is_error && patient.summary == "300 matches for needle");
 }
