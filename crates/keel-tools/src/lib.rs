@@ -12,6 +12,7 @@
 //!   like the tool resolves it), so `./x`, `a/../x` and symlinks cannot dodge a path rule.
 
 mod bash;
+mod beneath;
 mod command_line;
 mod files;
 pub mod guard;
@@ -21,7 +22,7 @@ mod search;
 mod special;
 mod specs;
 
-pub use guard::{GuardError, WorkspaceGuard};
+pub use guard::{GuardError, WorkspaceGuard, WriteTarget};
 pub use permission::{Decision, PermissionPolicy, Reach};
 pub use specs::BuiltinTool;
 

@@ -46,6 +46,28 @@ impl FileKind {
     }
 }
 
+impl FileKind {
+    /// The same, for a type from `cap-std`.
+    pub fn of_cap(file_type: &cap_std::fs::FileType) -> FileKind {
+        use cap_std::fs::FileTypeExt;
+        if file_type.is_file() {
+            FileKind::Regular
+        } else if file_type.is_dir() {
+            FileKind::Directory
+        } else if file_type.is_symlink() {
+            FileKind::Symlink
+        } else if file_type.is_fifo() {
+            FileKind::Fifo
+        } else if file_type.is_socket() {
+            FileKind::Socket
+        } else if file_type.is_char_device() || file_type.is_block_device() {
+            FileKind::Device
+        } else {
+            FileKind::Other
+        }
+    }
+}
+
 impl fmt::Display for FileKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
