@@ -14,8 +14,9 @@
 //!   `(…)` subshells are split out as commands of their own; the line is then marked as having
 //!   a substitution if it had `$(`, a backtick, `<(` or `>(` outside single quotes.
 //! - Each command has its runs of unquoted blanks collapsed to one space and is trimmed; a
-//!   leading `{` word and a trailing `}` word of a group are removed; empty commands are
-//!   dropped. Quoted text is kept verbatim, quotes included.
+//!   leading `{` word and a trailing `}` word of a group are removed, and so are leading
+//!   keywords (`if`, `then`, `do`, `!` ...) and commands that are only a closing keyword
+//!   (`fi`, `done` ...); empty commands are dropped. Quoted text is kept verbatim.
 
 /// A command line taken apart for permission rules.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -209,15 +210,27 @@ fn code_char(
     }
 }
 
-/// Remove a leading `{` word and a trailing `}` word (a group's braces).
+/// Words that start a command without being it: group and compound-command keywords.
+const LEADING_KEYWORDS: [&str; 10] = [
+    "{", "!", "if", "then", "elif", "else", "while", "until", "do", "time",
+];
+
+/// Words that end a group or a compound command.
+const CLOSING_KEYWORDS: [&str; 4] = ["}", "fi", "done", "esac"];
+
+/// Remove leading keywords (`{`, `if`, `then`, `do`, `!` ...), a trailing `}` word, and a
+/// command that is only a closing keyword (`fi`, `done` ...).
 fn strip_group(command: &str) -> &str {
     let mut command = command;
     loop {
         let before = command;
-        if let Some(rest) = command.strip_prefix("{ ") {
+        if let Some(rest) = LEADING_KEYWORDS
+            .iter()
+            .find_map(|word| command.strip_prefix(word)?.strip_prefix(' '))
+        {
             command = rest.trim_start();
         }
-        if command == "{" || command == "}" {
+        if LEADING_KEYWORDS.contains(&command) || CLOSING_KEYWORDS.contains(&command) {
             command = "";
         }
         if let Some(rest) = command.strip_suffix(" }") {
@@ -293,9 +306,23 @@ mod tests {
     }
 
     #[test]
+    fn compound_commands_show_the_commands_they_run() {
+        assert_eq!(
+            commands("if true; then rm -rf /x; else ls; fi"),
+            ["true", "rm -rf /x", "ls"]
+        );
+        assert_eq!(
+            commands("while read f; do rm  $f; done < list"),
+            ["read f", "rm $f", "done < list"]
+        );
+        assert_eq!(commands("! time make"), ["make"]);
+        assert_eq!(commands("iffy; done_list"), ["iffy", "done_list"]);
+    }
+
+    #[test]
     fn substitutions_are_split_out_and_marked() {
-        let line = parse("echo $(rm -rf /x) done");
-        assert_eq!(line.commands, ["echo", "rm -rf /x", "done"]);
+        let line = parse("echo $(rm -rf /x) end");
+        assert_eq!(line.commands, ["echo", "rm -rf /x", "end"]);
         assert!(line.has_substitution);
         let quoted = parse("echo \"a $(rm -rf /x) b\"");
         assert!(quoted.commands.contains(&"rm -rf /x".to_string()));

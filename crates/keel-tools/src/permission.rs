@@ -290,6 +290,8 @@ mod tests {
             "echo hi\nrm -rf /x",
             "(rm -rf /x)",
             "{ rm -rf /x; }",
+            "if true; then rm -rf /x; fi",
+            "echo $(rm -rf /x)",
         ] {
             assert!(
                 matches!(p.decide("bash", line, Reach::Sensitive), Decision::Deny(_)),
