@@ -164,10 +164,11 @@ fn decide(shared: &Shared, valid: &ValidCall) -> Decision {
     } else {
         Reach::ReadsWorkspace
     };
-    shared
-        .settings
-        .policy
-        .decide(valid.tool.name(), &valid.subject(), reach)
+    shared.settings.policy.decide(
+        valid.tool.name(),
+        &valid.subject(&shared.tool_context),
+        reach,
+    )
 }
 
 /// Validate, then ask the policy (and the person, if it says so).
@@ -190,7 +191,7 @@ async fn prepare(shared: &Shared, call: &ToolCall) -> Prepared {
         Decision::Ask => {
             let request = ApprovalRequest {
                 tool: call.name.clone(),
-                subject: valid.subject(),
+                subject: valid.subject(&shared.tool_context),
                 arguments: call.arguments.clone(),
             };
             match shared.approver.approve(&request).await.refusal() {
@@ -245,13 +246,22 @@ fn finish(
     Ok(())
 }
 
+/// Announce a call with what permission rules see of it (the resolved path for file tools),
+/// so the card shows what will really be touched.
 fn announce(shared: &Shared, turn: u64, call: &ToolCall) {
+    let subject = shared
+        .registry
+        .validate(&call.name, &call.arguments)
+        .ok()
+        .map(|valid| valid.subject(&shared.tool_context))
+        .filter(|subject| !subject.is_empty());
     shared.emit(
         Some(turn),
         EventBody::ToolCall {
             call_id: call.id.clone(),
             name: call.name.clone(),
             arguments: call.arguments.clone(),
+            subject,
         },
     );
 }

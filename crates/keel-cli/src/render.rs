@@ -175,10 +175,14 @@ impl Renderer {
                 }
             }
             EventBody::ToolCall {
-                name, arguments, ..
+                name,
+                arguments,
+                subject,
+                ..
             } => {
                 self.end_live_line();
-                eprintln!("● {} {}", visible_line(name), call_subject(name, arguments));
+                let shown = call_subject(name, arguments, subject.as_deref());
+                eprintln!("● {} {shown}", visible_line(name));
             }
             EventBody::ToolResult { state, summary, .. } => {
                 eprintln!("  ⎿ {state} · {}", visible_line(summary));
@@ -322,14 +326,21 @@ impl Renderer {
     }
 }
 
-/// The one thing a person wants to see of a call: the command, the path or the pattern, on
-/// one line with every control character shown (the approval prompt shows it in full).
-fn call_subject(name: &str, arguments: &str) -> String {
-    let subject = call_subject_full(name, arguments);
+/// The one thing a person wants to see of a call: the command, the resolved path, or the
+/// pattern and where it searches; on one line with every control character shown (the
+/// approval prompt shows the whole command).
+fn call_subject(name: &str, arguments: &str, resolved: Option<&str>) -> String {
+    let subject = match (name, resolved) {
+        ("glob" | "grep", Some(path)) => {
+            format!("{} in {path}", argument_subject(name, arguments))
+        }
+        (_, Some(resolved)) => resolved.to_string(),
+        (_, None) => argument_subject(name, arguments),
+    };
     let lines = subject.lines().count();
-    let first_line = subject.lines().next().unwrap_or("");
-    let mut shown: String = visible_line(first_line).chars().take(100).collect();
-    if shown.chars().count() < visible_line(first_line).chars().count() {
+    let first_line = visible_line(subject.lines().next().unwrap_or(""));
+    let mut shown: String = first_line.chars().take(100).collect();
+    if shown.chars().count() < first_line.chars().count() {
         shown.push('…');
     }
     if lines > 1 {
@@ -338,8 +349,8 @@ fn call_subject(name: &str, arguments: &str) -> String {
     shown
 }
 
-/// The whole subject of a call, as sent by the model (not yet made visible).
-pub fn call_subject_full(name: &str, arguments: &str) -> String {
+/// The subject of a call as the model wrote it in its arguments (not yet made visible).
+fn argument_subject(name: &str, arguments: &str) -> String {
     let parsed: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
     let key = match name {
         "bash" => "command",

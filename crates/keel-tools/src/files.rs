@@ -1,18 +1,23 @@
 //! File tools: `read_file`, `write_file`, `edit_file`, `list_dir`.
 //!
 //! Invariants:
-//! - Writes go through the workspace guard and land atomically (temp file + rename), so a
-//!   killed process never leaves a half-written file.
+//! - Writes go through the workspace guard, then through directory handles below the root the
+//!   guard resolved them to (`beneath`), so a path swapped after the check cannot carry them
+//!   out; they land atomically (temp file + rename), so a killed process never leaves a
+//!   half-written file.
+//! - Only regular files are read, opened without blocking (`special`): a FIFO or a device is
+//!   refused at once, never waited on.
 //! - `edit_file` replaces an exact string that must match exactly once (unless `replace_all`);
 //!   otherwise nothing changes and the error shows where the text nearly matched.
 //! - Reads are bounded: a line range on any file size, at most `MAX_LINES` lines and
 //!   `OUTPUT_CAP` bytes per call; binary files are described, not dumped.
 
+use crate::beneath::{FileBeneath, MissingParents, Written};
 use crate::output::{OUTPUT_CAP, looks_binary, truncate_middle};
+use crate::special::open_regular;
 use crate::{ToolContext, ToolOutput};
 use serde_json::Value;
-use std::io::{BufRead, Write};
-use std::path::Path;
+use std::io::BufRead;
 
 const MAX_LINES: usize = 2000;
 const MAX_LIST: usize = 500;
@@ -37,14 +42,11 @@ pub fn read_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
         .and_then(Value::as_u64)
         .map_or(MAX_LINES, |l| l as usize)
         .min(MAX_LINES);
-    let file = match std::fs::File::open(&resolved) {
+    let file = match open_regular(&resolved, path) {
         Ok(file) => file,
-        Err(error) => return ToolOutput::error(format!("cannot read `{path}`: {error}")),
+        Err(refusal) => return ToolOutput::error(refusal.to_string()),
     };
     let size = file.metadata().map(|meta| meta.len()).unwrap_or(0);
-    if resolved.is_dir() {
-        return ToolOutput::error(format!("`{path}` is a directory: use list_dir"));
-    }
     let mut reader = std::io::BufReader::new(file);
     let head = match reader.fill_buf() {
         Ok(head) => head,
@@ -99,46 +101,22 @@ pub fn read_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
     )
 }
 
-/// Write `content` to `path` atomically: a temporary file in the same directory, then rename.
-fn write_atomically(path: &Path, content: &[u8]) -> std::io::Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temporary = path.with_file_name(format!(".{name}.keel-{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(content)?;
-        file.sync_all()?;
-        if let Ok(meta) = std::fs::metadata(path) {
-            std::fs::set_permissions(&temporary, meta.permissions())?;
-        }
-        std::fs::rename(&temporary, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    result
-}
-
 pub fn write_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
     let path = text_arg(args, "path");
     let content = text_arg(args, "content");
-    let resolved = match ctx.guard.check_write(path) {
-        Ok(resolved) => resolved,
+    let target = match ctx.guard.write_target(path) {
+        Ok(target) => target,
         Err(error) => return ToolOutput::error(error.to_string()),
     };
-    if resolved.is_dir() {
-        return ToolOutput::error(format!("`{path}` is a directory"));
-    }
-    let existed = resolved.exists();
-    match write_atomically(&resolved, content.as_bytes()) {
-        Ok(()) => {
-            let verb = if existed { "replaced" } else { "created" };
-            let shown = ctx.guard.display(&resolved);
+    let written = FileBeneath::open(&target, path, MissingParents::Create)
+        .and_then(|file| file.write_atomically(content.as_bytes()));
+    match written {
+        Ok(written) => {
+            let verb = match written {
+                Written::Created => "created",
+                Written::Replaced => "replaced",
+            };
+            let shown = ctx.guard.display(&target.resolved);
             ToolOutput::ok(
                 format!(
                     "{verb} `{shown}` ({} bytes, {} lines)",
@@ -148,7 +126,7 @@ pub fn write_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
                 format!("{verb} {shown}"),
             )
         }
-        Err(error) => ToolOutput::error(format!("cannot write `{path}`: {error}")),
+        Err(error) => ToolOutput::error(error.to_string()),
     }
 }
 
@@ -170,20 +148,22 @@ pub fn edit_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
             "`old_string` and `new_string` are the same: nothing to change".into(),
         );
     }
-    let resolved = match ctx.guard.check_write(path) {
-        Ok(resolved) => resolved,
+    let target = match ctx.guard.write_target(path) {
+        Ok(target) => target,
         Err(error) => return ToolOutput::error(error.to_string()),
     };
-    let text = match std::fs::read(&resolved) {
-        Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(_) => {
-                return ToolOutput::error(format!(
-                    "`{path}` is not UTF-8 text; edit_file cannot change it"
-                ));
-            }
-        },
-        Err(error) => return ToolOutput::error(format!("cannot read `{path}`: {error}")),
+    let file = match FileBeneath::open(&target, path, MissingParents::Refuse) {
+        Ok(file) => file,
+        Err(error) => return ToolOutput::error(error.to_string()),
+    };
+    let text = match file.read().map(String::from_utf8) {
+        Ok(Ok(text)) => text,
+        Ok(Err(_)) => {
+            return ToolOutput::error(format!(
+                "`{path}` is not UTF-8 text; edit_file cannot change it"
+            ));
+        }
+        Err(error) => return ToolOutput::error(error.to_string()),
     };
     let positions: Vec<usize> = text.match_indices(old).map(|(at, _)| at).collect();
     let line_of = |at: usize| text[..at].matches('\n').count() + 1;
@@ -206,11 +186,11 @@ pub fn edit_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
             } else {
                 text.replacen(old, new, 1)
             };
-            if let Err(error) = write_atomically(&resolved, updated.as_bytes()) {
-                return ToolOutput::error(format!("cannot write `{path}`: {error}"));
+            if let Err(error) = file.write_atomically(updated.as_bytes()) {
+                return ToolOutput::error(error.to_string());
             }
             let first_line = positions.first().map_or(0, |at| line_of(*at));
-            let shown = ctx.guard.display(&resolved);
+            let shown = ctx.guard.display(&target.resolved);
             ToolOutput::ok(
                 format!("edited `{shown}`: {n} replacement(s), first at line {first_line}"),
                 format!("edited {shown} ({n}×)"),

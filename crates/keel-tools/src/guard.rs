@@ -6,6 +6,9 @@
 //!   neither `../x`, an absolute path, nor a symlink pointing outside can smuggle a write out.
 //! - A file whose *name* merely contains `..` (e.g. `a..b`) is an ordinary name.
 //! - The roots themselves are canonicalised once, when the guard is built.
+//! - The guard only decides; a write must then open its target below the root it was resolved
+//!   to without following symlinks out (see `beneath`), since the path can change after the
+//!   check.
 
 use std::collections::VecDeque;
 use std::path::{Component, Path, PathBuf};
@@ -14,6 +17,17 @@ use std::path::{Component, Path, PathBuf};
 pub struct WorkspaceGuard {
     workspace: PathBuf,
     roots: Vec<PathBuf>,
+}
+
+/// Where a write lands, as the guard resolved it: a root and the path below it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteTarget {
+    /// The workspace or an added directory (canonical).
+    pub root: PathBuf,
+    /// The path below `root`; it contained no symlink when it was resolved.
+    pub relative: PathBuf,
+    /// `root` joined with `relative`.
+    pub resolved: PathBuf,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -101,6 +115,27 @@ impl WorkspaceGuard {
         }
     }
 
+    /// Resolve `path` for a write: the root that contains it (the innermost one) and the path
+    /// below that root, which has no symlink in it as resolved now.
+    pub fn write_target(&self, path: &str) -> Result<WriteTarget, GuardError> {
+        let resolved = self.check_write(path)?;
+        let root = self
+            .roots
+            .iter()
+            .filter(|root| resolved.starts_with(root))
+            .max_by_key(|root| root.components().count())
+            .ok_or_else(|| GuardError::Invalid(path.to_string()))?;
+        let relative = resolved
+            .strip_prefix(root)
+            .map_err(|_| GuardError::Invalid(path.to_string()))?
+            .to_path_buf();
+        Ok(WriteTarget {
+            root: root.clone(),
+            relative,
+            resolved,
+        })
+    }
+
     /// `resolved` relative to the workspace when inside it, for display.
     pub fn display(&self, resolved: &Path) -> String {
         match resolved.strip_prefix(&self.workspace) {
@@ -181,6 +216,22 @@ mod tests {
         let (_w, _o, guard) = setup();
         let resolved = guard.check_write("src/a..b/..c/file..txt").unwrap();
         assert!(resolved.ends_with("src/a..b/..c/file..txt"));
+    }
+
+    #[test]
+    fn write_targets_are_below_the_innermost_root() {
+        let workspace = tempfile::tempdir().unwrap();
+        let inner = workspace.path().join("vendor");
+        std::fs::create_dir(&inner).unwrap();
+        std::os::unix::fs::symlink("vendor", workspace.path().join("v")).unwrap();
+        let guard = WorkspaceGuard::new(workspace.path(), std::slice::from_ref(&inner)).unwrap();
+        let target = guard.write_target("v/lib/a.rs").unwrap();
+        assert_eq!(target.root, inner.canonicalize().unwrap());
+        assert_eq!(target.relative, Path::new("lib/a.rs"));
+        assert_eq!(target.resolved, target.root.join("lib/a.rs"));
+        let top = guard.write_target("./b.rs").unwrap();
+        assert_eq!(top.relative, Path::new("b.rs"));
+        assert!(guard.write_target("../c.rs").is_err());
     }
 
     #[test]

@@ -6,16 +6,23 @@
 //!   runs; a failure is a specific message meant for the model, which may correct the call.
 //! - Tool schemas are constants: the tool part of every request is byte-stable.
 //! - A tool never panics on any input; every failure is a `ToolOutput` with `is_error`.
+//! - A file tool never holds its caller longer than `ToolContext::file_timeout`: past it, the
+//!   call returns an error (the blocked thread is abandoned).
+//! - A call's permission subject for a path tool is the path it will really touch (resolved
+//!   like the tool resolves it), so `./x`, `a/../x` and symlinks cannot dodge a path rule.
 
 mod bash;
+mod beneath;
+mod command_line;
 mod files;
 pub mod guard;
 pub mod output;
 pub mod permission;
 mod search;
+mod special;
 mod specs;
 
-pub use guard::{GuardError, WorkspaceGuard};
+pub use guard::{GuardError, WorkspaceGuard, WriteTarget};
 pub use permission::{Decision, PermissionPolicy, Reach};
 pub use specs::BuiltinTool;
 
@@ -56,6 +63,10 @@ impl ToolOutput {
     }
 }
 
+/// How long a file tool (read, write, edit, list, glob, grep) may take before its caller is
+/// given an error.
+pub const DEFAULT_FILE_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Where and how tools run.
 #[derive(Clone, Debug)]
 pub struct ToolContext {
@@ -63,6 +74,8 @@ pub struct ToolContext {
     pub bash_timeout: Duration,
     /// keel's secrets: removed from every command's environment.
     pub secrets: keel_types::Secrets,
+    /// The longest a file tool may run (`DEFAULT_FILE_TIMEOUT` unless changed).
+    pub file_timeout: Duration,
 }
 
 impl ToolContext {
@@ -71,6 +84,15 @@ impl ToolContext {
             guard,
             bash_timeout: bash::DEFAULT_TIMEOUT,
             secrets: keel_types::Secrets::default(),
+            file_timeout: DEFAULT_FILE_TIMEOUT,
+        }
+    }
+
+    /// The same context with another file-tool timeout.
+    pub fn with_file_timeout(self, file_timeout: Duration) -> ToolContext {
+        ToolContext {
+            file_timeout,
+            ..self
         }
     }
 }
@@ -83,22 +105,35 @@ pub struct ValidCall {
 }
 
 impl ValidCall {
-    /// What permission rules match against: the command for `bash`, the path otherwise.
-    pub fn subject(&self) -> String {
-        let key = match self.tool {
-            BuiltinTool::Bash => "command",
-            BuiltinTool::Glob | BuiltinTool::Grep => "pattern",
-            BuiltinTool::TodoWrite => return String::new(),
+    /// What permission rules match against. For `bash`, the command line as given (the policy
+    /// splits it into simple commands). For the path tools (`read_file`, `write_file`,
+    /// `edit_file`, `list_dir`, and `glob`/`grep`, whose subject is their `path`, default
+    /// `.`), the path resolved the way the tool resolves it (`..` applied, symlinks followed),
+    /// shown relative to the workspace, or absolute when outside it. A path that does not
+    /// resolve keeps its raw text: the tool resolves it the same way and fails, so nothing runs
+    /// on it, and the raw text still meets deny rules written for it. `todo_write` has none.
+    pub fn subject(&self, ctx: &ToolContext) -> String {
+        match self.tool {
+            BuiltinTool::Bash => self
+                .args
+                .get("command")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            BuiltinTool::TodoWrite => String::new(),
             BuiltinTool::ReadFile
             | BuiltinTool::WriteFile
             | BuiltinTool::EditFile
-            | BuiltinTool::ListDir => "path",
-        };
-        self.args
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or(".")
-            .to_string()
+            | BuiltinTool::ListDir
+            | BuiltinTool::Glob
+            | BuiltinTool::Grep => {
+                let path = self.args.get("path").and_then(Value::as_str).unwrap_or(".");
+                match ctx.guard.resolve(path) {
+                    Ok(resolved) => ctx.guard.display(&resolved),
+                    Err(_) => path.to_string(),
+                }
+            }
+        }
     }
 
     /// Whether the call needs permission beyond reading the workspace: it changes things, or
@@ -136,26 +171,42 @@ impl ValidCall {
             | BuiltinTool::ListDir
             | BuiltinTool::Glob
             | BuiltinTool::Grep => {
-                let (tool, args, ctx) = (self.tool, self.args.clone(), ctx.clone());
+                let (tool, args, owned) = (self.tool, self.args.clone(), ctx.clone());
                 let work = tokio::task::spawn_blocking(move || match tool {
-                    BuiltinTool::ReadFile => files::read_file(&args, &ctx),
-                    BuiltinTool::WriteFile => files::write_file(&args, &ctx),
-                    BuiltinTool::EditFile => files::edit_file(&args, &ctx),
-                    BuiltinTool::ListDir => files::list_dir(&args, &ctx),
-                    BuiltinTool::Glob => search::glob(&args, &ctx),
-                    BuiltinTool::Grep => search::grep(&args, &ctx),
+                    BuiltinTool::ReadFile => files::read_file(&args, &owned),
+                    BuiltinTool::WriteFile => files::write_file(&args, &owned),
+                    BuiltinTool::EditFile => files::edit_file(&args, &owned),
+                    BuiltinTool::ListDir => files::list_dir(&args, &owned),
+                    BuiltinTool::Glob => search::glob(&args, &owned),
+                    BuiltinTool::Grep => search::grep(&args, &owned),
                     BuiltinTool::Bash | BuiltinTool::TodoWrite => {
                         ToolOutput::error("internal: not a blocking tool".into())
                     }
                 });
-                match work.await {
-                    Ok(output) => output,
-                    Err(error) => {
+                match tokio::time::timeout(ctx.file_timeout, work).await {
+                    Ok(Ok(output)) => output,
+                    Ok(Err(error)) => {
                         ToolOutput::error(format!("the tool stopped unexpectedly: {error}"))
                     }
+                    Err(_) => ToolOutput::error(format!(
+                        "`{}` timed out after {} and was abandoned (a file that never answers, \
+                         such as a device, a pipe or a stalled network mount?); if it was a \
+                         write, check the file before retrying",
+                        self.tool.name(),
+                        shown_duration(ctx.file_timeout)
+                    )),
                 }
             }
         }
+    }
+}
+
+/// `d` for people: whole seconds, or milliseconds below one second.
+fn shown_duration(d: Duration) -> String {
+    if d >= Duration::from_secs(1) {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
     }
 }
 
@@ -230,3 +281,5 @@ impl ToolRegistry {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trust_tests;

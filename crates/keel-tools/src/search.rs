@@ -1,15 +1,21 @@
 //! Search tools: `glob` and `grep`, on the ripgrep libraries; `.gitignore` is respected.
 //!
-//! Invariant: results are bounded (`MAX_RESULTS` paths, `MAX_MATCHES` lines) and the output
-//! says when more were found; paths that are not UTF-8 are shown lossily, never dropped.
+//! Invariants:
+//! - Results are bounded (`MAX_RESULTS` paths, `MAX_MATCHES` lines) and the output says when
+//!   more were found; paths that are not UTF-8 are shown lossily, never dropped.
+//! - Nothing blocks on a special file: `grep` reads regular files only, each opened without
+//!   blocking and checked on the open descriptor (FIFOs, sockets and devices are skipped);
+//!   `/proc`, `/sys` and `/dev` are refused as a search root and skipped when a walk meets
+//!   them (e.g. from `/`). Symlinks are not followed during a walk.
 
 use crate::output::{OUTPUT_CAP, truncate_middle};
+use crate::special::{FileKind, kernel_tree, open_regular};
 use crate::{ToolContext, ToolOutput};
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const MAX_RESULTS: usize = 500;
 const MAX_MATCHES: usize = 200;
@@ -20,17 +26,35 @@ fn root(args: &Value, ctx: &ToolContext) -> Result<PathBuf, ToolOutput> {
         .guard
         .resolve(path)
         .map_err(|error| ToolOutput::error(error.to_string()))?;
-    if !resolved.exists() {
-        return Err(ToolOutput::error(format!("`{path}` does not exist")));
+    if let Some(tree) = kernel_tree(&resolved) {
+        return Err(ToolOutput::error(format!(
+            "`{path}` is in {tree}, a kernel tree whose files can block forever; keel does not \
+             search /proc, /sys or /dev"
+        )));
     }
-    Ok(resolved)
+    let kind = match resolved.metadata() {
+        Ok(meta) => FileKind::of(&meta.file_type()),
+        Err(_) => return Err(ToolOutput::error(format!("`{path}` does not exist"))),
+    };
+    match kind {
+        FileKind::Regular | FileKind::Directory => Ok(resolved),
+        FileKind::Fifo
+        | FileKind::Socket
+        | FileKind::Device
+        | FileKind::Symlink
+        | FileKind::Other => Err(ToolOutput::error(format!(
+            "`{path}` is {kind}, not a regular file; keel reads regular files only"
+        ))),
+    }
 }
 
-fn walker(root: &std::path::Path) -> ignore::Walk {
+/// A walk of `root` that never enters a kernel tree.
+fn walker(root: &Path) -> ignore::Walk {
     ignore::WalkBuilder::new(root)
         .hidden(false)
         .git_ignore(true)
         .require_git(false)
+        .filter_entry(|entry| kernel_tree(entry.path()).is_none())
         .build()
 }
 
@@ -126,9 +150,12 @@ pub fn grep(args: &Value, ctx: &ToolContext) -> ToolOutput {
             }
         }
         let shown = ctx.guard.display(entry.path());
-        let _ = searcher.search_path(
+        let Ok(file) = open_regular(entry.path(), &shown) else {
+            continue;
+        };
+        let _ = searcher.search_file(
             &matcher,
-            entry.path(),
+            &file,
             Lossy(|line_number, line| {
                 total += 1;
                 if lines.len() < MAX_MATCHES {

@@ -68,6 +68,10 @@ pub enum EventBody {
         call_id: String,
         name: String,
         arguments: String,
+        /// What the call acts on as permission rules see it: the command, or the resolved
+        /// path (relative to the workspace, absolute outside it). Absent for invalid calls.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        subject: Option<String>,
     },
     #[serde(rename = "tool/result")]
     ToolResult {
