@@ -9,7 +9,7 @@ use proptest::prelude::*;
 macro_rules! fixture {
     ($case:literal, $file:literal) => {
         include_bytes!(concat!(
-            "../../../../../shared/fixtures/llama-server/",
+            "../../tests/fixtures/llama-server/",
             $case,
             "/",
             $file
