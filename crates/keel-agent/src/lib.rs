@@ -13,12 +13,14 @@
 
 mod approval;
 mod load;
+mod progress;
 mod prompt;
 pub mod recovery;
 mod tools_round;
 mod turn;
 
 pub use approval::{Approval, ApprovalRequest, Approver, HeadlessApprover};
+pub use load::receipts_for_display;
 pub use prompt::system_prompt;
 pub use recovery::readiness::Readiness;
 pub use turn::TurnOutcome;

@@ -9,7 +9,20 @@
 
 use crate::{AgentError, SessionState};
 use keel_store::Store;
-use keel_types::{Item, ReceiptState, ToolResult};
+use keel_types::{Item, ReceiptState, ToolReceipt, ToolResult};
+
+/// A session's receipts as a reader should see them: while a live process holds the session,
+/// as stored; otherwise as the next load will settle them (`started` is `unknown`). Writes
+/// nothing.
+pub fn receipts_for_display(store: &Store, session: &str) -> Result<Vec<ToolReceipt>, AgentError> {
+    let mut receipts = store.receipts(session)?;
+    if !store.lease_is_held(session)? {
+        for receipt in &mut receipts {
+            receipt.state = receipt.state.after_interruption();
+        }
+    }
+    Ok(receipts)
+}
 
 pub fn load_session(store: &Store, session: &str) -> Result<SessionState, AgentError> {
     store.settle_interrupted_receipts(session)?;

@@ -6,7 +6,10 @@
 //!   transaction before any tool starts; calls present with `finish_reason: stop` still run.
 //! - A reply that arrives after its turn was cancelled is never committed.
 //! - Every round's request is built from the committed history only (nothing provisional).
+//! - A turn ends at `max_rounds`, or earlier when its tool rounds stop making progress
+//!   (`progress::ProgressGuard`).
 
+use crate::progress::ProgressGuard;
 use crate::prompt::system_prompt;
 use crate::recovery;
 use crate::tools_round::{RoundEnd, run_tools};
@@ -85,6 +88,7 @@ pub async fn run_turn(
     let system = system_prompt(&settings.workspace);
     let mut accounts = AccountCursor::new(&settings.profile);
     let mut usage = Usage::default();
+    let mut progress = ProgressGuard::default();
     for _round in 0..settings.max_rounds {
         let dispatcher = Dispatcher {
             client: &shared.client,
@@ -230,6 +234,9 @@ pub async fn run_turn(
             RoundEnd::Continue => ran_tools = true,
             RoundEnd::Cancelled => return Ok(end_cancelled(shared, turn)),
         }
+        if let Some(diagnostic) = progress.observe(&state.history) {
+            return Ok(end_failed(shared, turn, diagnostic));
+        }
     }
     let diagnostic = FailureDiagnostic::with_message(
         FailureKind::Limit,
@@ -239,13 +246,17 @@ pub async fn run_turn(
             settings.max_rounds
         ),
     );
+    Ok(end_failed(shared, turn, diagnostic))
+}
+
+fn end_failed(shared: &Shared, turn: u64, diagnostic: FailureDiagnostic) -> TurnOutcome {
     shared.emit(
         Some(turn),
         EventBody::TurnFailed {
             diagnostic: diagnostic.clone(),
         },
     );
-    Ok(TurnOutcome::Failed(diagnostic))
+    TurnOutcome::Failed(diagnostic)
 }
 
 fn end_cancelled(shared: &Shared, turn: u64) -> TurnOutcome {

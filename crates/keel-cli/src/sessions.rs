@@ -63,7 +63,7 @@ pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
         .into());
     };
     let items = store.items(id)?;
-    let receipts = store.receipts(id)?;
+    let receipts = keel_agent::receipts_for_display(&store, id)?;
     if common.json {
         let items: Vec<serde_json::Value> = items
             .iter()
@@ -131,7 +131,7 @@ pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
         for receipt in &receipts {
             let note = match receipt.state {
                 ReceiptState::Unknown => " — keel stopped while it ran; it was not run again",
-                ReceiptState::Started => " — running, or interrupted (outcome unknown)",
+                ReceiptState::Started => " — running now",
                 ReceiptState::NotStarted => " — never started",
                 ReceiptState::Pending
                 | ReceiptState::Completed

@@ -68,6 +68,50 @@ fn twenty_round_tool_loop_runs_each_effect_once_with_prefix_stable_requests() {
 }
 
 #[test]
+fn a_121_round_turn_completes_with_each_effect_once() {
+    // The seed's regression: honest long work in one turn is not cut off by `max_rounds`.
+    let mock = MockProcess::start("tool-loop-121");
+    let home = home_for(&mock);
+    let run = home.run(&["run", "--yes", "--json", "run the long loop"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let log = std::fs::read_to_string(home.path().join("loop.log")).unwrap();
+    let expected: Vec<String> = (1..=121).map(|n| format!("round-{n}")).collect();
+    assert_eq!(log.lines().collect::<Vec<_>>(), expected);
+    assert_eq!(mock.requests().len(), 122);
+    assert_eq!(run.events_of("turn/completed").len(), 1);
+}
+
+#[test]
+fn a_turn_that_repeats_itself_is_stopped_by_the_no_progress_guard() {
+    let same = serde_json::json!({"tool": "bash", "args": {"command": "echo same >> tries.log; echo unchanged"}});
+    let steps: Vec<Value> = std::iter::repeat_n(same, 12)
+        .chain([serde_json::json!({"say": "never"})])
+        .collect();
+    let (home, mock) = scripted(
+        "chat",
+        &serde_json::json!({ "steps": steps }).to_string(),
+        "",
+    );
+    let run = home.run(&["run", "--yes", "--json", "loop"]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let failed = &run.events_of("turn/failed")[0]["diagnostic"];
+    assert_eq!(failed["kind"], "limit");
+    let tries = std::fs::read_to_string(home.path().join("tries.log")).unwrap();
+    assert_eq!(
+        tries.lines().count(),
+        5,
+        "stopped after five identical rounds"
+    );
+    assert_eq!(mock.requests().len(), 5);
+    let human = home.run(&[
+        "session",
+        "show",
+        run.events()[0]["session_id"].as_str().unwrap(),
+    ]);
+    assert_eq!(human.code(), 0);
+}
+
+#[test]
 fn invalid_arguments_reach_the_model_and_the_corrected_call_runs_once() {
     let mock = MockProcess::start("invalid-args-then-fix");
     let home = home_for(&mock);
@@ -208,8 +252,21 @@ fn killed_mid_tool_the_receipt_becomes_unknown_and_nothing_reruns() {
     let (home, mock) = scripted("chat", &scenario.to_string(), "");
     let session = kill_during_tool(&home, &marker);
 
+    // Its holder is gone: `session show` reports what a reload will, without writing.
     let shown = home.run(&["session", "show", &session]);
-    assert!(shown.stdout().contains("started"), "{}", shown.stdout());
+    let receipt_line = shown
+        .stdout()
+        .lines()
+        .find(|line| line.contains("call_") && line.contains(" bash "))
+        .unwrap()
+        .to_string();
+    assert!(receipt_line.contains("bash unknown"), "{receipt_line}");
+    let db = rusqlite::Connection::open(home.path().join("state/keel.db")).unwrap();
+    let stored: String = db
+        .query_row("SELECT state FROM receipts", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(stored, "started", "showing settled nothing in the store");
+    drop(db);
     let resumed = home.run(&[
         "run",
         "--session",

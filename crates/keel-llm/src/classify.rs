@@ -284,16 +284,14 @@ mod tests {
 
     #[test]
     fn context_overflow_from_llama_server_is_a_limit() {
-        let body = include_bytes!(
-            "../tests/fixtures/llama-server/error-context-overflow/response.body"
-        );
+        let body =
+            include_bytes!("../tests/fixtures/llama-server/error-context-overflow/response.body");
         assert_eq!(classify_http_failure(400, body).kind, FailureKind::Limit);
     }
 
     #[test]
     fn llama_server_bad_json_is_a_server_error() {
-        let body =
-            include_bytes!("../tests/fixtures/llama-server/error-bad-json/response.body");
+        let body = include_bytes!("../tests/fixtures/llama-server/error-bad-json/response.body");
         assert_eq!(classify_http_failure(500, body).kind, FailureKind::Server);
     }
 

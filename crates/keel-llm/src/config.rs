@@ -97,7 +97,7 @@ pub struct PermissionRules {
     pub deny: Vec<String>,
 }
 
-pub const DEFAULT_MAX_ROUNDS: u32 = 50;
+pub const DEFAULT_MAX_ROUNDS: u32 = 500;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -26,6 +26,21 @@ fn process_is_alive(pid: u32) -> bool {
 }
 
 impl Store {
+    /// Whether a live process holds `session` now.
+    pub fn lease_is_held(&self, session: &str) -> Result<bool, StoreError> {
+        let pid: Option<i64> = self
+            .connection()
+            .query_row(
+                "SELECT pid FROM leases WHERE session_id = ?1",
+                [session],
+                |row| row.get(0),
+            )
+            .optional()?;
+        Ok(pid
+            .and_then(|pid| u32::try_from(pid).ok())
+            .is_some_and(process_is_alive))
+    }
+
     /// Claim `session` for this process. `holder` describes us (e.g. `keel run`).
     pub fn acquire_lease(&self, session: &str, holder: &str) -> Result<Lease, StoreError> {
         self.acquire_lease_as(session, holder, std::process::id())

@@ -29,6 +29,20 @@ pub enum ReceiptState {
 }
 
 impl ReceiptState {
+    /// The state a receipt has once its process is gone: `started` is `unknown` (it may or may
+    /// not have taken effect), `pending` is `not_started`; final states stay.
+    pub fn after_interruption(self) -> ReceiptState {
+        match self {
+            ReceiptState::Started => ReceiptState::Unknown,
+            ReceiptState::Pending => ReceiptState::NotStarted,
+            ReceiptState::Completed
+            | ReceiptState::Failed
+            | ReceiptState::Denied
+            | ReceiptState::Cancelled
+            | ReceiptState::NotStarted
+            | ReceiptState::Unknown => self,
+        }
+    }
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "pending",
