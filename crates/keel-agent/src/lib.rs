@@ -12,22 +12,27 @@
 //!   in the store for replay.
 
 mod approval;
+mod host;
+mod input;
 mod load;
 mod progress;
 mod prompt;
-pub mod recovery;
+mod recovery;
 mod tools_round;
 mod turn;
 
 pub use approval::{Approval, ApprovalRequest, Approver, HeadlessApprover};
-pub use load::receipts_for_display;
+pub use host::{Host, Transcript};
+pub use input::{Input, Line, SLASH_COMMANDS, SurfaceCommand};
+pub use keel_store::{SessionInfo, StoredItem};
 pub use prompt::system_prompt;
 pub use recovery::readiness::Readiness;
+pub use recovery::record::{RecordState, RecoveryRecord, StoredRecord};
 pub use turn::TurnOutcome;
 
 use keel_llm::client::HttpClient;
 use keel_llm::{KeySource, ProviderProfile};
-use keel_store::{Lease, SessionInfo, Store, StoreError};
+use keel_store::{Lease, Store, StoreError};
 use keel_tools::{PermissionPolicy, ToolContext, ToolRegistry, WorkspaceGuard};
 use keel_types::{Event, EventBody, Item};
 use std::path::PathBuf;
@@ -60,6 +65,8 @@ pub enum AgentError {
     Store(#[from] StoreError),
     #[error("a turn is already running in session {0}; wait for it or cancel it")]
     Busy(String),
+    #[error("session {0} is already open in this process")]
+    AlreadyOpen(String),
     #[error(
         "session {session}: history item {revision} cannot be read ({reason}); the session cannot continue safely, but `keel session show` still shows it"
     )]
@@ -90,6 +97,7 @@ pub(crate) struct Shared {
     pub store: Store,
     pub session: SessionInfo,
     _lease: Lease,
+    _open: host::OpenSession,
     pub settings: AgentSettings,
     pub client: HttpClient,
     pub registry: ToolRegistry,
@@ -101,6 +109,8 @@ pub(crate) struct Shared {
     pub cancel_signal: watch::Sender<u64>,
     pub state: tokio::sync::Mutex<SessionState>,
     pub resumed: bool,
+    /// Tokens of the turns completed through this controller.
+    usage: Mutex<keel_types::Usage>,
 }
 
 #[derive(Clone)]
@@ -109,12 +119,13 @@ pub struct Controller {
 }
 
 impl Controller {
-    pub fn open(
+    pub(crate) fn open(
         store: Store,
         choice: SessionChoice,
         settings: AgentSettings,
         keys: Arc<dyn KeySource>,
         approver: Arc<dyn Approver>,
+        claim: impl Fn(&str) -> Result<host::OpenSession, AgentError>,
     ) -> Result<Controller, AgentError> {
         let workspace = settings.workspace.display().to_string();
         let (session, resumed) = match choice {
@@ -132,6 +143,7 @@ impl Controller {
             }
             SessionChoice::Resume(id) => (store.require_session(&id)?, true),
         };
+        let open = claim(&session.id)?;
         let lease = store.acquire_lease(&session.id, &settings.holder)?;
         if resumed {
             store.set_session_model(&session.id, &settings.profile.name, &settings.model)?;
@@ -157,6 +169,7 @@ impl Controller {
             store,
             session,
             _lease: lease,
+            _open: open,
             settings,
             client,
             registry,
@@ -168,6 +181,7 @@ impl Controller {
             cancel_signal,
             state: tokio::sync::Mutex::new(loaded),
             resumed,
+            usage: Mutex::new(keel_types::Usage::default()),
         };
         Ok(Controller {
             shared: Arc::new(shared),
@@ -189,6 +203,26 @@ impl Controller {
         receiver
     }
 
+    /// The stored events after `after_event_id`, then every live event: no gap and no duplicate
+    /// at the seam (the log is read and the stream registered under the lock `emit` holds).
+    /// Streaming deltas are live only.
+    pub fn subscribe_after(
+        &self,
+        after_event_id: u64,
+    ) -> Result<mpsc::UnboundedReceiver<Event>, AgentError> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let mut subscribers = self.shared.lock_subscribers();
+        for stored in self
+            .shared
+            .store
+            .events_after(&self.shared.session.id, after_event_id)?
+        {
+            let _ = sender.send(stored.event);
+        }
+        subscribers.push(sender);
+        Ok(receiver)
+    }
+
     /// Announce the session to subscribers (`session/started`).
     pub fn announce(&self) {
         let session = &self.shared.session;
@@ -206,35 +240,69 @@ impl Controller {
         );
     }
 
-    /// Run one user turn to its end (completed, failed or cancelled).
-    pub async fn submit(&self, input: &str) -> Result<TurnOutcome, AgentError> {
-        let Ok(state) = self.shared.state.try_lock() else {
-            return Err(AgentError::Busy(self.shared.session.id.clone()));
+    /// Run one turn to its end (completed, failed or cancelled): a prompt, or an explicit
+    /// recovery action, which is admitted (every check, the id bound first) before it runs.
+    pub async fn submit(&self, input: Input) -> Result<TurnOutcome, AgentError> {
+        let shared = &self.shared;
+        let Ok(mut state) = shared.state.try_lock() else {
+            return Err(match input {
+                Input::Prompt(_) => AgentError::Busy(shared.session.id.clone()),
+                Input::ProtocolRecovery { .. } | Input::FinalReadinessRecovery { .. } => {
+                    AgentError::RecoveryRefused(
+                        "a turn is running in this session; wait for it to end or cancel it".into(),
+                    )
+                }
+            });
         };
-        let input = turn::TurnInput {
-            text: input.to_string(),
-            kind: keel_types::InputKind::User,
+        let turn_input = match input {
+            Input::Prompt(text) => turn::TurnInput {
+                text,
+                kind: keel_types::InputKind::User,
+            },
+            Input::ProtocolRecovery {
+                recovery_id,
+                guidance,
+            } => recovery::admission::admit_recovery(
+                shared,
+                &mut state,
+                recovery_id.as_deref(),
+                guidance.as_deref(),
+            )?,
+            Input::FinalReadinessRecovery { recovery_id } => {
+                recovery::admission::admit_readiness(shared, &mut state, recovery_id.as_deref())?
+            }
         };
-        turn::run_turn(&self.shared, state, input).await
-    }
-
-    /// The explicit protocol recovery (`/recover-context [id] [guidance]`).
-    pub async fn submit_recovery(
-        &self,
-        id: Option<&str>,
-        guidance: Option<&str>,
-    ) -> Result<TurnOutcome, AgentError> {
-        recovery::admission::submit_recovery(&self.shared, id, guidance).await
-    }
-
-    /// The "continue checks" action offered when a turn ended not ready.
-    pub async fn submit_readiness(&self, id: Option<&str>) -> Result<TurnOutcome, AgentError> {
-        recovery::admission::submit_readiness(&self.shared, id).await
+        let outcome = turn::run_turn(shared, state, turn_input).await?;
+        if let TurnOutcome::Completed { usage, .. } = &outcome {
+            shared.lock_usage().add(usage);
+        }
+        Ok(outcome)
     }
 
     /// The id of the pending recovery, if one is pending and no turn is running.
     pub fn pending_recovery(&self) -> Option<String> {
+        self.pending_action().map(|pending| pending.recovery_id)
+    }
+
+    /// The one admission token every surface renders: the pending recovery action, if one is
+    /// pending and no turn is running.
+    pub fn pending_action(&self) -> Option<PendingAction> {
         recovery::admission::pending(&self.shared)
+    }
+
+    /// The latest recovery record of this session (any state), decoded.
+    pub fn latest_recovery(&self) -> Result<Option<StoredRecord>, AgentError> {
+        Ok(recovery::admission::load_records(&self.shared)?.pop())
+    }
+
+    /// The session's history and receipts as stored.
+    pub fn transcript(&self) -> Result<Transcript, AgentError> {
+        host::transcript(&self.shared.store, &self.shared.session.id)
+    }
+
+    /// Tokens used by the turns this controller completed.
+    pub fn usage(&self) -> keel_types::Usage {
+        *self.shared.lock_usage()
     }
 
     /// Cancel the running turn, if any: its stream and tools stop, nothing late is committed.
@@ -255,9 +323,18 @@ impl Shared {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Send an event to every subscriber; index all but streaming deltas in the store.
+    fn lock_usage(&self) -> std::sync::MutexGuard<'_, keel_types::Usage> {
+        self.usage
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Send an event to every subscriber; index all but streaming deltas in the store, and
+    /// stamp them with their index. Indexing and sending happen under the subscribers' lock,
+    /// so a replaying subscriber never misses or repeats an event.
     pub(crate) fn emit(&self, turn: Option<u64>, body: EventBody) {
-        let event = Event {
+        let mut event = Event {
+            id: None,
             session_id: self.session.id.clone(),
             turn,
             body,
@@ -266,13 +343,21 @@ impl Shared {
             event.body,
             EventBody::LlmText { .. } | EventBody::LlmReasoning { .. }
         );
+        let mut subscribers = self.lock_subscribers();
         if !is_delta {
             // The event index is derived data: a failed write must not fail the turn.
-            let _ = self.store.append_event(&event);
+            event.id = self.store.append_event(&event).ok();
         }
-        self.lock_subscribers()
-            .retain(|subscriber| subscriber.send(event.clone()).is_ok());
+        subscribers.retain(|subscriber| subscriber.send(event.clone()).is_ok());
     }
+}
+
+/// The recovery action a surface may offer now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingAction {
+    pub recovery_id: String,
+    /// `ProtocolRecovery` or `FinalReadinessRecovery`.
+    pub action: keel_types::InputKind,
 }
 
 fn new_session_id() -> String {

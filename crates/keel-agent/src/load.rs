@@ -14,7 +14,10 @@ use keel_types::{Item, ReceiptState, ToolReceipt, ToolResult};
 /// A session's receipts as a reader should see them: while a live process holds the session,
 /// as stored; otherwise as the next load will settle them (`started` is `unknown`). Writes
 /// nothing.
-pub fn receipts_for_display(store: &Store, session: &str) -> Result<Vec<ToolReceipt>, AgentError> {
+pub(crate) fn receipts_for_display(
+    store: &Store,
+    session: &str,
+) -> Result<Vec<ToolReceipt>, AgentError> {
     let mut receipts = store.receipts(session)?;
     if !store.lease_is_held(session)? {
         for receipt in &mut receipts {

@@ -35,7 +35,11 @@ pub enum TurnOutcome {
         usage: Usage,
         readiness: recovery::readiness::Readiness,
     },
-    Failed(FailureDiagnostic),
+    /// The turn failed; `recovery_id` names the explicit recovery offered for it, if any.
+    Failed {
+        diagnostic: FailureDiagnostic,
+        recovery_id: Option<String>,
+    },
     Cancelled,
 }
 
@@ -129,16 +133,19 @@ pub async fn run_turn(
                         diagnostic: diagnostic.clone(),
                     },
                 );
-                if let Some(recovery_id) = offered {
+                if let Some(recovery_id) = &offered {
                     shared.emit(
                         Some(turn),
                         EventBody::RecoveryOffered {
-                            recovery_id,
+                            recovery_id: recovery_id.clone(),
                             action: InputKind::ProtocolRecovery,
                         },
                     );
                 }
-                return Ok(TurnOutcome::Failed(diagnostic));
+                return Ok(TurnOutcome::Failed {
+                    diagnostic,
+                    recovery_id: offered,
+                });
             }
             Some(Ok(outcome)) => outcome,
         };
@@ -256,7 +263,10 @@ fn end_failed(shared: &Shared, turn: u64, diagnostic: FailureDiagnostic) -> Turn
             diagnostic: diagnostic.clone(),
         },
     );
-    TurnOutcome::Failed(diagnostic)
+    TurnOutcome::Failed {
+        diagnostic,
+        recovery_id: None,
+    }
 }
 
 fn end_cancelled(shared: &Shared, turn: u64) -> TurnOutcome {

@@ -8,12 +8,11 @@
 
 use crate::cli::CommonArgs;
 use crate::render::Renderer;
-use crate::run::{TurnRequest, run_turn, run_turn_with};
+use crate::run::run_turn;
 use crate::{Outcome, settings};
-use keel_agent::{AgentSettings, Controller, HeadlessApprover, SessionChoice};
+use keel_agent::{AgentSettings, HeadlessApprover, Host, Input, SessionChoice};
 use keel_llm::{KeelConfig, KeySource, Overrides};
 use keel_mock::{Fault, MockServer, Scenario, ScriptedCall, Step};
-use keel_store::Store;
 use keel_tools::PermissionPolicy;
 use keel_types::PermissionMode;
 use std::sync::Arc;
@@ -88,6 +87,8 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let config =
         KeelConfig::from_texts(vec![("(demo)".into(), config_text)], Overrides::default())?;
     let model = config.model()?;
+    // The demo's commands must not see the user's real keys either.
+    let secrets = crate::session_setup::secrets(&config);
     let settings = AgentSettings {
         profile: config.profile(&model.provider)?,
         model: model.model,
@@ -96,12 +97,12 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         workspace: workspace.clone(),
         extra_dirs: Vec::new(),
         holder: "keel demo".into(),
-        secrets: Default::default(),
+        secrets: secrets.clone(),
     };
-    let store = Store::open(&demo_dir.join("state.db"))?;
+    let host = Host::open(&demo_dir.join("state.db"))?;
     let approver = Arc::new(HeadlessApprover { approve_all: true });
-    let open = |store: Store, choice: SessionChoice, settings: AgentSettings| {
-        Controller::open(store, choice, settings, Arc::new(DemoKey), approver.clone())
+    let open = |choice: SessionChoice, settings: AgentSettings| {
+        host.open_session(choice, settings, Arc::new(DemoKey), approver.clone())
     };
     let profile = settings.profile.clone();
     let rebuild = |settings: &AgentSettings| AgentSettings {
@@ -112,10 +113,10 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         workspace: settings.workspace.clone(),
         extra_dirs: Vec::new(),
         holder: settings.holder.clone(),
-        secrets: Default::default(),
+        secrets: secrets.clone(),
     };
     let second_settings = rebuild(&settings);
-    let controller = open(store.clone(), SessionChoice::New, settings)?;
+    let controller = open(SessionChoice::New, settings)?;
     let session = controller.session().id.clone();
     let renderer = Renderer::new(common.json);
     renderer.hint(&format!(
@@ -126,18 +127,18 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         workspace.display()
     ));
     let quiet = || Renderer::new(common.json).without_session_hints();
-    let mut outcome = run_turn(controller, quiet(), PROMPT).await?;
+    let mut outcome = run_turn(controller, quiet(), Input::Prompt(PROMPT.into())).await?;
     if matches!(outcome, Outcome::TurnFailed) {
         renderer.hint(
             "\nkeel stopped instead of guessing, recorded the incident, and offers an explicit \
              recovery. Running it now, as you would type it:\n> /recover-context\n",
         );
-        let controller = open(store, SessionChoice::Resume(session), second_settings)?;
-        let request = TurnRequest::Recovery {
-            id: None,
+        let controller = open(SessionChoice::Resume(session), second_settings)?;
+        let request = Input::ProtocolRecovery {
+            recovery_id: None,
             guidance: None,
         };
-        outcome = run_turn_with(controller, quiet(), request).await?;
+        outcome = run_turn(controller, quiet(), request).await?;
     }
     let fixed = std::fs::read_to_string(workspace.join("greeting.txt")).unwrap_or_default();
     renderer.hint(&format!(

@@ -68,7 +68,10 @@ fn main() -> ExitCode {
             if error.downcast_ref::<UsageError>().is_some()
                 || matches!(
                     error.downcast_ref::<keel_agent::AgentError>(),
-                    Some(keel_agent::AgentError::RecoveryRefused(_))
+                    Some(
+                        keel_agent::AgentError::RecoveryRefused(_)
+                            | keel_agent::AgentError::AlreadyOpen(_)
+                    )
                 )
                 || error.downcast_ref::<keel_llm::ConfigError>().is_some()
                 || is_usage_store_error(&error)

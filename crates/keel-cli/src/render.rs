@@ -34,8 +34,6 @@ pub struct Renderer {
     shown_kind: Option<Shown>,
     pending_text: String,
     pending_reasoning: String,
-    session_id: Option<String>,
-    recovery_offered: bool,
     /// Whether to print how to continue the session (not for the demo's private session).
     session_hints: bool,
     /// Shown on a terminal while waiting for the provider's first byte.
@@ -64,8 +62,6 @@ impl Renderer {
             shown_kind: None,
             pending_text: String::new(),
             pending_reasoning: String::new(),
-            session_id: None,
-            recovery_offered: false,
             session_hints: true,
             spinner: None,
         }
@@ -81,14 +77,6 @@ impl Renderer {
         self.session_hints
     }
 
-    pub fn recovery_offered(&self) -> bool {
-        self.recovery_offered
-    }
-
-    pub fn session_id(&self) -> Option<&str> {
-        self.session_id.as_deref()
-    }
-
     /// A hint for people (stderr, never in `--json` mode).
     pub fn hint(&self, text: &str) {
         if self.mode != Mode::Json {
@@ -97,18 +85,6 @@ impl Renderer {
     }
 
     pub fn emit(&mut self, event: &Event) {
-        if self.session_id.is_none() {
-            self.session_id = Some(event.session_id.clone());
-        }
-        if matches!(
-            event.body,
-            EventBody::RecoveryOffered {
-                action: InputKind::ProtocolRecovery,
-                ..
-            }
-        ) {
-            self.recovery_offered = true;
-        }
         if self.mode == Mode::Json {
             if let Ok(line) = serde_json::to_string(event) {
                 let mut stdout = std::io::stdout().lock();

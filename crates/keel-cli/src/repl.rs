@@ -9,12 +9,14 @@
 
 use crate::cli::CommonArgs;
 use crate::render::{Renderer, usage_line};
-use crate::run::TurnRequest;
-use crate::session_setup::{Setup, open_controller, open_store, prepare, print_notices};
+use crate::session_setup::{Setup, open_controller, open_host, prepare, print_notices};
 use crate::signals::{Stop, StopSignals};
 use crate::terminal_text::{visible, visible_line};
 use crate::{Outcome, settings};
-use keel_agent::{Approval, ApprovalRequest, Approver, Controller, TurnOutcome};
+use keel_agent::{
+    Approval, ApprovalRequest, Approver, Controller, Input, Line, SLASH_COMMANDS, SurfaceCommand,
+    TurnOutcome,
+};
 use keel_types::Usage;
 use rustyline::error::ReadlineError;
 use std::collections::HashSet;
@@ -90,7 +92,8 @@ struct Repl {
     /// `None` only while switching.
     controller: Option<Controller>,
     approver: Arc<TerminalApprover>,
-    usage: Usage,
+    /// Tokens of the controllers this session switched away from.
+    carried_usage: Usage,
     rendering: tokio::task::JoinHandle<()>,
     signals: StopSignals,
 }
@@ -105,17 +108,19 @@ fn start_rendering(controller: &Controller) -> tokio::task::JoinHandle<()> {
     })
 }
 
-const HELP: &str = "commands:
-  /help                 this list
-  /model [PROVIDER/ID]  show or switch the model (the session continues)
-  /sessions             sessions of this workspace
-  /resume ID            continue another session
-  /cost                 tokens used in this session so far
-  /recover-context [ID] [guidance]
-                        recover from a rejected replay, from valid history
-  /continue-checks [ID] continue a turn that ended with open work
-  /quit                 leave (Ctrl-D too)
-Ctrl-C cancels a running turn; a second Ctrl-C quits.";
+/// The help text, from the controller's list of slash commands.
+fn help_text() -> String {
+    let mut text = String::from("commands:\n");
+    for (usage, what) in SLASH_COMMANDS {
+        if usage.len() <= 20 {
+            text.push_str(&format!("  {usage:<22}{what}\n"));
+        } else {
+            text.push_str(&format!("  {usage}\n  {:<22}{what}\n", ""));
+        }
+    }
+    text.push_str("Ctrl-C cancels a running turn; a second Ctrl-C quits.");
+    text
+}
 
 pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let setup = prepare(common, "keel (interactive)")?;
@@ -136,7 +141,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         common: common.clone(),
         controller: Some(controller),
         approver,
-        usage: Usage::default(),
+        carried_usage: Usage::default(),
         rendering,
     };
     repl.banner();
@@ -158,14 +163,20 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         match line {
             Ok(line) => {
                 let text = line.trim();
-                if text.is_empty() {
-                    continue;
-                }
-                let _ = editor.add_history_entry(text);
-                let quit = if text.starts_with('/') {
-                    repl.command(text).await?
-                } else {
-                    repl.turn(TurnRequest::Prompt(text.to_string())).await?
+                let quit = match Line::parse(text) {
+                    Line::Empty => continue,
+                    Line::Input(input) => {
+                        let _ = editor.add_history_entry(text);
+                        repl.turn(input).await?
+                    }
+                    Line::Command(command) => {
+                        let _ = editor.add_history_entry(text);
+                        repl.command(command).await?
+                    }
+                    Line::Unknown(name) => {
+                        eprintln!("unknown command `{name}`; /help lists them");
+                        None
+                    }
                 };
                 if let Some(outcome) = quit {
                     break outcome;
@@ -213,13 +224,13 @@ impl Repl {
 
     /// Run one turn; returns how keel ends if the user asked to quit (a second Ctrl-C) or a
     /// SIGTERM / SIGHUP stopped it (after the turn was cancelled cleanly).
-    async fn turn(&mut self, request: TurnRequest) -> anyhow::Result<Option<Outcome>> {
+    async fn turn(&mut self, input: Input) -> anyhow::Result<Option<Outcome>> {
         let Some(controller) = self.controller.clone() else {
             eprintln!("error: no session is open; /resume one");
             return Ok(None);
         };
         self.signals.forget_interrupts().await;
-        let submit = request.submit(&controller);
+        let submit = controller.submit(input);
         tokio::pin!(submit);
         let mut interrupts = 0;
         let mut stopped = None;
@@ -248,39 +259,33 @@ impl Repl {
         // Let the renderer catch up before the next prompt.
         tokio::time::sleep(std::time::Duration::from_millis(30)).await;
         match outcome {
-            Ok(TurnOutcome::Completed { usage, .. }) => self.usage.add(&usage),
-            Ok(TurnOutcome::Failed(_)) | Ok(TurnOutcome::Cancelled) => {}
+            Ok(TurnOutcome::Completed { .. })
+            | Ok(TurnOutcome::Failed { .. })
+            | Ok(TurnOutcome::Cancelled) => {}
             Err(error) => eprintln!("error: {error}"),
         }
         Ok(stopped.map(|stop| Outcome::Stopped(stop.exit_code())))
     }
 
-    /// Handle a slash command; returns how keel ends if it should.
-    async fn command(&mut self, text: &str) -> anyhow::Result<Option<Outcome>> {
-        let mut words = text.split_whitespace();
-        let name = words.next().unwrap_or("");
-        let argument = words.next();
-        match name {
-            "/quit" | "/exit" => return Ok(Some(Outcome::Completed)),
-            "/continue-checks" => {
-                if let Some(id) = keel_agent::recovery::parse_continue_command(text) {
-                    return self.turn(TurnRequest::Readiness { id }).await;
+    /// Handle a surface command; returns how keel ends if it should.
+    async fn command(&mut self, command: SurfaceCommand) -> anyhow::Result<Option<Outcome>> {
+        match command {
+            SurfaceCommand::Quit => return Ok(Some(Outcome::Completed)),
+            SurfaceCommand::Help => eprintln!("{}", help_text()),
+            SurfaceCommand::Cost => {
+                let mut usage = self.carried_usage;
+                if let Some(controller) = &self.controller {
+                    usage.add(&controller.usage());
                 }
+                eprintln!("{}", usage_line(&usage, usage.cache_hit_ratio()));
             }
-            "/recover-context" => {
-                if let Some((id, guidance)) = keel_agent::recovery::parse_command(text) {
-                    return self.turn(TurnRequest::Recovery { id, guidance }).await;
-                }
-            }
-            "/help" => eprintln!("{HELP}"),
-            "/cost" => eprintln!("{}", usage_line(&self.usage, self.usage.cache_hit_ratio())),
-            "/sessions" => {
-                let store = open_store()?;
+            SurfaceCommand::Sessions => {
+                let host = open_host()?;
                 let Some(controller) = &self.controller else {
                     return Ok(None);
                 };
                 let workspace = controller.settings().workspace.display().to_string();
-                for session in store.sessions_for_workspace(&workspace)? {
+                for session in host.sessions_for_workspace(&workspace)? {
                     let mark = if session.id == controller.session().id {
                         "*"
                     } else {
@@ -292,7 +297,7 @@ impl Repl {
                     );
                 }
             }
-            "/model" => match argument {
+            SurfaceCommand::Model(argument) => match argument {
                 None => {
                     if let Some(controller) = &self.controller {
                         let settings = controller.settings();
@@ -305,20 +310,19 @@ impl Repl {
                         return Ok(None);
                     };
                     let mut common = self.resuming(&id);
-                    common.model = Some(model.to_string());
+                    common.model = Some(model);
                     self.switch(common).await;
                 }
             },
-            "/resume" => match argument {
+            SurfaceCommand::Resume(argument) => match argument {
                 None => eprintln!("usage: /resume ID (see /sessions)"),
                 Some(id) => {
-                    let mut common = self.resuming(id);
+                    let mut common = self.resuming(&id);
                     // Another session keeps its own model unless one is asked for.
                     common.model = None;
                     self.switch(common).await;
                 }
             },
-            other => eprintln!("unknown command `{other}`; /help lists them"),
         }
         Ok(None)
     }
@@ -347,6 +351,9 @@ impl Repl {
             .controller
             .as_ref()
             .map(|c| self.resuming(&c.session().id));
+        if let Some(controller) = &self.controller {
+            self.carried_usage.add(&controller.usage());
+        }
         // Drop the current controller first: it releases the session lease.
         self.controller = None;
         self.rendering.abort();

@@ -15,25 +15,24 @@
 use crate::UsageError;
 use crate::cli::CommonArgs;
 use crate::settings;
-use keel_agent::{AgentSettings, Approver, Controller, SessionChoice};
+use keel_agent::{AgentSettings, Approver, Controller, Host, SessionChoice, SessionInfo};
 use keel_llm::{EnvKeys, KeelConfig, KeySource, ModelRef, ProviderProfile, key_problem};
-use keel_store::{SessionInfo, Store};
 use keel_tools::PermissionPolicy;
 use keel_types::Secrets;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub struct Setup {
-    pub store: Store,
+    pub host: Host,
     pub settings: AgentSettings,
     pub choice: SessionChoice,
     /// What changed or was kept about a resumed session, for the user (stderr).
     pub notices: Vec<String>,
 }
 
-pub fn open_store() -> anyhow::Result<Store> {
+pub fn open_host() -> anyhow::Result<Host> {
     let path = settings::keel_home()?.join("state").join("keel.db");
-    Ok(Store::open(&path)?)
+    Ok(Host::open(&path)?)
 }
 
 /// Refuse to start without a usable key for the first account, or with a malformed key for
@@ -82,11 +81,11 @@ pub fn secrets(config: &KeelConfig) -> Secrets {
 /// The session the flags ask for, if any.
 fn requested_session(
     common: &CommonArgs,
-    store: &Store,
+    host: &Host,
     workspace: &Path,
 ) -> anyhow::Result<Option<SessionInfo>> {
     if let Some(id) = &common.session {
-        return match store.session(id)? {
+        return match host.session(id)? {
             Some(session) => Ok(Some(session)),
             None => Err(UsageError(format!(
                 "no session `{id}`: `keel sessions` lists this workspace's sessions"
@@ -95,7 +94,7 @@ fn requested_session(
         };
     }
     if common.continue_latest {
-        let latest = store.sessions_for_workspace(&workspace.display().to_string())?;
+        let latest = host.sessions_for_workspace(&workspace.display().to_string())?;
         return match latest.into_iter().next() {
             Some(session) => Ok(Some(session)),
             None => {
@@ -182,8 +181,8 @@ fn session_model(
 
 pub fn prepare(common: &CommonArgs, holder: &str) -> anyhow::Result<Setup> {
     let current = settings::workspace(common)?;
-    let store = open_store()?;
-    let session = requested_session(common, &store, &current)?;
+    let host = open_host()?;
+    let session = requested_session(common, &host, &current)?;
     let mut notices = Vec::new();
     let workspace = match &session {
         Some(session) => session_workspace(common, session, &current, &mut notices)?,
@@ -224,7 +223,7 @@ pub fn prepare(common: &CommonArgs, holder: &str) -> anyhow::Result<Setup> {
         None => SessionChoice::New,
     };
     Ok(Setup {
-        store,
+        host,
         settings,
         choice,
         notices,
@@ -239,11 +238,7 @@ pub fn print_notices(setup: &Setup) {
 }
 
 pub fn open_controller(setup: Setup, approver: Arc<dyn Approver>) -> anyhow::Result<Controller> {
-    Ok(Controller::open(
-        setup.store,
-        setup.choice,
-        setup.settings,
-        Arc::new(EnvKeys),
-        approver,
-    )?)
+    Ok(setup
+        .host
+        .open_session(setup.choice, setup.settings, Arc::new(EnvKeys), approver)?)
 }

@@ -5,16 +5,17 @@
 //! - A history row that cannot be decoded is shown as such, never hidden.
 
 use crate::cli::CommonArgs;
-use crate::session_setup::open_store;
+use crate::session_setup::open_host;
 use crate::terminal_text::{visible, visible_line};
 use crate::{Outcome, UsageError, settings};
+use keel_agent::{RecordState, StoredRecord};
 use keel_types::{Item, ReceiptState};
 use serde_json::json;
 
 pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let workspace = settings::workspace(common)?;
-    let store = open_store()?;
-    let sessions = store.sessions_for_workspace(&workspace.display().to_string())?;
+    let host = open_host()?;
+    let sessions = host.sessions_for_workspace(&workspace.display().to_string())?;
     if common.json {
         let rows: Vec<serde_json::Value> = sessions
             .iter()
@@ -31,8 +32,9 @@ pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Completed);
     }
     for session in sessions {
-        let first_prompt = store
-            .items(&session.id)?
+        let first_prompt = host
+            .transcript(&session.id)?
+            .items
             .into_iter()
             .find_map(|stored| match stored.item {
                 Ok(Item::User { text }) => Some(text),
@@ -48,22 +50,28 @@ pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
             .collect();
         println!(
             "{}  {}/{}  {}",
-            session.id, session.provider, session.model, first_line
+            session.id,
+            session.provider,
+            session.model,
+            visible_line(&first_line)
         );
     }
     Ok(Outcome::Completed)
 }
 
 pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
-    let store = open_store()?;
-    let Some(session) = store.session(id)? else {
+    let host = open_host()?;
+    if host.session(id)?.is_none() {
         return Err(UsageError(format!(
             "no session `{id}`: `keel sessions` lists this workspace's sessions"
         ))
         .into());
-    };
-    let items = store.items(id)?;
-    let receipts = keel_agent::receipts_for_display(&store, id)?;
+    }
+    let keel_agent::Transcript {
+        session,
+        items,
+        receipts,
+    } = host.transcript(id)?;
     if common.json {
         let items: Vec<serde_json::Value> = items
             .iter()
@@ -152,17 +160,14 @@ pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
 }
 
 pub fn recovery(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
-    let store = open_store()?;
-    if store.session(id)?.is_none() {
+    let host = open_host()?;
+    if host.session(id)?.is_none() {
         return Err(UsageError(format!(
             "no session `{id}`: `keel sessions` lists this workspace's sessions"
         ))
         .into());
     }
-    let latest = store
-        .recovery_records(id)?
-        .pop()
-        .map(|(record_id, raw)| keel_agent::recovery::record::decode(&record_id, &raw));
+    let latest = host.latest_recovery(id)?;
     if common.json {
         let value = latest.map_or(serde_json::Value::Null, |record| record.to_json());
         println!("{}", serde_json::to_string_pretty(&value)?);
@@ -170,7 +175,7 @@ pub fn recovery(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
     }
     match latest {
         None => println!("no recovery record in session {id}"),
-        Some(keel_agent::recovery::record::StoredRecord::Known(record)) => {
+        Some(StoredRecord::Known(record)) => {
             println!(
                 "recovery {} · {} · turn {} · {} provider-visible messages",
                 record.id,
@@ -178,14 +183,14 @@ pub fn recovery(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
                 record.run,
                 record.prefix
             );
-            if record.state == keel_agent::recovery::record::RecordState::Pending {
+            if record.state == RecordState::Pending {
                 println!(
                     "recover with: keel run --session {id} \"/recover-context {}\"",
                     record.id
                 );
             }
         }
-        Some(keel_agent::recovery::record::StoredRecord::Unrecoverable {
+        Some(StoredRecord::Unrecoverable {
             id: record_id,
             reason,
             ..

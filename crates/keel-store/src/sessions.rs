@@ -254,6 +254,8 @@ impl Store {
         for row in rows {
             let (seq, text) = row?;
             if let Ok(event) = serde_json::from_str(&text) {
+                let mut event: Event = event;
+                event.id = Some(seq);
                 events.push(StoredEvent { seq, event });
             }
         }

@@ -163,6 +163,7 @@ fn events_are_indexed_for_replay() {
     store.create_session("s1", "/w", "p", "m").unwrap();
     for _ in 0..3 {
         let event = Event {
+            id: None,
             session_id: "s1".into(),
             turn: Some(1),
             body: EventBody::TurnStarted {

@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Event {
+    /// The event's index in the session's stored event log (its SSE id); absent for streaming
+    /// deltas, which are not stored. Replays resume after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
     pub session_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<u64>,
@@ -133,6 +137,7 @@ mod tests {
     #[test]
     fn events_serialize_with_contract_type_names() {
         let event = Event {
+            id: None,
             session_id: "s1".into(),
             turn: Some(1),
             body: EventBody::LlmRetry {
@@ -153,6 +158,7 @@ mod tests {
         assert_eq!(back, event);
 
         let failed = Event {
+            id: None,
             session_id: "s1".into(),
             turn: Some(1),
             body: EventBody::TurnFailed {

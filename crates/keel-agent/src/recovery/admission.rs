@@ -8,7 +8,8 @@
 //!   receipts) and binds the id before anything is queued.
 //! - Order: prepare the request → persist `consumed` → send. If the persist fails, nothing is
 //!   sent; the id is spent in memory before the write, so an uncertain write counts as consumed.
-//! - Nothing here ever sends a request by itself; loading only reads records.
+//! - Nothing here ever sends a request or runs a turn: admission returns the turn to run and
+//!   the controller runs it (data flows one way: controller → admission, never back).
 
 use super::readiness::{READINESS_ACTION, continue_prompt};
 use super::record::{self, RECORD_VERSION, RecordState, RecoveryRecord, StoredRecord};
@@ -16,11 +17,10 @@ use super::{
     anchor, apply_repair, boundary_of, evidence, fingerprint, projection_could_change,
     recovery_prompt, scope,
 };
-use crate::turn::{TurnInput, run_turn};
-use crate::{AgentError, SessionState, Shared, TurnOutcome};
+use crate::turn::TurnInput;
+use crate::{AgentError, SessionState, Shared};
 use keel_llm::{ProjectionInput, project};
 use keel_types::{EventBody, FailureDiagnostic, FailureKind, InputKind, Item};
-use tokio::sync::MutexGuard;
 
 pub(crate) fn load_records(shared: &Shared) -> Result<Vec<StoredRecord>, AgentError> {
     Ok(shared
@@ -280,14 +280,6 @@ fn consume(
     Ok(())
 }
 
-/// The session state, if no turn is running.
-fn lock_idle(shared: &Shared) -> Result<MutexGuard<'_, SessionState>, AgentError> {
-    shared
-        .state
-        .try_lock()
-        .map_err(|_| refuse("a turn is running in this session; wait for it to end or cancel it"))
-}
-
 /// The request keel would send for `history` (system prompt and tools included).
 fn prepare_request(
     shared: &Shared,
@@ -306,14 +298,15 @@ fn prepare_request(
         .map_err(|error| refuse(format!("cannot prepare the request: {error}")))
 }
 
-/// `/recover-context [id] [guidance]`: admit, prepare, consume, then run the recovery turn.
-pub(crate) async fn submit_recovery(
+/// `/recover-context [id] [guidance]`: admit, prepare, consume. Returns the turn the
+/// controller runs next; the fault projection is in force from now on.
+pub(crate) fn admit_recovery(
     shared: &Shared,
+    state: &mut SessionState,
     id: Option<&str>,
     guidance: Option<&str>,
-) -> Result<TurnOutcome, AgentError> {
-    let mut state = lock_idle(shared)?;
-    let (record, receipts) = admit(shared, &state, id, Action::ProtocolRecovery)?;
+) -> Result<TurnInput, AgentError> {
+    let (record, receipts) = admit(shared, state, id, Action::ProtocolRecovery)?;
     // Prepare the request before anything is persisted.
     let boundary = state.history.len();
     let prompt = recovery_prompt(guidance);
@@ -322,26 +315,33 @@ pub(crate) async fn submit_recovery(
         text: prompt.clone(),
     });
     prepare_request(shared, &prepared)?;
-    consume(shared, &mut state, record, Projection::Repaired)?;
+    consume(shared, state, record, Projection::Repaired)?;
     state.repair = Some(boundary);
-    run_recovery_turn(shared, state, prompt, InputKind::ProtocolRecovery).await
+    Ok(TurnInput {
+        text: prompt,
+        kind: InputKind::ProtocolRecovery,
+    })
 }
 
-/// The "continue checks" action offered by final readiness.
-pub(crate) async fn submit_readiness(
+/// The "continue checks" action offered by final readiness: admit and consume; returns the
+/// turn the controller runs next.
+pub(crate) fn admit_readiness(
     shared: &Shared,
+    state: &mut SessionState,
     id: Option<&str>,
-) -> Result<TurnOutcome, AgentError> {
-    let mut state = lock_idle(shared)?;
-    let (record, _) = admit(shared, &state, id, Action::FinalReadiness)?;
+) -> Result<TurnInput, AgentError> {
+    let (record, _) = admit(shared, state, id, Action::FinalReadiness)?;
     let prompt = continue_prompt(
         record
             .reason
             .as_deref()
             .unwrap_or("the last turn was not ready"),
     );
-    consume(shared, &mut state, record, Projection::Unchanged)?;
-    run_recovery_turn(shared, state, prompt, InputKind::FinalReadinessRecovery).await
+    consume(shared, state, record, Projection::Unchanged)?;
+    Ok(TurnInput {
+        text: prompt,
+        kind: InputKind::FinalReadinessRecovery,
+    })
 }
 
 /// A turn that ended not ready: offer "continue checks" (same record, same admission).
@@ -397,21 +397,21 @@ fn save(shared: &Shared, record: &RecoveryRecord) -> Result<(), AgentError> {
         .put_recovery_record(&shared.session.id, &record.id, &raw)?)
 }
 
-async fn run_recovery_turn(
-    shared: &Shared,
-    state: MutexGuard<'_, SessionState>,
-    prompt: String,
-    kind: InputKind,
-) -> Result<TurnOutcome, AgentError> {
-    run_turn(shared, state, TurnInput { text: prompt, kind }).await
-}
-
 /// The pending record a front end may offer, if no turn is running.
-pub(crate) fn pending(shared: &Shared) -> Option<String> {
+pub(crate) fn pending(shared: &Shared) -> Option<crate::PendingAction> {
     let _running = shared.state.try_lock().ok()?;
     let records = load_records(shared).ok()?;
     records.into_iter().rev().find_map(|stored| match stored {
-        StoredRecord::Known(record) if record.state == RecordState::Pending => Some(record.id),
+        StoredRecord::Known(record) if record.state == RecordState::Pending => {
+            let action = match Action::of(&record) {
+                Action::ProtocolRecovery => InputKind::ProtocolRecovery,
+                Action::FinalReadiness => InputKind::FinalReadinessRecovery,
+            };
+            Some(crate::PendingAction {
+                recovery_id: record.id,
+                action,
+            })
+        }
         StoredRecord::Known(_) | StoredRecord::Unrecoverable { .. } => None,
     })
 }

@@ -1,0 +1,116 @@
+//! The host of sessions over one store: read-side views for any surface, and controllers for
+//! as many sessions at once as a surface wants (each holds its own lease).
+//!
+//! Invariants:
+//! - Reading never writes: a transcript shows receipts as the next load would settle them
+//!   when no live process holds the session, but the store is left as it is.
+//! - One controller per session: the store's lease keeps other processes out, the host keeps
+//!   a second controller of this process out.
+//! - Surfaces reach sessions only through `Host` and `Controller`; the store and the recovery
+//!   record format stay private to keel-agent.
+
+use crate::recovery::record::{StoredRecord, decode};
+use crate::{AgentError, AgentSettings, Approver, Controller, SessionChoice};
+use keel_llm::KeySource;
+use keel_store::{SessionInfo, Store, StoredItem};
+use keel_types::ToolReceipt;
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// A session's canonical history and its tool receipts.
+#[derive(Clone, Debug)]
+pub struct Transcript {
+    pub session: SessionInfo,
+    pub items: Vec<StoredItem>,
+    pub receipts: Vec<ToolReceipt>,
+}
+
+/// Sessions over one state database.
+#[derive(Clone, Debug)]
+pub struct Host {
+    store: Store,
+    /// Sessions a controller of this host holds now: the store's lease is per process, so
+    /// the host keeps two controllers of this process off one session.
+    open: Arc<Mutex<HashSet<String>>>,
+}
+
+/// Marks a session open on its host until the controller holding it is dropped.
+#[derive(Debug)]
+pub(crate) struct OpenSession {
+    open: Arc<Mutex<HashSet<String>>>,
+    id: String,
+}
+
+impl Drop for OpenSession {
+    fn drop(&mut self) {
+        lock(&self.open).remove(&self.id);
+    }
+}
+
+fn lock(open: &Mutex<HashSet<String>>) -> std::sync::MutexGuard<'_, HashSet<String>> {
+    open.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Host {
+    /// Open (creating if needed) the state database at `path`.
+    pub fn open(path: &Path) -> Result<Host, AgentError> {
+        Ok(Host {
+            store: Store::open(path)?,
+            open: Arc::default(),
+        })
+    }
+
+    pub fn session(&self, id: &str) -> Result<Option<SessionInfo>, AgentError> {
+        Ok(self.store.session(id)?)
+    }
+
+    /// The sessions of `workspace`, newest first.
+    pub fn sessions_for_workspace(&self, workspace: &str) -> Result<Vec<SessionInfo>, AgentError> {
+        Ok(self.store.sessions_for_workspace(workspace)?)
+    }
+
+    pub fn transcript(&self, id: &str) -> Result<Transcript, AgentError> {
+        transcript(&self.store, id)
+    }
+
+    /// The latest recovery record of session `id` (any state), decoded.
+    pub fn latest_recovery(&self, id: &str) -> Result<Option<StoredRecord>, AgentError> {
+        self.store.require_session(id)?;
+        Ok(self
+            .store
+            .recovery_records(id)?
+            .into_iter()
+            .map(|(record_id, raw)| decode(&record_id, &raw))
+            .next_back())
+    }
+
+    /// A controller for a new or resumed session; it holds the session's lease until dropped.
+    pub fn open_session(
+        &self,
+        choice: SessionChoice,
+        settings: AgentSettings,
+        keys: Arc<dyn KeySource>,
+        approver: Arc<dyn Approver>,
+    ) -> Result<Controller, AgentError> {
+        let claim = |id: &str| -> Result<OpenSession, AgentError> {
+            if !lock(&self.open).insert(id.to_string()) {
+                return Err(AgentError::AlreadyOpen(id.to_string()));
+            }
+            Ok(OpenSession {
+                open: self.open.clone(),
+                id: id.to_string(),
+            })
+        };
+        Controller::open(self.store.clone(), choice, settings, keys, approver, claim)
+    }
+}
+
+pub(crate) fn transcript(store: &Store, id: &str) -> Result<Transcript, AgentError> {
+    let session = store.require_session(id)?;
+    Ok(Transcript {
+        items: store.items(id)?,
+        receipts: crate::load::receipts_for_display(store, id)?,
+        session,
+    })
+}

@@ -1,0 +1,172 @@
+//! What a surface hands the controller: the `Input` of a turn, and the parsing of a typed line
+//! (slash commands included), so no surface parses commands itself.
+//!
+//! Invariants:
+//! - A line is a slash command only when it starts with `/`; anything else is a prompt, sent
+//!   as typed.
+//! - `/recover-context [ID] [guidance]`: the first word is the recovery id only when it looks
+//!   like one (`r-` and 16 hex digits); guidance is plain text, never parsed further.
+//! - Parsing never fails: an unknown command is returned as such for the surface to report.
+
+use crate::recovery::{parse_command, parse_continue_command};
+
+/// The input of one turn.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// Text from the user.
+    Prompt(String),
+    /// The explicit protocol recovery; without an id, the pending one is bound at admission.
+    ProtocolRecovery {
+        recovery_id: Option<String>,
+        guidance: Option<String>,
+    },
+    /// "Continue checks" after a turn that ended not ready.
+    FinalReadinessRecovery { recovery_id: Option<String> },
+}
+
+impl From<&str> for Input {
+    /// A prompt, sent as typed (no command parsing: see `Line::parse`).
+    fn from(text: &str) -> Input {
+        Input::Prompt(text.to_string())
+    }
+}
+
+/// A slash command that belongs to the surface (the controller has nothing to run for it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SurfaceCommand {
+    Help,
+    Quit,
+    Cost,
+    Sessions,
+    /// `/model [PROVIDER/ID]`: show, or switch to, a model.
+    Model(Option<String>),
+    /// `/resume ID`
+    Resume(Option<String>),
+}
+
+/// What a typed line means.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Line {
+    /// A turn to submit.
+    Input(Input),
+    Command(SurfaceCommand),
+    /// A slash command nobody knows (its name, with the slash).
+    Unknown(String),
+    /// Nothing but whitespace.
+    Empty,
+}
+
+/// The slash commands, for help texts and editor completion.
+pub const SLASH_COMMANDS: [(&str, &str); 8] = [
+    ("/help", "this list"),
+    (
+        "/model [PROVIDER/ID]",
+        "show or switch the model (the session continues)",
+    ),
+    ("/sessions", "sessions of this workspace"),
+    ("/resume ID", "continue another session"),
+    ("/cost", "tokens used in this session so far"),
+    (
+        "/recover-context [ID] [guidance]",
+        "recover from a rejected replay, from valid history",
+    ),
+    (
+        "/continue-checks [ID]",
+        "continue a turn that ended with open work",
+    ),
+    ("/quit", "leave (Ctrl-D too)"),
+];
+
+impl Line {
+    pub fn parse(text: &str) -> Line {
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return Line::Empty;
+        }
+        if !trimmed.starts_with('/') {
+            return Line::Input(Input::Prompt(text.to_string()));
+        }
+        let (name, rest) = match trimmed.split_once(char::is_whitespace) {
+            Some((name, rest)) => (name, rest.trim()),
+            None => (trimmed, ""),
+        };
+        let first = rest.split_whitespace().next().map(str::to_string);
+        if let Some((recovery_id, guidance)) = parse_command(trimmed) {
+            return Line::Input(Input::ProtocolRecovery {
+                recovery_id,
+                guidance,
+            });
+        }
+        if let Some(recovery_id) = parse_continue_command(trimmed) {
+            return Line::Input(Input::FinalReadinessRecovery { recovery_id });
+        }
+        match name {
+            "/help" => Line::Command(SurfaceCommand::Help),
+            "/quit" | "/exit" => Line::Command(SurfaceCommand::Quit),
+            "/cost" => Line::Command(SurfaceCommand::Cost),
+            "/sessions" => Line::Command(SurfaceCommand::Sessions),
+            "/model" => Line::Command(SurfaceCommand::Model(first)),
+            "/resume" => Line::Command(SurfaceCommand::Resume(first)),
+            other => Line::Unknown(other.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "r-0123456789abcdef";
+
+    #[test]
+    fn recovery_commands_bind_an_id_only_when_it_looks_like_one() {
+        assert_eq!(
+            Line::parse(&format!("/recover-context {ID} check the build first")),
+            Line::Input(Input::ProtocolRecovery {
+                recovery_id: Some(ID.into()),
+                guidance: Some("check the build first".into()),
+            })
+        );
+        assert_eq!(
+            Line::parse("/recover-context /continue-checks please"),
+            Line::Input(Input::ProtocolRecovery {
+                recovery_id: None,
+                guidance: Some("/continue-checks please".into()),
+            }),
+            "guidance is never parsed as a command"
+        );
+        assert_eq!(
+            Line::parse(&format!("/recover-context {ID}")),
+            Line::Input(Input::ProtocolRecovery {
+                recovery_id: Some(ID.into()),
+                guidance: None,
+            })
+        );
+        assert_eq!(
+            Line::parse("/continue-checks"),
+            Line::Input(Input::FinalReadinessRecovery { recovery_id: None })
+        );
+    }
+
+    #[test]
+    fn prompts_surface_commands_and_unknown_ones() {
+        assert_eq!(
+            Line::parse("fix the bug"),
+            Line::Input(Input::Prompt("fix the bug".into()))
+        );
+        assert_eq!(Line::parse("   "), Line::Empty);
+        assert_eq!(
+            Line::parse("/model deepseek/x"),
+            Line::Command(SurfaceCommand::Model(Some("deepseek/x".into())))
+        );
+        assert_eq!(Line::parse("/exit"), Line::Command(SurfaceCommand::Quit));
+        assert_eq!(
+            Line::parse("/frobnicate now"),
+            Line::Unknown("/frobnicate".into())
+        );
+        assert_eq!(
+            Line::parse("/recover-contextual"),
+            Line::Unknown("/recover-contextual".into())
+        );
+    }
+}

@@ -1,0 +1,113 @@
+//! A controller against an in-process `keel mock`, for the agent's integration tests.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use keel_agent::{AgentSettings, Controller, HeadlessApprover, Host, SessionChoice};
+use keel_llm::profile::{Account, DEFAULT_CONNECT_TIMEOUT};
+use keel_llm::{KeySource, ProviderProfile, RetryPolicy};
+use keel_mock::{MockServer, Scenario};
+use keel_tools::PermissionPolicy;
+use keel_types::{EventBody, PermissionMode, ReasoningProtocol, WireProtocol};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct Key;
+impl KeySource for Key {
+    fn key(&self, _: &str) -> Option<String> {
+        Some("k".into())
+    }
+}
+
+pub struct Fixture {
+    pub _dir: tempfile::TempDir,
+    pub workspace: std::path::PathBuf,
+    pub host: Host,
+    pub controller: Controller,
+    pub server: MockServer,
+}
+
+pub async fn fixture(scenario: Scenario) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let server = MockServer::start(([127, 0, 0, 1], 0).into(), scenario)
+        .await
+        .unwrap();
+    let settings = settings_for(&server.base_url(), &workspace);
+    let host = Host::open(&dir.path().join("keel.db")).unwrap();
+    let controller = open(&host, SessionChoice::New, settings);
+    Fixture {
+        _dir: dir,
+        workspace,
+        host,
+        controller,
+        server,
+    }
+}
+
+/// Settings for a session in `workspace` against a mock at `base_url`, in mode `auto`.
+pub fn settings_for(base_url: &str, workspace: &Path) -> AgentSettings {
+    let profile = ProviderProfile {
+        name: "deepseek".into(),
+        protocol: WireProtocol::Chat,
+        base_url: base_url.to_string(),
+        accounts: vec![Account {
+            name: "default".into(),
+            api_key_env: "K".into(),
+        }],
+        reasoning_protocol: ReasoningProtocol::Deepseek,
+        retry: RetryPolicy::default(),
+        idle_timeout: Duration::from_secs(60),
+        connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+        max_output_tokens: 256,
+        native_web_search: false,
+        max_event_bytes: keel_llm::profile::DEFAULT_MAX_EVENT_BYTES,
+    };
+    AgentSettings {
+        profile,
+        model: "m".into(),
+        policy: PermissionPolicy::mode_only(PermissionMode::Auto),
+        max_rounds: 10,
+        workspace: workspace.to_path_buf(),
+        extra_dirs: vec![],
+        holder: "test".into(),
+        secrets: Default::default(),
+    }
+}
+
+/// A controller on `host` that approves everything.
+pub fn open(host: &Host, choice: SessionChoice, settings: AgentSettings) -> Controller {
+    host.open_session(
+        choice,
+        settings,
+        Arc::new(Key),
+        Arc::new(HeadlessApprover { approve_all: true }),
+    )
+    .unwrap()
+}
+
+pub async fn wait_for(
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<keel_types::Event>,
+    wanted: fn(&EventBody) -> bool,
+) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(event) = events.recv().await {
+            if wanted(&event.body) {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the event came");
+}
+
+/// Wait (at most 10 s) until `condition` holds, checking every few milliseconds.
+pub async fn wait_until(condition: impl Fn() -> bool) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !condition() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the condition came true");
+}
