@@ -228,9 +228,11 @@ impl Renderer {
     fn delta(&mut self, kind: Shown, delta: &str) {
         match self.mode {
             Mode::Json => {}
+            // Piped: stdout gets exactly the answer; reasoning goes to stderr, which may be a
+            // terminal, so it is made safe.
             Mode::Committed => match kind {
                 Shown::Reasoning => self.pending_reasoning.push_str(&visible(delta)),
-                Shown::Text => self.pending_text.push_str(&visible(delta)),
+                Shown::Text => self.pending_text.push_str(delta),
             },
             Mode::Live { color } => {
                 let mut out = String::new();

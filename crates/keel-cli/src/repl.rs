@@ -71,17 +71,34 @@ impl Approver for TerminalApprover {
 }
 
 /// The approval prompt: the exact subject of the call, every line of it, with every control
-/// character shown, so what the person approves is exactly what runs.
+/// character shown, so what the person approves is exactly what runs. The header counts the
+/// lines and runs of blank lines are folded, so nothing can be scrolled out of sight.
 fn approval_question(request: &ApprovalRequest) -> String {
     let tool = visible_line(&request.tool);
-    let mut question = format!("? allow {tool}:\n");
     let subject = if request.subject.is_empty() {
         "(no arguments)"
     } else {
         request.subject.as_str()
     };
-    for line in subject.split('\n') {
-        question.push_str(&format!("    {}\n", visible(line)));
+    let lines: Vec<&str> = subject.split('\n').collect();
+    let mut question = if lines.len() > 1 {
+        format!("? allow {tool} ({} lines):\n", lines.len())
+    } else {
+        format!("? allow {tool}:\n")
+    };
+    let mut index = 0;
+    while index < lines.len() {
+        let blanks = lines[index..]
+            .iter()
+            .take_while(|line| line.trim().is_empty())
+            .count();
+        if blanks >= 2 {
+            question.push_str(&format!("    ⋮ ({blanks} blank lines)\n"));
+            index += blanks;
+            continue;
+        }
+        question.push_str(&format!("    {}\n", visible(lines[index])));
+        index += 1;
     }
     question.push_str(&format!("  [y]es / [n]o / [a]lways for {tool}: "));
     question
@@ -382,5 +399,38 @@ impl Repl {
             self.rendering = start_rendering(controller);
         }
         self.banner();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn question(subject: &str) -> String {
+        approval_question(&ApprovalRequest {
+            tool: "bash".into(),
+            subject: subject.into(),
+            arguments: String::new(),
+        })
+    }
+
+    #[test]
+    fn blank_lines_cannot_scroll_the_dangerous_line_away() {
+        let hidden = format!("touch PWNED{}echo harmless", "\n".repeat(200));
+        let shown = question(&hidden);
+        assert!(
+            shown.starts_with("? allow bash (201 lines):\n    touch PWNED\n"),
+            "{shown}"
+        );
+        assert!(shown.contains("⋮ (199 blank lines)"), "{shown}");
+        assert!(shown.lines().count() < 6, "{shown}");
+    }
+
+    #[test]
+    fn one_line_commands_are_shown_whole_and_visible() {
+        assert_eq!(
+            question("rm -rf x\r"),
+            "? allow bash:\n    rm -rf x␍\n  [y]es / [n]o / [a]lways for bash: "
+        );
     }
 }

@@ -16,9 +16,6 @@ use keel_types::PermissionMode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-/// The exit code of the signal that stopped the running turn (0: none).
-static STOPPED: AtomicU8 = AtomicU8::new(0);
-
 pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Outcome> {
     let input = match Line::parse(prompt) {
         Line::Input(input) => input,
@@ -69,6 +66,9 @@ pub async fn run_turn(
     // Registered now, before anything is sent: from here on Ctrl-C, SIGTERM and SIGHUP cancel
     // the turn (tools killed, receipts settled), never kill keel outright.
     let mut signals = StopSignals::register()?;
+    // The exit code of the signal that stopped the turn (0: none).
+    let stopped = Arc::new(AtomicU8::new(0));
+    let stopped_by = stopped.clone();
     let stops = tokio::spawn(async move {
         let mut last = None;
         loop {
@@ -78,7 +78,7 @@ pub async fn run_turn(
             if last.is_none() || stop != Stop::Interrupt {
                 last = Some(stop);
             }
-            STOPPED.store(last.map_or(0, Stop::exit_code), Ordering::SeqCst);
+            stopped_by.store(last.map_or(0, Stop::exit_code), Ordering::SeqCst);
         }
     });
     let outcome = controller.submit(input).await;
@@ -87,14 +87,25 @@ pub async fn run_turn(
     drop(controller);
     let renderer = rendering.await?;
     match outcome? {
-        TurnOutcome::Completed {
-            readiness: Readiness::CutOff(_),
-            ..
-        } => Ok(Outcome::TurnFailed),
-        TurnOutcome::Completed {
-            readiness: Readiness::Ready | Readiness::OpenWork(_),
-            ..
-        } => Ok(Outcome::Completed),
+        TurnOutcome::Completed { readiness, .. } => {
+            let continue_line =
+                format!("continue with: keel run --session {session} \"/continue-checks\"");
+            match readiness {
+                Readiness::Ready => Ok(Outcome::Completed),
+                Readiness::OpenWork(_) => {
+                    if renderer.session_hints() {
+                        renderer.hint(&continue_line);
+                    }
+                    Ok(Outcome::Completed)
+                }
+                Readiness::CutOff(_) => {
+                    if renderer.session_hints() {
+                        eprintln!("{continue_line}");
+                    }
+                    Ok(Outcome::TurnFailed)
+                }
+            }
+        }
         TurnOutcome::Failed { recovery_id, .. } => {
             if renderer.session_hints() {
                 if recovery_id.is_some() {
@@ -110,7 +121,7 @@ pub async fn run_turn(
             }
             Ok(Outcome::TurnFailed)
         }
-        TurnOutcome::Cancelled => match STOPPED.load(Ordering::SeqCst) {
+        TurnOutcome::Cancelled => match stopped.load(Ordering::SeqCst) {
             0 | 130 => Ok(Outcome::Cancelled),
             code => Ok(Outcome::Stopped(code)),
         },

@@ -11,10 +11,19 @@
 
 use std::borrow::Cow;
 
+/// What happens to newlines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Newlines {
+    /// Running text: newlines stay.
+    Keep,
+    /// One-line places: newlines are shown as `␊`.
+    Show,
+}
+
 /// Whether `c` must not reach a terminal as is (newline and tab are fine in running text).
-fn is_unsafe(c: char, keep_newlines: bool) -> bool {
+fn is_unsafe(c: char, newlines: Newlines) -> bool {
     match c {
-        '\n' => !keep_newlines,
+        '\n' => newlines == Newlines::Show,
         '\t' => false,
         '\u{0}'..='\u{1f}' | '\u{7f}' | '\u{80}'..='\u{9f}' => true,
         // Bidirectional controls (the "Trojan Source" characters) and the line separators.
@@ -37,13 +46,13 @@ fn show(c: char, out: &mut String) {
     }
 }
 
-fn make_visible(text: &str, keep_newlines: bool) -> Cow<'_, str> {
-    if !text.chars().any(|c| is_unsafe(c, keep_newlines)) {
+fn make_visible(text: &str, newlines: Newlines) -> Cow<'_, str> {
+    if !text.chars().any(|c| is_unsafe(c, newlines)) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
-        if is_unsafe(c, keep_newlines) {
+        if is_unsafe(c, newlines) {
             show(c, &mut out);
         } else {
             out.push(c);
@@ -54,12 +63,12 @@ fn make_visible(text: &str, keep_newlines: bool) -> Cow<'_, str> {
 
 /// `text` with every control character shown visibly; newlines and tabs kept.
 pub fn visible(text: &str) -> Cow<'_, str> {
-    make_visible(text, true)
+    make_visible(text, Newlines::Keep)
 }
 
 /// `text` on one line: newlines shown as `␊` too.
 pub fn visible_line(text: &str) -> Cow<'_, str> {
-    make_visible(text, false)
+    make_visible(text, Newlines::Show)
 }
 
 #[cfg(test)]

@@ -205,3 +205,57 @@ fn recover_context_in_the_interactive_session() {
     );
     assert_eq!(mock.requests().len(), 3);
 }
+
+#[test]
+fn an_undecodable_history_item_is_reported_and_the_session_still_shows() {
+    let mock = MockProcess::start("basic");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let run = home.run(&["run", "--json", "hi"]);
+    let session = run.events()[0]["session_id"].as_str().unwrap().to_string();
+    let connection = rusqlite::Connection::open(home.path().join("state/keel.db")).unwrap();
+    connection
+        .execute(
+            "UPDATE items SET item = '{\"role\":\"martian\"}' WHERE revision = 2",
+            [],
+        )
+        .unwrap();
+    drop(connection);
+    let resumed = home.run(&["run", "--session", &session, "again"]);
+    assert_eq!(resumed.code(), 1, "{}", resumed.stderr());
+    assert!(
+        resumed.stderr().contains("history item 2 cannot be read"),
+        "{}",
+        resumed.stderr()
+    );
+    let shown = home.run(&["session", "show", &session]);
+    assert_eq!(shown.code(), 0);
+    assert!(
+        shown.stdout().contains("you: hi")
+            && shown.stdout().contains("[history item 2 cannot be read"),
+        "{}",
+        shown.stdout()
+    );
+}
+
+#[test]
+fn a_corrupt_state_database_is_refused_and_kept() {
+    let home = Home::new("");
+    std::fs::create_dir_all(home.path().join("state")).unwrap();
+    std::fs::write(
+        home.path().join("state/keel.db"),
+        b"this is not sqlite at all, but it is the user's data",
+    )
+    .unwrap();
+    let run = home.run(&["run", "hi"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(
+        run.stderr().contains("corrupt or not a keel database")
+            && run.stderr().contains("left untouched"),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(
+        std::fs::read(home.path().join("state/keel.db")).unwrap(),
+        b"this is not sqlite at all, but it is the user's data"
+    );
+}

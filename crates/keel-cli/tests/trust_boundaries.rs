@@ -405,3 +405,31 @@ fn three_first_runs_on_a_fresh_home_all_succeed() {
         assert_eq!(listed.as_array().unwrap().len(), 3);
     }
 }
+
+#[test]
+fn command_deny_rules_hold_against_respelled_commands_end_to_end() {
+    let spellings = [
+        "FOO=1 /bin/rm -rf victim",
+        "'rm' -rf victim",
+        "true; command rm -rf victim",
+    ];
+    let steps: Vec<_> = spellings
+        .iter()
+        .map(|command| json!({"tool": "bash", "args": {"command": command}}))
+        .chain([json!({"say": "done"})])
+        .collect();
+    let rules = "[permissions]\ndeny = [\"bash(rm -rf *)\"]\n";
+    let (home, _mock) = scripted("chat", &json!({ "steps": steps }).to_string(), "");
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    std::fs::write(home.path().join("config.toml"), format!("{config}{rules}")).unwrap();
+    std::fs::create_dir(home.path().join("victim")).unwrap();
+    let run = home.run(&["run", "--yes", "--json", "clean up"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let states: Vec<_> = run
+        .events_of("tool/result")
+        .iter()
+        .map(|r| r["state"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(states, ["denied", "denied", "denied"]);
+    assert!(home.path().join("victim").is_dir(), "nothing was removed");
+}

@@ -6,7 +6,10 @@
 //! - stdout and stderr are captured together in order; the output is capped with middle
 //!   truncation that says how much was cut; binary output is described, not dumped.
 //! - The result always states the exit code (or the signal, or the timeout).
-//! - The command's environment has none of keel's secrets (`ToolContext::secrets`).
+//! - The command's environment has none of keel's secrets (`ToolContext::secrets`), and its
+//!   output is redacted of their values before it is cut, so a cut never exposes part of one.
+//! - The tool returns at most `OUTPUT_GRACE` after the command ends, even when a process that
+//!   left the group keeps the output open.
 
 use crate::output::{OUTPUT_CAP, looks_binary, truncate_middle};
 use crate::{ToolContext, ToolOutput};
@@ -14,6 +17,7 @@ use serde_json::Value;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -31,6 +35,12 @@ impl Drop for GroupKiller {
             );
         }
     }
+}
+
+fn lock(capture: &Mutex<Capture>) -> std::sync::MutexGuard<'_, Capture> {
+    capture
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Bytes kept from a stream: the head and the tail, with the total seen.
@@ -65,26 +75,35 @@ impl Capture {
         }
     }
 
-    fn render(self) -> String {
-        let mut bytes = self.head;
-        let kept = bytes.len() + self.tail.len();
+    /// The output as text, redacted of keel's secrets even where the middle was cut.
+    fn render(&self, secrets: &keel_types::Secrets) -> String {
+        let kept = self.head.len() + self.tail.len();
         if kept < self.total {
             let cut = self.total - kept;
-            let text = String::from_utf8_lossy(&bytes).into_owned();
-            let tail: Vec<u8> = self.tail.into_iter().collect();
+            let tail: Vec<u8> = self.tail.iter().copied().collect();
+            let (head, tail) = secrets.redact_cut(
+                &String::from_utf8_lossy(&self.head),
+                &String::from_utf8_lossy(&tail),
+            );
             return format!(
-                "{text}\n[… {cut} bytes cut from the middle of {} …]\n{}",
-                self.total,
-                String::from_utf8_lossy(&tail)
+                "{head}\n[… {cut} bytes cut from the middle of {} …]\n{tail}",
+                self.total
             );
         }
-        bytes.extend(self.tail);
+        let mut bytes = self.head.clone();
+        bytes.extend(self.tail.iter());
         if looks_binary(&bytes) {
             return format!("[binary output, {} bytes, not shown]", bytes.len());
         }
-        String::from_utf8_lossy(&bytes).into_owned()
+        secrets
+            .redact(&String::from_utf8_lossy(&bytes))
+            .into_owned()
     }
 }
+
+/// How long the output may stay open after the command ended or was killed: a process that
+/// left the command's process group (`setsid … &`) can hold it open for ever.
+const OUTPUT_GRACE: Duration = Duration::from_secs(1);
 
 pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
     let command = args.get("command").and_then(Value::as_str).unwrap_or("");
@@ -118,25 +137,29 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
         Err(error) => return ToolOutput::error(format!("cannot start bash: {error}")),
     };
     let killer = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
+    let capture = Arc::new(Mutex::new(Capture::new(OUTPUT_CAP)));
+    let filling = capture.clone();
     let reading = tokio::task::spawn_blocking(move || {
         let mut reader = reader;
-        let mut capture = Capture::new(OUTPUT_CAP);
         let mut buffer = [0u8; 8192];
         loop {
             match reader.read(&mut buffer) {
                 Ok(0) | Err(_) => break,
-                Ok(n) => capture.push(&buffer[..n]),
+                Ok(n) => lock(&filling).push(&buffer[..n]),
             }
         }
-        capture
     });
     let status = tokio::time::timeout(timeout, child.wait()).await;
     drop(killer); // ends the group: on timeout the command, and any background leftovers
-    let output = match reading.await {
-        Ok(capture) => capture.render(),
-        Err(_) => String::new(),
-    };
-    let output = truncate_middle(&output, OUTPUT_CAP + 200);
+    let complete = tokio::time::timeout(OUTPUT_GRACE, reading).await.is_ok();
+    let mut output = lock(&capture).render(&ctx.secrets);
+    if !complete {
+        output.push_str(
+            "\n[a background process that left the command's process group still holds the \
+             output open; it was left running and its further output is not shown]",
+        );
+    }
+    let output = truncate_middle(&output, OUTPUT_CAP + 400);
     let (ending, is_error, summary) = match status {
         Err(_) => (
             format!(

@@ -14,6 +14,7 @@
 mod bash;
 mod beneath;
 mod command_line;
+mod command_words;
 mod files;
 pub mod guard;
 pub mod output;
@@ -183,12 +184,18 @@ impl ValidCall {
                         ToolOutput::error("internal: not a blocking tool".into())
                     }
                 });
-                match tokio::time::timeout(ctx.file_timeout, work).await {
-                    Ok(Ok(output)) => output,
-                    Ok(Err(error)) => {
+                // The deadline is checked first, so a deadline that has passed always wins.
+                let finished = tokio::select! {
+                    biased;
+                    () = tokio::time::sleep(ctx.file_timeout) => None,
+                    result = work => Some(result),
+                };
+                match finished {
+                    Some(Ok(output)) => output,
+                    Some(Err(error)) => {
                         ToolOutput::error(format!("the tool stopped unexpectedly: {error}"))
                     }
-                    Err(_) => ToolOutput::error(format!(
+                    None => ToolOutput::error(format!(
                         "`{}` timed out after {} and was abandoned (a file that never answers, \
                          such as a device, a pipe or a stalled network mount?); if it was a \
                          write, check the file before retrying",

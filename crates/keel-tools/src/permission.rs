@@ -13,6 +13,7 @@
 //! - Rules are validated when the policy is built; a bad rule is an error naming it.
 
 use crate::command_line::{self, CommandLine};
+use crate::command_words::canonical;
 use crate::specs::BuiltinTool;
 use globset::{Glob, GlobMatcher};
 use keel_types::PermissionMode;
@@ -50,6 +51,12 @@ impl Rule {
                 let pattern = rest
                     .strip_suffix(')')
                     .ok_or_else(|| format!("rule `{text}`: missing the closing `)`"))?;
+                // Path subjects are normalised (no `./`), so patterns are too.
+                let pattern = if tool.trim() == BuiltinTool::Bash.name() {
+                    pattern
+                } else {
+                    pattern.trim_start_matches("./")
+                };
                 let glob = Glob::new(pattern)
                     .map_err(|error| format!("rule `{text}`: bad pattern ({error})"))?;
                 (tool.trim(), Some(glob.compile_matcher()))
@@ -102,10 +109,9 @@ impl<'a> Subjects<'a> {
             Subjects::Command { raw, line } => {
                 rule.matches(tool, raw)
                     || rule.matches(tool, &line.normalised)
-                    || line
-                        .commands
-                        .iter()
-                        .any(|command| rule.matches(tool, command))
+                    || line.commands.iter().any(|command| {
+                        rule.matches(tool, command) || rule.matches(tool, &canonical(command))
+                    })
             }
         })
     }
@@ -130,6 +136,7 @@ impl<'a> Subjects<'a> {
                 } else {
                     &line.commands[..]
                 };
+                // Allow rules see the command as written: `sudo cargo test` is not `cargo test`.
                 commands
                     .iter()
                     .all(|command| rules.iter().any(|rule| rule.matches(tool, command)))
@@ -355,5 +362,50 @@ mod tests {
             .unwrap_err();
         assert!(error.contains("bash(oops"), "{error}");
         assert!(PermissionPolicy::new(PermissionMode::Ask, &["".into()], &[], &[]).is_err());
+    }
+
+    #[test]
+    fn deny_rules_see_through_quoting_paths_wrappers_and_assignments() {
+        let p = policy(PermissionMode::Auto, &["bash"], &[], &["bash(rm -rf *)"]);
+        for line in [
+            "/bin/rm -rf v",
+            "\\rm -rf v",
+            "'rm' -rf v",
+            "r\"\"m -rf v",
+            "command rm -rf v",
+            "env rm -rf v",
+            "FOO=1 rm -rf v",
+            "nice rm -rf v",
+            "coproc rm -rf v",
+            "function f { rm -rf v; }; f",
+        ] {
+            assert!(
+                matches!(p.decide("bash", line, Reach::Sensitive), Decision::Deny(_)),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn allow_rules_see_the_command_as_written() {
+        let p = policy(PermissionMode::Ask, &["bash(cargo *)"], &[], &[]);
+        assert_eq!(
+            p.decide("bash", "cargo test", Reach::Sensitive),
+            Decision::Allow
+        );
+        assert_eq!(
+            p.decide("bash", "sudo cargo test", Reach::Sensitive),
+            Decision::Ask,
+            "a wrapper is not the command it wraps, for an allow rule"
+        );
+    }
+
+    #[test]
+    fn path_patterns_written_with_a_leading_dot_slash_still_match() {
+        let p = policy(PermissionMode::Auto, &[], &[], &["read_file(./secrets/*)"]);
+        assert!(matches!(
+            p.decide("read_file", "secrets/key.txt", Reach::ReadsWorkspace),
+            Decision::Deny(_)
+        ));
     }
 }

@@ -359,3 +359,62 @@ fn sensitivity_covers_writes_and_reads_outside() {
             .is_sensitive(&ctx)
     );
 }
+
+#[tokio::test]
+async fn a_background_process_holding_the_output_does_not_hold_the_tool() {
+    let (_dir, ctx) = context();
+    let marker = format!("sleep 30.{}", std::process::id());
+    let started = std::time::Instant::now();
+    // The pause lets `setsid` leave the group before the command ends and the group is killed.
+    let command = format!("setsid {marker} & sleep 0.5; echo started");
+    let out = call(
+        &ctx,
+        "bash",
+        &serde_json::json!({ "command": command, "timeout_secs": 5 }).to_string(),
+    )
+    .await;
+    let _ = std::process::Command::new("pkill")
+        .args(["-f", &marker])
+        .status();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(4),
+        "returned {:?} after the command ended",
+        started.elapsed()
+    );
+    assert!(out.content.contains("started"), "{}", out.content);
+    assert!(
+        out.content.contains("still holds the output open"),
+        "{}",
+        out.content
+    );
+}
+
+#[tokio::test]
+async fn bash_output_is_redacted_even_where_it_is_cut() {
+    let (_dir, ctx) = context();
+    let secrets = keel_types::Secrets::from_names(["CANARY_KEY".to_string()], |_| {
+        Some("sk-canary-0123456789abcdef".into())
+    });
+    let ctx = ToolContext { secrets, ..ctx };
+    // Place the key across the middle cut: more than the cap of output around it.
+    let half = crate::output::OUTPUT_CAP / 2;
+    let command = format!(
+        "head -c {} /dev/zero | tr '\\0' a; printf sk-canary-0123456789abcdef; head -c {} /dev/zero | tr '\\0' b",
+        half - 10,
+        half * 3
+    );
+    let out = call(
+        &ctx,
+        "bash",
+        &serde_json::json!({ "command": command }).to_string(),
+    )
+    .await;
+    assert!(
+        out.content.contains("cut from the middle"),
+        "the output was cut"
+    );
+    for piece in ["sk-canary", "canary-0123", "0123456789abcdef"] {
+        assert!(!out.content.contains(piece), "{piece} leaked");
+    }
+    assert!(out.content.contains("[redacted $CANARY_KEY]"));
+}

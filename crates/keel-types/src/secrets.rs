@@ -14,6 +14,9 @@ use std::borrow::Cow;
 /// The shortest secret value that is redacted from text.
 pub const MIN_REDACTED_LEN: usize = 6;
 
+/// The shortest piece of a value that is redacted where text was cut.
+pub const MIN_PARTIAL_LEN: usize = 4;
+
 /// The environment variables that hold keel's secrets, and their values.
 #[derive(Clone, Default)]
 pub struct Secrets {
@@ -77,6 +80,36 @@ impl Secrets {
         result
     }
 
+    /// Redact text that was cut in the middle (`head`, then `tail`, with bytes between them
+    /// dropped): whole values in either part, and a value's start left at the end of `head` or
+    /// its end at the start of `tail` (at least `MIN_PARTIAL_LEN` bytes of it), so a cut can
+    /// never expose part of a key.
+    pub fn redact_cut(&self, head: &str, tail: &str) -> (String, String) {
+        let mut head = self.redact(head).into_owned();
+        let mut tail = self.redact(tail).into_owned();
+        for (value, name) in &self.values {
+            let marker = format!("[redacted ${name}]");
+            for len in (MIN_PARTIAL_LEN..value.len()).rev() {
+                if let Some(prefix) = value.get(..len)
+                    && head.ends_with(prefix)
+                {
+                    head.truncate(head.len() - len);
+                    head.push_str(&marker);
+                    break;
+                }
+            }
+            for len in (MIN_PARTIAL_LEN..value.len()).rev() {
+                if let Some(suffix) = value.get(value.len() - len..)
+                    && tail.starts_with(suffix)
+                {
+                    tail.replace_range(..len, &marker);
+                    break;
+                }
+            }
+        }
+        (head, tail)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
@@ -117,6 +150,20 @@ mod tests {
         assert_eq!(
             s.redact("xx-secret1-yy secret1"),
             "[redacted $LONG] [redacted $SHORT]"
+        );
+    }
+
+    #[test]
+    fn a_cut_through_a_value_leaves_none_of_it() {
+        let s = secrets(&[("K1", "sk-canary-123456")]);
+        let (head, tail) = s.redact_cut("output: sk-cana", "ry-123456 end");
+        assert_eq!(head, "output: [redacted $K1]");
+        assert_eq!(tail, "[redacted $K1] end");
+        let (head, tail) = s.redact_cut("plain sk", "text");
+        assert_eq!(
+            (head.as_str(), tail.as_str()),
+            ("plain sk", "text"),
+            "too short to tell"
         );
     }
 

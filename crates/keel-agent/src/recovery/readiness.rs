@@ -104,8 +104,9 @@ fn open_plan_items(history: &[Item]) -> usize {
 /// The prompt of a "continue checks" turn.
 pub fn continue_prompt(reason: &str) -> String {
     format!(
-        "Continue the checks: the task is not finished yet ({reason}). Finish the open work and \
-         verify it with the permitted tools; report completion only from real tool results."
+        "Continue the checks: the task is not finished yet ({reason}). Finish the open work (an \
+         answer that was cut off goes on exactly where it stopped) and verify it with the \
+         permitted tools; report completion only from real tool results."
     )
 }
 
