@@ -7,8 +7,8 @@ use keel_llm::profile::{Account, DEFAULT_CONNECT_TIMEOUT};
 use keel_llm::{KeySource, ProviderProfile, RetryPolicy};
 use keel_mock::{Fault, MockServer, Scenario, ScriptedCall, Step};
 use keel_store::Store;
-use keel_tools::PermissionPolicy;
-use keel_types::{EventBody, Item, PermissionMode, ReasoningProtocol, ReceiptState, WireProtocol};
+use keel_tools::{PermissionMode, PermissionPolicy};
+use keel_types::{EventBody, Item, ReasoningProtocol, ReceiptState, WireProtocol};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -11,11 +11,11 @@ use crate::render::Renderer;
 use crate::run::{TurnRequest, run_turn, run_turn_with};
 use crate::{Outcome, settings};
 use keel_agent::{AgentSettings, Controller, HeadlessApprover, SessionChoice};
-use keel_llm::{KeelConfig, KeySource, Overrides};
+use keel_config::{KeelConfig, Overrides};
+use keel_llm::KeySource;
 use keel_mock::{Fault, MockServer, Scenario, ScriptedCall, Step};
 use keel_store::Store;
-use keel_tools::PermissionPolicy;
-use keel_types::PermissionMode;
+use keel_tools::{PermissionMode, PermissionPolicy};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -70,7 +70,7 @@ fn main() -> ExitCode {
                     error.downcast_ref::<keel_agent::AgentError>(),
                     Some(keel_agent::AgentError::RecoveryRefused(_))
                 )
-                || error.downcast_ref::<keel_llm::ConfigError>().is_some()
+                || error.downcast_ref::<keel_config::ConfigError>().is_some()
                 || is_usage_store_error(&error)
             {
                 ExitCode::from(2)
