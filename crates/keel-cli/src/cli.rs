@@ -33,6 +33,9 @@ pub enum Command {
     /// Inspect one session.
     #[command(subcommand)]
     Session(SessionCommand),
+    /// The resolved configuration: every value with its source, each provider's effective
+    /// retry policy; keys never shown.
+    Config,
 }
 
 #[derive(Debug, Subcommand)]

@@ -6,6 +6,7 @@
 //! - Nothing is written outside `KEEL_HOME` and the workspace.
 
 mod cli;
+mod config_command;
 mod demo;
 mod mock_command;
 mod render;
@@ -107,6 +108,7 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
         Some(cli::Command::Mock(args)) => mock_command::run(args).await,
         Some(cli::Command::Demo) => demo::run(&cli.common).await,
         Some(cli::Command::Sessions) => sessions::list(&cli.common),
+        Some(cli::Command::Config) => config_command::run(&cli.common),
         Some(cli::Command::Session(cli::SessionCommand::Show { id })) => {
             sessions::show(&cli.common, &id)
         }
