@@ -3,7 +3,8 @@
 //! Invariant: command and option names are a public contract; add, never rename.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use keel_types::PermissionMode;
+use keel_config::ModeFlag;
+use keel_tools::PermissionMode;
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -32,6 +33,9 @@ pub enum Command {
     /// Inspect one session.
     #[command(subcommand)]
     Session(SessionCommand),
+    /// The resolved configuration: every value with its source, each provider's effective
+    /// retry policy; keys never shown.
+    Config,
 }
 
 #[derive(Debug, Subcommand)]
@@ -99,14 +103,17 @@ pub enum PermissionModeArg {
 }
 
 impl CommonArgs {
-    pub fn permission_mode(&self) -> Option<PermissionMode> {
+    /// The permission mode the flags ask for (`--yes` wins over `--permission-mode`).
+    pub fn mode_flag(&self) -> Option<ModeFlag> {
         if self.yes {
-            return Some(PermissionMode::Auto);
+            return Some(ModeFlag::Yes);
         }
-        self.permission_mode.map(|mode| match mode {
-            PermissionModeArg::ReadOnly => PermissionMode::ReadOnly,
-            PermissionModeArg::Ask => PermissionMode::Ask,
-            PermissionModeArg::Auto => PermissionMode::Auto,
+        self.permission_mode.map(|mode| {
+            ModeFlag::PermissionMode(match mode {
+                PermissionModeArg::ReadOnly => PermissionMode::ReadOnly,
+                PermissionModeArg::Ask => PermissionMode::Ask,
+                PermissionModeArg::Auto => PermissionMode::Auto,
+            })
         })
     }
 }

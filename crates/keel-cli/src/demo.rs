@@ -11,10 +11,10 @@ use crate::render::Renderer;
 use crate::run::run_turn;
 use crate::{Outcome, settings};
 use keel_agent::{AgentSettings, HeadlessApprover, Host, Input, SessionChoice};
-use keel_llm::{KeelConfig, KeySource, Overrides};
+use keel_config::{KeelConfig, Overrides};
+use keel_llm::KeySource;
 use keel_mock::{Fault, MockServer, Scenario, ScriptedCall, Step};
-use keel_tools::PermissionPolicy;
-use keel_types::PermissionMode;
+use keel_tools::{PermissionMode, PermissionPolicy};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -6,6 +6,7 @@
 //! - Nothing is written outside `KEEL_HOME` and the workspace.
 
 mod cli;
+mod config_command;
 mod demo;
 mod mock_command;
 mod render;
@@ -76,7 +77,7 @@ fn main() -> ExitCode {
                             | keel_agent::AgentError::AlreadyOpen(_)
                     )
                 )
-                || error.downcast_ref::<keel_llm::ConfigError>().is_some()
+                || error.downcast_ref::<keel_config::ConfigError>().is_some()
                 || is_usage_store_error(&error)
             {
                 ExitCode::from(2)
@@ -113,6 +114,7 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
         Some(cli::Command::Mock(args)) => mock_command::run(args).await,
         Some(cli::Command::Demo) => demo::run(&cli.common).await,
         Some(cli::Command::Sessions) => sessions::list(&cli.common),
+        Some(cli::Command::Config) => config_command::run(&cli.common),
         Some(cli::Command::Session(cli::SessionCommand::Show { id })) => {
             sessions::show(&cli.common, &id)
         }

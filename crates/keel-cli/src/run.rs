@@ -12,7 +12,7 @@ use crate::session_setup::{open_controller, prepare, print_notices};
 use crate::signals::{Stop, StopSignals};
 use crate::{Outcome, UsageError};
 use keel_agent::{Controller, HeadlessApprover, Input, Line, Readiness, TurnOutcome};
-use keel_types::PermissionMode;
+use keel_tools::PermissionMode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 

@@ -16,8 +16,8 @@ use crate::UsageError;
 use crate::cli::CommonArgs;
 use crate::settings;
 use keel_agent::{AgentSettings, Approver, Controller, Host, SessionChoice, SessionInfo};
-use keel_llm::{EnvKeys, KeelConfig, KeySource, ModelRef, ProviderProfile, key_problem};
-use keel_tools::PermissionPolicy;
+use keel_config::{KeelConfig, ModelRef};
+use keel_llm::{EnvKeys, KeySource, ProviderProfile, key_problem};
 use keel_types::Secrets;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -192,10 +192,7 @@ pub fn prepare(common: &CommonArgs, holder: &str) -> anyhow::Result<Setup> {
     let model = session_model(common, &config, session.as_ref(), &mut notices)?;
     let profile = config.profile(&model.provider)?;
     require_key(&profile, &EnvKeys)?;
-    let mode = config.permission_mode();
-    let rules = config.permission_rules();
-    let policy = PermissionPolicy::new(mode, &rules.allow, &rules.ask, &rules.deny)
-        .map_err(|error| UsageError(format!("[permissions]: {error}")))?;
+    let policy = config.permission_policy()?;
     let mut extra_dirs = Vec::new();
     for dir in &common.add_dirs {
         let absolute = workspace.join(dir);

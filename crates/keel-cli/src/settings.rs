@@ -8,7 +8,7 @@
 use crate::UsageError;
 use crate::cli::CommonArgs;
 use anyhow::Context;
-use keel_llm::{KeelConfig, Overrides};
+use keel_config::{KeelConfig, Overrides};
 use std::path::PathBuf;
 
 pub fn keel_home() -> anyhow::Result<PathBuf> {
@@ -40,7 +40,7 @@ pub fn load_config(common: &CommonArgs, workspace: &std::path::Path) -> anyhow::
     let home = keel_home()?;
     let mut overrides = Overrides::from_env();
     overrides.model_flag = common.model.clone();
-    overrides.permission_mode_flag = common.permission_mode();
+    overrides.permission_mode_flag = common.mode_flag();
     Ok(KeelConfig::load(
         &home.join("config.toml"),
         &workspace.join("keel.toml"),

@@ -58,6 +58,20 @@ fn invalid_base_url_names_the_key() {
 }
 
 #[test]
+fn a_bad_permission_rule_names_file_line_and_list() {
+    let home = Home::new("[permissions]\nallow = [\n  \"read_file\",\n  \"bash(cargo *\",\n]\n");
+    let file = home.path().join("config.toml");
+    assert_clean_failure(
+        &home.run(&["run", "hi"]),
+        2,
+        &[&format!(
+            "{}:4: `permissions.allow`: rule `bash(cargo *`: missing the closing `)`",
+            file.display()
+        )],
+    );
+}
+
+#[test]
 fn project_keel_toml_overrides_home_and_errors_name_it() {
     let home = Home::new("model = \"deepseek/x\"\n");
     std::fs::write(home.path().join("keel.toml"), "model = \"nowhere/x\"\n").unwrap();

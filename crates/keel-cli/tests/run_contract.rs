@@ -94,7 +94,7 @@ fn version_and_help() {
     assert!(run.stdout().starts_with("keel "));
     let run = home.run(&["--help"]);
     assert_eq!(run.code(), 0);
-    for command in ["run", "mock", "demo"] {
+    for command in ["run", "mock", "demo", "config"] {
         assert!(run.stdout().contains(command), "{command}");
     }
 }

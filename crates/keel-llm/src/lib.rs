@@ -1,5 +1,6 @@
 //! keel's provider layer: projection of the canonical history onto three wire protocols,
-//! streaming and assembly of answers, failure classification, and bounded retries.
+//! streaming and assembly of answers, failure classification, and bounded retries. It knows
+//! `ProviderProfile`s and their presets, never TOML: `keel-config` builds the profiles.
 //!
 //! Invariants (each has tests in its module):
 //! - Projection is a pure function: the same history prefix gives the same request bytes.
@@ -9,7 +10,6 @@
 pub mod assemble;
 pub mod classify;
 pub mod client;
-pub mod config;
 pub mod dispatch;
 pub mod profile;
 pub mod project;
@@ -17,8 +17,7 @@ pub mod retry;
 pub mod sse_bound;
 
 pub use assemble::{Completion, Delta};
-pub use config::{ConfigError, KeelConfig, ModelRef, Overrides, PermissionRules};
 pub use dispatch::{AccountCursor, DispatchOutcome, Dispatcher, EnvKeys, KeySource, key_problem};
 pub use profile::{Account, ProviderProfile};
 pub use project::{ProjectedRequest, ProjectionInput, ToolSpec, project};
-pub use retry::RetryPolicy;
+pub use retry::{RetryMode, RetryPolicy};

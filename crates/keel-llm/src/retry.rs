@@ -6,6 +6,8 @@
 //!   (config validation also rejects them with a clear error).
 //! - The delay before retry `n` (1-based) is `base * 2^(n-1)`, capped at `max_delay`, spread by
 //!   `±jitter`; a `Retry-After` from the provider replaces it, capped at `retry_after_cap`.
+//! - `policy_key` is a pure function of the fields it names, with `retry_on` in a fixed order
+//!   (sorted by name), so two policies that retry alike print the same key.
 
 use keel_types::FailureKind;
 use rand::Rng;
@@ -25,6 +27,13 @@ impl RetryMode {
             "normal" => Some(Self::Normal),
             "off" => Some(Self::Off),
             _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Normal => "normal",
+            Self::Off => "off",
         }
     }
 }
@@ -76,6 +85,25 @@ impl RetryPolicy {
                     && retries_done < self.max_retries
             }
         }
+    }
+
+    /// The policy as one line, the form other tools print it in:
+    /// `[mode, max_retries, retry_on (sorted), base_delay_ms, max_delay_ms, jitter]`, e.g.
+    /// `["normal",5,["empty_response","rate_limit","server","timeout","transport"],500,10000,0.1]`.
+    pub fn policy_key(&self) -> String {
+        let mut kinds: Vec<&str> = self.retry_on.iter().map(|kind| kind.as_str()).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        let millis = |delay: Duration| u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        serde_json::json!([
+            self.mode.as_str(),
+            self.max_retries,
+            kinds,
+            millis(self.base_delay),
+            millis(self.max_delay),
+            self.jitter,
+        ])
+        .to_string()
     }
 
     pub fn rotates_on(&self, kind: FailureKind) -> bool {
@@ -174,6 +202,25 @@ mod tests {
         assert_eq!(
             policy.delay_for(1, Some(Duration::from_secs(3600))),
             Duration::from_secs(60)
+        );
+    }
+
+    #[test]
+    fn policy_key_is_one_line_with_sorted_kinds() {
+        assert_eq!(
+            RetryPolicy::default().policy_key(),
+            r#"["normal",5,["empty_response","rate_limit","server","timeout","transport"],500,10000,0.1]"#
+        );
+        let custom = RetryPolicy {
+            mode: RetryMode::Off,
+            max_retries: 2,
+            retry_on: vec![FailureKind::Server, FailureKind::InvalidRequest],
+            jitter: 0.0,
+            ..RetryPolicy::default()
+        };
+        assert_eq!(
+            custom.policy_key(),
+            r#"["off",2,["invalid_request","server"],500,10000,0.0]"#
         );
     }
 

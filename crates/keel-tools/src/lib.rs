@@ -24,7 +24,9 @@ mod special;
 mod specs;
 
 pub use guard::{GuardError, WorkspaceGuard, WriteTarget};
-pub use permission::{Decision, PermissionPolicy, Reach};
+pub use permission::{
+    Decision, PermissionMode, PermissionPolicy, PermissionRule, Reach, RuleError,
+};
 pub use specs::BuiltinTool;
 
 use keel_types::ToolSpec;

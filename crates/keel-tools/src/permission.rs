@@ -1,6 +1,8 @@
 //! Permission policy: modes and allow/ask/deny rules (PRODUCT.md §4).
 //!
 //! Invariants:
+//! - `PermissionMode`'s serialized names (`read-only`, `ask`, `auto`) are part of the config
+//!   contract (CONTRACT.md `permission_mode`) and of ACP's session modes.
 //! - Deny wins over everything; then `read-only` refuses every tool that can change anything;
 //!   then allow, then ask rules; then read-only tools run, and the mode decides the rest.
 //! - A rule is `tool` or `tool(glob)`; the glob is matched against the call's subject (the
@@ -10,13 +12,56 @@
 //!   pattern allows the line only if every command matches an allow rule and the line has no
 //!   command or process substitution. A pattern-less `bash` rule matches every line. This is a
 //!   convenience, not a sandbox: a shell line can run what its text does not show.
-//! - Rules are validated when the policy is built; a bad rule is an error naming it.
+//! - Rules are validated when they are parsed (`PermissionRule::parse`), before any policy
+//!   holds them; a bad rule is a `RuleError` naming it.
 
 use crate::command_line::{self, CommandLine};
 use crate::command_words::canonical;
 use crate::specs::BuiltinTool;
 use globset::{Glob, GlobMatcher};
-use keel_types::PermissionMode;
+use serde::{Deserialize, Serialize};
+
+/// How much keel may do without asking (CONTRACT.md `permission_mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionMode {
+    /// No tool may change anything.
+    ReadOnly,
+    /// Changes need the user's approval; headless runs fail closed.
+    Ask,
+    /// Changes inside the workspace run without asking.
+    Auto,
+}
+
+impl PermissionMode {
+    pub fn parse(name: &str) -> Option<PermissionMode> {
+        match name {
+            "read-only" => Some(Self::ReadOnly),
+            "ask" => Some(Self::Ask),
+            "auto" => Some(Self::Auto),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::Ask => "ask",
+            Self::Auto => "auto",
+        }
+    }
+}
+
+/// Why a rule's text is not a rule.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    #[error("rule `{rule}`: missing the closing `)`")]
+    MissingParen { rule: String },
+    #[error("rule `{rule}`: bad pattern ({reason})")]
+    BadPattern { rule: String, reason: String },
+    #[error("rule `{rule}`: expected `tool` or `tool(pattern)`")]
+    Malformed { rule: String },
+}
 
 /// Whether a call can change anything (or reach outside the workspace).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,37 +81,44 @@ pub enum Decision {
     Deny(String),
 }
 
+/// One allow, ask or deny rule: `tool` or `tool(glob)`.
 #[derive(Clone, Debug)]
-struct Rule {
+pub struct PermissionRule {
     text: String,
     tool: String,
     subject: Option<GlobMatcher>,
 }
 
-impl Rule {
-    fn parse(text: &str) -> Result<Rule, String> {
+impl PermissionRule {
+    pub fn parse(text: &str) -> Result<PermissionRule, RuleError> {
         let trimmed = text.trim();
         let (tool, subject) = match trimmed.split_once('(') {
             Some((tool, rest)) => {
                 let pattern = rest
                     .strip_suffix(')')
-                    .ok_or_else(|| format!("rule `{text}`: missing the closing `)`"))?;
+                    .ok_or_else(|| RuleError::MissingParen {
+                        rule: text.to_string(),
+                    })?;
                 // Path subjects are normalised (no `./`), so patterns are too.
                 let pattern = if tool.trim() == BuiltinTool::Bash.name() {
                     pattern
                 } else {
                     pattern.trim_start_matches("./")
                 };
-                let glob = Glob::new(pattern)
-                    .map_err(|error| format!("rule `{text}`: bad pattern ({error})"))?;
+                let glob = Glob::new(pattern).map_err(|error| RuleError::BadPattern {
+                    rule: text.to_string(),
+                    reason: error.to_string(),
+                })?;
                 (tool.trim(), Some(glob.compile_matcher()))
             }
             None => (trimmed, None),
         };
         if tool.is_empty() || !tool.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(format!("rule `{text}`: expected `tool` or `tool(pattern)`"));
+            return Err(RuleError::Malformed {
+                rule: text.to_string(),
+            });
         }
-        Ok(Rule {
+        Ok(PermissionRule {
             text: text.to_string(),
             tool: tool.to_string(),
             subject,
@@ -103,7 +155,7 @@ impl<'a> Subjects<'a> {
     }
 
     /// The first rule that matches the call or any command in it.
-    fn any_match<'r>(&self, rules: &'r [Rule], tool: &str) -> Option<&'r Rule> {
+    fn any_match<'r>(&self, rules: &'r [PermissionRule], tool: &str) -> Option<&'r PermissionRule> {
         rules.iter().find(|rule| match self {
             Subjects::Plain(subject) => rule.matches(tool, subject),
             Subjects::Command { raw, line } => {
@@ -117,7 +169,7 @@ impl<'a> Subjects<'a> {
     }
 
     /// Whether `rules` allow the whole call: every command in it, with no substitution.
-    fn all_match(&self, rules: &[Rule], tool: &str) -> bool {
+    fn all_match(&self, rules: &[PermissionRule], tool: &str) -> bool {
         match self {
             Subjects::Plain(subject) => rules.iter().any(|rule| rule.matches(tool, subject)),
             Subjects::Command { line, .. } => {
@@ -148,30 +200,46 @@ impl<'a> Subjects<'a> {
 #[derive(Clone, Debug)]
 pub struct PermissionPolicy {
     pub mode: PermissionMode,
-    allow: Vec<Rule>,
-    ask: Vec<Rule>,
-    deny: Vec<Rule>,
+    allow: Vec<PermissionRule>,
+    ask: Vec<PermissionRule>,
+    deny: Vec<PermissionRule>,
 }
 
 impl PermissionPolicy {
+    /// A policy from rule texts; the first bad rule is the error.
     pub fn new(
         mode: PermissionMode,
         allow: &[String],
         ask: &[String],
         deny: &[String],
-    ) -> Result<PermissionPolicy, String> {
+    ) -> Result<PermissionPolicy, RuleError> {
         let parse = |rules: &[String]| {
             rules
                 .iter()
-                .map(|r| Rule::parse(r))
+                .map(|r| PermissionRule::parse(r))
                 .collect::<Result<Vec<_>, _>>()
         };
-        Ok(PermissionPolicy {
+        Ok(PermissionPolicy::from_rules(
             mode,
-            allow: parse(allow)?,
-            ask: parse(ask)?,
-            deny: parse(deny)?,
-        })
+            parse(allow)?,
+            parse(ask)?,
+            parse(deny)?,
+        ))
+    }
+
+    /// A policy from rules already parsed (so their caller could say where each came from).
+    pub fn from_rules(
+        mode: PermissionMode,
+        allow: Vec<PermissionRule>,
+        ask: Vec<PermissionRule>,
+        deny: Vec<PermissionRule>,
+    ) -> PermissionPolicy {
+        PermissionPolicy {
+            mode,
+            allow,
+            ask,
+            deny,
+        }
     }
 
     pub fn mode_only(mode: PermissionMode) -> PermissionPolicy {
@@ -360,7 +428,18 @@ mod tests {
     fn bad_rules_are_named() {
         let error = PermissionPolicy::new(PermissionMode::Ask, &["bash(oops".into()], &[], &[])
             .unwrap_err();
-        assert!(error.contains("bash(oops"), "{error}");
+        assert_eq!(
+            error.to_string(),
+            "rule `bash(oops`: missing the closing `)`"
+        );
+        assert!(matches!(
+            PermissionRule::parse(""),
+            Err(RuleError::Malformed { .. })
+        ));
+        assert!(matches!(
+            PermissionRule::parse("bash([)"),
+            Err(RuleError::BadPattern { .. })
+        ));
         assert!(PermissionPolicy::new(PermissionMode::Ask, &["".into()], &[], &[]).is_err());
     }
 
@@ -407,5 +486,19 @@ mod tests {
             p.decide("read_file", "secrets/key.txt", Reach::ReadsWorkspace),
             Decision::Deny(_)
         ));
+    }
+
+    #[test]
+    fn permission_mode_names_are_the_config_names() {
+        for mode in [
+            PermissionMode::ReadOnly,
+            PermissionMode::Ask,
+            PermissionMode::Auto,
+        ] {
+            assert_eq!(PermissionMode::parse(mode.as_str()), Some(mode));
+            let json = serde_json::to_string(&mode).unwrap();
+            assert_eq!(json, format!("\"{}\"", mode.as_str()));
+        }
+        assert_eq!(PermissionMode::parse("yolo"), None);
     }
 }

@@ -6,7 +6,6 @@
 //! deadline, so a regression fails instead of hanging the test binary.
 
 use super::*;
-use keel_types::PermissionMode;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

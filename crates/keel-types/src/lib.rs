@@ -9,7 +9,6 @@
 pub mod event;
 pub mod failure;
 pub mod history;
-pub mod permission;
 pub mod protocol;
 pub mod receipt;
 pub mod search;
@@ -22,7 +21,6 @@ pub use failure::{FailureDiagnostic, FailureKind};
 pub use history::{
     AssistantItem, AssistantPart, FinishReason, Item, ReplayData, ToolCall, ToolResult,
 };
-pub use permission::PermissionMode;
 pub use protocol::{ReasoningProtocol, WireProtocol};
 pub use receipt::{ReceiptState, ToolReceipt};
 pub use search::{SearchSource, SourcesStatus, WebSearch};

@@ -5,8 +5,8 @@ use keel_agent::{AgentSettings, Controller, HeadlessApprover, Host, SessionChoic
 use keel_llm::profile::{Account, DEFAULT_CONNECT_TIMEOUT};
 use keel_llm::{KeySource, ProviderProfile, RetryPolicy};
 use keel_mock::{MockServer, Scenario};
-use keel_tools::PermissionPolicy;
-use keel_types::{EventBody, PermissionMode, ReasoningProtocol, WireProtocol};
+use keel_tools::{PermissionMode, PermissionPolicy};
+use keel_types::{EventBody, ReasoningProtocol, WireProtocol};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;

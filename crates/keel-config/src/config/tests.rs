@@ -1,6 +1,11 @@
 //! Configuration tests: precedence, presets, and errors that name file, line and key.
 
 use super::*;
+use crate::layer::locate;
+use crate::source::Source;
+use keel_llm::RetryPolicy;
+use keel_types::{FailureKind, ReasoningProtocol, WireProtocol};
+use std::time::Duration;
 
 fn config(text: &str) -> Result<KeelConfig, ConfigError> {
     KeelConfig::from_texts(
@@ -262,4 +267,159 @@ fn bad_env_values_name_the_variable() {
 fn locate_handles_spans_at_the_edges() {
     assert_eq!(locate("", &(0..0)), (1, String::new()));
     assert_eq!(locate("a = 1", &(100..200)).0, 1);
+}
+
+fn file_source(path: &str, line: usize) -> Source {
+    Source::File {
+        path: PathBuf::from(path),
+        line,
+    }
+}
+
+#[test]
+fn every_resolved_value_says_where_it_came_from() {
+    let home = (
+        PathBuf::from("home.toml"),
+        "model = \"local/m\"\npermission_mode = \"read-only\"\n\
+         [providers.local]\nbase_url = \"http://127.0.0.1:1\"\napi_key_env = \"LOCAL_KEY\"\n\
+         [providers.deepseek.retry]\nmax_retries = 1\nbase_delay_ms = 7\n"
+            .to_string(),
+    );
+    let project = (
+        PathBuf::from("keel.toml"),
+        "max_rounds = 40\n[providers.deepseek.retry]\nmax_retries = 3\n".to_string(),
+    );
+    let overrides = Overrides {
+        model_env: Some("deepseek/env".into()),
+        deepseek_base_url_env: Some("http://127.0.0.1:9/".into()),
+        permission_mode_flag: Some(ModeFlag::Yes),
+        ..Overrides::default()
+    };
+    let config = KeelConfig::from_texts(vec![project, home], overrides).unwrap();
+    let resolved = config.resolve().unwrap();
+    assert_eq!(
+        resolved.files,
+        [PathBuf::from("keel.toml"), PathBuf::from("home.toml")]
+    );
+    assert_eq!(resolved.model.value.to_string(), "deepseek/env");
+    assert_eq!(resolved.model.source, Source::Env("KEEL_MODEL"));
+    assert_eq!(resolved.permission_mode.value, PermissionMode::Auto);
+    assert_eq!(resolved.permission_mode.source, Source::Flag("--yes"));
+    assert_eq!(resolved.max_rounds.value, 40);
+    assert_eq!(resolved.max_rounds.source, file_source("keel.toml", 1));
+
+    let names: Vec<&str> = resolved.providers.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["deepseek", "local"], "the active provider first");
+    let deepseek = &resolved.providers[0];
+    assert_eq!(deepseek.base_url.value, "http://127.0.0.1:9");
+    assert_eq!(deepseek.base_url.source, Source::Env("DEEPSEEK_BASE_URL"));
+    assert_eq!(deepseek.protocol.source, Source::Preset("deepseek"));
+    assert_eq!(deepseek.accounts.source, Source::Preset("deepseek"));
+    assert!(deepseek.idle_timeout.is_default());
+    assert_eq!(deepseek.retry.max_retries.value, 3);
+    assert_eq!(
+        deepseek.retry.max_retries.source,
+        file_source("keel.toml", 3)
+    );
+    assert_eq!(deepseek.retry.base_delay.value, Duration::from_millis(7));
+    assert_eq!(
+        deepseek.retry.base_delay.source,
+        file_source("home.toml", 8)
+    );
+    assert!(deepseek.retry.jitter.is_default());
+    assert_eq!(deepseek.profile(), config.profile("deepseek").unwrap());
+
+    let local = &resolved.providers[1];
+    assert!(local.protocol.is_default(), "no preset: keel's default");
+    assert_eq!(local.base_url.source, file_source("home.toml", 4));
+    assert_eq!(local.accounts.source, file_source("home.toml", 5));
+}
+
+#[test]
+fn model_sources_follow_precedence() {
+    let file = (
+        PathBuf::from("c.toml"),
+        "\nmodel = \"kimi/k\"\n".to_string(),
+    );
+    let config = KeelConfig::from_texts(vec![file.clone()], Overrides::default()).unwrap();
+    assert_eq!(
+        config.resolve().unwrap().model.source,
+        file_source("c.toml", 2)
+    );
+    let flag = Overrides {
+        model_flag: Some("deepseek/f".into()),
+        model_env: Some("kimi/e".into()),
+        permission_mode_flag: Some(ModeFlag::PermissionMode(PermissionMode::ReadOnly)),
+        ..Overrides::default()
+    };
+    let resolved = KeelConfig::from_texts(vec![file], flag)
+        .unwrap()
+        .resolve()
+        .unwrap();
+    assert_eq!(resolved.model.source, Source::Flag("--model"));
+    assert_eq!(resolved.permission_mode.value, PermissionMode::ReadOnly);
+    assert_eq!(
+        resolved.permission_mode.source,
+        Source::Flag("--permission-mode")
+    );
+    let resolved = config_resolved("");
+    assert_eq!(resolved.model.value.to_string(), DEFAULT_MODEL);
+    assert!(resolved.model.is_default() && resolved.max_rounds.is_default());
+    assert!(resolved.permission_mode.is_default());
+}
+
+fn config_resolved(text: &str) -> ResolvedConfig {
+    config(text).unwrap().resolve().unwrap()
+}
+
+#[test]
+fn permission_rules_of_every_file_make_the_policy() {
+    let home = (
+        PathBuf::from("home.toml"),
+        "[permissions]\ndeny = [\"bash(rm *)\"]\n".to_string(),
+    );
+    let project = (
+        PathBuf::from("keel.toml"),
+        "[permissions]\nallow = [\n  \"bash\",\n]\n".to_string(),
+    );
+    let config = KeelConfig::from_texts(vec![project, home], Overrides::default()).unwrap();
+    let rules: Vec<(RuleList, String, String)> = config
+        .rules()
+        .into_iter()
+        .map(|rule| (rule.list, rule.text, rule.source.to_string()))
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            (RuleList::Allow, "bash".into(), "keel.toml:3".into()),
+            (RuleList::Deny, "bash(rm *)".into(), "home.toml:2".into()),
+        ]
+    );
+    let policy = config.permission_policy().unwrap();
+    assert_eq!(policy.mode, PermissionMode::Ask);
+    assert!(matches!(
+        policy.decide("bash", "rm -rf x", keel_tools::Reach::Sensitive),
+        keel_tools::Decision::Deny(reason) if reason.contains("bash(rm *)")
+    ));
+    assert_eq!(
+        policy.decide("bash", "ls", keel_tools::Reach::Sensitive),
+        keel_tools::Decision::Allow
+    );
+}
+
+#[test]
+fn a_bad_rule_names_file_line_and_list() {
+    let (line, key, message) =
+        in_file_error("[permissions]\nask = [\n  \"read_file\",\n  \"bash(oops\",\n]\n");
+    assert_eq!((line, key.as_str()), (4, "permissions.ask"));
+    assert_eq!(message, "rule `bash(oops`: missing the closing `)`");
+    let (line, key, _) = in_file_error("[permissions]\ndeny = [\"\"]\n");
+    assert_eq!((line, key.as_str()), (2, "permissions.deny"));
+    let error = config("max_rounds = 0\n").unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("`max_rounds`: must be at least 1"),
+        "{error}"
+    );
 }

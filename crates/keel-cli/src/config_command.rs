@@ -1,0 +1,436 @@
+//! `keel config [--json]`: the resolved configuration, every value with its source.
+//!
+//! Invariants:
+//! - It reads exactly what `keel run` reads — the same files, flags and environment, `--cwd`
+//!   respected — through the same resolution (`KeelConfig::resolve`), writes nothing and needs
+//!   no key.
+//! - A key's value is never printed: an account shows the name of its variable and whether it
+//!   is set.
+//! - A bad config is the same `file:line: \`key\`` error as for `keel run` (exit 2).
+//! - Each provider's effective retry policy is one line (`RetryPolicy::policy_key`); the retry
+//!   fields listed under it are those that did not come from the default.
+//! - Human output shows every cell with its control characters made visible.
+
+use crate::cli::CommonArgs;
+use crate::terminal_text::visible_line;
+use crate::{Outcome, settings};
+use keel_config::{ResolvedConfig, ResolvedProvider, ResolvedRetry, RuleList, Sourced};
+use keel_llm::profile::Account;
+use keel_llm::{EnvKeys, KeySource};
+use keel_types::FailureKind;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use unicode_width::UnicodeWidthStr;
+
+pub fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
+    let workspace = settings::workspace(common)?;
+    let config = settings::load_config(common, &workspace)?;
+    let resolved = config.resolve()?;
+    if common.json {
+        let json = ConfigJson::new(&resolved, &EnvKeys);
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        print!("{}", human(&resolved, &EnvKeys));
+    }
+    Ok(Outcome::Completed)
+}
+
+fn secs(duration: Duration) -> u64 {
+    duration.as_secs()
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn kind_names(kinds: &[FailureKind]) -> Vec<&'static str> {
+    kinds.iter().map(|kind| kind.as_str()).collect()
+}
+
+/// `name: $VAR (set)` for each account; never the key.
+fn accounts_text(accounts: &[Account], keys: &dyn KeySource) -> String {
+    accounts
+        .iter()
+        .map(|account| {
+            let state = if keys.key(&account.api_key_env).is_some() {
+                "set"
+            } else {
+                "not set"
+            };
+            format!("{}: ${} ({state})", account.name, account.api_key_env)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+// ---- JSON ------------------------------------------------------------------------------------
+
+/// A value and where it came from.
+#[derive(Serialize)]
+struct Field<T> {
+    value: T,
+    source: String,
+}
+
+fn field<T, U>(sourced: &Sourced<T>, value: impl FnOnce(&T) -> U) -> Field<U> {
+    Field {
+        value: value(&sourced.value),
+        source: sourced.source.to_string(),
+    }
+}
+
+#[derive(Serialize)]
+struct ConfigJson {
+    /// The files read, highest precedence first.
+    files: Vec<String>,
+    model: Field<String>,
+    permission_mode: Field<&'static str>,
+    max_rounds: Field<u32>,
+    permissions: PermissionsJson,
+    providers: BTreeMap<String, ProviderJson>,
+}
+
+#[derive(Serialize)]
+struct PermissionsJson {
+    allow: Vec<Field<String>>,
+    ask: Vec<Field<String>>,
+    deny: Vec<Field<String>>,
+}
+
+#[derive(Serialize)]
+struct ProviderJson {
+    /// Whether this is the provider of `model`.
+    active: bool,
+    protocol: Field<&'static str>,
+    base_url: Field<String>,
+    accounts: Field<Vec<AccountJson>>,
+    reasoning_protocol: Field<&'static str>,
+    idle_timeout_secs: Field<u64>,
+    connect_timeout_secs: Field<u64>,
+    max_output_tokens: Field<u32>,
+    max_event_bytes: Field<usize>,
+    web_search: Field<bool>,
+    retry: RetryJson,
+}
+
+#[derive(Serialize)]
+struct AccountJson {
+    name: String,
+    api_key_env: String,
+    /// Whether the variable holds a key (never the key).
+    set: bool,
+}
+
+#[derive(Serialize)]
+struct RetryJson {
+    /// The effective policy as one line: `[mode, max_retries, retry_on, base_delay_ms,
+    /// max_delay_ms, jitter]`.
+    policy_key: String,
+    mode: Field<&'static str>,
+    max_retries: Field<u32>,
+    retry_on: Field<Vec<&'static str>>,
+    base_delay_ms: Field<u64>,
+    max_delay_ms: Field<u64>,
+    jitter: Field<f64>,
+    retry_after_cap_ms: Field<u64>,
+    rotate_on: Field<Vec<&'static str>>,
+}
+
+impl ConfigJson {
+    fn new(resolved: &ResolvedConfig, keys: &dyn KeySource) -> ConfigJson {
+        let rules = |list: RuleList| {
+            resolved
+                .rules
+                .iter()
+                .filter(|rule| rule.list == list)
+                .map(|rule| Field {
+                    value: rule.text.clone(),
+                    source: rule.source.to_string(),
+                })
+                .collect()
+        };
+        ConfigJson {
+            files: resolved
+                .files
+                .iter()
+                .map(|file| file.display().to_string())
+                .collect(),
+            model: field(&resolved.model, ToString::to_string),
+            permission_mode: field(&resolved.permission_mode, |mode| mode.as_str()),
+            max_rounds: field(&resolved.max_rounds, |rounds| *rounds),
+            permissions: PermissionsJson {
+                allow: rules(RuleList::Allow),
+                ask: rules(RuleList::Ask),
+                deny: rules(RuleList::Deny),
+            },
+            providers: resolved
+                .providers
+                .iter()
+                .map(|provider| {
+                    let active = provider.name == resolved.model.value.provider;
+                    (
+                        provider.name.clone(),
+                        ProviderJson::new(provider, active, keys),
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+impl ProviderJson {
+    fn new(provider: &ResolvedProvider, active: bool, keys: &dyn KeySource) -> ProviderJson {
+        ProviderJson {
+            active,
+            protocol: field(&provider.protocol, |protocol| protocol.as_str()),
+            base_url: field(&provider.base_url, Clone::clone),
+            accounts: field(&provider.accounts, |accounts| {
+                accounts
+                    .iter()
+                    .map(|account| AccountJson {
+                        name: account.name.clone(),
+                        api_key_env: account.api_key_env.clone(),
+                        set: keys.key(&account.api_key_env).is_some(),
+                    })
+                    .collect()
+            }),
+            reasoning_protocol: field(&provider.reasoning_protocol, |protocol| protocol.as_str()),
+            idle_timeout_secs: field(&provider.idle_timeout, |d| secs(*d)),
+            connect_timeout_secs: field(&provider.connect_timeout, |d| secs(*d)),
+            max_output_tokens: field(&provider.max_output_tokens, |tokens| *tokens),
+            max_event_bytes: field(&provider.max_event_bytes, |bytes| *bytes),
+            web_search: field(&provider.web_search, |on| *on),
+            retry: RetryJson::new(&provider.retry),
+        }
+    }
+}
+
+impl RetryJson {
+    fn new(retry: &ResolvedRetry) -> RetryJson {
+        RetryJson {
+            policy_key: retry.policy().policy_key(),
+            mode: field(&retry.mode, |mode| mode.as_str()),
+            max_retries: field(&retry.max_retries, |n| *n),
+            retry_on: field(&retry.retry_on, |kinds| kind_names(kinds)),
+            base_delay_ms: field(&retry.base_delay, |d| millis(*d)),
+            max_delay_ms: field(&retry.max_delay, |d| millis(*d)),
+            jitter: field(&retry.jitter, |jitter| *jitter),
+            retry_after_cap_ms: field(&retry.retry_after_cap, |d| millis(*d)),
+            rotate_on: field(&retry.rotate_on, |kinds| kind_names(kinds)),
+        }
+    }
+}
+
+// ---- human text ------------------------------------------------------------------------------
+
+/// One line of the human output: `key  value  source`.
+struct Row {
+    indent: usize,
+    key: String,
+    value: String,
+    /// `None` for a line that stands alone (the retry policy key, a heading).
+    source: Option<String>,
+}
+
+impl Row {
+    fn new<T>(
+        indent: usize,
+        key: &str,
+        sourced: &Sourced<T>,
+        value: impl FnOnce(&T) -> String,
+    ) -> Row {
+        Row {
+            indent,
+            key: key.to_string(),
+            value: value(&sourced.value),
+            source: Some(sourced.source.to_string()),
+        }
+    }
+
+    fn bare(indent: usize, key: &str, value: String) -> Row {
+        Row {
+            indent,
+            key: key.to_string(),
+            value,
+            source: None,
+        }
+    }
+}
+
+fn human(resolved: &ResolvedConfig, keys: &dyn KeySource) -> String {
+    let mut sections = vec![general_rows(resolved)];
+    for provider in &resolved.providers {
+        sections.push(provider_rows(
+            provider,
+            provider.name == resolved.model.value.provider,
+            keys,
+        ));
+    }
+    render(&sections)
+}
+
+fn general_rows(resolved: &ResolvedConfig) -> Vec<Row> {
+    let mut rows = Vec::new();
+    if resolved.files.is_empty() {
+        rows.push(Row::bare(0, "files", "(none: built-in defaults)".into()));
+    }
+    for (index, file) in resolved.files.iter().enumerate() {
+        let key = if index == 0 { "files" } else { "" };
+        rows.push(Row::bare(0, key, file.display().to_string()));
+    }
+    rows.push(Row::new(0, "model", &resolved.model, ToString::to_string));
+    rows.push(Row::new(
+        0,
+        "permission_mode",
+        &resolved.permission_mode,
+        |mode| mode.as_str().to_string(),
+    ));
+    rows.push(Row::new(
+        0,
+        "max_rounds",
+        &resolved.max_rounds,
+        ToString::to_string,
+    ));
+    if resolved.rules.is_empty() {
+        rows.push(Row::bare(0, "permissions", "(no rules)".into()));
+    }
+    for rule in &resolved.rules {
+        rows.push(Row {
+            indent: 0,
+            key: format!("permissions.{}", rule.list.as_str()),
+            value: rule.text.clone(),
+            source: Some(rule.source.to_string()),
+        });
+    }
+    rows
+}
+
+fn provider_rows(provider: &ResolvedProvider, active: bool, keys: &dyn KeySource) -> Vec<Row> {
+    let heading = format!(
+        "[providers.{}]{}",
+        provider.name,
+        if active { "  (active)" } else { "" }
+    );
+    let mut rows = vec![
+        Row::bare(0, &heading, String::new()),
+        Row::new(2, "protocol", &provider.protocol, ToString::to_string),
+        Row::new(2, "base_url", &provider.base_url, Clone::clone),
+        Row::new(2, "accounts", &provider.accounts, |accounts| {
+            accounts_text(accounts, keys)
+        }),
+        Row::new(2, "reasoning_protocol", &provider.reasoning_protocol, |p| {
+            p.as_str().to_string()
+        }),
+        Row::new(2, "idle_timeout_secs", &provider.idle_timeout, |d| {
+            secs(*d).to_string()
+        }),
+        Row::new(2, "connect_timeout_secs", &provider.connect_timeout, |d| {
+            secs(*d).to_string()
+        }),
+        Row::new(
+            2,
+            "max_output_tokens",
+            &provider.max_output_tokens,
+            ToString::to_string,
+        ),
+        Row::new(
+            2,
+            "max_event_bytes",
+            &provider.max_event_bytes,
+            ToString::to_string,
+        ),
+        Row::new(2, "web_search", &provider.web_search, ToString::to_string),
+        Row::bare(2, "retry", provider.retry.policy().policy_key()),
+    ];
+    rows.extend(retry_rows(&provider.retry));
+    rows
+}
+
+/// The retry fields that did not come from the default.
+fn retry_rows(retry: &ResolvedRetry) -> Vec<Row> {
+    let kinds = |kinds: &Vec<FailureKind>| kind_names(kinds).join(", ");
+    let ms = |delay: &Duration| millis(*delay).to_string();
+    let mut rows = Vec::new();
+    let mut push = |is_default: bool, row: Row| {
+        if !is_default {
+            rows.push(row);
+        }
+    };
+    push(
+        retry.mode.is_default(),
+        Row::new(4, "mode", &retry.mode, |mode| mode.as_str().to_string()),
+    );
+    push(
+        retry.max_retries.is_default(),
+        Row::new(4, "max_retries", &retry.max_retries, ToString::to_string),
+    );
+    push(
+        retry.retry_on.is_default(),
+        Row::new(4, "retry_on", &retry.retry_on, kinds),
+    );
+    push(
+        retry.base_delay.is_default(),
+        Row::new(4, "base_delay_ms", &retry.base_delay, ms),
+    );
+    push(
+        retry.max_delay.is_default(),
+        Row::new(4, "max_delay_ms", &retry.max_delay, ms),
+    );
+    push(
+        retry.jitter.is_default(),
+        Row::new(4, "jitter", &retry.jitter, ToString::to_string),
+    );
+    push(
+        retry.retry_after_cap.is_default(),
+        Row::new(4, "retry_after_cap_ms", &retry.retry_after_cap, ms),
+    );
+    push(
+        retry.rotate_on.is_default(),
+        Row::new(4, "rotate_on", &retry.rotate_on, kinds),
+    );
+    rows
+}
+
+/// Values wider than this do not widen the value column (their source follows them).
+const VALUE_COLUMN_MAX: usize = 40;
+
+/// Sections separated by a blank line; keys, values and sources each in one column.
+fn render(sections: &[Vec<Row>]) -> String {
+    let rows = || sections.iter().flatten();
+    let key_width = rows()
+        .filter(|row| !row.value.is_empty())
+        .map(|row| row.indent + visible_line(&row.key).width())
+        .max()
+        .unwrap_or(0);
+    let value_width = rows()
+        .filter(|row| row.source.is_some())
+        .map(|row| visible_line(&row.value).width())
+        .filter(|width| *width <= VALUE_COLUMN_MAX)
+        .max()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for (index, section) in sections.iter().enumerate() {
+        if index > 0 {
+            out.push('\n');
+        }
+        for row in section {
+            let key = visible_line(&row.key);
+            let value = visible_line(&row.value);
+            let mut line = format!("{}{key}", " ".repeat(row.indent));
+            if !row.value.is_empty() {
+                let pad = key_width.saturating_sub(row.indent + key.width());
+                line.push_str(&" ".repeat(pad + 2));
+                line.push_str(&value);
+            }
+            if let Some(source) = &row.source {
+                let pad = value_width.saturating_sub(value.width());
+                line.push_str(&" ".repeat(pad + 2));
+                line.push_str(&visible_line(source));
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+    }
+    out
+}

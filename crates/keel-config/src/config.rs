@@ -1,0 +1,409 @@
+//! Loading the config files and layering them with flags and the environment; the settings
+//! that belong to no provider: the model, the permission mode and rules, `max_rounds`.
+//!
+//! Invariants:
+//! - Precedence: command-line flag > environment > `./keel.toml` > `$KEEL_HOME/config.toml` >
+//!   built-in defaults; it is applied per field, so a project file can override one retry knob.
+//! - Permission rules are the exception: a rule in any file applies (they are added up, the
+//!   highest-precedence file first).
+//! - Every error names where the bad value came from: file, line and key for a file, the flag
+//!   or the environment variable otherwise. Nothing here panics on any input.
+//! - `load` and `from_texts` resolve everything once (`validate`), so a config that loads
+//!   yields every profile, the model, `max_rounds` and the permission policy without error.
+
+use crate::error::ConfigError;
+use crate::layer::Layer;
+use crate::provider::ResolvedProvider;
+use crate::source::{Source, Sourced};
+use keel_llm::profile;
+use keel_tools::{PermissionMode, PermissionPolicy, PermissionRule};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+pub const DEFAULT_MODEL: &str = "deepseek/deepseek-v4-flash";
+
+pub const DEFAULT_MAX_ROUNDS: u32 = 500;
+
+/// How the permission mode was given on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModeFlag {
+    /// `--permission-mode MODE`
+    PermissionMode(PermissionMode),
+    /// `--yes`: the same as `--permission-mode auto`.
+    Yes,
+}
+
+impl ModeFlag {
+    pub fn mode(self) -> PermissionMode {
+        match self {
+            Self::PermissionMode(mode) => mode,
+            Self::Yes => PermissionMode::Auto,
+        }
+    }
+
+    /// The flag as the user typed it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Self::PermissionMode(_) => "--permission-mode",
+            Self::Yes => "--yes",
+        }
+    }
+}
+
+/// Values from outside the files: flags and environment variables.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `--model`
+    pub model_flag: Option<String>,
+    /// `--permission-mode` or `--yes`
+    pub permission_mode_flag: Option<ModeFlag>,
+    /// `KEEL_MODEL`
+    pub model_env: Option<String>,
+    /// `DEEPSEEK_BASE_URL`
+    pub deepseek_base_url_env: Option<String>,
+}
+
+impl Overrides {
+    /// Environment overrides read from the process environment.
+    pub fn from_env() -> Self {
+        let non_empty = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+        Self {
+            model_flag: None,
+            permission_mode_flag: None,
+            model_env: non_empty("KEEL_MODEL"),
+            deepseek_base_url_env: non_empty("DEEPSEEK_BASE_URL"),
+        }
+    }
+}
+
+/// A `<provider>/<model id>` reference.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelRef {
+    pub provider: String,
+    pub model: String,
+}
+
+impl fmt::Display for ModelRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.provider, self.model)
+    }
+}
+
+/// The three lists of `[permissions]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuleList {
+    Allow,
+    Ask,
+    Deny,
+}
+
+impl RuleList {
+    pub const ALL: [RuleList; 3] = [Self::Allow, Self::Ask, Self::Deny];
+
+    /// The key inside `[permissions]`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        }
+    }
+}
+
+/// One permission rule as written in a file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfiguredRule {
+    pub list: RuleList,
+    pub text: String,
+    pub source: Source,
+}
+
+/// Everything the configuration resolves to, each value with its source (`keel config`).
+#[derive(Clone, Debug)]
+pub struct ResolvedConfig {
+    /// The files read, highest precedence first.
+    pub files: Vec<PathBuf>,
+    pub model: Sourced<ModelRef>,
+    pub permission_mode: Sourced<PermissionMode>,
+    pub max_rounds: Sourced<u32>,
+    /// Allow rules, then ask, then deny; each list highest-precedence file first.
+    pub rules: Vec<ConfiguredRule>,
+    /// The active provider first, then every other provider a file names, by name.
+    pub providers: Vec<ResolvedProvider>,
+}
+
+/// The merged configuration: files in precedence order plus overrides.
+#[derive(Debug)]
+pub struct KeelConfig {
+    /// Highest precedence first.
+    pub(crate) layers: Vec<Layer>,
+    pub(crate) overrides: Overrides,
+}
+
+impl KeelConfig {
+    /// Load `$KEEL_HOME/config.toml` and `./keel.toml` (either may be absent).
+    pub fn load(
+        home_file: &Path,
+        project_file: &Path,
+        overrides: Overrides,
+    ) -> Result<KeelConfig, ConfigError> {
+        let mut layers = Vec::new();
+        for path in [project_file, home_file] {
+            match std::fs::read_to_string(path) {
+                Ok(text) => layers.push(Layer::parse(path, text)?),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(ConfigError::Read {
+                        file: path.to_path_buf(),
+                        source,
+                    });
+                }
+            }
+        }
+        let config = KeelConfig { layers, overrides };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// A config from in-memory texts (highest precedence first), for tests and `keel demo`.
+    pub fn from_texts(
+        files: Vec<(PathBuf, String)>,
+        overrides: Overrides,
+    ) -> Result<KeelConfig, ConfigError> {
+        let layers = files
+            .into_iter()
+            .map(|(path, text)| Layer::parse(&path, text))
+            .collect::<Result<Vec<_>, _>>()?;
+        let config = KeelConfig { layers, overrides };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Resolve everything once so that a bad value fails at start-up, not mid-session.
+    fn validate(&self) -> Result<(), ConfigError> {
+        for name in self.configured_providers() {
+            self.provider(name)?;
+        }
+        let model = self.model()?;
+        self.provider(&model.provider)?;
+        self.max_rounds()?;
+        self.permission_policy()?;
+        Ok(())
+    }
+
+    /// Every provider a file has a `[providers.NAME]` table for, in the order first met
+    /// (highest-precedence file first, each file's tables by name).
+    pub(crate) fn configured_providers(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for layer in &self.layers {
+            for name in layer.raw.providers.keys() {
+                if !names.contains(&name.as_str()) {
+                    names.push(name);
+                }
+            }
+        }
+        names
+    }
+
+    pub(crate) fn has_provider_table(&self, name: &str) -> bool {
+        self.layers
+            .iter()
+            .any(|layer| layer.raw.providers.contains_key(name))
+    }
+
+    /// Everything resolved, each value with its source; the providers shown are the active
+    /// one and every one a file names.
+    pub fn resolve(&self) -> Result<ResolvedConfig, ConfigError> {
+        let model = self.sourced_model()?;
+        let mut providers = vec![self.provider(&model.value.provider)?];
+        let others: BTreeSet<&str> = self
+            .configured_providers()
+            .into_iter()
+            .filter(|name| *name != model.value.provider)
+            .collect();
+        for name in others {
+            providers.push(self.provider(name)?);
+        }
+        Ok(ResolvedConfig {
+            files: self.layers.iter().map(|layer| layer.path.clone()).collect(),
+            permission_mode: self.sourced_permission_mode(),
+            max_rounds: self.sourced_max_rounds()?,
+            rules: self.rules(),
+            model,
+            providers,
+        })
+    }
+
+    pub fn permission_mode(&self) -> PermissionMode {
+        self.sourced_permission_mode().value
+    }
+
+    fn sourced_permission_mode(&self) -> Sourced<PermissionMode> {
+        if let Some(flag) = self.overrides.permission_mode_flag {
+            return Sourced::new(flag.mode(), Source::Flag(flag.flag()));
+        }
+        self.layers
+            .iter()
+            .find_map(|layer| layer.raw.permission_mode.as_ref().map(|v| layer.sourced(v)))
+            .unwrap_or(Sourced::default_value(PermissionMode::Ask))
+    }
+
+    /// The `[permissions]` rules of every file, allow then ask then deny.
+    pub fn rules(&self) -> Vec<ConfiguredRule> {
+        let mut rules = Vec::new();
+        for list in RuleList::ALL {
+            for layer in &self.layers {
+                for rule in layer_rules(layer, list) {
+                    rules.push(ConfiguredRule {
+                        list,
+                        text: rule.get_ref().clone(),
+                        source: layer.source(rule.span()),
+                    });
+                }
+            }
+        }
+        rules
+    }
+
+    /// The permission mode and every rule of every file, parsed; a bad rule is an error that
+    /// names its file, line and list (`permissions.allow`, …).
+    pub fn permission_policy(&self) -> Result<PermissionPolicy, ConfigError> {
+        let parse = |list: RuleList| -> Result<Vec<PermissionRule>, ConfigError> {
+            let mut parsed = Vec::new();
+            for layer in &self.layers {
+                for rule in layer_rules(layer, list) {
+                    let key = format!("permissions.{}", list.as_str());
+                    parsed.push(PermissionRule::parse(rule.get_ref()).map_err(|error| {
+                        layer.error_for_key(rule.span(), key, error.to_string())
+                    })?);
+                }
+            }
+            Ok(parsed)
+        };
+        Ok(PermissionPolicy::from_rules(
+            self.permission_mode(),
+            parse(RuleList::Allow)?,
+            parse(RuleList::Ask)?,
+            parse(RuleList::Deny)?,
+        ))
+    }
+
+    /// The most tool rounds one turn may take.
+    pub fn max_rounds(&self) -> Result<u32, ConfigError> {
+        self.sourced_max_rounds().map(|rounds| rounds.value)
+    }
+
+    fn sourced_max_rounds(&self) -> Result<Sourced<u32>, ConfigError> {
+        match self
+            .layers
+            .iter()
+            .find_map(|layer| layer.raw.max_rounds.as_ref().map(|v| (layer, v)))
+        {
+            Some((layer, value)) if *value.get_ref() == 0 => {
+                Err(layer.error(value.span(), "must be at least 1"))
+            }
+            Some((layer, value)) => Ok(layer.sourced(value)),
+            None => Ok(Sourced::default_value(DEFAULT_MAX_ROUNDS)),
+        }
+    }
+
+    /// The model to use, with its provider checked to exist.
+    pub fn model(&self) -> Result<ModelRef, ConfigError> {
+        self.sourced_model().map(|model| model.value)
+    }
+
+    fn sourced_model(&self) -> Result<Sourced<ModelRef>, ConfigError> {
+        let (text, source, origin): (String, Source, Option<(&Layer, Range<usize>)>) =
+            if let Some(flag) = &self.overrides.model_flag {
+                (flag.clone(), Source::Flag("--model"), None)
+            } else if let Some(env) = &self.overrides.model_env {
+                (env.clone(), Source::Env("KEEL_MODEL"), None)
+            } else if let Some((layer, value)) = self
+                .layers
+                .iter()
+                .find_map(|layer| layer.raw.model.as_ref().map(|v| (layer, v)))
+            {
+                (
+                    value.get_ref().clone(),
+                    layer.source(value.span()),
+                    Some((layer, value.span())),
+                )
+            } else {
+                (DEFAULT_MODEL.to_string(), Source::Default, None)
+            };
+        let fail = |message: String| match &origin {
+            Some((layer, span)) => layer.error(span.clone(), message),
+            None => ConfigError::Setting {
+                origin: self.model_origin(),
+                message,
+            },
+        };
+        let Some((provider, model)) = text.split_once('/') else {
+            return Err(fail(format!(
+                "model `{text}` must be written `<provider>/<model id>`"
+            )));
+        };
+        if provider.is_empty() || model.is_empty() {
+            return Err(fail(format!(
+                "model `{text}` must be written `<provider>/<model id>`"
+            )));
+        }
+        if profile::preset(provider).is_none() && !self.has_provider_table(provider) {
+            let known: Vec<&str> = profile::PRESETS.iter().map(|p| p.name).collect();
+            return Err(fail(format!(
+                "unknown provider `{provider}`: use a preset ({}) or add a [providers.{provider}] table",
+                known.join(", ")
+            )));
+        }
+        let model = ModelRef {
+            provider: provider.to_string(),
+            model: model.to_string(),
+        };
+        Ok(Sourced::new(model, source))
+    }
+
+    fn model_origin(&self) -> String {
+        if self.overrides.model_flag.is_some() {
+            "--model".to_string()
+        } else if self.overrides.model_env.is_some() {
+            "environment variable KEEL_MODEL".to_string()
+        } else {
+            "default model".to_string()
+        }
+    }
+
+    /// Every environment variable that holds a provider key keel may read: each preset's and
+    /// each configured provider's accounts. Tools must never see these.
+    pub fn key_env_vars(&self) -> Vec<String> {
+        let mut names: Vec<String> = profile::PRESETS
+            .iter()
+            .map(|preset| preset.api_key_env.to_string())
+            .collect();
+        for name in self.configured_providers() {
+            let accounts = self
+                .accounts(name, profile::preset(name))
+                .map(|accounts| accounts.value)
+                .unwrap_or_default();
+            for account in accounts {
+                if !names.contains(&account.api_key_env) {
+                    names.push(account.api_key_env);
+                }
+            }
+        }
+        names
+    }
+}
+
+fn layer_rules(layer: &Layer, list: RuleList) -> &[toml::Spanned<String>] {
+    let permissions = &layer.raw.permissions;
+    match list {
+        RuleList::Allow => &permissions.allow,
+        RuleList::Ask => &permissions.ask,
+        RuleList::Deny => &permissions.deny,
+    }
+}
+
+#[cfg(test)]
+mod tests;

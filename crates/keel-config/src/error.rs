@@ -1,0 +1,24 @@
+//! The configuration error.
+//!
+//! Invariant: every variant's message says where the bad value came from — `file:line: \`key\``
+//! for a file, the flag, variable or provider otherwise — and never quotes a key.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}:{line}: `{key}`: {message}")]
+    InFile {
+        file: PathBuf,
+        line: usize,
+        key: String,
+        message: String,
+    },
+    #[error("cannot read {file}: {source}")]
+    Read {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{origin}: {message}")]
+    Setting { origin: String, message: String },
+}

@@ -1,0 +1,201 @@
+//! One config file: its TOML shape, its text, and the place of each value in it.
+//!
+//! Invariants:
+//! - Unknown keys are refused (`deny_unknown_fields`), so a typo is an error, not a silent
+//!   default.
+//! - Every value keeps its span, so any error about it can name the file, the 1-based line and
+//!   the dotted key; `locate` never panics, whatever the span.
+
+use crate::error::ConfigError;
+use crate::source::{Source, Sourced};
+use keel_tools::PermissionMode;
+use keel_types::{ReasoningProtocol, WireProtocol};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFile {
+    pub model: Option<Spanned<String>>,
+    pub permission_mode: Option<Spanned<PermissionMode>>,
+    pub max_rounds: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub permissions: RawPermissions,
+    #[serde(default)]
+    pub providers: BTreeMap<String, RawProvider>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPermissions {
+    #[serde(default)]
+    pub allow: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub ask: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub deny: Vec<Spanned<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawProvider {
+    pub protocol: Option<Spanned<WireProtocol>>,
+    pub base_url: Option<Spanned<String>>,
+    pub api_key_env: Option<Spanned<String>>,
+    pub accounts: Option<Spanned<Vec<RawAccount>>>,
+    pub reasoning_protocol: Option<Spanned<ReasoningProtocol>>,
+    pub idle_timeout_secs: Option<Spanned<u64>>,
+    pub connect_timeout_secs: Option<Spanned<u64>>,
+    pub max_output_tokens: Option<Spanned<u32>>,
+    pub web_search: Option<Spanned<bool>>,
+    pub max_event_bytes: Option<Spanned<u64>>,
+    pub retry: Option<RawRetry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAccount {
+    pub name: String,
+    pub api_key_env: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRetry {
+    pub mode: Option<Spanned<String>>,
+    pub max_retries: Option<Spanned<u32>>,
+    pub retry_on: Option<Spanned<Vec<String>>>,
+    pub base_delay_ms: Option<Spanned<u64>>,
+    pub max_delay_ms: Option<Spanned<u64>>,
+    pub jitter: Option<Spanned<f64>>,
+    pub retry_after_cap_ms: Option<Spanned<u64>>,
+    pub rotate_on: Option<Spanned<Vec<String>>>,
+}
+
+/// One parsed config file, kept with its text so errors can point at lines.
+#[derive(Debug)]
+pub(crate) struct Layer {
+    pub path: PathBuf,
+    text: String,
+    pub raw: RawFile,
+}
+
+impl Layer {
+    pub fn parse(path: &Path, text: String) -> Result<Layer, ConfigError> {
+        match toml::from_str::<RawFile>(&text) {
+            Ok(raw) => Ok(Layer {
+                path: path.to_path_buf(),
+                text,
+                raw,
+            }),
+            Err(error) => {
+                let span = error.span().unwrap_or(0..0);
+                let (line, key) = locate(&text, &span);
+                Err(ConfigError::InFile {
+                    file: path.to_path_buf(),
+                    line,
+                    key,
+                    message: first_line(error.message()),
+                })
+            }
+        }
+    }
+
+    /// An error about the value at `span`, keyed by the dotted key written on its line.
+    pub fn error(&self, span: Range<usize>, message: impl Into<String>) -> ConfigError {
+        let (line, key) = locate(&self.text, &span);
+        ConfigError::InFile {
+            file: self.path.clone(),
+            line,
+            key,
+            message: message.into(),
+        }
+    }
+
+    /// An error about the value at `span` of the known dotted `key` (for an element of an
+    /// array, whose line may not show the key).
+    pub fn error_for_key(
+        &self,
+        span: Range<usize>,
+        key: impl Into<String>,
+        message: impl Into<String>,
+    ) -> ConfigError {
+        ConfigError::InFile {
+            file: self.path.clone(),
+            line: self.line(&span),
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    fn line(&self, span: &Range<usize>) -> usize {
+        locate(&self.text, span).0
+    }
+
+    /// Where the value at `span` was written.
+    pub fn source(&self, span: Range<usize>) -> Source {
+        Source::File {
+            path: self.path.clone(),
+            line: self.line(&span),
+        }
+    }
+
+    /// A copy of a file value with its place.
+    pub fn sourced<T: Clone>(&self, value: &Spanned<T>) -> Sourced<T> {
+        Sourced::new(value.get_ref().clone(), self.source(value.span()))
+    }
+}
+
+fn first_line(message: &str) -> String {
+    message.lines().next().unwrap_or(message).trim().to_string()
+}
+
+/// The 1-based line of `span` and the dotted key written there (table header + key).
+pub(crate) fn locate(text: &str, span: &Range<usize>) -> (usize, String) {
+    let start = span.start.min(text.len());
+    let before = text.get(..start).unwrap_or("");
+    let line_number = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |index| index + 1);
+    let line_text = text
+        .get(line_start..)
+        .unwrap_or("")
+        .lines()
+        .next()
+        .unwrap_or("");
+    let table = text
+        .get(..line_start)
+        .unwrap_or("")
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|line| line.starts_with('[') && !line.starts_with("[["))
+        .map(|header| {
+            header
+                .trim_matches(|c| c == '[' || c == ']')
+                .trim()
+                .to_string()
+        });
+    let trimmed = line_text.trim();
+    let key = if trimmed.starts_with('[') {
+        trimmed
+            .trim_matches(|c| c == '[' || c == ']')
+            .trim()
+            .to_string()
+    } else {
+        let local = trimmed
+            .split('=')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .trim_matches('"');
+        match (&table, local.is_empty()) {
+            (Some(table), false) => format!("{table}.{local}"),
+            (Some(table), true) => table.clone(),
+            (None, _) => local.to_string(),
+        }
+    };
+    (line_number, key)
+}

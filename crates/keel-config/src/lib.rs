@@ -1,0 +1,28 @@
+//! keel's configuration (CONTRACT.md "Configuration"): the TOML files, their layering with
+//! flags and environment variables, and their resolution into what the rest of keel runs on —
+//! `ProviderProfile`s (keel-llm), the `PermissionPolicy` (keel-tools) and `max_rounds`.
+//!
+//! Invariants:
+//! - Precedence: command-line flag > environment > `./keel.toml` > `$KEEL_HOME/config.toml` >
+//!   preset > built-in default, applied per field.
+//! - Everything is resolved once at load time, so a bad value fails at start-up with an error
+//!   naming its file, line and key (or its flag or environment variable), never mid-session and
+//!   never with a panic.
+//! - Keys are never read here: a profile names the environment variable only. Nothing here
+//!   writes anything.
+//! - Every resolved value can say where it came from (`Source`); the values a session runs on
+//!   and the ones `keel config` shows come from the same resolution.
+
+mod config;
+mod error;
+mod layer;
+mod provider;
+mod source;
+
+pub use config::{
+    ConfiguredRule, DEFAULT_MAX_ROUNDS, DEFAULT_MODEL, KeelConfig, ModeFlag, ModelRef, Overrides,
+    ResolvedConfig, RuleList,
+};
+pub use error::ConfigError;
+pub use provider::{ResolvedProvider, ResolvedRetry, validate_base_url};
+pub use source::{Source, Sourced};
