@@ -5,6 +5,7 @@
 //!   error, 130 cancelled.
 //! - Nothing is written outside `KEEL_HOME` and the workspace.
 
+mod approval_prompt;
 mod cli;
 mod config_command;
 mod demo;

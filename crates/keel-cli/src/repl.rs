@@ -7,102 +7,17 @@
 //!   prompt, Ctrl-C clears the line and Ctrl-D quits.
 //! - Slash commands are parsed only at the start of a line; anything else goes to the model.
 
+use crate::approval_prompt::TerminalApprover;
 use crate::cli::CommonArgs;
 use crate::render::{Renderer, usage_line};
 use crate::session_setup::{Setup, open_controller, open_host, prepare, print_notices};
 use crate::signals::{Stop, StopSignals};
-use crate::terminal_text::{visible, visible_line};
 use crate::{Outcome, settings};
-use keel_agent::{
-    Approval, ApprovalRequest, Approver, Controller, Input, Line, SLASH_COMMANDS, SurfaceCommand,
-    TurnOutcome,
-};
+use keel_agent::{Controller, Input, Line, SLASH_COMMANDS, SurfaceCommand, TurnOutcome};
 use keel_types::Usage;
 use rustyline::error::ReadlineError;
 use std::collections::HashSet;
-use std::future::Future;
-use std::io::Write;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-
-/// Asks on the terminal; "always" remembers the tool for the rest of the session.
-struct TerminalApprover {
-    always: Mutex<HashSet<String>>,
-}
-
-impl Approver for TerminalApprover {
-    fn approve<'a>(
-        &'a self,
-        request: &'a ApprovalRequest,
-    ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
-        Box::pin(async move {
-            if self
-                .always
-                .lock()
-                .map(|set| set.contains(&request.tool))
-                .unwrap_or(false)
-            {
-                return Approval::Allow;
-            }
-            let question = approval_question(request);
-            let answer = tokio::task::spawn_blocking(move || {
-                eprint!("{question}");
-                let _ = std::io::stderr().flush();
-                let mut line = String::new();
-                std::io::stdin()
-                    .read_line(&mut line)
-                    .map(|_| line)
-                    .unwrap_or_default()
-            })
-            .await
-            .unwrap_or_default();
-            match answer.trim().to_ascii_lowercase().as_str() {
-                "y" | "yes" => Approval::Allow,
-                "a" | "always" => {
-                    if let Ok(mut set) = self.always.lock() {
-                        set.insert(request.tool.clone());
-                    }
-                    Approval::Allow
-                }
-                _ => Approval::Declined,
-            }
-        })
-    }
-}
-
-/// The approval prompt: the exact subject of the call, every line of it, with every control
-/// character shown, so what the person approves is exactly what runs. The header counts the
-/// lines and runs of blank lines are folded, so nothing can be scrolled out of sight.
-fn approval_question(request: &ApprovalRequest) -> String {
-    let tool = visible_line(&request.tool);
-    let subject = if request.subject.is_empty() {
-        "(no arguments)"
-    } else {
-        request.subject.as_str()
-    };
-    let lines: Vec<&str> = subject.split('\n').collect();
-    let mut question = if lines.len() > 1 {
-        format!("? allow {tool} ({} lines):\n", lines.len())
-    } else {
-        format!("? allow {tool}:\n")
-    };
-    let mut index = 0;
-    while index < lines.len() {
-        let blanks = lines[index..]
-            .iter()
-            .take_while(|line| line.trim().is_empty())
-            .count();
-        if blanks >= 2 {
-            question.push_str(&format!("    ⋮ ({blanks} blank lines)\n"));
-            index += blanks;
-            continue;
-        }
-        question.push_str(&format!("    {}\n", visible(lines[index])));
-        index += 1;
-    }
-    question.push_str(&format!("  [y]es / [n]o / [a]lways for {tool}: "));
-    question
-}
 
 struct Repl {
     common: CommonArgs,
@@ -399,38 +314,5 @@ impl Repl {
             self.rendering = start_rendering(controller);
         }
         self.banner();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn question(subject: &str) -> String {
-        approval_question(&ApprovalRequest {
-            tool: "bash".into(),
-            subject: subject.into(),
-            arguments: String::new(),
-        })
-    }
-
-    #[test]
-    fn blank_lines_cannot_scroll_the_dangerous_line_away() {
-        let hidden = format!("touch PWNED{}echo harmless", "\n".repeat(200));
-        let shown = question(&hidden);
-        assert!(
-            shown.starts_with("? allow bash (201 lines):\n    touch PWNED\n"),
-            "{shown}"
-        );
-        assert!(shown.contains("⋮ (199 blank lines)"), "{shown}");
-        assert!(shown.lines().count() < 6, "{shown}");
-    }
-
-    #[test]
-    fn one_line_commands_are_shown_whole_and_visible() {
-        assert_eq!(
-            question("rm -rf x\r"),
-            "? allow bash:\n    rm -rf x␍\n  [y]es / [n]o / [a]lways for bash: "
-        );
     }
 }

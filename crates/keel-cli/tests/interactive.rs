@@ -4,12 +4,19 @@
 mod common;
 use common::*;
 use std::io::Write;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 /// Start `keel` in a terminal and type each input once the screen shows its marker (or after
 /// the given pause when there is none); return everything the terminal showed.
 fn interactive_until(home: &Home, inputs: &[(&str, Option<&str>, u64)]) -> String {
+    interactive_session(home, inputs).0
+}
+
+/// `interactive_until`, also returning keel's exit code. An input `"\0wait-file:NAME"` waits
+/// for NAME to appear in the home; `"\0signal:SIG"` sends SIG to keel instead of typing.
+fn interactive_session(home: &Home, inputs: &[(&str, Option<&str>, u64)]) -> (String, Option<i32>) {
     use std::io::Read;
     use std::sync::{Arc, Mutex};
     let mut child = std::process::Command::new("script")
@@ -50,17 +57,31 @@ fn interactive_until(home: &Home, inputs: &[(&str, Option<&str>, u64)]) -> Strin
     };
     wait_for("/help for commands");
     for (text, marker, pause_ms) in inputs {
-        stdin.write_all(text.as_bytes()).unwrap();
-        stdin.flush().unwrap();
+        if let Some(name) = text.strip_prefix("\u{0}wait-file:") {
+            let started = std::time::Instant::now();
+            while !home.path().join(name).exists() && started.elapsed() < Duration::from_secs(20) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        } else if let Some(signal) = text.strip_prefix("\u{0}signal:") {
+            let pid = keel_pid(&home.path()).expect("keel is running");
+            std::process::Command::new("kill")
+                .args([format!("-{signal}"), pid])
+                .status()
+                .unwrap();
+        } else {
+            stdin.write_all(text.as_bytes()).unwrap();
+            stdin.flush().unwrap();
+        }
         match marker {
             Some(marker) => wait_for(marker),
             None => std::thread::sleep(Duration::from_millis(*pause_ms)),
         }
     }
     drop(stdin);
-    let _ = child.wait();
+    let status = child.wait().ok().and_then(|status| status.code());
     let _ = reader.join();
-    screen.lock().unwrap().clone()
+    let screen = screen.lock().unwrap().clone();
+    (screen, status)
 }
 
 #[test]
@@ -258,4 +279,83 @@ fn a_corrupt_state_database_is_refused_and_kept() {
         std::fs::read(home.path().join("state/keel.db")).unwrap(),
         b"this is not sqlite at all, but it is the user's data"
     );
+}
+
+#[test]
+fn ctrl_c_at_the_approval_prompt_does_not_eat_the_next_line() {
+    let scenario = r#"{"steps": [{"tool": "write_file", "args": {"path": "a.txt", "content": "x"}}, {"say": "still here"}]}"#;
+    let (home, mock) = scripted("chat", scenario, "");
+    let screen = interactive_until(
+        &home,
+        &[
+            ("write it\n", Some("[a]lways for write_file"), 0),
+            ("\u{3}", Some("cancelled"), 0),
+            ("are you there?\n", Some("still here"), 0),
+            ("/quit\n", None, 300),
+        ],
+    );
+    assert!(
+        screen.contains("still here"),
+        "the next line reached keel: {screen}"
+    );
+    assert!(!home.path().join("a.txt").exists());
+    assert_eq!(mock.requests().len(), 2);
+}
+
+/// The pid of the `keel` running under `script` with `home` as its KEEL_HOME.
+fn keel_pid(home: &Path) -> Option<String> {
+    let output = std::process::Command::new("pgrep")
+        .args(["-x", "keel"])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+                String::from_utf8_lossy(&environ).contains(&format!("KEEL_HOME={}", home.display()))
+            })
+        })
+        .map(str::to_string)
+}
+
+#[test]
+fn sigterm_stops_the_interactive_session_during_a_turn_and_at_the_prompt() {
+    // During a turn: the tool is killed, its receipt settles, keel exits 143.
+    let marker = format!("sleep 30.{}", std::process::id());
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "bash", "args": {"command": format!("touch started; {marker}")}},
+        {"say": "never"},
+    ]});
+    let (home, _mock) = scripted("chat", &scenario.to_string(), "");
+    let (screen, code) = interactive_session(
+        &home,
+        &[
+            ("run it\n", Some("[a]lways for bash"), 0),
+            ("y\n", None, 0),
+            ("\u{0}wait-file:started", None, 0),
+            ("\u{0}signal:TERM", Some("exiting"), 0),
+        ],
+    );
+    assert!(screen.contains("SIGTERM received"), "{screen}");
+    assert_eq!(code, Some(143), "{screen}");
+    let survivors = std::process::Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap();
+    assert!(survivors.stdout.is_empty(), "the tool was killed");
+    let sessions = home.run(&["sessions", "--json"]).stdout();
+    let id = serde_json::from_str::<serde_json::Value>(&sessions).unwrap()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let shown = home.run(&["session", "show", &id, "--json"]).stdout();
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown["receipts"][0]["state"], "cancelled");
+
+    // At the prompt: nothing runs, keel exits 129 on SIGHUP at once.
+    let mock = MockProcess::start("basic");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let (screen, code) = interactive_session(&home, &[("\u{0}signal:HUP", Some("stopped by"), 0)]);
+    assert!(screen.contains("stopped by SIGHUP"), "{screen}");
+    assert_eq!(code, Some(129), "{screen}");
 }
