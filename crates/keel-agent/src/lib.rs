@@ -20,6 +20,7 @@ mod prompt;
 mod recovery;
 mod tools_round;
 mod turn;
+mod turn_run;
 
 pub use approval::{Approval, ApprovalRequest, Approver, HeadlessApprover};
 pub use host::{Host, Transcript};
@@ -91,6 +92,23 @@ pub(crate) struct SessionState {
     pub repair: Option<usize>,
     /// Recovery ids consumed by this process (kept even if the persist was uncertain).
     pub spent: std::collections::HashSet<String>,
+}
+
+impl SessionState {
+    /// The history as the provider sees it: the canonical history, with the fault projection
+    /// applied to the repaired prefix when a consumed recovery put one in force.
+    pub(crate) fn provider_view(
+        &self,
+        shared: &Shared,
+    ) -> Result<std::borrow::Cow<'_, [Item]>, AgentError> {
+        Ok(match self.repair {
+            Some(boundary) => {
+                let receipts = shared.store.receipts(&shared.session.id)?;
+                std::borrow::Cow::Owned(recovery::apply_repair(&self.history, boundary, &receipts))
+            }
+            None => std::borrow::Cow::Borrowed(&self.history),
+        })
+    }
 }
 
 pub(crate) struct Shared {

@@ -103,7 +103,7 @@ fn unanswered_calls(history: &[Item]) -> Vec<(String, String)> {
 pub fn interrupted_result(state: ReceiptState) -> String {
     match state {
         ReceiptState::Unknown | ReceiptState::Started => "[outcome unknown: keel stopped while this tool was running. It was not run again; inspect its effects with read-only tools before repeating it.]".into(),
-        ReceiptState::Cancelled => "[cancelled by the user while it was running; its effects may be partial]".into(),
+        ReceiptState::Cancelled => "[cancelled while it was running (Ctrl-C, SIGTERM or SIGHUP); its effects may be partial]".into(),
         ReceiptState::Pending | ReceiptState::NotStarted => "[not started: the turn ended before this tool ran]".into(),
         ReceiptState::Completed | ReceiptState::Failed | ReceiptState::Denied => format!("[{state}; its result was not recorded]"),
     }

@@ -3,6 +3,8 @@
 //! Invariants:
 //! - Arguments are validated before anything runs; an invalid call gets the specific error as
 //!   its result (state `failed`) and uses no network retry.
+//! - A call is checked once: validated, its path resolved and pinned, its subject computed. The
+//!   card, the permission rules and the tool all see that one subject and path.
 //! - A receipt is durably `started` before its tool starts and final (with the result item, in
 //!   one transaction) before the next request.
 //! - Consecutive read-only calls that need no approval run in parallel; anything that can
@@ -13,17 +15,30 @@
 
 use crate::ApprovalRequest;
 use crate::load::interrupted_result;
-use crate::turn::cancelled;
+use crate::turn_run::TurnRun;
 use crate::{AgentError, SessionState, Shared};
 use futures_util::future::join_all;
 use keel_tools::{Decision, Reach, ToolOutput, ValidCall};
 use keel_types::{EventBody, Item, ReceiptState, ToolCall, ToolReceipt, ToolResult};
-use std::sync::atomic::Ordering;
-use tokio::sync::watch;
+use std::ops::Range;
 
 pub enum RoundEnd {
     Continue,
     Cancelled,
+}
+
+/// One tool round: the calls of a committed assistant message and their receipts, by
+/// position.
+pub struct ToolRound {
+    pub calls: Vec<ToolCall>,
+    pub receipts: Vec<ToolReceipt>,
+}
+
+/// A call checked once.
+struct Checked {
+    valid: Result<ValidCall, String>,
+    /// What rules match and the card shows (`None` for an invalid call).
+    subject: Option<String>,
 }
 
 enum Prepared {
@@ -35,106 +50,59 @@ enum Prepared {
 }
 
 pub async fn run_tools(
-    shared: &Shared,
+    run: &mut TurnRun<'_>,
     state: &mut SessionState,
-    turn: u64,
-    calls: Vec<ToolCall>,
-    mut receipts: Vec<ToolReceipt>,
-    generation: u64,
-    signal: &mut watch::Receiver<u64>,
+    mut round: ToolRound,
 ) -> Result<RoundEnd, AgentError> {
+    let shared = run.shared;
     let mut index = 0;
-    while index < calls.len() {
-        let call = &calls[index];
-        let prepared = if shared.generation.load(Ordering::SeqCst) == generation {
-            announce(shared, turn, call);
+    while index < round.calls.len() {
+        let checked = check(shared, &round.calls[index]);
+        let prepared = if run.is_current() {
+            announce(run, &round.calls[index], &checked);
+            let call = round.calls[index].clone();
             tokio::select! {
                 biased;
-                _ = cancelled(signal, generation) => None,
-                prepared = prepare(shared, call) => Some(prepared),
+                () = run.cancelled() => None,
+                prepared = prepare(shared, &call, checked) => Some(prepared),
             }
         } else {
             None
         };
         let Some(prepared) = prepared else {
-            settle_rest(
-                shared,
-                state,
-                turn,
-                &calls,
-                &mut receipts,
-                index..calls.len(),
-                ReceiptState::NotStarted,
-            )?;
+            let rest = index..round.calls.len();
+            settle(run, state, &mut round, rest, ReceiptState::NotStarted)?;
             return Ok(RoundEnd::Cancelled);
         };
-        let valid = match prepared {
+        let first = match prepared {
             Prepared::Finished {
                 state: final_state,
                 output,
             } => {
-                finish(
-                    shared,
-                    state,
-                    turn,
-                    call,
-                    &mut receipts[index],
-                    final_state,
-                    output,
-                )?;
+                finish(run, state, &mut round, index, final_state, output)?;
                 index += 1;
                 continue;
             }
             Prepared::Run(valid) => valid,
         };
-        // A parallel batch: this call and the following read-only calls that need no approval.
-        let mut batch = vec![(index, valid)];
-        let parallel = !batch[0].1.is_sensitive(&shared.tool_context);
-        while parallel && index + batch.len() < calls.len() {
-            let next = &calls[index + batch.len()];
-            match shared.registry.validate(&next.name, &next.arguments) {
-                Ok(valid)
-                    if !valid.is_sensitive(&shared.tool_context)
-                        && decide(shared, &valid) == Decision::Allow =>
-                {
-                    announce(shared, turn, next);
-                    batch.push((index + batch.len(), valid));
-                }
-                Ok(_) | Err(_) => break,
-            }
-        }
+        let batch = gather_batch(run, &round, index, first);
         for (position, _) in &batch {
-            receipts[*position].state = ReceiptState::Started;
+            round.receipts[*position].state = ReceiptState::Started;
             shared
                 .store
-                .put_receipt(&shared.session.id, &receipts[*position])?;
+                .put_receipt(&shared.session.id, &round.receipts[*position])?;
         }
         let context = &shared.tool_context;
         let outputs = tokio::select! {
             biased;
-            _ = cancelled(signal, generation) => None,
+            () = run.cancelled() => None,
             outputs = join_all(batch.iter().map(|(_, valid)| valid.run(context))) => Some(outputs),
         };
+        let end = index + batch.len();
         let Some(outputs) = outputs else {
-            let end = index + batch.len();
-            settle_rest(
-                shared,
-                state,
-                turn,
-                &calls,
-                &mut receipts,
-                index..end,
-                ReceiptState::Cancelled,
-            )?;
-            settle_rest(
-                shared,
-                state,
-                turn,
-                &calls,
-                &mut receipts,
-                end..calls.len(),
-                ReceiptState::NotStarted,
-            )?;
+            settle(run, state, &mut round, index..end, ReceiptState::Cancelled)?;
+            let rest = end..round.calls.len();
+            settle(run, state, &mut round, rest, ReceiptState::NotStarted)?;
             return Ok(RoundEnd::Cancelled);
         };
         for ((position, _), output) in batch.iter().zip(outputs) {
@@ -143,37 +111,75 @@ pub async fn run_tools(
             } else {
                 ReceiptState::Completed
             };
-            finish(
-                shared,
-                state,
-                turn,
-                &calls[*position],
-                &mut receipts[*position],
-                final_state,
-                output,
-            )?;
+            finish(run, state, &mut round, *position, final_state, output)?;
         }
-        index += batch.len();
+        index = end;
     }
     Ok(RoundEnd::Continue)
 }
 
-fn decide(shared: &Shared, valid: &ValidCall) -> Decision {
+/// Validate, pin the path, compute the subject: once per call.
+fn check(shared: &Shared, call: &ToolCall) -> Checked {
+    let context = &shared.tool_context;
+    let valid = shared
+        .registry
+        .validate(&call.name, &call.arguments)
+        .map(|valid| valid.pinned(context));
+    let subject = valid
+        .as_ref()
+        .ok()
+        .map(|valid| valid.subject(context))
+        .filter(|subject| !subject.is_empty());
+    Checked { valid, subject }
+}
+
+/// A parallel batch: `first` (at `index`) and, if it only reads the workspace, the following
+/// calls that only read it and need no approval. Each joining call is announced.
+fn gather_batch(
+    run: &TurnRun<'_>,
+    round: &ToolRound,
+    index: usize,
+    first: ValidCall,
+) -> Vec<(usize, ValidCall)> {
+    let shared = run.shared;
+    let parallel = !first.is_sensitive(&shared.tool_context);
+    let mut batch = vec![(index, first)];
+    while parallel && index + batch.len() < round.calls.len() {
+        let next = &round.calls[index + batch.len()];
+        let checked = check(shared, next);
+        let joins = match (&checked.valid, &checked.subject) {
+            (Ok(valid), subject) => {
+                !valid.is_sensitive(&shared.tool_context)
+                    && decide(shared, valid, subject.as_deref()) == Decision::Allow
+            }
+            (Err(_), _) => false,
+        };
+        if !joins {
+            break;
+        }
+        announce(run, next, &checked);
+        if let Ok(valid) = checked.valid {
+            batch.push((index + batch.len(), valid));
+        }
+    }
+    batch
+}
+
+fn decide(shared: &Shared, valid: &ValidCall, subject: Option<&str>) -> Decision {
     let reach = if valid.is_sensitive(&shared.tool_context) {
         Reach::Sensitive
     } else {
         Reach::ReadsWorkspace
     };
-    shared.settings.policy.decide(
-        valid.tool.name(),
-        &valid.subject(&shared.tool_context),
-        reach,
-    )
+    shared
+        .settings
+        .policy
+        .decide(valid.tool.name(), subject.unwrap_or(""), reach)
 }
 
-/// Validate, then ask the policy (and the person, if it says so).
-async fn prepare(shared: &Shared, call: &ToolCall) -> Prepared {
-    let valid = match shared.registry.validate(&call.name, &call.arguments) {
+/// Ask the policy (and the person, if it says so) about a checked call.
+async fn prepare(shared: &Shared, call: &ToolCall, checked: Checked) -> Prepared {
+    let valid = match checked.valid {
         Ok(valid) => valid,
         Err(message) => {
             return Prepared::Finished {
@@ -182,7 +188,7 @@ async fn prepare(shared: &Shared, call: &ToolCall) -> Prepared {
             };
         }
     };
-    match decide(shared, &valid) {
+    match decide(shared, &valid, checked.subject.as_deref()) {
         Decision::Allow => Prepared::Run(valid),
         Decision::Deny(reason) => Prepared::Finished {
             state: ReceiptState::Denied,
@@ -191,7 +197,7 @@ async fn prepare(shared: &Shared, call: &ToolCall) -> Prepared {
         Decision::Ask => {
             let request = ApprovalRequest {
                 tool: call.name.clone(),
-                subject: valid.subject(&shared.tool_context),
+                subject: checked.subject.unwrap_or_default(),
                 arguments: call.arguments.clone(),
             };
             match shared.approver.approve(&request).await.refusal() {
@@ -205,16 +211,18 @@ async fn prepare(shared: &Shared, call: &ToolCall) -> Prepared {
     }
 }
 
-/// Commit one call's result and final receipt together, then announce it.
+/// Commit the result and final receipt of the call at `position` together, then announce it.
 fn finish(
-    shared: &Shared,
+    run: &TurnRun<'_>,
     state: &mut SessionState,
-    turn: u64,
-    call: &ToolCall,
-    receipt: &mut ToolReceipt,
+    round: &mut ToolRound,
+    position: usize,
     final_state: ReceiptState,
     output: ToolOutput,
 ) -> Result<(), AgentError> {
+    let shared = run.shared;
+    let call = &round.calls[position];
+    let receipt = &mut round.receipts[position];
     // Whatever a tool printed, keel's secrets never reach the store, an event or the model.
     let secrets = &shared.tool_context.secrets;
     let output = ToolOutput {
@@ -232,53 +240,39 @@ fn finish(
     });
     shared
         .store
-        .append_result(&shared.session.id, turn, &item, receipt)?;
+        .append_result(&shared.session.id, run.turn, &item, receipt)?;
     state.history.push(item);
-    shared.emit(
-        Some(turn),
-        EventBody::ToolResult {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            state: final_state.to_string(),
-            summary: output.summary,
-        },
-    );
+    run.emit(EventBody::ToolResult {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        state: final_state.to_string(),
+        summary: output.summary,
+    });
     Ok(())
 }
 
 /// Announce a call with what permission rules see of it (the resolved path for file tools),
 /// so the card shows what will really be touched.
-fn announce(shared: &Shared, turn: u64, call: &ToolCall) {
-    let subject = shared
-        .registry
-        .validate(&call.name, &call.arguments)
-        .ok()
-        .map(|valid| valid.subject(&shared.tool_context))
-        .filter(|subject| !subject.is_empty());
-    shared.emit(
-        Some(turn),
-        EventBody::ToolCall {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            arguments: call.arguments.clone(),
-            subject,
-        },
-    );
+fn announce(run: &TurnRun<'_>, call: &ToolCall, checked: &Checked) {
+    run.emit(EventBody::ToolCall {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+        subject: checked.subject.clone(),
+    });
 }
 
 /// Give the calls in `range` a result saying they were cancelled or never started.
-fn settle_rest(
-    shared: &Shared,
+fn settle(
+    run: &TurnRun<'_>,
     state: &mut SessionState,
-    turn: u64,
-    calls: &[ToolCall],
-    receipts: &mut [ToolReceipt],
-    range: std::ops::Range<usize>,
+    round: &mut ToolRound,
+    range: Range<usize>,
     final_state: ReceiptState,
 ) -> Result<(), AgentError> {
-    for (call, receipt) in calls[range.clone()].iter().zip(receipts[range].iter_mut()) {
+    for position in range {
         let output = ToolOutput::error(interrupted_result(final_state));
-        finish(shared, state, turn, call, receipt, final_state, output)?;
+        finish(run, state, round, position, final_state, output)?;
     }
     Ok(())
 }

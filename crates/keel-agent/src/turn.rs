@@ -5,23 +5,26 @@
 //! - The assistant message and the `pending` receipts of its calls are committed in one
 //!   transaction before any tool starts; calls present with `finish_reason: stop` still run.
 //! - A reply that arrives after its turn was cancelled is never committed.
-//! - Every round's request is built from the committed history only (nothing provisional).
+//! - Every round's request is built from the committed history only (nothing provisional),
+//!   through the session's provider view (`SessionState::provider_view`), and is projected
+//!   once: the failure path sees the very request that was sent.
 //! - A turn ends at `max_rounds`, or earlier when its tool rounds stop making progress
 //!   (`progress::ProgressGuard`).
 
 use crate::progress::ProgressGuard;
 use crate::prompt::system_prompt;
 use crate::recovery;
-use crate::tools_round::{RoundEnd, run_tools};
+use crate::recovery::readiness::Readiness;
+use crate::tools_round::{RoundEnd, ToolRound, run_tools};
+use crate::turn_run::TurnRun;
 use crate::{AgentError, SessionState, Shared};
-use keel_llm::{AccountCursor, Dispatcher, ProjectionInput};
+use keel_llm::{Completion, Dispatcher, ProjectionInput};
 use keel_types::{
-    EventBody, FailureDiagnostic, FailureKind, InputKind, Item, ReceiptState, ToolCall,
+    AssistantPart, EventBody, FailureDiagnostic, FailureKind, InputKind, Item, ReceiptState,
     ToolReceipt, Usage,
 };
 use sha2::{Digest, Sha256};
-use std::sync::atomic::Ordering;
-use tokio::sync::{MutexGuard, watch};
+use tokio::sync::MutexGuard;
 
 /// What starts a turn.
 pub(crate) struct TurnInput {
@@ -33,7 +36,7 @@ pub(crate) struct TurnInput {
 pub enum TurnOutcome {
     Completed {
         usage: Usage,
-        readiness: recovery::readiness::Readiness,
+        readiness: Readiness,
     },
     /// The turn failed; `recovery_id` names the explicit recovery offered for it, if any.
     Failed {
@@ -43,16 +46,6 @@ pub enum TurnOutcome {
     Cancelled,
 }
 
-/// Resolves once the generation moves past `generation` (a cancel).
-pub(crate) async fn cancelled(signal: &mut watch::Receiver<u64>, generation: u64) {
-    while *signal.borrow_and_update() == generation {
-        if signal.changed().await.is_err() {
-            // The controller is gone: nothing can cancel any more.
-            std::future::pending::<()>().await;
-        }
-    }
-}
-
 pub(crate) fn digest(arguments: &str) -> String {
     Sha256::digest(arguments.as_bytes())
         .iter()
@@ -60,189 +53,56 @@ pub(crate) fn digest(arguments: &str) -> String {
         .collect()
 }
 
+/// How one model request of a turn ended.
+enum Reply {
+    Completed(Completion),
+    Failed {
+        diagnostic: FailureDiagnostic,
+        /// Provider-visible messages of the request that failed, when it was projected.
+        sent_messages: Option<usize>,
+    },
+    Cancelled,
+}
+
 pub async fn run_turn(
     shared: &Shared,
     mut state: MutexGuard<'_, SessionState>,
     input: TurnInput,
 ) -> Result<TurnOutcome, AgentError> {
-    let generation = shared.generation.load(Ordering::SeqCst);
-    let mut signal = shared.cancel_signal.subscribe();
-    let session = shared.session.id.clone();
     let turn = state.last_turn + 1;
     state.last_turn = turn;
+    let mut run = TurnRun::start(shared, turn);
     let input_kind = input.kind;
-    let mut ran_tools = false;
-    if input.kind == InputKind::User {
-        recovery::admission::expire_pending(shared, turn)?;
-    }
-    let user = Item::User { text: input.text };
-    shared
-        .store
-        .append_items(&session, turn, std::slice::from_ref(&user))?;
-    state.history.push(user);
-    shared.emit(
-        Some(turn),
-        EventBody::TurnStarted {
-            input_kind: input.kind,
-        },
-    );
-
-    let settings = &shared.settings;
-    let specs = shared.registry.specs();
-    let system = system_prompt(&settings.workspace);
-    let mut accounts = AccountCursor::new(&settings.profile);
+    begin(&run, &mut state, input)?;
     let mut usage = Usage::default();
     let mut progress = ProgressGuard::default();
-    for _round in 0..settings.max_rounds {
-        let dispatcher = Dispatcher {
-            client: &shared.client,
-            profile: &settings.profile,
-            keys: shared.keys.as_ref(),
+    let mut ran_tools = false;
+    for _round in 0..shared.settings.max_rounds {
+        let completion = match request(&mut run, &state).await? {
+            Reply::Cancelled => return Ok(end_cancelled(&run)),
+            Reply::Failed {
+                diagnostic,
+                sent_messages,
+            } => return fail_request(&run, &state, diagnostic, sent_messages),
+            Reply::Completed(completion) => completion,
         };
-        let repaired;
-        let history: &[Item] = match state.repair {
-            Some(boundary) => {
-                let receipts = shared.store.receipts(&session)?;
-                repaired = recovery::apply_repair(&state.history, boundary, &receipts);
-                &repaired
-            }
-            None => &state.history,
-        };
-        let result = {
-            let request = ProjectionInput {
-                model: &settings.model,
-                system: &system,
-                tools: &specs,
-                history,
-            };
-            let mut emit = |body: EventBody| shared.emit(Some(turn), body);
-            tokio::select! {
-                biased;
-                _ = cancelled(&mut signal, generation) => None,
-                result = dispatcher.complete(&request, &mut accounts, &mut emit) => Some(result),
-            }
-        };
-        let outcome = match result {
-            None => return Ok(end_cancelled(shared, turn)),
-            Some(Err(diagnostic)) => {
-                let offered =
-                    recovery::admission::record_incident(shared, &state, turn, &diagnostic)?;
-                shared.emit(
-                    Some(turn),
-                    EventBody::TurnFailed {
-                        diagnostic: diagnostic.clone(),
-                    },
-                );
-                if let Some(recovery_id) = &offered {
-                    shared.emit(
-                        Some(turn),
-                        EventBody::RecoveryOffered {
-                            recovery_id: recovery_id.clone(),
-                            action: InputKind::ProtocolRecovery,
-                        },
-                    );
-                }
-                return Ok(TurnOutcome::Failed {
-                    diagnostic,
-                    recovery_id: offered,
-                });
-            }
-            Some(Ok(outcome)) => outcome,
-        };
-        if shared.generation.load(Ordering::SeqCst) != generation {
+        if !run.is_current() {
             // A late reply of a cancelled turn: dropped, never committed.
-            return Ok(end_cancelled(shared, turn));
+            return Ok(end_cancelled(&run));
         }
-        let completion = outcome.completion;
         usage.add(&completion.usage);
-        shared.emit(
-            Some(turn),
-            EventBody::LlmResponse {
-                finish_reason: completion.finish_reason.to_string(),
-                usage: completion.usage,
-            },
-        );
-        let calls: Vec<ToolCall> = completion.item.tool_calls().cloned().collect();
-        let receipts: Vec<ToolReceipt> = calls
-            .iter()
-            .map(|call| {
-                let seq = state.next_seq;
-                state.next_seq += 1;
-                ToolReceipt {
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    args_digest: digest(&call.arguments),
-                    state: ReceiptState::Pending,
-                    turn,
-                    seq,
-                    summary: None,
-                }
-            })
-            .collect();
-        for part in &completion.item.parts {
-            if let keel_types::AssistantPart::WebSearch(search) = part {
-                shared.emit(
-                    Some(turn),
-                    EventBody::SearchResult {
-                        query: search.query.clone(),
-                        sources_status: search.sources_status,
-                        sources: search.sources.len(),
-                    },
-                );
-            }
-        }
-        let assistant = Item::Assistant(completion.item);
-        shared
-            .store
-            .append_with_receipts(&session, turn, &assistant, &receipts)?;
-        state.history.push(assistant);
-        if calls.is_empty() {
-            let readiness =
-                recovery::readiness::Readiness::of(completion.finish_reason, &state.history);
-            // A continue-checks turn that did nothing new does not renew the offer.
+        let finish_reason = completion.finish_reason;
+        let round = commit_reply(&run, &mut state, completion)?;
+        if round.calls.is_empty() {
             let may_offer = input_kind == InputKind::User || ran_tools;
-            let offered = match readiness.reason() {
-                Some(reason) if may_offer => {
-                    recovery::admission::record_readiness(shared, &state, turn, reason)?
-                }
-                Some(_) | None => None,
-            };
-            shared.emit(
-                Some(turn),
-                EventBody::TurnCompleted {
-                    usage,
-                    cache_hit_ratio: usage.cache_hit_ratio(),
-                    ready: readiness.reason().is_none(),
-                    not_ready_reason: readiness.reason().map(str::to_string),
-                },
-            );
-            if let Some(recovery_id) = offered {
-                shared.emit(
-                    Some(turn),
-                    EventBody::RecoveryOffered {
-                        recovery_id,
-                        action: InputKind::FinalReadinessRecovery,
-                    },
-                );
-            }
-            return Ok(TurnOutcome::Completed { usage, readiness });
+            return complete(&run, &state, finish_reason, usage, may_offer);
         }
-        match run_tools(
-            shared,
-            &mut state,
-            turn,
-            calls,
-            receipts,
-            generation,
-            &mut signal,
-        )
-        .await?
-        {
+        match run_tools(&mut run, &mut state, round).await? {
             RoundEnd::Continue => ran_tools = true,
-            RoundEnd::Cancelled => return Ok(end_cancelled(shared, turn)),
+            RoundEnd::Cancelled => return Ok(end_cancelled(&run)),
         }
         if let Some(diagnostic) = progress.observe(&state.history) {
-            return Ok(end_failed(shared, turn, diagnostic));
+            return Ok(end_failed(&run, diagnostic));
         }
     }
     let diagnostic = FailureDiagnostic::with_message(
@@ -250,27 +110,198 @@ pub async fn run_turn(
         None,
         format!(
             "the turn stopped after {} tool rounds (max_rounds); ask keel to continue",
-            settings.max_rounds
+            shared.settings.max_rounds
         ),
     );
-    Ok(end_failed(shared, turn, diagnostic))
+    Ok(end_failed(&run, diagnostic))
 }
 
-fn end_failed(shared: &Shared, turn: u64, diagnostic: FailureDiagnostic) -> TurnOutcome {
-    shared.emit(
-        Some(turn),
-        EventBody::TurnFailed {
-            diagnostic: diagnostic.clone(),
+/// Open the turn: new user input expires pending offers; the input is committed.
+fn begin(run: &TurnRun<'_>, state: &mut SessionState, input: TurnInput) -> Result<(), AgentError> {
+    let shared = run.shared;
+    if input.kind == InputKind::User {
+        recovery::admission::expire_pending(shared, run.turn)?;
+    }
+    let user = Item::User { text: input.text };
+    shared
+        .store
+        .append_items(&shared.session.id, run.turn, std::slice::from_ref(&user))?;
+    state.history.push(user);
+    run.emit(EventBody::TurnStarted {
+        input_kind: input.kind,
+    });
+    Ok(())
+}
+
+/// Project the committed history once and send it (bounded retries, account rotation).
+async fn request(run: &mut TurnRun<'_>, state: &SessionState) -> Result<Reply, AgentError> {
+    let shared = run.shared;
+    let settings = &shared.settings;
+    let dispatcher = Dispatcher {
+        client: &shared.client,
+        profile: &settings.profile,
+        keys: shared.keys.as_ref(),
+    };
+    let specs = shared.registry.specs();
+    let system = system_prompt(&settings.workspace);
+    let history = state.provider_view(shared)?;
+    let projected = dispatcher.project(&ProjectionInput {
+        model: &settings.model,
+        system: &system,
+        tools: &specs,
+        history: &history,
+    });
+    let request = match projected {
+        Ok(request) => request,
+        Err(diagnostic) => {
+            return Ok(Reply::Failed {
+                diagnostic,
+                sent_messages: None,
+            });
+        }
+    };
+    let sent_messages = Some(request.message_count);
+    let turn = run.turn;
+    let mut emit = |body: EventBody| shared.emit(Some(turn), body);
+    let mut accounts = run.accounts.clone();
+    let result = {
+        let sending = dispatcher.send(request, &settings.model, &mut accounts, &mut emit);
+        tokio::select! {
+            biased;
+            () = run.cancelled() => None,
+            result = sending => Some(result),
+        }
+    };
+    run.accounts = accounts;
+    Ok(match result {
+        None => Reply::Cancelled,
+        Some(Err(diagnostic)) => Reply::Failed {
+            diagnostic,
+            sent_messages,
         },
-    );
+        Some(Ok(outcome)) => Reply::Completed(outcome.completion),
+    })
+}
+
+/// A request failed: record an incident if a different projection could change it, then end
+/// the turn with the offered recovery.
+fn fail_request(
+    run: &TurnRun<'_>,
+    state: &SessionState,
+    diagnostic: FailureDiagnostic,
+    sent_messages: Option<usize>,
+) -> Result<TurnOutcome, AgentError> {
+    let offered = recovery::admission::record_incident(
+        run.shared,
+        state,
+        run.turn,
+        &diagnostic,
+        sent_messages,
+    )?;
+    run.emit(EventBody::TurnFailed {
+        diagnostic: diagnostic.clone(),
+    });
+    if let Some(recovery_id) = &offered {
+        run.emit(EventBody::RecoveryOffered {
+            recovery_id: recovery_id.clone(),
+            action: InputKind::ProtocolRecovery,
+        });
+    }
+    Ok(TurnOutcome::Failed {
+        diagnostic,
+        recovery_id: offered,
+    })
+}
+
+/// Commit the assistant message with `pending` receipts for its calls, in one transaction;
+/// returns the tool round to run (empty when the model asked for no tool).
+fn commit_reply(
+    run: &TurnRun<'_>,
+    state: &mut SessionState,
+    completion: Completion,
+) -> Result<ToolRound, AgentError> {
+    let shared = run.shared;
+    run.emit(EventBody::LlmResponse {
+        finish_reason: completion.finish_reason.to_string(),
+        usage: completion.usage,
+    });
+    let calls: Vec<_> = completion.item.tool_calls().cloned().collect();
+    let receipts: Vec<ToolReceipt> = calls
+        .iter()
+        .map(|call| {
+            let seq = state.next_seq;
+            state.next_seq += 1;
+            ToolReceipt {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                args_digest: digest(&call.arguments),
+                state: ReceiptState::Pending,
+                turn: run.turn,
+                seq,
+                summary: None,
+            }
+        })
+        .collect();
+    for part in &completion.item.parts {
+        if let AssistantPart::WebSearch(search) = part {
+            run.emit(EventBody::SearchResult {
+                query: search.query.clone(),
+                sources_status: search.sources_status,
+                sources: search.sources.len(),
+            });
+        }
+    }
+    let assistant = Item::Assistant(completion.item);
+    shared
+        .store
+        .append_with_receipts(&shared.session.id, run.turn, &assistant, &receipts)?;
+    state.history.push(assistant);
+    Ok(ToolRound { calls, receipts })
+}
+
+/// The model answered without tools: judge readiness, offer "continue checks" if it is not
+/// ready (unless a continue-checks turn did nothing new), and end the turn.
+fn complete(
+    run: &TurnRun<'_>,
+    state: &SessionState,
+    finish_reason: keel_types::FinishReason,
+    usage: Usage,
+    may_offer: bool,
+) -> Result<TurnOutcome, AgentError> {
+    let readiness = Readiness::of(finish_reason, &state.history);
+    let offered = match readiness.reason() {
+        Some(reason) if may_offer => {
+            recovery::admission::record_readiness(run.shared, state, run.turn, reason)?
+        }
+        Some(_) | None => None,
+    };
+    run.emit(EventBody::TurnCompleted {
+        usage,
+        cache_hit_ratio: usage.cache_hit_ratio(),
+        ready: readiness.reason().is_none(),
+        not_ready_reason: readiness.reason().map(str::to_string),
+    });
+    if let Some(recovery_id) = offered {
+        run.emit(EventBody::RecoveryOffered {
+            recovery_id,
+            action: InputKind::FinalReadinessRecovery,
+        });
+    }
+    Ok(TurnOutcome::Completed { usage, readiness })
+}
+
+fn end_failed(run: &TurnRun<'_>, diagnostic: FailureDiagnostic) -> TurnOutcome {
+    run.emit(EventBody::TurnFailed {
+        diagnostic: diagnostic.clone(),
+    });
     TurnOutcome::Failed {
         diagnostic,
         recovery_id: None,
     }
 }
 
-fn end_cancelled(shared: &Shared, turn: u64) -> TurnOutcome {
+fn end_cancelled(run: &TurnRun<'_>) -> TurnOutcome {
     let diagnostic = FailureDiagnostic::new(FailureKind::Cancelled, None);
-    shared.emit(Some(turn), EventBody::TurnFailed { diagnostic });
+    run.emit(EventBody::TurnFailed { diagnostic });
     TurnOutcome::Cancelled
 }

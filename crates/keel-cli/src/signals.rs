@@ -59,20 +59,29 @@ impl StopSignals {
 
     /// The next SIGTERM or SIGHUP (Ctrl-C is left to the line editor at the prompt).
     pub async fn next_terminating(&mut self) -> Stop {
-        tokio::select! {
-            Some(()) = self.terminate.recv() => Stop::Terminate,
-            Some(()) = self.hangup.recv() => Stop::Hangup,
-            else => std::future::pending().await,
-        }
+        self.next_of(Interrupts::Ignore).await
     }
 
     /// The next stop signal.
     pub async fn next(&mut self) -> Stop {
+        self.next_of(Interrupts::Include).await
+    }
+
+    async fn next_of(&mut self, interrupts: Interrupts) -> Stop {
         tokio::select! {
-            Some(()) = self.interrupt.recv() => Stop::Interrupt,
+            Some(()) = self.interrupt.recv(), if interrupts == Interrupts::Include => {
+                Stop::Interrupt
+            }
             Some(()) = self.terminate.recv() => Stop::Terminate,
             Some(()) = self.hangup.recv() => Stop::Hangup,
             else => std::future::pending().await,
         }
     }
+}
+
+/// Whether Ctrl-C counts as a stop signal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Interrupts {
+    Include,
+    Ignore,
 }

@@ -107,9 +107,29 @@ impl Dispatcher<'_> {
         accounts: &mut AccountCursor,
         emit: &mut (dyn FnMut(EventBody) + Send),
     ) -> Result<DispatchOutcome, FailureDiagnostic> {
-        let request = project(self.profile, input).map_err(|error| {
+        let request = self.project(input)?;
+        self.send(request, input.model, accounts, emit).await
+    }
+
+    /// Project `input` onto the profile's protocol (the bytes every attempt will send).
+    pub fn project(
+        &self,
+        input: &ProjectionInput<'_>,
+    ) -> Result<ProjectedRequest, FailureDiagnostic> {
+        project(self.profile, input).map_err(|error| {
             FailureDiagnostic::with_message(FailureKind::InvalidRequest, None, error.to_string())
-        })?;
+        })
+    }
+
+    /// Send a projected request for `model`, retrying and rotating as the profile's policy
+    /// says.
+    pub async fn send(
+        &self,
+        request: ProjectedRequest,
+        model: &str,
+        accounts: &mut AccountCursor,
+        emit: &mut (dyn FnMut(EventBody) + Send),
+    ) -> Result<DispatchOutcome, FailureDiagnostic> {
         let policy = &self.profile.retry;
         let mut retries = 0u32;
         let mut attempt = 0u32;
@@ -125,7 +145,7 @@ impl Dispatcher<'_> {
             emit(EventBody::LlmRequest {
                 attempt,
                 protocol: self.profile.protocol.to_string(),
-                model: input.model.to_string(),
+                model: model.to_string(),
                 message_count: request.message_count,
                 prefix_hash: request.prefix_hash.clone(),
                 account: account.name.clone(),
@@ -136,15 +156,11 @@ impl Dispatcher<'_> {
                     None,
                     format!("environment variable {} is not set", account.api_key_env),
                 ))),
-                Some(key) if key_problem(&key).is_some() => {
+                Some(key) if let Some(problem) = key_problem(&key) => {
                     Err(AttemptFailure::from(FailureDiagnostic::with_message(
                         FailureKind::Auth,
                         None,
-                        format!(
-                            "the environment variable {} {}",
-                            account.api_key_env,
-                            key_problem(&key).unwrap_or_default()
-                        ),
+                        format!("the environment variable {} {problem}", account.api_key_env),
                     )))
                 }
                 Some(key) => {

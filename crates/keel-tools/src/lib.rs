@@ -31,6 +31,7 @@ pub use specs::BuiltinTool;
 
 use keel_types::ToolSpec;
 use serde_json::Value;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// What a tool hands back to the model (and a one-line summary for people).
@@ -105,9 +106,44 @@ impl ToolContext {
 pub struct ValidCall {
     pub tool: BuiltinTool,
     pub args: Value,
+    /// The path this call acts on, resolved once (`pinned`): the subject rules see and the
+    /// path the tool uses are then the same.
+    resolved: Option<PathBuf>,
 }
 
 impl ValidCall {
+    /// Resolve this call's path once, now, and make the tool use exactly that path: the
+    /// subject permission rules match and the file the tool touches cannot drift apart if the
+    /// workspace changes in between (a write through a symlink swapped in later is refused by
+    /// the directory-handle walk).
+    pub fn pinned(mut self, ctx: &ToolContext) -> ValidCall {
+        let Some(path) = self.path_arg().map(str::to_string) else {
+            return self;
+        };
+        if let Ok(resolved) = ctx.guard.resolve(&path) {
+            if let (Some(args), Some(text)) = (self.args.as_object_mut(), resolved.to_str()) {
+                args.insert("path".into(), Value::String(text.to_string()));
+            }
+            self.resolved = Some(resolved);
+        }
+        self
+    }
+
+    /// The `path` argument of the path tools (`"."` when absent); `None` for other tools.
+    fn path_arg(&self) -> Option<&str> {
+        match self.tool {
+            BuiltinTool::Bash | BuiltinTool::TodoWrite => None,
+            BuiltinTool::ReadFile
+            | BuiltinTool::WriteFile
+            | BuiltinTool::EditFile
+            | BuiltinTool::ListDir
+            | BuiltinTool::Glob
+            | BuiltinTool::Grep => {
+                Some(self.args.get("path").and_then(Value::as_str).unwrap_or("."))
+            }
+        }
+    }
+
     /// What permission rules match against. For `bash`, the command line as given (the policy
     /// splits it into simple commands). For the path tools (`read_file`, `write_file`,
     /// `edit_file`, `list_dir`, and `glob`/`grep`, whose subject is their `path`, default
@@ -130,7 +166,10 @@ impl ValidCall {
             | BuiltinTool::ListDir
             | BuiltinTool::Glob
             | BuiltinTool::Grep => {
-                let path = self.args.get("path").and_then(Value::as_str).unwrap_or(".");
+                if let Some(resolved) = &self.resolved {
+                    return ctx.guard.display(resolved);
+                }
+                let path = self.path_arg().unwrap_or(".");
                 match ctx.guard.resolve(path) {
                     Ok(resolved) => ctx.guard.display(&resolved),
                     Err(_) => path.to_string(),
@@ -284,7 +323,11 @@ impl ToolRegistry {
                 problems.join("; ")
             ));
         }
-        Ok(ValidCall { tool: *tool, args })
+        Ok(ValidCall {
+            tool: *tool,
+            args,
+            resolved: None,
+        })
     }
 }
 

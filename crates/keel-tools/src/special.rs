@@ -26,8 +26,11 @@ pub enum FileKind {
     Other,
 }
 
-impl FileKind {
-    pub fn of(file_type: &std::fs::FileType) -> FileKind {
+/// One classification for both `std` and `cap-std` file types (they share method names but
+/// no trait).
+macro_rules! classify {
+    ($file_type:expr) => {{
+        let file_type = $file_type;
         if file_type.is_file() {
             FileKind::Regular
         } else if file_type.is_dir() {
@@ -43,28 +46,18 @@ impl FileKind {
         } else {
             FileKind::Other
         }
-    }
+    }};
 }
 
 impl FileKind {
+    pub fn of(file_type: &std::fs::FileType) -> FileKind {
+        classify!(file_type)
+    }
+
     /// The same, for a type from `cap-std`.
     pub fn of_cap(file_type: &cap_std::fs::FileType) -> FileKind {
         use cap_std::fs::FileTypeExt;
-        if file_type.is_file() {
-            FileKind::Regular
-        } else if file_type.is_dir() {
-            FileKind::Directory
-        } else if file_type.is_symlink() {
-            FileKind::Symlink
-        } else if file_type.is_fifo() {
-            FileKind::Fifo
-        } else if file_type.is_socket() {
-            FileKind::Socket
-        } else if file_type.is_char_device() || file_type.is_block_device() {
-            FileKind::Device
-        } else {
-            FileKind::Other
-        }
+        classify!(file_type)
     }
 }
 

@@ -73,11 +73,13 @@ pub(crate) fn expire_pending(shared: &Shared, turn: u64) -> Result<(), AgentErro
 }
 
 /// After a failed request: record an incident if a different projection could change it.
+/// `sent_messages` is the provider-visible message count of the request that failed.
 pub(crate) fn record_incident(
     shared: &Shared,
     state: &SessionState,
     turn: u64,
     diagnostic: &FailureDiagnostic,
+    sent_messages: Option<usize>,
 ) -> Result<Option<String>, AgentError> {
     match diagnostic.kind {
         FailureKind::UpstreamReasonMissing | FailureKind::ReasoningReplay => {}
@@ -100,14 +102,7 @@ pub(crate) fn record_incident(
         return Ok(None);
     }
     let receipts = shared.store.receipts(&shared.session.id)?;
-    // The failed request's message count, projected exactly as it was sent.
-    let sent = match state.repair {
-        Some(boundary) => apply_repair(&state.history, boundary, &receipts),
-        None => state.history.clone(),
-    };
-    let prefix = prepare_request(shared, &sent)
-        .map(|request| request.message_count as u64)
-        .unwrap_or(state.history.len() as u64);
+    let prefix = sent_messages.unwrap_or(state.history.len()) as u64;
     let record = pending_record(shared, state, turn, &receipts, prefix, None);
     store_new(shared, record)
 }

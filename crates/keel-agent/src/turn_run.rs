@@ -1,0 +1,54 @@
+//! The running turn as a value: its number, its generation and cancel signal, its account
+//! cursor. Every step of a turn takes this instead of loose parameters.
+//!
+//! Invariants:
+//! - A turn belongs to the generation that was current when it started; once the controller
+//!   moves the generation on (a cancel), `is_current` is false for ever and `cancelled`
+//!   resolves, so nothing of this turn is committed or started afterwards.
+//! - Events a turn emits carry its number.
+
+use crate::Shared;
+use keel_llm::AccountCursor;
+use keel_types::EventBody;
+use std::sync::atomic::Ordering;
+use tokio::sync::watch;
+
+pub struct TurnRun<'a> {
+    pub shared: &'a Shared,
+    pub turn: u64,
+    generation: u64,
+    signal: watch::Receiver<u64>,
+    /// Which of the provider's accounts are still usable in this turn.
+    pub accounts: AccountCursor,
+}
+
+impl<'a> TurnRun<'a> {
+    pub fn start(shared: &'a Shared, turn: u64) -> TurnRun<'a> {
+        TurnRun {
+            shared,
+            turn,
+            generation: shared.generation.load(Ordering::SeqCst),
+            signal: shared.cancel_signal.subscribe(),
+            accounts: AccountCursor::new(&shared.settings.profile),
+        }
+    }
+
+    /// Whether the turn has not been cancelled.
+    pub fn is_current(&self) -> bool {
+        self.shared.generation.load(Ordering::SeqCst) == self.generation
+    }
+
+    /// Resolves once the turn is cancelled.
+    pub async fn cancelled(&mut self) {
+        while *self.signal.borrow_and_update() == self.generation {
+            if self.signal.changed().await.is_err() {
+                // The controller is gone: nothing can cancel any more.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    pub fn emit(&self, body: EventBody) {
+        self.shared.emit(Some(self.turn), body);
+    }
+}
