@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn home_for(mock: &MockProcess) -> Home {
     Home::new(&config_for("chat", &mock.base_url, ""))
@@ -313,10 +313,11 @@ fn a_second_process_on_the_same_session_gets_a_clear_error() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while mock.requests().len() < 2 && started.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(
+        "the holder's request reached the mock",
+        Duration::from_secs(10),
+        || mock.requests().len() >= 2,
+    );
     let second = home.run(&["run", "--session", &session, "me too"]);
     holder.kill().unwrap();
     holder.wait().unwrap();

@@ -46,8 +46,8 @@ fn transient_500_is_retried_once_then_succeeds() {
             "{protocol}: {}",
             run.stderr()
         );
-        assert_eq!(mock.requests().len(), 2, "{protocol}");
         let requests = mock.requests();
+        assert_eq!(requests.len(), 2, "{protocol}");
         assert_eq!(
             requests[0]["body"], requests[1]["body"],
             "a retry resends the same bytes"
@@ -260,8 +260,6 @@ fn reasoning_replay_400_is_not_retried() {
         let body = r#"{"error":{"message":"Missing `reasoning_content` field in the assistant message at message index 2","type":"invalid_request_error"}}"#;
         let scenario = serde_json::json!({"steps": [{"fault": {"status": 400, "body": body}}, {"say": "never"}]});
         let mock = MockProcess::with_steps(dir.path(), &scenario.to_string());
-        let extra = "[providers.x]\n";
-        let _ = extra;
         let home = Home::new(&config_for(protocol, &mock.base_url, ""));
         let run = home.run(&["run", "--json", "hi"]);
         assert_eq!(run.code(), 1, "{protocol}");

@@ -89,10 +89,12 @@ fn ctrl_c_cancels_the_turn_with_exit_130() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until the request is in flight.
-    while mock.requests().is_empty() && started.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the request is in flight", Duration::from_secs(10), || {
+        !mock.requests().is_empty()
+    });
+    // Not a synchronisation: the signals are registered before anything is sent, so the
+    // assertions below hold from here on. The pause only lets the mock's opening frame arrive
+    // so that the interrupt usually lands mid-stream (no event marks that moment).
     std::thread::sleep(Duration::from_millis(100));
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])

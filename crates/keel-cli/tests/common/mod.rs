@@ -202,10 +202,21 @@ pub fn start_until_tool_runs(home: &Home, file: &str) -> (Child, String) {
     let mut lines = BufReader::new(stdout).lines();
     let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
     let session = first["session_id"].as_str().unwrap().to_string();
-    let started = Instant::now();
-    while !home.path().join(file).exists() && started.elapsed() < Duration::from_secs(15) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let path = home.path().join(file);
+    wait_until(
+        &format!("the tool wrote {file}"),
+        Duration::from_secs(15),
+        || {
+            path.exists() || {
+                let exited = child.try_wait().unwrap();
+                assert!(
+                    exited.is_none(),
+                    "keel exited ({exited:?}) before its tool ran"
+                );
+                false
+            }
+        },
+    );
     (child, session)
 }
 
@@ -214,9 +225,45 @@ pub fn start_until_tool_runs(home: &Home, file: &str) -> (Child, String) {
 /// line contains `marker`). Returns the session id.
 pub fn kill_during_tool(home: &Home, marker: &str) -> String {
     let (mut child, session) = start_until_tool_runs(home, "effects.log");
-    std::thread::sleep(Duration::from_millis(200));
+    wait_until(
+        "the tool's receipt is stored as started",
+        Duration::from_secs(15),
+        || stored_receipt_states(home) == ["started"],
+    );
     child.kill().unwrap();
     child.wait().unwrap();
     let _ = Command::new("pkill").args(["-f", marker]).status();
     session
+}
+
+/// Poll `condition` every 20 ms until it holds; fail, saying what was awaited, if it still does
+/// not after `limit`.
+pub fn wait_until(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !condition() {
+        assert!(
+            started.elapsed() < limit,
+            "still waiting after {limit:?} until {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The states of the tool receipts in the home's store, read through a read-only connection
+/// (so a running keel is not disturbed); empty while there is no store yet.
+pub fn stored_receipt_states(home: &Home) -> Vec<String> {
+    let path = home.path().join("state/keel.db");
+    if !path.exists() {
+        return Vec::new();
+    }
+    let db =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let mut statement = db.prepare("SELECT state FROM receipts").unwrap();
+    statement
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
 }

@@ -304,3 +304,156 @@ fn prefix_hash_is_sixteen_hex_digits() {
         "no system message when the prompt is empty"
     );
 }
+
+/// A fixed stand-in for the system prompt: the real one is built in keel-agent, which depends
+/// on this crate.
+const SYSTEM: &str = "You are keel, a coding agent. Use the tools to inspect and change the workspace; answer briefly.";
+
+/// One tool round as a session stores it: the question, an assistant message with reasoning
+/// and a `read_file` call, its result, and the final answer. `replay` is the reasoning's
+/// opaque data.
+fn one_tool_round(replay: Option<ReplayData>) -> Vec<Item> {
+    vec![
+        Item::User {
+            text: "What does src/main.rs print?".into(),
+        },
+        Item::Assistant(AssistantItem {
+            parts: vec![
+                AssistantPart::Reasoning {
+                    text: "Read the file first.".into(),
+                    replay,
+                },
+                AssistantPart::Text {
+                    text: "Let me look.".into(),
+                },
+                call("call_1", "read_file", r#"{"path":"src/main.rs"}"#),
+            ],
+        }),
+        result(
+            "call_1",
+            "read_file",
+            "     1\tfn main() {\n     2\t    println!(\"hello\");\n     3\t}\n",
+        ),
+        Item::Assistant(AssistantItem {
+            parts: vec![AssistantPart::Text {
+                text: "It prints `hello`.".into(),
+            }],
+        }),
+    ]
+}
+
+/// `body` re-indented like `serde_json::to_string_pretty`, with every object key left where
+/// the projection put it (going through a `serde_json::Value` would sort the keys).
+fn pretty(body: &[u8]) -> String {
+    let text = std::str::from_utf8(body).unwrap();
+    let mut out = String::new();
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut chars = text.chars().peekable();
+    let new_line = |out: &mut String, depth: usize| {
+        out.push('\n');
+        out.push_str(&"  ".repeat(depth));
+    };
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            '{' | '[' => {
+                while chars.next_if(|next| next.is_whitespace()).is_some() {}
+                let close = if c == '{' { '}' } else { ']' };
+                out.push(c);
+                if chars.next_if_eq(&close).is_some() {
+                    out.push(close);
+                } else {
+                    depth += 1;
+                    new_line(&mut out, depth);
+                }
+            }
+            '}' | ']' => {
+                depth -= 1;
+                new_line(&mut out, depth);
+                out.push(c);
+            }
+            ',' => {
+                out.push(c);
+                new_line(&mut out, depth);
+            }
+            ':' => out.push_str(": "),
+            c if c.is_whitespace() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The request `project()` builds for [`one_tool_round`] with the real built-in tools, pretty.
+fn real_request(
+    protocol: WireProtocol,
+    reasoning: ReasoningProtocol,
+    replay: Option<ReplayData>,
+) -> String {
+    let tools = keel_tools::ToolRegistry::new().unwrap().specs();
+    let history = one_tool_round(replay);
+    let input = ProjectionInput {
+        model: "test-model",
+        system: SYSTEM,
+        tools: &tools,
+        history: &history,
+    };
+    let body = project(&profile(protocol, reasoning), &input).unwrap().body;
+    let pretty = pretty(&body);
+    let parsed: serde_json::Value = serde_json::from_str(&pretty).unwrap();
+    assert_eq!(
+        parsed,
+        serde_json::from_slice::<serde_json::Value>(&body).unwrap(),
+        "re-indenting changed nothing but white space"
+    );
+    pretty
+}
+
+#[test]
+fn chat_deepseek_request_with_the_real_tools() {
+    let request = real_request(WireProtocol::Chat, ReasoningProtocol::Deepseek, None);
+    insta::assert_snapshot!("real_tools_chat_deepseek", request);
+}
+
+#[test]
+fn anthropic_request_with_the_real_tools() {
+    let replay = ReplayData::AnthropicThinking {
+        signature: "sig-1".into(),
+    };
+    let request = real_request(
+        WireProtocol::Anthropic,
+        ReasoningProtocol::None,
+        Some(replay),
+    );
+    insta::assert_snapshot!("real_tools_anthropic", request);
+}
+
+#[test]
+fn responses_request_with_the_real_tools() {
+    let replay = ReplayData::ResponsesReasoning {
+        encrypted_content: Some("enc-1".into()),
+        summary: vec!["Read the file first.".into()],
+    };
+    let request = real_request(
+        WireProtocol::Responses,
+        ReasoningProtocol::None,
+        Some(replay),
+    );
+    insta::assert_snapshot!("real_tools_responses", request);
+}
