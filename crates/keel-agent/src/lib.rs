@@ -29,6 +29,7 @@ pub use keel_store::{SessionInfo, StoredItem};
 pub use prompt::system_prompt;
 pub use recovery::readiness::Readiness;
 pub use recovery::record::{RecordState, RecoveryRecord, StoredRecord};
+pub use recovery::refusal::RecoveryRefusal;
 pub use turn::TurnOutcome;
 
 use keel_llm::client::HttpClient;
@@ -76,12 +77,33 @@ pub enum AgentError {
         revision: u64,
         reason: String,
     },
-    #[error("cannot set up the tools: {0}")]
-    Tools(String),
-    #[error("cannot start the HTTP client: {0}")]
-    Client(String),
+    #[error("cannot use the workspace {workspace}: {source}")]
+    Workspace {
+        workspace: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Tools(#[from] keel_tools::SchemaError),
+    #[error(transparent)]
+    Client(#[from] keel_llm::client::ClientBuildError),
     #[error("recovery refused: {0}")]
-    RecoveryRefused(String),
+    RecoveryRefused(RecoveryRefusal),
+}
+
+impl AgentError {
+    /// Whether the person running keel must act on this (exit code 2 in the terminal).
+    pub fn is_for_the_user(&self) -> bool {
+        match self {
+            AgentError::Store(error) => error.is_for_the_user(),
+            AgentError::AlreadyOpen(_)
+            | AgentError::Workspace { .. }
+            | AgentError::RecoveryRefused(_) => true,
+            AgentError::Busy(_)
+            | AgentError::UndecodableHistory { .. }
+            | AgentError::Tools(_)
+            | AgentError::Client(_) => false,
+        }
+    }
 }
 
 pub(crate) struct SessionState {
@@ -173,11 +195,15 @@ impl Controller {
             .map(|(id, raw)| recovery::record::decode(&id, &raw))
             .collect();
         loaded.repair = recovery::admission::repair_in_force(&records, &loaded.history);
-        let guard = WorkspaceGuard::new(&settings.workspace, &settings.extra_dirs)
-            .map_err(|error| AgentError::Tools(format!("workspace {workspace}: {error}")))?;
-        let registry = ToolRegistry::new().map_err(AgentError::Tools)?;
-        let client = HttpClient::new(settings.profile.connect_timeout)
-            .map_err(|error| AgentError::Client(error.to_string()))?;
+        let guard =
+            WorkspaceGuard::new(&settings.workspace, &settings.extra_dirs).map_err(|source| {
+                AgentError::Workspace {
+                    workspace: workspace.clone(),
+                    source,
+                }
+            })?;
+        let registry = ToolRegistry::new()?;
+        let client = HttpClient::new(settings.profile.connect_timeout)?;
         let (cancel_signal, _) = watch::channel(0);
         let tool_context = ToolContext {
             secrets: settings.secrets.clone(),
@@ -266,9 +292,7 @@ impl Controller {
             return Err(match input {
                 Input::Prompt(_) => AgentError::Busy(shared.session.id.clone()),
                 Input::ProtocolRecovery { .. } | Input::FinalReadinessRecovery { .. } => {
-                    AgentError::RecoveryRefused(
-                        "a turn is running in this session; wait for it to end or cancel it".into(),
-                    )
+                    AgentError::RecoveryRefused(RecoveryRefusal::TurnRunning)
                 }
             });
         };

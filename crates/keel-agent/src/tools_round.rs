@@ -18,7 +18,7 @@ use crate::load::interrupted_result;
 use crate::turn_run::TurnRun;
 use crate::{AgentError, SessionState, Shared};
 use futures_util::future::join_all;
-use keel_tools::{Decision, Reach, ToolOutput, ValidCall};
+use keel_tools::{Decision, Reach, ToolOutput, ValidCall, ValidationError};
 use keel_types::{EventBody, Item, ReceiptState, ToolCall, ToolReceipt, ToolResult};
 use std::ops::Range;
 
@@ -36,7 +36,7 @@ pub struct ToolRound {
 
 /// A call checked once.
 struct Checked {
-    valid: Result<ValidCall, String>,
+    valid: Result<ValidCall, ValidationError>,
     /// What rules match and the card shows (`None` for an invalid call).
     subject: Option<String>,
 }
@@ -181,10 +181,10 @@ fn decide(shared: &Shared, valid: &ValidCall, subject: Option<&str>) -> Decision
 async fn prepare(shared: &Shared, call: &ToolCall, checked: Checked) -> Prepared {
     let valid = match checked.valid {
         Ok(valid) => valid,
-        Err(message) => {
+        Err(error) => {
             return Prepared::Finished {
                 state: ReceiptState::Failed,
-                output: ToolOutput::error(message),
+                output: ToolOutput::error(error.to_string()),
             };
         }
     };
@@ -245,7 +245,7 @@ fn finish(
     run.emit(EventBody::ToolResult {
         call_id: call.id.clone(),
         name: call.name.clone(),
-        state: final_state.to_string(),
+        state: final_state,
         summary: output.summary,
     });
     Ok(())

@@ -222,7 +222,7 @@ fn commit_reply(
 ) -> Result<ToolRound, AgentError> {
     let shared = run.shared;
     run.emit(EventBody::LlmResponse {
-        finish_reason: completion.finish_reason.to_string(),
+        finish_reason: completion.finish_reason,
         usage: completion.usage,
     });
     let calls: Vec<_> = completion.item.tool_calls().cloned().collect();

@@ -70,43 +70,38 @@ fn main() -> ExitCode {
         Ok(Outcome::Stopped(code)) => ExitCode::from(code),
         Err(error) => {
             eprintln!("error: {error:#}");
-            if error.downcast_ref::<UsageError>().is_some()
-                || matches!(
-                    error.downcast_ref::<keel_agent::AgentError>(),
-                    Some(
-                        keel_agent::AgentError::RecoveryRefused(_)
-                            | keel_agent::AgentError::AlreadyOpen(_)
-                    )
-                )
-                || error.downcast_ref::<keel_config::ConfigError>().is_some()
-                || is_usage_store_error(&error)
-            {
-                ExitCode::from(2)
-            } else {
-                ExitCode::from(1)
-            }
+            ExitCode::from(exit_code_of(&error))
         }
     }
 }
 
-/// Store errors the user must act on (a busy session, a corrupt or newer database).
-fn is_usage_store_error(error: &anyhow::Error) -> bool {
-    let store_error = error.downcast_ref::<keel_store::StoreError>().or_else(|| {
-        match error.downcast_ref::<keel_agent::AgentError>() {
-            Some(keel_agent::AgentError::Store(inner)) => Some(inner),
-            _ => None,
+/// What ended a command with an error.
+enum Cause<'a> {
+    /// Bad arguments or configuration: the user's to fix.
+    Usage,
+    Agent(&'a keel_agent::AgentError),
+    Other,
+}
+
+impl<'a> Cause<'a> {
+    fn of(error: &'a anyhow::Error) -> Cause<'a> {
+        if error.is::<UsageError>() || error.is::<keel_config::ConfigError>() {
+            Cause::Usage
+        } else if let Some(agent) = error.downcast_ref::<keel_agent::AgentError>() {
+            Cause::Agent(agent)
+        } else {
+            Cause::Other
         }
-    });
-    matches!(
-        store_error,
-        Some(
-            keel_store::StoreError::LeaseHeld { .. }
-                | keel_store::StoreError::Corrupt { .. }
-                | keel_store::StoreError::Busy { .. }
-                | keel_store::StoreError::NewerSchema { .. }
-                | keel_store::StoreError::NoSuchSession(_)
-        )
-    )
+    }
+}
+
+/// CONTRACT.md: 2 for what the user must fix, 1 for everything else that failed.
+fn exit_code_of(error: &anyhow::Error) -> u8 {
+    match Cause::of(error) {
+        Cause::Usage => 2,
+        Cause::Agent(agent) if agent.is_for_the_user() => 2,
+        Cause::Agent(_) | Cause::Other => 1,
+    }
 }
 
 async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {

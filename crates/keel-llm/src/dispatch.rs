@@ -144,7 +144,7 @@ impl Dispatcher<'_> {
             };
             emit(EventBody::LlmRequest {
                 attempt,
-                protocol: self.profile.protocol.to_string(),
+                protocol: self.profile.protocol,
                 model: model.to_string(),
                 message_count: request.message_count,
                 prefix_hash: request.prefix_hash.clone(),

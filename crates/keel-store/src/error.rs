@@ -48,6 +48,19 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether the person running keel must act (a busy or missing session, a database that
+    /// is corrupt, locked or newer), as opposed to a failure of keel or the machine.
+    pub fn is_for_the_user(&self) -> bool {
+        match self {
+            StoreError::LeaseHeld { .. }
+            | StoreError::Corrupt { .. }
+            | StoreError::Busy { .. }
+            | StoreError::NewerSchema { .. }
+            | StoreError::NoSuchSession(_) => true,
+            StoreError::Io { .. } | StoreError::Sqlite(_) | StoreError::Encode(_) => false,
+        }
+    }
+
     /// Classify an error met while opening or preparing the database: corrupt only when SQLite
     /// says so, busy when a lock outlasted the wait, otherwise a plain SQLite error.
     pub(crate) fn from_open(path: &Path, error: rusqlite::Error) -> StoreError {

@@ -258,19 +258,45 @@ fn shown_duration(d: Duration) -> String {
     }
 }
 
+/// A built-in tool's schema could not be compiled (a bug in keel, caught at start-up).
+#[derive(Debug, thiserror::Error)]
+#[error("the schema of tool `{tool}` does not compile: {reason}")]
+pub struct SchemaError {
+    pub tool: &'static str,
+    pub reason: String,
+}
+
+/// Why a call's name or arguments were refused. The message is what the model is told, so it
+/// can correct the call.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ValidationError {
+    #[error("there is no tool named `{name}`; available: {}", available.join(", "))]
+    UnknownTool {
+        name: String,
+        available: Vec<&'static str>,
+    },
+    #[error("the arguments of `{tool}` are not valid JSON ({reason}); send one JSON object")]
+    NotJson { tool: String, reason: String },
+    #[error("invalid arguments for `{tool}`: {}", problems.join("; "))]
+    Schema { tool: String, problems: Vec<String> },
+}
+
 /// The built-in tools with compiled schema validators.
 pub struct ToolRegistry {
     tools: Vec<(BuiltinTool, jsonschema::Validator)>,
 }
 
 impl ToolRegistry {
-    pub fn new() -> Result<ToolRegistry, String> {
+    pub fn new() -> Result<ToolRegistry, SchemaError> {
         let tools = BuiltinTool::ALL
             .iter()
             .map(|tool| {
                 jsonschema::validator_for(&tool.schema())
                     .map(|validator| (*tool, validator))
-                    .map_err(|error| format!("schema of `{}`: {error}", tool.name()))
+                    .map_err(|error| SchemaError {
+                        tool: tool.name(),
+                        reason: error.to_string(),
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(ToolRegistry { tools })
@@ -288,23 +314,23 @@ impl ToolRegistry {
             .collect()
     }
 
-    /// Check a call's name and raw arguments; the error is what the model is told.
-    pub fn validate(&self, name: &str, raw_arguments: &str) -> Result<ValidCall, String> {
+    /// Check a call's name and raw arguments.
+    pub fn validate(&self, name: &str, raw_arguments: &str) -> Result<ValidCall, ValidationError> {
         let Some((tool, validator)) = self.tools.iter().find(|(tool, _)| tool.name() == name)
         else {
-            let known: Vec<&str> = self.tools.iter().map(|(tool, _)| tool.name()).collect();
-            return Err(format!(
-                "there is no tool named `{name}`; available: {}",
-                known.join(", ")
-            ));
+            return Err(ValidationError::UnknownTool {
+                name: name.to_string(),
+                available: self.tools.iter().map(|(tool, _)| tool.name()).collect(),
+            });
         };
         let text = if raw_arguments.trim().is_empty() {
             "{}"
         } else {
             raw_arguments
         };
-        let args: Value = serde_json::from_str(text).map_err(|error| {
-            format!("the arguments of `{name}` are not valid JSON ({error}); send one JSON object")
+        let args: Value = serde_json::from_str(text).map_err(|error| ValidationError::NotJson {
+            tool: name.to_string(),
+            reason: error.to_string(),
         })?;
         let problems: Vec<String> = validator
             .iter_errors(&args)
@@ -318,10 +344,10 @@ impl ToolRegistry {
             })
             .collect();
         if !problems.is_empty() {
-            return Err(format!(
-                "invalid arguments for `{name}`: {}",
-                problems.join("; ")
-            ));
+            return Err(ValidationError::Schema {
+                tool: name.to_string(),
+                problems,
+            });
         }
         Ok(ValidCall {
             tool: *tool,

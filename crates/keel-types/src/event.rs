@@ -6,7 +6,7 @@
 //!   attempt; an `llm/retry` tells front ends to drop what the failed attempt streamed.
 //! - No event carries a secret or a provider's response body.
 
-use crate::{FailureDiagnostic, FailureKind, Usage};
+use crate::{FailureDiagnostic, FailureKind, FinishReason, ReceiptState, Usage, WireProtocol};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -46,7 +46,7 @@ pub enum EventBody {
     #[serde(rename = "llm/request")]
     LlmRequest {
         attempt: u32,
-        protocol: String,
+        protocol: WireProtocol,
         model: String,
         message_count: usize,
         prefix_hash: String,
@@ -66,7 +66,10 @@ pub enum EventBody {
     #[serde(rename = "llm/reasoning")]
     LlmReasoning { delta: String },
     #[serde(rename = "llm/response")]
-    LlmResponse { finish_reason: String, usage: Usage },
+    LlmResponse {
+        finish_reason: FinishReason,
+        usage: Usage,
+    },
     #[serde(rename = "tool/call")]
     ToolCall {
         call_id: String,
@@ -81,7 +84,7 @@ pub enum EventBody {
     ToolResult {
         call_id: String,
         name: String,
-        state: String,
+        state: ReceiptState,
         summary: String,
     },
     /// A provider-native web search in a committed response.

@@ -11,8 +11,9 @@
 //! - Nothing here ever sends a request or runs a turn: admission returns the turn to run and
 //!   the controller runs it (data flows one way: controller → admission, never back).
 
-use super::readiness::{READINESS_ACTION, continue_prompt};
+use super::readiness::continue_prompt;
 use super::record::{self, RECORD_VERSION, RecordState, RecoveryRecord, StoredRecord};
+use super::refusal::RecoveryRefusal;
 use super::{
     anchor, apply_repair, boundary_of, evidence, fingerprint, projection_could_change,
     recovery_prompt, scope,
@@ -107,8 +108,8 @@ pub(crate) fn record_incident(
     store_new(shared, record)
 }
 
-fn refuse(message: impl Into<String>) -> AgentError {
-    AgentError::RecoveryRefused(message.into())
+fn refuse(refusal: RecoveryRefusal) -> AgentError {
+    AgentError::RecoveryRefused(refusal)
 }
 
 /// Which explicit action a record offers.
@@ -120,9 +121,9 @@ pub enum Action {
 
 impl Action {
     fn of(record: &RecoveryRecord) -> Action {
-        match record.action.as_deref() {
-            Some(action) if action == READINESS_ACTION => Action::FinalReadiness,
-            Some(_) | None => Action::ProtocolRecovery,
+        match record.action {
+            Some(InputKind::FinalReadinessRecovery) => Action::FinalReadiness,
+            Some(InputKind::ProtocolRecovery | InputKind::User) | None => Action::ProtocolRecovery,
         }
     }
 
@@ -149,9 +150,10 @@ fn admit(
         Some(id) => match records.iter().find(|r| r.id() == id) {
             Some(found) => found.clone(),
             None => {
-                return Err(refuse(format!(
-                    "there is no recovery record `{id}` in session {session}"
-                )));
+                return Err(refuse(RecoveryRefusal::NoSuchRecord {
+                    id: id.to_string(),
+                    session,
+                }));
             }
         },
         None => {
@@ -163,67 +165,51 @@ fn admit(
                 None => {
                     let latest = match records.last() {
                         Some(StoredRecord::Known(record)) => {
-                            format!(
-                                " (the latest, `{}`, is {})",
-                                record.id,
-                                record.state.as_str()
-                            )
+                            Some((record.id.clone(), format!("is {}", record.state.as_str())))
                         }
                         Some(StoredRecord::Unrecoverable { id, .. }) => {
-                            format!(" (the latest, `{id}`, cannot be read by this keel)")
+                            Some((id.clone(), "cannot be read by this keel".to_string()))
                         }
-                        None => String::new(),
+                        None => None,
                     };
-                    return Err(refuse(format!(
-                        "no {noun} is pending in session {session}{latest}"
-                    )));
+                    return Err(refuse(RecoveryRefusal::NonePending {
+                        noun,
+                        session,
+                        latest,
+                    }));
                 }
             }
         }
     };
     let mut record = match target {
         StoredRecord::Unrecoverable { id, reason, .. } => {
-            return Err(refuse(format!(
-                "recovery record `{id}` cannot be used: {reason}"
-            )));
+            return Err(refuse(RecoveryRefusal::Unreadable { id, reason }));
         }
         StoredRecord::Known(record) => record,
     };
     if Action::of(&record) != action {
-        return Err(refuse(format!("record `{}` is not a {noun}", record.id)));
+        return Err(refuse(RecoveryRefusal::WrongAction {
+            id: record.id,
+            noun,
+        }));
     }
     match record.state {
         RecordState::Pending => {}
         RecordState::Consumed => {
-            return Err(refuse(format!(
-                "`{}` was already used; this incident's budget is spent",
-                record.id
-            )));
+            return Err(refuse(RecoveryRefusal::AlreadyUsed { id: record.id }));
         }
         RecordState::Expired => {
-            return Err(refuse(format!(
-                "`{}` has expired (new input or changed tool receipts since it was offered)",
-                record.id
-            )));
+            return Err(refuse(RecoveryRefusal::Expired { id: record.id }));
         }
     }
     if state.spent.contains(&record.id) {
-        return Err(refuse(format!(
-            "`{}` was already used; this incident's budget is spent",
-            record.id
-        )));
+        return Err(refuse(RecoveryRefusal::AlreadyUsed { id: record.id }));
     }
     if record.scope != current_scope(shared) {
-        return Err(refuse(format!(
-            "`{}` was recorded for another provider, endpoint or model; switch back to use it",
-            record.id
-        )));
+        return Err(refuse(RecoveryRefusal::OtherScope { id: record.id }));
     }
     if boundary_of(&state.history, &record.fingerprint) != Some(state.history.len()) {
-        return Err(refuse(format!(
-            "the history changed since `{}` was recorded",
-            record.id
-        )));
+        return Err(refuse(RecoveryRefusal::HistoryChanged { id: record.id }));
     }
     let receipts = shared.store.receipts(&session)?;
     if evidence(&receipts) != record.evidence {
@@ -235,10 +221,7 @@ fn admit(
                 recovery_id: record.id.clone(),
             },
         );
-        return Err(refuse(format!(
-            "the tool receipts changed since `{}` was recorded; it is no longer valid (its budget is not refunded)",
-            record.id
-        )));
+        return Err(refuse(RecoveryRefusal::ReceiptsChanged { id: record.id }));
     }
     Ok((record, receipts))
 }
@@ -261,10 +244,10 @@ fn consume(
     record.state = RecordState::Consumed;
     record.projected = projection == Projection::Repaired;
     if let Err(error) = save(shared, &record) {
-        return Err(refuse(format!(
-            "could not record `{}` as consumed ({error}); nothing was sent",
-            record.id
-        )));
+        return Err(refuse(RecoveryRefusal::NotPersisted {
+            id: record.id,
+            reason: error.to_string(),
+        }));
     }
     shared.emit(
         None,
@@ -290,7 +273,7 @@ fn prepare_request(
         history,
     };
     project(&settings.profile, &request)
-        .map_err(|error| refuse(format!("cannot prepare the request: {error}")))
+        .map_err(|error| refuse(RecoveryRefusal::CannotPrepare(error.to_string())))
 }
 
 /// `/recover-context [id] [guidance]`: admit, prepare, consume. Returns the turn the
@@ -373,7 +356,7 @@ fn pending_record(
         run: turn,
         evidence: evidence(receipts),
         projected: false,
-        action: readiness.map(|_| READINESS_ACTION.to_string()),
+        action: readiness.map(|_| InputKind::FinalReadinessRecovery),
         reason: readiness.map(str::to_string),
         unknown: Default::default(),
     }

@@ -10,6 +10,7 @@
 pub mod admission;
 pub mod readiness;
 pub mod record;
+pub mod refusal;
 
 use keel_types::{Item, ReceiptState, ToolReceipt};
 use sha2::{Digest, Sha256};

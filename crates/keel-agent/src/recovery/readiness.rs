@@ -7,8 +7,6 @@
 
 use keel_types::{FinishReason, Item, ToolResult};
 
-pub const READINESS_ACTION: &str = "final_readiness_recovery";
-
 /// How a turn that completed stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Readiness {

@@ -54,7 +54,7 @@ pub struct RecoveryRecord {
     pub projected: bool,
     /// `final_readiness_recovery` for a "continue checks" offer; absent for protocol recovery.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action: Option<String>,
+    pub action: Option<keel_types::InputKind>,
     /// Why a turn was not ready (readiness offers only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
