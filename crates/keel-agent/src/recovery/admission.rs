@@ -135,6 +135,47 @@ impl Action {
     }
 }
 
+/// Bind the id now: a shortcut without an id acts on exactly the offer pending now.
+fn bind(
+    records: &[StoredRecord],
+    id: Option<&str>,
+    action: Action,
+    session: &str,
+) -> Result<StoredRecord, AgentError> {
+    if let Some(id) = id {
+        return records
+            .iter()
+            .find(|r| r.id() == id)
+            .cloned()
+            .ok_or_else(|| {
+                refuse(RecoveryRefusal::NoSuchRecord {
+                    id: id.to_string(),
+                    session: session.to_string(),
+                })
+            });
+    }
+    let pending = records.iter().rev().find(|r| {
+        matches!(r, StoredRecord::Known(k) if k.state == RecordState::Pending && Action::of(k) == action)
+    });
+    if let Some(found) = pending {
+        return Ok(found.clone());
+    }
+    let latest = match records.last() {
+        Some(StoredRecord::Known(record)) => {
+            Some((record.id.clone(), format!("is {}", record.state.as_str())))
+        }
+        Some(StoredRecord::Unrecoverable { id, .. }) => {
+            Some((id.clone(), "cannot be read by this keel".to_string()))
+        }
+        None => None,
+    };
+    Err(refuse(RecoveryRefusal::NonePending {
+        noun: action.noun(),
+        session: session.to_string(),
+        latest,
+    }))
+}
+
 /// Every admission check, with the id bound first. Returns the record to consume.
 fn admit(
     shared: &Shared,
@@ -142,45 +183,8 @@ fn admit(
     id: Option<&str>,
     action: Action,
 ) -> Result<(RecoveryRecord, Vec<keel_types::ToolReceipt>), AgentError> {
-    let session = shared.session.id.clone();
     let records = load_records(shared)?;
-    let noun = action.noun();
-    // Bind the id now: a shortcut without an id acts on exactly the offer pending now.
-    let target = match id {
-        Some(id) => match records.iter().find(|r| r.id() == id) {
-            Some(found) => found.clone(),
-            None => {
-                return Err(refuse(RecoveryRefusal::NoSuchRecord {
-                    id: id.to_string(),
-                    session,
-                }));
-            }
-        },
-        None => {
-            let pending = records.iter().rev().find(|r| {
-                matches!(r, StoredRecord::Known(k) if k.state == RecordState::Pending && Action::of(k) == action)
-            });
-            match pending {
-                Some(found) => found.clone(),
-                None => {
-                    let latest = match records.last() {
-                        Some(StoredRecord::Known(record)) => {
-                            Some((record.id.clone(), format!("is {}", record.state.as_str())))
-                        }
-                        Some(StoredRecord::Unrecoverable { id, .. }) => {
-                            Some((id.clone(), "cannot be read by this keel".to_string()))
-                        }
-                        None => None,
-                    };
-                    return Err(refuse(RecoveryRefusal::NonePending {
-                        noun,
-                        session,
-                        latest,
-                    }));
-                }
-            }
-        }
-    };
+    let target = bind(&records, id, action, &shared.session.id)?;
     let mut record = match target {
         StoredRecord::Unrecoverable { id, reason, .. } => {
             return Err(refuse(RecoveryRefusal::Unreadable { id, reason }));
@@ -190,7 +194,7 @@ fn admit(
     if Action::of(&record) != action {
         return Err(refuse(RecoveryRefusal::WrongAction {
             id: record.id,
-            noun,
+            noun: action.noun(),
         }));
     }
     match record.state {
@@ -211,7 +215,7 @@ fn admit(
     if boundary_of(&state.history, &record.fingerprint) != Some(state.history.len()) {
         return Err(refuse(RecoveryRefusal::HistoryChanged { id: record.id }));
     }
-    let receipts = shared.store.receipts(&session)?;
+    let receipts = shared.store.receipts(&shared.session.id)?;
     if evidence(&receipts) != record.evidence {
         record.state = RecordState::Expired;
         save(shared, &record)?;
