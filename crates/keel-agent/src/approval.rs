@@ -8,6 +8,8 @@ use std::pin::Pin;
 
 #[derive(Clone, Debug)]
 pub struct ApprovalRequest {
+    /// The call waiting for the answer (surfaces address their answer to it).
+    pub call_id: String,
     pub tool: String,
     pub subject: String,
     pub arguments: String,

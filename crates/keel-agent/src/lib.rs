@@ -147,7 +147,7 @@ pub(crate) struct Shared {
     subscribers: Mutex<Vec<mpsc::UnboundedSender<Event>>>,
     pub generation: AtomicU64,
     pub cancel_signal: watch::Sender<u64>,
-    pub state: tokio::sync::Mutex<SessionState>,
+    pub state: Arc<tokio::sync::Mutex<SessionState>>,
     pub resumed: bool,
     /// Tokens of the turns completed through this controller.
     usage: Mutex<keel_types::Usage>,
@@ -223,7 +223,7 @@ impl Controller {
             subscribers: Mutex::new(Vec::new()),
             generation: AtomicU64::new(0),
             cancel_signal,
-            state: tokio::sync::Mutex::new(loaded),
+            state: Arc::new(tokio::sync::Mutex::new(loaded)),
             resumed,
             usage: Mutex::new(keel_types::Usage::default()),
         };
@@ -287,8 +287,15 @@ impl Controller {
     /// Run one turn to its end (completed, failed or cancelled): a prompt, or an explicit
     /// recovery action, which is admitted (every check, the id bound first) before it runs.
     pub async fn submit(&self, input: Input) -> Result<TurnOutcome, AgentError> {
+        self.begin(input)?.run().await
+    }
+
+    /// Admit a turn without running it yet: the session is taken (a second `begin` is refused
+    /// as busy) and a recovery action is checked and consumed now, so a surface can answer
+    /// "accepted" or "refused" before the turn runs (`AdmittedTurn::run`, e.g. in a task).
+    pub fn begin(&self, input: Input) -> Result<AdmittedTurn, AgentError> {
         let shared = &self.shared;
-        let Ok(mut state) = shared.state.try_lock() else {
+        let Ok(mut state) = shared.state.clone().try_lock_owned() else {
             return Err(match input {
                 Input::Prompt(_) => AgentError::Busy(shared.session.id.clone()),
                 Input::ProtocolRecovery { .. } | Input::FinalReadinessRecovery { .. } => {
@@ -296,7 +303,7 @@ impl Controller {
                 }
             });
         };
-        let turn_input = match input {
+        let input = match input {
             Input::Prompt(text) => turn::TurnInput {
                 text,
                 kind: keel_types::InputKind::User,
@@ -314,11 +321,11 @@ impl Controller {
                 recovery::admission::admit_readiness(shared, &mut state, recovery_id.as_deref())?
             }
         };
-        let outcome = turn::run_turn(shared, state, turn_input).await?;
-        if let TurnOutcome::Completed { usage, .. } = &outcome {
-            shared.lock_usage().add(usage);
-        }
-        Ok(outcome)
+        Ok(AdmittedTurn {
+            shared: self.shared.clone(),
+            state,
+            input,
+        })
     }
 
     /// The id of the pending recovery, if one is pending and no turn is running.
@@ -391,6 +398,29 @@ impl Shared {
             event.id = self.store.append_event(&event).ok();
         }
         subscribers.retain(|subscriber| subscriber.send(event.clone()).is_ok());
+    }
+}
+
+/// A turn that was admitted and holds its session until it has run.
+pub struct AdmittedTurn {
+    shared: Arc<Shared>,
+    state: tokio::sync::OwnedMutexGuard<SessionState>,
+    input: turn::TurnInput,
+}
+
+impl AdmittedTurn {
+    /// Run the turn to its end.
+    pub async fn run(self) -> Result<TurnOutcome, AgentError> {
+        let AdmittedTurn {
+            shared,
+            mut state,
+            input,
+        } = self;
+        let outcome = turn::run_turn(&shared, &mut state, input).await?;
+        if let TurnOutcome::Completed { usage, .. } = &outcome {
+            shared.lock_usage().add(usage);
+        }
+        Ok(outcome)
     }
 }
 

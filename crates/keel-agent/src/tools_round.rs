@@ -61,10 +61,11 @@ pub async fn run_tools(
         let prepared = if run.is_current() {
             announce(run, &round.calls[index], &checked);
             let call = round.calls[index].clone();
+            let turn = run.turn;
             tokio::select! {
                 biased;
                 () = run.cancelled() => None,
-                prepared = prepare(shared, &call, checked) => Some(prepared),
+                prepared = prepare(shared, turn, &call, checked) => Some(prepared),
             }
         } else {
             None
@@ -178,7 +179,7 @@ fn decide(shared: &Shared, valid: &ValidCall, subject: Option<&str>) -> Decision
 }
 
 /// Ask the policy (and the person, if it says so) about a checked call.
-async fn prepare(shared: &Shared, call: &ToolCall, checked: Checked) -> Prepared {
+async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) -> Prepared {
     let valid = match checked.valid {
         Ok(valid) => valid,
         Err(error) => {
@@ -195,7 +196,16 @@ async fn prepare(shared: &Shared, call: &ToolCall, checked: Checked) -> Prepared
             output: ToolOutput::error(format!("{reason}; the call was not run")),
         },
         Decision::Ask => {
+            shared.emit(
+                Some(turn),
+                EventBody::ApprovalRequested {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    subject: checked.subject.clone().unwrap_or_default(),
+                },
+            );
             let request = ApprovalRequest {
+                call_id: call.id.clone(),
                 tool: call.name.clone(),
                 subject: checked.subject.unwrap_or_default(),
                 arguments: call.arguments.clone(),

@@ -24,7 +24,6 @@ use keel_types::{
     ToolReceipt, Usage,
 };
 use sha2::{Digest, Sha256};
-use tokio::sync::MutexGuard;
 
 /// What starts a turn.
 pub(crate) struct TurnInput {
@@ -66,24 +65,24 @@ enum Reply {
 
 pub async fn run_turn(
     shared: &Shared,
-    mut state: MutexGuard<'_, SessionState>,
+    state: &mut SessionState,
     input: TurnInput,
 ) -> Result<TurnOutcome, AgentError> {
     let turn = state.last_turn + 1;
     state.last_turn = turn;
     let mut run = TurnRun::start(shared, turn);
     let input_kind = input.kind;
-    begin(&run, &mut state, input)?;
+    begin(&run, state, input)?;
     let mut usage = Usage::default();
     let mut progress = ProgressGuard::default();
     let mut ran_tools = false;
     for _round in 0..shared.settings.max_rounds {
-        let completion = match request(&mut run, &state).await? {
+        let completion = match request(&mut run, state).await? {
             Reply::Cancelled => return Ok(end_cancelled(&run)),
             Reply::Failed {
                 diagnostic,
                 sent_messages,
-            } => return fail_request(&run, &state, diagnostic, sent_messages),
+            } => return fail_request(&run, state, diagnostic, sent_messages),
             Reply::Completed(completion) => completion,
         };
         if !run.is_current() {
@@ -92,12 +91,12 @@ pub async fn run_turn(
         }
         usage.add(&completion.usage);
         let finish_reason = completion.finish_reason;
-        let round = commit_reply(&run, &mut state, completion)?;
+        let round = commit_reply(&run, state, completion)?;
         if round.calls.is_empty() {
             let may_offer = input_kind == InputKind::User || ran_tools;
-            return complete(&run, &state, finish_reason, usage, may_offer);
+            return complete(&run, state, finish_reason, usage, may_offer);
         }
-        match run_tools(&mut run, &mut state, round).await? {
+        match run_tools(&mut run, state, round).await? {
             RoundEnd::Continue => ran_tools = true,
             RoundEnd::Cancelled => return Ok(end_cancelled(&run)),
         }

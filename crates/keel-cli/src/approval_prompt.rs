@@ -132,6 +132,7 @@ mod tests {
 
     fn question(subject: &str) -> String {
         approval_question(&ApprovalRequest {
+            call_id: "call_1".into(),
             tool: "bash".into(),
             subject: subject.into(),
             arguments: String::new(),

@@ -193,7 +193,10 @@ impl Renderer {
                 };
                 eprintln!("⌕ web search `{}` — {about}", visible_line(query));
             }
-            EventBody::SessionStarted { .. } | EventBody::TurnStarted { .. } => {}
+            // The terminal's approver prints its own prompt.
+            EventBody::SessionStarted { .. }
+            | EventBody::TurnStarted { .. }
+            | EventBody::ApprovalRequested { .. } => {}
         }
     }
 

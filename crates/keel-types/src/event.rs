@@ -80,6 +80,14 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         subject: Option<String>,
     },
+    /// A call waits for the user's decision (a surface shows it on the call's card).
+    #[serde(rename = "approval/requested")]
+    ApprovalRequested {
+        call_id: String,
+        name: String,
+        /// The exact command, or the resolved path.
+        subject: String,
+    },
     #[serde(rename = "tool/result")]
     ToolResult {
         call_id: String,
