@@ -144,7 +144,7 @@ pub(crate) struct Shared {
     pub tool_context: ToolContext,
     pub keys: Arc<dyn KeySource>,
     pub approver: Arc<dyn Approver>,
-    subscribers: Mutex<Vec<mpsc::UnboundedSender<Event>>>,
+    subscribers: Mutex<Vec<Subscriber>>,
     pub generation: AtomicU64,
     pub cancel_signal: watch::Sender<u64>,
     pub state: Arc<tokio::sync::Mutex<SessionState>>,
@@ -243,7 +243,9 @@ impl Controller {
     /// A new event stream: every event from now on, in order, never dropped.
     pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Event> {
         let (sender, receiver) = mpsc::unbounded_channel();
-        self.shared.lock_subscribers().push(sender);
+        self.shared
+            .lock_subscribers()
+            .push(Subscriber::Unbounded(sender));
         receiver
     }
 
@@ -263,7 +265,28 @@ impl Controller {
         {
             let _ = sender.send(stored.event);
         }
-        subscribers.push(sender);
+        subscribers.push(Subscriber::Unbounded(sender));
+        Ok(receiver)
+    }
+
+    /// `subscribe_after` for a consumer that may fall behind: at most `capacity` live events
+    /// wait for it; past that it is dropped (its stream ends) and it can resume from the last
+    /// event id it saw. The turn never waits for a subscriber.
+    pub fn subscribe_after_bounded(
+        &self,
+        after_event_id: u64,
+        capacity: usize,
+    ) -> Result<mpsc::Receiver<Event>, AgentError> {
+        let mut subscribers = self.shared.lock_subscribers();
+        let stored = self
+            .shared
+            .store
+            .events_after(&self.shared.session.id, after_event_id)?;
+        let (sender, receiver) = mpsc::channel(capacity.max(1) + stored.len());
+        for stored in stored {
+            let _ = sender.try_send(stored.event);
+        }
+        subscribers.push(Subscriber::Bounded(sender));
         Ok(receiver)
     }
 
@@ -349,6 +372,12 @@ impl Controller {
         host::transcript(&self.shared.store, &self.shared.session.id)
     }
 
+    /// The id of the latest stored event: a surface that shows the transcript read after this
+    /// call follows events after it (it may see an event whose effect it already shows).
+    pub fn last_event_id(&self) -> Result<u64, AgentError> {
+        Ok(self.shared.store.last_event_id(&self.shared.session.id)?)
+    }
+
     /// Tokens used by the turns this controller completed.
     pub fn usage(&self) -> keel_types::Usage {
         *self.shared.lock_usage()
@@ -366,7 +395,7 @@ impl Controller {
 }
 
 impl Shared {
-    fn lock_subscribers(&self) -> std::sync::MutexGuard<'_, Vec<mpsc::UnboundedSender<Event>>> {
+    fn lock_subscribers(&self) -> std::sync::MutexGuard<'_, Vec<Subscriber>> {
         self.subscribers
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -397,7 +426,24 @@ impl Shared {
             // The event index is derived data: a failed write must not fail the turn.
             event.id = self.store.append_event(&event).ok();
         }
-        subscribers.retain(|subscriber| subscriber.send(event.clone()).is_ok());
+        subscribers.retain(|subscriber| subscriber.deliver(&event));
+    }
+}
+
+/// Where a subscriber's events go.
+enum Subscriber {
+    Unbounded(mpsc::UnboundedSender<Event>),
+    /// Dropped when full: a consumer that fell behind resumes from its last event id.
+    Bounded(mpsc::Sender<Event>),
+}
+
+impl Subscriber {
+    /// Send `event`; false when the subscriber is gone (or fell behind) and must be dropped.
+    fn deliver(&self, event: &Event) -> bool {
+        match self {
+            Subscriber::Unbounded(sender) => sender.send(event.clone()).is_ok(),
+            Subscriber::Bounded(sender) => sender.try_send(event.clone()).is_ok(),
+        }
     }
 }
 

@@ -36,6 +36,8 @@ pub enum Command {
     /// The resolved configuration: every value with its source, each provider's effective
     /// retry policy; keys never shown.
     Config,
+    /// The HTTP API and the browser UI for this workspace.
+    Serve(ServeArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -83,6 +85,22 @@ pub struct CommonArgs {
 pub struct RunArgs {
     /// What to ask. A PROMPT that starts with `/` is a slash command.
     pub prompt: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to bind (loopback by default; port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub addr: std::net::SocketAddr,
+    /// The bearer token clients must send (generated when absent).
+    #[arg(long, value_name = "T", conflicts_with = "no_auth")]
+    pub token: Option<String>,
+    /// Serve without a token (loopback only).
+    #[arg(long)]
+    pub no_auth: bool,
+    /// Open the UI in the default browser.
+    #[arg(long)]
+    pub open: bool,
 }
 
 #[derive(Debug, Args)]

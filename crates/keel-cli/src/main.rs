@@ -13,6 +13,7 @@ mod mock_command;
 mod render;
 mod repl;
 mod run;
+mod serve_command;
 mod session_setup;
 mod sessions;
 mod settings;
@@ -111,6 +112,7 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
         Some(cli::Command::Demo) => demo::run(&cli.common).await,
         Some(cli::Command::Sessions) => sessions::list(&cli.common),
         Some(cli::Command::Config) => config_command::run(&cli.common),
+        Some(cli::Command::Serve(args)) => serve_command::run(&cli.common, args).await,
         Some(cli::Command::Session(cli::SessionCommand::Show { id })) => {
             sessions::show(&cli.common, &id)
         }

@@ -180,8 +180,12 @@ fn session_model(
 }
 
 pub fn prepare(common: &CommonArgs, holder: &str) -> anyhow::Result<Setup> {
+    prepare_on(common, holder, open_host()?)
+}
+
+/// `prepare` on a host the caller already holds (a server drives many sessions on one).
+pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Result<Setup> {
     let current = settings::workspace(common)?;
-    let host = open_host()?;
     let session = requested_session(common, &host, &current)?;
     let mut notices = Vec::new();
     let workspace = match &session {

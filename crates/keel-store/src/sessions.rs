@@ -241,6 +241,16 @@ impl Store {
         })
     }
 
+    /// The highest event sequence number of `session` (0 when it has none).
+    pub fn last_event_id(&self, session: &str) -> Result<u64, StoreError> {
+        let last: i64 = self.connection().query_row(
+            "SELECT coalesce(max(seq), 0) FROM events WHERE session_id = ?1",
+            [session],
+            |row| row.get(0),
+        )?;
+        Ok(to_u64(last))
+    }
+
     /// Events with a sequence number above `after`, in order (undecodable rows are skipped).
     pub fn events_after(&self, session: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
         let connection = self.connection();

@@ -1,0 +1,141 @@
+//! Who may talk to the server: the bearer token, the `Host` header (DNS rebinding) and the
+//! `Origin` header (cross-site requests).
+//!
+//! Invariants:
+//! - With a token, every `/api/` request must carry `Authorization: Bearer <token>` (401
+//!   otherwise); the token is compared in constant time and never logged or echoed.
+//! - Every request's `Host` must be the bound address or a loopback name with the bound port;
+//!   an `Origin`, when present, must be `http://` and such a host (403 otherwise). There is no
+//!   CORS: a page from another origin cannot read or drive the API.
+//! - The UI page itself (`GET /`) needs no token (it carries none: the token is in the URL
+//!   fragment, which browsers never send), but it is still Host- and Origin-checked.
+
+use crate::error::ApiError;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use std::sync::Arc;
+
+/// The access rules of one server.
+#[derive(Clone, Debug)]
+pub struct Access {
+    /// `None` with `--no-auth`.
+    pub token: Option<String>,
+    /// `host:port` values a request may name.
+    pub hosts: Vec<String>,
+}
+
+impl Access {
+    /// The hosts allowed for a server bound to `addr`.
+    pub fn new(token: Option<String>, addr: std::net::SocketAddr) -> Access {
+        let port = addr.port();
+        let mut hosts = vec![
+            addr.to_string(),
+            format!("localhost:{port}"),
+            format!("127.0.0.1:{port}"),
+            format!("[::1]:{port}"),
+        ];
+        hosts.dedup();
+        Access { token, hosts }
+    }
+
+    fn host_allowed(&self, headers: &HeaderMap) -> bool {
+        headers
+            .get(header::HOST)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|host| self.hosts.iter().any(|allowed| allowed == host))
+    }
+
+    fn origin_allowed(&self, headers: &HeaderMap) -> bool {
+        match headers.get(header::ORIGIN) {
+            None => true,
+            Some(origin) => origin.to_str().ok().is_some_and(|origin| {
+                origin
+                    .strip_prefix("http://")
+                    .is_some_and(|host| self.hosts.iter().any(|allowed| allowed == host))
+            }),
+        }
+    }
+
+    fn token_ok(&self, headers: &HeaderMap) -> bool {
+        let Some(token) = &self.token else {
+            return true;
+        };
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .unwrap_or("");
+        constant_time_eq(presented.as_bytes(), token.as_bytes())
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The middleware: Host and Origin for everything, the token for the API.
+pub async fn check(
+    State(access): State<Arc<Access>>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let headers = request.headers();
+    if !access.host_allowed(headers) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "host_not_allowed",
+            "the Host header names neither this server's address nor a loopback name",
+        ));
+    }
+    if !access.origin_allowed(headers) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "origin_not_allowed",
+            "requests from another origin are not allowed",
+        ));
+    }
+    if request.uri().path().starts_with("/api/") && !access.token_ok(headers) {
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "missing or wrong token: send `Authorization: Bearer <token>` (the token keel serve printed)",
+        ));
+    }
+    Ok(next.run(request).await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(name.clone(), HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn hosts_origins_and_tokens() {
+        let access = Access::new(Some("t0k".into()), "127.0.0.1:8123".parse().unwrap());
+        assert!(access.host_allowed(&headers(&[(header::HOST, "localhost:8123")])));
+        assert!(!access.host_allowed(&headers(&[(header::HOST, "evil.example:8123")])));
+        assert!(!access.host_allowed(&headers(&[(header::HOST, "127.0.0.1:9")])));
+        assert!(!access.host_allowed(&HeaderMap::new()), "no Host at all");
+        assert!(access.origin_allowed(&headers(&[(header::ORIGIN, "http://127.0.0.1:8123")])));
+        assert!(!access.origin_allowed(&headers(&[(header::ORIGIN, "http://evil.example")])));
+        assert!(!access.origin_allowed(&headers(&[(header::ORIGIN, "null")])));
+        assert!(access.token_ok(&headers(&[(header::AUTHORIZATION, "Bearer t0k")])));
+        assert!(!access.token_ok(&headers(&[(header::AUTHORIZATION, "Bearer t0kk")])));
+        assert!(!access.token_ok(&HeaderMap::new()));
+        let open = Access::new(None, "127.0.0.1:8123".parse().unwrap());
+        assert!(open.token_ok(&HeaderMap::new()));
+    }
+}

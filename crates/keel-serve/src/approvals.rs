@@ -1,0 +1,186 @@
+//! Approvals answered over HTTP: a call that asks waits until a browser decides.
+//!
+//! Invariants:
+//! - A waiting call is keyed by session and call id; the first decision wins, a second one (or
+//!   one for a call that is not waiting) is refused, so two browsers cannot both decide.
+//! - When the turn is cancelled the waiting future is dropped: the call leaves the table and
+//!   the turn records it as denied (the controller's cancel path); nothing waits for ever.
+//! - "always" allows the tool for the rest of the session without asking again.
+
+use keel_agent::{Approval, ApprovalRequest, Approver};
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio::sync::oneshot;
+
+/// A browser's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    Deny,
+    Always,
+}
+
+impl Decision {
+    pub fn parse(text: &str) -> Option<Decision> {
+        match text {
+            "allow" => Some(Decision::Allow),
+            "deny" => Some(Decision::Deny),
+            "always" => Some(Decision::Always),
+            _ => None,
+        }
+    }
+}
+
+type Key = (String, String);
+
+/// Calls waiting for a decision, across sessions.
+#[derive(Default)]
+pub struct Approvals {
+    waiting: Mutex<HashMap<Key, oneshot::Sender<Decision>>>,
+    always: Mutex<HashSet<(String, String)>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Why a decision was not taken.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("call `{call_id}` is not waiting for a decision (already decided, cancelled or unknown)")]
+pub struct NotWaiting {
+    pub call_id: String,
+}
+
+impl Approvals {
+    /// Deliver a decision; the first one for a waiting call wins.
+    pub fn decide(&self, session: &str, call_id: &str, decision: Decision) -> Result<(), NotWaiting> {
+        let sender = lock(&self.waiting).remove(&(session.to_string(), call_id.to_string()));
+        let delivered = sender.is_some_and(|sender| sender.send(decision).is_ok());
+        if delivered {
+            Ok(())
+        } else {
+            Err(NotWaiting {
+                call_id: call_id.to_string(),
+            })
+        }
+    }
+
+    /// The approver for one session's controller; `session` is set once the session is open.
+    pub fn approver(self: &Arc<Self>) -> Arc<SessionApprover> {
+        Arc::new(SessionApprover {
+            approvals: self.clone(),
+            session: OnceLock::new(),
+        })
+    }
+}
+
+/// Removes a waiting call from the table when its future ends or is dropped.
+struct Waiting<'a> {
+    approvals: &'a Approvals,
+    key: Key,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        lock(&self.approvals.waiting).remove(&self.key);
+    }
+}
+
+pub struct SessionApprover {
+    approvals: Arc<Approvals>,
+    session: OnceLock<String>,
+}
+
+impl SessionApprover {
+    pub fn set_session(&self, session: &str) {
+        let _ = self.session.set(session.to_string());
+    }
+}
+
+impl Approver for SessionApprover {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
+        Box::pin(async move {
+            let Some(session) = self.session.get() else {
+                return Approval::Unattended;
+            };
+            let approvals = &self.approvals;
+            if lock(&approvals.always).contains(&(session.clone(), request.tool.clone())) {
+                return Approval::Allow;
+            }
+            let (sender, receiver) = oneshot::channel();
+            let key = (session.clone(), request.call_id.clone());
+            lock(&approvals.waiting).insert(key.clone(), sender);
+            let _waiting = Waiting { approvals, key };
+            match receiver.await {
+                Ok(Decision::Allow) => Approval::Allow,
+                Ok(Decision::Always) => {
+                    lock(&approvals.always).insert((session.clone(), request.tool.clone()));
+                    Approval::Allow
+                }
+                Ok(Decision::Deny) => Approval::Declined,
+                Err(_) => Approval::Unattended,
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn still_waiting(waiting: &mut Pin<&mut impl Future<Output = Approval>>) -> bool {
+        tokio::time::timeout(std::time::Duration::from_millis(20), waiting.as_mut())
+            .await
+            .is_err()
+    }
+
+    fn request(call_id: &str) -> ApprovalRequest {
+        ApprovalRequest {
+            call_id: call_id.into(),
+            tool: "bash".into(),
+            subject: "ls".into(),
+            arguments: "{}".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_first_decision_wins_and_a_second_is_refused() {
+        let approvals = Arc::new(Approvals::default());
+        let approver = approvals.approver();
+        approver.set_session("s1");
+        let call = request("c1");
+        let waiting = approver.approve(&call);
+        tokio::pin!(waiting);
+        assert!(still_waiting(&mut waiting).await);
+        assert_eq!(approvals.decide("s1", "c1", Decision::Deny), Ok(()));
+        assert!(approvals.decide("s1", "c1", Decision::Allow).is_err());
+        assert_eq!(waiting.await, Approval::Declined);
+        assert!(approvals.decide("s2", "c1", Decision::Allow).is_err(), "other session");
+    }
+
+    #[tokio::test]
+    async fn a_dropped_wait_leaves_nothing_to_decide_and_always_sticks() {
+        let approvals = Arc::new(Approvals::default());
+        let approver = approvals.approver();
+        approver.set_session("s1");
+        {
+            let call = request("c1");
+            let waiting = approver.approve(&call);
+            tokio::pin!(waiting);
+            assert!(still_waiting(&mut waiting).await);
+        }
+        assert!(approvals.decide("s1", "c1", Decision::Allow).is_err());
+        let call = request("c2");
+        let waiting = approver.approve(&call);
+        tokio::pin!(waiting);
+        assert!(still_waiting(&mut waiting).await);
+        approvals.decide("s1", "c2", Decision::Always).unwrap();
+        assert_eq!(waiting.await, Approval::Allow);
+        assert_eq!(approver.approve(&request("c3")).await, Approval::Allow);
+    }
+}

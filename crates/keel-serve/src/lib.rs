@@ -1,0 +1,125 @@
+//! `keel serve`: the HTTP API of CONTRACT.md, server-sent events with replay from the store's
+//! event ids, and the browser UI — all over keel's controller (`keel_agent::Host`,
+//! `Controller`), never around it.
+//!
+//! Invariants:
+//! - Every request passes `access::check` (Host, Origin, token) before any handler runs.
+//! - A session is driven by one controller in this process; submits are admitted by the
+//!   controller (`Controller::begin`) before the answer is sent, so a busy session or a stale
+//!   recovery id is refused (409) and an accepted turn runs in its own task: a client that
+//!   goes away never stops or blocks a turn.
+//! - Events go to each client through a bounded buffer; a client too slow to keep up is
+//!   disconnected and can resume from its last event id (`Last-Event-ID`) with nothing lost.
+//! - On shutdown the server stops accepting, ends event streams, cancels running turns (their
+//!   receipts settle as on Ctrl-C in the terminal) and waits for them before returning.
+
+mod access;
+mod approvals;
+mod error;
+mod routes;
+mod ui;
+
+pub use access::Access;
+pub use approvals::{Approvals, Decision, SessionApprover};
+pub use error::ApiError;
+
+use keel_agent::{AgentError, Approver, Controller, SessionChoice, SessionInfo};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// The largest request body accepted (413 past it).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Events buffered for one client before it counts as too slow and is disconnected.
+pub const CLIENT_BUFFER: usize = 4096;
+
+/// Why a session could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    /// Something the client asked for is not usable (an unknown model, say).
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// What the server needs from the binary: controllers for sessions of this workspace, built
+/// from the user's configuration.
+pub trait SessionFactory: Send + Sync + 'static {
+    /// A controller for a new or resumed session; `model` (`PROVIDER/ID`) switches its model.
+    fn open(
+        &self,
+        choice: SessionChoice,
+        model: Option<String>,
+        approver: Arc<dyn Approver>,
+    ) -> Result<Controller, OpenError>;
+    /// The sessions of this workspace, newest first.
+    fn sessions(&self) -> Result<Vec<SessionInfo>, AgentError>;
+    /// Whether a session with this id exists (in any workspace).
+    fn exists(&self, id: &str) -> Result<bool, AgentError>;
+}
+
+/// A session this server drives.
+struct OpenSession {
+    controller: Controller,
+}
+
+pub(crate) struct AppState {
+    factory: Arc<dyn SessionFactory>,
+    approvals: Arc<Approvals>,
+    sessions: tokio::sync::Mutex<HashMap<String, Arc<OpenSession>>>,
+    turns: Mutex<Vec<JoinHandle<()>>>,
+    shutting_down: watch::Receiver<bool>,
+}
+
+impl AppState {
+    fn lock_turns(&self) -> std::sync::MutexGuard<'_, Vec<JoinHandle<()>>> {
+        self.turns
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Serve on `listener` until `shutdown` resolves; then stop accepting, end event streams,
+/// cancel running turns and wait for them.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    access: Access,
+    factory: Arc<dyn SessionFactory>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (stop, shutting_down) = watch::channel(false);
+    let state = Arc::new(AppState {
+        factory,
+        approvals: Arc::new(Approvals::default()),
+        sessions: tokio::sync::Mutex::new(HashMap::new()),
+        turns: Mutex::new(Vec::new()),
+        shutting_down,
+    });
+    let app = routes::router(state.clone(), Arc::new(access));
+    let stopping = async move {
+        shutdown.await;
+        let _ = stop.send(true);
+    };
+    axum::serve(listener, app)
+        .with_graceful_shutdown(stopping)
+        .await?;
+    for session in state.sessions.lock().await.values() {
+        session.controller.cancel();
+    }
+    let turns: Vec<JoinHandle<()>> = state.lock_turns().drain(..).collect();
+    for turn in turns {
+        let _ = turn.await;
+    }
+    Ok(())
+}
+
+/// A random token for a server started without `--token`.
+pub fn generate_token() -> String {
+    use rand::Rng;
+    let bytes: [u8; 24] = rand::rng().random();
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}

@@ -1,0 +1,365 @@
+//! The routes of CONTRACT.md "Serve API".
+//!
+//! Invariants:
+//! - Status codes are exactly the contract's: 400 for a malformed or contradictory body, 401
+//!   and 403 from `access`, 404 for an unknown (or malformed) session id, 409 for a busy
+//!   session, a stale recovery id or a decision on a call that is not waiting, 413 past
+//!   `MAX_BODY_BYTES`. Every error body is `{error: {code, message}}`.
+//! - A session id is 16 lowercase hex digits; anything else (path traversal included) is 404
+//!   before any lookup.
+
+use crate::approvals::Decision;
+use crate::error::ApiError;
+use crate::{AppState, CLIENT_BUFFER, MAX_BODY_BYTES, OpenSession, access, ui};
+use axum::Router;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use bytes::Bytes;
+use futures_util::Stream;
+use keel_agent::{Input, Line, SessionChoice};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::convert::Infallible;
+use std::sync::Arc;
+
+pub(crate) fn router(state: Arc<AppState>, access: Arc<access::Access>) -> Router {
+    Router::new()
+        .route("/", get(ui::index))
+        .route("/app.js", get(ui::script))
+        .route("/app.css", get(ui::style))
+        .route("/api/sessions", post(create_session).get(list_sessions))
+        .route("/api/sessions/{id}", get(session_status))
+        .route("/api/sessions/{id}/submit", post(submit))
+        .route("/api/sessions/{id}/cancel", post(cancel))
+        .route("/api/sessions/{id}/history", get(history))
+        .route("/api/sessions/{id}/recovery", get(recovery))
+        .route("/api/sessions/{id}/events", get(events))
+        .route("/api/sessions/{id}/approvals/{call_id}", post(approve))
+        .route("/api/sessions/{id}/model", post(switch_model))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(access, access::check))
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("no such route")
+}
+
+/// The body as JSON of type `T`: 413 past the limit, 400 when it is not that JSON.
+fn json_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+    let bytes = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_large",
+                format!("the body is larger than {MAX_BODY_BYTES} bytes"),
+            )
+        } else {
+            ApiError::bad_request(format!("cannot read the body: {rejection}"))
+        }
+    })?;
+    serde_json::from_slice(&bytes)
+        .map_err(|error| ApiError::bad_request(format!("the body is not the expected JSON: {error}")))
+}
+
+fn valid_id(id: &str) -> Result<(), ApiError> {
+    if id.len() == 16 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        Ok(())
+    } else {
+        Err(ApiError::not_found(format!("no session `{}`", id.escape_default())))
+    }
+}
+
+/// The open session `id`, opening (resuming) it if this server does not hold it yet.
+async fn session(state: &AppState, id: &str) -> Result<Arc<OpenSession>, ApiError> {
+    valid_id(id)?;
+    let mut sessions = state.sessions.lock().await;
+    if let Some(open) = sessions.get(id) {
+        return Ok(open.clone());
+    }
+    if !state.factory.exists(id)? {
+        return Err(ApiError::not_found(format!("no session `{id}`")));
+    }
+    let open = open_session(state, SessionChoice::Resume(id.to_string()), None)?;
+    sessions.insert(id.to_string(), open.clone());
+    Ok(open)
+}
+
+fn open_session(
+    state: &AppState,
+    choice: SessionChoice,
+    model: Option<String>,
+) -> Result<Arc<OpenSession>, ApiError> {
+    let approver = state.approvals.approver();
+    let controller = state
+        .factory
+        .open(choice, model, approver.clone())
+        .map_err(|error| match error {
+            crate::OpenError::Agent(agent) => ApiError::from(agent),
+            crate::OpenError::Refused(message) => ApiError::bad_request(message),
+        })?;
+    approver.set_session(&controller.session().id);
+    Ok(Arc::new(OpenSession { controller }))
+}
+
+fn session_json(info: &keel_agent::SessionInfo) -> Value {
+    json!({"id": info.id, "workspace": info.workspace,
+           "model": format!("{}/{}", info.provider, info.model), "provider": info.provider,
+           "created_at": info.created_at, "updated_at": info.updated_at})
+}
+
+async fn create_session(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
+    let open = open_session(&state, SessionChoice::New, None)?;
+    let id = open.controller.session().id.clone();
+    open.controller.announce();
+    state.sessions.lock().await.insert(id.clone(), open);
+    Ok((StatusCode::CREATED, axum::Json(json!({ "id": id }))).into_response())
+}
+
+async fn list_sessions(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
+    let sessions: Vec<Value> = state.factory.sessions()?.iter().map(session_json).collect();
+    Ok(axum::Json(sessions).into_response())
+}
+
+async fn session_status(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let open = session(&state, &id).await?;
+    let controller = &open.controller;
+    let settings = controller.settings();
+    let pending = controller.pending_action().map(|pending| {
+        json!({"recoveryId": pending.recovery_id, "action": pending.action})
+    });
+    let usage = controller.usage();
+    Ok(axum::Json(json!({
+        "id": id,
+        "workspace": settings.workspace.display().to_string(),
+        "model": format!("{}/{}", settings.profile.name, settings.model),
+        "busy": controller.is_busy(),
+        "pending": pending,
+        "usage": usage,
+        "cache_hit_ratio": usage.cache_hit_ratio(),
+    }))
+    .into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SubmitBody {
+    input: Option<String>,
+    action: Option<String>,
+    #[serde(rename = "recoveryId")]
+    recovery_id: Option<String>,
+    format: Option<String>,
+}
+
+/// The turn a submit body asks for (CONTRACT.md's rules on `action`, `recoveryId`, `format`).
+fn input_of(body: SubmitBody) -> Result<Input, ApiError> {
+    let Some(action) = body.action else {
+        let text = body.input.unwrap_or_default();
+        return match Line::parse(&text) {
+            Line::Input(input) => Ok(input),
+            Line::Empty => Err(ApiError::bad_request("`input` is empty: say what keel should do")),
+            Line::Command(_) | Line::Unknown(_) => Err(ApiError::bad_request(
+                "slash commands other than /recover-context and /continue-checks are not \
+                 available here",
+            )),
+        };
+    };
+    if body.format.is_some() {
+        return Err(ApiError::bad_request("`format` cannot be combined with an action"));
+    }
+    let Some(recovery_id) = body.recovery_id else {
+        return Err(ApiError::bad_request(format!(
+            "the action `{action}` needs `recoveryId` (the id from GET …/recovery)"
+        )));
+    };
+    match action.as_str() {
+        "protocol_recovery" => Ok(Input::ProtocolRecovery {
+            recovery_id: Some(recovery_id),
+            guidance: body.input.filter(|text| !text.trim().is_empty()),
+        }),
+        "final_readiness_recovery" => Ok(Input::FinalReadinessRecovery {
+            recovery_id: Some(recovery_id),
+        }),
+        other => Err(ApiError::bad_request(format!(
+            "unknown action `{}`: use `protocol_recovery` or `final_readiness_recovery`",
+            other.escape_default()
+        ))),
+    }
+}
+
+async fn submit(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    valid_id(&id)?;
+    let input = input_of(json_body(body)?)?;
+    let open = session(&state, &id).await?;
+    let admitted = open.controller.begin(input)?;
+    let turn = tokio::spawn(async move {
+        // The outcome reaches clients as events; a failure of the store is one too.
+        let _ = admitted.run().await;
+    });
+    state.lock_turns().push(turn);
+    Ok((StatusCode::ACCEPTED, axum::Json(json!({"status": "started"}))).into_response())
+}
+
+async fn cancel(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let open = session(&state, &id).await?;
+    let running = open.controller.is_busy();
+    open.controller.cancel();
+    Ok((StatusCode::ACCEPTED, axum::Json(json!({"cancelled": running}))).into_response())
+}
+
+async fn history(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let open = session(&state, &id).await?;
+    let last_event_id = open.controller.last_event_id()?;
+    let transcript = open.controller.transcript()?;
+    let items: Vec<Value> = transcript
+        .items
+        .iter()
+        .map(|stored| match &stored.item {
+            Ok(item) => serde_json::to_value(item).unwrap_or(Value::Null),
+            Err(reason) => json!({"revision": stored.revision, "undecodable": reason}),
+        })
+        .collect();
+    Ok(axum::Json(json!({
+        "id": id,
+        "model": format!("{}/{}", transcript.session.provider, transcript.session.model),
+        "items": items,
+        "receipts": transcript.receipts,
+        "last_event_id": last_event_id,
+    }))
+    .into_response())
+}
+
+async fn recovery(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let open = session(&state, &id).await?;
+    let latest = open.controller.latest_recovery()?;
+    Ok(axum::Json(latest.map_or(Value::Null, |record| record.to_json())).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+struct EventsQuery {
+    after: Option<u64>,
+}
+
+async fn events(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    Query(query): Query<EventsQuery>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let open = session(&state, &id).await?;
+    let after = headers
+        .get("last-event-id")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok())
+        .or(query.after)
+        .unwrap_or(0);
+    let receiver = open
+        .controller
+        .subscribe_after_bounded(after, CLIENT_BUFFER)?;
+    let stopping = state.shutting_down.clone();
+    let stream = futures_util::stream::unfold(
+        (receiver, stopping),
+        |(mut receiver, mut stopping)| async move {
+            let event = tokio::select! {
+                event = receiver.recv() => event?,
+                _ = stopping.wait_for(|stop| *stop) => return None,
+            };
+            let data = serde_json::to_value(&event).unwrap_or(Value::Null);
+            let kind = data["type"].as_str().unwrap_or("message").to_string();
+            let mut sse = SseEvent::default().event(kind).data(data.to_string());
+            if let Some(id) = event.id {
+                sse = sse.id(id.to_string());
+            }
+            Some((Ok(sse), (receiver, stopping)))
+        },
+    );
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApprovalBody {
+    decision: String,
+}
+
+async fn approve(
+    State(state): State<Arc<AppState>>,
+    Path((id, call_id)): Path<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    valid_id(&id)?;
+    let body: ApprovalBody = json_body(body)?;
+    let Some(decision) = Decision::parse(&body.decision) else {
+        return Err(ApiError::bad_request(
+            "`decision` must be \"allow\", \"deny\" or \"always\"",
+        ));
+    };
+    session(&state, &id).await?;
+    state
+        .approvals
+        .decide(&id, &call_id, decision)
+        .map_err(|error| ApiError::conflict("not_waiting", error.to_string()))?;
+    Ok(axum::Json(json!({"decided": body.decision})).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelBody {
+    model: String,
+}
+
+async fn switch_model(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    valid_id(&id)?;
+    let body: ModelBody = json_body(body)?;
+    let open = session(&state, &id).await?;
+    if open.controller.is_busy() {
+        return Err(ApiError::conflict(
+            "busy",
+            "a turn is running in this session; wait for it or cancel it",
+        ));
+    }
+    let mut sessions = state.sessions.lock().await;
+    // Release this process's hold on the session before the new controller takes it.
+    sessions.remove(&id);
+    drop(open);
+    match open_session(&state, SessionChoice::Resume(id.clone()), Some(body.model)) {
+        Ok(switched) => {
+            let settings = switched.controller.settings();
+            let model = format!("{}/{}", settings.profile.name, settings.model);
+            sessions.insert(id, switched);
+            Ok(axum::Json(json!({ "model": model })).into_response())
+        }
+        Err(error) => {
+            if let Ok(previous) = open_session(&state, SessionChoice::Resume(id.clone()), None) {
+                sessions.insert(id, previous);
+            }
+            Err(error)
+        }
+    }
+}

@@ -1,0 +1,323 @@
+// keel's browser UI. Model and tool text is only ever set as textContent (never HTML).
+"use strict";
+
+const token = (() => {
+  const fromHash = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (fromHash) {
+    sessionStorage.setItem("keel-token", fromHash);
+    history.replaceState(null, "", location.pathname);
+  }
+  return sessionStorage.getItem("keel-token") || "";
+})();
+
+const $ = (id) => document.getElementById(id);
+const view = {
+  session: null, lastId: 0, stream: null, live: null, liveKind: null,
+  cards: new Map(), busy: false, attempt: [], pending: null,
+};
+
+function api(path, options = {}) {
+  const headers = Object.assign({ "Content-Type": "application/json" }, options.headers || {});
+  if (token) headers.Authorization = "Bearer " + token;
+  return fetch(path, Object.assign({}, options, { headers }));
+}
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function scrollDown() { $("transcript").scrollTop = $("transcript").scrollHeight; }
+
+// Text with ``` fences shown as code blocks; everything else as plain text.
+function rich(text) {
+  const box = el("div", "msg");
+  text.split(/```[^\n]*\n?/).forEach((part, index) => {
+    if (!part) return;
+    if (index % 2 === 1) {
+      const pre = el("pre"); pre.appendChild(el("code", "", part)); box.appendChild(pre);
+    } else {
+      box.appendChild(document.createTextNode(part));
+    }
+  });
+  return box;
+}
+
+function subjectOf(name, argumentsText, subject) {
+  if (subject) return subject;
+  try {
+    const args = JSON.parse(argumentsText);
+    return args.command || args.path || args.pattern || argumentsText;
+  } catch (_) { return argumentsText; }
+}
+
+function diffOf(name, argumentsText) {
+  let args;
+  try { args = JSON.parse(argumentsText); } catch (_) { return null; }
+  if (name !== "edit_file" && name !== "write_file") return null;
+  const pre = el("pre");
+  const lines = (text, mark, cls) => (text || "").split("\n").forEach((line) =>
+    pre.appendChild(el("div", cls, mark + line)));
+  if (name === "edit_file") { lines(args.old_string, "- ", "diff-del"); lines(args.new_string, "+ ", "diff-add"); }
+  else lines(args.content, "+ ", "diff-add");
+  return pre;
+}
+
+function card(event) {
+  const known = view.cards.get(event.call_id);
+  if (known) return known.box;
+  const box = el("div", "card");
+  box.appendChild(el("strong", "", "● " + event.name + " "));
+  box.appendChild(el("span", "subject", subjectOf(event.name, event.arguments, event.subject)));
+  const diff = diffOf(event.name, event.arguments);
+  if (diff) box.appendChild(diff);
+  const state = el("div", "state muted", "running…");
+  box.appendChild(state);
+  view.cards.set(event.call_id, { box, state });
+  $("transcript").appendChild(box);
+  return box;
+}
+
+function askOnCard(event) {
+  const entry = view.cards.get(event.call_id) || { box: card(event), state: null };
+  const actions = el("div", "actions");
+  actions.appendChild(el("span", "muted", "allow this call? "));
+  for (const decision of ["allow", "deny", "always"]) {
+    const button = el("button", "", decision);
+    button.type = "button";
+    button.addEventListener("click", async () => {
+      actions.remove();
+      await api(`/api/sessions/${view.session}/approvals/${encodeURIComponent(event.call_id)}`,
+        { method: "POST", body: JSON.stringify({ decision }) });
+    });
+    actions.appendChild(button);
+  }
+  entry.box.appendChild(actions);
+  actions.querySelector("button").focus();
+}
+
+function endLive() { view.live = null; view.liveKind = null; }
+
+function delta(kind, text) {
+  if (!view.live || view.liveKind !== kind) {
+    if (kind === "reasoning") {
+      const details = el("details", "reasoning"); details.open = true;
+      details.appendChild(el("summary", "", "reasoning"));
+      const body = el("div", "msg"); details.appendChild(body);
+      $("transcript").appendChild(details);
+      view.live = body;
+    } else {
+      view.live = el("div", "msg"); $("transcript").appendChild(view.live);
+    }
+    view.liveKind = kind;
+    view.attempt.push(view.live.closest("details") || view.live);
+  }
+  view.live.textContent += text;
+}
+
+function setBusy(busy) {
+  view.busy = busy;
+  $("stop").disabled = !busy;
+  $("send").disabled = busy;
+}
+
+function handle(event) {
+  if (event.id) view.lastId = Math.max(view.lastId, event.id);
+  const t = $("transcript");
+  switch (event.type) {
+    case "turn/started": setBusy(true); view.attempt = []; break;
+    case "llm/request": view.attempt = []; endLive(); break;
+    case "llm/text": delta("text", event.delta); break;
+    case "llm/reasoning": delta("reasoning", event.delta); break;
+    case "llm/retry":
+      // What the failed attempt streamed is dropped: the final answer has no duplicate.
+      (view.attempt || []).forEach((node) => node.remove()); view.attempt = []; endLive();
+      t.appendChild(el("div", "notice", `retry ${event.attempt}/${event.max_retries} in ${(event.delay_ms / 1000).toFixed(1)} s: ${event.kind}${event.status ? ", HTTP " + event.status : ""}`));
+      break;
+    case "llm/response": endLive(); view.attempt = []; break;
+    case "tool/call": endLive(); card(event); break;
+    case "approval/requested": askOnCard(event); break;
+    case "tool/result": {
+      const entry = view.cards.get(event.call_id);
+      if (entry) {
+        entry.state.textContent = event.state + " · " + event.summary;
+        entry.state.className = "state state-" + event.state;
+        entry.box.querySelectorAll(".actions").forEach((node) => node.remove());
+      }
+      break;
+    }
+    case "search/result":
+      t.appendChild(el("div", "notice", `web search "${event.query}" — ` + (event.sources_status === "not_provided"
+        ? "the provider gave no structured sources; its summary is kept" : `${event.sources} source(s)`)));
+      break;
+    case "turn/completed": {
+      endLive(); setBusy(false);
+      const note = !event.ready && event.not_ready_reason ? el("div", "notice", "not ready: " + event.not_ready_reason) : null;
+      reloadHistory().then(() => { if (note) $("transcript").appendChild(note); scrollDown(); });
+      refreshStatus();
+      break;
+    }
+    case "turn/failed": {
+      endLive(); setBusy(false);
+      const d = event.diagnostic;
+      const text = d.kind === "cancelled" ? "stopped" :
+        `failed: ${d.message || d.kind} (${d.kind}${d.status ? ", HTTP " + d.status : ""}${d.trace_id ? ", trace " + d.trace_id : ""})`;
+      const note = el("div", d.kind === "cancelled" ? "notice" : "error", text);
+      reloadHistory().then(() => { $("transcript").appendChild(note); scrollDown(); });
+      refreshStatus();
+      break;
+    }
+    case "recovery/offered": case "recovery/consumed": case "recovery/expired": refreshStatus(); break;
+    default: break;
+  }
+  scrollDown();
+}
+
+function showUser(text) { $("transcript").appendChild(el("div", "msg you", "› " + text)); }
+
+async function refreshStatus() {
+  if (!view.session) return;
+  const response = await api(`/api/sessions/${view.session}`);
+  if (!response.ok) return;
+  const status = await response.json();
+  $("model").textContent = status.model;
+  $("usage").textContent = `tokens ${status.usage.input} in · ${status.usage.output} out · cache ${Math.round(status.cache_hit_ratio * 100)}%`;
+  setBusy(status.busy);
+  const pending = status.pending;
+  $("recovery").hidden = !pending;
+  $("recover").hidden = !(pending && pending.action === "protocol_recovery");
+  $("continue-checks").hidden = !(pending && pending.action === "final_readiness_recovery");
+  $("guidance").hidden = $("recover").hidden;
+  $("recovery-text").textContent = pending
+    ? (pending.action === "protocol_recovery" ? "The provider rejected the replay of the tool history. " : "The turn ended with open work. ")
+    : "";
+  view.pending = pending;
+}
+
+// Events over fetch (EventSource cannot send the token), resumed from the last id.
+async function follow(session) {
+  if (view.stream) view.stream.abort();
+  const controller = new AbortController();
+  view.stream = controller;
+  while (view.session === session && !controller.signal.aborted) {
+    try {
+      const response = await api(`/api/sessions/${session}/events`, {
+        signal: controller.signal, headers: { "Last-Event-ID": String(view.lastId) },
+      });
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += decoder.decode(value, { stream: true });
+        let cut;
+        while ((cut = buffer.indexOf("\n\n")) >= 0) {
+          const frame = buffer.slice(0, cut); buffer = buffer.slice(cut + 2);
+          const data = frame.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
+          if (data) handle(JSON.parse(data));
+        }
+      }
+    } catch (_) { if (controller.signal.aborted) return; }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+// The transcript from the canonical history (reload, switch, end of a turn).
+function renderHistory(history) {
+  const t = $("transcript");
+  t.textContent = ""; view.cards.clear(); endLive();
+  const receipts = new Map(history.receipts.map((r) => [r.call_id, r]));
+  for (const item of history.items) {
+    if (item.role === "user") showUser(item.text);
+    else if (item.role === "assistant") {
+      for (const part of item.parts) {
+        if (part.type === "reasoning" && part.text) {
+          const details = el("details", "reasoning");
+          details.appendChild(el("summary", "", "reasoning"));
+          details.appendChild(el("div", "msg", part.text));
+          t.appendChild(details);
+        } else if (part.type === "text") t.appendChild(rich(part.text));
+        else if (part.type === "tool_call") card({ call_id: part.id, name: part.name, arguments: part.arguments });
+      }
+    } else if (item.role === "tool_result") {
+      const entry = view.cards.get(item.call_id);
+      const receipt = receipts.get(item.call_id);
+      if (entry) {
+        const state = receipt ? receipt.state : (item.is_error ? "failed" : "completed");
+        entry.state.textContent = state + " · " + ((receipt && receipt.summary) || item.content.split("\n")[0]);
+        entry.state.className = "state state-" + state;
+      }
+    }
+  }
+  view.lastId = Math.max(view.lastId, history.last_event_id || 0);
+  scrollDown();
+}
+
+async function reloadHistory() {
+  const response = await api(`/api/sessions/${view.session}/history`);
+  if (response.ok) renderHistory(await response.json());
+}
+
+async function open(session) {
+  view.session = session; view.lastId = 0;
+  await reloadHistory();
+  follow(session);
+  refreshStatus();
+}
+
+async function loadSessions(select) {
+  const response = await api("/api/sessions");
+  if (!response.ok) { $("transcript").appendChild(el("div", "error", "cannot reach keel: " + response.status)); return; }
+  const sessions = await response.json();
+  const box = $("sessions"); box.textContent = "";
+  for (const s of sessions) { const option = el("option", "", s.id + " · " + s.model); option.value = s.id; box.appendChild(option); }
+  const chosen = select || (sessions[0] && sessions[0].id);
+  if (chosen) { box.value = chosen; open(chosen); } else newSession();
+}
+
+async function newSession() {
+  const response = await api("/api/sessions", { method: "POST", body: "{}" });
+  if (response.ok) loadSessions((await response.json()).id);
+}
+
+async function submit(body) {
+  const response = await api(`/api/sessions/${view.session}/submit`, { method: "POST", body: JSON.stringify(body) });
+  if (!response.ok) {
+    const error = await response.json().catch(() => ({ error: { message: String(response.status) } }));
+    $("transcript").appendChild(el("div", "error", error.error.message));
+  }
+}
+
+function send() {
+  const text = $("prompt").value.trim();
+  if (!text || view.busy) return;
+  $("prompt").value = "";
+  showUser(text);
+  submit({ input: text });
+}
+
+$("send").addEventListener("click", send);
+$("stop").addEventListener("click", () => api(`/api/sessions/${view.session}/cancel`, { method: "POST", body: "{}" }));
+$("new-session").addEventListener("click", newSession);
+$("sessions").addEventListener("change", (e) => open(e.target.value));
+$("recover").addEventListener("click", () => {
+  if (!view.pending) return;
+  $("recovery").hidden = true;
+  submit({ action: "protocol_recovery", recoveryId: view.pending.recoveryId, input: $("guidance").value });
+  $("guidance").value = "";
+});
+$("continue-checks").addEventListener("click", () => {
+  if (!view.pending) return;
+  $("recovery").hidden = true;
+  submit({ action: "final_readiness_recovery", recoveryId: view.pending.recoveryId });
+});
+$("prompt").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); send(); }
+});
+document.addEventListener("keydown", (e) => {
+  if (e.key === "Escape" && view.busy) api(`/api/sessions/${view.session}/cancel`, { method: "POST", body: "{}" });
+});
+loadSessions();
