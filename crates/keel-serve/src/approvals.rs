@@ -43,7 +43,9 @@ pub struct Approvals {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Why a decision was not taken.
@@ -55,7 +57,12 @@ pub struct NotWaiting {
 
 impl Approvals {
     /// Deliver a decision; the first one for a waiting call wins.
-    pub fn decide(&self, session: &str, call_id: &str, decision: Decision) -> Result<(), NotWaiting> {
+    pub fn decide(
+        &self,
+        session: &str,
+        call_id: &str,
+        decision: Decision,
+    ) -> Result<(), NotWaiting> {
         let sender = lock(&self.waiting).remove(&(session.to_string(), call_id.to_string()));
         let delivered = sender.is_some_and(|sender| sender.send(decision).is_ok());
         if delivered {
@@ -160,7 +167,10 @@ mod tests {
         assert_eq!(approvals.decide("s1", "c1", Decision::Deny), Ok(()));
         assert!(approvals.decide("s1", "c1", Decision::Allow).is_err());
         assert_eq!(waiting.await, Approval::Declined);
-        assert!(approvals.decide("s2", "c1", Decision::Allow).is_err(), "other session");
+        assert!(
+            approvals.decide("s2", "c1", Decision::Allow).is_err(),
+            "other session"
+        );
     }
 
     #[tokio::test]

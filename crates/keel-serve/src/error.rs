@@ -51,9 +51,7 @@ impl From<AgentError> for ApiError {
     fn from(error: AgentError) -> ApiError {
         let message = error.to_string();
         match &error {
-            AgentError::Busy(_) | AgentError::AlreadyOpen(_) => {
-                ApiError::conflict("busy", message)
-            }
+            AgentError::Busy(_) | AgentError::AlreadyOpen(_) => ApiError::conflict("busy", message),
             AgentError::RecoveryRefused(refusal) => match refusal {
                 RecoveryRefusal::TurnRunning => ApiError::conflict("busy", message),
                 RecoveryRefusal::NoSuchRecord { .. }

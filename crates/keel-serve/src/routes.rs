@@ -64,15 +64,23 @@ fn json_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result
             ApiError::bad_request(format!("cannot read the body: {rejection}"))
         }
     })?;
-    serde_json::from_slice(&bytes)
-        .map_err(|error| ApiError::bad_request(format!("the body is not the expected JSON: {error}")))
+    serde_json::from_slice(&bytes).map_err(|error| {
+        ApiError::bad_request(format!("the body is not the expected JSON: {error}"))
+    })
 }
 
 fn valid_id(id: &str) -> Result<(), ApiError> {
-    if id.len() == 16 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+    if id.len() == 16
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
         Ok(())
     } else {
-        Err(ApiError::not_found(format!("no session `{}`", id.escape_default())))
+        Err(ApiError::not_found(format!(
+            "no session `{}`",
+            id.escape_default()
+        )))
     }
 }
 
@@ -134,9 +142,9 @@ async fn session_status(
     let open = session(&state, &id).await?;
     let controller = &open.controller;
     let settings = controller.settings();
-    let pending = controller.pending_action().map(|pending| {
-        json!({"recoveryId": pending.recovery_id, "action": pending.action})
-    });
+    let pending = controller
+        .pending_action()
+        .map(|pending| json!({"recoveryId": pending.recovery_id, "action": pending.action}));
     let usage = controller.usage();
     Ok(axum::Json(json!({
         "id": id,
@@ -166,7 +174,9 @@ fn input_of(body: SubmitBody) -> Result<Input, ApiError> {
         let text = body.input.unwrap_or_default();
         return match Line::parse(&text) {
             Line::Input(input) => Ok(input),
-            Line::Empty => Err(ApiError::bad_request("`input` is empty: say what keel should do")),
+            Line::Empty => Err(ApiError::bad_request(
+                "`input` is empty: say what keel should do",
+            )),
             Line::Command(_) | Line::Unknown(_) => Err(ApiError::bad_request(
                 "slash commands other than /recover-context and /continue-checks are not \
                  available here",
@@ -174,7 +184,9 @@ fn input_of(body: SubmitBody) -> Result<Input, ApiError> {
         };
     };
     if body.format.is_some() {
-        return Err(ApiError::bad_request("`format` cannot be combined with an action"));
+        return Err(ApiError::bad_request(
+            "`format` cannot be combined with an action",
+        ));
     }
     let Some(recovery_id) = body.recovery_id else {
         return Err(ApiError::bad_request(format!(
@@ -210,7 +222,11 @@ async fn submit(
         let _ = admitted.run().await;
     });
     state.lock_turns().push(turn);
-    Ok((StatusCode::ACCEPTED, axum::Json(json!({"status": "started"}))).into_response())
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(json!({"status": "started"})),
+    )
+        .into_response())
 }
 
 async fn cancel(
@@ -220,7 +236,11 @@ async fn cancel(
     let open = session(&state, &id).await?;
     let running = open.controller.is_busy();
     open.controller.cancel();
-    Ok((StatusCode::ACCEPTED, axum::Json(json!({"cancelled": running}))).into_response())
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(json!({"cancelled": running})),
+    )
+        .into_response())
 }
 
 async fn history(

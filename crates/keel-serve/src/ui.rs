@@ -54,8 +54,14 @@ mod tests {
 
     #[test]
     fn model_text_is_never_written_as_html() {
-        assert!(!SCRIPT.contains("innerHTML"), "the UI sets text with textContent only");
+        assert!(
+            !SCRIPT.contains("innerHTML"),
+            "the UI sets text with textContent only"
+        );
         assert!(!SCRIPT.contains("insertAdjacentHTML"));
-        assert!(!INDEX.contains("http://") && !INDEX.contains("https://"), "no CDN");
+        assert!(
+            !INDEX.contains("http://") && !INDEX.contains("https://"),
+            "no CDN"
+        );
     }
 }
