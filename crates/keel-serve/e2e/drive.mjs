@@ -1,0 +1,123 @@
+// Drives keel serve's UI in Debian's Chromium with playwright-core, one scenario per run.
+// Usage: node drive.mjs SCENARIO URL OUT_DIR
+// The Rust test (crates/keel-cli/tests/browser_ui.rs) starts keel mock and keel serve, runs
+// this, then checks the workspace and the provider's requests. Exit 0 = every check passed.
+import { chromium } from "playwright-core";
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+
+const [scenario, url, out] = process.argv.slice(2);
+mkdirSync(out, { recursive: true });
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+const page = await browser.newPage({ viewport: { width: 900, height: 700 } });
+const errors = [];
+page.on("pageerror", (error) => errors.push(String(error)));
+
+const transcript = () => page.locator("#transcript");
+const text = async () => (await transcript().innerText());
+const count = (haystack, needle) => haystack.split(needle).length - 1;
+
+async function ask(prompt) {
+  await page.fill("#prompt", prompt);
+  await page.press("#prompt", "Enter");
+}
+
+async function waitForText(needle, timeout = 20000) {
+  await page.waitForFunction((n) => document.getElementById("transcript").innerText.includes(n),
+    needle, { timeout });
+}
+
+const scenarios = {
+  // Tool rounds show as cards with their states; the answer follows.
+  async cards() {
+    await ask("make two files");
+    await waitForText("All done.");
+    const states = await page.locator(".card .state").allInnerTexts();
+    assert.equal(states.length, 2, `two cards: ${states}`);
+    for (const state of states) assert.match(state, /^completed/);
+    assert.equal(count(await text(), "All done."), 1);
+    await page.screenshot({ path: `${out}/main.png` });
+  },
+
+  // `ask` mode: allow one call from its card, deny the other.
+  async approvals() {
+    await ask("write the files");
+    await page.getByRole("button", { name: "allow" }).first().click();
+    await page.waitForSelector(".card:nth-of-type(2) .actions button, .card .actions button");
+    await page.getByRole("button", { name: "deny" }).first().click();
+    await waitForText("done");
+    const states = await page.locator(".card .state").allInnerTexts();
+    assert.match(states[0], /^completed/);
+    assert.match(states[1], /^denied/);
+  },
+
+  // An opaque 400 on the replay: the recovery button is the action offered, visible without
+  // opening anything; one click finishes the task.
+  async recovery() {
+    await ask("look around");
+    await page.waitForSelector("#recover", { state: "visible", timeout: 20000 });
+    assert.equal(await page.locator("#continue-checks").isVisible(), false);
+    const box = await page.locator("#recover").boundingBox();
+    assert.ok(box && box.y >= 0 && box.y < 700, "the button is on screen");
+    await page.screenshot({ path: `${out}/recovery.png` });
+    await page.click("#recover");
+    await waitForText("Recovered from valid history.");
+    await page.waitForSelector("#recovery", { state: "hidden" });
+  },
+
+  // Stop during a slow stream: nothing of it appears afterwards, though the provider goes on.
+  async stop() {
+    await ask("tell me a long story");
+    await waitForText("Once");
+    await page.click("#stop");
+    await waitForText("stopped");
+    await page.waitForTimeout(3000);
+    const shown = await text();
+    assert.ok(!shown.includes("ENDWORD"), "no late text after Stop");
+    assert.equal(await page.locator(".card").count(), 0, "no tool started");
+    assert.equal(await page.locator("#send").isDisabled(), false, "ready for the next prompt");
+  },
+
+  // Reload in the middle of a turn: the transcript is whole and keeps streaming.
+  async reload() {
+    await ask("stream slowly");
+    await waitForText("Once");
+    await page.reload();
+    await waitForText("stream slowly");
+    await waitForText("FINALWORD", 30000);
+    await page.waitForFunction(() => document.getElementById("stop").disabled === true);
+    assert.equal(count(await text(), "FINALWORD"), 1, "the answer once");
+    assert.equal(count(await text(), "stream slowly"), 1, "the prompt once");
+  },
+
+  // A transient 503: the retry notice shows, and the final answer has no duplicated text.
+  async retry() {
+    await ask("hello");
+    await page.waitForSelector(".notice >> text=/retry 1\\/\\d+ in/", { timeout: 20000 });
+    await waitForText("Answer after retry.");
+    await page.waitForFunction(() => document.getElementById("send").disabled === false);
+    assert.equal(count(await text(), "Answer after retry."), 1);
+  },
+};
+
+let code = 0;
+try {
+  await page.goto(url);
+  await page.waitForSelector("#sessions option", { state: "attached", timeout: 20000 });
+  await scenarios[scenario]();
+  assert.deepEqual(errors, [], "no script errors in the page");
+  console.log(`ok ${scenario}`);
+} catch (error) {
+  code = 1;
+  console.error(`FAILED ${scenario}: ${error.stack || error}`);
+  await page.screenshot({ path: `${out}/${scenario}-failure.png` }).catch(() => {});
+  console.error(await text().catch(() => ""));
+} finally {
+  await browser.close();
+}
+process.exit(code);
