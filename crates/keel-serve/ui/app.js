@@ -154,8 +154,10 @@ function handle(event) {
       break;
     case "turn/completed": {
       endLive(); setBusy(false);
-      const note = !event.ready && event.not_ready_reason ? el("div", "notice", "not ready: " + event.not_ready_reason) : null;
-      reloadHistory().then(() => { if (note) $("transcript").appendChild(note); scrollDown(); });
+      const u = event.usage;
+      const notes = [el("div", "muted", `tokens ${u.input} in (cache ${Math.round(event.cache_hit_ratio * 100)}%) · ${u.output} out`)];
+      if (!event.ready && event.not_ready_reason) notes.push(el("div", "notice", "not ready: " + event.not_ready_reason));
+      reloadHistory().then(() => { notes.forEach((note) => $("transcript").appendChild(note)); scrollDown(); });
       refreshStatus();
       break;
     }
