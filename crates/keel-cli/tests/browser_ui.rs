@@ -94,7 +94,7 @@ fn tool_rounds_show_as_cards_with_their_states() {
     let steps = json!({"steps": [
         {"tool": "bash", "args": {"command": "echo a >> effects.log"}},
         {"tool": "bash", "args": {"command": "echo b >> effects.log"}},
-        {"say": "All done."},
+        {"say": "All done.\n\n- wrote `effects.log`\n- **twice**, once per call"},
     ]});
     let (home, _mock) = drive("cards", steps, "permission_mode = \"auto\"");
     let effects = std::fs::read_to_string(home.path().join("effects.log")).unwrap();

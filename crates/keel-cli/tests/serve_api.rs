@@ -695,3 +695,45 @@ fn a_client_too_slow_to_read_is_dropped_and_replays_from_its_last_id() {
     joined.extend(ids(&rest));
     assert_eq!(joined, all);
 }
+
+#[test]
+fn odd_event_requests_get_clear_answers() {
+    let steps = json!({"steps": [{"say": "hello"}]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    let server = Server::start(&home, &[]);
+    let session = server.new_session();
+    let auth = server.auth();
+    let bad = server.request(
+        "GET",
+        &format!("/api/sessions/{session}/events?after=soon"),
+        &[("Authorization", &auth)],
+        b"",
+    );
+    assert_eq!(bad.0, 400);
+    assert!(bad.1.contains("\"code\":\"bad_request\""), "{}", bad.1);
+    // A Last-Event-ID that is not a number replays from the start.
+    let mut stream = TcpStream::connect(&server.address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /api/sessions/{session}/events HTTP/1.1\r\nHost: {}\r\nAuthorization: {auth}\r\nLast-Event-ID: x\r\n\r\n",
+        server.address
+    )
+    .unwrap();
+    let mut buffer = [0u8; 4096];
+    let n = stream.read(&mut buffer).unwrap();
+    let head = String::from_utf8_lossy(&buffer[..n]);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let mut text = head.into_owned();
+    while !text.contains("session/started") {
+        let n = stream.read(&mut buffer).unwrap();
+        assert!(n > 0, "{text}");
+        text.push_str(&String::from_utf8_lossy(&buffer[..n]));
+    }
+    // Unknown routes under the API are JSON errors too.
+    let (status, body) = server.api("GET", "/api/nothing-here", Value::Null);
+    assert_eq!(status, 404);
+    assert_eq!(body["error"]["code"], "not_found");
+}

@@ -41,6 +41,10 @@ const scenarios = {
     assert.equal(states.length, 2, `two cards: ${states}`);
     for (const state of states) assert.match(state, /^completed/);
     assert.equal(count(await text(), "All done."), 1);
+    // Markdown from the model, rendered as text nodes: a list, inline code, bold.
+    assert.equal(await page.locator(".md ul li").count(), 2);
+    assert.equal(await page.locator(".md li code").first().innerText(), "effects.log");
+    assert.equal(await page.locator(".md strong").first().innerText(), "twice");
     await page.screenshot({ path: `${out}/main.png` });
   },
 
@@ -65,6 +69,12 @@ const scenarios = {
     const box = await page.locator("#recover").boundingBox();
     assert.ok(box && box.y >= 0 && box.y < 700, "the button is on screen");
     await page.screenshot({ path: `${out}/recovery.png` });
+    // Usable at 400 px: nothing needs a sideways scroll and the actions stay on screen.
+    await page.setViewportSize({ width: 400, height: 700 });
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(width <= 400, `page is ${width} px wide at a 400 px viewport`);
+    for (const id of ["#recover", "#send", "#prompt"]) assert.ok(await page.locator(id).isVisible(), id);
+    await page.screenshot({ path: `${out}/recovery-400px.png` });
     await page.click("#recover");
     await waitForText("Recovered from valid history.");
     await page.waitForSelector("#recovery", { state: "hidden" });

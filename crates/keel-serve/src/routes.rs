@@ -12,7 +12,7 @@ use crate::approvals::Decision;
 use crate::error::ApiError;
 use crate::{AppState, CLIENT_BUFFER, MAX_BODY_BYTES, OpenSession, access, ui};
 use axum::Router;
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -285,9 +285,12 @@ struct EventsQuery {
 async fn events(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
-    Query(query): Query<EventsQuery>,
+    query: Result<Query<EventsQuery>, QueryRejection>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let Query(query) = query.map_err(|rejection| {
+        ApiError::bad_request(format!("bad query: {rejection}; use ?after=EVENT_ID"))
+    })?;
     let open = session(&state, &id).await?;
     let after = headers
         .get("last-event-id")

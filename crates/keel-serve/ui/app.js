@@ -31,15 +31,37 @@ function el(tag, className, text) {
 
 function scrollDown() { $("transcript").scrollTop = $("transcript").scrollHeight; }
 
-// Text with ``` fences shown as code blocks; everything else as plain text.
+// A small, safe markdown: ``` fences, `code`, **bold**, # headings and - lists. Every piece
+// of text is a text node; no HTML from the model is ever parsed.
+function inline(parent, text) {
+  text.split(/(`[^`\n]+`|\*\*[^*\n]+\*\*)/).forEach((piece) => {
+    if (!piece) return;
+    if (piece.startsWith("`") && piece.endsWith("`") && piece.length > 2) parent.appendChild(el("code", "", piece.slice(1, -1)));
+    else if (piece.startsWith("**") && piece.endsWith("**") && piece.length > 4) parent.appendChild(el("strong", "", piece.slice(2, -2)));
+    else parent.appendChild(document.createTextNode(piece));
+  });
+}
+
 function rich(text) {
-  const box = el("div", "msg");
+  const box = el("div", "msg md");
   text.split(/```[^\n]*\n?/).forEach((part, index) => {
     if (!part) return;
     if (index % 2 === 1) {
       const pre = el("pre"); pre.appendChild(el("code", "", part)); box.appendChild(pre);
-    } else {
-      box.appendChild(document.createTextNode(part));
+      return;
+    }
+    let list = null;
+    for (const line of part.split("\n")) {
+      const heading = /^(#{1,3})\s+(.*)$/.exec(line);
+      const item = /^\s*[-*]\s+(.*)$/.exec(line);
+      if (item) {
+        if (!list) { list = el("ul"); box.appendChild(list); }
+        const li = el("li"); inline(li, item[1]); list.appendChild(li);
+        continue;
+      }
+      list = null;
+      if (heading) { const h = el("h" + (heading[1].length + 2)); inline(h, heading[2]); box.appendChild(h); }
+      else { const p = el("div"); inline(p, line); box.appendChild(p); }
     }
   });
   return box;
