@@ -378,6 +378,17 @@ impl Controller {
         Ok(self.shared.store.last_event_id(&self.shared.session.id)?)
     }
 
+    /// The stored events after `after_event_id` (streaming deltas are never stored).
+    pub fn events_after(&self, after_event_id: u64) -> Result<Vec<Event>, AgentError> {
+        Ok(self
+            .shared
+            .store
+            .events_after(&self.shared.session.id, after_event_id)?
+            .into_iter()
+            .map(|stored| stored.event)
+            .collect())
+    }
+
     /// Tokens used by the turns this controller completed.
     pub fn usage(&self) -> keel_types::Usage {
         *self.shared.lock_usage()

@@ -77,6 +77,10 @@ const scenarios = {
     await page.screenshot({ path: `${out}/recovery-400px.png` });
     await page.click("#recover");
     await waitForText("Recovered from valid history.");
+    // The failed turn's diagnostic stays under it, also after a reload.
+    await page.reload();
+    await waitForText("upstream_reason_missing");
+    await waitForText("Recovered from valid history.");
     await page.waitForSelector("#recovery", { state: "hidden" });
   },
 
@@ -103,6 +107,10 @@ const scenarios = {
     await page.waitForFunction(() => document.getElementById("stop").disabled === true);
     assert.equal(count(await text(), "FINALWORD"), 1, "the answer once");
     assert.equal(count(await text(), "stream slowly"), 1, "the prompt once");
+    // Reloaded after the end: the turn's usage line is still under it.
+    await page.reload();
+    await waitForText("FINALWORD");
+    await waitForText("tokens ");
   },
 
   // A transient 503: the retry notice shows, and the final answer has no duplicated text.

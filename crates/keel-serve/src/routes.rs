@@ -253,16 +253,37 @@ async fn history(
     let items: Vec<Value> = transcript
         .items
         .iter()
-        .map(|stored| match &stored.item {
-            Ok(item) => serde_json::to_value(item).unwrap_or(Value::Null),
-            Err(reason) => json!({"revision": stored.revision, "undecodable": reason}),
+        .map(|stored| {
+            let mut value = match &stored.item {
+                Ok(item) => serde_json::to_value(item).unwrap_or(Value::Null),
+                Err(reason) => json!({"revision": stored.revision, "undecodable": reason}),
+            };
+            if let Some(object) = value.as_object_mut() {
+                object.insert("turn".into(), json!(stored.turn));
+            }
+            value
         })
+        .collect();
+    // How each turn ended, from the stored events: what a reloaded page shows under it.
+    let endings: Vec<Value> = open
+        .controller
+        .events_after(0)?
+        .into_iter()
+        .filter(|event| {
+            matches!(
+                event.body,
+                keel_types::EventBody::TurnCompleted { .. }
+                    | keel_types::EventBody::TurnFailed { .. }
+            ) && event.id.is_some_and(|id| id <= last_event_id)
+        })
+        .map(|event| serde_json::to_value(&event).unwrap_or(Value::Null))
         .collect();
     Ok(axum::Json(json!({
         "id": id,
         "model": format!("{}/{}", transcript.session.provider, transcript.session.model),
         "items": items,
         "receipts": transcript.receipts,
+        "turn_endings": endings,
         "last_event_id": last_event_id,
     }))
     .into_response())

@@ -174,25 +174,12 @@ function handle(event) {
       t.appendChild(el("div", "notice", `web search "${event.query}" — ` + (event.sources_status === "not_provided"
         ? "the provider gave no structured sources; its summary is kept" : `${event.sources} source(s)`)));
       break;
-    case "turn/completed": {
+    case "turn/completed": case "turn/failed":
+      // The ending is stored before it is sent: the history now shows it under its turn.
       endLive(); setBusy(false);
-      const u = event.usage;
-      const notes = [el("div", "muted", `tokens ${u.input} in (cache ${Math.round(event.cache_hit_ratio * 100)}%) · ${u.output} out`)];
-      if (!event.ready && event.not_ready_reason) notes.push(el("div", "notice", "not ready: " + event.not_ready_reason));
-      reloadHistory().then(() => { notes.forEach((note) => $("transcript").appendChild(note)); scrollDown(); });
+      reloadHistory();
       refreshStatus();
       break;
-    }
-    case "turn/failed": {
-      endLive(); setBusy(false);
-      const d = event.diagnostic;
-      const text = d.kind === "cancelled" ? "stopped" :
-        `failed: ${d.message || d.kind} (${d.kind}${d.status ? ", HTTP " + d.status : ""}${d.trace_id ? ", trace " + d.trace_id : ""})`;
-      const note = el("div", d.kind === "cancelled" ? "notice" : "error", text);
-      reloadHistory().then(() => { $("transcript").appendChild(note); scrollDown(); });
-      refreshStatus();
-      break;
-    }
     case "recovery/offered": case "recovery/consumed": case "recovery/expired": refreshStatus(); break;
     default: break;
   }
@@ -249,12 +236,33 @@ async function follow(session) {
   }
 }
 
+// What is shown under a turn that ended: its usage, why it is not ready, or why it failed.
+function endingNotes(event) {
+  if (event.type === "turn/completed") {
+    const u = event.usage;
+    const notes = [el("div", "muted", `tokens ${u.input} in (cache ${Math.round(event.cache_hit_ratio * 100)}%) · ${u.output} out`)];
+    if (!event.ready && event.not_ready_reason) notes.push(el("div", "notice", "not ready: " + event.not_ready_reason));
+    return notes;
+  }
+  const d = event.diagnostic;
+  if (d.kind === "cancelled") return [el("div", "notice", "stopped")];
+  return [el("div", "error", `failed: ${d.message || d.kind} (${d.kind}${d.status ? ", HTTP " + d.status : ""}${d.trace_id ? ", trace " + d.trace_id : ""})`)];
+}
+
 // The transcript from the canonical history (reload, switch, end of a turn).
 function renderHistory(history) {
   const t = $("transcript");
   t.textContent = ""; view.cards.clear(); endLive();
   const receipts = new Map(history.receipts.map((r) => [r.call_id, r]));
+  const endings = new Map((history.turn_endings || []).map((e) => [e.turn, e]));
+  const closeTurn = (turn) => {
+    const ending = endings.get(turn);
+    if (ending) { endingNotes(ending).forEach((note) => t.appendChild(note)); endings.delete(turn); }
+  };
+  let turn = null;
   for (const item of history.items) {
+    if (turn !== null && item.turn !== turn) closeTurn(turn);
+    turn = item.turn;
     if (item.role === "user") showUser(item.text);
     else if (item.role === "assistant") {
       for (const part of item.parts) {
@@ -276,6 +284,7 @@ function renderHistory(history) {
       }
     }
   }
+  if (turn !== null) closeTurn(turn);
   view.lastId = Math.max(view.lastId, history.last_event_id || 0);
   scrollDown();
 }
