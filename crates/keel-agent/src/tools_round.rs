@@ -92,6 +92,10 @@ pub async fn run_tools(
             shared
                 .store
                 .put_receipt(&shared.session.id, &round.receipts[*position])?;
+            run.emit(EventBody::ToolStarted {
+                call_id: round.calls[*position].id.clone(),
+                name: round.calls[*position].name.clone(),
+            });
         }
         let context = &shared.tool_context;
         let outputs = tokio::select! {

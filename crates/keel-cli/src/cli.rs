@@ -38,6 +38,8 @@ pub enum Command {
     Config,
     /// The HTTP API and the browser UI for this workspace.
     Serve(ServeArgs),
+    /// An Agent Client Protocol agent on stdin/stdout, for editors.
+    Acp,
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,6 +5,7 @@
 //!   error, 130 cancelled.
 //! - Nothing is written outside `KEEL_HOME` and the workspace.
 
+mod acp_command;
 mod approval_prompt;
 mod cli;
 mod config_command;
@@ -113,6 +114,7 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
         Some(cli::Command::Sessions) => sessions::list(&cli.common),
         Some(cli::Command::Config) => config_command::run(&cli.common),
         Some(cli::Command::Serve(args)) => serve_command::run(&cli.common, args).await,
+        Some(cli::Command::Acp) => acp_command::run(&cli.common).await,
         Some(cli::Command::Session(cli::SessionCommand::Show { id })) => {
             sessions::show(&cli.common, &id)
         }

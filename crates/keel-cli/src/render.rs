@@ -196,7 +196,8 @@ impl Renderer {
             // The terminal's approver prints its own prompt.
             EventBody::SessionStarted { .. }
             | EventBody::TurnStarted { .. }
-            | EventBody::ApprovalRequested { .. } => {}
+            | EventBody::ApprovalRequested { .. }
+            | EventBody::ToolStarted { .. } => {}
         }
     }
 

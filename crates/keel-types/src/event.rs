@@ -80,6 +80,9 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         subject: Option<String>,
     },
+    /// A call's tool starts running (its receipt is durably `started`).
+    #[serde(rename = "tool/started")]
+    ToolStarted { call_id: String, name: String },
     /// A call waits for the user's decision (a surface shows it on the call's card).
     #[serde(rename = "approval/requested")]
     ApprovalRequested {

@@ -1,0 +1,166 @@
+// The official ACP TypeScript client (@agentclientprotocol/sdk) driving `keel acp`.
+// Usage: node client.mjs SCENARIO KEEL_BINARY WORKSPACE
+// The Rust test (crates/keel-cli/tests/acp_client.rs) prepares KEEL_HOME (env) and keel mock,
+// runs this, then checks the workspace and the provider's requests. Exit 0 = all checks held.
+// It prints one JSON line on stdout: facts the Rust side checks too.
+import { spawn } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+import assert from "node:assert/strict";
+import * as acp from "@agentclientprotocol/sdk";
+
+const [scenario, keel, workspace] = process.argv.slice(2);
+
+function connect(permission = () => "allow_once") {
+  const child = spawn(keel, ["acp"], { stdio: ["pipe", "pipe", "inherit"], env: process.env });
+  const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  const updates = [];
+  const asked = [];
+  const app = acp
+    .client({ name: "keel-acp-test" })
+    .onNotification(acp.methods.client.session.update, ({ params }) => { updates.push(params.update); })
+    .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+      asked.push(params);
+      const kind = permission(params, asked.length);
+      const option = params.options.find((o) => o.kind === kind);
+      return { outcome: { outcome: "selected", optionId: option.optionId } };
+    });
+  return { child, stream, app, updates, asked };
+}
+
+async function start(agent) {
+  const init = await agent.request(acp.methods.agent.initialize, {
+    protocolVersion: acp.PROTOCOL_VERSION,
+    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+    clientInfo: { name: "keel-acp-test", version: "0.0.0" },
+  });
+  assert.equal(init.protocolVersion, 1);
+  assert.equal(init.agentCapabilities.loadSession, true);
+  const session = await agent.request(acp.methods.agent.session.new, { cwd: workspace, mcpServers: [] });
+  assert.ok(session.sessionId);
+  assert.deepEqual(session.modes.availableModes.map((m) => m.id), ["read-only", "ask", "auto"]);
+  return session.sessionId;
+}
+
+const prompt = (agent, sessionId, text, meta) => agent.request(acp.methods.agent.session.prompt,
+  { sessionId, prompt: [{ type: "text", text }], ...(meta ? { _meta: meta } : {}) });
+
+const messageText = (updates) => updates
+  .filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
+
+function statusesByCall(updates) {
+  const byCall = new Map();
+  for (const u of updates) {
+    if ((u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update") && u.status) {
+      if (!byCall.has(u.toolCallId)) byCall.set(u.toolCallId, []);
+      byCall.get(u.toolCallId).push(u.status);
+    }
+  }
+  return [...byCall.values()];
+}
+
+const scenarios = {
+  // Two tool rounds: updates in order, statuses pending → in_progress → completed; then a
+  // second connection loads the session and gets the same history.
+  async rounds() {
+    const first = connect();
+    let sessionId;
+    await first.app.connectWith(first.stream, async (agent) => {
+      sessionId = await start(agent);
+      const result = await prompt(agent, sessionId, "run two commands");
+      assert.equal(result.stopReason, "end_turn");
+    });
+    first.child.kill();
+    const kinds = first.updates.map((u) => u.sessionUpdate);
+    assert.ok(kinds.includes("available_commands_update"));
+    const statuses = statusesByCall(first.updates);
+    assert.equal(statuses.length, 2, JSON.stringify(statuses));
+    for (const s of statuses) assert.deepEqual(s, ["pending", "in_progress", "completed"]);
+    const firstCall = kinds.indexOf("tool_call");
+    const answer = kinds.lastIndexOf("agent_message_chunk");
+    assert.ok(firstCall >= 0 && answer > firstCall, "the answer comes after the tools");
+    assert.match(messageText(first.updates), /Both commands ran\./);
+
+    const second = connect();
+    await second.app.connectWith(second.stream, async (agent) => {
+      await agent.request(acp.methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+      await agent.request(acp.methods.agent.session.load, { sessionId, cwd: workspace, mcpServers: [] });
+    });
+    second.child.kill();
+    const replayed = second.updates.filter((u) => u.sessionUpdate !== "available_commands_update");
+    assert.equal(replayed[0].sessionUpdate, "user_message_chunk");
+    assert.equal(replayed[0].content.text, "run two commands");
+    assert.equal(replayed.filter((u) => u.sessionUpdate === "tool_call").length, 2);
+    assert.match(messageText(replayed), /Both commands ran\./);
+    return { sessionId };
+  },
+
+  // `ask` mode: reject the first call, allow-always the second; a third of the same tool runs
+  // without asking again.
+  async permissions() {
+    const client = connect((_, n) => (n === 1 ? "reject_once" : "allow_always"));
+    await client.app.connectWith(client.stream, async (agent) => {
+      const sessionId = await start(agent);
+      await agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "ask" });
+      const result = await prompt(agent, sessionId, "write files");
+      assert.equal(result.stopReason, "end_turn");
+    });
+    client.child.kill();
+    assert.equal(client.asked.length, 2, "asked twice, then remembered");
+    assert.deepEqual(client.asked[0].options.map((o) => o.kind),
+      ["allow_once", "allow_always", "reject_once", "reject_always"]);
+    const finals = statusesByCall(client.updates).map((s) => s[s.length - 1]);
+    assert.deepEqual(finals, ["failed", "completed", "completed"]);
+    assert.ok(client.updates.some((u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "ask"));
+    return {};
+  },
+
+  // Cancel during a stalled stream: the prompt answers `cancelled`; no update after it.
+  async cancel() {
+    const client = connect();
+    let afterAnswer = -1;
+    await client.app.connectWith(client.stream, async (agent) => {
+      const sessionId = await start(agent);
+      const pending = prompt(agent, sessionId, "wait");
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      await agent.notify(acp.methods.agent.session.cancel, { sessionId });
+      const result = await pending;
+      assert.equal(result.stopReason, "cancelled");
+      afterAnswer = client.updates.length;
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+    });
+    client.child.kill();
+    assert.equal(client.updates.length, afterAnswer, "no update after the answer");
+    assert.ok(!messageText(client.updates).includes("too late"));
+    return {};
+  },
+
+  // An opaque 400 on the replay: the recovery is announced with its id; a prompt with the
+  // recovery _meta runs it; a stale id is a JSON-RPC error and sends nothing.
+  async recovery() {
+    const client = connect();
+    await client.app.connectWith(client.stream, async (agent) => {
+      const sessionId = await start(agent);
+      const failed = await prompt(agent, sessionId, "look around");
+      const recoveryId = failed._meta["keel/recoveryId"];
+      assert.match(recoveryId, /^r-[0-9a-f]{16}$/);
+      assert.match(messageText(client.updates), new RegExp(`/recover-context ${recoveryId}`));
+      await assert.rejects(
+        prompt(agent, sessionId, "", { "keel/action": "protocol_recovery", "keel/recoveryId": "r-0000000000000000" }),
+        (error) => error.code === -32010 && /no recovery record/.test(error.message));
+      const recovered = await prompt(agent, sessionId, "", { "keel/action": "protocol_recovery", "keel/recoveryId": recoveryId });
+      assert.equal(recovered.stopReason, "end_turn");
+      assert.match(messageText(client.updates), /Recovered from valid history\./);
+    });
+    client.child.kill();
+    return {};
+  },
+};
+
+try {
+  const facts = await scenarios[scenario]();
+  console.log(JSON.stringify({ ok: scenario, ...facts }));
+  process.exit(0);
+} catch (error) {
+  console.error(`FAILED ${scenario}: ${error.stack || error}`);
+  process.exit(1);
+}

@@ -1,0 +1,601 @@
+//! `keel acp`: an Agent Client Protocol v1 agent over stdio (newline-delimited JSON-RPC 2.0)
+//! that drives keel's controller — the same admission, receipts and recovery as every other
+//! surface.
+//!
+//! Invariants:
+//! - stdout carries protocol only (one JSON object per line, through `rpc::Connection`).
+//! - Every request gets exactly one answer; a malformed line gets a `-32700` error and the
+//!   agent keeps serving; nothing but `initialize` is served before `initialize`.
+//! - A prompt is admitted by the controller before it runs (a stale recovery id or a busy
+//!   session is an error answer, and nothing is sent to the provider); its updates are written
+//!   before its answer; `session/cancel` makes it answer `cancelled`.
+//! - When stdin closes, running turns are cancelled (receipts settle) and `run` returns.
+
+mod rpc;
+mod updates;
+
+pub use rpc::RpcError;
+
+use keel_agent::{
+    AgentError, Approval, ApprovalRequest, Approver, Controller, Input, Line, Readiness,
+    RecoveryRefusal, SessionChoice, TurnOutcome,
+};
+use keel_tools::PermissionMode;
+use keel_types::FailureKind;
+use rpc::{Connection, code};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// The longest line accepted from the client (a larger prompt is refused, not buffered).
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// What the agent needs from the binary: controllers built from the user's configuration.
+pub trait AcpSessions: Send + Sync + 'static {
+    /// A controller for a new or resumed session working in `cwd`, in permission `mode`.
+    fn open(
+        &self,
+        choice: SessionChoice,
+        cwd: &Path,
+        mode: Option<PermissionMode>,
+        approver: Arc<dyn Approver>,
+    ) -> Result<Controller, String>;
+}
+
+const MODES: [(&str, &str, &str); 3] = [
+    (
+        "read-only",
+        "Read only",
+        "Tools may read the workspace; nothing is changed",
+    ),
+    ("ask", "Ask", "Changes and commands need your approval"),
+    (
+        "auto",
+        "Auto",
+        "Changes inside the workspace and commands run without asking",
+    ),
+];
+
+struct Session {
+    controller: Controller,
+    cwd: PathBuf,
+    mode: PermissionMode,
+}
+
+struct Agent {
+    connection: Connection,
+    sessions_factory: Arc<dyn AcpSessions>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    initialized: Mutex<bool>,
+    prompts: Mutex<Vec<JoinHandle<()>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Serve the protocol on `input`/`output` until the client closes `input`.
+pub async fn run<R, W>(input: R, output: W, sessions: Arc<dyn AcpSessions>) -> std::io::Result<()>
+where
+    R: AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (out, mut lines) = mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(async move {
+        let mut output = output;
+        while let Some(line) = lines.recv().await {
+            if output.write_all(line.as_bytes()).await.is_err()
+                || output.write_all(b"\n").await.is_err()
+                || output.flush().await.is_err()
+            {
+                break;
+            }
+        }
+    });
+    let agent = Arc::new(Agent {
+        connection: Connection::new(out),
+        sessions_factory: sessions,
+        sessions: Mutex::new(HashMap::new()),
+        initialized: Mutex::new(false),
+        prompts: Mutex::new(Vec::new()),
+    });
+    let mut input = input;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = (&mut input)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .await?;
+        if read == 0 {
+            break;
+        }
+        if line.len() > MAX_LINE_BYTES && !line.ends_with(b"\n") {
+            agent.connection.respond(
+                Value::Null,
+                Err(RpcError::new(
+                    code::INVALID_REQUEST,
+                    format!("a message longer than {MAX_LINE_BYTES} bytes was refused"),
+                )),
+            );
+            // Skip the rest of the oversized line.
+            let mut rest = Vec::new();
+            input.read_until(b'\n', &mut rest).await?;
+            continue;
+        }
+        let text = String::from_utf8_lossy(&line);
+        if text.trim().is_empty() {
+            continue;
+        }
+        agent.clone().receive(text.trim());
+    }
+    // The client went away: cancel what runs, let it settle, then stop.
+    for session in lock(&agent.sessions).values() {
+        session.controller.cancel();
+    }
+    agent.connection.abandon_requests();
+    let prompts: Vec<JoinHandle<()>> = lock(&agent.prompts).drain(..).collect();
+    for prompt in prompts {
+        let _ = prompt.await;
+    }
+    drop(agent);
+    let _ = writer.await;
+    Ok(())
+}
+
+impl Agent {
+    fn receive(self: Arc<Self>, text: &str) {
+        let message: Value = match serde_json::from_str(text) {
+            Ok(message) => message,
+            Err(error) => {
+                self.connection.respond(
+                    Value::Null,
+                    Err(RpcError::new(
+                        code::PARSE_ERROR,
+                        format!("not JSON: {error}"),
+                    )),
+                );
+                return;
+            }
+        };
+        let method = message
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let id = message.get("id").cloned();
+        let params = message.get("params").cloned().unwrap_or(Value::Null);
+        match (method, id) {
+            // Answered in order, before anything read after it is handled.
+            (Some(method), Some(id)) if method == "initialize" => {
+                let answer = self.initialize(&params);
+                self.connection.respond(id, Ok(answer));
+            }
+            (Some(method), Some(id)) => {
+                let agent = self.clone();
+                let handle = tokio::spawn(async move {
+                    let result = agent.request(&method, params).await;
+                    agent.connection.respond(id, result);
+                });
+                lock(&self.prompts).push(handle);
+            }
+            (Some(method), None) => self.notification(&method, &params),
+            (None, Some(_)) => self.connection.answer(&message),
+            (None, None) => self.connection.respond(
+                Value::Null,
+                Err(RpcError::new(
+                    code::INVALID_REQUEST,
+                    "neither a request nor a response",
+                )),
+            ),
+        }
+    }
+
+    fn notification(&self, method: &str, params: &Value) {
+        if method == "session/cancel"
+            && let Some(id) = params.get("sessionId").and_then(Value::as_str)
+            && let Some(session) = lock(&self.sessions).get(id)
+        {
+            session.controller.cancel();
+        }
+    }
+
+    async fn request(self: &Arc<Self>, method: &str, params: Value) -> Result<Value, RpcError> {
+        if method != "initialize" && !*lock(&self.initialized) {
+            return Err(RpcError::new(
+                code::INVALID_REQUEST,
+                "call `initialize` first",
+            ));
+        }
+        match method {
+            "initialize" => Ok(self.initialize(&params)),
+            "session/new" => self.new_session(&params),
+            "session/load" => self.load_session(&params),
+            "session/prompt" => self.prompt(&params).await,
+            "session/set_mode" => self.set_mode(&params),
+            "authenticate" => Ok(json!({})),
+            other => Err(RpcError::new(
+                code::METHOD_NOT_FOUND,
+                format!("keel does not implement `{other}`"),
+            )),
+        }
+    }
+
+    fn initialize(&self, _params: &Value) -> Value {
+        *lock(&self.initialized) = true;
+        json!({
+            "protocolVersion": 1,
+            "agentCapabilities": {
+                "loadSession": true,
+                "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
+                "mcpCapabilities": {"http": false, "sse": false},
+            },
+            "authMethods": [],
+            "agentInfo": {"name": "keel", "version": env!("CARGO_PKG_VERSION")},
+        })
+    }
+
+    fn session(&self, params: &Value) -> Result<Arc<Session>, RpcError> {
+        let id = string_param(params, "sessionId")?;
+        lock(&self.sessions).get(id).cloned().ok_or_else(|| {
+            RpcError::new(
+                code::RESOURCE_NOT_FOUND,
+                format!("no session `{}` in this agent", id.escape_default()),
+            )
+        })
+    }
+
+    fn open(
+        self: &Arc<Self>,
+        choice: SessionChoice,
+        params: &Value,
+        mode: Option<PermissionMode>,
+    ) -> Result<Arc<Session>, RpcError> {
+        let cwd = PathBuf::from(string_param(params, "cwd")?);
+        if !cwd.is_absolute() || !cwd.is_dir() {
+            return Err(RpcError::invalid_params(format!(
+                "`cwd` must be an existing absolute directory: {}",
+                cwd.display()
+            )));
+        }
+        let servers = params.get("mcpServers").and_then(Value::as_array);
+        if servers.is_some_and(|servers| !servers.is_empty()) {
+            return Err(RpcError::invalid_params(
+                "keel does not run MCP servers yet: start the session without `mcpServers`",
+            ));
+        }
+        let approver = Arc::new(AcpApprover {
+            connection: self.connection.clone(),
+            session: Mutex::new(None),
+            always: Mutex::new(Vec::new()),
+            never: Mutex::new(Vec::new()),
+        });
+        let controller = self
+            .sessions_factory
+            .open(choice, &cwd, mode, approver.clone())
+            .map_err(|message| RpcError::new(code::INTERNAL, message))?;
+        let id = controller.session().id.clone();
+        *lock(&approver.session) = Some(id.clone());
+        let mode = controller.settings().policy.mode;
+        let session = Arc::new(Session {
+            controller,
+            cwd,
+            mode,
+        });
+        lock(&self.sessions).insert(id, session.clone());
+        Ok(session)
+    }
+
+    fn modes(mode: PermissionMode) -> Value {
+        let available: Vec<Value> = MODES
+            .iter()
+            .map(|(id, name, description)| json!({"id": id, "name": name, "description": description}))
+            .collect();
+        json!({"currentModeId": mode.as_str(), "availableModes": available})
+    }
+
+    fn update(&self, session: &str, update: Value) {
+        self.connection.notify(
+            "session/update",
+            json!({"sessionId": session, "update": update}),
+        );
+    }
+
+    fn announce_commands(&self, session: &str) {
+        let commands: Vec<Value> = keel_agent::SLASH_COMMANDS
+            .iter()
+            .filter(|(usage, _)| {
+                usage.starts_with("/recover-context") || usage.starts_with("/continue-checks")
+            })
+            .map(|(usage, what)| {
+                let name = usage
+                    .trim_start_matches('/')
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("");
+                let hint = usage.split_once(' ').map(|(_, rest)| rest).unwrap_or("");
+                json!({"name": name, "description": what, "input": {"hint": hint}})
+            })
+            .collect();
+        self.update(
+            session,
+            json!({"sessionUpdate": "available_commands_update",
+            "availableCommands": commands}),
+        );
+    }
+
+    fn new_session(self: &Arc<Self>, params: &Value) -> Result<Value, RpcError> {
+        let session = self.open(SessionChoice::New, params, None)?;
+        let id = session.controller.session().id.clone();
+        let answer = json!({"sessionId": id, "modes": Agent::modes(session.mode)});
+        let agent = self.clone();
+        // After the answer, so the client knows the session.
+        tokio::spawn(async move { agent.announce_commands(&id) });
+        Ok(answer)
+    }
+
+    fn load_session(self: &Arc<Self>, params: &Value) -> Result<Value, RpcError> {
+        let id = string_param(params, "sessionId")?.to_string();
+        if let Some(open) = lock(&self.sessions).remove(&id) {
+            drop(open);
+        }
+        let session = self
+            .open(SessionChoice::Resume(id.clone()), params, None)
+            .map_err(|error| match error.code {
+                code::INTERNAL if error.message.contains("does not exist") => {
+                    RpcError::new(code::RESOURCE_NOT_FOUND, error.message)
+                }
+                _ => error,
+            })?;
+        let transcript = session
+            .controller
+            .transcript()
+            .map_err(|error| RpcError::new(code::INTERNAL, error.to_string()))?;
+        let items: Vec<_> = transcript
+            .items
+            .into_iter()
+            .filter_map(|stored| stored.item.ok())
+            .collect();
+        for update in updates::replay(&session.cwd, &items, &transcript.receipts) {
+            self.update(&id, update);
+        }
+        self.announce_commands(&id);
+        Ok(json!({"modes": Agent::modes(session.mode)}))
+    }
+
+    fn set_mode(self: &Arc<Self>, params: &Value) -> Result<Value, RpcError> {
+        let session = self.session(params)?;
+        let mode_id = string_param(params, "modeId")?;
+        let Some(mode) = PermissionMode::parse(mode_id) else {
+            return Err(RpcError::invalid_params(format!(
+                "unknown mode `{}`: use read-only, ask or auto",
+                mode_id.escape_default()
+            )));
+        };
+        if session.controller.is_busy() {
+            return Err(RpcError::new(
+                code::REFUSED,
+                "a turn is running; set the mode when it ends",
+            ));
+        }
+        let id = session.controller.session().id.clone();
+        let reopen = json!({"cwd": session.cwd.display().to_string(), "mcpServers": []});
+        lock(&self.sessions).remove(&id);
+        drop(session);
+        self.open(SessionChoice::Resume(id.clone()), &reopen, Some(mode))?;
+        self.update(
+            &id,
+            json!({"sessionUpdate": "current_mode_update", "currentModeId": mode.as_str()}),
+        );
+        Ok(json!({}))
+    }
+
+    async fn prompt(self: &Arc<Self>, params: &Value) -> Result<Value, RpcError> {
+        let session = self.session(params)?;
+        let id = session.controller.session().id.clone();
+        let input = prompt_input(params)?;
+        let admitted = session.controller.begin(input).map_err(refusal)?;
+        let mut events = session.controller.subscribe();
+        let mut turn = tokio::spawn(admitted.run());
+        let mut translator = updates::Translator::default();
+        let outcome = loop {
+            tokio::select! {
+                result = &mut turn => break result,
+                Some(event) = events.recv() => {
+                    for update in translator.updates(&session.cwd, &id, &event) {
+                        self.update(&id, update);
+                    }
+                }
+            }
+        };
+        // Everything the turn emitted before it ended is in the channel now.
+        while let Ok(event) = events.try_recv() {
+            for update in translator.updates(&session.cwd, &id, &event) {
+                self.update(&id, update);
+            }
+        }
+        let outcome = outcome
+            .map_err(|error| RpcError::new(code::INTERNAL, format!("the turn stopped: {error}")))?
+            .map_err(|error| RpcError::new(code::INTERNAL, error.to_string()))?;
+        Ok(self.stop_reason(&id, outcome))
+    }
+
+    fn stop_reason(&self, session: &str, outcome: TurnOutcome) -> Value {
+        match outcome {
+            TurnOutcome::Completed { usage, readiness } => {
+                let reason = match readiness {
+                    Readiness::CutOff(why) if why.contains("length") => "max_tokens",
+                    Readiness::CutOff(_) => "refusal",
+                    Readiness::Ready | Readiness::OpenWork(_) => "end_turn",
+                };
+                json!({"stopReason": reason, "_meta": {"keel/usage": usage}})
+            }
+            TurnOutcome::Cancelled => json!({"stopReason": "cancelled"}),
+            TurnOutcome::Failed {
+                diagnostic,
+                recovery_id,
+            } => {
+                let is_round_limit = diagnostic.kind == FailureKind::Limit
+                    && diagnostic.message.contains("max_rounds");
+                if !is_round_limit {
+                    self.update(
+                        session,
+                        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text",
+                            "text": format!("keel: the turn failed: {diagnostic}")}}),
+                    );
+                }
+                json!({
+                    "stopReason": if is_round_limit { "max_turn_requests" } else { "end_turn" },
+                    "_meta": {"keel/failed": diagnostic, "keel/recoveryId": recovery_id},
+                })
+            }
+        }
+    }
+}
+
+fn string_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params(format!("`{key}` (a string) is required")))
+}
+
+/// The turn a prompt asks for: a recovery action from `_meta`, or the prompt's text (with
+/// embedded resources), parsed like a typed line.
+fn prompt_input(params: &Value) -> Result<Input, RpcError> {
+    let blocks = params
+        .get("prompt")
+        .and_then(Value::as_array)
+        .ok_or_else(|| {
+            RpcError::invalid_params("`prompt` (an array of content blocks) is required")
+        })?;
+    let mut text = String::new();
+    for block in blocks {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => text.push_str(block.get("text").and_then(Value::as_str).unwrap_or("")),
+            Some("resource") => {
+                let resource = &block["resource"];
+                let uri = resource.get("uri").and_then(Value::as_str).unwrap_or("");
+                match resource.get("text").and_then(Value::as_str) {
+                    Some(body) => text.push_str(&format!(
+                        "\n\n<resource uri=\"{uri}\">\n{body}\n</resource>\n"
+                    )),
+                    None => text.push_str(&format!("\n\n[binary resource {uri} not included]\n")),
+                }
+            }
+            Some("resource_link") => {
+                let uri = block.get("uri").and_then(Value::as_str).unwrap_or("");
+                text.push_str(&format!("\n[linked: {uri}]\n"));
+            }
+            _ => {
+                return Err(RpcError::invalid_params(
+                    "keel takes text and embedded text resources (no images or audio)",
+                ));
+            }
+        }
+    }
+    let meta = params.get("_meta");
+    let action = meta
+        .and_then(|m| m.get("keel/action"))
+        .and_then(Value::as_str);
+    let recovery_id = meta
+        .and_then(|m| m.get("keel/recoveryId"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    match action {
+        Some("protocol_recovery") => Ok(Input::ProtocolRecovery {
+            recovery_id,
+            guidance: Some(text.trim().to_string()).filter(|t| !t.is_empty()),
+        }),
+        Some("final_readiness_recovery") => Ok(Input::FinalReadinessRecovery { recovery_id }),
+        Some(other) => Err(RpcError::invalid_params(format!(
+            "unknown keel/action `{}`",
+            other.escape_default()
+        ))),
+        None => match Line::parse(&text) {
+            Line::Input(input) => Ok(input),
+            Line::Empty => Err(RpcError::invalid_params("the prompt is empty")),
+            Line::Command(_) | Line::Unknown(_) => Err(RpcError::invalid_params(
+                "this slash command is for the terminal; keel acp knows /recover-context and /continue-checks",
+            )),
+        },
+    }
+}
+
+fn refusal(error: AgentError) -> RpcError {
+    match &error {
+        AgentError::Busy(_) | AgentError::RecoveryRefused(RecoveryRefusal::TurnRunning) => {
+            RpcError::new(code::REFUSED, error.to_string())
+        }
+        AgentError::RecoveryRefused(_) => RpcError::new(code::REFUSED, error.to_string()),
+        _ => RpcError::new(code::INTERNAL, error.to_string()),
+    }
+}
+
+/// Asks the editor through `session/request_permission`.
+struct AcpApprover {
+    connection: Connection,
+    session: Mutex<Option<String>>,
+    /// Tools allowed for the rest of the session ("allow always").
+    always: Mutex<Vec<String>>,
+    /// Tools refused for the rest of the session ("reject always").
+    never: Mutex<Vec<String>>,
+}
+
+impl Approver for AcpApprover {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
+        Box::pin(async move {
+            if lock(&self.always).contains(&request.tool) {
+                return Approval::Allow;
+            }
+            if lock(&self.never).contains(&request.tool) {
+                return Approval::Declined;
+            }
+            let Some(session) = lock(&self.session).clone() else {
+                return Approval::Unattended;
+            };
+            let params = json!({
+                "sessionId": session,
+                "toolCall": {"toolCallId": request.call_id, "title": format!("{} {}", request.tool, request.subject), "status": "pending"},
+                "options": [
+                    {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
+                    {"optionId": "allow_always", "name": "Allow always", "kind": "allow_always"},
+                    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+                    {"optionId": "reject_always", "name": "Reject always", "kind": "reject_always"},
+                ],
+            });
+            let answer = self
+                .connection
+                .request("session/request_permission", params)
+                .await;
+            let chosen = answer.ok().and_then(|result| {
+                let outcome = result.get("outcome")?;
+                (outcome.get("outcome")?.as_str()? == "selected")
+                    .then(|| outcome.get("optionId")?.as_str().map(str::to_string))?
+            });
+            match chosen.as_deref() {
+                Some("allow_once") => Approval::Allow,
+                Some("allow_always") => {
+                    lock(&self.always).push(request.tool.clone());
+                    Approval::Allow
+                }
+                Some("reject_always") => {
+                    lock(&self.never).push(request.tool.clone());
+                    Approval::Declined
+                }
+                // Rejected, cancelled by the client, or no answer: not approved.
+                Some(_) | None => Approval::Declined,
+            }
+        })
+    }
+}

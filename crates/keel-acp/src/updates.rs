@@ -1,0 +1,308 @@
+//! keel's events and history as ACP `session/update`s.
+//!
+//! Invariants:
+//! - What an attempt streams is held until the attempt completes (`llm/response`): ACP clients
+//!   keep every chunk, so text of a failed attempt must never be sent, or a retried answer would
+//!   show twice. A retry is announced as its own short message instead.
+//! - Tool calls go `pending` (announced) → `in_progress` (its receipt is `started`) →
+//!   `completed` or `failed`; a denied, cancelled or never-started call is `failed` with a
+//!   message that says which.
+//! - The history replay of `session/load` produces the same kinds of updates, from the stored
+//!   items and receipts.
+
+use keel_types::{AssistantPart, Event, EventBody, InputKind, Item, ReceiptState, ToolReceipt};
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// The ACP tool kind of a keel tool.
+fn kind(name: &str) -> &'static str {
+    match name {
+        "read_file" | "list_dir" => "read",
+        "write_file" | "edit_file" => "edit",
+        "bash" => "execute",
+        "glob" | "grep" => "search",
+        "todo_write" => "think",
+        "web_fetch" => "fetch",
+        _ => "other",
+    }
+}
+
+fn text_block(text: impl Into<String>) -> Value {
+    json!({"type": "text", "text": text.into()})
+}
+
+fn chunk(kind: &str, text: &str) -> Value {
+    json!({"sessionUpdate": kind, "content": text_block(text)})
+}
+
+/// The `tool_call` update that announces a call.
+pub fn tool_call(
+    workspace: &Path,
+    id: &str,
+    name: &str,
+    arguments: &str,
+    subject: Option<&str>,
+) -> Value {
+    let input: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+    let shown = subject.map_or_else(|| arguments.to_string(), str::to_string);
+    let mut update = json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": id,
+        "title": format!("{name} {}", shown.lines().next().unwrap_or("")),
+        "kind": kind(name),
+        "status": "pending",
+        "rawInput": input,
+    });
+    let is_path_tool = matches!(
+        name,
+        "read_file" | "write_file" | "edit_file" | "list_dir" | "glob" | "grep"
+    );
+    if let (true, Some(subject)) = (is_path_tool, subject) {
+        let path = workspace.join(subject);
+        update["locations"] = json!([{"path": path.display().to_string()}]);
+        match name {
+            "edit_file" => {
+                update["content"] = json!([{"type": "diff", "path": path.display().to_string(),
+                    "oldText": input.get("old_string").and_then(Value::as_str).unwrap_or(""),
+                    "newText": input.get("new_string").and_then(Value::as_str).unwrap_or("")}]);
+            }
+            "write_file" => {
+                update["content"] = json!([{"type": "diff", "path": path.display().to_string(),
+                    "oldText": Value::Null,
+                    "newText": input.get("content").and_then(Value::as_str).unwrap_or("")}]);
+            }
+            _ => {}
+        }
+    }
+    update
+}
+
+/// The `plan` update of a `todo_write` call, if its arguments hold a plan.
+pub fn plan(arguments: &str) -> Option<Value> {
+    let input: Value = serde_json::from_str(arguments).ok()?;
+    let entries: Vec<Value> = input
+        .get("todos")?
+        .as_array()?
+        .iter()
+        .map(|todo| {
+            let status = match todo.get("status").and_then(Value::as_str) {
+                Some("completed") => "completed",
+                Some("in_progress") => "in_progress",
+                _ => "pending",
+            };
+            json!({"content": todo.get("content").and_then(Value::as_str).unwrap_or(""),
+                   "priority": "medium", "status": status})
+        })
+        .collect();
+    Some(json!({"sessionUpdate": "plan", "entries": entries}))
+}
+
+fn result_update(id: &str, state: ReceiptState, summary: &str) -> Value {
+    let (status, note) = match state {
+        ReceiptState::Completed => ("completed", summary.to_string()),
+        ReceiptState::Failed => ("failed", summary.to_string()),
+        ReceiptState::Denied => ("failed", format!("denied: {summary}")),
+        ReceiptState::Cancelled => ("failed", "cancelled while it ran".to_string()),
+        ReceiptState::NotStarted => ("failed", "not started".to_string()),
+        ReceiptState::Unknown => (
+            "failed",
+            "outcome unknown: keel stopped while it ran".to_string(),
+        ),
+        ReceiptState::Pending | ReceiptState::Started => ("in_progress", summary.to_string()),
+    };
+    json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": status,
+           "content": [{"type": "content", "content": text_block(note)}]})
+}
+
+/// Turns one turn's events into updates, holding each attempt's text until it completes.
+#[derive(Default)]
+pub struct Translator {
+    text: String,
+    thought: String,
+}
+
+impl Translator {
+    /// The updates for `event`, in order.
+    pub fn updates(&mut self, workspace: &Path, session: &str, event: &Event) -> Vec<Value> {
+        match &event.body {
+            EventBody::LlmRequest { .. } => {
+                self.text.clear();
+                self.thought.clear();
+                Vec::new()
+            }
+            EventBody::LlmText { delta } => {
+                self.text.push_str(delta);
+                Vec::new()
+            }
+            EventBody::LlmReasoning { delta } => {
+                self.thought.push_str(delta);
+                Vec::new()
+            }
+            EventBody::LlmRetry {
+                attempt,
+                max_retries,
+                kind,
+                status,
+                delay_ms,
+            } => {
+                self.text.clear();
+                self.thought.clear();
+                let status = status.map(|s| format!(", HTTP {s}")).unwrap_or_default();
+                vec![chunk(
+                    "agent_thought_chunk",
+                    &format!(
+                        "retry {attempt}/{max_retries} in {:.1} s: {kind}{status}\n",
+                        *delay_ms as f64 / 1000.0
+                    ),
+                )]
+            }
+            EventBody::LlmResponse { .. } => {
+                let mut updates = Vec::new();
+                if !self.thought.is_empty() {
+                    updates.push(chunk(
+                        "agent_thought_chunk",
+                        &std::mem::take(&mut self.thought),
+                    ));
+                }
+                if !self.text.is_empty() {
+                    updates.push(chunk(
+                        "agent_message_chunk",
+                        &std::mem::take(&mut self.text),
+                    ));
+                }
+                updates
+            }
+            EventBody::ToolCall {
+                call_id,
+                name,
+                arguments,
+                subject,
+            } => {
+                let mut updates = vec![tool_call(
+                    workspace,
+                    call_id,
+                    name,
+                    arguments,
+                    subject.as_deref(),
+                )];
+                if name == "todo_write"
+                    && let Some(plan) = plan(arguments)
+                {
+                    updates.push(plan);
+                }
+                updates
+            }
+            EventBody::ToolStarted { call_id, .. } => vec![json!({
+                "sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"})],
+            EventBody::ToolResult {
+                call_id,
+                state,
+                summary,
+                ..
+            } => vec![result_update(call_id, *state, summary)],
+            EventBody::RecoveryOffered {
+                recovery_id,
+                action,
+            } => vec![chunk(
+                "agent_message_chunk",
+                &offer_text(session, recovery_id, *action),
+            )],
+            EventBody::SearchResult {
+                query,
+                sources_status,
+                sources,
+            } => {
+                let about = match sources_status {
+                    Some(keel_types::SourcesStatus::NotProvided) => {
+                        "the provider gave no structured sources; its summary is kept".to_string()
+                    }
+                    Some(keel_types::SourcesStatus::Available) | None => {
+                        format!("{sources} source(s)")
+                    }
+                };
+                vec![chunk(
+                    "agent_thought_chunk",
+                    &format!("web search `{query}`: {about}\n"),
+                )]
+            }
+            EventBody::SessionStarted { .. }
+            | EventBody::TurnStarted { .. }
+            | EventBody::ApprovalRequested { .. }
+            | EventBody::AccountRotated { .. }
+            | EventBody::TurnCompleted { .. }
+            | EventBody::TurnFailed { .. }
+            | EventBody::RecoveryConsumed { .. }
+            | EventBody::RecoveryExpired { .. } => Vec::new(),
+        }
+    }
+}
+
+/// How to run an offered recovery from an editor.
+pub fn offer_text(_session: &str, recovery_id: &str, action: InputKind) -> String {
+    match action {
+        InputKind::FinalReadinessRecovery => format!(
+            "\n\nNot ready: the turn ended with open work. Send `/continue-checks {recovery_id}` to go on \
+             (or a prompt with _meta {{\"keel/action\": \"final_readiness_recovery\", \
+             \"keel/recoveryId\": \"{recovery_id}\"}})."
+        ),
+        InputKind::ProtocolRecovery | InputKind::User => format!(
+            "\n\nRecovery available: the provider rejected the replay of the tool history. Send \
+             `/recover-context {recovery_id}` (optionally followed by guidance) to continue from \
+             valid history, or a prompt with _meta {{\"keel/action\": \"protocol_recovery\", \
+             \"keel/recoveryId\": \"{recovery_id}\"}}."
+        ),
+    }
+}
+
+/// The stored history as updates, for `session/load`.
+pub fn replay(workspace: &Path, items: &[Item], receipts: &[ToolReceipt]) -> Vec<Value> {
+    let mut updates = Vec::new();
+    for item in items {
+        match item {
+            Item::User { text } => updates.push(chunk("user_message_chunk", text)),
+            Item::Assistant(assistant) => {
+                for part in &assistant.parts {
+                    match part {
+                        AssistantPart::Reasoning { text, .. } if !text.is_empty() => {
+                            updates.push(chunk("agent_thought_chunk", text));
+                        }
+                        AssistantPart::Text { text } if !text.is_empty() => {
+                            updates.push(chunk("agent_message_chunk", text));
+                        }
+                        AssistantPart::ToolCall(call) => {
+                            updates.push(tool_call(
+                                workspace,
+                                &call.id,
+                                &call.name,
+                                &call.arguments,
+                                None,
+                            ));
+                        }
+                        AssistantPart::Reasoning { .. }
+                        | AssistantPart::Text { .. }
+                        | AssistantPart::WebSearch(_) => {}
+                    }
+                }
+            }
+            Item::ToolResult(result) => {
+                let receipt = receipts
+                    .iter()
+                    .rev()
+                    .find(|r| r.call_id == result.call_id && r.tool == result.name);
+                let state = receipt.map_or(
+                    if result.is_error {
+                        ReceiptState::Failed
+                    } else {
+                        ReceiptState::Completed
+                    },
+                    |r| r.state,
+                );
+                let summary = receipt
+                    .and_then(|r| r.summary.clone())
+                    .unwrap_or_else(|| result.content.lines().next().unwrap_or("").to_string());
+                updates.push(result_update(&result.call_id, state, &summary));
+            }
+        }
+    }
+    updates
+}

@@ -1,0 +1,63 @@
+//! `keel acp`: the Agent Client Protocol agent (`keel-acp`) on stdin/stdout, with sessions
+//! built from the user's configuration as `keel run` builds them, in the directory the editor
+//! names.
+//!
+//! Invariants:
+//! - stdout carries protocol only; everything for people goes to stderr.
+//! - When the editor closes stdin, running turns are cancelled and settled, and keel exits 0.
+
+use crate::Outcome;
+use crate::cli::{CommonArgs, PermissionModeArg};
+use crate::session_setup::{open_controller, open_host, prepare_on};
+use keel_acp::AcpSessions;
+use keel_agent::{AgentError, Approver, Controller, Host, SessionChoice};
+use keel_tools::PermissionMode;
+use std::path::Path;
+use std::sync::Arc;
+
+struct CliAcpSessions {
+    common: CommonArgs,
+    host: Host,
+}
+
+impl AcpSessions for CliAcpSessions {
+    fn open(
+        &self,
+        choice: SessionChoice,
+        cwd: &Path,
+        mode: Option<PermissionMode>,
+        approver: Arc<dyn Approver>,
+    ) -> Result<Controller, String> {
+        let mut common = self.common.clone();
+        common.cwd = Some(cwd.to_path_buf());
+        common.continue_latest = false;
+        common.session = match choice {
+            SessionChoice::New => None,
+            SessionChoice::Resume(id) => Some(id),
+        };
+        if let Some(mode) = mode {
+            common.yes = false;
+            common.permission_mode = Some(match mode {
+                PermissionMode::ReadOnly => PermissionModeArg::ReadOnly,
+                PermissionMode::Ask => PermissionModeArg::Ask,
+                PermissionMode::Auto => PermissionModeArg::Auto,
+            });
+        }
+        prepare_on(&common, "keel acp", self.host.clone())
+            .and_then(|setup| open_controller(setup, approver))
+            .map_err(|error| match error.downcast_ref::<AgentError>() {
+                Some(agent) => agent.to_string(),
+                None => format!("{error:#}"),
+            })
+    }
+}
+
+pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
+    let sessions = Arc::new(CliAcpSessions {
+        common: common.clone(),
+        host: open_host()?,
+    });
+    let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    keel_acp::run(stdin, tokio::io::stdout(), sessions).await?;
+    Ok(Outcome::Completed)
+}

@@ -1,0 +1,201 @@
+//! `keel acp` against `keel mock`: the official ACP TypeScript client
+//! (`@agentclientprotocol/sdk`, `crates/keel-acp/e2e/client.mjs`) for the conversations, and
+//! raw JSON-RPC lines for the protocol-level cases.
+//!
+//! The SDK tests need `npm ci` in `crates/keel-acp/e2e` (`.ci/run` does it); without it they
+//! say so and pass, except under CI (`CI` set), where they fail.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn e2e_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../keel-acp/e2e")
+}
+
+fn sdk_available() -> bool {
+    let ready = e2e_dir()
+        .join("node_modules/@agentclientprotocol/sdk")
+        .is_dir()
+        && Command::new("node").arg("--version").output().is_ok();
+    if !ready {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the ACP tests need `npm ci` in crates/keel-acp/e2e"
+        );
+        eprintln!("skipped: run `npm ci` in crates/keel-acp/e2e");
+    }
+    ready
+}
+
+/// Run the SDK `scenario` against a home scripted with `steps` (`top` at the top of its config).
+fn client(scenario: &str, steps: Value, top: &str) -> (Home, MockProcess) {
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    std::fs::write(home.path().join("config.toml"), format!("{top}\n{config}")).unwrap();
+    let output = Command::new("node")
+        .arg(e2e_dir().join("client.mjs"))
+        .args([scenario, KEEL, home.path().to_str().unwrap()])
+        .env("KEEL_HOME", home.path())
+        .env("DEEPSEEK_API_KEY", "test-key-1")
+        .env_remove("KEEL_MODEL")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{scenario}:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (home, mock)
+}
+
+#[test]
+fn two_tool_rounds_stream_in_order_and_load_replays_them() {
+    if !sdk_available() {
+        return;
+    }
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": "echo one >> effects.log"}},
+        {"tool": "bash", "args": {"command": "echo two >> effects.log"}},
+        {"say": "Both commands ran."},
+    ]});
+    let (home, _mock) = client("rounds", steps, "permission_mode = \"auto\"");
+    let effects = std::fs::read_to_string(home.path().join("effects.log")).unwrap();
+    assert_eq!(effects, "one\ntwo\n");
+}
+
+#[test]
+fn permissions_are_asked_through_the_editor() {
+    if !sdk_available() {
+        return;
+    }
+    let steps = json!({"steps": [
+        {"tool": "write_file", "args": {"path": "rejected.txt", "content": "x"}},
+        {"tool": "write_file", "args": {"path": "allowed.txt", "content": "y"}},
+        {"tool": "write_file", "args": {"path": "remembered.txt", "content": "z"}},
+        {"say": "done"},
+    ]});
+    let (home, mock) = client("permissions", steps, "permission_mode = \"auto\"");
+    assert!(!home.path().join("rejected.txt").exists());
+    assert!(home.path().join("allowed.txt").exists());
+    assert!(home.path().join("remembered.txt").exists());
+    let second = mock.requests()[1].to_string();
+    assert!(second.contains("the user declined"), "{second}");
+}
+
+#[test]
+fn cancel_answers_cancelled_and_nothing_follows() {
+    if !sdk_available() {
+        return;
+    }
+    let steps = json!({"steps": [{"fault": "stall", "seconds": 2}, {"say": "too late"}]});
+    let (_home, mock) = client("cancel", steps, "");
+    assert_eq!(mock.requests().len(), 1, "no retry after the cancel");
+}
+
+#[test]
+fn a_rejected_replay_is_recovered_through_prompt_meta_with_each_effect_once() {
+    if !sdk_available() {
+        return;
+    }
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": "echo ran >> effects.log"}},
+        {"fault": {"status": 400, "body": ""}},
+        {"say": "Recovered from valid history."},
+    ]});
+    let (home, mock) = client("recovery", steps, "permission_mode = \"auto\"");
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("effects.log")).unwrap(),
+        "ran\n"
+    );
+    assert_eq!(mock.requests().len(), 3, "nothing sent for the stale id");
+}
+
+/// `keel acp` fed raw lines; returns every line it wrote.
+fn raw_session(home: &Home, lines: &[&str]) -> Vec<Value> {
+    let mut child = home
+        .keel(&["acp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    drop(stdin);
+    let stdout = child.stdout.take().unwrap();
+    let answers: Vec<Value> = BufReader::new(stdout)
+        .lines()
+        .map(|line| serde_json::from_str(&line.unwrap()).expect("protocol only on stdout"))
+        .collect();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "exits 0 when stdin closes");
+    answers
+}
+
+fn answer(answers: &[Value], id: i64) -> &Value {
+    answers
+        .iter()
+        .find(|a| a["id"] == id)
+        .unwrap_or_else(|| panic!("no answer to {id}: {answers:?}"))
+}
+
+#[test]
+fn the_stdio_loop_answers_protocol_errors_and_keeps_serving() {
+    let home = Home::new("");
+    let workspace = home.path().display().to_string();
+    let new_session = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": workspace, "mcpServers": [{"name": "gh", "command": "x", "args": [], "env": []}]}})
+    .to_string();
+    let answers = raw_session(
+        &home,
+        &[
+            r#"{"jsonrpc":"2.0","id":0,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}"#,
+            "this is not json",
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#,
+            &new_session,
+            r#"{"jsonrpc":"2.0","id":3,"method":"session/teleport","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"session/new","params":{"cwd":"relative/dir","mcpServers":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":6,"method":"session/set_mode","params":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"nope"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":1}}"#,
+        ],
+    );
+    assert_eq!(
+        answer(&answers, 0)["error"]["code"],
+        -32600,
+        "before initialize"
+    );
+    assert!(
+        answers
+            .iter()
+            .any(|a| a["id"].is_null() && a["error"]["code"] == -32700),
+        "a malformed line: {answers:?}"
+    );
+    assert_eq!(answer(&answers, 1)["result"]["protocolVersion"], 1);
+    let mcp = &answer(&answers, 2)["error"];
+    assert_eq!(mcp["code"], -32602);
+    assert!(mcp["message"].as_str().unwrap().contains("MCP"), "{mcp}");
+    assert_eq!(answer(&answers, 3)["error"]["code"], -32601);
+    assert_eq!(answer(&answers, 4)["error"]["code"], -32002);
+    assert_eq!(answer(&answers, 5)["error"]["code"], -32602);
+    assert_eq!(answer(&answers, 6)["error"]["code"], -32602);
+    assert!(answer(&answers, 7)["result"].is_object(), "still serving");
+    for message in &answers {
+        assert_eq!(message["jsonrpc"], "2.0");
+        assert!(
+            !(message.get("result").is_some() && message.get("error").is_some()),
+            "{message}"
+        );
+    }
+}
