@@ -147,7 +147,8 @@ const scenarios = {
       await assert.rejects(
         prompt(agent, sessionId, "", { "keel/action": "protocol_recovery", "keel/recoveryId": "r-0000000000000000" }),
         (error) => error.code === -32010 && /no recovery record/.test(error.message));
-      const recovered = await prompt(agent, sessionId, "", { "keel/action": "protocol_recovery", "keel/recoveryId": recoveryId });
+      // The same recovery typed as text, as an editor user would.
+      const recovered = await prompt(agent, sessionId, `/recover-context ${recoveryId} check the log first`);
       assert.equal(recovered.stopReason, "end_turn");
       assert.match(messageText(client.updates), /Recovered from valid history\./);
     });

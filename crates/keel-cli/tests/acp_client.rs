@@ -199,3 +199,70 @@ fn the_stdio_loop_answers_protocol_errors_and_keeps_serving() {
         );
     }
 }
+
+#[test]
+fn an_editor_that_disappears_mid_turn_leaves_settled_receipts() {
+    let marker = format!("sleep 30.{}", std::process::id());
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": format!("touch started; {marker}")}},
+        {"say": "never"},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!("permission_mode = \"auto\"\n{config}"),
+    )
+    .unwrap();
+    let mut child = home
+        .keel(&["acp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let workspace = home.path().display().to_string();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":1}}}}"#
+    )
+    .unwrap();
+    let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": workspace, "mcpServers": []}});
+    writeln!(stdin, "{new}").unwrap();
+    let session = loop {
+        let line: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        if line["id"] == 2 {
+            break line["result"]["sessionId"].as_str().unwrap().to_string();
+        }
+    };
+    let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "run"}]}});
+    writeln!(stdin, "{prompt}").unwrap();
+    let started = std::time::Instant::now();
+    while !home.path().join("started").exists() && started.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(stdin); // the editor is gone
+    let waited = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "keel acp did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
+    let survivors = Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap();
+    assert!(survivors.stdout.is_empty(), "the tool was killed");
+    let shown = home.run(&["session", "show", &session, "--json"]);
+    let shown: Value = serde_json::from_str(&shown.stdout()).unwrap();
+    assert_eq!(shown["receipts"][0]["state"], "cancelled");
+}
