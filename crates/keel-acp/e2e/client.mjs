@@ -79,6 +79,9 @@ const scenarios = {
     const answer = kinds.lastIndexOf("agent_message_chunk");
     assert.ok(firstCall >= 0 && answer > firstCall, "the answer comes after the tools");
     assert.match(messageText(first.updates), /Both commands ran\./);
+    const done = first.updates.filter((u) => u.sessionUpdate === "tool_call_update" && u.status === "completed");
+    assert.ok(done.every((u) => u.content.some((c) => c.type === "content" && /exit code 0/.test(c.content.text))),
+      "the command's output is on the card");
 
     const second = connect();
     await second.app.connectWith(second.stream, async (agent) => {

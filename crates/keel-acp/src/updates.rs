@@ -97,7 +97,7 @@ pub fn plan(arguments: &str) -> Option<Value> {
     Some(json!({"sessionUpdate": "plan", "entries": entries}))
 }
 
-fn result_update(id: &str, state: ReceiptState, summary: &str) -> Value {
+fn result_update(id: &str, state: ReceiptState, summary: &str, output: &str) -> Value {
     let (status, note) = match state {
         ReceiptState::Completed => ("completed", summary.to_string()),
         ReceiptState::Failed => ("failed", summary.to_string()),
@@ -110,8 +110,12 @@ fn result_update(id: &str, state: ReceiptState, summary: &str) -> Value {
         ),
         ReceiptState::Pending | ReceiptState::Started => ("in_progress", summary.to_string()),
     };
+    let mut content = vec![json!({"type": "content", "content": text_block(note)})];
+    if !output.is_empty() {
+        content.push(json!({"type": "content", "content": text_block(output)}));
+    }
     json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": status,
-           "content": [{"type": "content", "content": text_block(note)}]})
+           "content": content})
 }
 
 /// Turns one turn's events into updates, holding each attempt's text until it completes.
@@ -198,8 +202,9 @@ impl Translator {
                 call_id,
                 state,
                 summary,
+                output,
                 ..
-            } => vec![result_update(call_id, *state, summary)],
+            } => vec![result_update(call_id, *state, summary, output)],
             EventBody::RecoveryOffered {
                 recovery_id,
                 action,
@@ -300,7 +305,12 @@ pub fn replay(workspace: &Path, items: &[Item], receipts: &[ToolReceipt]) -> Vec
                 let summary = receipt
                     .and_then(|r| r.summary.clone())
                     .unwrap_or_else(|| result.content.lines().next().unwrap_or("").to_string());
-                updates.push(result_update(&result.call_id, state, &summary));
+                let excerpt: String = result
+                    .content
+                    .chars()
+                    .take(keel_types::event::OUTPUT_EXCERPT_CHARS)
+                    .collect();
+                updates.push(result_update(&result.call_id, state, &summary, &excerpt));
             }
         }
     }

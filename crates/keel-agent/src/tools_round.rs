@@ -246,6 +246,14 @@ fn finish(
     };
     receipt.state = final_state;
     receipt.summary = Some(output.summary.clone());
+    let mut excerpt: String = output
+        .content
+        .chars()
+        .take(keel_types::event::OUTPUT_EXCERPT_CHARS)
+        .collect();
+    if excerpt.len() < output.content.len() {
+        excerpt.push('…');
+    }
     let item = Item::ToolResult(ToolResult {
         call_id: call.id.clone(),
         name: call.name.clone(),
@@ -261,6 +269,7 @@ fn finish(
         name: call.name.clone(),
         state: final_state,
         summary: output.summary,
+        output: excerpt,
     });
     Ok(())
 }

@@ -167,6 +167,12 @@ function handle(event) {
         entry.state.textContent = event.state + " · " + event.summary;
         entry.state.className = "state state-" + event.state;
         entry.box.querySelectorAll(".actions").forEach((node) => node.remove());
+        if (event.output) {
+          const details = el("details");
+          details.appendChild(el("summary", "muted", "output"));
+          const pre = el("pre"); pre.appendChild(el("code", "", event.output)); details.appendChild(pre);
+          entry.box.appendChild(details);
+        }
       }
       break;
     }
@@ -281,6 +287,10 @@ function renderHistory(history) {
         const state = receipt ? receipt.state : (item.is_error ? "failed" : "completed");
         entry.state.textContent = state + " · " + ((receipt && receipt.summary) || item.content.split("\n")[0]);
         entry.state.className = "state state-" + state;
+        const details = el("details");
+        details.appendChild(el("summary", "muted", "output"));
+        const pre = el("pre"); pre.appendChild(el("code", "", item.content.slice(0, 2000))); details.appendChild(pre);
+        entry.box.appendChild(details);
       }
     }
   }

@@ -22,6 +22,9 @@ pub struct Event {
     pub body: EventBody,
 }
 
+/// The longest tool output excerpt an event carries.
+pub const OUTPUT_EXCERPT_CHARS: usize = 2000;
+
 /// What started a turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -97,6 +100,10 @@ pub enum EventBody {
         name: String,
         state: ReceiptState,
         summary: String,
+        /// The start of what the tool returned (redacted, at most `OUTPUT_EXCERPT_CHARS`
+        /// characters), for surfaces that show it; the whole result is in the history.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        output: String,
     },
     /// A provider-native web search in a committed response.
     #[serde(rename = "search/result")]
