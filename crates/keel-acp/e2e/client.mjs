@@ -10,7 +10,7 @@ import * as acp from "@agentclientprotocol/sdk";
 
 const [scenario, keel, workspace] = process.argv.slice(2);
 
-function connect(permission = () => "allow_once") {
+function connect(permission = () => "allow_once", files = null) {
   const child = spawn(keel, ["acp"], { stdio: ["pipe", "pipe", "inherit"], env: process.env });
   const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
   const updates = [];
@@ -24,13 +24,24 @@ function connect(permission = () => "allow_once") {
       const option = params.options.find((o) => o.kind === kind);
       return { outcome: { outcome: "selected", optionId: option.optionId } };
     });
+  if (files) {
+    app.onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
+      files.reads.push(params.path);
+      return { content: files.buffers[params.path] ?? "" };
+    });
+    app.onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
+      files.writes.push({ path: params.path, content: params.content });
+      files.buffers[params.path] = params.content;
+      return {};
+    });
+  }
   return { child, stream, app, updates, asked };
 }
 
-async function start(agent) {
+async function start(agent, fs = false) {
   const init = await agent.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
-    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+    clientCapabilities: { fs: { readTextFile: fs, writeTextFile: fs }, terminal: false },
     clientInfo: { name: "keel-acp-test", version: "0.0.0" },
   });
   assert.equal(init.protocolVersion, 1);
@@ -59,6 +70,29 @@ function statusesByCall(updates) {
 }
 
 const scenarios = {
+  // The editor owns the files: reads see its unsaved buffer, writes go to it, not the disk;
+  // the workspace guard still refuses a path outside.
+  async editor_files() {
+    const notes = `${workspace}/notes.txt`;
+    const files = { reads: [], writes: [], buffers: { [notes]: "unsaved buffer text\n" } };
+    const client = connect(() => "allow_once", files);
+    await client.app.connectWith(client.stream, async (agent) => {
+      const sessionId = await start(agent, true);
+      const result = await prompt(agent, sessionId, "edit through the editor");
+      assert.equal(result.stopReason, "end_turn");
+    });
+    client.child.kill();
+    assert.deepEqual(files.reads, [notes, notes], "read_file and edit_file read the buffer");
+    assert.deepEqual(files.writes.map((w) => w.path), [`${workspace}/out.txt`, notes]);
+    assert.equal(files.buffers[notes], "unsaved buffer text, edited\n");
+    const outputs = client.updates.filter((u) => u.sessionUpdate === "tool_call_update" && u.content)
+      .flatMap((u) => u.content.map((c) => c.content && c.content.text)).join("\n");
+    assert.match(outputs, /unsaved buffer text/);
+    const finals = statusesByCall(client.updates).map((s) => s[s.length - 1]);
+    assert.deepEqual(finals, ["completed", "completed", "completed", "failed"]);
+    return {};
+  },
+
   // Two tool rounds: updates in order, statuses pending → in_progress → completed; then a
   // second connection loads the session and gets the same history.
   async rounds() {

@@ -20,7 +20,7 @@ use keel_agent::{
     AgentError, Approval, ApprovalRequest, Approver, Controller, Input, Line, Readiness,
     RecoveryRefusal, SessionChoice, TurnOutcome,
 };
-use keel_tools::PermissionMode;
+use keel_tools::{EditorFiles, PermissionMode};
 use keel_types::FailureKind;
 use rpc::{Connection, code};
 use serde_json::{Value, json};
@@ -45,6 +45,7 @@ pub trait AcpSessions: Send + Sync + 'static {
         cwd: &Path,
         mode: Option<PermissionMode>,
         approver: Arc<dyn Approver>,
+        editor: Option<Arc<dyn EditorFiles>>,
     ) -> Result<Controller, String>;
 }
 
@@ -73,6 +74,8 @@ struct Agent {
     sessions_factory: Arc<dyn AcpSessions>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     initialized: Mutex<bool>,
+    /// Whether the client reads and writes files for us (`fs.readTextFile` and `writeTextFile`).
+    editor_files: Mutex<bool>,
     prompts: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -105,6 +108,7 @@ where
         sessions_factory: sessions,
         sessions: Mutex::new(HashMap::new()),
         initialized: Mutex::new(false),
+        editor_files: Mutex::new(false),
         prompts: Mutex::new(Vec::new()),
     });
     let mut input = input;
@@ -228,8 +232,11 @@ impl Agent {
         }
     }
 
-    fn initialize(&self, _params: &Value) -> Value {
+    fn initialize(&self, params: &Value) -> Value {
         *lock(&self.initialized) = true;
+        let fs = &params["clientCapabilities"]["fs"];
+        *lock(&self.editor_files) =
+            fs["readTextFile"] == Value::Bool(true) && fs["writeTextFile"] == Value::Bool(true);
         json!({
             "protocolVersion": 1,
             "agentCapabilities": {
@@ -277,12 +284,28 @@ impl Agent {
             always: Mutex::new(Vec::new()),
             never: Mutex::new(Vec::new()),
         });
+        let editor = (*lock(&self.editor_files)).then(|| {
+            Arc::new(AcpEditor {
+                connection: self.connection.clone(),
+                session: Mutex::new(None),
+                runtime: tokio::runtime::Handle::current(),
+            })
+        });
         let controller = self
             .sessions_factory
-            .open(choice, &cwd, mode, approver.clone())
+            .open(
+                choice,
+                &cwd,
+                mode,
+                approver.clone(),
+                editor.clone().map(|e| e as Arc<dyn EditorFiles>),
+            )
             .map_err(|message| RpcError::new(code::INTERNAL, message))?;
         let id = controller.session().id.clone();
         *lock(&approver.session) = Some(id.clone());
+        if let Some(editor) = &editor {
+            *lock(&editor.session) = Some(id.clone());
+        }
         let mode = controller.settings().policy.mode;
         let session = Arc::new(Session {
             controller,
@@ -597,5 +620,53 @@ impl Approver for AcpApprover {
                 Some(_) | None => Approval::Declined,
             }
         })
+    }
+}
+
+/// The editor's files: `fs/read_text_file` and `fs/write_text_file` to the client, so it sees
+/// unsaved buffers and owns the write. Called from the file tools' blocking threads.
+struct AcpEditor {
+    connection: Connection,
+    session: Mutex<Option<String>>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl std::fmt::Debug for AcpEditor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AcpEditor")
+    }
+}
+
+impl AcpEditor {
+    fn call(&self, method: &str, mut params: Value) -> Result<Value, String> {
+        let session = lock(&self.session)
+            .clone()
+            .ok_or_else(|| "the session is not open yet".to_string())?;
+        params["sessionId"] = Value::String(session);
+        self.runtime
+            .block_on(self.connection.request(method, params))
+            .map_err(|error| error.message)
+    }
+}
+
+impl EditorFiles for AcpEditor {
+    fn read(&self, path: &Path) -> Result<String, String> {
+        let result = self.call(
+            "fs/read_text_file",
+            json!({"path": path.display().to_string()}),
+        )?;
+        result
+            .get("content")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| "the editor answered without `content`".to_string())
+    }
+
+    fn write(&self, path: &Path, content: &str) -> Result<(), String> {
+        self.call(
+            "fs/write_text_file",
+            json!({"path": path.display().to_string(), "content": content}),
+        )
+        .map(|_| ())
     }
 }

@@ -54,6 +54,8 @@ pub struct AgentSettings {
     pub holder: String,
     /// keel's secrets: kept out of tool environments and redacted from tool results.
     pub secrets: keel_types::Secrets,
+    /// An editor the file tools go through (ACP clients with the `fs` capability).
+    pub editor: Option<Arc<dyn keel_tools::EditorFiles>>,
 }
 
 pub enum SessionChoice {
@@ -207,6 +209,7 @@ impl Controller {
         let (cancel_signal, _) = watch::channel(0);
         let tool_context = ToolContext {
             secrets: settings.secrets.clone(),
+            editor: settings.editor.clone(),
             ..ToolContext::new(guard)
         };
         let shared = Shared {

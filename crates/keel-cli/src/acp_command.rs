@@ -5,13 +5,15 @@
 //! Invariants:
 //! - stdout carries protocol only; everything for people goes to stderr.
 //! - When the editor closes stdin, running turns are cancelled and settled, and keel exits 0.
+//! - When the editor offers `fs.readTextFile` and `fs.writeTextFile`, file tools read and write
+//!   workspace files through it (after the same workspace guard).
 
 use crate::Outcome;
 use crate::cli::{CommonArgs, PermissionModeArg};
 use crate::session_setup::{open_controller, open_host, prepare_on};
 use keel_acp::AcpSessions;
 use keel_agent::{AgentError, Approver, Controller, Host, SessionChoice};
-use keel_tools::PermissionMode;
+use keel_tools::{EditorFiles, PermissionMode};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -27,6 +29,7 @@ impl AcpSessions for CliAcpSessions {
         cwd: &Path,
         mode: Option<PermissionMode>,
         approver: Arc<dyn Approver>,
+        editor: Option<Arc<dyn EditorFiles>>,
     ) -> Result<Controller, String> {
         let mut common = self.common.clone();
         common.cwd = Some(cwd.to_path_buf());
@@ -44,7 +47,10 @@ impl AcpSessions for CliAcpSessions {
             });
         }
         prepare_on(&common, "keel acp", self.host.clone())
-            .and_then(|setup| open_controller(setup, approver))
+            .and_then(|mut setup| {
+                setup.settings.editor = editor;
+                open_controller(setup, approver)
+            })
             .map_err(|error| match error.downcast_ref::<AgentError>() {
                 Some(agent) => agent.to_string(),
                 None => format!("{error:#}"),

@@ -98,6 +98,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         extra_dirs: Vec::new(),
         holder: "keel demo".into(),
         secrets: secrets.clone(),
+        editor: None,
     };
     let host = Host::open(&demo_dir.join("state.db"))?;
     let approver = Arc::new(HeadlessApprover { approve_all: true });
@@ -114,6 +115,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         extra_dirs: Vec::new(),
         holder: settings.holder.clone(),
         secrets: secrets.clone(),
+        editor: None,
     };
     let second_settings = rebuild(&settings);
     let controller = open(SessionChoice::New, settings)?;

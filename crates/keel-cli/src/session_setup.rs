@@ -218,6 +218,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         extra_dirs,
         holder: holder.to_string(),
         secrets: secrets(&config),
+        editor: None,
     };
     let choice = match session {
         Some(session) => SessionChoice::Resume(session.id),

@@ -71,6 +71,30 @@ fn two_tool_rounds_stream_in_order_and_load_replays_them() {
 }
 
 #[test]
+fn file_tools_go_through_the_editor_when_it_offers_fs() {
+    if !sdk_available() {
+        return;
+    }
+    let steps = json!({"steps": [
+        {"tool": "read_file", "args": {"path": "notes.txt"}},
+        {"tool": "write_file", "args": {"path": "out.txt", "content": "from keel"}},
+        {"tool": "edit_file", "args": {"path": "notes.txt", "old_string": "text", "new_string": "text, edited"}},
+        {"tool": "write_file", "args": {"path": "../escape.txt", "content": "no"}},
+        {"say": "done"},
+    ]});
+    let (home, _mock) = client("editor_files", steps, "permission_mode = \"auto\"");
+    assert!(
+        !home.path().join("out.txt").exists(),
+        "the editor owns the write"
+    );
+    assert!(
+        !home.path().join("notes.txt").exists(),
+        "the buffer was never saved by keel"
+    );
+    assert!(!home.path().join("../escape.txt").exists());
+}
+
+#[test]
 fn permissions_are_asked_through_the_editor() {
     if !sdk_available() {
         return;

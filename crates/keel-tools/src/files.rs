@@ -9,13 +9,16 @@
 //!   refused at once, never waited on.
 //! - `edit_file` replaces an exact string that must match exactly once (unless `replace_all`);
 //!   otherwise nothing changes and the error shows where the text nearly matched.
+//! - With an editor (`ToolContext::editor`, ACP's `fs` capability) files inside the workspace
+//!   are read and written through it (it sees unsaved buffers and owns the write), after the
+//!   same guard checks; files outside, and everything without an editor, go to the disk.
 //! - Reads are bounded: a line range on any file size, at most `MAX_LINES` lines and
 //!   `OUTPUT_CAP` bytes per call; binary files are described, not dumped.
 
 use crate::beneath::{FileBeneath, MissingParents, Written};
 use crate::output::{OUTPUT_CAP, looks_binary, truncate_middle};
 use crate::special::open_regular;
-use crate::{ToolContext, ToolOutput};
+use crate::{EditorFiles, ToolContext, ToolOutput};
 use serde_json::Value;
 use std::io::BufRead;
 
@@ -42,6 +45,14 @@ pub fn read_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
         .and_then(Value::as_u64)
         .map_or(MAX_LINES, |l| l as usize)
         .min(MAX_LINES);
+    if let Some(editor) = editor_for(ctx, &resolved) {
+        return match editor.read(&resolved) {
+            Ok(text) => numbered(std::io::Cursor::new(text.into_bytes()), path, offset, limit),
+            Err(error) => {
+                ToolOutput::error(format!("cannot read `{path}` through the editor: {error}"))
+            }
+        };
+    }
     let file = match open_regular(&resolved, path) {
         Ok(file) => file,
         Err(refusal) => return ToolOutput::error(refusal.to_string()),
@@ -58,6 +69,18 @@ pub fn read_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
             format!("binary file, {size} bytes"),
         );
     }
+    numbered(reader, path, offset, limit)
+}
+
+/// The editor to go through for `resolved`, when there is one and the path is in a root.
+fn editor_for<'a>(ctx: &'a ToolContext, resolved: &std::path::Path) -> Option<&'a dyn EditorFiles> {
+    ctx.editor
+        .as_deref()
+        .filter(|_| ctx.guard.is_inside(resolved))
+}
+
+/// Lines `offset..offset+limit` of `reader`, numbered, within the output cap.
+fn numbered(mut reader: impl BufRead, path: &str, offset: usize, limit: usize) -> ToolOutput {
     let mut shown = String::new();
     let mut total_lines = 0usize;
     let mut last_shown = 0usize;
@@ -108,8 +131,24 @@ pub fn write_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
         Ok(target) => target,
         Err(error) => return ToolOutput::error(error.to_string()),
     };
-    let written = FileBeneath::open(&target, path, MissingParents::Create)
-        .and_then(|file| file.write_atomically(content.as_bytes()));
+    let written = match editor_for(ctx, &target.resolved) {
+        Some(editor) => {
+            let existed = target.resolved.exists();
+            editor
+                .write(&target.resolved, content)
+                .map(|()| {
+                    if existed {
+                        Written::Replaced
+                    } else {
+                        Written::Created
+                    }
+                })
+                .map_err(|error| format!("cannot write `{path}` through the editor: {error}"))
+        }
+        None => FileBeneath::open(&target, path, MissingParents::Create)
+            .and_then(|file| file.write_atomically(content.as_bytes()))
+            .map_err(|error| error.to_string()),
+    };
     match written {
         Ok(written) => {
             let verb = match written {
@@ -126,7 +165,7 @@ pub fn write_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
                 format!("{verb} {shown}"),
             )
         }
-        Err(error) => ToolOutput::error(error.to_string()),
+        Err(error) => ToolOutput::error(error),
     }
 }
 
@@ -152,18 +191,33 @@ pub fn edit_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
         Ok(target) => target,
         Err(error) => return ToolOutput::error(error.to_string()),
     };
-    let file = match FileBeneath::open(&target, path, MissingParents::Refuse) {
-        Ok(file) => file,
-        Err(error) => return ToolOutput::error(error.to_string()),
+    let editor = editor_for(ctx, &target.resolved);
+    let file = match editor {
+        Some(_) => None,
+        None => match FileBeneath::open(&target, path, MissingParents::Refuse) {
+            Ok(file) => Some(file),
+            Err(error) => return ToolOutput::error(error.to_string()),
+        },
     };
-    let text = match file.read().map(String::from_utf8) {
-        Ok(Ok(text)) => text,
-        Ok(Err(_)) => {
-            return ToolOutput::error(format!(
-                "`{path}` is not UTF-8 text; edit_file cannot change it"
-            ));
-        }
-        Err(error) => return ToolOutput::error(error.to_string()),
+    let text = match (editor, &file) {
+        (Some(editor), _) => match editor.read(&target.resolved) {
+            Ok(text) => text,
+            Err(error) => {
+                return ToolOutput::error(format!(
+                    "cannot read `{path}` through the editor: {error}"
+                ));
+            }
+        },
+        (None, Some(file)) => match file.read().map(String::from_utf8) {
+            Ok(Ok(text)) => text,
+            Ok(Err(_)) => {
+                return ToolOutput::error(format!(
+                    "`{path}` is not UTF-8 text; edit_file cannot change it"
+                ));
+            }
+            Err(error) => return ToolOutput::error(error.to_string()),
+        },
+        (None, None) => return ToolOutput::error(format!("cannot open `{path}`")),
     };
     let positions: Vec<usize> = text.match_indices(old).map(|(at, _)| at).collect();
     let line_of = |at: usize| text[..at].matches('\n').count() + 1;
@@ -186,8 +240,18 @@ pub fn edit_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
             } else {
                 text.replacen(old, new, 1)
             };
-            if let Err(error) = file.write_atomically(updated.as_bytes()) {
-                return ToolOutput::error(error.to_string());
+            let saved = match (editor, &file) {
+                (Some(editor), _) => editor
+                    .write(&target.resolved, &updated)
+                    .map_err(|error| format!("cannot write `{path}` through the editor: {error}")),
+                (None, Some(file)) => file
+                    .write_atomically(updated.as_bytes())
+                    .map(|_| ())
+                    .map_err(|error| error.to_string()),
+                (None, None) => Err(format!("cannot open `{path}`")),
+            };
+            if let Err(error) = saved {
+                return ToolOutput::error(error);
             }
             let first_line = positions.first().map_or(0, |at| line_of(*at));
             let shown = ctx.guard.display(&target.resolved);

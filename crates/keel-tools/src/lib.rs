@@ -80,6 +80,15 @@ pub struct ToolContext {
     pub secrets: keel_types::Secrets,
     /// The longest a file tool may run (`DEFAULT_FILE_TIMEOUT` unless changed).
     pub file_timeout: Duration,
+    /// An editor that reads and writes workspace files for the tools (ACP's `fs`).
+    pub editor: Option<std::sync::Arc<dyn EditorFiles>>,
+}
+
+/// Files read and written through an editor: it sees unsaved buffers and owns the write.
+/// Called from a blocking thread; each call may wait for the editor.
+pub trait EditorFiles: Send + Sync + std::fmt::Debug {
+    fn read(&self, path: &std::path::Path) -> Result<String, String>;
+    fn write(&self, path: &std::path::Path, content: &str) -> Result<(), String>;
 }
 
 impl ToolContext {
@@ -89,6 +98,7 @@ impl ToolContext {
             bash_timeout: bash::DEFAULT_TIMEOUT,
             secrets: keel_types::Secrets::default(),
             file_timeout: DEFAULT_FILE_TIMEOUT,
+            editor: None,
         }
     }
 

@@ -72,6 +72,7 @@ pub fn settings_for(base_url: &str, workspace: &Path) -> AgentSettings {
         extra_dirs: vec![],
         holder: "test".into(),
         secrets: Default::default(),
+        editor: None,
     }
 }
 
