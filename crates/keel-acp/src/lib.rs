@@ -47,6 +47,8 @@ pub trait AcpSessions: Send + Sync + 'static {
         approver: Arc<dyn Approver>,
         editor: Option<Arc<dyn EditorFiles>>,
     ) -> Result<Controller, String>;
+    /// Whether session `id` exists.
+    fn exists(&self, id: &str) -> bool;
 }
 
 const MODES: [(&str, &str, &str); 3] = [
@@ -130,9 +132,7 @@ where
                     format!("a message longer than {MAX_LINE_BYTES} bytes was refused"),
                 )),
             );
-            // Skip the rest of the oversized line.
-            let mut rest = Vec::new();
-            input.read_until(b'\n', &mut rest).await?;
+            skip_line(&mut input).await?;
             continue;
         }
         let text = String::from_utf8_lossy(&line);
@@ -153,6 +153,26 @@ where
     drop(agent);
     let _ = writer.await;
     Ok(())
+}
+
+/// Discard the rest of the current line without holding it in memory.
+async fn skip_line<R: AsyncBufRead + Unpin>(input: &mut R) -> std::io::Result<()> {
+    loop {
+        let buffer = input.fill_buf().await?;
+        if buffer.is_empty() {
+            return Ok(());
+        }
+        match buffer.iter().position(|byte| *byte == b'\n') {
+            Some(end) => {
+                input.consume(end + 1);
+                return Ok(());
+            }
+            None => {
+                let length = buffer.len();
+                input.consume(length);
+            }
+        }
+    }
 }
 
 impl Agent {
@@ -182,13 +202,41 @@ impl Agent {
                 let answer = self.initialize(&params);
                 self.connection.respond(id, Ok(answer));
             }
+            // Admitted here, in read order: a `session/cancel` read next finds the turn.
+            (Some(method), Some(id)) if method == "session/prompt" && *lock(&self.initialized) => {
+                match self.begin_prompt(&params) {
+                    Err(error) => self.connection.respond(id, Err(error)),
+                    Ok(started) => {
+                        let agent = self.clone();
+                        let handle = tokio::spawn(async move {
+                            let result = agent.finish_prompt(started).await;
+                            agent.connection.respond(id, result);
+                        });
+                        self.keep(handle);
+                    }
+                }
+            }
             (Some(method), Some(id)) => {
                 let agent = self.clone();
                 let handle = tokio::spawn(async move {
                     let result = agent.request(&method, params).await;
+                    let created = (method == "session/new")
+                        .then(|| {
+                            result
+                                .as_ref()
+                                .ok()?
+                                .get("sessionId")?
+                                .as_str()
+                                .map(str::to_string)
+                        })
+                        .flatten();
                     agent.connection.respond(id, result);
+                    // After the answer, so the client knows the session.
+                    if let Some(session) = created {
+                        agent.announce_commands(&session);
+                    }
                 });
-                lock(&self.prompts).push(handle);
+                self.keep(handle);
             }
             (Some(method), None) => self.notification(&method, &params),
             (None, Some(_)) => self.connection.answer(&message),
@@ -200,6 +248,13 @@ impl Agent {
                 )),
             ),
         }
+    }
+
+    /// Keep a request's task (to wait for it at the end), forgetting finished ones.
+    fn keep(&self, handle: JoinHandle<()>) {
+        let mut prompts = lock(&self.prompts);
+        prompts.retain(|task| !task.is_finished());
+        prompts.push(handle);
     }
 
     fn notification(&self, method: &str, params: &Value) {
@@ -222,7 +277,10 @@ impl Agent {
             "initialize" => Ok(self.initialize(&params)),
             "session/new" => self.new_session(&params),
             "session/load" => self.load_session(&params),
-            "session/prompt" => self.prompt(&params).await,
+            "session/prompt" => {
+                let started = self.begin_prompt(&params)?;
+                self.finish_prompt(started).await
+            }
             "session/set_mode" => self.set_mode(&params),
             "authenticate" => Ok(json!({})),
             other => Err(RpcError::new(
@@ -357,26 +415,30 @@ impl Agent {
     fn new_session(self: &Arc<Self>, params: &Value) -> Result<Value, RpcError> {
         let session = self.open(SessionChoice::New, params, None)?;
         let id = session.controller.session().id.clone();
-        let answer = json!({"sessionId": id, "modes": Agent::modes(session.mode)});
-        let agent = self.clone();
-        // After the answer, so the client knows the session.
-        tokio::spawn(async move { agent.announce_commands(&id) });
-        Ok(answer)
+        Ok(json!({"sessionId": id, "modes": Agent::modes(session.mode)}))
     }
 
     fn load_session(self: &Arc<Self>, params: &Value) -> Result<Value, RpcError> {
         let id = string_param(params, "sessionId")?.to_string();
-        if let Some(open) = lock(&self.sessions).remove(&id) {
-            drop(open);
-        }
-        let session = self
-            .open(SessionChoice::Resume(id.clone()), params, None)
-            .map_err(|error| match error.code {
-                code::INTERNAL if error.message.contains("does not exist") => {
-                    RpcError::new(code::RESOURCE_NOT_FOUND, error.message)
+        let open = lock(&self.sessions).get(&id).cloned();
+        let session = match open {
+            Some(session) if session.controller.is_busy() => {
+                return Err(RpcError::new(
+                    code::REFUSED,
+                    "a turn is running in this session; load it when the turn ends",
+                ));
+            }
+            Some(session) => session,
+            None => {
+                if !self.sessions_factory.exists(&id) {
+                    return Err(RpcError::new(
+                        code::RESOURCE_NOT_FOUND,
+                        format!("no session `{}`", id.escape_default()),
+                    ));
                 }
-                _ => error,
-            })?;
+                self.open(SessionChoice::Resume(id.clone()), params, None)?
+            }
+        };
         let transcript = session
             .controller
             .transcript()
@@ -420,13 +482,27 @@ impl Agent {
         Ok(json!({}))
     }
 
-    async fn prompt(self: &Arc<Self>, params: &Value) -> Result<Value, RpcError> {
+    /// Admit a prompt's turn (synchronously, in read order) and subscribe to its events.
+    fn begin_prompt(&self, params: &Value) -> Result<StartedPrompt, RpcError> {
         let session = self.session(params)?;
-        let id = session.controller.session().id.clone();
         let input = prompt_input(params)?;
+        let events = session.controller.subscribe();
         let admitted = session.controller.begin(input).map_err(refusal)?;
-        let mut events = session.controller.subscribe();
-        let mut turn = tokio::spawn(admitted.run());
+        Ok(StartedPrompt {
+            turn: tokio::spawn(admitted.run()),
+            events,
+            session,
+        })
+    }
+
+    /// Forward a running prompt's updates, then its stop reason.
+    async fn finish_prompt(&self, started: StartedPrompt) -> Result<Value, RpcError> {
+        let StartedPrompt {
+            mut turn,
+            mut events,
+            session,
+        } = started;
+        let id = session.controller.session().id.clone();
         let mut translator = updates::Translator::default();
         let outcome = loop {
             tokio::select! {
@@ -560,6 +636,13 @@ fn refusal(error: AgentError) -> RpcError {
         AgentError::RecoveryRefused(_) => RpcError::new(code::REFUSED, error.to_string()),
         _ => RpcError::new(code::INTERNAL, error.to_string()),
     }
+}
+
+/// A prompt whose turn was admitted and runs.
+struct StartedPrompt {
+    turn: JoinHandle<Result<TurnOutcome, AgentError>>,
+    events: mpsc::UnboundedReceiver<keel_types::Event>,
+    session: Arc<Session>,
 }
 
 /// Asks the editor through `session/request_permission`.

@@ -56,6 +56,10 @@ impl AcpSessions for CliAcpSessions {
                 None => format!("{error:#}"),
             })
     }
+
+    fn exists(&self, id: &str) -> bool {
+        matches!(self.host.session(id), Ok(Some(_)))
+    }
 }
 
 pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {

@@ -68,6 +68,16 @@ pub async fn run(common: &CommonArgs, args: ServeArgs) -> anyhow::Result<Outcome
         ))
         .into());
     }
+    if let Some(token) = &args.token
+        && (token.len() < 16 || token.chars().any(|c| c.is_whitespace() || c.is_control()))
+    {
+        return Err(UsageError(
+            "--token must be at least 16 characters without spaces (or leave it out and keel \
+             generates one)"
+                .into(),
+        )
+        .into());
+    }
     // Fail now, like `keel run`, on a bad config or a missing key.
     prepare(common, "keel serve")?;
     let workspace = settings::workspace(common)?;

@@ -191,6 +191,9 @@ fn the_stdio_loop_answers_protocol_errors_and_keeps_serving() {
             r#"{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}"#,
             r#"{"jsonrpc":"2.0","id":5,"method":"session/new","params":{"cwd":"relative/dir","mcpServers":[]}}"#,
             r#"{"jsonrpc":"2.0","id":6,"method":"session/set_mode","params":{}}"#,
+            &json!({"jsonrpc": "2.0", "id": 8, "method": "session/load",
+                "params": {"sessionId": "0123456789abcdef", "cwd": workspace, "mcpServers": []}})
+            .to_string(),
             r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"nope"}}"#,
             r#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":1}}"#,
         ],
@@ -215,6 +218,11 @@ fn the_stdio_loop_answers_protocol_errors_and_keeps_serving() {
     assert_eq!(answer(&answers, 5)["error"]["code"], -32602);
     assert_eq!(answer(&answers, 6)["error"]["code"], -32602);
     assert!(answer(&answers, 7)["result"].is_object(), "still serving");
+    assert_eq!(
+        answer(&answers, 8)["error"]["code"],
+        -32002,
+        "an unknown session"
+    );
     for message in &answers {
         assert_eq!(message["jsonrpc"], "2.0");
         assert!(
@@ -289,4 +297,54 @@ fn an_editor_that_disappears_mid_turn_leaves_settled_receipts() {
     let shown = home.run(&["session", "show", &session, "--json"]);
     let shown: Value = serde_json::from_str(&shown.stdout()).unwrap();
     assert_eq!(shown["receipts"][0]["state"], "cancelled");
+}
+
+#[test]
+fn a_cancel_sent_right_after_a_prompt_is_not_lost() {
+    let steps = json!({"steps": [{"fault": "stall", "seconds": 30}, {"say": "never"}]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    let mut child = home
+        .keel(&["acp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let workspace = home.path().display().to_string();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":1}}}}"#
+    )
+    .unwrap();
+    let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": workspace, "mcpServers": []}});
+    writeln!(stdin, "{new}").unwrap();
+    let session = loop {
+        let line: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        if line["id"] == 2 {
+            break line["result"]["sessionId"].as_str().unwrap().to_string();
+        }
+    };
+    // Written together: the cancel must find the turn the prompt started.
+    let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}});
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}});
+    write!(stdin, "{prompt}\n{cancel}\n").unwrap();
+    stdin.flush().unwrap();
+    let started = std::time::Instant::now();
+    let answer = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no answer to the prompt"
+        );
+        let line: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        if line["id"] == 3 {
+            break line;
+        }
+    };
+    assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
 }

@@ -737,3 +737,84 @@ fn odd_event_requests_get_clear_answers() {
     assert_eq!(status, 404);
     assert_eq!(body["error"]["code"], "not_found");
 }
+
+#[test]
+fn weak_tokens_duplicate_hosts_and_bad_bodies_are_refused() {
+    let steps = json!({"steps": [{"say": "hi"}]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    for token in ["", "short"] {
+        let run = home.run(&["serve", "--token", token]);
+        assert_eq!(run.code(), 2, "--token {token:?}: {}", run.stderr());
+    }
+    let server = Server::start(&home, &[]);
+    let auth = server.auth();
+    let twice = server.request(
+        "GET",
+        "/api/sessions",
+        &[
+            ("Authorization", &auth),
+            ("Host", &server.address),
+            ("Host", "evil.example"),
+        ],
+        b"",
+    );
+    assert_eq!(twice.0, 403, "two Host headers");
+    let bad = server.request(
+        "POST",
+        "/api/sessions",
+        &[("Authorization", &auth)],
+        b"nonsense",
+    );
+    assert_eq!(bad.0, 400);
+    let page = server.request("GET", "/", &[], b"");
+    assert_eq!(page.0, 200);
+}
+
+#[test]
+fn sigterm_does_not_wait_for_a_stuck_client_or_a_stalled_turn() {
+    let steps = json!({"steps": [{"fault": "stall", "seconds": 60}, {"say": "later"}]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    let mut server = Server::start(&home, &[]);
+    let session = server.new_session();
+    assert_eq!(
+        server
+            .api(
+                "POST",
+                &format!("/api/sessions/{session}/submit"),
+                json!({"input": "wait"})
+            )
+            .0,
+        202
+    );
+    // A client that sent half a request and went quiet.
+    let mut stuck = TcpStream::connect(&server.address).unwrap();
+    write!(
+        stuck,
+        "POST /api/sessions/{session}/submit HTTP/1.1\r\nHost: {}\r\nContent-Length: 100\r\n\r\n{{\"in",
+        server.address
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let stopped = Instant::now();
+    Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_secs(8),
+            "keel serve waited for the stuck client"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+    drop(stuck);
+    let shown = home.run(&["session", "show", &session, "--json"]);
+    assert!(
+        !shown.stdout().contains("later"),
+        "nothing committed after the stop"
+    );
+}

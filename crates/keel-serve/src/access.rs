@@ -41,6 +41,10 @@ impl Access {
     }
 
     fn host_allowed(&self, headers: &HeaderMap) -> bool {
+        // Exactly one Host: with two, a proxy and this server could disagree on which counts.
+        if headers.get_all(header::HOST).iter().count() != 1 {
+            return false;
+        }
         headers
             .get(header::HOST)
             .and_then(|value| value.to_str().ok())

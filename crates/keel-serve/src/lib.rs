@@ -100,15 +100,28 @@ pub async fn serve(
         shutting_down,
     });
     let app = routes::router(state.clone(), Arc::new(access));
+    let cancelling = state.clone();
     let stopping = async move {
         shutdown.await;
+        // At once: running turns are cancelled (receipts settle) and event streams end, so no
+        // client can hold the shutdown back.
         let _ = stop.send(true);
+        for session in cancelling.sessions.lock().await.values() {
+            session.controller.cancel();
+        }
     };
-    axum::serve(listener, app)
-        .with_graceful_shutdown(stopping)
-        .await?;
-    for session in state.sessions.lock().await.values() {
-        session.controller.cancel();
+    let (drained_tx, drained_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        stopping.await;
+        let _ = drained_tx.send(());
+    });
+    // Connections get `SHUTDOWN_GRACE` to finish after the signal; then they are dropped.
+    tokio::select! {
+        result = server => result?,
+        () = async {
+            let _ = drained_rx.await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => {}
     }
     let turns: Vec<JoinHandle<()>> = state.lock_turns().drain(..).collect();
     for turn in turns {
@@ -116,6 +129,9 @@ pub async fn serve(
     }
     Ok(())
 }
+
+/// How long open connections may take to finish after a stop signal.
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// A random token for a server started without `--token`.
 pub fn generate_token() -> String {

@@ -122,7 +122,17 @@ fn session_json(info: &keel_agent::SessionInfo) -> Value {
            "created_at": info.created_at, "updated_at": info.updated_at})
 }
 
-async fn create_session(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
+async fn create_session(
+    State(state): State<Arc<AppState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let empty = body
+        .as_ref()
+        .map(|bytes| bytes.trim_ascii().is_empty())
+        .unwrap_or(false);
+    if !empty {
+        let _: serde_json::Map<String, Value> = json_body(body)?;
+    }
     let open = open_session(&state, SessionChoice::New, None)?;
     let id = open.controller.session().id.clone();
     open.controller.announce();
@@ -215,8 +225,16 @@ async fn submit(
 ) -> Result<Response, ApiError> {
     valid_id(&id)?;
     let input = input_of(json_body(body)?)?;
-    let open = session(&state, &id).await?;
-    let admitted = open.controller.begin(input)?;
+    session(&state, &id).await?;
+    // Admitted under the sessions lock: a model switch (which takes the same lock) sees the
+    // turn as running, or the submit sees the switched controller; never half of each.
+    let admitted = {
+        let sessions = state.sessions.lock().await;
+        let open = sessions
+            .get(&id)
+            .ok_or_else(|| ApiError::not_found(format!("no session `{id}`")))?;
+        open.controller.begin(input)?
+    };
     let turn = tokio::spawn(async move {
         // The outcome reaches clients as events; a failure of the store is one too.
         let _ = admitted.run().await;
@@ -381,18 +399,20 @@ async fn switch_model(
 ) -> Result<Response, ApiError> {
     valid_id(&id)?;
     let body: ModelBody = json_body(body)?;
-    let open = session(&state, &id).await?;
-    if open.controller.is_busy() {
+    session(&state, &id).await?;
+    let mut sessions = state.sessions.lock().await;
+    let busy = sessions
+        .get(&id)
+        .is_none_or(|open| open.controller.is_busy());
+    if busy {
         return Err(ApiError::conflict(
             "busy",
             "a turn is running in this session; wait for it or cancel it",
         ));
     }
-    let mut sessions = state.sessions.lock().await;
     // Release this process's hold on the session before the new controller takes it.
     sessions.remove(&id);
-    drop(open);
-    match open_session(&state, SessionChoice::Resume(id.clone()), Some(body.model)) {
+    match reopen(&state, &id, Some(body.model)).await {
         Ok(switched) => {
             let settings = switched.controller.settings();
             let model = format!("{}/{}", settings.profile.name, settings.model);
@@ -400,10 +420,29 @@ async fn switch_model(
             Ok(axum::Json(json!({ "model": model })).into_response())
         }
         Err(error) => {
-            if let Ok(previous) = open_session(&state, SessionChoice::Resume(id.clone()), None) {
+            if let Ok(previous) = reopen(&state, &id, None).await {
                 sessions.insert(id, previous);
             }
             Err(error)
+        }
+    }
+}
+
+/// Open session `id` again once the previous controller is gone; a request that still holds
+/// it briefly (a status read) is waited for, a little.
+async fn reopen(
+    state: &AppState,
+    id: &str,
+    model: Option<String>,
+) -> Result<Arc<OpenSession>, ApiError> {
+    let mut tries = 0;
+    loop {
+        match open_session(state, SessionChoice::Resume(id.to_string()), model.clone()) {
+            Err(error) if error.code == "busy" && tries < 50 => {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            result => return result,
         }
     }
 }

@@ -1,8 +1,9 @@
 //! The browser UI: a page, a script and a style sheet, embedded in the binary (no CDN, no
 //! network, no build step).
 //!
-//! Invariant: the assets are served as they are in `ui/`, with their content type and
-//! `no-store`, so a reload always gets the UI of the running binary.
+//! Invariants: the assets are served as they are in `ui/`, with their content type and
+//! `no-store`, so a reload always gets the UI of the running binary; a strict content security
+//! policy allows only these assets and forbids framing the page.
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -16,6 +17,13 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
         [
             (header::CONTENT_TYPE, content_type),
             (header::CACHE_CONTROL, "no-store"),
+            // Only our own assets, and never inside another site's frame (clickjacking on the
+            // approval buttons).
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+            ),
+            (header::X_FRAME_OPTIONS, "DENY"),
         ],
         body,
     )
