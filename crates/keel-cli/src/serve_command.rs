@@ -54,8 +54,12 @@ impl SessionFactory for CliSessions {
         self.host.sessions_for_workspace(&self.workspace)
     }
 
+    /// Sessions of this workspace only: `keel serve` drives the workspace it was started in.
     fn exists(&self, id: &str) -> Result<bool, AgentError> {
-        Ok(self.host.session(id)?.is_some())
+        Ok(self
+            .host
+            .session(id)?
+            .is_some_and(|session| session.workspace == self.workspace))
     }
 }
 

@@ -51,6 +51,9 @@ const scenarios = {
   // `ask` mode: allow one call from its card, deny the other.
   async approvals() {
     await ask("write the files");
+    await page.getByRole("button", { name: "allow" }).first().waitFor();
+    // A reload while the call waits: the card and its buttons come back.
+    await page.reload();
     await page.getByRole("button", { name: "allow" }).first().click();
     await page.waitForSelector(".card:nth-of-type(2) .actions button, .card .actions button");
     await page.getByRole("button", { name: "deny" }).first().click();

@@ -35,10 +35,18 @@ impl Decision {
 
 type Key = (String, String);
 
+/// A call waiting for a decision, as a client shows it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct WaitingCall {
+    pub call_id: String,
+    pub name: String,
+    pub subject: String,
+}
+
 /// Calls waiting for a decision, across sessions.
 #[derive(Default)]
 pub struct Approvals {
-    waiting: Mutex<HashMap<Key, oneshot::Sender<Decision>>>,
+    waiting: Mutex<HashMap<Key, (oneshot::Sender<Decision>, WaitingCall)>>,
     always: Mutex<HashSet<(String, String)>>,
 }
 
@@ -64,7 +72,7 @@ impl Approvals {
         decision: Decision,
     ) -> Result<(), NotWaiting> {
         let sender = lock(&self.waiting).remove(&(session.to_string(), call_id.to_string()));
-        let delivered = sender.is_some_and(|sender| sender.send(decision).is_ok());
+        let delivered = sender.is_some_and(|(sender, _)| sender.send(decision).is_ok());
         if delivered {
             Ok(())
         } else {
@@ -72,6 +80,17 @@ impl Approvals {
                 call_id: call_id.to_string(),
             })
         }
+    }
+
+    /// The calls of `session` waiting for a decision (a reloaded page draws their buttons).
+    pub fn waiting(&self, session: &str) -> Vec<WaitingCall> {
+        let mut calls: Vec<WaitingCall> = lock(&self.waiting)
+            .iter()
+            .filter(|((waiting_session, _), _)| waiting_session == session)
+            .map(|(_, (_, call))| call.clone())
+            .collect();
+        calls.sort_by(|a, b| a.call_id.cmp(&b.call_id));
+        calls
     }
 
     /// The approver for one session's controller; `session` is set once the session is open.
@@ -121,7 +140,12 @@ impl Approver for SessionApprover {
             }
             let (sender, receiver) = oneshot::channel();
             let key = (session.clone(), request.call_id.clone());
-            lock(&approvals.waiting).insert(key.clone(), sender);
+            let call = WaitingCall {
+                call_id: request.call_id.clone(),
+                name: request.tool.clone(),
+                subject: request.subject.clone(),
+            };
+            lock(&approvals.waiting).insert(key.clone(), (sender, call));
             let _waiting = Waiting { approvals, key };
             match receiver.await {
                 Ok(Decision::Allow) => Approval::Allow,

@@ -58,7 +58,7 @@ pub trait SessionFactory: Send + Sync + 'static {
     ) -> Result<Controller, OpenError>;
     /// The sessions of this workspace, newest first.
     fn sessions(&self) -> Result<Vec<SessionInfo>, AgentError>;
-    /// Whether a session with this id exists (in any workspace).
+    /// Whether a session with this id exists and this server may drive it.
     fn exists(&self, id: &str) -> Result<bool, AgentError>;
 }
 

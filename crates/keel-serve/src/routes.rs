@@ -162,6 +162,7 @@ async fn session_status(
         "model": format!("{}/{}", settings.profile.name, settings.model),
         "busy": controller.is_busy(),
         "pending": pending,
+        "waiting": state.approvals.waiting(&id),
         "usage": usage,
         "cache_hit_ratio": usage.cache_hit_ratio(),
     }))

@@ -104,6 +104,7 @@ function card(event) {
 
 function askOnCard(event) {
   const entry = view.cards.get(event.call_id) || { box: card(event), state: null };
+  if (entry.box.querySelector(".actions")) return;
   const actions = el("div", "actions");
   actions.appendChild(el("span", "muted", "allow this call? "));
   for (const decision of ["allow", "deny", "always"]) {
@@ -202,6 +203,11 @@ async function refreshStatus() {
   $("model").textContent = status.model;
   $("usage").textContent = `tokens ${status.usage.input} in · ${status.usage.output} out · cache ${Math.round(status.cache_hit_ratio * 100)}%`;
   setBusy(status.busy);
+  // Calls still waiting for a decision (say, after a reload): their cards get the buttons.
+  for (const call of status.waiting || []) {
+    const entry = view.cards.get(call.call_id);
+    if (!entry || !entry.box.querySelector(".actions")) askOnCard(call);
+  }
   const pending = status.pending;
   $("recovery").hidden = !pending;
   $("recover").hidden = !(pending && pending.action === "protocol_recovery");
