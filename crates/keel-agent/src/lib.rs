@@ -321,6 +321,7 @@ impl Controller {
     /// "accepted" or "refused" before the turn runs (`AdmittedTurn::run`, e.g. in a task).
     pub fn begin(&self, input: Input) -> Result<AdmittedTurn, AgentError> {
         let shared = &self.shared;
+        let generation = turn::current_generation(shared);
         let Ok(mut state) = shared.state.clone().try_lock_owned() else {
             return Err(match input {
                 Input::Prompt(_) => AgentError::Busy(shared.session.id.clone()),
@@ -351,6 +352,7 @@ impl Controller {
             shared: self.shared.clone(),
             state,
             input,
+            generation,
         })
     }
 
@@ -466,6 +468,8 @@ pub struct AdmittedTurn {
     shared: Arc<Shared>,
     state: tokio::sync::OwnedMutexGuard<SessionState>,
     input: turn::TurnInput,
+    /// The generation current at admission: a cancel after it cancels this turn.
+    generation: u64,
 }
 
 impl AdmittedTurn {
@@ -475,8 +479,9 @@ impl AdmittedTurn {
             shared,
             mut state,
             input,
+            generation,
         } = self;
-        let outcome = turn::run_turn(&shared, &mut state, input).await?;
+        let outcome = turn::run_turn(&shared, &mut state, input, generation).await?;
         if let TurnOutcome::Completed { usage, .. } = &outcome {
             shared.lock_usage().add(usage);
         }

@@ -31,6 +31,11 @@ pub(crate) struct TurnInput {
     pub kind: InputKind,
 }
 
+/// The generation a turn admitted now belongs to.
+pub(crate) fn current_generation(shared: &Shared) -> u64 {
+    shared.generation.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum TurnOutcome {
     Completed {
@@ -67,10 +72,11 @@ pub async fn run_turn(
     shared: &Shared,
     state: &mut SessionState,
     input: TurnInput,
+    generation: u64,
 ) -> Result<TurnOutcome, AgentError> {
     let turn = state.last_turn + 1;
     state.last_turn = turn;
-    let mut run = TurnRun::start(shared, turn);
+    let mut run = TurnRun::start(shared, turn, generation);
     let input_kind = input.kind;
     begin(&run, state, input)?;
     let mut usage = Usage::default();

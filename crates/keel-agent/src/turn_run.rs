@@ -23,11 +23,13 @@ pub struct TurnRun<'a> {
 }
 
 impl<'a> TurnRun<'a> {
-    pub fn start(shared: &'a Shared, turn: u64) -> TurnRun<'a> {
+    /// A run of `turn`, belonging to `generation` (the one current when it was admitted, so a
+    /// cancel between admission and start still cancels it).
+    pub fn start(shared: &'a Shared, turn: u64, generation: u64) -> TurnRun<'a> {
         TurnRun {
             shared,
             turn,
-            generation: shared.generation.load(Ordering::SeqCst),
+            generation,
             signal: shared.cancel_signal.subscribe(),
             accounts: AccountCursor::new(&shared.settings.profile),
         }
