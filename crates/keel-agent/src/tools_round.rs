@@ -200,21 +200,24 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
             output: ToolOutput::error(format!("{reason}; the call was not run")),
         },
         Decision::Ask => {
+            let request = ApprovalRequest {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                subject: checked.subject.clone().unwrap_or_default(),
+                arguments: call.arguments.clone(),
+            };
+            // Asked first, announced second: an approver that takes answers from elsewhere
+            // (a browser) is ready for one before anyone hears of the call.
+            let answer = shared.approver.approve(&request);
             shared.emit(
                 Some(turn),
                 EventBody::ApprovalRequested {
                     call_id: call.id.clone(),
                     name: call.name.clone(),
-                    subject: checked.subject.clone().unwrap_or_default(),
+                    subject: request.subject.clone(),
                 },
             );
-            let request = ApprovalRequest {
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                subject: checked.subject.unwrap_or_default(),
-                arguments: call.arguments.clone(),
-            };
-            match shared.approver.approve(&request).await.refusal() {
+            match answer.await.refusal() {
                 None => Prepared::Run(valid),
                 Some(refusal) => Prepared::Finished {
                     state: ReceiptState::Denied,

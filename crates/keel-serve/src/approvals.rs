@@ -126,27 +126,30 @@ impl SessionApprover {
 }
 
 impl Approver for SessionApprover {
+    /// Registers the call as waiting at once (when called, not when first polled), so a
+    /// decision that arrives right after the call is announced finds it.
     fn approve<'a>(
         &'a self,
         request: &'a ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
+        let Some(session) = self.session.get() else {
+            return Box::pin(async { Approval::Unattended });
+        };
+        let approvals = &self.approvals;
+        if lock(&approvals.always).contains(&(session.clone(), request.tool.clone())) {
+            return Box::pin(async { Approval::Allow });
+        }
+        let (sender, receiver) = oneshot::channel();
+        let key = (session.clone(), request.call_id.clone());
+        let call = WaitingCall {
+            call_id: request.call_id.clone(),
+            name: request.tool.clone(),
+            subject: request.subject.clone(),
+        };
+        lock(&approvals.waiting).insert(key.clone(), (sender, call));
+        let waiting = Waiting { approvals, key };
         Box::pin(async move {
-            let Some(session) = self.session.get() else {
-                return Approval::Unattended;
-            };
-            let approvals = &self.approvals;
-            if lock(&approvals.always).contains(&(session.clone(), request.tool.clone())) {
-                return Approval::Allow;
-            }
-            let (sender, receiver) = oneshot::channel();
-            let key = (session.clone(), request.call_id.clone());
-            let call = WaitingCall {
-                call_id: request.call_id.clone(),
-                name: request.tool.clone(),
-                subject: request.subject.clone(),
-            };
-            lock(&approvals.waiting).insert(key.clone(), (sender, call));
-            let _waiting = Waiting { approvals, key };
+            let _waiting = waiting;
             match receiver.await {
                 Ok(Decision::Allow) => Approval::Allow,
                 Ok(Decision::Always) => {

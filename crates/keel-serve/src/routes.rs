@@ -240,7 +240,9 @@ async fn submit(
         // The outcome reaches clients as events; a failure of the store is one too.
         let _ = admitted.run().await;
     });
-    state.lock_turns().push(turn);
+    let mut turns = state.lock_turns();
+    turns.retain(|running| !running.is_finished());
+    turns.push(turn);
     Ok((
         StatusCode::ACCEPTED,
         axum::Json(json!({"status": "started"})),
