@@ -3,7 +3,7 @@
 //! Invariants:
 //! - What an attempt streams is held until the attempt completes (`llm/response`): ACP clients
 //!   keep every chunk, so text of a failed attempt must never be sent, or a retried answer would
-//!   show twice. A retry is announced as its own short message instead.
+//!   show twice. A retry is announced as its own short message line (`↻ retry …`) instead.
 //! - Tool calls go `pending` (announced) → `in_progress` (its receipt is `started`) →
 //!   `completed` or `failed`; a denied, cancelled or never-started call is `failed` with a
 //!   message that says which.
@@ -153,9 +153,9 @@ impl Translator {
                 self.thought.clear();
                 let status = status.map(|s| format!(", HTTP {s}")).unwrap_or_default();
                 vec![chunk(
-                    "agent_thought_chunk",
+                    "agent_message_chunk",
                     &format!(
-                        "retry {attempt}/{max_retries} in {:.1} s: {kind}{status}\n",
+                        "↻ retry {attempt}/{max_retries} in {:.1} s: {kind}{status}\n\n",
                         *delay_ms as f64 / 1000.0
                     ),
                 )]
@@ -275,12 +275,17 @@ pub fn replay(workspace: &Path, items: &[Item], receipts: &[ToolReceipt]) -> Vec
                             updates.push(chunk("agent_message_chunk", text));
                         }
                         AssistantPart::ToolCall(call) => {
+                            // The path as the model wrote it: the live update had the resolved
+                            // one, which the replay cannot know without the files of then.
+                            let input: Value =
+                                serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+                            let subject = input.get("path").and_then(Value::as_str);
                             updates.push(tool_call(
                                 workspace,
                                 &call.id,
                                 &call.name,
                                 &call.arguments,
-                                None,
+                                subject,
                             ));
                         }
                         AssistantPart::Reasoning { .. }
@@ -315,4 +320,93 @@ pub fn replay(workspace: &Path, items: &[Item], receipts: &[ToolReceipt]) -> Vec
         }
     }
     updates
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use keel_types::{Event, FailureKind, FinishReason, Usage};
+
+    fn event(body: EventBody) -> Event {
+        Event {
+            id: None,
+            session_id: "s".into(),
+            turn: Some(1),
+            body,
+        }
+    }
+
+    fn texts(updates: &[Value]) -> String {
+        updates
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+            .map(|u| u["content"]["text"].as_str().unwrap_or("").to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_retried_attempt_sends_its_text_once() {
+        let mut translator = Translator::default();
+        let ws = Path::new("/w");
+        let mut sent = Vec::new();
+        for body in [
+            EventBody::LlmText {
+                delta: "Half of the ans".into(),
+            },
+            EventBody::LlmRetry {
+                attempt: 1,
+                max_retries: 5,
+                kind: FailureKind::Server,
+                status: Some(503),
+                delay_ms: 400,
+            },
+            EventBody::LlmText {
+                delta: "The whole answer.".into(),
+            },
+            EventBody::LlmResponse {
+                finish_reason: FinishReason::Stop,
+                usage: Usage::default(),
+            },
+        ] {
+            sent.extend(translator.updates(ws, "s", &event(body)));
+        }
+        let text = texts(&sent);
+        assert!(!text.contains("Half of the ans"), "{text}");
+        assert_eq!(text.matches("The whole answer.").count(), 1);
+        assert!(
+            text.starts_with("↻ retry 1/5 in 0.4 s: server, HTTP 503"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn plans_results_and_cards_have_the_shapes_clients_accept() {
+        let plan = plan(r#"{"todos":[{"content":"a","status":"completed"},{"content":"b","status":"in_progress"},{"content":"c","status":"weird"}]}"#).unwrap();
+        let statuses: Vec<&str> = plan["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["status"].as_str().unwrap())
+            .collect();
+        assert_eq!(statuses, ["completed", "in_progress", "pending"]);
+        let card = tool_call(
+            Path::new("/w"),
+            "c1",
+            "edit_file",
+            r#"{"path":"a.rs","old_string":"x","new_string":"y"}"#,
+            Some("a.rs"),
+        );
+        assert_eq!(card["title"], "edit_file a.rs");
+        assert_eq!(card["kind"], "edit");
+        assert_eq!(card["locations"][0]["path"], "/w/a.rs");
+        assert_eq!(card["content"][0]["type"], "diff");
+        let denied = result_update("c1", ReceiptState::Denied, "by the rule", "");
+        assert_eq!(denied["status"], "failed");
+        assert!(
+            denied["content"][0]["content"]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("denied")
+        );
+    }
 }

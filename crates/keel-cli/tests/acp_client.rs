@@ -348,3 +348,27 @@ fn a_cancel_sent_right_after_a_prompt_is_not_lost() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn an_oversized_message_is_refused_and_the_agent_keeps_serving() {
+    let home = Home::new("");
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{{"sessionId":"x","prompt":[{{"type":"text","text":"{}"}}]}}}}"#,
+        "a".repeat(17 * 1024 * 1024)
+    );
+    let answers = raw_session(
+        &home,
+        &[
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#,
+            &huge,
+            r#"{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":1}}"#,
+        ],
+    );
+    assert!(
+        answers
+            .iter()
+            .any(|a| a["id"].is_null() && a["error"]["code"] == -32600),
+        "{answers:?}"
+    );
+    assert!(answer(&answers, 3)["result"].is_object(), "still serving");
+}
