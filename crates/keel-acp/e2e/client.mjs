@@ -113,6 +113,9 @@ const scenarios = {
     const answer = kinds.lastIndexOf("agent_message_chunk");
     assert.ok(firstCall >= 0 && answer > firstCall, "the answer comes after the tools");
     assert.match(messageText(first.updates), /Both commands ran\./);
+    const usage = first.updates.filter((u) => u.sessionUpdate === "usage_update");
+    assert.equal(usage.length, 3, "one per response");
+    assert.ok(usage.every((u) => u.size === 100000 && Number.isInteger(u.used) && u.used > 0));
     const done = first.updates.filter((u) => u.sessionUpdate === "tool_call_update" && u.status === "completed");
     assert.ok(done.every((u) => u.content.some((c) => c.type === "content" && /exit code 0/.test(c.content.text))),
       "the command's output is on the card");

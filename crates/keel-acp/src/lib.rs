@@ -503,7 +503,8 @@ impl Agent {
             session,
         } = started;
         let id = session.controller.session().id.clone();
-        let mut translator = updates::Translator::default();
+        let mut translator =
+            updates::Translator::new(session.controller.settings().profile.context_window);
         let outcome = loop {
             tokio::select! {
                 result = &mut turn => break result,

@@ -123,9 +123,18 @@ fn result_update(id: &str, state: ReceiptState, summary: &str, output: &str) -> 
 pub struct Translator {
     text: String,
     thought: String,
+    /// The model's context window, when known: each response then reports how full it is.
+    context_window: Option<u64>,
 }
 
 impl Translator {
+    pub fn new(context_window: Option<u64>) -> Translator {
+        Translator {
+            context_window,
+            ..Translator::default()
+        }
+    }
+
     /// The updates for `event`, in order.
     pub fn updates(&mut self, workspace: &Path, session: &str, event: &Event) -> Vec<Value> {
         match &event.body {
@@ -160,8 +169,13 @@ impl Translator {
                     ),
                 )]
             }
-            EventBody::LlmResponse { .. } => {
+            EventBody::LlmResponse { usage, .. } => {
                 let mut updates = Vec::new();
+                if let Some(size) = self.context_window {
+                    // The context now holds the request and its answer.
+                    updates.push(json!({"sessionUpdate": "usage_update",
+                        "used": usage.input + usage.output, "size": size}));
+                }
                 if !self.thought.is_empty() {
                     updates.push(chunk(
                         "agent_thought_chunk",

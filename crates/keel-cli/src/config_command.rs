@@ -110,6 +110,7 @@ struct ProviderJson {
     connect_timeout_secs: Field<u64>,
     max_output_tokens: Field<u32>,
     max_event_bytes: Field<usize>,
+    context_window: Field<Option<u64>>,
     web_search: Field<bool>,
     retry: RetryJson,
 }
@@ -200,6 +201,7 @@ impl ProviderJson {
             connect_timeout_secs: field(&provider.connect_timeout, |d| secs(*d)),
             max_output_tokens: field(&provider.max_output_tokens, |tokens| *tokens),
             max_event_bytes: field(&provider.max_event_bytes, |bytes| *bytes),
+            context_window: field(&provider.context_window, |window| *window),
             web_search: field(&provider.web_search, |on| *on),
             retry: RetryJson::new(&provider.retry),
         }
@@ -340,6 +342,9 @@ fn provider_rows(provider: &ResolvedProvider, active: bool, keys: &dyn KeySource
             &provider.max_event_bytes,
             ToString::to_string,
         ),
+        Row::new(2, "context_window", &provider.context_window, |window| {
+            window.map_or_else(|| "unknown".to_string(), |tokens| tokens.to_string())
+        }),
         Row::new(2, "web_search", &provider.web_search, ToString::to_string),
         Row::bare(2, "retry", provider.retry.policy().policy_key()),
     ];

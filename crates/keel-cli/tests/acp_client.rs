@@ -35,7 +35,12 @@ fn sdk_available() -> bool {
 
 /// Run the SDK `scenario` against a home scripted with `steps` (`top` at the top of its config).
 fn client(scenario: &str, steps: Value, top: &str) -> (Home, MockProcess) {
-    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    client_with(scenario, steps, top, "")
+}
+
+/// `client`, with `provider` lines added to the provider's table.
+fn client_with(scenario: &str, steps: Value, top: &str, provider: &str) -> (Home, MockProcess) {
+    let (home, mock) = scripted("chat", &steps.to_string(), provider);
     let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
     std::fs::write(home.path().join("config.toml"), format!("{top}\n{config}")).unwrap();
     let output = Command::new("node")
@@ -65,7 +70,12 @@ fn two_tool_rounds_stream_in_order_and_load_replays_them() {
         {"tool": "bash", "args": {"command": "echo two >> effects.log"}},
         {"say": "Both commands ran."},
     ]});
-    let (home, _mock) = client("rounds", steps, "permission_mode = \"auto\"");
+    let (home, _mock) = client_with(
+        "rounds",
+        steps,
+        "permission_mode = \"auto\"",
+        "context_window = 100000",
+    );
     let effects = std::fs::read_to_string(home.path().join("effects.log")).unwrap();
     assert_eq!(effects, "one\ntwo\n");
 }

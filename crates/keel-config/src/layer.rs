@@ -52,6 +52,7 @@ pub(crate) struct RawProvider {
     pub max_output_tokens: Option<Spanned<u32>>,
     pub web_search: Option<Spanned<bool>>,
     pub max_event_bytes: Option<Spanned<u64>>,
+    pub context_window: Option<Spanned<u64>>,
     pub retry: Option<RawRetry>,
 }
 

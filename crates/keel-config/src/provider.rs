@@ -36,6 +36,8 @@ pub struct ResolvedProvider {
     pub max_output_tokens: Sourced<u32>,
     pub web_search: Sourced<bool>,
     pub max_event_bytes: Sourced<usize>,
+    /// The model's context window in tokens; `None` when not configured.
+    pub context_window: Sourced<Option<u64>>,
     pub retry: ResolvedRetry,
 }
 
@@ -54,6 +56,7 @@ impl ResolvedProvider {
             max_output_tokens: self.max_output_tokens.value,
             native_web_search: self.web_search.value,
             max_event_bytes: self.max_event_bytes.value,
+            context_window: self.context_window.value,
         }
     }
 }
@@ -152,6 +155,13 @@ impl KeelConfig {
                 .map(|bytes| usize::try_from(bytes).unwrap_or(usize::MAX)),
             None => Sourced::default_value(DEFAULT_MAX_EVENT_BYTES),
         };
+        let context_window = match self.provider_field(name, |p| p.context_window.as_ref()) {
+            Some((layer, value)) if *value.get_ref() < 1024 => {
+                return Err(layer.error(value.span(), "must be at least 1024 tokens"));
+            }
+            Some((layer, value)) => layer.sourced(value).map(Some),
+            None => Sourced::default_value(None),
+        };
         Ok(ResolvedProvider {
             name: name.to_string(),
             protocol,
@@ -164,6 +174,7 @@ impl KeelConfig {
             max_output_tokens,
             web_search,
             max_event_bytes,
+            context_window,
         })
     }
 

@@ -245,6 +245,7 @@ mod tests {
             max_output_tokens: 16,
             native_web_search: false,
             max_event_bytes: crate::profile::DEFAULT_MAX_EVENT_BYTES,
+            context_window: None,
         }
     }
 

@@ -35,6 +35,8 @@ pub struct ProviderProfile {
     pub native_web_search: bool,
     /// The longest SSE line or event accepted; a longer one fails with `stream_corrupt`.
     pub max_event_bytes: usize,
+    /// The model's context window in tokens, when known (`context_window` in config).
+    pub context_window: Option<u64>,
 }
 
 impl ProviderProfile {
@@ -139,6 +141,7 @@ mod tests {
             max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
             native_web_search: false,
             max_event_bytes: crate::profile::DEFAULT_MAX_EVENT_BYTES,
+            context_window: None,
         };
         assert_eq!(
             profile.endpoint(),

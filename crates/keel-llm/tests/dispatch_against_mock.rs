@@ -44,6 +44,7 @@ fn profile(
         max_output_tokens: 256,
         native_web_search: false,
         max_event_bytes: keel_llm::profile::DEFAULT_MAX_EVENT_BYTES,
+        context_window: None,
     }
 }
 

@@ -20,6 +20,7 @@ fn profile(protocol: WireProtocol, reasoning_protocol: ReasoningProtocol) -> Pro
         max_output_tokens: 1024,
         native_web_search: false,
         max_event_bytes: crate::profile::DEFAULT_MAX_EVENT_BYTES,
+        context_window: None,
     }
 }
 
