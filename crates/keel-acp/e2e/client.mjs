@@ -187,10 +187,17 @@ const scenarios = {
       await assert.rejects(
         prompt(agent, sessionId, "", { "keel/action": "protocol_recovery", "keel/recoveryId": "r-0000000000000000" }),
         (error) => error.code === -32010 && /no recovery record/.test(error.message));
-      // The same recovery typed as text, as an editor user would.
-      const recovered = await prompt(agent, sessionId, `/recover-context ${recoveryId} check the log first`);
+      const recovered = await prompt(agent, sessionId, "", { "keel/action": "protocol_recovery", "keel/recoveryId": recoveryId });
       assert.equal(recovered.stopReason, "end_turn");
       assert.match(messageText(client.updates), /Recovered from valid history\./);
+      // A second incident, recovered the way an editor user types it.
+      const again = await prompt(agent, sessionId, "one more step");
+      const secondId = again._meta["keel/recoveryId"];
+      assert.match(secondId, /^r-[0-9a-f]{16}$/);
+      assert.notEqual(secondId, recoveryId);
+      const typed = await prompt(agent, sessionId, `/recover-context ${secondId} check the log first`);
+      assert.equal(typed.stopReason, "end_turn");
+      assert.match(messageText(client.updates), /Recovered again\./);
     });
     client.child.kill();
     return {};

@@ -142,13 +142,17 @@ fn a_rejected_replay_is_recovered_through_prompt_meta_with_each_effect_once() {
         {"tool": "bash", "args": {"command": "echo ran >> effects.log"}},
         {"fault": {"status": 400, "body": ""}},
         {"say": "Recovered from valid history."},
+        {"tool": "bash", "args": {"command": "echo again >> effects.log"}},
+        {"fault": {"status": 400, "body": ""}},
+        {"say": "Recovered again."},
     ]});
     let (home, mock) = client("recovery", steps, "permission_mode = \"auto\"");
     assert_eq!(
         std::fs::read_to_string(home.path().join("effects.log")).unwrap(),
-        "ran\n"
+        "ran\nagain\n",
+        "each effect once"
     );
-    assert_eq!(mock.requests().len(), 3, "nothing sent for the stale id");
+    assert_eq!(mock.requests().len(), 6, "nothing sent for the stale id");
 }
 
 /// `keel acp` fed raw lines; returns every line it wrote.
