@@ -10,7 +10,7 @@
 
 use crate::Outcome;
 use crate::cli::{CommonArgs, PermissionModeArg};
-use crate::session_setup::{open_controller, open_host, prepare_on};
+use crate::session_setup::{args_for, open_controller, open_host, prepare_on};
 use keel_acp::AcpSessions;
 use keel_agent::{AgentError, Approver, Controller, Host, SessionChoice};
 use keel_tools::{EditorFiles, PermissionMode};
@@ -31,13 +31,8 @@ impl AcpSessions for CliAcpSessions {
         approver: Arc<dyn Approver>,
         editor: Option<Arc<dyn EditorFiles>>,
     ) -> Result<Controller, String> {
-        let mut common = self.common.clone();
+        let mut common = args_for(&self.common, choice);
         common.cwd = Some(cwd.to_path_buf());
-        common.continue_latest = false;
-        common.session = match choice {
-            SessionChoice::New => None,
-            SessionChoice::Resume(id) => Some(id),
-        };
         if let Some(mode) = mode {
             common.yes = false;
             common.permission_mode = Some(match mode {

@@ -11,7 +11,7 @@
 //!   turns cancelled and settled, then exit 0.
 
 use crate::cli::{CommonArgs, ServeArgs};
-use crate::session_setup::{open_controller, open_host, prepare, prepare_on};
+use crate::session_setup::{args_for, open_controller, open_host, prepare, prepare_on};
 use crate::signals::StopSignals;
 use crate::{Outcome, UsageError, settings};
 use keel_agent::{AgentError, Approver, Controller, Host, SessionChoice, SessionInfo};
@@ -33,12 +33,7 @@ impl SessionFactory for CliSessions {
         model: Option<String>,
         approver: Arc<dyn Approver>,
     ) -> Result<Controller, OpenError> {
-        let mut common = self.common.clone();
-        common.continue_latest = false;
-        common.session = match choice {
-            SessionChoice::New => None,
-            SessionChoice::Resume(id) => Some(id),
-        };
+        let mut common = args_for(&self.common, choice);
         if model.is_some() {
             common.model = model;
         }

@@ -232,6 +232,18 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
     })
 }
 
+/// `base` asking for `choice`: a new session, or exactly the session to resume (never "the
+/// latest"), for surfaces that open sessions by id.
+pub fn args_for(base: &CommonArgs, choice: SessionChoice) -> CommonArgs {
+    let mut common = base.clone();
+    common.continue_latest = false;
+    common.session = match choice {
+        SessionChoice::New => None,
+        SessionChoice::Resume(id) => Some(id),
+    };
+    common
+}
+
 /// Print what `prepare` noticed (stderr, so `--json` stdout stays JSON).
 pub fn print_notices(setup: &Setup) {
     for notice in &setup.notices {

@@ -41,8 +41,7 @@ fn client(scenario: &str, steps: Value, top: &str) -> (Home, MockProcess) {
 /// `client`, with `provider` lines added to the provider's table.
 fn client_with(scenario: &str, steps: Value, top: &str, provider: &str) -> (Home, MockProcess) {
     let (home, mock) = scripted("chat", &steps.to_string(), provider);
-    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
-    std::fs::write(home.path().join("config.toml"), format!("{top}\n{config}")).unwrap();
+    home.prepend_config(top);
     let output = Command::new("node")
         .arg(e2e_dir().join("client.mjs"))
         .args([scenario, KEEL, home.path().to_str().unwrap()])
@@ -246,20 +245,16 @@ fn the_stdio_loop_answers_protocol_errors_and_keeps_serving() {
     }
 }
 
-#[test]
-fn an_editor_that_disappears_mid_turn_leaves_settled_receipts() {
-    let marker = format!("sleep 30.{}", std::process::id());
-    let steps = json!({"steps": [
-        {"tool": "bash", "args": {"command": format!("touch started; {marker}")}},
-        {"say": "never"},
-    ]});
-    let (home, _mock) = scripted("chat", &steps.to_string(), "");
-    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
-    std::fs::write(
-        home.path().join("config.toml"),
-        format!("permission_mode = \"auto\"\n{config}"),
-    )
-    .unwrap();
+/// `keel acp` in `home`, initialized, with a new session in the home: the child, its stdin,
+/// its stdout lines and the session id.
+fn acp_session(
+    home: &Home,
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    std::io::Lines<BufReader<std::process::ChildStdout>>,
+    String,
+) {
     let mut child = home
         .keel(&["acp"])
         .stdin(Stdio::piped())
@@ -270,19 +265,28 @@ fn an_editor_that_disappears_mid_turn_leaves_settled_receipts() {
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let workspace = home.path().display().to_string();
-    writeln!(
-        stdin,
-        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":1}}}}"#
-    )
-    .unwrap();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}});
     let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": workspace, "mcpServers": []}});
-    writeln!(stdin, "{new}").unwrap();
+    writeln!(stdin, "{initialize}\n{new}").unwrap();
     let session = loop {
         let line: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
         if line["id"] == 2 {
             break line["result"]["sessionId"].as_str().unwrap().to_string();
         }
     };
+    (child, stdin, lines, session)
+}
+
+#[test]
+fn an_editor_that_disappears_mid_turn_leaves_settled_receipts() {
+    let marker = format!("sleep 30.{}", std::process::id());
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": format!("touch started; {marker}")}},
+        {"say": "never"},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    home.prepend_config("permission_mode = \"auto\"");
+    let (mut child, mut stdin, _lines, session) = acp_session(&home);
     let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
         "params": {"sessionId": session, "prompt": [{"type": "text", "text": "run"}]}});
     writeln!(stdin, "{prompt}").unwrap();
@@ -291,17 +295,7 @@ fn an_editor_that_disappears_mid_turn_leaves_settled_receipts() {
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(stdin); // the editor is gone
-    let waited = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            waited.elapsed() < Duration::from_secs(10),
-            "keel acp did not exit"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_for_exit(&mut child, Duration::from_secs(10), "keel acp did not exit");
     assert!(status.success());
     let survivors = Command::new("pgrep")
         .args(["-f", &marker])
@@ -317,29 +311,7 @@ fn an_editor_that_disappears_mid_turn_leaves_settled_receipts() {
 fn a_cancel_sent_right_after_a_prompt_is_not_lost() {
     let steps = json!({"steps": [{"fault": "stall", "seconds": 30}, {"say": "never"}]});
     let (home, _mock) = scripted("chat", &steps.to_string(), "");
-    let mut child = home
-        .keel(&["acp"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let workspace = home.path().display().to_string();
-    writeln!(
-        stdin,
-        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":1}}}}"#
-    )
-    .unwrap();
-    let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": workspace, "mcpServers": []}});
-    writeln!(stdin, "{new}").unwrap();
-    let session = loop {
-        let line: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
-        if line["id"] == 2 {
-            break line["result"]["sessionId"].as_str().unwrap().to_string();
-        }
-    };
+    let (mut child, mut stdin, mut lines, session) = acp_session(&home);
     // Written together: the cancel must find the turn the prompt started.
     let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
         "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}});

@@ -67,8 +67,7 @@ fn serve(home: &Home) -> Served {
 /// the top of its config.
 fn drive(scenario: &str, steps: serde_json::Value, top: &str) -> (Home, MockProcess) {
     let (home, mock) = scripted("chat", &steps.to_string(), "");
-    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
-    std::fs::write(home.path().join("config.toml"), format!("{top}\n{config}")).unwrap();
+    home.prepend_config(top);
     let served = serve(&home);
     let out = e2e_dir().join("out");
     let output = Command::new("node")

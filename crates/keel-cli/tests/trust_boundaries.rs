@@ -339,17 +339,7 @@ fn signal_during_tool(signal: &str) -> (i32, String, Home, String) {
         .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
         .unwrap();
-    let waited = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            waited.elapsed() < Duration::from_secs(10),
-            "keel did not exit"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_for_exit(&mut child, Duration::from_secs(10), "keel did not exit");
     (status.code().unwrap_or(-1), session, home, marker)
 }
 
@@ -420,8 +410,7 @@ fn command_deny_rules_hold_against_respelled_commands_end_to_end() {
         .collect();
     let rules = "[permissions]\ndeny = [\"bash(rm -rf *)\"]\n";
     let (home, _mock) = scripted("chat", &json!({ "steps": steps }).to_string(), "");
-    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
-    std::fs::write(home.path().join("config.toml"), format!("{config}{rules}")).unwrap();
+    home.append_config(rules);
     std::fs::create_dir(home.path().join("victim")).unwrap();
     let run = home.run(&["run", "--yes", "--json", "clean up"]);
     assert_eq!(run.code(), 0, "{}", run.stderr());

@@ -1,6 +1,8 @@
 //! Helpers for driving the real `keel` binary against a real `keel mock` process.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod serve;
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -83,6 +85,21 @@ impl Home {
 
     pub fn path(&self) -> PathBuf {
         self.dir.path().to_path_buf()
+    }
+
+    /// Put `lines` at the top of the home's config (top-level keys such as
+    /// `permission_mode`).
+    pub fn prepend_config(&self, lines: &str) {
+        let path = self.dir.path().join("config.toml");
+        let config = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{lines}\n{config}")).unwrap();
+    }
+
+    /// Add `lines` at the end of the home's config (tables such as `[permissions]`).
+    pub fn append_config(&self, lines: &str) {
+        let path = self.dir.path().join("config.toml");
+        let config = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{config}\n{lines}")).unwrap();
     }
 
     /// `keel ARGS` with this home, in this home as working directory, and a clean environment.
@@ -266,4 +283,19 @@ pub fn stored_receipt_states(home: &Home) -> Vec<String> {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap()
+}
+
+/// Wait (at most `limit`) for `child` to exit; fails the test naming `what` otherwise.
+pub fn wait_for_exit(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            started.elapsed() < limit,
+            "{what} did not exit within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

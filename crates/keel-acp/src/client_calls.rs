@@ -1,0 +1,127 @@
+//! What keel asks of the editor: permission for a call (`session/request_permission`) and,
+//! when it offers them, its files (`fs/read_text_file`, `fs/write_text_file`).
+//!
+//! Invariants:
+//! - Anything but an explicit allow is a decline; "always" answers are remembered per tool for
+//!   the session.
+//! - File calls go to the editor only after the workspace guard (the tools do that); they are
+//!   made from the file tools' blocking threads and wait for the editor's answer.
+
+use crate::lock;
+use crate::rpc::Connection;
+use keel_agent::{Approval, ApprovalRequest, Approver};
+use keel_tools::EditorFiles;
+use serde_json::{Value, json};
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Mutex;
+
+/// Asks the editor through `session/request_permission`.
+pub(crate) struct AcpApprover {
+    pub(crate) connection: Connection,
+    pub(crate) session: Mutex<Option<String>>,
+    /// Tools allowed for the rest of the session ("allow always").
+    pub(crate) always: Mutex<Vec<String>>,
+    /// Tools refused for the rest of the session ("reject always").
+    pub(crate) never: Mutex<Vec<String>>,
+}
+
+impl Approver for AcpApprover {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
+        Box::pin(async move {
+            if lock(&self.always).contains(&request.tool) {
+                return Approval::Allow;
+            }
+            if lock(&self.never).contains(&request.tool) {
+                return Approval::Declined;
+            }
+            let Some(session) = lock(&self.session).clone() else {
+                return Approval::Unattended;
+            };
+            let params = json!({
+                "sessionId": session,
+                "toolCall": {"toolCallId": request.call_id, "title": format!("{} {}", request.tool, request.subject), "status": "pending"},
+                "options": [
+                    {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
+                    {"optionId": "allow_always", "name": "Allow always", "kind": "allow_always"},
+                    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+                    {"optionId": "reject_always", "name": "Reject always", "kind": "reject_always"},
+                ],
+            });
+            let answer = self
+                .connection
+                .request("session/request_permission", params)
+                .await;
+            let chosen = answer.ok().and_then(|result| {
+                let outcome = result.get("outcome")?;
+                (outcome.get("outcome")?.as_str()? == "selected")
+                    .then(|| outcome.get("optionId")?.as_str().map(str::to_string))?
+            });
+            match chosen.as_deref() {
+                Some("allow_once") => Approval::Allow,
+                Some("allow_always") => {
+                    lock(&self.always).push(request.tool.clone());
+                    Approval::Allow
+                }
+                Some("reject_always") => {
+                    lock(&self.never).push(request.tool.clone());
+                    Approval::Declined
+                }
+                // Rejected, cancelled by the client, or no answer: not approved.
+                Some(_) | None => Approval::Declined,
+            }
+        })
+    }
+}
+
+/// The editor's files: `fs/read_text_file` and `fs/write_text_file` to the client, so it sees
+/// unsaved buffers and owns the write. Called from the file tools' blocking threads.
+pub(crate) struct AcpEditor {
+    pub(crate) connection: Connection,
+    pub(crate) session: Mutex<Option<String>>,
+    pub(crate) runtime: tokio::runtime::Handle,
+}
+
+impl std::fmt::Debug for AcpEditor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AcpEditor")
+    }
+}
+
+impl AcpEditor {
+    fn call(&self, method: &str, mut params: Value) -> Result<Value, String> {
+        let session = lock(&self.session)
+            .clone()
+            .ok_or_else(|| "the session is not open yet".to_string())?;
+        params["sessionId"] = Value::String(session);
+        self.runtime
+            .block_on(self.connection.request(method, params))
+            .map_err(|error| error.message)
+    }
+}
+
+impl EditorFiles for AcpEditor {
+    fn read(&self, path: &Path) -> Result<String, String> {
+        let result = self.call(
+            "fs/read_text_file",
+            json!({"path": path.display().to_string()}),
+        )?;
+        result
+            .get("content")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| "the editor answered without `content`".to_string())
+    }
+
+    fn write(&self, path: &Path, content: &str) -> Result<(), String> {
+        self.call(
+            "fs/write_text_file",
+            json!({"path": path.display().to_string(), "content": content}),
+        )
+        .map(|_| ())
+    }
+}
