@@ -393,7 +393,9 @@ impl Agent {
         let commands: Vec<Value> = keel_agent::SLASH_COMMANDS
             .iter()
             .filter(|(usage, _)| {
-                usage.starts_with("/recover-context") || usage.starts_with("/continue-checks")
+                usage.starts_with("/recover-context")
+                    || usage.starts_with("/continue-checks")
+                    || usage.starts_with("/compact")
             })
             .map(|(usage, what)| {
                 let name = usage
@@ -615,6 +617,10 @@ fn prompt_input(params: &Value) -> Result<Input, RpcError> {
             guidance: Some(text.trim().to_string()).filter(|t| !t.is_empty()),
         }),
         Some("final_readiness_recovery") => Ok(Input::FinalReadinessRecovery { recovery_id }),
+        Some("context_recovery") => Ok(Input::Compact {
+            recovery_id,
+            focus: Some(text.trim().to_string()).filter(|t| !t.is_empty()),
+        }),
         Some(other) => Err(RpcError::invalid_params(format!(
             "unknown keel/action `{}`",
             other.escape_default()
@@ -623,7 +629,7 @@ fn prompt_input(params: &Value) -> Result<Input, RpcError> {
             Line::Input(input) => Ok(input),
             Line::Empty => Err(RpcError::invalid_params("the prompt is empty")),
             Line::Command(_) | Line::Unknown(_) => Err(RpcError::invalid_params(
-                "this slash command is for the terminal; keel acp knows /recover-context and /continue-checks",
+                "this slash command is for the terminal; keel acp knows /recover-context, /continue-checks and /compact",
             )),
         },
     }
@@ -634,7 +640,9 @@ fn refusal(error: AgentError) -> RpcError {
         AgentError::Busy(_) | AgentError::RecoveryRefused(RecoveryRefusal::TurnRunning) => {
             RpcError::new(code::REFUSED, error.to_string())
         }
-        AgentError::RecoveryRefused(_) => RpcError::new(code::REFUSED, error.to_string()),
+        AgentError::RecoveryRefused(_) | AgentError::CannotCompact(_) => {
+            RpcError::new(code::REFUSED, error.to_string())
+        }
         _ => RpcError::new(code::INTERNAL, error.to_string()),
     }
 }

@@ -244,7 +244,28 @@ impl Translator {
                     &format!("web search `{query}`: {about}\n"),
                 )]
             }
+            EventBody::ContextCompacted {
+                revision,
+                tokens_before,
+                tokens_after,
+                ..
+            } => {
+                let mut updates = vec![chunk(
+                    "agent_thought_chunk",
+                    &format!(
+                        "context compacted: about {tokens_before} → {tokens_after} tokens \
+                         (history revision {revision})\n"
+                    ),
+                )];
+                if let Some(size) = self.context_window {
+                    updates.push(json!({"sessionUpdate": "usage_update",
+                        "used": tokens_after, "size": size}));
+                }
+                updates
+            }
             EventBody::SessionStarted { .. }
+            | EventBody::HistoryRewritten { .. }
+            | EventBody::PrefixChanged { .. }
             | EventBody::TurnStarted { .. }
             | EventBody::ApprovalRequested { .. }
             | EventBody::AccountRotated { .. }
@@ -264,6 +285,12 @@ pub fn offer_text(_session: &str, recovery_id: &str, action: InputKind) -> Strin
              (or a prompt with _meta {{\"keel/action\": \"final_readiness_recovery\", \
              \"keel/recoveryId\": \"{recovery_id}\"}})."
         ),
+        InputKind::ContextRecovery | InputKind::Compaction => format!(
+            "\n\nThe conversation no longer fits the model's context window. Send `/compact` \
+             (optionally followed by what the summary should focus on) to compact it and go on, \
+             or a prompt with _meta {{\"keel/action\": \"context_recovery\", \
+             \"keel/recoveryId\": \"{recovery_id}\"}}."
+        ),
         InputKind::ProtocolRecovery | InputKind::User => format!(
             "\n\nRecovery available: the provider rejected the replay of the tool history. Send \
              `/recover-context {recovery_id}` (optionally followed by guidance) to continue from \
@@ -279,6 +306,7 @@ pub fn replay(workspace: &Path, items: &[Item], receipts: &[ToolReceipt]) -> Vec
     for item in items {
         match item {
             Item::User { text } => updates.push(chunk("user_message_chunk", text)),
+            Item::Summary(summary) => updates.push(chunk("agent_thought_chunk", &summary.text)),
             Item::Assistant(assistant) => {
                 for part in &assistant.parts {
                     match part {

@@ -24,6 +24,10 @@ pub struct Transcript {
     pub session: SessionInfo,
     pub items: Vec<StoredItem>,
     pub receipts: Vec<ToolReceipt>,
+    /// The history revision `items` belong to.
+    pub revision: u64,
+    /// Every revision of the history, oldest first (more than one after a compaction).
+    pub revisions: Vec<keel_store::RevisionInfo>,
 }
 
 /// Sessions over one state database.
@@ -74,6 +78,12 @@ impl Host {
         transcript(&self.store, id)
     }
 
+    /// The transcript of session `id` at history revision `revision` (an earlier revision of
+    /// a compacted history stays readable).
+    pub fn transcript_at(&self, id: &str, revision: u64) -> Result<Transcript, AgentError> {
+        transcript_at(&self.store, id, Some(revision))
+    }
+
     /// The latest recovery record of session `id` (any state), decoded.
     pub fn latest_recovery(&self, id: &str) -> Result<Option<StoredRecord>, AgentError> {
         self.store.require_session(id)?;
@@ -107,10 +117,27 @@ impl Host {
 }
 
 pub(crate) fn transcript(store: &Store, id: &str) -> Result<Transcript, AgentError> {
+    transcript_at(store, id, None)
+}
+
+/// The transcript of one history revision (`None`: the current one).
+pub(crate) fn transcript_at(
+    store: &Store,
+    id: &str,
+    revision: Option<u64>,
+) -> Result<Transcript, AgentError> {
     let session = store.require_session(id)?;
+    let revisions = store.revisions(id)?;
+    let current = revisions.last().map_or(1, |info| info.revision);
+    let (revision, items) = match revision {
+        Some(revision) => (revision, store.items_of_revision(id, revision)?),
+        None => (current, store.items(id)?),
+    };
     Ok(Transcript {
-        items: store.items(id)?,
+        items,
         receipts: crate::load::receipts_for_display(store, id)?,
         session,
+        revision,
+        revisions,
     })
 }

@@ -22,6 +22,12 @@ pub enum Input {
     },
     /// "Continue checks" after a turn that ended not ready.
     FinalReadinessRecovery { recovery_id: Option<String> },
+    /// `/compact [focus]`: the recovery after a context-limit rejection when one is pending
+    /// (or named by `recovery_id`), else a compaction by hand.
+    Compact {
+        recovery_id: Option<String>,
+        focus: Option<String>,
+    },
 }
 
 impl From<&str> for Input {
@@ -57,7 +63,7 @@ pub enum Line {
 }
 
 /// The slash commands, for help texts and editor completion.
-pub const SLASH_COMMANDS: [(&str, &str); 8] = [
+pub const SLASH_COMMANDS: [(&str, &str); 9] = [
     ("/help", "this list"),
     (
         "/model [PROVIDER/ID]",
@@ -73,6 +79,10 @@ pub const SLASH_COMMANDS: [(&str, &str); 8] = [
     (
         "/continue-checks [ID]",
         "continue a turn that ended with open work",
+    ),
+    (
+        "/compact [focus]",
+        "summarise the history to free context (the recovery after a context-limit rejection)",
     ),
     ("/quit", "leave (Ctrl-D too)"),
 ];
@@ -101,6 +111,10 @@ impl Line {
             return Line::Input(Input::FinalReadinessRecovery { recovery_id });
         }
         match name {
+            "/compact" => Line::Input(Input::Compact {
+                recovery_id: None,
+                focus: (!rest.is_empty()).then(|| rest.to_string()),
+            }),
             "/help" => Line::Command(SurfaceCommand::Help),
             "/quit" | "/exit" => Line::Command(SurfaceCommand::Quit),
             "/cost" => Line::Command(SurfaceCommand::Cost),

@@ -12,6 +12,8 @@
 //!   in the store for replay.
 
 mod approval;
+mod compaction;
+mod context;
 mod host;
 mod input;
 mod load;
@@ -25,7 +27,7 @@ mod turn_run;
 pub use approval::{Approval, ApprovalRequest, Approver, HeadlessApprover};
 pub use host::{Host, Transcript};
 pub use input::{Input, Line, SLASH_COMMANDS, SurfaceCommand};
-pub use keel_store::{SessionInfo, StoredItem};
+pub use keel_store::{RevisionInfo, SessionInfo, StoreError, StoredItem};
 pub use prompt::system_prompt;
 pub use recovery::readiness::Readiness;
 pub use recovery::record::{RecordState, RecoveryRecord, StoredRecord};
@@ -34,7 +36,7 @@ pub use turn::TurnOutcome;
 
 use keel_llm::client::HttpClient;
 use keel_llm::{KeySource, ProviderProfile};
-use keel_store::{Lease, Store, StoreError};
+use keel_store::{Lease, Store};
 use keel_tools::{PermissionPolicy, ToolContext, ToolRegistry, WorkspaceGuard};
 use keel_types::{Event, EventBody, Item};
 use std::path::PathBuf;
@@ -48,6 +50,8 @@ pub struct AgentSettings {
     pub model: String,
     pub policy: PermissionPolicy,
     pub max_rounds: u32,
+    /// Compact when a request reaches this share of the usable window (`compact_at`).
+    pub compact_at: f64,
     pub workspace: PathBuf,
     pub extra_dirs: Vec<PathBuf>,
     /// Who holds the session lease, for the error another process sees.
@@ -90,6 +94,10 @@ pub enum AgentError {
     Client(#[from] keel_llm::client::ClientBuildError),
     #[error("recovery refused: {0}")]
     RecoveryRefused(RecoveryRefusal),
+    #[error("cannot compact: {0}")]
+    CannotCompact(String),
+    #[error("cannot build the request: {0}")]
+    Projection(String),
 }
 
 impl AgentError {
@@ -99,10 +107,12 @@ impl AgentError {
             AgentError::Store(error) => error.is_for_the_user(),
             AgentError::AlreadyOpen(_)
             | AgentError::Workspace { .. }
-            | AgentError::RecoveryRefused(_) => true,
+            | AgentError::RecoveryRefused(_)
+            | AgentError::CannotCompact(_) => true,
             AgentError::Busy(_)
             | AgentError::UndecodableHistory { .. }
             | AgentError::Tools(_)
+            | AgentError::Projection(_)
             | AgentError::Client(_) => false,
         }
     }
@@ -116,6 +126,8 @@ pub(crate) struct SessionState {
     pub repair: Option<usize>,
     /// Recovery ids consumed by this process (kept even if the persist was uncertain).
     pub spent: std::collections::HashSet<String>,
+    /// Tokens of the context, measured and estimated.
+    pub meter: context::ContextMeter,
 }
 
 impl SessionState {
@@ -325,7 +337,9 @@ impl Controller {
         let Ok(mut state) = shared.state.clone().try_lock_owned() else {
             return Err(match input {
                 Input::Prompt(_) => AgentError::Busy(shared.session.id.clone()),
-                Input::ProtocolRecovery { .. } | Input::FinalReadinessRecovery { .. } => {
+                Input::ProtocolRecovery { .. }
+                | Input::FinalReadinessRecovery { .. }
+                | Input::Compact { .. } => {
                     AgentError::RecoveryRefused(RecoveryRefusal::TurnRunning)
                 }
             });
@@ -334,7 +348,14 @@ impl Controller {
             Input::Prompt(text) => turn::TurnInput {
                 text,
                 kind: keel_types::InputKind::User,
+                focus: None,
             },
+            Input::Compact { recovery_id, focus } => recovery::admission::admit_compaction(
+                shared,
+                &mut state,
+                recovery_id.as_deref(),
+                focus.as_deref(),
+            )?,
             Input::ProtocolRecovery {
                 recovery_id,
                 guidance,
@@ -397,6 +418,43 @@ impl Controller {
     /// Tokens used by the turns this controller completed.
     pub fn usage(&self) -> keel_types::Usage {
         *self.shared.lock_usage()
+    }
+
+    /// How full the model's context is (after the last response, or estimated after a
+    /// compaction), when the window is known and something was counted; `None` while a turn
+    /// runs.
+    pub fn context_use(&self) -> Option<keel_types::ContextUse> {
+        let state = self.shared.state.try_lock().ok()?;
+        let window = compaction::usable_window(&self.shared).map(|(window, _)| window);
+        state.meter.last_use(window)
+    }
+
+    /// The request the next turn starts from: system prompt, tools and the provider's view of
+    /// the history, projected exactly as it would be sent (refused while a turn runs).
+    pub fn next_request(&self) -> Result<keel_llm::ProjectedRequest, AgentError> {
+        let shared = &self.shared;
+        let Ok(state) = shared.state.try_lock() else {
+            return Err(AgentError::Busy(shared.session.id.clone()));
+        };
+        let settings = &shared.settings;
+        let specs = shared.registry.specs();
+        let system = system_prompt(&settings.workspace);
+        let history = state.provider_view(shared)?;
+        keel_llm::project(
+            &settings.profile,
+            &keel_llm::ProjectionInput {
+                model: &settings.model,
+                system: &system,
+                tools: &specs,
+                history: &history,
+            },
+        )
+        .map_err(|error| AgentError::Projection(error.to_string()))
+    }
+
+    /// The revisions of this session's history, oldest first.
+    pub fn revisions(&self) -> Result<Vec<keel_store::RevisionInfo>, AgentError> {
+        Ok(self.shared.store.revisions(&self.shared.session.id)?)
     }
 
     /// Cancel the running turn, if any: its stream and tools stop, nothing late is committed.

@@ -71,6 +71,7 @@ pub fn load_session(store: &Store, session: &str) -> Result<SessionState, AgentE
         last_turn,
         repair: None,
         spent: Default::default(),
+        meter: Default::default(),
     })
 }
 

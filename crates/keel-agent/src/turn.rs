@@ -10,7 +10,12 @@
 //!   once: the failure path sees the very request that was sent.
 //! - A turn ends at `max_rounds`, or earlier when its tool rounds stop making progress
 //!   (`progress::ProgressGuard`).
+//! - A request whose estimate reaches `compact_at` is not sent: the history is compacted
+//!   first (once per round), then the request is projected again from the new revision.
+//! - A context-limit rejection offers the compaction recovery only when compaction can make
+//!   the request fit; otherwise the diagnostic says why nothing is offered.
 
+use crate::compaction::{self, Compaction};
 use crate::progress::ProgressGuard;
 use crate::prompt::system_prompt;
 use crate::recovery;
@@ -27,8 +32,11 @@ use sha2::{Digest, Sha256};
 
 /// What starts a turn.
 pub(crate) struct TurnInput {
+    /// The user text the turn commits (none for a compaction-only turn).
     pub text: String,
     pub kind: InputKind,
+    /// What a compaction's summary should focus on (`/compact [focus]`).
+    pub focus: Option<String>,
 }
 
 /// The generation a turn admitted now belongs to.
@@ -58,14 +66,20 @@ pub(crate) fn digest(arguments: &str) -> String {
 }
 
 /// How one model request of a turn ended.
-enum Reply {
-    Completed(Completion),
+pub(crate) enum Reply {
+    Completed {
+        completion: Completion,
+        /// Bytes of the request body (calibrates the token estimate).
+        sent_bytes: usize,
+    },
     Failed {
         diagnostic: FailureDiagnostic,
         /// Provider-visible messages of the request that failed, when it was projected.
         sent_messages: Option<usize>,
     },
     Cancelled,
+    /// The projected request reached `compact_at`: nothing was sent.
+    CompactionDue,
 }
 
 pub async fn run_turn(
@@ -78,18 +92,53 @@ pub async fn run_turn(
     state.last_turn = turn;
     let mut run = TurnRun::start(shared, turn, generation);
     let input_kind = input.kind;
-    begin(&run, state, input)?;
+    open(&run, input_kind)?;
     let mut usage = Usage::default();
+    if let Some(reason) = compaction_of(input_kind) {
+        match compaction::compact(&mut run, state, reason, input.focus.as_deref()).await? {
+            Compaction::Done { usage: spent } => usage.add(&spent),
+            Compaction::Impossible(why) => {
+                let diagnostic =
+                    FailureDiagnostic::with_message(FailureKind::Limit, None, why.to_string());
+                return Ok(end_failed(&run, diagnostic));
+            }
+            Compaction::Failed(diagnostic) => return Ok(end_failed(&run, diagnostic)),
+            Compaction::Cancelled => return Ok(end_cancelled(&run)),
+        }
+        if input_kind == InputKind::Compaction {
+            return complete(&run, state, keel_types::FinishReason::Stop, usage, false);
+        }
+    }
+    commit_input(&run, state, input.text)?;
     let mut progress = ProgressGuard::default();
     let mut ran_tools = false;
+    let mut may_compact = true;
     for _round in 0..shared.settings.max_rounds {
-        let completion = match request(&mut run, state).await? {
+        let mut reply = request(&mut run, state, may_compact).await?;
+        if let Reply::CompactionDue = reply {
+            match compaction::compact(&mut run, state, compaction::Reason::Threshold, None).await? {
+                Compaction::Done { usage: spent } => usage.add(&spent),
+                // Sent as it is: the provider may still take it.
+                Compaction::Impossible(_) => may_compact = false,
+                Compaction::Failed(diagnostic) => return Ok(end_failed(&run, diagnostic)),
+                Compaction::Cancelled => return Ok(end_cancelled(&run)),
+            }
+            reply = request(&mut run, state, false).await?;
+        }
+        let completion = match reply {
             Reply::Cancelled => return Ok(end_cancelled(&run)),
             Reply::Failed {
                 diagnostic,
                 sent_messages,
             } => return fail_request(&run, state, diagnostic, sent_messages),
-            Reply::Completed(completion) => completion,
+            Reply::Completed {
+                completion,
+                sent_bytes,
+            } => {
+                state.meter.observe(sent_bytes, &completion.usage);
+                completion
+            }
+            Reply::CompactionDue => return Ok(end_cancelled(&run)),
         };
         if !run.is_current() {
             // A late reply of a cancelled turn: dropped, never committed.
@@ -121,25 +170,70 @@ pub async fn run_turn(
     Ok(end_failed(&run, diagnostic))
 }
 
-/// Open the turn: new user input expires pending offers; the input is committed.
-fn begin(run: &TurnRun<'_>, state: &mut SessionState, input: TurnInput) -> Result<(), AgentError> {
-    let shared = run.shared;
-    if input.kind == InputKind::User {
-        recovery::admission::expire_pending(shared, run.turn)?;
+/// The compaction a turn of this kind starts with.
+fn compaction_of(kind: InputKind) -> Option<compaction::Reason> {
+    match kind {
+        InputKind::Compaction => Some(compaction::Reason::Manual),
+        InputKind::ContextRecovery => Some(compaction::Reason::ContextLimit),
+        InputKind::User | InputKind::ProtocolRecovery | InputKind::FinalReadinessRecovery => None,
     }
-    let user = Item::User { text: input.text };
+}
+
+/// Open the turn: new user input (a prompt, or `/compact` by hand) expires pending offers.
+fn open(run: &TurnRun<'_>, kind: InputKind) -> Result<(), AgentError> {
+    if matches!(kind, InputKind::User | InputKind::Compaction) {
+        recovery::admission::expire_pending(run.shared, run.turn)?;
+    }
+    run.emit(EventBody::TurnStarted { input_kind: kind });
+    Ok(())
+}
+
+/// Commit the turn's input text.
+fn commit_input(
+    run: &TurnRun<'_>,
+    state: &mut SessionState,
+    text: String,
+) -> Result<(), AgentError> {
+    let shared = run.shared;
+    let user = Item::User { text };
     shared
         .store
         .append_items(&shared.session.id, run.turn, std::slice::from_ref(&user))?;
     state.history.push(user);
-    run.emit(EventBody::TurnStarted {
-        input_kind: input.kind,
-    });
     Ok(())
 }
 
-/// Project the committed history once and send it (bounded retries, account rotation).
-async fn request(run: &mut TurnRun<'_>, state: &SessionState) -> Result<Reply, AgentError> {
+/// Project the committed history once and send it (bounded retries, account rotation); with
+/// `may_compact`, a request that reached `compact_at` is not sent (`Reply::CompactionDue`).
+async fn request(
+    run: &mut TurnRun<'_>,
+    state: &SessionState,
+    may_compact: bool,
+) -> Result<Reply, AgentError> {
+    let due_at = may_compact
+        .then(|| compaction::threshold(run.shared))
+        .flatten();
+    let history = state.provider_view(run.shared)?;
+    send_items(run, &history, due_at, &state.meter, Deltas::Shown).await
+}
+
+/// Whether a request's streamed text reaches subscribers as it arrives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Deltas {
+    Shown,
+    /// A summarising request: its text becomes the summary, not an answer to show.
+    Hidden,
+}
+
+/// Project `history` with the session's system prompt and tools, and send it — unless its
+/// estimated size reaches `due_at` tokens.
+pub(crate) async fn send_items(
+    run: &mut TurnRun<'_>,
+    history: &[Item],
+    due_at: Option<u64>,
+    meter: &crate::context::ContextMeter,
+    deltas: Deltas,
+) -> Result<Reply, AgentError> {
     let shared = run.shared;
     let settings = &shared.settings;
     let dispatcher = Dispatcher {
@@ -149,12 +243,11 @@ async fn request(run: &mut TurnRun<'_>, state: &SessionState) -> Result<Reply, A
     };
     let specs = shared.registry.specs();
     let system = system_prompt(&settings.workspace);
-    let history = state.provider_view(shared)?;
     let projected = dispatcher.project(&ProjectionInput {
         model: &settings.model,
         system: &system,
         tools: &specs,
-        history: &history,
+        history,
     });
     let request = match projected {
         Ok(request) => request,
@@ -165,9 +258,21 @@ async fn request(run: &mut TurnRun<'_>, state: &SessionState) -> Result<Reply, A
             });
         }
     };
+    if due_at.is_some_and(|due_at| meter.tokens_of_bytes(request.body.len()) >= due_at) {
+        return Ok(Reply::CompactionDue);
+    }
     let sent_messages = Some(request.message_count);
+    let sent_bytes = request.body.len();
     let turn = run.turn;
-    let mut emit = |body: EventBody| shared.emit(Some(turn), body);
+    let mut emit = |body: EventBody| {
+        let is_delta = matches!(
+            body,
+            EventBody::LlmText { .. } | EventBody::LlmReasoning { .. }
+        );
+        if deltas == Deltas::Shown || !is_delta {
+            shared.emit(Some(turn), body);
+        }
+    };
     let mut accounts = run.accounts.clone();
     let result = {
         let sending = dispatcher.send(request, &settings.model, &mut accounts, &mut emit);
@@ -184,7 +289,10 @@ async fn request(run: &mut TurnRun<'_>, state: &SessionState) -> Result<Reply, A
             diagnostic,
             sent_messages,
         },
-        Some(Ok(outcome)) => Reply::Completed(outcome.completion),
+        Some(Ok(outcome)) => Reply::Completed {
+            completion: outcome.completion,
+            sent_bytes,
+        },
     })
 }
 
@@ -193,23 +301,35 @@ async fn request(run: &mut TurnRun<'_>, state: &SessionState) -> Result<Reply, A
 fn fail_request(
     run: &TurnRun<'_>,
     state: &SessionState,
-    diagnostic: FailureDiagnostic,
+    mut diagnostic: FailureDiagnostic,
     sent_messages: Option<usize>,
 ) -> Result<TurnOutcome, AgentError> {
-    let offered = recovery::admission::record_incident(
-        run.shared,
-        state,
-        run.turn,
-        &diagnostic,
-        sent_messages,
-    )?;
+    let (offered, action) = if diagnostic.kind == FailureKind::Limit && sent_messages.is_some() {
+        match recovery::admission::record_context_incident(run.shared, state, run.turn)? {
+            Ok(recovery_id) => (Some(recovery_id), InputKind::ContextRecovery),
+            Err(why) => {
+                diagnostic.message =
+                    format!("the request is larger than the model's window: {why}");
+                (None, InputKind::ContextRecovery)
+            }
+        }
+    } else {
+        let offered = recovery::admission::record_incident(
+            run.shared,
+            state,
+            run.turn,
+            &diagnostic,
+            sent_messages,
+        )?;
+        (offered, InputKind::ProtocolRecovery)
+    };
     run.emit(EventBody::TurnFailed {
         diagnostic: diagnostic.clone(),
     });
     if let Some(recovery_id) = &offered {
         run.emit(EventBody::RecoveryOffered {
             recovery_id: recovery_id.clone(),
-            action: InputKind::ProtocolRecovery,
+            action,
         });
     }
     Ok(TurnOutcome::Failed {
@@ -280,11 +400,13 @@ fn complete(
         }
         Some(_) | None => None,
     };
+    let window = compaction::usable_window(run.shared).map(|(window, _)| window);
     run.emit(EventBody::TurnCompleted {
         usage,
         cache_hit_ratio: usage.cache_hit_ratio(),
         ready: readiness.reason().is_none(),
         not_ready_reason: readiness.reason().map(str::to_string),
+        context: state.meter.last_use(window),
     });
     if let Some(recovery_id) = offered {
         run.emit(EventBody::RecoveryOffered {

@@ -45,7 +45,12 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum SessionCommand {
     /// The transcript of a session: its history and tool receipts.
-    Show { id: String },
+    Show {
+        id: String,
+        /// An earlier revision of a compacted history (`keel session show ID` lists them).
+        #[arg(long, value_name = "N")]
+        revision: Option<u64>,
+    },
     /// The latest recovery record of a session (any state), or `null`.
     Recovery { id: String },
 }

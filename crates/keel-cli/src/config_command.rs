@@ -87,6 +87,7 @@ struct ConfigJson {
     model: Field<String>,
     permission_mode: Field<&'static str>,
     max_rounds: Field<u32>,
+    compact_at: Field<f64>,
     permissions: PermissionsJson,
     providers: BTreeMap<String, ProviderJson>,
 }
@@ -160,6 +161,7 @@ impl ConfigJson {
             model: field(&resolved.model, ToString::to_string),
             permission_mode: field(&resolved.permission_mode, |mode| mode.as_str()),
             max_rounds: field(&resolved.max_rounds, |rounds| *rounds),
+            compact_at: field(&resolved.compact_at, |share| *share),
             permissions: PermissionsJson {
                 allow: rules(RuleList::Allow),
                 ask: rules(RuleList::Ask),
@@ -292,6 +294,12 @@ fn general_rows(resolved: &ResolvedConfig) -> Vec<Row> {
         0,
         "max_rounds",
         &resolved.max_rounds,
+        ToString::to_string,
+    ));
+    rows.push(Row::new(
+        0,
+        "compact_at",
+        &resolved.compact_at,
         ToString::to_string,
     ));
     if resolved.rules.is_empty() {

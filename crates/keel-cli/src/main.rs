@@ -115,8 +115,8 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
         Some(cli::Command::Config) => config_command::run(&cli.common),
         Some(cli::Command::Serve(args)) => serve_command::run(&cli.common, args).await,
         Some(cli::Command::Acp) => acp_command::run(&cli.common).await,
-        Some(cli::Command::Session(cli::SessionCommand::Show { id })) => {
-            sessions::show(&cli.common, &id)
+        Some(cli::Command::Session(cli::SessionCommand::Show { id, revision })) => {
+            sessions::show(&cli.common, &id, revision)
         }
         Some(cli::Command::Session(cli::SessionCommand::Recovery { id })) => {
             sessions::recovery(&cli.common, &id)

@@ -135,13 +135,17 @@ impl Renderer {
                 usage,
                 cache_hit_ratio,
                 not_ready_reason,
+                context,
                 ..
             } => {
                 self.end_live_line();
                 if let Some(reason) = not_ready_reason {
                     eprintln!("not ready: {}", visible(reason));
                 }
-                eprintln!("{}", usage_line(usage, *cache_hit_ratio));
+                let context = context
+                    .map(|context| format!(" · ctx {}%", context.percent()))
+                    .unwrap_or_default();
+                eprintln!("{}{context}", usage_line(usage, *cache_hit_ratio));
             }
             EventBody::TurnFailed { diagnostic } => {
                 self.discard_attempt();
@@ -170,13 +174,28 @@ impl Renderer {
                 InputKind::FinalReadinessRecovery => {
                     eprintln!("/continue-checks ({recovery_id}) goes on from here")
                 }
+                InputKind::ContextRecovery | InputKind::Compaction => eprintln!(
+                    "recovery {recovery_id} is available: /compact summarises the history so the task can go on"
+                ),
                 InputKind::ProtocolRecovery | InputKind::User => eprintln!(
                     "recovery {recovery_id} is available: /recover-context replays the task from valid history"
                 ),
             },
+            EventBody::ContextCompacted {
+                revision,
+                tokens_before,
+                tokens_after,
+                reason,
+            } => {
+                self.end_live_line();
+                eprintln!(
+                    "⟲ context compacted ({}): about {tokens_before} → {tokens_after} tokens, history revision {revision}",
+                    visible_line(reason)
+                );
+            }
             EventBody::RecoveryConsumed { recovery_id } => eprintln!("recovering ({recovery_id})…"),
             EventBody::RecoveryExpired { recovery_id } => {
-                eprintln!("recovery {recovery_id} expired")
+                eprintln!("recovery {recovery_id} expired (new input or a new history)")
             }
             EventBody::SearchResult {
                 query,
@@ -195,6 +214,8 @@ impl Renderer {
             }
             // The terminal's approver prints its own prompt.
             EventBody::SessionStarted { .. }
+            | EventBody::HistoryRewritten { .. }
+            | EventBody::PrefixChanged { .. }
             | EventBody::TurnStarted { .. }
             | EventBody::ApprovalRequested { .. }
             | EventBody::ToolStarted { .. } => {}

@@ -206,10 +206,23 @@ impl Repl {
             SurfaceCommand::Help => eprintln!("{}", help_text()),
             SurfaceCommand::Cost => {
                 let mut usage = self.carried_usage;
+                let mut context = None;
                 if let Some(controller) = &self.controller {
                     usage.add(&controller.usage());
+                    context = controller.context_use();
                 }
                 eprintln!("{}", usage_line(&usage, usage.cache_hit_ratio()));
+                match context {
+                    Some(context) => eprintln!(
+                        "context: {}% of the window ({} of {} tokens); /compact frees it",
+                        context.percent(),
+                        context.used,
+                        context.window
+                    ),
+                    None => {
+                        eprintln!("context: not measured yet (or the model's window is unknown)")
+                    }
+                }
             }
             SurfaceCommand::Sessions => {
                 let host = open_host()?;

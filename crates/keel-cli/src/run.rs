@@ -26,7 +26,7 @@ pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Ou
             let name = prompt.split_whitespace().next().unwrap_or("");
             return Err(UsageError(format!(
                 "unknown slash command `{name}`: `keel run` knows `/recover-context [ID] \
-                 [guidance]` and `/continue-checks [ID]`"
+                 [guidance]`, `/continue-checks [ID]` and `/compact [focus]`"
             ))
             .into());
         }
@@ -34,7 +34,7 @@ pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Ou
     let is_action = !matches!(input, Input::Prompt(_));
     if is_action && common.session.is_none() && !common.continue_latest {
         return Err(UsageError(
-            "/recover-context and /continue-checks need the session: keel run --session ID \"/recover-context\""
+            "/recover-context, /continue-checks and /compact need the session: keel run --session ID \"/recover-context\""
                 .into(),
         )
         .into());
@@ -82,6 +82,7 @@ pub async fn run_turn(
         }
     });
     let outcome = controller.submit(input).await;
+    let pending = controller.pending_action();
     stops.abort();
     let _ = stops.await;
     drop(controller);
@@ -109,10 +110,12 @@ pub async fn run_turn(
         TurnOutcome::Failed { recovery_id, .. } => {
             if renderer.session_hints() {
                 if recovery_id.is_some() {
+                    let command = match pending.map(|pending| pending.action) {
+                        Some(keel_types::InputKind::ContextRecovery) => "/compact",
+                        _ => "/recover-context",
+                    };
                     // CONTRACT.md: printed in every mode (stderr, so --json stdout stays JSON).
-                    eprintln!(
-                        "recovery available: keel run --session {session} \"/recover-context\""
-                    );
+                    eprintln!("recovery available: keel run --session {session} \"{command}\"");
                 } else {
                     renderer.hint(&format!(
                         "session {session}: `keel run --session {session} \"…\"` continues it"

@@ -214,6 +214,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         model: model.model,
         policy,
         max_rounds: config.max_rounds()?,
+        compact_at: config.compact_at()?,
         workspace,
         extra_dirs,
         holder: holder.to_string(),

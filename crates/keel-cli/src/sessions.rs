@@ -3,6 +3,7 @@
 //! Invariants:
 //! - Both only read: no lease is taken and nothing is settled or written.
 //! - A history row that cannot be decoded is shown as such, never hidden.
+//! - A reader that closes the pipe early (`| head`) ends the output quietly, never a panic.
 
 use crate::cli::CommonArgs;
 use crate::session_setup::open_host;
@@ -11,6 +12,17 @@ use crate::{Outcome, UsageError, settings};
 use keel_agent::{RecordState, StoredRecord};
 use keel_types::{Item, ReceiptState};
 use serde_json::json;
+
+/// `println!` for output that may go to a pipe: when the reader has gone (`| head`), stop
+/// quietly instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout(), $($arg)*).is_err() {
+            return Ok(Outcome::Completed);
+        }
+    }};
+}
 
 pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let workspace = settings::workspace(common)?;
@@ -24,11 +36,11 @@ pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
                        "provider": s.provider, "created_at": s.created_at, "updated_at": s.updated_at})
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        out!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(Outcome::Completed);
     }
     if sessions.is_empty() {
-        println!("no sessions in {}", workspace.display());
+        out!("no sessions in {}", workspace.display());
         return Ok(Outcome::Completed);
     }
     for session in sessions {
@@ -48,7 +60,7 @@ pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
             .chars()
             .take(60)
             .collect();
-        println!(
+        out!(
             "{}  {}/{}  {}",
             session.id,
             session.provider,
@@ -59,7 +71,7 @@ pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Completed)
 }
 
-pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
+pub fn show(common: &CommonArgs, id: &str, revision: Option<u64>) -> anyhow::Result<Outcome> {
     let host = open_host()?;
     if host.session(id)?.is_none() {
         return Err(UsageError(format!(
@@ -67,11 +79,24 @@ pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
         ))
         .into());
     }
+    let transcript = match revision {
+        Some(revision) => host
+            .transcript_at(id, revision)
+            .map_err(|error| match error {
+                keel_agent::AgentError::Store(store_error) if error_is_revision(&store_error) => {
+                    anyhow::Error::from(UsageError(store_error.to_string()))
+                }
+                other => other.into(),
+            })?,
+        None => host.transcript(id)?,
+    };
     let keel_agent::Transcript {
         session,
         items,
         receipts,
-    } = host.transcript(id)?;
+        revision,
+        revisions,
+    } = transcript;
     if common.json {
         let items: Vec<serde_json::Value> = items
             .iter()
@@ -82,25 +107,47 @@ pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
             .collect();
         let value = json!({"id": session.id, "workspace": session.workspace,
             "model": format!("{}/{}", session.provider, session.model),
+            "revision": revision, "revisions": revisions,
             "items": items, "receipts": receipts});
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        out!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(Outcome::Completed);
     }
-    println!(
+    out!(
         "session {} · {}/{} · {}",
-        session.id, session.provider, session.model, session.workspace
+        session.id,
+        session.provider,
+        session.model,
+        session.workspace
     );
+    if revisions.len() > 1 {
+        out!("history revisions (this is {revision}):");
+        for info in &revisions {
+            let how = match info.revision {
+                1 => "the start".to_string(),
+                _ => format!(
+                    "{}: {} items compacted, about {} → {} tokens",
+                    info.reason, info.replaced, info.tokens_before, info.tokens_after
+                ),
+            };
+            out!("  {} · {} items · {how}", info.revision, info.items);
+        }
+        out!(
+            "  (keel session show {} --revision N shows one)",
+            session.id
+        );
+    }
     for stored in &items {
         match &stored.item {
-            Err(reason) => println!(
+            Err(reason) => out!(
                 "[history item {} cannot be read: {reason}]",
                 stored.revision
             ),
-            Ok(Item::User { text }) => println!("\nyou: {}", visible(text)),
+            Ok(Item::User { text }) => out!("\nyou: {}", visible(text)),
+            Ok(Item::Summary(summary)) => out!("\n⟲ {}", visible(&summary.text)),
             Ok(Item::Assistant(assistant)) => {
                 let text = assistant.text();
                 if !text.is_empty() {
-                    println!("keel: {}", visible(&text));
+                    out!("keel: {}", visible(&text));
                 }
                 for part in &assistant.parts {
                     if let keel_types::AssistantPart::WebSearch(search) = part {
@@ -113,11 +160,11 @@ pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
                                         "no structured sources"
                                     }
                                 });
-                        println!("⌕ web search `{}` — {status}", visible_line(&search.query));
+                        out!("⌕ web search `{}` — {status}", visible_line(&search.query));
                     }
                 }
                 for call in assistant.tool_calls() {
-                    println!(
+                    out!(
                         "● {} {}",
                         visible_line(&call.name),
                         visible_line(&call.arguments)
@@ -126,7 +173,7 @@ pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
             }
             Ok(Item::ToolResult(result)) => {
                 let first = result.content.lines().next().unwrap_or("");
-                println!(
+                out!(
                     "  ⎿ {}{}",
                     if result.is_error { "error: " } else { "" },
                     visible_line(first)
@@ -135,7 +182,7 @@ pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
         }
     }
     if !receipts.is_empty() {
-        println!("\nreceipts:");
+        out!("\nreceipts:");
         for receipt in &receipts {
             let note = match receipt.state {
                 ReceiptState::Unknown => " — keel stopped while it ran; it was not run again",
@@ -148,7 +195,7 @@ pub fn show(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
                 | ReceiptState::Cancelled => "",
             };
             let summary = visible_line(receipt.summary.as_deref().unwrap_or("")).into_owned();
-            println!(
+            out!(
                 "  {} {} {}{note} {summary}",
                 visible_line(&receipt.call_id),
                 visible_line(&receipt.tool),
@@ -170,13 +217,13 @@ pub fn recovery(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
     let latest = host.latest_recovery(id)?;
     if common.json {
         let value = latest.map_or(serde_json::Value::Null, |record| record.to_json());
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        out!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(Outcome::Completed);
     }
     match latest {
-        None => println!("no recovery record in session {id}"),
+        None => out!("no recovery record in session {id}"),
         Some(StoredRecord::Known(record)) => {
-            println!(
+            out!(
                 "recovery {} · {} · turn {} · {} provider-visible messages",
                 record.id,
                 record.state.as_str(),
@@ -184,7 +231,7 @@ pub fn recovery(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
                 record.prefix
             );
             if record.state == RecordState::Pending {
-                println!(
+                out!(
                     "recover with: keel run --session {id} \"/recover-context {}\"",
                     record.id
                 );
@@ -195,8 +242,12 @@ pub fn recovery(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
             reason,
             ..
         }) => {
-            println!("recovery {record_id} cannot be used by this keel: {reason}");
+            out!("recovery {record_id} cannot be used by this keel: {reason}");
         }
     }
     Ok(Outcome::Completed)
+}
+
+fn error_is_revision(error: &keel_agent::StoreError) -> bool {
+    matches!(error, keel_agent::StoreError::NoSuchRevision { .. })
 }

@@ -11,22 +11,6 @@ fn home_for(mock: &MockProcess) -> Home {
     Home::new(&config_for("chat", &mock.base_url, ""))
 }
 
-/// Every captured request body, minus the closing bytes of its message list, is a prefix of
-/// the next one.
-fn assert_prefix_stable(requests: &[Value]) {
-    for pair in requests.windows(2) {
-        let previous = pair[0]["body"].as_str().unwrap();
-        let next = pair[1]["body"].as_str().unwrap();
-        let stable = previous
-            .strip_suffix("]}")
-            .expect("a body ends with its message list");
-        assert!(
-            next.starts_with(stable),
-            "request is not an append-only extension:\n{previous}\n---\n{next}"
-        );
-    }
-}
-
 fn session_json(home: &Home, id: &str) -> Value {
     let run = home.run(&["session", "show", id, "--json"]);
     assert_eq!(run.code(), 0, "{}", run.stderr());

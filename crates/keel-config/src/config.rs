@@ -1,5 +1,6 @@
 //! Loading the config files and layering them with flags and the environment; the settings
-//! that belong to no provider: the model, the permission mode and rules, `max_rounds`.
+//! that belong to no provider: the model, the permission mode and rules, `max_rounds`,
+//! `compact_at`.
 //!
 //! Invariants:
 //! - Precedence: command-line flag > environment > `./keel.toml` > `$KEEL_HOME/config.toml` >
@@ -25,6 +26,9 @@ use std::path::{Path, PathBuf};
 pub const DEFAULT_MODEL: &str = "deepseek/deepseek-v4-flash";
 
 pub const DEFAULT_MAX_ROUNDS: u32 = 500;
+
+/// Compact when the context is this full (a share of the window).
+pub const DEFAULT_COMPACT_AT: f64 = 0.85;
 
 /// How the permission mode was given on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,6 +132,7 @@ pub struct ResolvedConfig {
     pub model: Sourced<ModelRef>,
     pub permission_mode: Sourced<PermissionMode>,
     pub max_rounds: Sourced<u32>,
+    pub compact_at: Sourced<f64>,
     /// Allow rules, then ask, then deny; each list highest-precedence file first.
     pub rules: Vec<ConfiguredRule>,
     /// The active provider first, then every other provider a file names, by name.
@@ -189,6 +194,7 @@ impl KeelConfig {
         let model = self.model()?;
         self.provider(&model.provider)?;
         self.max_rounds()?;
+        self.compact_at()?;
         self.permission_policy()?;
         Ok(())
     }
@@ -230,6 +236,7 @@ impl KeelConfig {
             files: self.layers.iter().map(|layer| layer.path.clone()).collect(),
             permission_mode: self.sourced_permission_mode(),
             max_rounds: self.sourced_max_rounds()?,
+            compact_at: self.sourced_compact_at()?,
             rules: self.rules(),
             model,
             providers,
@@ -306,6 +313,26 @@ impl KeelConfig {
             }
             Some((layer, value)) => Ok(layer.sourced(value)),
             None => Ok(Sourced::default_value(DEFAULT_MAX_ROUNDS)),
+        }
+    }
+
+    /// The share of the context window at which keel compacts the history.
+    pub fn compact_at(&self) -> Result<f64, ConfigError> {
+        self.sourced_compact_at().map(|share| share.value)
+    }
+
+    fn sourced_compact_at(&self) -> Result<Sourced<f64>, ConfigError> {
+        match self
+            .layers
+            .iter()
+            .find_map(|layer| layer.raw.compact_at.as_ref().map(|v| (layer, v)))
+        {
+            Some((layer, value)) if !(0.1..=1.0).contains(value.get_ref()) => Err(layer.error(
+                value.span(),
+                "must be a share of the context window between 0.1 and 1.0 (e.g. 0.85)",
+            )),
+            Some((layer, value)) => Ok(layer.sourced(value)),
+            None => Ok(Sourced::default_value(DEFAULT_COMPACT_AT)),
         }
     }
 

@@ -22,6 +22,7 @@ pub(crate) struct RawFile {
     pub model: Option<Spanned<String>>,
     pub permission_mode: Option<Spanned<PermissionMode>>,
     pub max_rounds: Option<Spanned<u32>>,
+    pub compact_at: Option<Spanned<f64>>,
     #[serde(default)]
     pub permissions: RawPermissions,
     #[serde(default)]

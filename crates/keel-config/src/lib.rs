@@ -20,8 +20,8 @@ mod provider;
 mod source;
 
 pub use config::{
-    ConfiguredRule, DEFAULT_MAX_ROUNDS, DEFAULT_MODEL, KeelConfig, ModeFlag, ModelRef, Overrides,
-    ResolvedConfig, RuleList,
+    ConfiguredRule, DEFAULT_COMPACT_AT, DEFAULT_MAX_ROUNDS, DEFAULT_MODEL, KeelConfig, ModeFlag,
+    ModelRef, Overrides, ResolvedConfig, RuleList,
 };
 pub use error::ConfigError;
 pub use provider::{ResolvedProvider, ResolvedRetry, validate_base_url};

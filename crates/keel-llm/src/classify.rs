@@ -290,6 +290,17 @@ mod tests {
     }
 
     #[test]
+    fn deepseek_context_length_rejection_is_a_limit() {
+        let body = keel_types::DEEPSEEK_CONTEXT_LIMIT_BODY
+            .replace("{window}", "131072")
+            .replace("{requested}", "140000");
+        assert_eq!(
+            classify_http_failure(400, body.as_bytes()).kind,
+            FailureKind::Limit
+        );
+    }
+
+    #[test]
     fn llama_server_bad_json_is_a_server_error() {
         let body = include_bytes!("../tests/fixtures/llama-server/error-bad-json/response.body");
         assert_eq!(classify_http_failure(500, body).kind, FailureKind::Server);

@@ -10,6 +10,7 @@
 pub mod assemble;
 pub mod classify;
 pub mod client;
+pub mod context;
 pub mod dispatch;
 pub mod profile;
 pub mod project;

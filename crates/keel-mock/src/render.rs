@@ -88,6 +88,13 @@ impl ScriptedAnswer {
                 calls: calls.clone(),
                 finish_reason: finish_reason.clone(),
             }),
+            Step::Compact { text } => Some(ScriptedAnswer {
+                search: None,
+                reason: None,
+                text: Some(text.clone()),
+                calls: Vec::new(),
+                finish_reason: None,
+            }),
             Step::Fault(_) => None,
         }
     }

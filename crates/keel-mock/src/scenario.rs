@@ -3,7 +3,8 @@
 //!
 //! Invariants:
 //! - Each model request consumes exactly one step, in order; a request the mock rejects on its
-//!   own (DeepSeek's reasoning-replay check) consumes none.
+//!   own (DeepSeek's reasoning-replay check, a request over `context_window`) consumes none,
+//!   and a summarising request consumes a step only when the next one is a `compact` step.
 //! - A scenario that cannot be parsed is an error naming the step and what is wrong.
 
 use serde_json::Value;
@@ -19,6 +20,9 @@ pub struct Scenario {
     pub require_reasoning_replay: bool,
     /// Pause between streamed chunks (for demos; 0 in tests).
     pub chunk_delay: Duration,
+    /// The model's window: a request of more tokens (bytes of system, tools and messages / 4)
+    /// gets DeepSeek's context-length 400 and consumes no step.
+    pub context_window: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -43,6 +47,11 @@ pub enum Step {
         finish_reason: Option<String>,
     },
     Fault(Fault),
+    /// The answer to a summarising request (keel's compaction). A summarising request takes
+    /// the next step only if it is this one; an ordinary request that meets it gets its text.
+    Compact {
+        text: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -74,6 +83,8 @@ pub enum ScenarioError {
     Json(String),
     #[error("scenario must be an object with a `steps` array")]
     Shape,
+    #[error("`context_window` must be a positive number of tokens")]
+    ContextWindow,
     #[error("step {index}: {message}")]
     Step { index: usize, message: String },
     #[error("unknown built-in scenario `{0}` (built-ins: {1})")]
@@ -87,6 +98,7 @@ impl Scenario {
             ignore_stream: false,
             require_reasoning_replay: true,
             chunk_delay: Duration::ZERO,
+            context_window: None,
         }
     }
 
@@ -116,6 +128,15 @@ impl Scenario {
             .get("require_reasoning_replay")
             .and_then(Value::as_bool)
             .unwrap_or(true);
+        scenario.context_window = match value.get("context_window") {
+            None | Some(Value::Null) => None,
+            Some(window) => Some(
+                window
+                    .as_u64()
+                    .filter(|window| *window > 0)
+                    .ok_or(ScenarioError::ContextWindow)?,
+            ),
+        };
         scenario.chunk_delay = Duration::from_millis(
             value
                 .get("chunk_delay_ms")
@@ -239,7 +260,15 @@ fn parse_step(step: &Value) -> Result<Step, String> {
     if let Some(fault) = step.get("fault") {
         return parse_fault(step, fault).map(Step::Fault);
     }
-    Err("expected one of `say`, `tool`, `tools`, `tool_args_raw`, `fault`".into())
+    if let Some(text) = step.get("compact") {
+        let text = text
+            .as_str()
+            .ok_or("`compact` must be a string (the summary)")?;
+        return Ok(Step::Compact {
+            text: text.to_string(),
+        });
+    }
+    Err("expected one of `say`, `tool`, `tools`, `tool_args_raw`, `fault`, `compact`".into())
 }
 
 fn parse_fault(step: &Value, fault: &Value) -> Result<Fault, String> {

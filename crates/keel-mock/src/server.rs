@@ -240,7 +240,65 @@ async fn model_request(
         return error_json(StatusCode::BAD_REQUEST, &message, "invalid_request_error");
     }
     let request_number = state.requests.len() + 1;
+    let prompt = prompt_text(protocol, &parsed);
+    let prompt_tokens = (prompt.len() as u64).div_ceil(4).max(1);
+    if let Some(window) = state.scenario.context_window
+        && prompt_tokens > window
+    {
+        state.requests.push(capture);
+        let body = keel_types::DEEPSEEK_CONTEXT_LIMIT_BODY
+            .replace("{window}", &window.to_string())
+            .replace("{requested}", &prompt_tokens.to_string());
+        return (
+            StatusCode::BAD_REQUEST,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response();
+    }
+    // What a prefix cache would have served: the longest prefix shared with an earlier prompt.
+    let best_prefix = state
+        .prompts
+        .iter()
+        .map(|earlier| common_prefix(earlier, &prompt))
+        .max()
+        .unwrap_or(0);
+    state.prompts.push(prompt.clone());
     let step_index = state.next_step;
+    let summarising = prompt.contains(keel_types::COMPACTION_REQUEST_MARKER);
+    let scripted_summary = matches!(
+        state.scenario.steps.get(step_index),
+        Some(Step::Compact { .. })
+    );
+    if summarising && !scripted_summary {
+        // No summary scripted here: answer with one of our own and keep the step for later.
+        let messages = parsed
+            .get(if protocol == Protocol::Responses {
+                "input"
+            } else {
+                "messages"
+            })
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        let step = Step::Compact {
+            text: format!(
+                "Summary by keel mock: {messages} messages so far; the task goes on from the \
+                 latest tool round."
+            ),
+        };
+        state.requests.push(capture);
+        let stream = wants_stream(&parsed) && !state.scenario.ignore_stream;
+        drop(state);
+        let usage = Usage::of(prompt_tokens, best_prefix);
+        return scripted_response(
+            protocol,
+            &step,
+            request_number,
+            &usage,
+            stream,
+            std::time::Duration::ZERO,
+        );
+    }
     let Some(step) = state.scenario.steps.get(step_index).cloned() else {
         state.requests.push(capture);
         let message =
@@ -250,39 +308,11 @@ async fn model_request(
     state.next_step += 1;
     capture.step = Some(step_index + 1);
     state.requests.push(capture);
-    let prompt = prompt_text(protocol, &parsed);
-    let best_prefix = state
-        .prompts
-        .iter()
-        .map(|earlier| common_prefix(earlier, &prompt))
-        .max()
-        .unwrap_or(0);
-    state.prompts.push(prompt.clone());
     let following = state.scenario.steps.get(step_index + 1).cloned();
     let delay = state.scenario.chunk_delay;
-    let stream = parsed
-        .get("stream")
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
-        && !state.scenario.ignore_stream;
+    let stream = wants_stream(&parsed) && !state.scenario.ignore_stream;
     drop(state);
-
-    let prompt_tokens = (prompt.len() as u64).div_ceil(4).max(1);
-    let usage_for = |answer: &Answer<'_>| {
-        let produced = answer.text.map_or(0, str::len)
-            + answer.reason.map_or(0, str::len)
-            + answer
-                .calls
-                .iter()
-                .map(|c| c.arguments.len() + c.name.len())
-                .sum::<usize>();
-        MockUsage {
-            prompt: prompt_tokens,
-            completion: (produced as u64).div_ceil(4).max(1),
-            reasoning: (answer.reason.map_or(0, str::len) as u64).div_ceil(4),
-            cache_hit: ((best_prefix as u64) / 4).min(prompt_tokens),
-        }
-    };
+    let usage = Usage::of(prompt_tokens, best_prefix);
     let frames = match &step {
         Step::Fault(Fault::Http {
             status,
@@ -321,7 +351,7 @@ async fn model_request(
                 .unwrap_or(&fallback);
             let scripted = ScriptedAnswer::of(source).unwrap_or_default();
             let answer = scripted.answer(request_number);
-            let mut frames = render::stream_frames(protocol, &answer, usage_for(&answer));
+            let mut frames = render::stream_frames(protocol, &answer, usage.of_answer(&answer));
             frames.truncate(frames.len() / 2);
             // Let the server flush what was sent before cutting the connection.
             frames.push(Frame::Sleep(std::time::Duration::from_millis(50)));
@@ -341,17 +371,64 @@ async fn model_request(
                 render::broken_frame(protocol),
             ]
         }
-        Step::Say { .. } | Step::Tools { .. } | Step::Search { .. } => {
-            let scripted = ScriptedAnswer::of(&step).unwrap_or_default();
-            let answer = scripted.answer(request_number);
-            let usage = usage_for(&answer);
-            if !stream {
-                return axum::Json(render::whole_body(protocol, &answer, usage)).into_response();
-            }
-            render::stream_frames(protocol, &answer, usage)
+        Step::Say { .. } | Step::Tools { .. } | Step::Search { .. } | Step::Compact { .. } => {
+            return scripted_response(protocol, &step, request_number, &usage, stream, delay);
         }
     };
     stream_response(frames, delay)
+}
+
+fn wants_stream(body: &Value) -> bool {
+    body.get("stream").and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// Token counts of one request: its prompt and how much of it an earlier request shared.
+struct Usage {
+    prompt_tokens: u64,
+    shared_prefix_bytes: usize,
+}
+
+impl Usage {
+    fn of(prompt_tokens: u64, shared_prefix_bytes: usize) -> Usage {
+        Usage {
+            prompt_tokens,
+            shared_prefix_bytes,
+        }
+    }
+
+    fn of_answer(&self, answer: &Answer<'_>) -> MockUsage {
+        let produced = answer.text.map_or(0, str::len)
+            + answer.reason.map_or(0, str::len)
+            + answer
+                .calls
+                .iter()
+                .map(|c| c.arguments.len() + c.name.len())
+                .sum::<usize>();
+        MockUsage {
+            prompt: self.prompt_tokens,
+            completion: (produced as u64).div_ceil(4).max(1),
+            reasoning: (answer.reason.map_or(0, str::len) as u64).div_ceil(4),
+            cache_hit: ((self.shared_prefix_bytes as u64) / 4).min(self.prompt_tokens),
+        }
+    }
+}
+
+/// The answer of a scripted (non-fault) step, whole or streamed.
+fn scripted_response(
+    protocol: Protocol,
+    step: &Step,
+    request_number: usize,
+    usage: &Usage,
+    stream: bool,
+    delay: std::time::Duration,
+) -> Response {
+    let scripted = ScriptedAnswer::of(step).unwrap_or_default();
+    let answer = scripted.answer(request_number);
+    let usage = usage.of_answer(&answer);
+    if !stream {
+        return axum::Json(render::whole_body(protocol, &answer, usage)).into_response();
+    }
+    stream_response(render::stream_frames(protocol, &answer, usage), delay)
 }
 
 fn stream_response(frames: Vec<Frame>, delay: std::time::Duration) -> Response {

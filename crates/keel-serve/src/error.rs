@@ -52,6 +52,7 @@ impl From<AgentError> for ApiError {
         let message = error.to_string();
         match &error {
             AgentError::Busy(_) | AgentError::AlreadyOpen(_) => ApiError::conflict("busy", message),
+            AgentError::CannotCompact(_) => ApiError::conflict("cannot_compact", message),
             AgentError::RecoveryRefused(refusal) => match refusal {
                 RecoveryRefusal::TurnRunning => ApiError::conflict("busy", message),
                 RecoveryRefusal::NoSuchRecord { .. }
@@ -76,6 +77,7 @@ impl From<AgentError> for ApiError {
             | AgentError::UndecodableHistory { .. }
             | AgentError::Workspace { .. }
             | AgentError::Tools(_)
+            | AgentError::Projection(_)
             | AgentError::Client(_) => ApiError::internal(message),
         }
     }

@@ -165,6 +165,7 @@ async fn session_status(
         "waiting": state.approvals.waiting(&id),
         "usage": usage,
         "cache_hit_ratio": usage.cache_hit_ratio(),
+        "context": controller.context_use(),
     }))
     .into_response())
 }
@@ -189,8 +190,8 @@ fn input_of(body: SubmitBody) -> Result<Input, ApiError> {
                 "`input` is empty: say what keel should do",
             )),
             Line::Command(_) | Line::Unknown(_) => Err(ApiError::bad_request(
-                "slash commands other than /recover-context and /continue-checks are not \
-                 available here",
+                "slash commands other than /recover-context, /continue-checks and /compact are \
+                 not available here",
             )),
         };
     };
@@ -212,8 +213,13 @@ fn input_of(body: SubmitBody) -> Result<Input, ApiError> {
         "final_readiness_recovery" => Ok(Input::FinalReadinessRecovery {
             recovery_id: Some(recovery_id),
         }),
+        "context_recovery" => Ok(Input::Compact {
+            recovery_id: Some(recovery_id),
+            focus: body.input.filter(|text| !text.trim().is_empty()),
+        }),
         other => Err(ApiError::bad_request(format!(
-            "unknown action `{}`: use `protocol_recovery` or `final_readiness_recovery`",
+            "unknown action `{}`: use `protocol_recovery`, `final_readiness_recovery` or \
+             `context_recovery`",
             other.escape_default()
         ))),
     }

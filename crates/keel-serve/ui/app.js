@@ -188,6 +188,14 @@ function handle(event) {
       refreshStatus();
       break;
     case "recovery/offered": case "recovery/consumed": case "recovery/expired": refreshStatus(); break;
+    case "history/rewritten":
+      // A compaction rewrote the history: the transcript is rebuilt from it at once.
+      reloadHistory();
+      break;
+    case "context/compacted":
+      t.appendChild(el("div", "notice", `context compacted: about ${event.tokens_before} → ${event.tokens_after} tokens (history revision ${event.revision})`));
+      refreshStatus();
+      break;
     default: break;
   }
   scrollDown();
@@ -201,7 +209,8 @@ async function refreshStatus() {
   if (!response.ok) return;
   const status = await response.json();
   $("model").textContent = status.model;
-  $("usage").textContent = `tokens ${status.usage.input} in · ${status.usage.output} out · cache ${Math.round(status.cache_hit_ratio * 100)}%`;
+  const context = status.context ? ` · ctx ${Math.floor(status.context.used * 100 / status.context.window)}%` : "";
+  $("usage").textContent = `tokens ${status.usage.input} in · ${status.usage.output} out · cache ${Math.round(status.cache_hit_ratio * 100)}%${context}`;
   setBusy(status.busy);
   // Calls still waiting for a decision (say, after a reload): their cards get the buttons.
   for (const call of status.waiting || []) {
@@ -212,10 +221,15 @@ async function refreshStatus() {
   $("recovery").hidden = !pending;
   $("recover").hidden = !(pending && pending.action === "protocol_recovery");
   $("continue-checks").hidden = !(pending && pending.action === "final_readiness_recovery");
-  $("guidance").hidden = $("recover").hidden;
-  $("recovery-text").textContent = pending
-    ? (pending.action === "protocol_recovery" ? "The provider rejected the replay of the tool history. " : "The turn ended with open work. ")
-    : "";
+  $("compact").hidden = !(pending && pending.action === "context_recovery");
+  $("guidance").hidden = $("recover").hidden && $("compact").hidden;
+  $("guidance").placeholder = $("compact").hidden ? "optional guidance" : "optional focus for the summary";
+  const why = {
+    protocol_recovery: "The provider rejected the replay of the tool history. ",
+    final_readiness_recovery: "The turn ended with open work. ",
+    context_recovery: "The conversation no longer fits the model's context window. ",
+  };
+  $("recovery-text").textContent = pending ? (why[pending.action] || "") : "";
   view.pending = pending;
 }
 
@@ -253,6 +267,7 @@ function endingNotes(event) {
   if (event.type === "turn/completed") {
     const u = event.usage;
     const notes = [el("div", "muted", `tokens ${u.input} in (cache ${Math.round(event.cache_hit_ratio * 100)}%) · ${u.output} out`)];
+    if (event.context) notes[0].textContent += ` · ctx ${Math.floor(event.context.used * 100 / event.context.window)}%`;
     if (!event.ready && event.not_ready_reason) notes.push(el("div", "notice", "not ready: " + event.not_ready_reason));
     return notes;
   }
@@ -276,6 +291,12 @@ function renderHistory(history) {
     if (turn !== null && item.turn !== turn) closeTurn(turn);
     turn = item.turn;
     if (item.role === "user") showUser(item.text);
+    else if (item.role === "summary") {
+      const details = el("details", "summary-item");
+      details.appendChild(el("summary", "", `summary of ${item.replaced} earlier messages (compacted)`));
+      details.appendChild(el("div", "msg", item.text));
+      t.appendChild(details);
+    }
     else if (item.role === "assistant") {
       for (const part of item.parts) {
         if (part.type === "reasoning" && part.text) {
@@ -356,6 +377,12 @@ $("recover").addEventListener("click", () => {
   if (!view.pending) return;
   $("recovery").hidden = true;
   submit({ action: "protocol_recovery", recoveryId: view.pending.recoveryId, input: $("guidance").value });
+  $("guidance").value = "";
+});
+$("compact").addEventListener("click", () => {
+  if (!view.pending) return;
+  $("recovery").hidden = true;
+  submit({ action: "context_recovery", recoveryId: view.pending.recoveryId, input: $("guidance").value });
   $("guidance").value = "";
 });
 $("continue-checks").addEventListener("click", () => {

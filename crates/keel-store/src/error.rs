@@ -34,6 +34,21 @@ pub enum StoreError {
     #[error("session {0} does not exist")]
     NoSuchSession(String),
     #[error(
+        "session {session}: the history moved to revision {found} while revision {expected} \
+         was being compacted; nothing was written"
+    )]
+    HistoryMoved {
+        session: String,
+        expected: u64,
+        found: u64,
+    },
+    #[error("session {session} has no history revision {revision} (it has 1 to {latest})")]
+    NoSuchRevision {
+        session: String,
+        revision: u64,
+        latest: u64,
+    },
+    #[error(
         "session {session} is in use by {holder} (since {since_ms} ms after the epoch); wait for it to finish or stop it"
     )]
     LeaseHeld {
@@ -56,7 +71,9 @@ impl StoreError {
             | StoreError::Corrupt { .. }
             | StoreError::Busy { .. }
             | StoreError::NewerSchema { .. }
-            | StoreError::NoSuchSession(_) => true,
+            | StoreError::NoSuchSession(_)
+            | StoreError::NoSuchRevision { .. } => true,
+            StoreError::HistoryMoved { .. } => false,
             StoreError::Io { .. } | StoreError::Sqlite(_) | StoreError::Encode(_) => false,
         }
     }

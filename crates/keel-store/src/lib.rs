@@ -2,7 +2,8 @@
 //! the canonical history, tool receipts, the event index, recovery records and session leases.
 //!
 //! Invariants:
-//! - History is append-only: items get increasing revisions and are never updated.
+//! - History is append-only: items get increasing numbers and are never updated. A compaction
+//!   writes a new history revision in one transaction; earlier revisions stay readable.
 //! - Every write is one transaction, committed (fsync'd) before the call returns; an assistant
 //!   message and the receipts of its tool calls are written in the same transaction.
 //! - A database that is corrupt, not keel's, or of a newer schema is an error that says so, and
@@ -10,11 +11,13 @@
 //! - One process writes a session at a time (`Lease`); a second gets an error naming the holder.
 
 mod error;
+mod history;
 mod lease;
 mod schema;
 mod sessions;
 
 pub use error::StoreError;
+pub use history::{HistoryRewrite, RevisionInfo};
 pub use lease::Lease;
 pub use sessions::{SessionInfo, StoredEvent, StoredItem};
 

@@ -1,7 +1,8 @@
 //! Schema creation and migrations, versioned with `PRAGMA user_version`.
 //!
 //! Invariants:
-//! - Migrations only ever move forward, each in one transaction.
+//! - Migrations only ever move forward, all pending ones in one transaction (a version-1
+//!   database gains history revisions in place; nothing in it is rewritten).
 //! - A version above `CURRENT_VERSION` is refused before anything is written.
 //! - Safe under concurrency: any number of processes may open a fresh database at once; the
 //!   schema is created by one `BEGIN IMMEDIATE` transaction that re-reads the version inside
@@ -13,9 +14,9 @@ use crate::StoreError;
 use rusqlite::Connection;
 use std::path::Path;
 
-pub const CURRENT_VERSION: i64 = 1;
+pub const CURRENT_VERSION: i64 = 2;
 
-const SCHEMA_V1: &str = "
+pub(crate) const SCHEMA_V1: &str = "
 CREATE TABLE sessions (
     id TEXT PRIMARY KEY,
     workspace TEXT NOT NULL,
@@ -67,6 +68,45 @@ CREATE TABLE leases (
 );
 ";
 
+/// Version 2: compaction. Items belong to a history revision; each revision past the first has
+/// a row saying why and when it was written.
+const SCHEMA_V2: &str = "
+ALTER TABLE items ADD COLUMN history_revision INTEGER NOT NULL DEFAULT 1;
+CREATE INDEX items_by_history_revision ON items (session_id, history_revision, revision);
+CREATE TABLE history_revisions (
+    session_id TEXT NOT NULL REFERENCES sessions (id),
+    revision INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    tokens_before INTEGER NOT NULL,
+    tokens_after INTEGER NOT NULL,
+    replaced INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (session_id, revision)
+);
+";
+
+/// The tables each schema version has.
+fn expected_tables(version: i64) -> &'static [&'static str] {
+    const V1: &[&str] = &[
+        "sessions",
+        "items",
+        "receipts",
+        "events",
+        "recovery_records",
+        "leases",
+    ];
+    const V2: &[&str] = &[
+        "sessions",
+        "items",
+        "receipts",
+        "events",
+        "recovery_records",
+        "leases",
+        "history_revisions",
+    ];
+    if version >= 2 { V2 } else { V1 }
+}
+
 pub fn prepare(connection: &Connection, path: &Path) -> Result<(), StoreError> {
     // Some lock conflicts (switching to WAL while another process does the same, upgrading a
     // read lock) fail at once instead of waiting; preparing is idempotent, so try again.
@@ -112,6 +152,11 @@ fn prepare_once(connection: &Connection, path: &Path) -> Result<(), StoreError> 
                 .execute_batch(&format!("{SCHEMA_V1} PRAGMA user_version = 1;"))
                 .map_err(fail)?;
         }
+        if version < 2 {
+            connection
+                .execute_batch(&format!("{SCHEMA_V2} PRAGMA user_version = 2;"))
+                .map_err(fail)?;
+        }
         connection.execute_batch("COMMIT").map_err(fail)
     })();
     if migrated.is_err() {
@@ -141,18 +186,28 @@ fn check_version(connection: &Connection, path: &Path, version: i64) -> Result<(
     }
     if version > 0 {
         // An existing keel database must have its tables; anything else is not ours.
+        let expected = expected_tables(version);
+        let names = expected
+            .iter()
+            .map(|name| format!("'{name}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
         let tables: i64 = connection
             .query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN \
-                 ('sessions', 'items', 'receipts', 'events', 'recovery_records', 'leases')",
+                &format!(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ({names})"
+                ),
                 [],
                 |row| row.get(0),
             )
             .map_err(fail)?;
-        if tables != 6 {
+        if usize::try_from(tables).ok() != Some(expected.len()) {
             return Err(StoreError::Corrupt {
                 path: path.to_path_buf(),
-                detail: format!("schema version {version} but {tables} of 6 keel tables"),
+                detail: format!(
+                    "schema version {version} but {tables} of {} keel tables",
+                    expected.len()
+                ),
             });
         }
     } else {

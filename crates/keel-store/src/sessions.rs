@@ -1,8 +1,9 @@
 //! Sessions, their canonical history, receipts, events and recovery records.
 //!
 //! Invariants:
-//! - Items are appended with the next revision inside the writing transaction, so revisions are
-//!   gap-free and never reused.
+//! - Items are appended with the next item number (the `revision` column) inside the writing
+//!   transaction, so numbers are gap-free and never reused, and they join the session's
+//!   current history revision (`history`).
 //! - An item that cannot be decoded is returned as such (with its revision), never dropped, so
 //!   a session with a damaged row stays loadable and the damage stays visible.
 //! - Recovery records are stored as raw JSON text and returned byte for byte.
@@ -48,11 +49,11 @@ fn session_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionInfo> {
 
 const SESSION_COLUMNS: &str = "id, workspace, provider, model, created_at, updated_at";
 
-fn to_u64(value: i64) -> u64 {
+pub(crate) fn to_u64(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 
-fn to_i64(value: u64) -> i64 {
+pub(crate) fn to_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
@@ -166,22 +167,6 @@ impl Store {
             put_receipt_in(transaction, session, receipt)?;
             Ok(revisions.first().copied().unwrap_or(0))
         })
-    }
-
-    pub fn items(&self, session: &str) -> Result<Vec<StoredItem>, StoreError> {
-        let connection = self.connection();
-        let mut statement = connection.prepare(
-            "SELECT revision, turn, item FROM items WHERE session_id = ?1 ORDER BY revision",
-        )?;
-        let rows = statement.query_map([session], |row| {
-            let text: String = row.get(2)?;
-            Ok(StoredItem {
-                revision: to_u64(row.get(0)?),
-                turn: to_u64(row.get(1)?),
-                item: serde_json::from_str(&text).map_err(|error| error.to_string()),
-            })
-        })?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
     pub fn receipts(&self, session: &str) -> Result<Vec<ToolReceipt>, StoreError> {
@@ -315,7 +300,7 @@ impl Store {
     }
 }
 
-fn append_in(
+pub(crate) fn append_in(
     transaction: &Transaction<'_>,
     session: &str,
     turn: u64,
@@ -330,7 +315,11 @@ fn append_in(
     let mut revisions = Vec::with_capacity(items.len());
     for (revision, item) in (first..).zip(items) {
         transaction.execute(
-            "INSERT INTO items (session_id, revision, turn, item, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            &format!(
+                "INSERT INTO items (session_id, revision, turn, item, created_at, history_revision) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, {})",
+                crate::history::CURRENT_REVISION_OF_1
+            ),
             params![session, revision, to_i64(turn), serde_json::to_string(item)?, now],
         )?;
         revisions.push(to_u64(revision));

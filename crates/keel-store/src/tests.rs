@@ -313,3 +313,116 @@ fn concurrent_first_opens_of_a_fresh_database_all_succeed() {
         assert_eq!(store.sessions_for_workspace("/w").unwrap().len(), 4);
     }
 }
+
+fn user(text: &str) -> Item {
+    Item::User { text: text.into() }
+}
+
+fn texts(items: &[StoredItem]) -> Vec<String> {
+    items
+        .iter()
+        .map(|stored| match &stored.item {
+            Ok(Item::User { text }) => text.clone(),
+            Ok(Item::Summary(summary)) => format!("summary:{}", summary.text),
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn a_rewrite_is_a_new_revision_and_the_old_one_stays_readable() {
+    let (_dir, store) = store();
+    store.create_session("s1", "/w", "p", "m").unwrap();
+    store
+        .append_items("s1", 1, &[user("a"), user("b"), user("c")])
+        .unwrap();
+    store
+        .put_receipt("s1", &receipt(1, ReceiptState::Unknown))
+        .unwrap();
+    assert_eq!(store.current_revision("s1").unwrap(), 1);
+    let summary = Item::Summary(keel_types::Summary {
+        text: "a and b".into(),
+        replaced: 2,
+    });
+    let rewrite = HistoryRewrite {
+        replaces: 1,
+        turn: 1,
+        items: &[summary, user("c")],
+        reason: "manual",
+        tokens_before: 300,
+        tokens_after: 120,
+        replaced: 2,
+    };
+    assert_eq!(store.rewrite_history("s1", &rewrite).unwrap(), 2);
+    assert_eq!(texts(&store.items("s1").unwrap()), ["summary:a and b", "c"]);
+    store.append_items("s1", 2, &[user("d")]).unwrap();
+    assert_eq!(
+        texts(&store.items("s1").unwrap()),
+        ["summary:a and b", "c", "d"],
+        "appends join the current revision"
+    );
+    assert_eq!(
+        texts(&store.items_of_revision("s1", 1).unwrap()),
+        ["a", "b", "c"]
+    );
+    let revisions = store.revisions("s1").unwrap();
+    assert_eq!(revisions.len(), 2);
+    assert_eq!(
+        (revisions[0].reason.as_str(), revisions[0].items),
+        ("start", 3)
+    );
+    assert_eq!(
+        (
+            revisions[1].reason.as_str(),
+            revisions[1].items,
+            revisions[1].tokens_before
+        ),
+        ("manual", 3, 300)
+    );
+    assert_eq!(
+        store.receipts("s1").unwrap()[0].state,
+        ReceiptState::Unknown,
+        "receipts are untouched"
+    );
+    // A rewrite of a revision that is no longer current writes nothing.
+    let stale = HistoryRewrite {
+        replaces: 1,
+        ..rewrite
+    };
+    assert!(matches!(
+        store.rewrite_history("s1", &stale),
+        Err(StoreError::HistoryMoved {
+            expected: 1,
+            found: 2,
+            ..
+        })
+    ));
+    assert_eq!(store.revisions("s1").unwrap().len(), 2);
+    assert!(matches!(
+        store.items_of_revision("s1", 3),
+        Err(StoreError::NoSuchRevision { latest: 2, .. })
+    ));
+}
+
+#[test]
+fn a_version_1_database_is_migrated_in_place_and_keeps_its_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keel.db");
+    {
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        connection
+            .execute_batch(&format!("{} PRAGMA user_version = 1;", schema::SCHEMA_V1))
+            .unwrap();
+        connection
+            .execute_batch(
+                "INSERT INTO sessions VALUES ('s1', '/w', 'p', 'm', 1, 1);
+                 INSERT INTO items VALUES ('s1', 1, 1, '{\"role\":\"user\",\"text\":\"old\"}', 1);",
+            )
+            .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(texts(&store.items("s1").unwrap()), ["old"]);
+    assert_eq!(store.current_revision("s1").unwrap(), 1);
+    store.append_items("s1", 2, &[user("new")]).unwrap();
+    assert_eq!(texts(&store.items("s1").unwrap()), ["old", "new"]);
+}

@@ -32,6 +32,27 @@ pub enum InputKind {
     User,
     ProtocolRecovery,
     FinalReadinessRecovery,
+    /// `/compact [focus]` with no context-limit recovery pending: compaction only.
+    Compaction,
+    /// The recovery offered after a context-limit rejection: compact, then go on with the task.
+    ContextRecovery,
+}
+
+/// How full the model's context is, in tokens (the provider's count after each response, an
+/// estimate between responses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextUse {
+    pub used: u64,
+    pub window: u64,
+}
+
+impl ContextUse {
+    /// Percent of the window used, rounded down (above 100 when over the window).
+    pub fn percent(&self) -> u64 {
+        (self.used.saturating_mul(100))
+            .checked_div(self.window)
+            .unwrap_or(0)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -132,6 +153,9 @@ pub enum EventBody {
         /// the output limit or filtered.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         not_ready_reason: Option<String>,
+        /// Context used / window after the turn, when the model's window is known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context: Option<ContextUse>,
     },
     #[serde(rename = "turn/failed")]
     TurnFailed { diagnostic: FailureDiagnostic },
@@ -145,6 +169,22 @@ pub enum EventBody {
     RecoveryConsumed { recovery_id: String },
     #[serde(rename = "recovery/expired")]
     RecoveryExpired { recovery_id: String },
+    /// The history was compacted into a new revision (the prefix cache breaks here).
+    #[serde(rename = "context/compacted")]
+    ContextCompacted {
+        revision: u64,
+        tokens_before: u64,
+        tokens_after: u64,
+        /// `threshold` (compact_at reached), `manual` (`/compact`) or `context_limit` (the
+        /// recovery after a context-limit rejection).
+        reason: String,
+    },
+    /// The canonical history was rewritten: every derived view must be rebuilt from it.
+    #[serde(rename = "history/rewritten")]
+    HistoryRewritten { revision: u64, reason: String },
+    /// The request prefix changes from the next request on (`compaction`, `model_switched`…).
+    #[serde(rename = "prefix/changed")]
+    PrefixChanged { reason: String },
 }
 
 fn ready_by_default() -> bool {

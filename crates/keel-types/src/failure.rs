@@ -198,6 +198,10 @@ pub fn is_safe_trace_id(candidate: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
 }
 
+/// The body DeepSeek's API answers a request longer than the model's window with (HTTP 400);
+/// `{window}` and `{requested}` stand for the numbers. The fake provider answers with it.
+pub const DEEPSEEK_CONTEXT_LIMIT_BODY: &str = r#"{"error":{"message":"This model's maximum context length is {window} tokens. However, you requested {requested} tokens ({requested} in the messages, 0 in the completion). Please reduce the length of the messages or completion.","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}"#;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,8 @@
 //! The canonical, provider-neutral conversation history.
 //!
 //! Invariants:
-//! - History is append-only; an item, once committed, never changes.
+//! - History is append-only within a revision; an item, once committed, never changes. Only a
+//!   compaction starts a new revision (a `Summary` and a verbatim tail); old revisions stay.
 //! - An assistant item keeps its parts in the order the provider produced them, because
 //!   Anthropic thinking blocks and Responses reasoning items must be replayed in that order.
 //! - Tool-call arguments are kept as the raw string the model produced, never re-serialized, so
@@ -15,9 +16,26 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Item {
-    User { text: String },
+    User {
+        text: String,
+    },
     Assistant(AssistantItem),
     ToolResult(ToolResult),
+    /// What a compaction left of the earlier conversation; the provider sees it as user text.
+    Summary(Summary),
+}
+
+/// The first words of the request keel sends to have a conversation summarised (the fake
+/// provider recognises a summarising request by them).
+pub const COMPACTION_REQUEST_MARKER: &str = "[keel compaction request]";
+
+/// The head of a compacted history.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// The text the provider sees, exactly.
+    pub text: String,
+    /// How many items of the previous revision it stands for.
+    pub replaced: u64,
 }
 
 /// One complete assistant response.

@@ -9,6 +9,7 @@
 pub mod event;
 pub mod failure;
 pub mod history;
+pub mod kill_point;
 pub mod protocol;
 pub mod receipt;
 pub mod search;
@@ -16,10 +17,11 @@ pub mod secrets;
 pub mod tool;
 pub mod usage;
 
-pub use event::{Event, EventBody, InputKind};
-pub use failure::{FailureDiagnostic, FailureKind};
+pub use event::{ContextUse, Event, EventBody, InputKind};
+pub use failure::{DEEPSEEK_CONTEXT_LIMIT_BODY, FailureDiagnostic, FailureKind};
 pub use history::{
-    AssistantItem, AssistantPart, FinishReason, Item, ReplayData, ToolCall, ToolResult,
+    AssistantItem, AssistantPart, COMPACTION_REQUEST_MARKER, FinishReason, Item, ReplayData,
+    Summary, ToolCall, ToolResult,
 };
 pub use protocol::{ReasoningProtocol, WireProtocol};
 pub use receipt::{ReceiptState, ToolReceipt};

@@ -3,7 +3,9 @@
 //! Invariants:
 //! - An incident is recorded only for `upstream_reason_missing` or `reasoning_replay`, only when
 //!   the history since the last repair replays a tool round (a different projection could change
-//!   the request); never for credentials, quota, parameter errors or a spent incident.
+//!   the request); never for credentials, quota, parameter errors or a spent incident. A
+//!   context-limit (`limit`) rejection records a compaction offer instead, only when compaction
+//!   can make the request fit.
 //! - Admission re-checks everything (running turn, id, session, state, scope, fingerprint,
 //!   receipts) and binds the id before anything is queued.
 //! - Order: prepare the request → persist `consumed` → send. If the persist fails, nothing is
@@ -117,13 +119,17 @@ fn refuse(refusal: RecoveryRefusal) -> AgentError {
 pub enum Action {
     ProtocolRecovery,
     FinalReadiness,
+    ContextRecovery,
 }
 
 impl Action {
     fn of(record: &RecoveryRecord) -> Action {
         match record.action {
             Some(InputKind::FinalReadinessRecovery) => Action::FinalReadiness,
-            Some(InputKind::ProtocolRecovery | InputKind::User) | None => Action::ProtocolRecovery,
+            Some(InputKind::ContextRecovery) => Action::ContextRecovery,
+            Some(InputKind::ProtocolRecovery | InputKind::User | InputKind::Compaction) | None => {
+                Action::ProtocolRecovery
+            }
         }
     }
 
@@ -131,6 +137,15 @@ impl Action {
         match self {
             Action::ProtocolRecovery => "recovery",
             Action::FinalReadiness => "continue-checks offer",
+            Action::ContextRecovery => "compaction offer",
+        }
+    }
+
+    fn input_kind(self) -> InputKind {
+        match self {
+            Action::ProtocolRecovery => InputKind::ProtocolRecovery,
+            Action::FinalReadiness => InputKind::FinalReadinessRecovery,
+            Action::ContextRecovery => InputKind::ContextRecovery,
         }
     }
 }
@@ -302,6 +317,7 @@ pub(crate) fn admit_recovery(
     Ok(TurnInput {
         text: prompt,
         kind: InputKind::ProtocolRecovery,
+        focus: None,
     })
 }
 
@@ -323,7 +339,69 @@ pub(crate) fn admit_readiness(
     Ok(TurnInput {
         text: prompt,
         kind: InputKind::FinalReadinessRecovery,
+        focus: None,
     })
+}
+
+/// What the model is told after the compaction recovery: go on with the task.
+pub const CONTEXT_RECOVERY_PROMPT: &str = "The request before this one was larger than the model's context window, so keel compacted the conversation: the summary above stands for it. Continue the task from there. Do not repeat completed actions or actions with unknown outcomes; inspect unknown effects with permitted read-only tools first.";
+
+/// `/compact [focus]`: the recovery after a context-limit rejection when one is pending (or
+/// named by id) — admitted and consumed like any recovery — else a compaction by hand, which
+/// is refused now when there is nothing it could compact.
+pub(crate) fn admit_compaction(
+    shared: &Shared,
+    state: &mut SessionState,
+    id: Option<&str>,
+    focus: Option<&str>,
+) -> Result<TurnInput, AgentError> {
+    let focus = focus.map(str::to_string);
+    let pending_offer = load_records(shared)?.iter().any(|stored| {
+        matches!(stored, StoredRecord::Known(record)
+            if record.state == RecordState::Pending && Action::of(record) == Action::ContextRecovery)
+    });
+    if id.is_some() || pending_offer {
+        let (record, _) = admit(shared, state, id, Action::ContextRecovery)?;
+        crate::compaction::plan(shared, state)
+            .map_err(|why| refuse(RecoveryRefusal::CannotPrepare(why.to_string())))?;
+        consume(shared, state, record, Projection::Unchanged)?;
+        return Ok(TurnInput {
+            text: CONTEXT_RECOVERY_PROMPT.to_string(),
+            kind: InputKind::ContextRecovery,
+            focus,
+        });
+    }
+    crate::compaction::plan(shared, state)
+        .map_err(|why| AgentError::CannotCompact(why.to_string()))?;
+    Ok(TurnInput {
+        text: String::new(),
+        kind: InputKind::Compaction,
+        focus,
+    })
+}
+
+/// A request was rejected as larger than the window: offer the compaction recovery when
+/// compaction can make it fit (returns the record id), else say why not.
+pub(crate) fn record_context_incident(
+    shared: &Shared,
+    state: &SessionState,
+    turn: u64,
+) -> Result<Result<String, crate::compaction::CannotCompact>, AgentError> {
+    if let Err(why) = crate::compaction::plan(shared, state) {
+        return Ok(Err(why));
+    }
+    let receipts = shared.store.receipts(&shared.session.id)?;
+    let mut record = pending_record(
+        shared,
+        state,
+        turn,
+        &receipts,
+        state.history.len() as u64,
+        None,
+    );
+    record.action = Some(InputKind::ContextRecovery);
+    save(shared, &record)?;
+    Ok(Ok(record.id))
 }
 
 /// A turn that ended not ready: offer "continue checks" (same record, same admission).
@@ -385,13 +463,9 @@ pub(crate) fn pending(shared: &Shared) -> Option<crate::PendingAction> {
     let records = load_records(shared).ok()?;
     records.into_iter().rev().find_map(|stored| match stored {
         StoredRecord::Known(record) if record.state == RecordState::Pending => {
-            let action = match Action::of(&record) {
-                Action::ProtocolRecovery => InputKind::ProtocolRecovery,
-                Action::FinalReadiness => InputKind::FinalReadinessRecovery,
-            };
             Some(crate::PendingAction {
+                action: Action::of(&record).input_kind(),
                 recovery_id: record.id,
-                action,
             })
         }
         StoredRecord::Known(_) | StoredRecord::Unrecoverable { .. } => None,

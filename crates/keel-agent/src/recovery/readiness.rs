@@ -83,7 +83,7 @@ fn open_plan_items(history: &[Item]) -> usize {
                     .last()
                     .cloned(),
             ),
-            Item::User { .. } | Item::ToolResult(_) => None,
+            Item::User { .. } | Item::ToolResult(_) | Item::Summary(_) => None,
         })
         .flatten()
         .find(|call| succeeded(&call.id));

@@ -69,6 +69,7 @@ pub fn settings_for(base_url: &str, workspace: &Path) -> AgentSettings {
         model: "m".into(),
         policy: PermissionPolicy::mode_only(PermissionMode::Auto),
         max_rounds: 10,
+        compact_at: 0.85,
         workspace: workspace.to_path_buf(),
         extra_dirs: vec![],
         holder: "test".into(),

@@ -299,3 +299,19 @@ pub fn wait_for_exit(child: &mut Child, limit: Duration, what: &str) -> std::pro
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Every captured request body, minus the closing bytes of its message list, is a prefix of
+/// the next one.
+pub fn assert_prefix_stable(requests: &[Value]) {
+    for pair in requests.windows(2) {
+        let previous = pair[0]["body"].as_str().unwrap();
+        let next = pair[1]["body"].as_str().unwrap();
+        let stable = previous
+            .strip_suffix("]}")
+            .expect("a body ends with its message list");
+        assert!(
+            next.starts_with(stable),
+            "request is not an append-only extension:\n{previous}\n---\n{next}"
+        );
+    }
+}

@@ -415,6 +415,15 @@ fn a_bad_rule_names_file_line_and_list() {
     assert_eq!(message, "rule `bash(oops`: missing the closing `)`");
     let (line, key, _) = in_file_error("[permissions]\ndeny = [\"\"]\n");
     assert_eq!((line, key.as_str()), (2, "permissions.deny"));
+    let error = config("compact_at = 1.5\n").unwrap_err();
+    assert!(
+        error.to_string().contains("`compact_at`: must be a share"),
+        "{error}"
+    );
+    assert_eq!(
+        config("compact_at = 0.5\n").unwrap().compact_at().unwrap(),
+        0.5
+    );
     let error = config("max_rounds = 0\n").unwrap_err();
     assert!(
         error

@@ -81,7 +81,9 @@ pub(super) fn project(
     let mut messages: Vec<AnthropicMessage<'_>> = Vec::with_capacity(input.history.len());
     for item in input.history {
         let (role, blocks) = match item {
-            Item::User { text } => ("user", vec![Block::Text { text }]),
+            Item::User { text } | Item::Summary(keel_types::Summary { text, .. }) => {
+                ("user", vec![Block::Text { text }])
+            }
             Item::ToolResult(result) => (
                 "user",
                 vec![Block::ToolResult {

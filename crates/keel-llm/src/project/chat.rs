@@ -87,7 +87,9 @@ pub(super) fn project(
     }
     for item in input.history {
         messages.push(match item {
-            Item::User { text } => ChatMessage::User { content: text },
+            Item::User { text } | Item::Summary(keel_types::Summary { text, .. }) => {
+                ChatMessage::User { content: text }
+            }
             Item::Assistant(assistant) => assistant_message(profile, assistant),
             Item::ToolResult(result) => ChatMessage::Tool {
                 tool_call_id: &result.call_id,

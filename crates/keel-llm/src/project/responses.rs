@@ -88,10 +88,12 @@ pub(super) fn project(
     let mut items = Vec::with_capacity(input.history.len() * 2);
     for item in input.history {
         match item {
-            Item::User { text } => items.push(InputItem::Message {
-                role: "user",
-                content: vec![ContentPart::InputText { text }],
-            }),
+            Item::User { text } | Item::Summary(keel_types::Summary { text, .. }) => {
+                items.push(InputItem::Message {
+                    role: "user",
+                    content: vec![ContentPart::InputText { text }],
+                })
+            }
             Item::ToolResult(result) => items.push(InputItem::FunctionCallOutput {
                 call_id: &result.call_id,
                 output: &result.content,

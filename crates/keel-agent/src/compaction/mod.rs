@@ -1,0 +1,316 @@
+//! Compaction: one summarising request, then one store transaction that writes the next
+//! history revision — a summary item and the most recent tail, verbatim.
+//!
+//! Invariants:
+//! - Compaction happens only at `compact_at` of the usable window (window minus the output
+//!   reserve), on `/compact`, or as the admitted recovery after a context-limit rejection;
+//!   below the threshold the history is only ever appended to.
+//! - The tail starts at a user or assistant item, so a tool call is never split from its
+//!   result, and never inside a repaired (recovery-projected) prefix; it holds at least the
+//!   latest round.
+//! - The new revision is committed in one transaction that names the revision it replaces;
+//!   a crash before or during the commit leaves the old revision whole. Receipts are never
+//!   touched, and nothing is re-run: compaction runs no tool.
+//! - The system prompt and tool specs are not part of the history, so the stable prefix of
+//!   the next request is byte-identical; the break is announced by `history/rewritten`,
+//!   `context/compacted` and `prefix/changed` at once, and pending recoveries expire.
+
+pub mod text;
+
+use crate::turn::{Deltas, Reply, send_items};
+use crate::turn_run::TurnRun;
+use crate::{AgentError, SessionState, Shared};
+use keel_llm::ProjectionInput;
+use keel_store::HistoryRewrite;
+use keel_types::{EventBody, FailureDiagnostic, FailureKind, Item, Usage};
+use std::collections::BTreeSet;
+use std::fmt;
+
+/// Why a compaction runs (the `reason` of `context/compacted`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    Threshold,
+    Manual,
+    ContextLimit,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Threshold => "threshold",
+            Reason::Manual => "manual",
+            Reason::ContextLimit => "context_limit",
+        }
+    }
+}
+
+/// Why the history cannot be compacted now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CannotCompact {
+    /// Everything in the history is the latest round (or one summary): nothing to summarise.
+    NothingToSummarise,
+    /// The latest round alone does not fit the usable window: no summary can help.
+    TailTooLarge { tokens: u64, usable: u64 },
+}
+
+impl fmt::Display for CannotCompact {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CannotCompact::NothingToSummarise => {
+                f.write_str("there is nothing to compact yet: the history is only the latest round")
+            }
+            CannotCompact::TailTooLarge { tokens, usable } => write!(
+                f,
+                "the latest round alone is about {tokens} tokens, more than the {usable} tokens \
+                 the model's window leaves for the history; compaction cannot make it fit — \
+                 start a new session, or use a model with a larger window"
+            ),
+        }
+    }
+}
+
+/// What a compaction would keep.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The verbatim tail is `history[tail_start..]`.
+    pub tail_start: usize,
+    pub tokens_before: u64,
+}
+
+/// Share of the usable window the verbatim tail may take.
+const TAIL_SHARE: f64 = 0.25;
+/// Tokens set aside for the summary when judging whether a compaction can help.
+const SUMMARY_ALLOWANCE: u64 = 600;
+
+/// The model's window (configured, else known) and the tokens left for the history.
+pub(crate) fn usable_window(shared: &Shared) -> Option<(u64, u64)> {
+    let settings = &shared.settings;
+    let window = keel_llm::context::window_for(&settings.profile, &settings.model)?;
+    let reserve = keel_llm::context::output_reserve(&settings.profile, window);
+    Some((window, window.saturating_sub(reserve)))
+}
+
+/// The request size (tokens) at which a turn compacts before sending.
+pub(crate) fn threshold(shared: &Shared) -> Option<u64> {
+    let (_, usable) = usable_window(shared)?;
+    Some((usable as f64 * shared.settings.compact_at) as u64)
+}
+
+/// Tokens of the stable prefix (system prompt and tool specs) of this session's requests.
+fn fixed_tokens(shared: &Shared, state: &SessionState) -> u64 {
+    let settings = &shared.settings;
+    let specs = shared.registry.specs();
+    let system = crate::prompt::system_prompt(&settings.workspace);
+    let input = ProjectionInput {
+        model: &settings.model,
+        system: &system,
+        tools: &specs,
+        history: &[],
+    };
+    let bytes =
+        keel_llm::project(&settings.profile, &input).map_or(0, |request| request.body.len());
+    state.meter.tokens_of_bytes(bytes)
+}
+
+/// Where the tail would start, or why no compaction can help.
+pub(crate) fn plan(shared: &Shared, state: &SessionState) -> Result<Plan, CannotCompact> {
+    let history = &state.history;
+    let fixed = fixed_tokens(shared, state);
+    let tokens: Vec<u64> = history
+        .iter()
+        .map(|item| state.meter.tokens_of_item(item))
+        .collect();
+    let tokens_before = fixed + tokens.iter().sum::<u64>();
+    let floor = state.repair.unwrap_or(0);
+    let splits: Vec<usize> = (floor..history.len())
+        .filter(|&index| !matches!(history[index], Item::ToolResult(_)))
+        .collect();
+    let Some(&latest) = splits.last() else {
+        return Err(CannotCompact::NothingToSummarise);
+    };
+    let usable = usable_window(shared).map(|(_, usable)| usable);
+    let tail_budget = match usable {
+        Some(usable) => (usable as f64 * TAIL_SHARE) as u64,
+        None => (tokens_before as f64 * TAIL_SHARE) as u64,
+    };
+    // suffix[i] = tokens of history[i..]
+    let mut suffix = vec![0u64; history.len() + 1];
+    for index in (0..history.len()).rev() {
+        suffix[index] = suffix[index + 1] + tokens[index];
+    }
+    let tail_tokens = |start: usize| suffix[start];
+    let best_fit = splits
+        .iter()
+        .copied()
+        .find(|&start| start > 0 && tail_tokens(start) <= tail_budget)
+        .unwrap_or(latest);
+    let worth_summarising =
+        |start: usize| !(start == 0 || matches!(&history[..start], [Item::Summary(_)]));
+    let Some(tail_start) = [best_fit, latest]
+        .into_iter()
+        .find(|&start| worth_summarising(start))
+    else {
+        return Err(CannotCompact::NothingToSummarise);
+    };
+    if let Some(usable) = usable {
+        let after = fixed + SUMMARY_ALLOWANCE + tail_tokens(tail_start);
+        if after >= usable {
+            return Err(CannotCompact::TailTooLarge {
+                tokens: tail_tokens(tail_start),
+                usable: usable.saturating_sub(fixed + SUMMARY_ALLOWANCE),
+            });
+        }
+    }
+    Ok(Plan {
+        tail_start,
+        tokens_before,
+    })
+}
+
+/// How a compaction ended.
+pub(crate) enum Compaction {
+    Done { usage: Usage },
+    Impossible(CannotCompact),
+    Failed(FailureDiagnostic),
+    Cancelled,
+}
+
+/// Compact the session's history now (see the module invariants).
+pub(crate) async fn compact(
+    run: &mut TurnRun<'_>,
+    state: &mut SessionState,
+    reason: Reason,
+    focus: Option<&str>,
+) -> Result<Compaction, AgentError> {
+    let shared = run.shared;
+    let plan = match plan(shared, state) {
+        Ok(plan) => plan,
+        Err(why) => return Ok(Compaction::Impossible(why)),
+    };
+    let receipts = shared.store.receipts(&shared.session.id)?;
+    let tail = &state.history[plan.tail_start..];
+    let kept: BTreeSet<&str> = tail
+        .iter()
+        .filter_map(|item| match item {
+            Item::Assistant(assistant) => Some(assistant.tool_calls()),
+            Item::User { .. } | Item::ToolResult(_) | Item::Summary(_) => None,
+        })
+        .flatten()
+        .map(|call| call.id.as_str())
+        .collect();
+    let ledger = text::ledger(&receipts, &kept, &state.history[..plan.tail_start]);
+    let request_items = summarising_request(shared, state, &plan, focus, &ledger, &receipts);
+    let completion =
+        match send_items(run, &request_items, None, &state.meter, Deltas::Hidden).await? {
+            Reply::Completed { completion, .. } => completion,
+            Reply::Failed { diagnostic, .. } => return Ok(Compaction::Failed(diagnostic)),
+            Reply::Cancelled | Reply::CompactionDue => return Ok(Compaction::Cancelled),
+        };
+    if !run.is_current() {
+        return Ok(Compaction::Cancelled);
+    }
+    let usage = completion.usage;
+    run.emit(EventBody::LlmResponse {
+        finish_reason: completion.finish_reason,
+        usage,
+    });
+    let model_summary = completion.item.text();
+    if model_summary.trim().is_empty() {
+        return Ok(Compaction::Failed(FailureDiagnostic::with_message(
+            FailureKind::EmptyResponse,
+            None,
+            "the summarising reply had no text; the history was not changed".to_string(),
+        )));
+    }
+    keel_types::kill_point::kill_point("compaction_summarised");
+    let replaced = plan.tail_start as u64;
+    let mut items = vec![text::summary_item(&model_summary, &ledger, replaced)];
+    items.extend_from_slice(&state.history[plan.tail_start..]);
+    let fixed = fixed_tokens(shared, state);
+    let tokens_after = fixed
+        + items
+            .iter()
+            .map(|item| state.meter.tokens_of_item(item))
+            .sum::<u64>();
+    let replaces = shared.store.current_revision(&shared.session.id)?;
+    let revision = shared.store.rewrite_history(
+        &shared.session.id,
+        &HistoryRewrite {
+            replaces,
+            turn: run.turn,
+            items: &items,
+            reason: reason.as_str(),
+            tokens_before: plan.tokens_before,
+            tokens_after,
+            replaced,
+        },
+    )?;
+    state.history = items;
+    state.repair = None;
+    state.meter.set_estimate(tokens_after);
+    run.emit(EventBody::HistoryRewritten {
+        revision,
+        reason: "compaction".into(),
+    });
+    run.emit(EventBody::ContextCompacted {
+        revision,
+        tokens_before: plan.tokens_before,
+        tokens_after,
+        reason: reason.as_str().into(),
+    });
+    run.emit(EventBody::PrefixChanged {
+        reason: "compaction".into(),
+    });
+    // The history a pending recovery was recorded against is gone.
+    crate::recovery::admission::expire_pending(shared, run.turn)?;
+    Ok(Compaction::Done { usage })
+}
+
+/// The summarising request: the summarised history as the provider saw it (so the prefix
+/// cache serves it) and the prompt; when that would not fit the window, a condensed plain-text
+/// transcript instead.
+fn summarising_request(
+    shared: &Shared,
+    state: &SessionState,
+    plan: &Plan,
+    focus: Option<&str>,
+    ledger: &str,
+    receipts: &[keel_types::ToolReceipt],
+) -> Vec<Item> {
+    let summarised = &state.history[..plan.tail_start];
+    let prompt = text::compaction_prompt(focus, ledger);
+    let mut native = match state.repair {
+        Some(boundary) => {
+            crate::recovery::apply_repair(summarised, boundary.min(summarised.len()), receipts)
+        }
+        None => summarised.to_vec(),
+    };
+    native.push(Item::User {
+        text: prompt.clone(),
+    });
+    let Some((_, usable)) = usable_window(shared) else {
+        return native;
+    };
+    let fixed = fixed_tokens(shared, state);
+    let native_tokens = fixed
+        + native
+            .iter()
+            .map(|item| state.meter.tokens_of_item(item))
+            .sum::<u64>();
+    if native_tokens < usable {
+        return native;
+    }
+    let budget_tokens = usable.saturating_sub(fixed + state.meter.tokens_of_bytes(prompt.len()));
+    let budget_bytes = (budget_tokens as f64 * 0.9 * bytes_per_token(state)) as usize;
+    vec![Item::User {
+        text: format!(
+            "{prompt}\n\nThe conversation so far, as text:\n{}",
+            text::flat_transcript(summarised, budget_bytes)
+        ),
+    }]
+}
+
+fn bytes_per_token(state: &SessionState) -> f64 {
+    // tokens_of_bytes(1000) ≈ 1000 / bytes_per_token.
+    1000.0 / state.meter.tokens_of_bytes(1000).max(1) as f64
+}

@@ -1,0 +1,397 @@
+//! Long sessions: compaction at the threshold, by hand and as the recovery after a
+//! context-limit rejection — the real binary against `keel mock` with a small window.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+use common::*;
+use keel_types::COMPACTION_REQUEST_MARKER;
+use serde_json::{Value, json};
+
+/// A scenario of `rounds` bash calls, each appending its number to effects.log, then an answer.
+fn effects_scenario(rounds: usize, window: u64) -> String {
+    let mut steps: Vec<Value> = (1..=rounds)
+        .map(|n| json!({"tool": "bash", "args": {"command": format!("echo {n} >> effects.log")}}))
+        .collect();
+    steps.push(json!({"say": "All rounds done."}));
+    json!({"context_window": window, "steps": steps}).to_string()
+}
+
+fn is_summarising(request: &Value) -> bool {
+    request["body"]
+        .as_str()
+        .is_some_and(|body| body.contains(COMPACTION_REQUEST_MARKER))
+}
+
+/// Every number 1..=n appears in effects.log exactly once, in order.
+fn assert_each_effect_once(home: &Home, rounds: usize) {
+    let log = std::fs::read_to_string(home.path().join("effects.log")).unwrap();
+    let lines: Vec<usize> = log.lines().map(|line| line.parse().unwrap()).collect();
+    assert_eq!(
+        lines,
+        (1..=rounds).collect::<Vec<_>>(),
+        "each effect once, in order"
+    );
+}
+
+/// The part of a Chat body before its messages, and its system message: the stable prefix.
+fn stable_head(body: &str) -> (String, Value) {
+    let head = body.split("\"messages\":[").next().unwrap().to_string();
+    let parsed: Value = serde_json::from_str(body).unwrap();
+    (head, parsed["messages"][0].clone())
+}
+
+fn session_json(home: &Home, id: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["session", "show", id, "--json"];
+    args.extend_from_slice(extra);
+    let run = home.run(&args);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    serde_json::from_str(&run.stdout()).unwrap()
+}
+
+#[test]
+fn a_200_round_session_in_a_4000_token_window_compacts_and_finishes_with_each_effect_once() {
+    let (home, mock) = scripted(
+        "chat",
+        &effects_scenario(200, 4000),
+        "context_window = 4000",
+    );
+    let run = home.run(&["run", "--yes", "--json", "run all the rounds"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_each_effect_once(&home, 200);
+
+    let compactions = run.events_of("context/compacted");
+    assert!(
+        compactions.len() >= 3,
+        "several compactions: {}",
+        compactions.len()
+    );
+    for compaction in &compactions {
+        assert_eq!(compaction["reason"], "threshold");
+        assert!(compaction["tokens_after"].as_u64() < compaction["tokens_before"].as_u64());
+    }
+    // Each rewrite is announced at once: invalidation, the compaction, the prefix break.
+    let types: Vec<String> = run
+        .events()
+        .iter()
+        .map(|event| event["type"].as_str().unwrap().to_string())
+        .collect();
+    for (index, kind) in types.iter().enumerate() {
+        if kind == "history/rewritten" {
+            assert_eq!(types[index + 1], "context/compacted");
+            assert_eq!(types[index + 2], "prefix/changed");
+        }
+    }
+    let completed = run.events_of("turn/completed");
+    let context = &completed[0]["context"];
+    assert_eq!(context["window"], 4000);
+    assert!(context["used"].as_u64().unwrap() < 4000, "{context}");
+
+    // Requests: never over the window; append-only between compactions; the stable prefix
+    // (system prompt and tools) byte-identical across every compaction.
+    let requests = mock.requests();
+    let ordinary: Vec<Vec<Value>> = requests
+        .split(is_summarising)
+        .map(<[Value]>::to_vec)
+        .collect();
+    assert_eq!(ordinary.len(), compactions.len() + 1);
+    let first_head = stable_head(requests[0]["body"].as_str().unwrap());
+    for stretch in &ordinary {
+        assert!(!stretch.is_empty());
+        assert_prefix_stable(stretch);
+        assert_eq!(
+            stable_head(stretch[0]["body"].as_str().unwrap()),
+            first_head
+        );
+    }
+    assert!(
+        requests
+            .iter()
+            .all(|request| request["step"].is_number() || is_summarising(request)),
+        "no request was rejected as over the window"
+    );
+
+    // The store: revisions listed, the first one readable as it was.
+    let session = run.events()[0]["session_id"].as_str().unwrap().to_string();
+    let shown = session_json(&home, &session, &[]);
+    let revisions = shown["revisions"].as_array().unwrap();
+    assert_eq!(revisions.len(), compactions.len() + 1);
+    assert_eq!(shown["revision"], revisions.len());
+    assert_eq!(shown["items"][0]["role"], "summary");
+    let receipts = shown["receipts"].as_array().unwrap();
+    assert_eq!(receipts.len(), 200, "receipts are untouched by compaction");
+    assert!(
+        receipts
+            .iter()
+            .all(|receipt| receipt["state"] == "completed")
+    );
+    let first = session_json(&home, &session, &["--revision", "1"]);
+    assert_eq!(first["items"][0]["text"], "run all the rounds");
+    let text = home.run(&["session", "show", &session]);
+    assert!(
+        text.stdout().contains("history revisions (this is"),
+        "{}",
+        text.stdout()
+    );
+    let missing = home.run(&["session", "show", &session, "--revision", "999"]);
+    assert_eq!(missing.code(), 2, "{}", missing.stderr());
+    assert!(
+        missing.stderr().contains("no history revision 999"),
+        "{}",
+        missing.stderr()
+    );
+}
+
+fn session_of(run: &Run) -> String {
+    run.events()[0]["session_id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_context_limit_rejection_offers_compact_which_compacts_and_finishes_the_task() {
+    // keel does not know this model's window: only the provider's rejection tells it.
+    let (home, mock) = scripted("chat", &effects_scenario(30, 2500), "");
+    let failed = home.run(&["run", "--yes", "--json", "run all the rounds"]);
+    assert_eq!(failed.code(), 1, "{}", failed.stderr());
+    let session = session_of(&failed);
+    let diagnostic = &failed.events_of("turn/failed")[0]["diagnostic"];
+    assert_eq!(diagnostic["kind"], "limit");
+    let offered = failed.events_of("recovery/offered");
+    assert_eq!(offered.len(), 1);
+    assert_eq!(offered[0]["action"], "context_recovery");
+    assert!(
+        failed.stderr().contains(&format!(
+            "recovery available: keel run --session {session} \"/compact\""
+        )),
+        "{}",
+        failed.stderr()
+    );
+    assert!(
+        failed.events_of("context/compacted").is_empty(),
+        "never compacted silently"
+    );
+    let done_before = std::fs::read_to_string(home.path().join("effects.log"))
+        .unwrap()
+        .lines()
+        .count();
+    assert!(done_before < 30);
+    let rejected = mock.requests().len();
+
+    let recovered = home.run(&["run", "--session", &session, "--yes", "--json", "/compact"]);
+    assert_eq!(recovered.code(), 0, "{}", recovered.stderr());
+    assert_eq!(recovered.events_of("recovery/consumed").len(), 1);
+    assert_eq!(
+        recovered.events_of("turn/started")[0]["input_kind"],
+        "context_recovery"
+    );
+    let compacted = recovered.events_of("context/compacted");
+    assert_eq!(compacted.len(), 1);
+    assert_eq!(compacted[0]["reason"], "context_limit");
+    assert_each_effect_once(&home, 30);
+    // The summarising request came first, and fit.
+    let requests = mock.requests();
+    assert!(is_summarising(&requests[rejected]));
+
+    // The offer was used: a second `/compact` is a compaction by hand, with its focus.
+    let manual = home.run(&[
+        "run",
+        "--session",
+        &session,
+        "--yes",
+        "--json",
+        "/compact the effects log",
+    ]);
+    assert_eq!(manual.code(), 0, "{}", manual.stderr());
+    assert_eq!(
+        manual.events_of("turn/started")[0]["input_kind"],
+        "compaction"
+    );
+    assert_eq!(manual.events_of("context/compacted")[0]["reason"], "manual");
+    let last = mock.requests().pop().unwrap();
+    assert!(
+        last["body"]
+            .as_str()
+            .unwrap()
+            .contains("Focus the summary on: the effects log")
+    );
+    assert_each_effect_once(&home, 30);
+}
+
+#[test]
+fn a_single_item_larger_than_the_window_offers_nothing_and_says_why() {
+    let scenario = json!({"context_window": 4000, "steps": [
+        {"tool": "bash", "args": {"command": "echo 1 >> effects.log; head -c 20000 /dev/zero | tr '\\0' x"}},
+        {"say": "never reached"}
+    ]})
+    .to_string();
+    let (home, _mock) = scripted("chat", &scenario, "context_window = 4000");
+    let run = home.run(&["run", "--yes", "--json", "make a big output"]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    assert!(run.events_of("recovery/offered").is_empty());
+    assert!(
+        !run.stderr().contains("recovery available"),
+        "{}",
+        run.stderr()
+    );
+    let diagnostic = &run.events_of("turn/failed")[0]["diagnostic"];
+    assert_eq!(diagnostic["kind"], "limit");
+    let message = diagnostic["message"].as_str().unwrap();
+    assert!(
+        message.contains("compaction cannot make it fit"),
+        "{message}"
+    );
+    let plain = home.run(&["session", "show", &session_of(&run)]);
+    assert_eq!(plain.code(), 0);
+    assert_each_effect_once(&home, 1);
+    // By hand, too, there is nothing compaction could do.
+    let session = session_of(&run);
+    let manual = home.run(&["run", "--session", &session, "/compact"]);
+    assert_eq!(manual.code(), 2, "{}", manual.stderr());
+    assert!(
+        manual.stderr().contains("cannot compact"),
+        "{}",
+        manual.stderr()
+    );
+}
+
+#[test]
+fn a_crash_during_compaction_leaves_the_old_revision_whole_and_nothing_runs_twice() {
+    for point in ["compaction_summarised", "compaction_commit"] {
+        let (home, _mock) = scripted("chat", &effects_scenario(60, 4000), "context_window = 4000");
+        let killed = home
+            .keel(&["run", "--yes", "--json", "run all the rounds"])
+            .env("KEEL_KILL_AT", point)
+            .output()
+            .unwrap();
+        assert!(!killed.status.success(), "{point}: keel must have died");
+        let stdout = String::from_utf8_lossy(&killed.stdout);
+        let events: Vec<Value> = stdout
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert!(
+            !events
+                .iter()
+                .any(|event| event["type"] == "context/compacted"),
+            "{point}: died before the compaction was announced"
+        );
+        let session = events[0]["session_id"].as_str().unwrap().to_string();
+        let shown = session_json(&home, &session, &[]);
+        assert_eq!(
+            shown["revisions"].as_array().unwrap().len(),
+            1,
+            "{point}: old revision"
+        );
+        assert_eq!(shown["items"][0]["text"], "run all the rounds", "{point}");
+        let receipts = shown["receipts"].as_array().unwrap();
+        assert!(
+            receipts
+                .iter()
+                .all(|receipt| receipt["state"] == "completed")
+        );
+        let done = receipts.len();
+
+        let resumed = home.run(&["run", "--session", &session, "--yes", "--json", "go on"]);
+        assert_eq!(resumed.code(), 0, "{point}: {}", resumed.stderr());
+        assert!(!resumed.events_of("context/compacted").is_empty());
+        assert_each_effect_once(&home, 60);
+        let after = session_json(&home, &session, &[]);
+        assert_eq!(
+            after["receipts"].as_array().unwrap().len(),
+            60,
+            "{point}: {done} calls before the crash, none repeated"
+        );
+    }
+}
+
+/// 30 rounds in a 4000-token window (compacting on the way), then an opaque 400 on the next
+/// replay of the tool history, then an answer.
+fn compacted_then_opaque_400() -> String {
+    let mut steps: Vec<Value> = (1..=30)
+        .map(|n| json!({"tool": "bash", "args": {"command": format!("echo {n} >> effects.log")}}))
+        .collect();
+    steps.push(json!({"fault": {"status": 400, "body": ""}}));
+    steps.push(json!({"say": "Recovered from the compacted history."}));
+    json!({"context_window": 4000, "steps": steps}).to_string()
+}
+
+#[test]
+fn a_compacted_session_recovers_from_an_opaque_400_and_a_compaction_expires_a_pending_recovery() {
+    // Recovery after compaction: from the compacted history, nothing re-run.
+    let (home, mock) = scripted(
+        "chat",
+        &compacted_then_opaque_400(),
+        "context_window = 4000",
+    );
+    let failed = home.run(&["run", "--yes", "--json", "run all the rounds"]);
+    assert_eq!(failed.code(), 1, "{}", failed.stderr());
+    assert!(!failed.events_of("context/compacted").is_empty());
+    assert_eq!(
+        failed.events_of("recovery/offered")[0]["action"],
+        "protocol_recovery"
+    );
+    let session = session_of(&failed);
+    let recovered = home.run(&[
+        "run",
+        "--session",
+        &session,
+        "--yes",
+        "--json",
+        "/recover-context",
+    ]);
+    assert_eq!(recovered.code(), 0, "{}", recovered.stderr());
+    let last = mock.requests().pop().unwrap();
+    let body = last["body"].as_str().unwrap();
+    assert!(
+        body.contains("was compacted into this summary"),
+        "recovered from the compacted history"
+    );
+    assert!(body.contains("Tool facts of the interrupted task"));
+    assert_each_effect_once(&home, 30);
+
+    // A pending protocol recovery is expired by a compaction, and the user is told.
+    let (home, _mock) = scripted(
+        "chat",
+        &compacted_then_opaque_400(),
+        "context_window = 4000",
+    );
+    let failed = home.run(&["run", "--yes", "--json", "run all the rounds"]);
+    assert_eq!(failed.code(), 1, "{}", failed.stderr());
+    let session = session_of(&failed);
+    let recovery_id = failed.events_of("recovery/offered")[0]["recovery_id"].clone();
+    let compacted = home.run(&["run", "--session", &session, "--yes", "--json", "/compact"]);
+    assert_eq!(compacted.code(), 0, "{}", compacted.stderr());
+    assert_eq!(
+        compacted.events_of("recovery/expired")[0]["recovery_id"],
+        recovery_id
+    );
+    let text = home.run(&["run", "--session", &session, "--yes", "/compact"]);
+    assert!(
+        text.stderr().contains("context compacted (manual)"),
+        "{}",
+        text.stderr()
+    );
+    let stale = home.run(&["run", "--session", &session, "--yes", "/recover-context"]);
+    assert_eq!(stale.code(), 2, "{}", stale.stderr());
+    assert!(stale.stderr().contains("expired"), "{}", stale.stderr());
+    assert_each_effect_once(&home, 30);
+}
+
+#[test]
+fn below_the_threshold_nothing_is_compacted_and_every_request_extends_the_last() {
+    let (home, mock) = scripted(
+        "chat",
+        &effects_scenario(20, 100_000),
+        "context_window = 100000",
+    );
+    let run = home.run(&["run", "--yes", "--json", "run all the rounds"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(run.events_of("context/compacted").is_empty());
+    assert!(run.events_of("prefix/changed").is_empty());
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 21);
+    assert_prefix_stable(&requests);
+    let context = &run.events_of("turn/completed")[0]["context"];
+    assert_eq!(context["window"], 100_000);
+    let used = context["used"].as_u64().unwrap();
+    assert!(used > 1000 && used < 20_000, "{context}");
+    assert_each_effect_once(&home, 20);
+}
