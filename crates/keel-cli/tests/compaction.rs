@@ -395,3 +395,63 @@ fn below_the_threshold_nothing_is_compacted_and_every_request_extends_the_last()
     assert!(used > 1000 && used < 20_000, "{context}");
     assert_each_effect_once(&home, 20);
 }
+
+#[test]
+fn a_history_far_over_a_smaller_window_is_summarised_from_a_condensed_transcript() {
+    // A long session, then resumed on a model with a much smaller window.
+    let (home, _first) = scripted(
+        "chat",
+        &effects_scenario(30, 100_000),
+        "context_window = 100000",
+    );
+    let run = home.run(&["run", "--yes", "--json", "run all the rounds"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let session = session_of(&run);
+    let scenario = json!({"context_window": 2500, "steps": [
+        {"compact": "Thirty rounds appended 1..30 to effects.log; all completed."},
+        {"say": "Nothing left to do."}
+    ]})
+    .to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let small = MockProcess::with_steps(dir.path(), &scenario);
+    std::fs::write(
+        home.path().join("config.toml"),
+        config_for("chat", &small.base_url, "context_window = 2500"),
+    )
+    .unwrap();
+    let resumed = home.run(&[
+        "run",
+        "--session",
+        &session,
+        "--yes",
+        "--json",
+        "anything left?",
+    ]);
+    assert_eq!(
+        resumed.code(),
+        0,
+        "{}\n{}",
+        resumed.stderr(),
+        resumed.stdout()
+    );
+    assert_eq!(
+        resumed.events_of("context/compacted")[0]["reason"],
+        "threshold"
+    );
+    let requests = small.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the summary and the answer, nothing rejected"
+    );
+    let summarising = requests[0]["body"].as_str().unwrap();
+    assert!(summarising.contains("The conversation so far, as text:"));
+    assert!(
+        summarising.contains("assistant called bash"),
+        "the rounds, as text"
+    );
+    assert_eq!(requests[0]["step"], 1, "the scripted summary answered it");
+    let answer = requests[1]["body"].as_str().unwrap();
+    assert!(answer.contains("Thirty rounds appended 1..30"));
+    assert_each_effect_once(&home, 30);
+}

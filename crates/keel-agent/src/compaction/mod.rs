@@ -79,7 +79,8 @@ pub struct Plan {
 
 /// Share of the usable window the verbatim tail may take.
 const TAIL_SHARE: f64 = 0.25;
-/// Tokens set aside for the summary when judging whether a compaction can help.
+/// Tokens set aside for the summary when judging whether a compaction can help (at most an
+/// eighth of the usable window).
 const SUMMARY_ALLOWANCE: u64 = 600;
 
 /// The model's window (configured, else known) and the tokens left for the history.
@@ -114,23 +115,49 @@ fn fixed_tokens(shared: &Shared, state: &SessionState) -> u64 {
 
 /// Where the tail would start, or why no compaction can help.
 pub(crate) fn plan(shared: &Shared, state: &SessionState) -> Result<Plan, CannotCompact> {
-    let history = &state.history;
     let fixed = fixed_tokens(shared, state);
-    let tokens: Vec<u64> = history
+    let tokens: Vec<u64> = state
+        .history
         .iter()
         .map(|item| state.meter.tokens_of_item(item))
         .collect();
+    let usable = usable_window(shared).map(|(_, usable)| usable);
+    plan_for(
+        &state.history,
+        &tokens,
+        fixed,
+        state.repair.unwrap_or(0),
+        usable,
+    )
+}
+
+/// `plan` on plain numbers: the history, each item's tokens, the stable prefix's tokens, the
+/// first index the tail may start at (a repaired prefix stays whole in the summary), and the
+/// usable window when known.
+fn plan_for(
+    history: &[Item],
+    tokens: &[u64],
+    fixed: u64,
+    floor: usize,
+    usable: Option<u64>,
+) -> Result<Plan, CannotCompact> {
     let tokens_before = fixed + tokens.iter().sum::<u64>();
-    let floor = state.repair.unwrap_or(0);
+    // A tail may start at a user or assistant item: never between a call and its result.
     let splits: Vec<usize> = (floor..history.len())
         .filter(|&index| !matches!(history[index], Item::ToolResult(_)))
         .collect();
     let Some(&latest) = splits.last() else {
         return Err(CannotCompact::NothingToSummarise);
     };
-    let usable = usable_window(shared).map(|(_, usable)| usable);
+    // The summary's share, and what is left for the tail: a quarter of the window at most,
+    // and never more than what fits beside the stable prefix and the summary.
+    let allowance = usable.map_or(SUMMARY_ALLOWANCE, |usable| {
+        SUMMARY_ALLOWANCE.min(usable / 8)
+    });
     let tail_budget = match usable {
-        Some(usable) => (usable as f64 * TAIL_SHARE) as u64,
+        Some(usable) => {
+            ((usable as f64 * TAIL_SHARE) as u64).min(usable.saturating_sub(fixed + allowance + 1))
+        }
         None => (tokens_before as f64 * TAIL_SHARE) as u64,
     };
     // suffix[i] = tokens of history[i..]
@@ -138,11 +165,10 @@ pub(crate) fn plan(shared: &Shared, state: &SessionState) -> Result<Plan, Cannot
     for index in (0..history.len()).rev() {
         suffix[index] = suffix[index + 1] + tokens[index];
     }
-    let tail_tokens = |start: usize| suffix[start];
     let best_fit = splits
         .iter()
         .copied()
-        .find(|&start| start > 0 && tail_tokens(start) <= tail_budget)
+        .find(|&start| start > 0 && suffix[start] <= tail_budget)
         .unwrap_or(latest);
     let worth_summarising =
         |start: usize| !(start == 0 || matches!(&history[..start], [Item::Summary(_)]));
@@ -153,11 +179,11 @@ pub(crate) fn plan(shared: &Shared, state: &SessionState) -> Result<Plan, Cannot
         return Err(CannotCompact::NothingToSummarise);
     };
     if let Some(usable) = usable {
-        let after = fixed + SUMMARY_ALLOWANCE + tail_tokens(tail_start);
+        let after = fixed + allowance + suffix[tail_start];
         if after >= usable {
             return Err(CannotCompact::TailTooLarge {
-                tokens: tail_tokens(tail_start),
-                usable: usable.saturating_sub(fixed + SUMMARY_ALLOWANCE),
+                tokens: suffix[tail_start],
+                usable: usable.saturating_sub(fixed + allowance),
             });
         }
     }
@@ -314,3 +340,6 @@ fn bytes_per_token(state: &SessionState) -> f64 {
     // tokens_of_bytes(1000) ≈ 1000 / bytes_per_token.
     1000.0 / state.meter.tokens_of_bytes(1000).max(1) as f64
 }
+
+#[cfg(test)]
+mod tests;
