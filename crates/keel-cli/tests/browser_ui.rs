@@ -142,6 +142,30 @@ fn the_recovery_button_finishes_a_rejected_replay_with_each_effect_once() {
 }
 
 #[test]
+fn the_compact_button_finishes_a_task_after_a_context_limit_rejection() {
+    if !browser_available() {
+        return;
+    }
+    let mut steps: Vec<serde_json::Value> = (1..=30)
+        .map(|n| json!({"tool": "bash", "args": {"command": format!("echo {n} >> effects.log")}}))
+        .collect();
+    steps.push(json!({"say": "All rounds done."}));
+    let (home, mock) = drive(
+        "compact",
+        json!({"context_window": 2500, "steps": steps}),
+        "permission_mode = \"auto\"",
+    );
+    let effects = std::fs::read_to_string(home.path().join("effects.log")).unwrap();
+    let expected: String = (1..=30).map(|n| format!("{n}\n")).collect();
+    assert_eq!(effects, expected, "each effect once");
+    assert!(mock.requests().iter().any(|request| {
+        request
+            .to_string()
+            .contains("Focus the summary on: the effects log")
+    }));
+}
+
+#[test]
 fn stop_during_a_slow_stream_shows_nothing_late() {
     if !browser_available() {
         return;

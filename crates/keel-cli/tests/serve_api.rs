@@ -297,3 +297,59 @@ fn weak_tokens_duplicate_hosts_and_bad_bodies_are_refused() {
     let page = server.request("GET", "/", &[], b"");
     assert_eq!(page.0, 200);
 }
+
+#[test]
+fn the_context_recovery_is_offered_and_taken_over_http() {
+    let mut steps: Vec<Value> = (1..=30)
+        .map(|n| json!({"tool": "bash", "args": {"command": format!("echo {n} >> effects.log")}}))
+        .collect();
+    steps.push(json!({"say": "done"}));
+    let scenario = json!({"context_window": 2500, "steps": steps});
+    let (home, _mock) = scripted("chat", &scenario.to_string(), "");
+    home.prepend_config("permission_mode = \"auto\"");
+    let server = Server::start(&home, &[]);
+    let session = server.new_session();
+    assert_eq!(server.submit(&session, json!({"input": "go"})).0, 202);
+    wait_until_idle(&server, &session);
+    let (_, status) = server.api("GET", &format!("/api/sessions/{session}"), Value::Null);
+    assert_eq!(status["pending"]["action"], "context_recovery", "{status}");
+    let recovery_id = status["pending"]["recoveryId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let last = ids(&server.events(&session, Some(0), "recovery/offered", usize::MAX))
+        .into_iter()
+        .max()
+        .unwrap();
+    let taken = server.submit(
+        &session,
+        json!({"action": "context_recovery", "recoveryId": recovery_id, "input": "the log"}),
+    );
+    assert_eq!(taken.0, 202, "{}", taken.1);
+    let events = server.events(&session, Some(last), "turn/completed", usize::MAX);
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    let rewritten = kinds
+        .iter()
+        .position(|kind| *kind == "history/rewritten")
+        .unwrap();
+    assert_eq!(kinds[rewritten + 1], "context/compacted");
+    assert_eq!(kinds.last(), Some(&"turn/completed"));
+    wait_until_idle(&server, &session);
+    let (_, history) = server.api(
+        "GET",
+        &format!("/api/sessions/{session}/history"),
+        Value::Null,
+    );
+    assert_eq!(
+        history["items"][0]["role"], "summary",
+        "the history is the new revision"
+    );
+    // The same id again is stale.
+    let again = server.submit(
+        &session,
+        json!({"action": "context_recovery", "recoveryId": recovery_id}),
+    );
+    assert_eq!(again.0, 409);
+    let log = std::fs::read_to_string(home.path().join("effects.log")).unwrap();
+    assert_eq!(log.lines().count(), 30, "each effect once");
+}

@@ -87,6 +87,25 @@ const scenarios = {
     await page.waitForSelector("#recovery", { state: "hidden" });
   },
 
+  // A context-limit rejection: "Compact and continue" is offered; one click compacts the
+  // history (the transcript is rebuilt from the new revision at once) and finishes the task.
+  async compact() {
+    await ask("run all the rounds");
+    await page.waitForSelector("#compact", { state: "visible", timeout: 20000 });
+    assert.equal(await page.locator("#recover").isVisible(), false);
+    assert.match(await page.locator("#recovery-text").innerText(), /no longer fits/);
+    await page.fill("#guidance", "the effects log");
+    await page.screenshot({ path: `${out}/compact.png` });
+    await page.click("#compact");
+    await waitForText("All rounds done.");
+    await page.waitForSelector(".summary-item", { timeout: 20000 });
+    assert.match(await page.locator(".summary-item summary").innerText(), /summary of \d+ earlier messages/);
+    await page.waitForSelector("#recovery", { state: "hidden" });
+    await page.reload();
+    await waitForText("All rounds done.");
+    assert.equal(await page.locator(".summary-item").count(), 1, "the history is the compacted revision");
+  },
+
   // Stop during a slow stream: nothing of it appears afterwards, though the provider goes on.
   async stop() {
     await ask("tell me a long story");
