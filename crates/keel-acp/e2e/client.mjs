@@ -202,6 +202,30 @@ const scenarios = {
     client.child.kill();
     return {};
   },
+
+  // A context-limit rejection: the compaction recovery is announced with its id; a prompt
+  // with the context_recovery _meta compacts and finishes the task.
+  async compact() {
+    const client = connect();
+    await client.app.connectWith(client.stream, async (agent) => {
+      const sessionId = await start(agent);
+      const failed = await prompt(agent, sessionId, "run all the rounds");
+      assert.equal(failed._meta["keel/failed"].kind, "limit");
+      const recoveryId = failed._meta["keel/recoveryId"];
+      assert.match(recoveryId, /^r-[0-9a-f]{16}$/);
+      assert.match(messageText(client.updates), /Send `\/compact`/);
+      const done = await prompt(agent, sessionId, "the effects log", { "keel/action": "context_recovery", "keel/recoveryId": recoveryId });
+      assert.equal(done.stopReason, "end_turn");
+      assert.match(messageText(client.updates), /All rounds done\./);
+      const thoughts = client.updates.filter((u) => u.sessionUpdate === "agent_thought_chunk").map((u) => u.content.text).join("");
+      assert.match(thoughts, /context compacted: about \d+ → \d+ tokens \(history revision 2\)/);
+      await assert.rejects(
+        prompt(agent, sessionId, "", { "keel/action": "context_recovery", "keel/recoveryId": recoveryId }),
+        (error) => error.code === -32010);
+    });
+    client.child.kill();
+    return {};
+  },
 };
 
 try {

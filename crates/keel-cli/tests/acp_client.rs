@@ -154,6 +154,30 @@ fn a_rejected_replay_is_recovered_through_prompt_meta_with_each_effect_once() {
     assert_eq!(mock.requests().len(), 6, "nothing sent for the stale id");
 }
 
+#[test]
+fn a_context_limit_is_recovered_through_prompt_meta_with_each_effect_once() {
+    if !sdk_available() {
+        return;
+    }
+    let mut steps: Vec<Value> = (1..=30)
+        .map(|n| json!({"tool": "bash", "args": {"command": format!("echo {n} >> effects.log")}}))
+        .collect();
+    steps.push(json!({"say": "All rounds done."}));
+    let (home, mock) = client(
+        "compact",
+        json!({"context_window": 2500, "steps": steps}),
+        "permission_mode = \"auto\"",
+    );
+    let effects = std::fs::read_to_string(home.path().join("effects.log")).unwrap();
+    let expected: String = (1..=30).map(|n| format!("{n}\n")).collect();
+    assert_eq!(effects, expected, "each effect once");
+    assert!(mock.requests().iter().any(|request| {
+        request
+            .to_string()
+            .contains("Focus the summary on: the effects log")
+    }));
+}
+
 /// `keel acp` fed raw lines; returns every line it wrote.
 fn raw_session(home: &Home, lines: &[&str]) -> Vec<Value> {
     let mut child = home
