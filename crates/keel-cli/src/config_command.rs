@@ -14,7 +14,7 @@
 use crate::cli::CommonArgs;
 use crate::terminal_text::visible_line;
 use crate::{Outcome, settings};
-use keel_config::{ResolvedConfig, ResolvedProvider, ResolvedRetry, RuleList, Sourced};
+use keel_config::{ResolvedConfig, ResolvedProvider, ResolvedRetry, RuleList, Source, Sourced};
 use keel_llm::profile::Account;
 use keel_llm::{EnvKeys, KeySource};
 use keel_types::FailureKind;
@@ -171,10 +171,9 @@ impl ConfigJson {
                 .providers
                 .iter()
                 .map(|provider| {
-                    let active = provider.name == resolved.model.value.provider;
                     (
                         provider.name.clone(),
-                        ProviderJson::new(provider, active, keys),
+                        ProviderJson::new(provider, active_model(resolved, provider), keys),
                     )
                 })
                 .collect(),
@@ -183,9 +182,13 @@ impl ConfigJson {
 }
 
 impl ProviderJson {
-    fn new(provider: &ResolvedProvider, active: bool, keys: &dyn KeySource) -> ProviderJson {
+    fn new(
+        provider: &ResolvedProvider,
+        active_model: Option<&str>,
+        keys: &dyn KeySource,
+    ) -> ProviderJson {
         ProviderJson {
-            active,
+            active: active_model.is_some(),
             protocol: field(&provider.protocol, |protocol| protocol.as_str()),
             base_url: field(&provider.base_url, Clone::clone),
             accounts: field(&provider.accounts, |accounts| {
@@ -203,7 +206,7 @@ impl ProviderJson {
             connect_timeout_secs: field(&provider.connect_timeout, |d| secs(*d)),
             max_output_tokens: field(&provider.max_output_tokens, |tokens| *tokens),
             max_event_bytes: field(&provider.max_event_bytes, |bytes| *bytes),
-            context_window: field(&provider.context_window, |window| *window),
+            context_window: field(&context_window(provider, active_model), |window| *window),
             web_search: field(&provider.web_search, |on| *on),
             retry: RetryJson::new(&provider.retry),
         }
@@ -267,7 +270,7 @@ fn human(resolved: &ResolvedConfig, keys: &dyn KeySource) -> String {
     for provider in &resolved.providers {
         sections.push(provider_rows(
             provider,
-            provider.name == resolved.model.value.provider,
+            active_model(resolved, provider),
             keys,
         ));
     }
@@ -316,11 +319,35 @@ fn general_rows(resolved: &ResolvedConfig) -> Vec<Row> {
     rows
 }
 
-fn provider_rows(provider: &ResolvedProvider, active: bool, keys: &dyn KeySource) -> Vec<Row> {
+/// The model id when `provider` is the active one.
+fn active_model<'a>(resolved: &'a ResolvedConfig, provider: &ResolvedProvider) -> Option<&'a str> {
+    let model = &resolved.model.value;
+    (model.provider == provider.name).then_some(model.model.as_str())
+}
+
+/// The window keel works with: the configured one, else (for the active model) the table's.
+fn context_window(provider: &ResolvedProvider, active_model: Option<&str>) -> Sourced<Option<u64>> {
+    match active_model.and_then(keel_llm::context::known_window) {
+        Some(known) if provider.context_window.value.is_none() => {
+            Sourced::new(Some(known), Source::ModelTable)
+        }
+        Some(_) | None => provider.context_window.clone(),
+    }
+}
+
+fn provider_rows(
+    provider: &ResolvedProvider,
+    active_model: Option<&str>,
+    keys: &dyn KeySource,
+) -> Vec<Row> {
     let heading = format!(
         "[providers.{}]{}",
         provider.name,
-        if active { "  (active)" } else { "" }
+        if active_model.is_some() {
+            "  (active)"
+        } else {
+            ""
+        }
     );
     let mut rows = vec![
         Row::bare(0, &heading, String::new()),
@@ -350,9 +377,12 @@ fn provider_rows(provider: &ResolvedProvider, active: bool, keys: &dyn KeySource
             &provider.max_event_bytes,
             ToString::to_string,
         ),
-        Row::new(2, "context_window", &provider.context_window, |window| {
-            window.map_or_else(|| "unknown".to_string(), |tokens| tokens.to_string())
-        }),
+        Row::new(
+            2,
+            "context_window",
+            &context_window(provider, active_model),
+            |window| window.map_or_else(|| "unknown".to_string(), |tokens| tokens.to_string()),
+        ),
         Row::new(2, "web_search", &provider.web_search, ToString::to_string),
         Row::bare(2, "retry", provider.retry.policy().policy_key()),
     ];

@@ -87,12 +87,13 @@ fn interactive_session(home: &Home, inputs: &[(&str, Option<&str>, u64)]) -> (St
 #[test]
 fn a_session_with_slash_commands() {
     let mock = MockProcess::start("basic");
-    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let home = Home::new(&config_for("chat", &mock.base_url, "context_window = 4000"));
     let screen = interactive_until(
         &home,
         &[
             ("what is the answer?\n", Some("tokens: "), 0),
-            ("/cost\n", None, 300),
+            ("/cost\n", Some("of the window"), 0),
+            ("/compact\n", Some("context compacted (manual)"), 0),
             ("/model\n", Some("model: "), 0),
             ("/help\n", Some("/resume ID"), 0),
             ("/sessions\n", None, 400),
@@ -101,9 +102,17 @@ fn a_session_with_slash_commands() {
     );
     assert!(screen.contains("The answer is 42"), "{screen}");
     assert!(screen.contains("tokens: "), "{screen}");
+    assert!(
+        screen.contains("% cache hit") || screen.contains("cache hit"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(" · ctx "),
+        "the footer shows how full the context is: {screen}"
+    );
     assert!(screen.contains("model: deepseek/mock-model"), "{screen}");
     assert!(screen.contains("/resume ID"), "{screen}");
-    assert_eq!(mock.requests().len(), 1);
+    assert_eq!(mock.requests().len(), 2, "the answer, then the summary");
     let sessions = home.run(&["sessions", "--json"]).stdout();
     assert!(
         screen.contains(

@@ -21,6 +21,8 @@ pub enum Source {
     Flag(&'static str),
     /// An environment variable: `KEEL_MODEL` or `DEEPSEEK_BASE_URL`.
     Env(&'static str),
+    /// keel's table of known models (`keel_llm::context`), for a value no file sets.
+    ModelTable,
 }
 
 impl fmt::Display for Source {
@@ -31,6 +33,7 @@ impl fmt::Display for Source {
             Source::File { path, line } => write!(f, "{}:{line}", path.display()),
             Source::Flag(flag) => f.write_str(flag),
             Source::Env(variable) => write!(f, "env {variable}"),
+            Source::ModelTable => f.write_str("model table"),
         }
     }
 }
