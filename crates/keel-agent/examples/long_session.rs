@@ -165,11 +165,15 @@ fn compact(db: &Path) -> f64 {
         .iter()
         .map(|stored| stored.item.clone().unwrap())
         .collect();
-    let mut items = vec![Item::Summary(Summary {
-        text: "Reviewed the modules so far; every read completed.".into(),
-        replaced: (current.len() - 20) as u64,
-    })];
-    items.extend(tail);
+    let mut items = vec![(
+        2,
+        Item::Summary(Summary {
+            text: "Reviewed the modules so far; every read completed.".into(),
+            replaced: (current.len() - 20) as u64,
+            plan: None,
+        }),
+    )];
+    items.extend(tail.into_iter().map(|item| (1, item)));
     let replaces = store.current_revision(SESSION).unwrap();
     let started = Instant::now();
     store
@@ -177,7 +181,6 @@ fn compact(db: &Path) -> f64 {
             SESSION,
             &HistoryRewrite {
                 replaces,
-                turn: 2,
                 items: &items,
                 reason: "threshold",
                 tokens_before: 1_000_000,

@@ -5,7 +5,8 @@
 //!   request's bytes divided by a bytes-per-token ratio calibrated on the provider's own counts
 //!   in this session (4 until the first response).
 //! - A window is known only from the configuration or the model table; without one nothing is
-//!   compacted by threshold and no percentage is shown.
+//!   compacted by threshold and no percentage is shown — until a provider rejects a request as
+//!   too long: its size is then an upper bound the compaction works under.
 
 use keel_types::{ContextUse, Item, Usage};
 
@@ -17,6 +18,8 @@ pub(crate) struct ContextMeter {
     bytes_per_token: f64,
     /// Tokens of the context after the last response: its input plus its output.
     after_last_response: Option<u64>,
+    /// The smallest request (tokens) a provider rejected as longer than its window.
+    rejected_at: Option<u64>,
 }
 
 impl Default for ContextMeter {
@@ -24,6 +27,7 @@ impl Default for ContextMeter {
         ContextMeter {
             bytes_per_token: DEFAULT_BYTES_PER_TOKEN,
             after_last_response: None,
+            rejected_at: None,
         }
     }
 }
@@ -57,6 +61,15 @@ impl ContextMeter {
             used: self.after_last_response?,
             window: window?,
         })
+    }
+
+    /// A request of `tokens` was rejected as longer than the window.
+    pub fn rejected(&mut self, tokens: u64) {
+        self.rejected_at = Some(self.rejected_at.map_or(tokens, |known| known.min(tokens)));
+    }
+
+    pub fn rejected_at(&self) -> Option<u64> {
+        self.rejected_at
     }
 
     /// Set the known context use directly (an estimate after a compaction).

@@ -120,6 +120,8 @@ impl AgentError {
 
 pub(crate) struct SessionState {
     pub history: Vec<Item>,
+    /// The store's history revision `history` is (a compaction names it as the one it replaces).
+    pub revision: u64,
     pub next_seq: u64,
     pub last_turn: u64,
     /// `history[..n]` is projected with the fault projection (a consumed recovery).
@@ -209,6 +211,9 @@ impl Controller {
             .map(|(id, raw)| recovery::record::decode(&id, &raw))
             .collect();
         loaded.repair = recovery::admission::repair_in_force(&records, &loaded.history);
+        if let Some(tokens) = recovery::admission::rejected_tokens(&records) {
+            loaded.meter.rejected(tokens);
+        }
         let guard =
             WorkspaceGuard::new(&settings.workspace, &settings.extra_dirs).map_err(|source| {
                 AgentError::Workspace {
@@ -425,7 +430,7 @@ impl Controller {
     /// runs.
     pub fn context_use(&self) -> Option<keel_types::ContextUse> {
         let state = self.shared.state.try_lock().ok()?;
-        let window = compaction::usable_window(&self.shared).map(|(window, _)| window);
+        let window = compaction::window(&self.shared);
         state.meter.last_use(window)
     }
 
@@ -436,20 +441,10 @@ impl Controller {
         let Ok(state) = shared.state.try_lock() else {
             return Err(AgentError::Busy(shared.session.id.clone()));
         };
-        let settings = &shared.settings;
-        let specs = shared.registry.specs();
-        let system = system_prompt(&settings.workspace);
         let history = state.provider_view(shared)?;
-        keel_llm::project(
-            &settings.profile,
-            &keel_llm::ProjectionInput {
-                model: &settings.model,
-                system: &system,
-                tools: &specs,
-                history: &history,
-            },
-        )
-        .map_err(|error| AgentError::Projection(error.to_string()))
+        shared
+            .project(&history)
+            .map_err(|error| AgentError::Projection(error.to_string()))
     }
 
     /// The revisions of this session's history, oldest first.
@@ -469,6 +464,26 @@ impl Controller {
 }
 
 impl Shared {
+    /// The request for `history` with this session's system prompt and tool specs: the one
+    /// projection every request, estimate and preview goes through (prefix-stable).
+    pub(crate) fn project(
+        &self,
+        history: &[Item],
+    ) -> Result<keel_llm::ProjectedRequest, keel_llm::project::ProjectionError> {
+        let settings = &self.settings;
+        let specs = self.registry.specs();
+        let system = system_prompt(&settings.workspace);
+        keel_llm::project(
+            &settings.profile,
+            &keel_llm::ProjectionInput {
+                model: &settings.model,
+                system: &system,
+                tools: &specs,
+                history,
+            },
+        )
+    }
+
     fn lock_subscribers(&self) -> std::sync::MutexGuard<'_, Vec<Subscriber>> {
         self.subscribers
             .lock()

@@ -42,6 +42,8 @@ pub fn load_session(store: &Store, session: &str) -> Result<SessionState, AgentE
         last_turn = last_turn.max(stored.turn);
         history.push(item);
     }
+    // A turn that wrote no item (a compaction that failed) still used its number.
+    last_turn = last_turn.max(store.last_event_turn(session)?);
     let receipts = store.receipts(session)?;
     let next_seq = receipts.iter().map(|r| r.seq).max().unwrap_or(0) + 1;
     let unanswered = unanswered_calls(&history);
@@ -66,6 +68,7 @@ pub fn load_session(store: &Store, session: &str) -> Result<SessionState, AgentE
         history.extend(results);
     }
     Ok(SessionState {
+        revision: store.current_revision(session)?,
         history,
         next_seq,
         last_turn,

@@ -17,13 +17,12 @@
 
 use crate::compaction::{self, Compaction};
 use crate::progress::ProgressGuard;
-use crate::prompt::system_prompt;
 use crate::recovery;
 use crate::recovery::readiness::Readiness;
 use crate::tools_round::{RoundEnd, ToolRound, run_tools};
 use crate::turn_run::TurnRun;
 use crate::{AgentError, SessionState, Shared};
-use keel_llm::{Completion, Dispatcher, ProjectionInput};
+use keel_llm::{Completion, Dispatcher};
 use keel_types::{
     AssistantPart, EventBody, FailureDiagnostic, FailureKind, InputKind, Item, ReceiptState,
     ToolReceipt, Usage,
@@ -76,6 +75,8 @@ pub(crate) enum Reply {
         diagnostic: FailureDiagnostic,
         /// Provider-visible messages of the request that failed, when it was projected.
         sent_messages: Option<usize>,
+        /// Bytes of the request that failed, when it was projected.
+        sent_bytes: Option<usize>,
     },
     Cancelled,
     /// The projected request reached `compact_at`: nothing was sent.
@@ -96,7 +97,7 @@ pub async fn run_turn(
     let mut usage = Usage::default();
     if let Some(reason) = compaction_of(input_kind) {
         match compaction::compact(&mut run, state, reason, input.focus.as_deref()).await? {
-            Compaction::Done { usage: spent } => usage.add(&spent),
+            Compaction::Done { usage: spent, .. } => usage.add(&spent),
             Compaction::Impossible(why) => {
                 let diagnostic =
                     FailureDiagnostic::with_message(FailureKind::Limit, None, why.to_string());
@@ -112,14 +113,27 @@ pub async fn run_turn(
     commit_input(&run, state, input.text)?;
     let mut progress = ProgressGuard::default();
     let mut ran_tools = false;
-    let mut may_compact = true;
+    // A compaction that leaves the history at the threshold again would run every round:
+    // after one, this turn stops compacting by threshold.
+    let mut compaction_futile = false;
     for _round in 0..shared.settings.max_rounds {
-        let mut reply = request(&mut run, state, may_compact).await?;
+        let mut reply = request(&mut run, state, !compaction_futile).await?;
         if let Reply::CompactionDue = reply {
             match compaction::compact(&mut run, state, compaction::Reason::Threshold, None).await? {
-                Compaction::Done { usage: spent } => usage.add(&spent),
-                // Sent as it is: the provider may still take it.
-                Compaction::Impossible(_) => may_compact = false,
+                Compaction::Done {
+                    usage: spent,
+                    tokens_after,
+                } => {
+                    usage.add(&spent);
+                    compaction_futile = compaction::threshold(shared, state)
+                        .is_some_and(|threshold| tokens_after >= threshold);
+                }
+                // A summary that freed nothing would free nothing next round either.
+                Compaction::Impossible(compaction::CannotCompact::NoGain { .. }) => {
+                    compaction_futile = true;
+                }
+                // Sent as it is (the provider may still take it); the next round plans again.
+                Compaction::Impossible(_) => {}
                 Compaction::Failed(diagnostic) => return Ok(end_failed(&run, diagnostic)),
                 Compaction::Cancelled => return Ok(end_cancelled(&run)),
             }
@@ -130,7 +144,8 @@ pub async fn run_turn(
             Reply::Failed {
                 diagnostic,
                 sent_messages,
-            } => return fail_request(&run, state, diagnostic, sent_messages),
+                sent_bytes,
+            } => return fail_request(&run, state, diagnostic, sent_messages, sent_bytes),
             Reply::Completed {
                 completion,
                 sent_bytes,
@@ -138,7 +153,16 @@ pub async fn run_turn(
                 state.meter.observe(sent_bytes, &completion.usage);
                 completion
             }
-            Reply::CompactionDue => return Ok(end_cancelled(&run)),
+            // Not produced: the request after a compaction is sent without the check. Were it
+            // ever, failing the turn says the truth and commits nothing.
+            Reply::CompactionDue => {
+                let diagnostic = FailureDiagnostic::with_message(
+                    FailureKind::Limit,
+                    None,
+                    "the request still reached compact_at after compacting".to_string(),
+                );
+                return Ok(end_failed(&run, diagnostic));
+            }
         };
         if !run.is_current() {
             // A late reply of a cancelled turn: dropped, never committed.
@@ -211,7 +235,7 @@ async fn request(
     may_compact: bool,
 ) -> Result<Reply, AgentError> {
     let due_at = may_compact
-        .then(|| compaction::threshold(run.shared))
+        .then(|| compaction::threshold(run.shared, state))
         .flatten();
     let history = state.provider_view(run.shared)?;
     send_items(run, &history, due_at, &state.meter, Deltas::Shown).await
@@ -241,20 +265,17 @@ pub(crate) async fn send_items(
         profile: &settings.profile,
         keys: shared.keys.as_ref(),
     };
-    let specs = shared.registry.specs();
-    let system = system_prompt(&settings.workspace);
-    let projected = dispatcher.project(&ProjectionInput {
-        model: &settings.model,
-        system: &system,
-        tools: &specs,
-        history,
-    });
-    let request = match projected {
+    let request = match shared.project(history) {
         Ok(request) => request,
-        Err(diagnostic) => {
+        Err(error) => {
             return Ok(Reply::Failed {
-                diagnostic,
+                diagnostic: FailureDiagnostic::with_message(
+                    FailureKind::InvalidRequest,
+                    None,
+                    error.to_string(),
+                ),
                 sent_messages: None,
+                sent_bytes: None,
             });
         }
     };
@@ -288,6 +309,7 @@ pub(crate) async fn send_items(
         Some(Err(diagnostic)) => Reply::Failed {
             diagnostic,
             sent_messages,
+            sent_bytes: Some(sent_bytes),
         },
         Some(Ok(outcome)) => Reply::Completed {
             completion: outcome.completion,
@@ -300,12 +322,17 @@ pub(crate) async fn send_items(
 /// the turn with the offered recovery.
 fn fail_request(
     run: &TurnRun<'_>,
-    state: &SessionState,
+    state: &mut SessionState,
     mut diagnostic: FailureDiagnostic,
     sent_messages: Option<usize>,
+    sent_bytes: Option<usize>,
 ) -> Result<TurnOutcome, AgentError> {
-    let (offered, action) = if diagnostic.kind == FailureKind::Limit && sent_messages.is_some() {
-        match recovery::admission::record_context_incident(run.shared, state, run.turn)? {
+    let rejected = sent_bytes.filter(|_| diagnostic.kind == FailureKind::Limit);
+    let (offered, action) = if let Some(bytes) = rejected {
+        // What keel now knows of the window, also where it knew nothing.
+        let tokens = state.meter.tokens_of_bytes(bytes);
+        state.meter.rejected(tokens);
+        match recovery::admission::record_context_incident(run.shared, state, run.turn, tokens)? {
             Ok(recovery_id) => (Some(recovery_id), InputKind::ContextRecovery),
             Err(why) => {
                 diagnostic.message =
@@ -400,7 +427,7 @@ fn complete(
         }
         Some(_) | None => None,
     };
-    let window = compaction::usable_window(run.shared).map(|(window, _)| window);
+    let window = compaction::window(run.shared);
     run.emit(EventBody::TurnCompleted {
         usage,
         cache_hit_ratio: usage.cache_hit_ratio(),

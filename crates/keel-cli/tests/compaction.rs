@@ -250,6 +250,56 @@ fn a_single_item_larger_than_the_window_offers_nothing_and_says_why() {
         "{}",
         manual.stderr()
     );
+
+    // A model whose window keel does not know: the rejection itself says how large is too large.
+    let (home, _mock) = scripted("chat", &scenario, "");
+    let run = home.run(&["run", "--yes", "--json", "make a big output"]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    assert!(
+        run.events_of("recovery/offered").is_empty(),
+        "nothing that cannot help is offered"
+    );
+    let message = run.events_of("turn/failed")[0]["diagnostic"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("compaction cannot make it fit"),
+        "{message}"
+    );
+}
+
+#[test]
+fn open_plan_items_keep_a_turn_not_ready_after_the_plan_was_compacted_away() {
+    let plan = json!({"todos": [{"content": "append 1..40", "status": "in_progress"},
+                                {"content": "run the tests", "status": "pending"}]});
+    let mut steps = vec![json!({"tool": "todo_write", "args": plan})];
+    steps.extend(
+        (1..=40).map(
+            |n| json!({"tool": "bash", "args": {"command": format!("echo {n} >> effects.log")}}),
+        ),
+    );
+    steps.push(json!({"say": "Appended everything."}));
+    let scenario = json!({"context_window": 4000, "steps": steps}).to_string();
+    let (home, _mock) = scripted("chat", &scenario, "context_window = 4000");
+    let run = home.run(&["run", "--yes", "--json", "append and test"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(!run.events_of("context/compacted").is_empty());
+    let session = session_of(&run);
+    let shown = session_json(&home, &session, &[]);
+    let items = serde_json::to_string(&shown["items"]).unwrap();
+    assert!(
+        !items.contains("\"name\":\"todo_write\""),
+        "the plan's call was compacted away: {items}"
+    );
+    assert!(items.contains("Open plan items (todo_write): append 1..40; run the tests"));
+    let completed = &run.events_of("turn/completed")[0];
+    assert_eq!(completed["ready"], false, "{completed}");
+    assert_eq!(
+        run.events_of("recovery/offered")[0]["action"],
+        "final_readiness_recovery"
+    );
+    assert_each_effect_once(&home, 40);
 }
 
 #[test]
@@ -302,10 +352,10 @@ fn a_crash_during_compaction_leaves_the_old_revision_whole_and_nothing_runs_twic
     }
 }
 
-/// 30 rounds in a 4000-token window (compacting on the way), then an opaque 400 on the next
+/// 40 rounds in a 4000-token window (compacting on the way), then an opaque 400 on the next
 /// replay of the tool history, then an answer.
 fn compacted_then_opaque_400() -> String {
-    let mut steps: Vec<Value> = (1..=30)
+    let mut steps: Vec<Value> = (1..=40)
         .map(|n| json!({"tool": "bash", "args": {"command": format!("echo {n} >> effects.log")}}))
         .collect();
     steps.push(json!({"fault": {"status": 400, "body": ""}}));
@@ -345,7 +395,7 @@ fn a_compacted_session_recovers_from_an_opaque_400_and_a_compaction_expires_a_pe
         "recovered from the compacted history"
     );
     assert!(body.contains("Tool facts of the interrupted task"));
-    assert_each_effect_once(&home, 30);
+    assert_each_effect_once(&home, 40);
 
     // A pending protocol recovery is expired by a compaction, and the user is told.
     let (home, _mock) = scripted(
@@ -372,7 +422,7 @@ fn a_compacted_session_recovers_from_an_opaque_400_and_a_compaction_expires_a_pe
     let stale = home.run(&["run", "--session", &session, "--yes", "/recover-context"]);
     assert_eq!(stale.code(), 2, "{}", stale.stderr());
     assert!(stale.stderr().contains("expired"), "{}", stale.stderr());
-    assert_each_effect_once(&home, 30);
+    assert_each_effect_once(&home, 40);
 }
 
 #[test]
@@ -454,4 +504,68 @@ fn a_history_far_over_a_smaller_window_is_summarised_from_a_condensed_transcript
     let answer = requests[1]["body"].as_str().unwrap();
     assert!(answer.contains("Thirty rounds appended 1..30"));
     assert_each_effect_once(&home, 30);
+}
+
+#[test]
+fn a_cancelled_or_failed_summary_leaves_the_history_as_it_was() {
+    let (home, _first) = scripted(
+        "chat",
+        &effects_scenario(12, 100_000),
+        "context_window = 100000",
+    );
+    let run = home.run(&["run", "--yes", "--json", "run the rounds"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let session = session_of(&run);
+    let before = session_json(&home, &session, &[])["items"].clone();
+    let scenario = json!({"steps": [
+        {"compact": "never sent", "fault": "stall", "seconds": 30},
+        {"compact": "refused", "fault": {"status": 400, "body": "{\"error\":{\"message\":\"bad request\",\"type\":\"invalid_request_error\"}}"}},
+        {"compact": "Twelve rounds appended 1..12 to effects.log."}
+    ]})
+    .to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let second = MockProcess::with_steps(dir.path(), &scenario);
+    std::fs::write(
+        home.path().join("config.toml"),
+        config_for("chat", &second.base_url, "context_window = 100000"),
+    )
+    .unwrap();
+
+    // Ctrl-C while the summary is being written: nothing is committed.
+    let mut child = home
+        .keel(&["run", "--session", &session, "--json", "/compact"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until(
+        "the summarising request reached the provider",
+        std::time::Duration::from_secs(15),
+        || !second.requests().is_empty(),
+    );
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = wait_for_exit(&mut child, std::time::Duration::from_secs(15), "keel run");
+    assert_eq!(status.code(), Some(130));
+    let shown = session_json(&home, &session, &[]);
+    assert_eq!(shown["revisions"].as_array().unwrap().len(), 1);
+    assert_eq!(shown["items"], before, "the history is as it was");
+
+    // A summarising request the provider refuses is a failure that changes nothing either.
+    let refused = home.run(&["run", "--session", &session, "/compact"]);
+    assert_eq!(refused.code(), 1, "{}", refused.stderr());
+    assert!(
+        refused.stderr().contains("invalid_request"),
+        "{}",
+        refused.stderr()
+    );
+    assert_eq!(session_json(&home, &session, &[])["items"], before);
+
+    let done = home.run(&["run", "--session", &session, "/compact"]);
+    assert_eq!(done.code(), 0, "{}", done.stderr());
+    let shown = session_json(&home, &session, &[]);
+    assert_eq!(shown["revisions"].as_array().unwrap().len(), 2);
+    assert_each_effect_once(&home, 12);
 }

@@ -100,25 +100,17 @@ pub struct Dispatcher<'a> {
 }
 
 impl Dispatcher<'_> {
-    /// Send one request, retrying and rotating as the profile's policy says.
+    /// Project and send one request, retrying and rotating as the profile's policy says.
     pub async fn complete(
         &self,
         input: &ProjectionInput<'_>,
         accounts: &mut AccountCursor,
         emit: &mut (dyn FnMut(EventBody) + Send),
     ) -> Result<DispatchOutcome, FailureDiagnostic> {
-        let request = self.project(input)?;
-        self.send(request, input.model, accounts, emit).await
-    }
-
-    /// Project `input` onto the profile's protocol (the bytes every attempt will send).
-    pub fn project(
-        &self,
-        input: &ProjectionInput<'_>,
-    ) -> Result<ProjectedRequest, FailureDiagnostic> {
-        project(self.profile, input).map_err(|error| {
+        let request = project(self.profile, input).map_err(|error| {
             FailureDiagnostic::with_message(FailureKind::InvalidRequest, None, error.to_string())
-        })
+        })?;
+        self.send(request, input.model, accounts, emit).await
     }
 
     /// Send a projected request for `model`, retrying and rotating as the profile's policy

@@ -88,7 +88,7 @@ impl ScriptedAnswer {
                 calls: calls.clone(),
                 finish_reason: finish_reason.clone(),
             }),
-            Step::Compact { text } => Some(ScriptedAnswer {
+            Step::Compact { text, .. } => Some(ScriptedAnswer {
                 search: None,
                 reason: None,
                 text: Some(text.clone()),

@@ -49,8 +49,10 @@ pub enum Step {
     Fault(Fault),
     /// The answer to a summarising request (keel's compaction). A summarising request takes
     /// the next step only if it is this one; an ordinary request that meets it gets its text.
+    /// With `fault`, the summarising request gets that fault instead.
     Compact {
         text: String,
+        fault: Option<Fault>,
     },
 }
 
@@ -257,16 +259,21 @@ fn parse_step(step: &Value) -> Result<Step, String> {
             finish_reason,
         });
     }
-    if let Some(fault) = step.get("fault") {
-        return parse_fault(step, fault).map(Step::Fault);
-    }
     if let Some(text) = step.get("compact") {
         let text = text
             .as_str()
             .ok_or("`compact` must be a string (the summary)")?;
+        let fault = match step.get("fault") {
+            Some(fault) => Some(parse_fault(step, fault)?),
+            None => None,
+        };
         return Ok(Step::Compact {
             text: text.to_string(),
+            fault,
         });
+    }
+    if let Some(fault) = step.get("fault") {
+        return parse_fault(step, fault).map(Step::Fault);
     }
     Err("expected one of `say`, `tool`, `tools`, `tool_args_raw`, `fault`, `compact`".into())
 }

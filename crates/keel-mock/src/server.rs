@@ -281,6 +281,7 @@ async fn model_request(
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
         let step = Step::Compact {
+            fault: None,
             text: format!(
                 "Summary by keel mock: {messages} messages so far; the task goes on from the \
                  latest tool round."
@@ -299,7 +300,7 @@ async fn model_request(
             std::time::Duration::ZERO,
         );
     }
-    let Some(step) = state.scenario.steps.get(step_index).cloned() else {
+    let Some(mut step) = state.scenario.steps.get(step_index).cloned() else {
         state.requests.push(capture);
         let message =
             format!("keel mock: the scenario has no step left for request {request_number}");
@@ -313,6 +314,13 @@ async fn model_request(
     let stream = wants_stream(&parsed) && !state.scenario.ignore_stream;
     drop(state);
     let usage = Usage::of(prompt_tokens, best_prefix);
+    if let Step::Compact {
+        fault: Some(fault), ..
+    } = &step
+        && summarising
+    {
+        step = Step::Fault(fault.clone());
+    }
     let frames = match &step {
         Step::Fault(Fault::Http {
             status,

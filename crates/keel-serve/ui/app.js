@@ -13,7 +13,7 @@ const token = (() => {
 const $ = (id) => document.getElementById(id);
 const view = {
   session: null, lastId: 0, stream: null, live: null, liveKind: null,
-  cards: new Map(), busy: false, attempt: [], pending: null,
+  cards: new Map(), busy: false, attempt: [], pending: null, reloading: null,
 };
 
 function api(path, options = {}) {
@@ -189,8 +189,9 @@ function handle(event) {
       break;
     case "recovery/offered": case "recovery/consumed": case "recovery/expired": refreshStatus(); break;
     case "history/rewritten":
-      // A compaction rewrote the history: the transcript is rebuilt from it at once.
-      reloadHistory();
+      // A compaction rewrote the history: the transcript is rebuilt from it at once, and the
+      // events after this one wait until it is (so nothing live is wiped by the rebuild).
+      view.reloading = reloadHistory();
       break;
     case "context/compacted":
       t.appendChild(el("div", "notice", `context compacted: about ${event.tokens_before} → ${event.tokens_after} tokens (history revision ${event.revision})`));
@@ -254,7 +255,9 @@ async function follow(session) {
         while ((cut = buffer.indexOf("\n\n")) >= 0) {
           const frame = buffer.slice(0, cut); buffer = buffer.slice(cut + 2);
           const data = frame.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
-          if (data) handle(JSON.parse(data));
+          if (!data) continue;
+          if (view.reloading) { await view.reloading; view.reloading = null; }
+          handle(JSON.parse(data));
         }
       }
     } catch (_) { if (controller.signal.aborted) return; }

@@ -38,8 +38,8 @@ pub struct RevisionInfo {
 pub struct HistoryRewrite<'a> {
     /// The revision this one replaces (the rewrite is refused if it is no longer current).
     pub replaces: u64,
-    pub turn: u64,
-    pub items: &'a [Item],
+    /// Each item with the turn it belongs to (a kept tail keeps its turns).
+    pub items: &'a [(u64, Item)],
     pub reason: &'a str,
     pub tokens_before: u64,
     pub tokens_after: u64,
@@ -115,17 +115,30 @@ impl Store {
         current_revision_in(&self.connection(), session)
     }
 
+    /// The highest turn number any stored event of the session carries (0 when none): a turn
+    /// that wrote no history item (a failed compaction) still took its number.
+    pub fn last_event_turn(&self, session: &str) -> Result<u64, StoreError> {
+        let turn: i64 = self.connection().query_row(
+            "SELECT coalesce(max(json_extract(event, '$.turn')), 0) FROM events WHERE session_id = ?1",
+            [session],
+            |row| row.get(0),
+        )?;
+        Ok(to_u64(turn))
+    }
+
     /// Every revision of the session's history, oldest first.
     pub fn revisions(&self, session: &str) -> Result<Vec<RevisionInfo>, StoreError> {
         let connection = self.connection();
-        let count_of = |revision: u64| -> Result<u64, StoreError> {
-            let count: i64 = connection.query_row(
-                "SELECT count(*) FROM items WHERE session_id = ?1 AND history_revision = ?2",
-                params![session, to_i64(revision)],
-                |row| row.get(0),
-            )?;
-            Ok(to_u64(count))
-        };
+        let mut counting = connection.prepare(
+            "SELECT history_revision, count(*) FROM items WHERE session_id = ?1 \
+             GROUP BY history_revision",
+        )?;
+        let counts: std::collections::BTreeMap<u64, u64> = counting
+            .query_map([session], |row| {
+                Ok((to_u64(row.get(0)?), to_u64(row.get(1)?)))
+            })?
+            .collect::<Result<_, _>>()?;
+        let count_of = |revision: u64| counts.get(&revision).copied().unwrap_or(0);
         let created: i64 = connection
             .query_row(
                 "SELECT created_at FROM sessions WHERE id = ?1",
@@ -139,7 +152,7 @@ impl Store {
             tokens_before: 0,
             tokens_after: 0,
             replaced: 0,
-            items: count_of(1)?,
+            items: count_of(1),
             created_at: created,
         }];
         let mut statement = connection.prepare(
@@ -160,7 +173,7 @@ impl Store {
             })?
             .collect::<Result<Vec<_>, _>>()?;
         for mut info in rows {
-            info.items = count_of(info.revision)?;
+            info.items = count_of(info.revision);
             revisions.push(info);
         }
         Ok(revisions)
@@ -198,7 +211,9 @@ impl Store {
                 ],
             )?;
             // The items join the revision just inserted (the current one from now on).
-            append_in(transaction, session, rewrite.turn, rewrite.items)?;
+            for (turn, item) in rewrite.items {
+                append_in(transaction, session, *turn, std::slice::from_ref(item))?;
+            }
             keel_types::kill_point::kill_point("compaction_commit");
             Ok(next)
         })

@@ -85,17 +85,9 @@ CREATE TABLE history_revisions (
 );
 ";
 
-/// The tables each schema version has.
+/// The tables each schema version has (version 2 adds the last one).
 fn expected_tables(version: i64) -> &'static [&'static str] {
-    const V1: &[&str] = &[
-        "sessions",
-        "items",
-        "receipts",
-        "events",
-        "recovery_records",
-        "leases",
-    ];
-    const V2: &[&str] = &[
+    const TABLES: &[&str] = &[
         "sessions",
         "items",
         "receipts",
@@ -104,7 +96,7 @@ fn expected_tables(version: i64) -> &'static [&'static str] {
         "leases",
         "history_revisions",
     ];
-    if version >= 2 { V2 } else { V1 }
+    if version >= 2 { TABLES } else { &TABLES[..6] }
 }
 
 pub fn prepare(connection: &Connection, path: &Path) -> Result<(), StoreError> {

@@ -343,11 +343,11 @@ fn a_rewrite_is_a_new_revision_and_the_old_one_stays_readable() {
     let summary = Item::Summary(keel_types::Summary {
         text: "a and b".into(),
         replaced: 2,
+        plan: None,
     });
     let rewrite = HistoryRewrite {
         replaces: 1,
-        turn: 1,
-        items: &[summary, user("c")],
+        items: &[(2, summary), (1, user("c"))],
         reason: "manual",
         tokens_before: 300,
         tokens_after: 120,

@@ -36,6 +36,10 @@ pub struct Summary {
     pub text: String,
     /// How many items of the previous revision it stands for.
     pub replaced: u64,
+    /// The arguments of the latest successful `todo_write` it replaced (the plan in force), so
+    /// readiness still sees open plan items after a compaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
 }
 
 /// One complete assistant response.

@@ -20,7 +20,6 @@ pub mod text;
 use crate::turn::{Deltas, Reply, send_items};
 use crate::turn_run::TurnRun;
 use crate::{AgentError, SessionState, Shared};
-use keel_llm::ProjectionInput;
 use keel_store::HistoryRewrite;
 use keel_types::{EventBody, FailureDiagnostic, FailureKind, Item, Usage};
 use std::collections::BTreeSet;
@@ -51,6 +50,8 @@ pub enum CannotCompact {
     NothingToSummarise,
     /// The latest round alone does not fit the usable window: no summary can help.
     TailTooLarge { tokens: u64, usable: u64 },
+    /// The summary came out no smaller than what it would replace.
+    NoGain { before: u64, after: u64 },
 }
 
 impl fmt::Display for CannotCompact {
@@ -64,6 +65,11 @@ impl fmt::Display for CannotCompact {
                 "the latest round alone is about {tokens} tokens, more than the {usable} tokens \
                  the model's window leaves for the history; compaction cannot make it fit — \
                  start a new session, or use a model with a larger window"
+            ),
+            CannotCompact::NoGain { before, after } => write!(
+                f,
+                "the summary (about {after} tokens with the kept tail) would not be smaller than \
+                 the history it replaces (about {before}); the history was left as it was"
             ),
         }
     }
@@ -79,37 +85,51 @@ pub struct Plan {
 
 /// Share of the usable window the verbatim tail may take.
 const TAIL_SHARE: f64 = 0.25;
+/// What a compaction must bring a rejected request under, as a share of its size.
+const REJECTION_MARGIN: f64 = 0.9;
 /// Tokens set aside for the summary when judging whether a compaction can help (at most an
 /// eighth of the usable window).
 const SUMMARY_ALLOWANCE: u64 = 600;
 
-/// The model's window (configured, else known) and the tokens left for the history.
-pub(crate) fn usable_window(shared: &Shared) -> Option<(u64, u64)> {
+/// The model's window: configured, else from the model table.
+pub(crate) fn window(shared: &Shared) -> Option<u64> {
     let settings = &shared.settings;
-    let window = keel_llm::context::window_for(&settings.profile, &settings.model)?;
-    let reserve = keel_llm::context::output_reserve(&settings.profile, window);
-    Some((window, window.saturating_sub(reserve)))
+    keel_llm::context::window_for(&settings.profile, &settings.model)
 }
 
-/// The request size (tokens) at which a turn compacts before sending.
-pub(crate) fn threshold(shared: &Shared) -> Option<u64> {
-    let (_, usable) = usable_window(shared)?;
-    Some((usable as f64 * shared.settings.compact_at) as u64)
+/// Tokens a request may take: the window minus the output reserve, and below any request size
+/// the provider already rejected as too long (which is all keel knows of an unknown window).
+pub(crate) fn usable(shared: &Shared, state: &SessionState) -> Option<u64> {
+    let from_window = window(shared).map(|window| {
+        window.saturating_sub(keel_llm::context::output_reserve(
+            &shared.settings.profile,
+            window,
+        ))
+    });
+    let from_rejection = state
+        .meter
+        .rejected_at()
+        .map(|tokens| (tokens as f64 * REJECTION_MARGIN) as u64);
+    match (from_window, from_rejection) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (one, other) => one.or(other),
+    }
+}
+
+/// The request size (tokens) at which a turn compacts before sending: `compact_at` of the
+/// window, and never past what a request may take.
+pub(crate) fn threshold(shared: &Shared, state: &SessionState) -> Option<u64> {
+    let usable = usable(shared, state)?;
+    let share = |tokens: u64| (tokens as f64 * shared.settings.compact_at) as u64;
+    Some(match window(shared) {
+        Some(window) => share(window).min(usable),
+        None => share(usable),
+    })
 }
 
 /// Tokens of the stable prefix (system prompt and tool specs) of this session's requests.
 fn fixed_tokens(shared: &Shared, state: &SessionState) -> u64 {
-    let settings = &shared.settings;
-    let specs = shared.registry.specs();
-    let system = crate::prompt::system_prompt(&settings.workspace);
-    let input = ProjectionInput {
-        model: &settings.model,
-        system: &system,
-        tools: &specs,
-        history: &[],
-    };
-    let bytes =
-        keel_llm::project(&settings.profile, &input).map_or(0, |request| request.body.len());
+    let bytes = shared.project(&[]).map_or(0, |request| request.body.len());
     state.meter.tokens_of_bytes(bytes)
 }
 
@@ -121,7 +141,7 @@ pub(crate) fn plan(shared: &Shared, state: &SessionState) -> Result<Plan, Cannot
         .iter()
         .map(|item| state.meter.tokens_of_item(item))
         .collect();
-    let usable = usable_window(shared).map(|(_, usable)| usable);
+    let usable = usable(shared, state);
     plan_for(
         &state.history,
         &tokens,
@@ -154,11 +174,14 @@ fn plan_for(
     let allowance = usable.map_or(SUMMARY_ALLOWANCE, |usable| {
         SUMMARY_ALLOWANCE.min(usable / 8)
     });
+    // A quarter of the history at most too, so that a compaction by hand on a short history
+    // still compacts.
+    let history_share = ((tokens_before - fixed) as f64 * TAIL_SHARE) as u64;
     let tail_budget = match usable {
-        Some(usable) => {
-            ((usable as f64 * TAIL_SHARE) as u64).min(usable.saturating_sub(fixed + allowance + 1))
-        }
-        None => (tokens_before as f64 * TAIL_SHARE) as u64,
+        Some(usable) => ((usable as f64 * TAIL_SHARE) as u64)
+            .min(usable.saturating_sub(fixed + allowance + 1))
+            .min(history_share),
+        None => history_share,
     };
     // suffix[i] = tokens of history[i..]
     let mut suffix = vec![0u64; history.len() + 1];
@@ -195,7 +218,7 @@ fn plan_for(
 
 /// How a compaction ended.
 pub(crate) enum Compaction {
-    Done { usage: Usage },
+    Done { usage: Usage, tokens_after: u64 },
     Impossible(CannotCompact),
     Failed(FailureDiagnostic),
     Cancelled,
@@ -229,7 +252,17 @@ pub(crate) async fn compact(
     let completion =
         match send_items(run, &request_items, None, &state.meter, Deltas::Hidden).await? {
             Reply::Completed { completion, .. } => completion,
-            Reply::Failed { diagnostic, .. } => return Ok(Compaction::Failed(diagnostic)),
+            Reply::Failed {
+                diagnostic,
+                sent_bytes,
+                ..
+            } => {
+                if let Some(bytes) = sent_bytes.filter(|_| diagnostic.kind == FailureKind::Limit) {
+                    let tokens = state.meter.tokens_of_bytes(bytes);
+                    state.meter.rejected(tokens);
+                }
+                return Ok(Compaction::Failed(diagnostic));
+            }
             Reply::Cancelled | Reply::CompactionDue => return Ok(Compaction::Cancelled),
         };
     if !run.is_current() {
@@ -250,21 +283,42 @@ pub(crate) async fn compact(
     }
     keel_types::kill_point::kill_point("compaction_summarised");
     let replaced = plan.tail_start as u64;
-    let mut items = vec![text::summary_item(&model_summary, &ledger, replaced)];
-    items.extend_from_slice(&state.history[plan.tail_start..]);
+    let plan_in_force = crate::recovery::readiness::latest_plan(&state.history[..plan.tail_start]);
+    let summary = text::summary_item(&model_summary, &ledger, replaced, plan_in_force);
+    // The kept tail keeps the turns it was written in (the store's rows match the history).
+    let stored = shared.store.items(&shared.session.id)?;
+    let turn_of = |index: usize| {
+        if stored.len() == state.history.len() {
+            stored[index].turn
+        } else {
+            run.turn
+        }
+    };
+    let mut rows = vec![(run.turn, summary)];
+    rows.extend(
+        state.history[plan.tail_start..]
+            .iter()
+            .enumerate()
+            .map(|(offset, item)| (turn_of(plan.tail_start + offset), item.clone())),
+    );
+    let items: Vec<Item> = rows.iter().map(|(_, item)| item.clone()).collect();
     let fixed = fixed_tokens(shared, state);
     let tokens_after = fixed
         + items
             .iter()
             .map(|item| state.meter.tokens_of_item(item))
             .sum::<u64>();
-    let replaces = shared.store.current_revision(&shared.session.id)?;
+    if tokens_after >= plan.tokens_before {
+        return Ok(Compaction::Impossible(CannotCompact::NoGain {
+            before: plan.tokens_before,
+            after: tokens_after,
+        }));
+    }
     let revision = shared.store.rewrite_history(
         &shared.session.id,
         &HistoryRewrite {
-            replaces,
-            turn: run.turn,
-            items: &items,
+            replaces: state.revision,
+            items: &rows,
             reason: reason.as_str(),
             tokens_before: plan.tokens_before,
             tokens_after,
@@ -272,6 +326,7 @@ pub(crate) async fn compact(
         },
     )?;
     state.history = items;
+    state.revision = revision;
     state.repair = None;
     state.meter.set_estimate(tokens_after);
     run.emit(EventBody::HistoryRewritten {
@@ -289,7 +344,10 @@ pub(crate) async fn compact(
     });
     // The history a pending recovery was recorded against is gone.
     crate::recovery::admission::expire_pending(shared, run.turn)?;
-    Ok(Compaction::Done { usage })
+    Ok(Compaction::Done {
+        usage,
+        tokens_after,
+    })
 }
 
 /// The summarising request: the summarised history as the provider saw it (so the prefix
@@ -314,7 +372,7 @@ fn summarising_request(
     native.push(Item::User {
         text: prompt.clone(),
     });
-    let Some((_, usable)) = usable_window(shared) else {
+    let Some(usable) = usable(shared, state) else {
         return native;
     };
     let fixed = fixed_tokens(shared, state);

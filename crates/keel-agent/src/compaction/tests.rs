@@ -73,6 +73,7 @@ fn nothing_to_summarise_and_a_tail_too_large_are_told_apart() {
         Item::Summary(Summary {
             text: "s".into(),
             replaced: 9,
+            plan: None,
         }),
         call("c1"),
         result("c1"),

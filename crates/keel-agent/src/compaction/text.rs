@@ -50,6 +50,9 @@ pub fn ledger(receipts: &[ToolReceipt], kept: &BTreeSet<&str>, history: &[Item])
         .collect();
     let mut completed: BTreeMap<&str, usize> = BTreeMap::new();
     let mut files: BTreeSet<String> = BTreeSet::new();
+    // Every call of unknown outcome is listed; other calls that did not complete, the newest
+    // `LEDGER_LINES` of them.
+    let mut unknown = Vec::new();
     let mut notable = Vec::new();
     for receipt in receipts
         .iter()
@@ -65,13 +68,22 @@ pub fn ledger(receipts: &[ToolReceipt], kept: &BTreeSet<&str>, history: &[Item])
             }
         } else {
             let what = args.map(excerpt).unwrap_or_default();
-            notable.push(format!(
+            let line = format!(
                 "- {} `{}` {}: {}",
                 receipt.call_id, receipt.tool, what, receipt.state
-            ));
+            );
+            match receipt.state {
+                ReceiptState::Unknown | ReceiptState::Started => unknown.push(line),
+                ReceiptState::Pending
+                | ReceiptState::Completed
+                | ReceiptState::Failed
+                | ReceiptState::Denied
+                | ReceiptState::Cancelled
+                | ReceiptState::NotStarted => notable.push(line),
+            }
         }
     }
-    if completed.is_empty() && notable.is_empty() {
+    if completed.is_empty() && notable.is_empty() && unknown.is_empty() {
         return String::new();
     }
     let mut lines = vec!["Tool calls before this point, from keel's receipts:".to_string()];
@@ -90,11 +102,14 @@ pub fn ledger(receipts: &[ToolReceipt], kept: &BTreeSet<&str>, history: &[Item])
             .collect();
         lines.push(format!("- files written: {}", listed.join(", ")));
     }
+    lines.extend(unknown);
     let extra = notable.len().saturating_sub(LEDGER_LINES);
-    lines.extend(notable.into_iter().take(LEDGER_LINES));
     if extra > 0 {
-        lines.push(format!("- … and {extra} more calls that did not complete"));
+        lines.push(format!(
+            "- {extra} older calls failed, were denied, cancelled or not started (not listed)"
+        ));
     }
+    lines.extend(notable.into_iter().skip(extra));
     lines.join("\n")
 }
 
@@ -113,8 +128,14 @@ fn excerpt(arguments: &str) -> String {
     }
 }
 
-/// The head of the new revision: the model's summary, then keel's ledger.
-pub fn summary_item(model_summary: &str, ledger: &str, replaced: u64) -> Item {
+/// The head of the new revision: the model's summary, then keel's ledger and the open items
+/// of the plan in force (`plan`: the arguments of its `todo_write`).
+pub fn summary_item(
+    model_summary: &str,
+    ledger: &str,
+    replaced: u64,
+    plan: Option<String>,
+) -> Item {
     let mut text = format!(
         "[keel: the earlier conversation ({replaced} messages) was compacted into this summary]\n\n{}",
         model_summary.trim()
@@ -123,7 +144,32 @@ pub fn summary_item(model_summary: &str, ledger: &str, replaced: u64) -> Item {
         text.push_str("\n\n");
         text.push_str(ledger);
     }
-    Item::Summary(Summary { text, replaced })
+    let open = plan.as_deref().map(open_items).unwrap_or_default();
+    if !open.is_empty() {
+        text.push_str("\n\nOpen plan items (todo_write): ");
+        text.push_str(&open.join("; "));
+    }
+    Item::Summary(Summary {
+        text,
+        replaced,
+        plan,
+    })
+}
+
+fn open_items(plan: &str) -> Vec<String> {
+    let value: serde_json::Value = serde_json::from_str(plan).unwrap_or_default();
+    value
+        .get("todos")
+        .and_then(serde_json::Value::as_array)
+        .map(|todos| {
+            todos
+                .iter()
+                .filter(|todo| todo.get("status").and_then(|s| s.as_str()) != Some("completed"))
+                .filter_map(|todo| todo.get("content").and_then(|c| c.as_str()))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The conversation as plain text, for a summarising request that must be smaller than the
@@ -227,12 +273,37 @@ mod tests {
             !ledger.contains("c3"),
             "calls of the kept tail are not listed"
         );
-        let Item::Summary(summary) = summary_item("did things", &ledger, 4) else {
+        let plan = r#"{"todos":[{"content":"write tests","status":"pending"},{"content":"read","status":"completed"}]}"#;
+        let Item::Summary(summary) = summary_item("did things", &ledger, 4, Some(plan.into()))
+        else {
             panic!("a summary item")
         };
         assert!(summary.text.contains("did things") && summary.text.contains(": unknown"));
         assert!(
+            summary
+                .text
+                .ends_with("Open plan items (todo_write): write tests")
+        );
+        assert_eq!(summary.plan.as_deref(), Some(plan));
+        assert!(
             compaction_prompt(Some("the parser"), &ledger).starts_with(COMPACTION_REQUEST_MARKER)
+        );
+    }
+
+    #[test]
+    fn every_unknown_outcome_is_listed_however_many_calls_failed() {
+        let mut receipts: Vec<ToolReceipt> = (0..100)
+            .map(|n| receipt(&format!("f{n}"), "bash", ReceiptState::Failed))
+            .collect();
+        receipts.push(receipt("u1", "bash", ReceiptState::Unknown));
+        receipts
+            .extend((100..150).map(|n| receipt(&format!("f{n}"), "bash", ReceiptState::Failed)));
+        let ledger = ledger(&receipts, &BTreeSet::new(), &[]);
+        assert!(ledger.contains("- u1 `bash` : unknown"), "{ledger}");
+        assert!(ledger.contains("110 older calls failed"), "{ledger}");
+        assert!(
+            ledger.contains("f149") && !ledger.contains("- f0 "),
+            "the newest are listed"
         );
     }
 

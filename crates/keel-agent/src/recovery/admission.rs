@@ -22,7 +22,6 @@ use super::{
 };
 use crate::turn::TurnInput;
 use crate::{AgentError, SessionState, Shared};
-use keel_llm::{ProjectionInput, project};
 use keel_types::{EventBody, FailureDiagnostic, FailureKind, InputKind, Item};
 
 pub(crate) fn load_records(shared: &Shared) -> Result<Vec<StoredRecord>, AgentError> {
@@ -54,6 +53,17 @@ pub(crate) fn repair_in_force(records: &[StoredRecord], history: &[Item]) -> Opt
         }
         StoredRecord::Known(_) | StoredRecord::Unrecoverable { .. } => None,
     })
+}
+
+/// The smallest request size any compaction offer recorded as rejected (see `ContextMeter`).
+pub(crate) fn rejected_tokens(records: &[StoredRecord]) -> Option<u64> {
+    records
+        .iter()
+        .filter_map(|stored| match stored {
+            StoredRecord::Known(record) => record.rejected_tokens,
+            StoredRecord::Unrecoverable { .. } => None,
+        })
+        .min()
 }
 
 /// New user input: every pending record expires.
@@ -282,16 +292,8 @@ fn prepare_request(
     shared: &Shared,
     history: &[Item],
 ) -> Result<keel_llm::ProjectedRequest, AgentError> {
-    let settings = &shared.settings;
-    let specs = shared.registry.specs();
-    let system = crate::prompt::system_prompt(&settings.workspace);
-    let request = ProjectionInput {
-        model: &settings.model,
-        system: &system,
-        tools: &specs,
-        history,
-    };
-    project(&settings.profile, &request)
+    shared
+        .project(history)
         .map_err(|error| refuse(RecoveryRefusal::CannotPrepare(error.to_string())))
 }
 
@@ -386,6 +388,7 @@ pub(crate) fn record_context_incident(
     shared: &Shared,
     state: &SessionState,
     turn: u64,
+    rejected_tokens: u64,
 ) -> Result<Result<String, crate::compaction::CannotCompact>, AgentError> {
     if let Err(why) = crate::compaction::plan(shared, state) {
         return Ok(Err(why));
@@ -400,6 +403,7 @@ pub(crate) fn record_context_incident(
         None,
     );
     record.action = Some(InputKind::ContextRecovery);
+    record.rejected_tokens = Some(rejected_tokens);
     save(shared, &record)?;
     Ok(Ok(record.id))
 }
@@ -440,6 +444,7 @@ fn pending_record(
         projected: false,
         action: readiness.map(|_| InputKind::FinalReadinessRecovery),
         reason: readiness.map(str::to_string),
+        rejected_tokens: None,
         unknown: Default::default(),
     }
 }

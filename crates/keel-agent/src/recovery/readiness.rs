@@ -66,7 +66,25 @@ pub fn check(history: &[Item]) -> Option<String> {
     None
 }
 
+/// Open items of the plan in force: the latest successful `todo_write` in the history, or
+/// the plan a compaction's summary carried.
 fn open_plan_items(history: &[Item]) -> usize {
+    let Some(plan) = latest_plan(history) else {
+        return 0;
+    };
+    let args: serde_json::Value = serde_json::from_str(&plan).unwrap_or_default();
+    args.get("todos")
+        .and_then(|todos| todos.as_array())
+        .map_or(0, |todos| {
+            todos
+                .iter()
+                .filter(|todo| todo.get("status").and_then(|s| s.as_str()) != Some("completed"))
+                .count()
+        })
+}
+
+/// The arguments of the plan in force (see `open_plan_items`).
+pub(crate) fn latest_plan(history: &[Item]) -> Option<String> {
     let succeeded = |call_id: &str| {
         history
             .iter()
@@ -87,16 +105,13 @@ fn open_plan_items(history: &[Item]) -> usize {
         })
         .flatten()
         .find(|call| succeeded(&call.id));
-    let Some(plan) = latest_plan else { return 0 };
-    let args: serde_json::Value = serde_json::from_str(&plan.arguments).unwrap_or_default();
-    args.get("todos")
-        .and_then(|todos| todos.as_array())
-        .map_or(0, |todos| {
-            todos
-                .iter()
-                .filter(|todo| todo.get("status").and_then(|s| s.as_str()) != Some("completed"))
-                .count()
-        })
+    if let Some(plan) = latest_plan {
+        return Some(plan.arguments);
+    }
+    history.iter().find_map(|item| match item {
+        Item::Summary(summary) => summary.plan.clone(),
+        Item::User { .. } | Item::Assistant(_) | Item::ToolResult(_) => None,
+    })
 }
 
 /// The prompt of a "continue checks" turn.

@@ -58,6 +58,10 @@ pub struct RecoveryRecord {
     /// Why a turn was not ready (readiness offers only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The estimated tokens of the request a provider rejected as longer than its window
+    /// (compaction offers only): what keel knows of the window, across restarts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected_tokens: Option<u64>,
     /// Fields this keel does not know, kept for the keel that wrote them.
     #[serde(flatten)]
     pub unknown: Map<String, Value>,
