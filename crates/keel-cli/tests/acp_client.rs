@@ -159,10 +159,7 @@ fn a_context_limit_is_recovered_through_prompt_meta_with_each_effect_once() {
     if !sdk_available() {
         return;
     }
-    let mut steps: Vec<Value> = (1..=30)
-        .map(|n| json!({"tool": "bash", "args": {"command": format!("echo {n} >> effects.log")}}))
-        .collect();
-    steps.push(json!({"say": "All rounds done."}));
+    let steps = effect_steps(30, "All rounds done.");
     let (home, mock) = client(
         "compact",
         json!({"context_window": 2500, "steps": steps}),

@@ -146,10 +146,7 @@ fn the_compact_button_finishes_a_task_after_a_context_limit_rejection() {
     if !browser_available() {
         return;
     }
-    let mut steps: Vec<serde_json::Value> = (1..=30)
-        .map(|n| json!({"tool": "bash", "args": {"command": format!("echo {n} >> effects.log")}}))
-        .collect();
-    steps.push(json!({"say": "All rounds done."}));
+    let steps = effect_steps(30, "All rounds done.");
     let (home, mock) = drive(
         "compact",
         json!({"context_window": 2500, "steps": steps}),

@@ -9,11 +9,7 @@ use serde_json::{Value, json};
 
 /// A scenario of `rounds` bash calls, each appending its number to effects.log, then an answer.
 fn effects_scenario(rounds: usize, window: u64) -> String {
-    let mut steps: Vec<Value> = (1..=rounds)
-        .map(|n| json!({"tool": "bash", "args": {"command": format!("echo {n} >> effects.log")}}))
-        .collect();
-    steps.push(json!({"say": "All rounds done."}));
-    json!({"context_window": window, "steps": steps}).to_string()
+    json!({"context_window": window, "steps": effect_steps(rounds, "All rounds done.")}).to_string()
 }
 
 fn is_summarising(request: &Value) -> bool {
@@ -274,12 +270,7 @@ fn open_plan_items_keep_a_turn_not_ready_after_the_plan_was_compacted_away() {
     let plan = json!({"todos": [{"content": "append 1..40", "status": "in_progress"},
                                 {"content": "run the tests", "status": "pending"}]});
     let mut steps = vec![json!({"tool": "todo_write", "args": plan})];
-    steps.extend(
-        (1..=40).map(
-            |n| json!({"tool": "bash", "args": {"command": format!("echo {n} >> effects.log")}}),
-        ),
-    );
-    steps.push(json!({"say": "Appended everything."}));
+    steps.extend(effect_steps(40, "Appended everything."));
     let scenario = json!({"context_window": 4000, "steps": steps}).to_string();
     let (home, _mock) = scripted("chat", &scenario, "context_window = 4000");
     let run = home.run(&["run", "--yes", "--json", "append and test"]);
@@ -355,11 +346,8 @@ fn a_crash_during_compaction_leaves_the_old_revision_whole_and_nothing_runs_twic
 /// 40 rounds in a 4000-token window (compacting on the way), then an opaque 400 on the next
 /// replay of the tool history, then an answer.
 fn compacted_then_opaque_400() -> String {
-    let mut steps: Vec<Value> = (1..=40)
-        .map(|n| json!({"tool": "bash", "args": {"command": format!("echo {n} >> effects.log")}}))
-        .collect();
-    steps.push(json!({"fault": {"status": 400, "body": ""}}));
-    steps.push(json!({"say": "Recovered from the compacted history."}));
+    let mut steps = effect_steps(40, "Recovered from the compacted history.");
+    steps.insert(40, json!({"fault": {"status": 400, "body": ""}}));
     json!({"context_window": 4000, "steps": steps}).to_string()
 }
 
@@ -462,13 +450,7 @@ fn a_history_far_over_a_smaller_window_is_summarised_from_a_condensed_transcript
         {"say": "Nothing left to do."}
     ]})
     .to_string();
-    let dir = tempfile::tempdir().unwrap();
-    let small = MockProcess::with_steps(dir.path(), &scenario);
-    std::fs::write(
-        home.path().join("config.toml"),
-        config_for("chat", &small.base_url, "context_window = 2500"),
-    )
-    .unwrap();
+    let (_dir, small) = repoint(&home, "chat", &scenario, "context_window = 2500");
     let resumed = home.run(&[
         "run",
         "--session",
@@ -523,13 +505,7 @@ fn a_cancelled_or_failed_summary_leaves_the_history_as_it_was() {
         {"compact": "Twelve rounds appended 1..12 to effects.log."}
     ]})
     .to_string();
-    let dir = tempfile::tempdir().unwrap();
-    let second = MockProcess::with_steps(dir.path(), &scenario);
-    std::fs::write(
-        home.path().join("config.toml"),
-        config_for("chat", &second.base_url, "context_window = 100000"),
-    )
-    .unwrap();
+    let (_dir, second) = repoint(&home, "chat", &scenario, "context_window = 100000");
 
     // Ctrl-C while the summary is being written: nothing is committed.
     let mut child = home

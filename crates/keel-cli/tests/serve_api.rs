@@ -300,11 +300,7 @@ fn weak_tokens_duplicate_hosts_and_bad_bodies_are_refused() {
 
 #[test]
 fn the_context_recovery_is_offered_and_taken_over_http() {
-    let mut steps: Vec<Value> = (1..=30)
-        .map(|n| json!({"tool": "bash", "args": {"command": format!("echo {n} >> effects.log")}}))
-        .collect();
-    steps.push(json!({"say": "done"}));
-    let scenario = json!({"context_window": 2500, "steps": steps});
+    let scenario = json!({"context_window": 2500, "steps": effect_steps(30, "done")});
     let (home, _mock) = scripted("chat", &scenario.to_string(), "");
     home.prepend_config("permission_mode = \"auto\"");
     let server = Server::start(&home, &[]);

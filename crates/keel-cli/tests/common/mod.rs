@@ -315,3 +315,30 @@ pub fn assert_prefix_stable(requests: &[Value]) {
         );
     }
 }
+
+/// `rounds` bash calls, each appending its number to effects.log, then the answer `done`.
+pub fn effect_steps(rounds: usize, done: &str) -> Vec<Value> {
+    let mut steps: Vec<Value> = (1..=rounds)
+        .map(|n| serde_json::json!({"tool": "bash", "args": {"command": format!("echo {n} >> effects.log")}}))
+        .collect();
+    steps.push(serde_json::json!({"say": done}));
+    steps
+}
+
+/// Point `protocol`'s preset in the home's config at a new mock serving `scenario`, with
+/// `extra` provider lines (the model changed under a running session, say).
+pub fn repoint(
+    home: &Home,
+    protocol: &str,
+    scenario: &str,
+    extra: &str,
+) -> (tempfile::TempDir, MockProcess) {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockProcess::with_steps(dir.path(), scenario);
+    std::fs::write(
+        home.path().join("config.toml"),
+        config_for(protocol, &mock.base_url, extra),
+    )
+    .unwrap();
+    (dir, mock)
+}
