@@ -152,14 +152,8 @@ fn the_compact_button_finishes_a_task_after_a_context_limit_rejection() {
         json!({"context_window": 2500, "steps": steps}),
         "permission_mode = \"auto\"",
     );
-    let effects = std::fs::read_to_string(home.path().join("effects.log")).unwrap();
-    let expected: String = (1..=30).map(|n| format!("{n}\n")).collect();
-    assert_eq!(effects, expected, "each effect once");
-    assert!(mock.requests().iter().any(|request| {
-        request
-            .to_string()
-            .contains("Focus the summary on: the effects log")
-    }));
+    assert_each_effect_once(&home, 30);
+    assert!(asked_to_focus_on(&mock, "the effects log"));
 }
 
 #[test]

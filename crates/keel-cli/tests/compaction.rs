@@ -18,17 +18,6 @@ fn is_summarising(request: &Value) -> bool {
         .is_some_and(|body| body.contains(COMPACTION_REQUEST_MARKER))
 }
 
-/// Every number 1..=n appears in effects.log exactly once, in order.
-fn assert_each_effect_once(home: &Home, rounds: usize) {
-    let log = std::fs::read_to_string(home.path().join("effects.log")).unwrap();
-    let lines: Vec<usize> = log.lines().map(|line| line.parse().unwrap()).collect();
-    assert_eq!(
-        lines,
-        (1..=rounds).collect::<Vec<_>>(),
-        "each effect once, in order"
-    );
-}
-
 /// The part of a Chat body before its messages, and its system message: the stable prefix.
 fn stable_head(body: &str) -> (String, Value) {
     let head = body.split("\"messages\":[").next().unwrap().to_string();

@@ -194,13 +194,7 @@ pub fn provider_for(protocol: &str) -> &'static str {
 /// with `extra` lines added to the provider table.
 pub fn scripted(protocol: &str, scenario: &str, extra: &str) -> (Home, MockProcess) {
     let home = Home::new("");
-    let scenario_dir = tempfile::tempdir().unwrap();
-    let mock = MockProcess::with_steps(scenario_dir.path(), scenario);
-    std::fs::write(
-        home.path().join("config.toml"),
-        config_for(protocol, &mock.base_url, extra),
-    )
-    .unwrap();
+    let (_dir, mock) = repoint(&home, protocol, scenario, extra);
     (home, mock)
 }
 
@@ -341,4 +335,23 @@ pub fn repoint(
     )
     .unwrap();
     (dir, mock)
+}
+
+/// Every number 1..=rounds appears in effects.log exactly once, in order (`effect_steps`).
+pub fn assert_each_effect_once(home: &Home, rounds: usize) {
+    let log = std::fs::read_to_string(home.path().join("effects.log")).unwrap();
+    let lines: Vec<usize> = log.lines().map(|line| line.parse().unwrap()).collect();
+    assert_eq!(
+        lines,
+        (1..=rounds).collect::<Vec<_>>(),
+        "each effect once, in order"
+    );
+}
+
+/// Whether some request the mock received asked for a summary focused on `focus`.
+pub fn asked_to_focus_on(mock: &MockProcess, focus: &str) -> bool {
+    let wanted = format!("Focus the summary on: {focus}");
+    mock.requests()
+        .iter()
+        .any(|request| request.to_string().contains(&wanted))
 }
