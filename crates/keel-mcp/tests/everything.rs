@@ -1,0 +1,244 @@
+//! The hub against real MCP servers from npm (`crates/keel-mcp/e2e`, installed by `.ci/run`
+//! with `npm ci`): `@modelcontextprotocol/server-everything` over stdio, and servers that fail
+//! in every way a server can fail at start-up.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use keel_mcp::{McpHub, ServerConfig, StartOptions, Transport};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn e2e() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("e2e")
+}
+
+fn everything_js() -> PathBuf {
+    e2e().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+}
+
+/// Whether the servers are installed; under CI they must be.
+fn servers_available() -> bool {
+    let found = everything_js().exists()
+        && std::process::Command::new("node")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have node and `npm ci` in crates/keel-mcp/e2e"
+        );
+        eprintln!(
+            "skipped: node or the npm MCP servers are missing (npm ci in crates/keel-mcp/e2e)"
+        );
+    }
+    found
+}
+
+fn stdio(name: &str, command: &str, args: &[&str], env: &[(&str, &str)]) -> ServerConfig {
+    ServerConfig {
+        name: name.into(),
+        transport: Transport::Stdio {
+            command: command.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+            cwd: None,
+        },
+        trust_read_only: false,
+        origin: "test".into(),
+    }
+}
+
+fn options(timeout: Duration) -> StartOptions {
+    StartOptions {
+        base_env: StartOptions::base_env_from_process(),
+        lookup: Box::new(|name| (name == "DECLARED_TOKEN").then(|| "declared-value".to_string())),
+        start_timeout: timeout,
+        workspace: std::env::temp_dir(),
+    }
+}
+
+#[tokio::test]
+async fn everything_over_stdio_lists_tools_in_order_and_answers_calls() {
+    if !servers_available() {
+        return;
+    }
+    let script = everything_js();
+    let server = stdio(
+        "every",
+        "node",
+        &[script.to_str().unwrap(), "stdio"],
+        &[("DECLARED", "$DECLARED_TOKEN")],
+    );
+    let hub = McpHub::start(vec![server], &options(Duration::from_secs(30))).await;
+    let statuses = hub.statuses();
+    assert_eq!(statuses[0].state, "running", "{statuses:?}");
+    let names: Vec<&str> = hub.tools().map(|tool| tool.name.as_str()).collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "listed by tool name");
+    assert!(names.contains(&"mcp__every__echo"), "{names:?}");
+    // The same servers give the same bytes.
+    let again = serde_json::to_string(&hub.specs()).unwrap();
+    assert_eq!(serde_json::to_string(&hub.specs()).unwrap(), again);
+
+    let echo = hub
+        .call(
+            "mcp__every__echo",
+            json!({"message": "hi there"}),
+            Duration::from_secs(10),
+        )
+        .await;
+    assert!(!echo.is_error, "{echo:?}");
+    assert!(echo.content.contains("hi there"), "{}", echo.content);
+
+    let sum = hub
+        .call(
+            "mcp__every__get-structured-content",
+            json!({"location": "New York"}),
+            Duration::from_secs(10),
+        )
+        .await;
+    assert!(!sum.is_error, "{sum:?}");
+    assert!(
+        sum.content.contains("temperature") || sum.content.contains("weather"),
+        "{}",
+        sum.content
+    );
+
+    let image = hub
+        .call(
+            "mcp__every__get-tiny-image",
+            json!({}),
+            Duration::from_secs(10),
+        )
+        .await;
+    assert!(
+        image.content.contains("[image (image/png"),
+        "{}",
+        image.content
+    );
+    assert!(image.content.len() < 2000, "no base64 for the model");
+
+    // The server sees its declared variables, and nothing of keel's own environment.
+    let env = hub
+        .call("mcp__every__get-env", json!({}), Duration::from_secs(10))
+        .await;
+    assert!(env.content.contains("declared-value"), "{}", env.content);
+    for (name, _) in std::env::vars() {
+        if !(matches!(name.as_str(), "PATH" | "HOME" | "LANG" | "LANGUAGE" | "TZ")
+            || name.starts_with("LC_"))
+        {
+            assert!(
+                !env.content.contains(&format!("\"{name}\"")),
+                "`{name}` leaked into the server's environment"
+            );
+        }
+    }
+
+    let unknown = hub
+        .call("mcp__every__nope", json!({}), Duration::from_secs(10))
+        .await;
+    assert!(unknown.is_error && unknown.content.contains("no MCP tool"));
+
+    let slow = hub
+        .call(
+            "mcp__every__trigger-long-running-operation",
+            json!({"duration": 30, "steps": 3}),
+            Duration::from_millis(700),
+        )
+        .await;
+    assert!(
+        slow.is_error && slow.content.contains("did not answer within"),
+        "{slow:?}"
+    );
+    // The server is still usable after a timed-out call.
+    let after = hub
+        .call(
+            "mcp__every__echo",
+            json!({"message": "still here"}),
+            Duration::from_secs(10),
+        )
+        .await;
+    assert!(after.content.contains("still here"), "{after:?}");
+}
+
+#[tokio::test]
+async fn servers_that_cannot_start_are_reported_by_name_and_the_rest_go_on() {
+    if !servers_available() {
+        return;
+    }
+    let script = everything_js();
+    let servers = vec![
+        stdio("missing", "keel-no-such-mcp-server", &[], &[]),
+        stdio(
+            "garbage",
+            "sh",
+            &["-c", "echo 'this is not JSON-RPC'; echo oops >&2; sleep 30"],
+            &[],
+        ),
+        stdio(
+            "silent",
+            "sh",
+            &["-c", "echo waiting for nothing >&2; sleep 30"],
+            &[],
+        ),
+        stdio(
+            "exits",
+            "sh",
+            &["-c", "echo cannot open the database >&2; exit 3"],
+            &[],
+        ),
+        stdio(
+            "needs-var",
+            "node",
+            &[script.to_str().unwrap()],
+            &[("X", "$UNSET_FOR_KEEL_TEST")],
+        ),
+        stdio("every", "node", &[script.to_str().unwrap(), "stdio"], &[]),
+    ];
+    let started = std::time::Instant::now();
+    let hub = McpHub::start(servers, &options(Duration::from_secs(3))).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "started in parallel"
+    );
+    let statuses = hub.statuses();
+    let by_name = |name: &str| statuses.iter().find(|s| s.name == name).unwrap();
+    assert_eq!(by_name("every").state, "running");
+    let missing = by_name("missing");
+    assert_eq!(missing.state, "failed");
+    assert!(
+        missing
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("could not be started"),
+        "{missing:?}"
+    );
+    let exits = by_name("exits").reason.clone().unwrap();
+    assert!(
+        exits.contains("cannot open the database"),
+        "the stderr tail: {exits}"
+    );
+    assert!(
+        by_name("silent")
+            .reason
+            .clone()
+            .unwrap()
+            .contains("within 3 s")
+    );
+    assert_eq!(by_name("garbage").state, "failed");
+    assert!(
+        by_name("needs-var")
+            .reason
+            .clone()
+            .unwrap()
+            .contains("`UNSET_FOR_KEEL_TEST` is not set")
+    );
+    assert!(hub.tools().all(|tool| tool.server == "every"));
+}
