@@ -141,6 +141,7 @@ fn settings() -> AgentSettings {
         holder: "bench".into(),
         secrets: Default::default(),
         editor: None,
+        mcp: Arc::new(keel_mcp::McpHub::empty()),
     }
 }
 

@@ -12,6 +12,7 @@
 //!   in the store for replay.
 
 mod approval;
+mod call;
 mod compaction;
 mod context;
 mod host;
@@ -60,6 +61,8 @@ pub struct AgentSettings {
     pub secrets: keel_types::Secrets,
     /// An editor the file tools go through (ACP clients with the `fs` capability).
     pub editor: Option<Arc<dyn keel_tools::EditorFiles>>,
+    /// The session's MCP servers (started by the surface; empty when none is declared).
+    pub mcp: Arc<keel_mcp::McpHub>,
 }
 
 pub enum SessionChoice {
@@ -471,7 +474,9 @@ impl Shared {
         history: &[Item],
     ) -> Result<keel_llm::ProjectedRequest, keel_llm::project::ProjectionError> {
         let settings = &self.settings;
-        let specs = self.registry.specs();
+        // Built-in tools first, then MCP tools by server and name: a stable order.
+        let mut specs = self.registry.specs();
+        specs.extend(settings.mcp.specs());
         let system = system_prompt(&settings.workspace);
         keel_llm::project(
             &settings.profile,

@@ -14,11 +14,12 @@
 //!   `cancelled`, the calls not yet started `not_started`; every call still gets a result.
 
 use crate::ApprovalRequest;
+use crate::call::{Valid, validate_mcp};
 use crate::load::interrupted_result;
 use crate::turn_run::TurnRun;
 use crate::{AgentError, SessionState, Shared};
 use futures_util::future::join_all;
-use keel_tools::{Decision, Reach, ToolOutput, ValidCall, ValidationError};
+use keel_tools::{Decision, Reach, ToolOutput, ValidationError};
 use keel_types::{EventBody, Item, ReceiptState, ToolCall, ToolReceipt, ToolResult};
 use std::ops::Range;
 
@@ -36,13 +37,13 @@ pub struct ToolRound {
 
 /// A call checked once.
 struct Checked {
-    valid: Result<ValidCall, ValidationError>,
+    valid: Result<Valid, ValidationError>,
     /// What rules match and the card shows (`None` for an invalid call).
     subject: Option<String>,
 }
 
 enum Prepared {
-    Run(ValidCall),
+    Run(Valid),
     Finished {
         state: ReceiptState,
         output: ToolOutput,
@@ -101,7 +102,7 @@ pub async fn run_tools(
         let outputs = tokio::select! {
             biased;
             () = run.cancelled() => None,
-            outputs = join_all(batch.iter().map(|(_, valid)| valid.run(context))) => Some(outputs),
+            outputs = join_all(batch.iter().map(|(_, valid)| valid.run(context, &shared.settings.mcp))) => Some(outputs),
         };
         let end = index + batch.len();
         let Some(outputs) = outputs else {
@@ -125,6 +126,13 @@ pub async fn run_tools(
 
 /// Validate, pin the path, compute the subject: once per call.
 fn check(shared: &Shared, call: &ToolCall) -> Checked {
+    if let Some(valid) = validate_mcp(&shared.settings.mcp, &call.name, &call.arguments) {
+        // An MCP call's subject is its tool: rules name the tool (or the server's tools).
+        return Checked {
+            valid,
+            subject: None,
+        };
+    }
     let context = &shared.tool_context;
     let valid = shared
         .registry
@@ -135,7 +143,10 @@ fn check(shared: &Shared, call: &ToolCall) -> Checked {
         .ok()
         .map(|valid| valid.subject(context))
         .filter(|subject| !subject.is_empty());
-    Checked { valid, subject }
+    Checked {
+        valid: valid.map(Valid::Builtin),
+        subject,
+    }
 }
 
 /// A parallel batch: `first` (at `index`) and, if it only reads the workspace, the following
@@ -144,8 +155,8 @@ fn gather_batch(
     run: &TurnRun<'_>,
     round: &ToolRound,
     index: usize,
-    first: ValidCall,
-) -> Vec<(usize, ValidCall)> {
+    first: Valid,
+) -> Vec<(usize, Valid)> {
     let shared = run.shared;
     let parallel = !first.is_sensitive(&shared.tool_context);
     let mut batch = vec![(index, first)];
@@ -170,7 +181,7 @@ fn gather_batch(
     batch
 }
 
-fn decide(shared: &Shared, valid: &ValidCall, subject: Option<&str>) -> Decision {
+fn decide(shared: &Shared, valid: &Valid, subject: Option<&str>) -> Decision {
     let reach = if valid.is_sensitive(&shared.tool_context) {
         Reach::Sensitive
     } else {
@@ -179,7 +190,7 @@ fn decide(shared: &Shared, valid: &ValidCall, subject: Option<&str>) -> Decision
     shared
         .settings
         .policy
-        .decide(valid.tool.name(), subject.unwrap_or(""), reach)
+        .decide(valid.tool_name(), subject.unwrap_or(""), reach)
 }
 
 /// Ask the policy (and the person, if it says so) about a checked call.

@@ -40,6 +40,15 @@ pub enum Command {
     Serve(ServeArgs),
     /// An Agent Client Protocol agent on stdin/stdout, for editors.
     Acp,
+    /// MCP servers: `keel mcp list` starts each declared server and shows its tools.
+    #[command(subcommand)]
+    Mcp(McpCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// The declared MCP servers, whether each starts, its tools, or why it is down.
+    List,
 }
 
 #[derive(Debug, Subcommand)]

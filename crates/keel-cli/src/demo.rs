@@ -100,6 +100,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         holder: "keel demo".into(),
         secrets: secrets.clone(),
         editor: None,
+        mcp: Arc::new(keel_mcp::McpHub::empty()),
     };
     let host = Host::open(&demo_dir.join("state.db"))?;
     let approver = Arc::new(HeadlessApprover { approve_all: true });
@@ -118,6 +119,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         holder: settings.holder.clone(),
         secrets: secrets.clone(),
         editor: None,
+        mcp: Arc::new(keel_mcp::McpHub::empty()),
     };
     let second_settings = rebuild(&settings);
     let controller = open(SessionChoice::New, settings)?;

@@ -10,6 +10,7 @@ mod approval_prompt;
 mod cli;
 mod config_command;
 mod demo;
+mod mcp_command;
 mod mock_command;
 mod render;
 mod repl;
@@ -115,6 +116,7 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
         Some(cli::Command::Config) => config_command::run(&cli.common),
         Some(cli::Command::Serve(args)) => serve_command::run(&cli.common, args).await,
         Some(cli::Command::Acp) => acp_command::run(&cli.common).await,
+        Some(cli::Command::Mcp(cli::McpCommand::List)) => mcp_command::list(&cli.common).await,
         Some(cli::Command::Session(cli::SessionCommand::Show { id, revision })) => {
             sessions::show(&cli.common, &id, revision)
         }

@@ -25,6 +25,8 @@ use std::sync::Arc;
 pub struct Setup {
     pub host: Host,
     pub settings: AgentSettings,
+    /// The MCP servers to start with the session.
+    pub mcp_servers: Vec<keel_mcp::ServerConfig>,
     pub choice: SessionChoice,
     /// What changed or was kept about a resumed session, for the user (stderr).
     pub notices: Vec<String>,
@@ -209,6 +211,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         }
         extra_dirs.push(absolute);
     }
+    let mcp_servers = config.mcp_servers(&workspace)?;
     let settings = AgentSettings {
         profile,
         model: model.model,
@@ -220,6 +223,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         holder: holder.to_string(),
         secrets: secrets(&config),
         editor: None,
+        mcp: Arc::new(keel_mcp::McpHub::empty()),
     };
     let choice = match session {
         Some(session) => SessionChoice::Resume(session.id),
@@ -228,6 +232,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
     Ok(Setup {
         host,
         settings,
+        mcp_servers,
         choice,
         notices,
     })
@@ -252,8 +257,49 @@ pub fn print_notices(setup: &Setup) {
     }
 }
 
-pub fn open_controller(setup: Setup, approver: Arc<dyn Approver>) -> anyhow::Result<Controller> {
+pub fn open_controller(
+    mut setup: Setup,
+    approver: Arc<dyn Approver>,
+) -> anyhow::Result<Controller> {
+    if !setup.mcp_servers.is_empty() {
+        let servers = std::mem::take(&mut setup.mcp_servers);
+        let workspace = setup.settings.workspace.clone();
+        // Opening a session is synchronous for its callers; the servers start in parallel.
+        let hub = tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(start_mcp(servers, workspace))
+        });
+        for status in hub
+            .statuses()
+            .iter()
+            .filter(|status| status.state != "running")
+        {
+            eprintln!(
+                "note: MCP server `{}` is not available, the session goes on without it: {}",
+                status.name,
+                status.reason.as_deref().unwrap_or("it did not start")
+            );
+        }
+        setup.settings.mcp = Arc::new(hub);
+    }
     Ok(setup
         .host
         .open_session(setup.choice, setup.settings, Arc::new(EnvKeys), approver)?)
+}
+
+/// How long an MCP server may take to answer `initialize` and `tools/list`.
+pub const MCP_START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Start `servers` for a session in `workspace`: a minimal environment plus what each
+/// declares (`$VAR` values read from keel's environment).
+pub async fn start_mcp(
+    servers: Vec<keel_mcp::ServerConfig>,
+    workspace: PathBuf,
+) -> keel_mcp::McpHub {
+    let options = keel_mcp::StartOptions {
+        base_env: keel_mcp::StartOptions::base_env_from_process(),
+        lookup: Box::new(|name| std::env::var(name).ok()),
+        start_timeout: MCP_START_TIMEOUT,
+        workspace,
+    };
+    keel_mcp::McpHub::start(servers, &options).await
 }

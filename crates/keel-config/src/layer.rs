@@ -27,6 +27,26 @@ pub(crate) struct RawFile {
     pub permissions: RawPermissions,
     #[serde(default)]
     pub providers: BTreeMap<String, RawProvider>,
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, Spanned<RawMcpServer>>,
+}
+
+/// `[mcp_servers.NAME]`: a stdio server (`command`, `args`, `env`, `cwd`) or an HTTP one
+/// (`url`, `headers`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMcpServer {
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<String>,
+    pub url: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub trust_read_only: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -16,6 +16,7 @@
 mod config;
 mod error;
 mod layer;
+mod mcp;
 mod provider;
 mod source;
 

@@ -13,7 +13,7 @@
 
 use crate::config::{ServerConfig, Transport, resolve_value};
 use crate::result::to_output;
-use keel_tools::ToolOutput;
+use keel_tools::{ToolOutput, ValidationError};
 use keel_types::ToolSpec;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService, ServiceExt};
@@ -94,6 +94,8 @@ struct Server {
     config: ServerConfig,
     running: Option<Running>,
     tools: Vec<McpTool>,
+    /// One compiled validator per tool, by position.
+    validators: Vec<jsonschema::Validator>,
     reason: Option<String>,
 }
 
@@ -137,6 +139,52 @@ impl McpHub {
 
     pub fn find(&self, name: &str) -> Option<&McpTool> {
         self.tools().find(|tool| tool.name == name)
+    }
+
+    /// Check a call's raw arguments against the tool's schema, as built-in tools are checked:
+    /// `None` when no running server offers `name`.
+    pub fn validate(
+        &self,
+        name: &str,
+        raw_arguments: &str,
+    ) -> Option<Result<Value, ValidationError>> {
+        let (tool, validator) = self.servers.iter().find_map(|server| {
+            let position = server.tools.iter().position(|tool| tool.name == name)?;
+            Some((&server.tools[position], &server.validators[position]))
+        })?;
+        let text = if raw_arguments.trim().is_empty() {
+            "{}"
+        } else {
+            raw_arguments
+        };
+        let args: Value = match serde_json::from_str(text) {
+            Ok(args) => args,
+            Err(error) => {
+                return Some(Err(ValidationError::NotJson {
+                    tool: tool.name.clone(),
+                    reason: error.to_string(),
+                }));
+            }
+        };
+        let problems: Vec<String> = validator
+            .iter_errors(&args)
+            .map(|error| {
+                let at = error.instance_path().to_string();
+                if at.is_empty() {
+                    error.to_string()
+                } else {
+                    format!("{at}: {error}")
+                }
+            })
+            .collect();
+        if problems.is_empty() {
+            Some(Ok(args))
+        } else {
+            Some(Err(ValidationError::Schema {
+                tool: tool.name.clone(),
+                problems,
+            }))
+        }
     }
 
     /// Whether `server` is configured to have its read-only tools run without asking.
@@ -232,6 +280,7 @@ async fn start_one(config: ServerConfig, options: &StartOptions) -> Server {
             config: config.clone(),
             running: None,
             tools: Vec::new(),
+            validators: Vec::new(),
             reason: Some(reason),
         }
     };
@@ -262,6 +311,16 @@ async fn start_one(config: ServerConfig, options: &StartOptions) -> Server {
     }
     tools.sort_by(|a, b| a.tool.cmp(&b.tool));
     tools.dedup_by(|a, b| a.name == b.name);
+    // `described` compiled each schema already; a failure here cannot happen, but a tool
+    // without a validator is never offered.
+    let mut validators = Vec::new();
+    tools.retain(|tool| match jsonschema::validator_for(&tool.input_schema) {
+        Ok(validator) => {
+            validators.push(validator);
+            true
+        }
+        Err(_) => false,
+    });
     Server {
         config,
         running: Some(Running {
@@ -269,6 +328,7 @@ async fn start_one(config: ServerConfig, options: &StartOptions) -> Server {
             turn: tokio::sync::Mutex::new(()),
         }),
         tools,
+        validators,
         reason: (!notes.is_empty()).then(|| notes.join("; ")),
     }
 }
@@ -372,9 +432,16 @@ async fn connect(
                     stderr_tail.closed.send_replace(true);
                 });
             }
-            ().serve(transport)
-                .await
-                .map_err(|error| format!("the MCP handshake failed: {error}"))
+            ().serve(transport).await.map_err(|error| {
+                let detail = error.to_string();
+                // Whether it wrote first or died first, a server that went away mid-handshake is
+                // told the same way; its stderr tail says why.
+                if detail.contains("Broken pipe") || detail.contains("connection closed") {
+                    "it exited or closed its output before completing the MCP handshake".to_string()
+                } else {
+                    format!("the MCP handshake failed: {detail}")
+                }
+            })
         }
     }
 }

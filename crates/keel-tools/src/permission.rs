@@ -113,7 +113,13 @@ impl PermissionRule {
             }
             None => (trimmed, None),
         };
-        if tool.is_empty() || !tool.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        // A tool name, or a prefix of names ending in `*` (`mcp__github__*`).
+        let stem = tool.strip_suffix('*').unwrap_or(tool);
+        if stem.is_empty()
+            || !stem
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
             return Err(RuleError::Malformed {
                 rule: text.to_string(),
             });
@@ -126,7 +132,11 @@ impl PermissionRule {
     }
 
     fn matches(&self, tool: &str, subject: &str) -> bool {
-        self.tool == tool
+        let named = match self.tool.strip_suffix('*') {
+            Some(prefix) => tool.starts_with(prefix),
+            None => self.tool == tool,
+        };
+        named
             && self
                 .subject
                 .as_ref()
@@ -290,6 +300,19 @@ mod tests {
     ) -> PermissionPolicy {
         let owned = |rules: &[&str]| rules.iter().map(|r| r.to_string()).collect::<Vec<_>>();
         PermissionPolicy::new(mode, &owned(allow), &owned(ask), &owned(deny)).unwrap()
+    }
+
+    #[test]
+    fn a_rule_may_name_every_tool_of_an_mcp_server() {
+        let rule = PermissionRule::parse("mcp__github__*").unwrap();
+        assert!(rule.matches("mcp__github__create_issue", ""));
+        assert!(!rule.matches("mcp__gitlab__create_issue", ""));
+        assert!(PermissionRule::parse("mcp__my-server__read").is_ok());
+        assert!(
+            PermissionRule::parse("*").is_err(),
+            "not every tool at once"
+        );
+        assert!(PermissionRule::parse("mcp__a b").is_err());
     }
 
     #[test]

@@ -75,6 +75,7 @@ pub fn settings_for(base_url: &str, workspace: &Path) -> AgentSettings {
         holder: "test".into(),
         secrets: Default::default(),
         editor: None,
+        mcp: Arc::new(keel_mcp::McpHub::empty()),
     }
 }
 

@@ -1,0 +1,257 @@
+//! MCP tools end to end: the real `keel` against `keel mock` scripted to call `mcp__…` tools
+//! of real MCP servers from npm (`crates/keel-mcp/e2e`, `npm ci` in `.ci/run`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+fn npm_server(package: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../keel-mcp/e2e/node_modules/@modelcontextprotocol")
+        .join(package)
+        .join("dist/index.js")
+}
+
+fn servers_available() -> bool {
+    let found = npm_server("server-everything").exists()
+        && std::process::Command::new("node")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have node and `npm ci` in crates/keel-mcp/e2e"
+        );
+        eprintln!("skipped: node or the npm MCP servers are missing");
+    }
+    found
+}
+
+/// `[mcp_servers.NAME]` for a node script.
+fn node_server(name: &str, script: &Path, args: &[&str]) -> String {
+    let mut all = vec![format!("\"{}\"", script.display())];
+    all.extend(args.iter().map(|arg| format!("\"{arg}\"")));
+    format!(
+        "[mcp_servers.{name}]\ncommand = \"node\"\nargs = [{}]\n",
+        all.join(", ")
+    )
+}
+
+fn receipts(home: &Home, run: &Run) -> Vec<Value> {
+    let session = run.events()[0]["session_id"].as_str().unwrap().to_string();
+    let shown = home.run(&["session", "show", &session, "--json"]);
+    let value: Value = serde_json::from_str(&shown.stdout()).unwrap();
+    value["receipts"].as_array().unwrap().clone()
+}
+
+#[test]
+fn mcp_tools_run_with_receipts_and_never_see_keels_keys() {
+    if !servers_available() {
+        return;
+    }
+    let steps = json!({"steps": [
+        {"tool": "mcp__every__echo", "args": {"message": "hello from keel"}},
+        {"tool": "mcp__every__echo", "args": {"message": 42}},
+        {"tool": "mcp__every__get-env", "args": {}},
+        {"say": "done"}
+    ]});
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    home.append_config(&node_server(
+        "every",
+        &npm_server("server-everything"),
+        &["stdio"],
+    ));
+    let run = home.run(&["run", "--yes", "--json", "use the tools"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let requests = mock.requests();
+    // The tools are offered after the built-in ones, by name.
+    let first: Value = serde_json::from_str(requests[0]["body"].as_str().unwrap()).unwrap();
+    let names: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    let mcp: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| n.starts_with("mcp__"))
+        .collect();
+    let mut sorted = mcp.clone();
+    sorted.sort();
+    assert_eq!(mcp, sorted);
+    assert!(mcp.contains(&"mcp__every__echo"), "{names:?}");
+    assert_eq!(names[0], "read_file", "built-in tools first");
+    // Results reach the model; a schema violation gets the specific error.
+    let second = requests[1]["body"].as_str().unwrap();
+    assert!(second.contains("hello from keel"), "the echo result");
+    let third = requests[2]["body"].as_str().unwrap();
+    assert!(
+        third.contains("invalid arguments for `mcp__every__echo`"),
+        "{third}"
+    );
+    let last = requests[3]["body"].as_str().unwrap();
+    assert!(
+        !last.contains("test-key-1"),
+        "the provider key never reaches a server"
+    );
+    assert!(!last.contains("DEEPSEEK_API_KEY"));
+    let states: Vec<String> = receipts(&home, &run)
+        .iter()
+        .map(|receipt| receipt["state"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(states, ["completed", "failed", "completed"]);
+}
+
+#[test]
+fn mcp_tools_ask_unless_a_rule_allows_them() {
+    if !servers_available() {
+        return;
+    }
+    let steps = json!({"steps": [
+        {"tool": "mcp__every__echo", "args": {"message": "one"}},
+        {"say": "done"}
+    ]});
+    // `ask` mode, headless: nobody to ask, so the call is denied and not run.
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    home.prepend_config("permission_mode = \"ask\"");
+    home.append_config(&node_server(
+        "every",
+        &npm_server("server-everything"),
+        &["stdio"],
+    ));
+    let run = home.run(&["run", "--json", "echo"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(receipts(&home, &run)[0]["state"], "denied");
+    assert!(
+        mock.requests()[1]["body"]
+            .as_str()
+            .unwrap()
+            .contains("nobody to ask")
+    );
+    // A rule for the server's tools lets it run.
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    home.prepend_config("permission_mode = \"ask\"");
+    home.append_config(&node_server(
+        "every",
+        &npm_server("server-everything"),
+        &["stdio"],
+    ));
+    home.append_config("[permissions]\nallow = [\"mcp__every__*\"]\n");
+    let run = home.run(&["run", "--json", "echo"]);
+    assert_eq!(receipts(&home, &run)[0]["state"], "completed");
+}
+
+#[test]
+fn two_servers_keep_every_request_an_append_only_extension_and_files_read_through_mcp() {
+    if !servers_available() {
+        return;
+    }
+    let steps = json!({"steps": [
+        {"tool": "mcp__fs__read_text_file", "args": {"path": "notes.txt"}},
+        {"tool": "mcp__every__echo", "args": {"message": "two"}},
+        {"tool": "bash", "args": {"command": "echo three"}},
+        {"say": "done"}
+    ]});
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    std::fs::write(home.path().join("notes.txt"), "the notes say 7").unwrap();
+    home.append_config(&node_server(
+        "every",
+        &npm_server("server-everything"),
+        &["stdio"],
+    ));
+    let workspace = home.path().display().to_string();
+    home.append_config(&node_server(
+        "fs",
+        &npm_server("server-filesystem"),
+        &[&workspace],
+    ));
+    let run = home.run(&["run", "--yes", "--json", "read the notes"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4);
+    assert_prefix_stable(&requests);
+    assert!(
+        requests[1]["body"]
+            .as_str()
+            .unwrap()
+            .contains("the notes say 7")
+    );
+}
+
+#[test]
+fn a_server_that_dies_mid_call_fails_the_call_and_the_turn_goes_on() {
+    if !servers_available() {
+        return;
+    }
+    let dying = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dying-mcp-server.mjs");
+    let steps = json!({"steps": [
+        {"tool": "mcp__dying__work", "args": {}},
+        {"tool": "bash", "args": {"command": "echo after >> effects.log"}},
+        {"say": "went on"}
+    ]});
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    home.append_config(&node_server("dying", &dying, &[]));
+    home.append_config(&node_server(
+        "missing",
+        Path::new("/nonexistent/server.js"),
+        &[],
+    ));
+    let run = home.run(&["run", "--yes", "--json", "work"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(
+        run.stderr()
+            .contains("MCP server `missing` is not available"),
+        "{}",
+        run.stderr()
+    );
+    let states: Vec<String> = receipts(&home, &run)
+        .iter()
+        .map(|receipt| receipt["state"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(states, ["failed", "completed"]);
+    let second = mock.requests()[1]["body"].as_str().unwrap().to_string();
+    assert!(
+        second.contains("MCP server `dying` failed the call"),
+        "{second}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("effects.log")).unwrap(),
+        "after\n"
+    );
+}
+
+#[test]
+fn keel_mcp_list_shows_each_server_its_tools_or_why_it_is_down() {
+    if !servers_available() {
+        return;
+    }
+    let home = Home::new("");
+    home.append_config(&node_server(
+        "every",
+        &npm_server("server-everything"),
+        &["stdio"],
+    ));
+    home.append_config("[mcp_servers.broken]\ncommand = \"sh\"\nargs = [\"-c\", \"echo cannot start >&2; exit 1\"]\n");
+    let run = home.run(&["mcp", "list"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let text = run
+        .stdout()
+        .replace(&home.path().display().to_string(), "[HOME]");
+    insta::assert_snapshot!("mcp_list", text);
+    let json = home.run(&["mcp", "list", "--json"]);
+    let value: Value = serde_json::from_str(&json.stdout()).unwrap();
+    assert_eq!(value[0]["name"], "broken");
+    assert_eq!(value[0]["state"], "failed");
+    assert_eq!(value[1]["state"], "running");
+    assert!(
+        value[1]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "echo")
+    );
+}

@@ -1,0 +1,167 @@
+//! MCP servers: `[mcp_servers.NAME]` tables of the config files and the workspace's
+//! `.mcp.json`.
+//!
+//! Invariants:
+//! - A name declared in several places is taken from the highest-precedence one only:
+//!   `./keel.toml`, then `$KEEL_HOME/config.toml`, then `.mcp.json` (the file other agents
+//!   share is the fallback, keel's own files decide).
+//! - In keel's files, `env` and `headers` values name environment variables (`$NAME`): a
+//!   secret never has to be written into a config file. A literal is an error naming the
+//!   file, the line and the key.
+//! - Servers come out sorted by name, so the tool list built from them is stable.
+
+use crate::config::KeelConfig;
+use crate::error::ConfigError;
+use keel_mcp::{ServerConfig, Transport, parse_mcp_json, valid_server_name};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+impl KeelConfig {
+    /// Every declared MCP server, from the config files and `workspace/.mcp.json`.
+    pub fn mcp_servers(&self, workspace: &Path) -> Result<Vec<ServerConfig>, ConfigError> {
+        let mut servers: BTreeMap<String, ServerConfig> = BTreeMap::new();
+        for layer in &self.layers {
+            for (name, spanned) in &layer.raw.mcp_servers {
+                if servers.contains_key(name) {
+                    continue;
+                }
+                let fail = |message: String| layer.error(spanned.span(), message);
+                if !valid_server_name(name) {
+                    return Err(fail(format!(
+                        "server name `{name}` must be letters, digits, `_` or `-`, without `__`"
+                    )));
+                }
+                let raw = spanned.get_ref();
+                for (kind, map) in [("env", &raw.env), ("headers", &raw.headers)] {
+                    if let Some((key, _)) = map.iter().find(|(_, value)| !value.starts_with('$')) {
+                        return Err(fail(format!(
+                            "`{kind}.{key}` must name an environment variable (`\"$NAME\"`): \
+                             values come from the environment, never from the file"
+                        )));
+                    }
+                }
+                let transport = match (&raw.command, &raw.url) {
+                    (Some(command), None) => Transport::Stdio {
+                        command: command.clone(),
+                        args: raw.args.clone(),
+                        env: raw.env.clone(),
+                        cwd: raw.cwd.as_ref().map(|cwd| cwd.into()),
+                    },
+                    (None, Some(url)) => Transport::Http {
+                        url: url.clone(),
+                        headers: raw.headers.clone(),
+                    },
+                    (Some(_), Some(_)) => {
+                        return Err(fail(
+                            "give `command` (stdio) or `url` (HTTP), not both".into(),
+                        ));
+                    }
+                    (None, None) => {
+                        return Err(fail(
+                            "needs `command` (a stdio server) or `url` (an HTTP server)".into(),
+                        ));
+                    }
+                };
+                servers.insert(
+                    name.clone(),
+                    ServerConfig {
+                        name: name.clone(),
+                        transport,
+                        trust_read_only: raw.trust_read_only,
+                        origin: layer.path.display().to_string(),
+                    },
+                );
+            }
+        }
+        let shared_file = workspace.join(".mcp.json");
+        match std::fs::read_to_string(&shared_file) {
+            Ok(text) => {
+                let declared =
+                    parse_mcp_json(&text, &shared_file).map_err(|error| ConfigError::Setting {
+                        origin: "MCP servers".into(),
+                        message: error.to_string(),
+                    })?;
+                for server in declared {
+                    servers.entry(server.name.clone()).or_insert(server);
+                }
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    file: shared_file,
+                    source,
+                });
+            }
+        }
+        Ok(servers.into_values().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Overrides;
+    use std::path::PathBuf;
+
+    fn config(text: &str) -> Result<KeelConfig, ConfigError> {
+        KeelConfig::from_texts(
+            vec![(PathBuf::from("/home/keel.toml"), text.to_string())],
+            Overrides::default(),
+        )
+    }
+
+    #[test]
+    fn servers_come_from_the_files_and_the_workspace_file_in_that_order() {
+        let workspace = tempfile::tempdir().unwrap();
+        std::fs::write(
+            workspace.path().join(".mcp.json"),
+            r#"{"mcpServers": {"files": {"command": "other"}, "docs": {"type": "http", "url": "http://127.0.0.1:1/mcp"}}}"#,
+        )
+        .unwrap();
+        let config = config(
+            "[mcp_servers.files]\ncommand = \"npx\"\nargs = [\"-y\", \"server\"]\nenv = { TOKEN = \"$TOKEN\" }\ntrust_read_only = true\n",
+        )
+        .unwrap();
+        let servers = config.mcp_servers(workspace.path()).unwrap();
+        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["docs", "files"]);
+        assert!(
+            matches!(&servers[1].transport, Transport::Stdio { command, .. } if command == "npx")
+        );
+        assert!(servers[1].trust_read_only);
+        assert_eq!(servers[1].origin, "/home/keel.toml");
+    }
+
+    #[test]
+    fn literal_secrets_and_bad_tables_are_refused_with_file_and_line() {
+        let error =
+            config("\n[mcp_servers.gh]\ncommand = \"x\"\nenv = { GITHUB_TOKEN = \"ghp_123\" }\n")
+                .unwrap()
+                .mcp_servers(Path::new("/nonexistent"))
+                .unwrap_err()
+                .to_string();
+        assert!(error.contains("/home/keel.toml:2"), "{error}");
+        assert!(
+            error.contains("`env.GITHUB_TOKEN` must name an environment variable"),
+            "{error}"
+        );
+        assert!(!error.contains("ghp_123"), "the value is never repeated");
+        for (text, wanted) in [
+            ("[mcp_servers.a]\n", "needs `command`"),
+            (
+                "[mcp_servers.a]\ncommand = \"x\"\nurl = \"http://x\"\n",
+                "not both",
+            ),
+            ("[mcp_servers.a__b]\ncommand = \"x\"\n", "without `__`"),
+        ] {
+            let error = config(text)
+                .unwrap()
+                .mcp_servers(Path::new("/nonexistent"))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(wanted), "{error}");
+        }
+        let unknown = config("[mcp_servers.a]\ncommand = \"x\"\nbogus = 1\n").unwrap_err();
+        assert!(unknown.to_string().contains("bogus"), "{unknown}");
+    }
+}
