@@ -48,6 +48,8 @@ pub enum SurfaceCommand {
     Model(Option<String>),
     /// `/resume ID`
     Resume(Option<String>),
+    /// `/mcp`: the session's MCP servers and their tools.
+    Mcp,
 }
 
 /// What a typed line means.
@@ -63,7 +65,7 @@ pub enum Line {
 }
 
 /// The slash commands, for help texts and editor completion.
-pub const SLASH_COMMANDS: [(&str, &str); 9] = [
+pub const SLASH_COMMANDS: [(&str, &str); 10] = [
     ("/help", "this list"),
     (
         "/model [PROVIDER/ID]",
@@ -72,6 +74,7 @@ pub const SLASH_COMMANDS: [(&str, &str); 9] = [
     ("/sessions", "sessions of this workspace"),
     ("/resume ID", "continue another session"),
     ("/cost", "tokens used in this session so far"),
+    ("/mcp", "the MCP servers of this session and their tools"),
     (
         "/recover-context [ID] [guidance]",
         "recover from a rejected replay, from valid history",
@@ -119,6 +122,7 @@ impl Line {
             "/quit" | "/exit" => Line::Command(SurfaceCommand::Quit),
             "/cost" => Line::Command(SurfaceCommand::Cost),
             "/sessions" => Line::Command(SurfaceCommand::Sessions),
+            "/mcp" => Line::Command(SurfaceCommand::Mcp),
             "/model" => Line::Command(SurfaceCommand::Model(first)),
             "/resume" => Line::Command(SurfaceCommand::Resume(first)),
             other => Line::Unknown(other.to_string()),

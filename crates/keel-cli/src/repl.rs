@@ -12,6 +12,7 @@ use crate::cli::CommonArgs;
 use crate::render::{Renderer, usage_line};
 use crate::session_setup::{Setup, open_controller, open_host, prepare, print_notices};
 use crate::signals::{Stop, StopSignals};
+use crate::terminal_text::visible_line;
 use crate::{Outcome, settings};
 use keel_agent::{Controller, Input, Line, SLASH_COMMANDS, SurfaceCommand, TurnOutcome};
 use keel_types::Usage;
@@ -224,6 +225,29 @@ impl Repl {
                     }
                 }
             }
+            SurfaceCommand::Mcp => match &self.controller {
+                Some(controller) => {
+                    let statuses = controller.settings().mcp.statuses();
+                    if statuses.is_empty() {
+                        eprintln!(
+                            "no MCP servers in this session ([mcp_servers.NAME] in keel.toml, or .mcp.json)"
+                        );
+                    }
+                    for status in statuses {
+                        eprintln!(
+                            "{} {} — {}",
+                            visible_line(&status.name),
+                            status.state,
+                            match &status.reason {
+                                Some(reason) if status.state != "running" =>
+                                    visible_line(reason).into_owned(),
+                                _ => format!("{} tools", status.tools.len()),
+                            }
+                        );
+                    }
+                }
+                None => eprintln!("no session is open"),
+            },
             SurfaceCommand::Sessions => {
                 let host = open_host()?;
                 let Some(controller) = &self.controller else {

@@ -93,9 +93,10 @@ fn a_session_with_slash_commands() {
         &[
             ("what is the answer?\n", Some("tokens: "), 0),
             ("/cost\n", Some("of the window"), 0),
-            ("/compact\n", Some("context compacted (manual)"), 0),
+            ("/compact\n", Some("would not be smaller"), 0),
             ("/model\n", Some("model: "), 0),
             ("/help\n", Some("/resume ID"), 0),
+            ("/mcp\n", Some("no MCP servers in this session"), 0),
             ("/sessions\n", None, 400),
             ("/quit\n", None, 300),
         ],
@@ -111,8 +112,11 @@ fn a_session_with_slash_commands() {
         "the footer shows how full the context is: {screen}"
     );
     assert!(screen.contains("model: deepseek/mock-model"), "{screen}");
+    assert!(screen.contains("no MCP servers in this session"), "{screen}");
+    // One question and its answer: a summary would not free anything, and keel says so.
+    assert!(screen.contains("would not be smaller"), "{screen}");
     assert!(screen.contains("/resume ID"), "{screen}");
-    assert_eq!(mock.requests().len(), 2, "the answer, then the summary");
+    assert_eq!(mock.requests().len(), 2, "the answer, then the summary (not committed)");
     let sessions = home.run(&["sessions", "--json"]).stdout();
     assert!(
         screen.contains(

@@ -255,3 +255,53 @@ fn keel_mcp_list_shows_each_server_its_tools_or_why_it_is_down() {
             .any(|t| t == "echo")
     );
 }
+
+#[test]
+fn a_crash_during_an_mcp_call_leaves_it_unknown_and_it_is_never_run_again() {
+    if !servers_available() {
+        return;
+    }
+    use std::io::BufRead;
+    let steps = json!({"steps": [
+        {"tool": "mcp__every__trigger-long-running-operation", "args": {"duration": 30, "steps": 30}},
+        {"say": "I will not repeat it."}
+    ]});
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    home.append_config(&node_server(
+        "every",
+        &npm_server("server-everything"),
+        &["stdio"],
+    ));
+    let mut child = home
+        .keel(&["run", "--yes", "--json", "run the long operation"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut session = String::new();
+    for line in std::io::BufReader::new(stdout).lines() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        session = event["session_id"].as_str().unwrap().to_string();
+        if event["type"] == "tool/started" {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+    let resumed = home.run(&["run", "--session", &session, "--yes", "--json", "go on"]);
+    assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
+    assert_eq!(receipts(&home, &resumed)[0]["state"], "unknown");
+    let requests = mock.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "one request before the crash, one after: nothing re-sent"
+    );
+    assert!(
+        requests[1]["body"]
+            .as_str()
+            .unwrap()
+            .contains("outcome unknown")
+    );
+    assert!(resumed.events_of("tool/call").is_empty(), "not run again");
+}

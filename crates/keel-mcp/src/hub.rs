@@ -17,7 +17,8 @@ use keel_tools::{ToolOutput, ValidationError};
 use keel_types::ToolSpec;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService, ServiceExt};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -386,9 +387,30 @@ async fn connect(
     stderr_tail: Arc<StderrTail>,
 ) -> Result<Client, String> {
     match &config.transport {
-        Transport::Http { .. } => Err(
-            "streamable HTTP servers are not supported by this keel yet (stdio servers are)".into(),
-        ),
+        Transport::Http { url, headers } => {
+            let mut custom = std::collections::HashMap::new();
+            for (name, value) in headers {
+                let value = resolve_value(value, &*options.lookup)
+                    .map_err(|why| format!("`headers.{name}`: {why}"))?;
+                let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|_| format!("`headers.{name}` is not a valid header name"))?;
+                let value = reqwest::header::HeaderValue::from_str(&value)
+                    .map_err(|_| format!("`headers.{name}` has a value that cannot be sent"))?;
+                custom.insert(header, value);
+            }
+            // Installing fails only if a provider is already installed, which is what we want.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let client = reqwest::Client::builder()
+                .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|error| format!("cannot build an HTTP client: {error}"))?;
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+            let transport = StreamableHttpClientTransport::with_client(client, config);
+            ().serve(transport)
+                .await
+                .map_err(|error| format!("the MCP handshake with {url} failed: {error}"))
+        }
         Transport::Stdio {
             command,
             args,

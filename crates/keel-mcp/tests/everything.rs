@@ -242,3 +242,86 @@ async fn servers_that_cannot_start_are_reported_by_name_and_the_rest_go_on() {
     );
     assert!(hub.tools().all(|tool| tool.server == "every"));
 }
+
+#[tokio::test]
+async fn a_call_past_its_timeout_is_cancelled_at_the_server() {
+    if !servers_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("cancelled.json");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/slow-mcp-server.mjs");
+    let server = stdio(
+        "slow",
+        "node",
+        &[script.to_str().unwrap(), record.to_str().unwrap()],
+        &[],
+    );
+    let hub = McpHub::start(vec![server], &options(Duration::from_secs(30))).await;
+    let output = hub
+        .call("mcp__slow__wait", json!({}), Duration::from_millis(300))
+        .await;
+    assert!(
+        output.is_error && output.content.contains("was cancelled"),
+        "{output:?}"
+    );
+    let started = std::time::Instant::now();
+    while !record.exists() && started.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let heard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    assert!(
+        heard.get("requestId").is_some(),
+        "the server was told: {heard}"
+    );
+}
+
+#[tokio::test]
+async fn everything_over_streamable_http_answers_calls() {
+    if !servers_available() {
+        return;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = tokio::process::Command::new("node")
+        .arg(everything_js())
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the HTTP server did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let server = ServerConfig {
+        name: "web".into(),
+        transport: Transport::Http {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            headers: BTreeMap::from([("X-Keel-Test".to_string(), "$DECLARED_TOKEN".to_string())]),
+        },
+        trust_read_only: false,
+        origin: "test".into(),
+    };
+    let hub = McpHub::start(vec![server], &options(Duration::from_secs(20))).await;
+    assert_eq!(hub.statuses()[0].state, "running", "{:?}", hub.statuses());
+    let echo = hub
+        .call(
+            "mcp__web__echo",
+            json!({"message": "over http"}),
+            Duration::from_secs(10),
+        )
+        .await;
+    assert!(echo.content.contains("over http"), "{echo:?}");
+    let _ = child.kill().await;
+}
