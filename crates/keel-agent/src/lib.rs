@@ -227,9 +227,14 @@ impl Controller {
         let registry = ToolRegistry::new()?;
         let client = HttpClient::new(settings.profile.connect_timeout)?;
         let (cancel_signal, _) = watch::channel(0);
+        // `web_fetch` reaches an internal address only for a host the user's rules allow.
+        let rules = settings.policy.clone();
         let tool_context = ToolContext {
             secrets: settings.secrets.clone(),
             editor: settings.editor.clone(),
+            internal_hosts: keel_tools::HostRule(Arc::new(move |host| {
+                rules.allows_by_rule("web_fetch", host)
+            })),
             ..ToolContext::new(guard)
         };
         let shared = Shared {

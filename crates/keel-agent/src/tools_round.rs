@@ -214,7 +214,7 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
             let request = ApprovalRequest {
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
-                subject: checked.subject.clone().unwrap_or_default(),
+                subject: approval_subject(&valid, checked.subject.as_deref()),
                 arguments: call.arguments.clone(),
             };
             // Asked first, announced second: an approver that takes answers from elsewhere
@@ -312,4 +312,18 @@ fn settle(
         finish(run, state, round, position, final_state, output)?;
     }
     Ok(())
+}
+
+/// What the person approving sees: the rules' subject, except for `web_fetch`, whose rules name
+/// the host but whose approval shows the whole URL that will be fetched.
+fn approval_subject(valid: &Valid, subject: Option<&str>) -> String {
+    match valid {
+        Valid::Builtin(call) if call.tool == keel_tools::BuiltinTool::WebFetch => call
+            .args
+            .get("url")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        Valid::Builtin(_) | Valid::Mcp { .. } => subject.unwrap_or_default().to_string(),
+    }
 }

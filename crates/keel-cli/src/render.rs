@@ -334,6 +334,7 @@ impl Renderer {
 /// approval prompt shows the whole command).
 fn call_subject(name: &str, arguments: &str, resolved: Option<&str>) -> String {
     let subject = match (name, resolved) {
+        ("web_fetch", _) => argument_subject(name, arguments),
         ("glob" | "grep", Some(path)) => {
             format!("{} in {path}", argument_subject(name, arguments))
         }
@@ -358,6 +359,7 @@ fn argument_subject(name: &str, arguments: &str) -> String {
     let key = match name {
         "bash" => "command",
         "glob" | "grep" => "pattern",
+        "web_fetch" => "url",
         _ => "path",
     };
     match parsed.get(key).and_then(serde_json::Value::as_str) {

@@ -112,11 +112,18 @@ fn a_session_with_slash_commands() {
         "the footer shows how full the context is: {screen}"
     );
     assert!(screen.contains("model: deepseek/mock-model"), "{screen}");
-    assert!(screen.contains("no MCP servers in this session"), "{screen}");
+    assert!(
+        screen.contains("no MCP servers in this session"),
+        "{screen}"
+    );
     // One question and its answer: a summary would not free anything, and keel says so.
     assert!(screen.contains("would not be smaller"), "{screen}");
     assert!(screen.contains("/resume ID"), "{screen}");
-    assert_eq!(mock.requests().len(), 2, "the answer, then the summary (not committed)");
+    assert_eq!(
+        mock.requests().len(),
+        2,
+        "the answer, then the summary (not committed)"
+    );
     let sessions = home.run(&["sessions", "--json"]).stdout();
     assert!(
         screen.contains(

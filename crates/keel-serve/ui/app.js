@@ -68,10 +68,10 @@ function rich(text) {
 }
 
 function subjectOf(name, argumentsText, subject) {
-  if (subject) return subject;
+  if (subject && name !== "web_fetch") return subject;
   try {
     const args = JSON.parse(argumentsText);
-    return args.command || args.path || args.pattern || argumentsText;
+    return args.command || args.path || args.pattern || args.url || argumentsText;
   } catch (_) { return argumentsText; }
 }
 

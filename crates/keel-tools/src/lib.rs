@@ -15,6 +15,7 @@ mod bash;
 mod beneath;
 mod command_line;
 mod command_words;
+mod fetch;
 mod files;
 pub mod guard;
 pub mod output;
@@ -23,6 +24,7 @@ mod search;
 mod special;
 mod specs;
 
+pub use fetch::{MAX_BODY as WEB_FETCH_MAX_BODY, MAX_REDIRECTS as WEB_FETCH_MAX_REDIRECTS};
 pub use guard::{GuardError, WorkspaceGuard, WriteTarget};
 pub use permission::{
     Decision, PermissionMode, PermissionPolicy, PermissionRule, Reach, RuleError,
@@ -82,6 +84,32 @@ pub struct ToolContext {
     pub file_timeout: Duration,
     /// An editor that reads and writes workspace files for the tools (ACP's `fs`).
     pub editor: Option<std::sync::Arc<dyn EditorFiles>>,
+    /// Which hosts `web_fetch` may reach at a loopback, private or link-local address (those a
+    /// permission rule names); none by default.
+    pub internal_hosts: HostRule,
+}
+
+/// A test on host names (the hosts the user's rules allow).
+#[derive(Clone)]
+pub struct HostRule(pub std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>);
+
+impl HostRule {
+    pub fn none() -> HostRule {
+        HostRule(std::sync::Arc::new(|_| false))
+    }
+}
+
+impl std::ops::Deref for HostRule {
+    type Target = dyn Fn(&str) -> bool + Send + Sync;
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
+impl std::fmt::Debug for HostRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HostRule")
+    }
 }
 
 /// Files read and written through an editor: it sees unsaved buffers and owns the write.
@@ -99,6 +127,7 @@ impl ToolContext {
             secrets: keel_types::Secrets::default(),
             file_timeout: DEFAULT_FILE_TIMEOUT,
             editor: None,
+            internal_hosts: HostRule::none(),
         }
     }
 
@@ -142,7 +171,7 @@ impl ValidCall {
     /// The `path` argument of the path tools (`"."` when absent); `None` for other tools.
     fn path_arg(&self) -> Option<&str> {
         match self.tool {
-            BuiltinTool::Bash | BuiltinTool::TodoWrite => None,
+            BuiltinTool::Bash | BuiltinTool::TodoWrite | BuiltinTool::WebFetch => None,
             BuiltinTool::ReadFile
             | BuiltinTool::WriteFile
             | BuiltinTool::EditFile
@@ -170,6 +199,8 @@ impl ValidCall {
                 .unwrap_or("")
                 .to_string(),
             BuiltinTool::TodoWrite => String::new(),
+            // Rules name the host: `web_fetch(docs.rs)`, `web_fetch(*.example.com)`.
+            BuiltinTool::WebFetch => fetch::host_of(&self.args).unwrap_or_default(),
             BuiltinTool::ReadFile
             | BuiltinTool::WriteFile
             | BuiltinTool::EditFile
@@ -208,7 +239,8 @@ impl ValidCall {
             BuiltinTool::WriteFile
             | BuiltinTool::EditFile
             | BuiltinTool::Bash
-            | BuiltinTool::TodoWrite => false,
+            | BuiltinTool::TodoWrite
+            | BuiltinTool::WebFetch => false,
         }
     }
 
@@ -217,6 +249,7 @@ impl ValidCall {
         match self.tool {
             BuiltinTool::Bash => bash::bash(&self.args, ctx).await,
             BuiltinTool::TodoWrite => specs::todo_write(&self.args),
+            BuiltinTool::WebFetch => fetch::web_fetch(&self.args, ctx).await,
             BuiltinTool::ReadFile
             | BuiltinTool::WriteFile
             | BuiltinTool::EditFile
@@ -231,7 +264,7 @@ impl ValidCall {
                     BuiltinTool::ListDir => files::list_dir(&args, &owned),
                     BuiltinTool::Glob => search::glob(&args, &owned),
                     BuiltinTool::Grep => search::grep(&args, &owned),
-                    BuiltinTool::Bash | BuiltinTool::TodoWrite => {
+                    BuiltinTool::Bash | BuiltinTool::TodoWrite | BuiltinTool::WebFetch => {
                         ToolOutput::error("internal: not a blocking tool".into())
                     }
                 });

@@ -262,6 +262,14 @@ impl PermissionPolicy {
     }
 
     /// Decide for `tool` acting on `subject` (see `ValidCall::subject`).
+    /// Whether an allow rule names this call (and no deny rule does): the user's explicit
+    /// consent, which some checks (a fetch of a private address) require beyond the mode.
+    pub fn allows_by_rule(&self, tool: &str, subject: &str) -> bool {
+        let subjects = Subjects::of(tool, subject);
+        subjects.any_match(&self.deny, tool).is_none()
+            && subjects.any_match(&self.allow, tool).is_some()
+    }
+
     pub fn decide(&self, tool: &str, subject: &str, reach: Reach) -> Decision {
         let changes_things = reach == Reach::Sensitive;
         let subjects = Subjects::of(tool, subject);

@@ -16,10 +16,11 @@ pub enum BuiltinTool {
     Grep,
     Bash,
     TodoWrite,
+    WebFetch,
 }
 
 impl BuiltinTool {
-    pub const ALL: [BuiltinTool; 8] = [
+    pub const ALL: [BuiltinTool; 9] = [
         Self::ReadFile,
         Self::WriteFile,
         Self::EditFile,
@@ -28,6 +29,7 @@ impl BuiltinTool {
         Self::Grep,
         Self::Bash,
         Self::TodoWrite,
+        Self::WebFetch,
     ];
 
     pub fn name(self) -> &'static str {
@@ -40,13 +42,15 @@ impl BuiltinTool {
             Self::Grep => "grep",
             Self::Bash => "bash",
             Self::TodoWrite => "todo_write",
+            Self::WebFetch => "web_fetch",
         }
     }
 
-    /// Whether the tool can change files or run arbitrary commands.
+    /// Whether the tool can change files, run arbitrary commands, or reach the network (a
+    /// request can carry data out): such calls are asked about in `ask` mode.
     pub fn changes_things(self) -> bool {
         match self {
-            Self::WriteFile | Self::EditFile | Self::Bash => true,
+            Self::WriteFile | Self::EditFile | Self::Bash | Self::WebFetch => true,
             Self::ReadFile | Self::ListDir | Self::Glob | Self::Grep | Self::TodoWrite => false,
         }
     }
@@ -74,6 +78,9 @@ impl BuiltinTool {
             }
             Self::TodoWrite => {
                 "Replace the task plan: a list of items, each pending, in_progress or completed."
+            }
+            Self::WebFetch => {
+                "Fetch an http(s) URL and return its content as text (HTML converted), with the final URL and content type."
             }
         }
     }
@@ -110,6 +117,7 @@ impl BuiltinTool {
                 )}}),
                 &["todos"],
             ),
+            Self::WebFetch => object(json!({"url": string}), &["url"]),
         }
     }
 }

@@ -77,7 +77,8 @@ fn specs_are_stable_and_complete() {
             "glob",
             "grep",
             "bash",
-            "todo_write"
+            "todo_write",
+            "web_fetch"
         ]
     );
     // The exact specs the model is offered (name, description, argument schema of every tool,
