@@ -133,6 +133,8 @@ pub(crate) struct SessionState {
     pub spent: std::collections::HashSet<String>,
     /// Tokens of the context, measured and estimated.
     pub meter: context::ContextMeter,
+    /// The MCP tools every request of the current turn offers (taken at the turn boundary).
+    pub mcp_tools: Vec<keel_types::ToolSpec>,
 }
 
 impl SessionState {
@@ -217,6 +219,7 @@ impl Controller {
         if let Some(tokens) = recovery::admission::rejected_tokens(&records) {
             loaded.meter.rejected(tokens);
         }
+        loaded.mcp_tools = settings.mcp.specs();
         let guard =
             WorkspaceGuard::new(&settings.workspace, &settings.extra_dirs).map_err(|source| {
                 AgentError::Workspace {
@@ -451,7 +454,7 @@ impl Controller {
         };
         let history = state.provider_view(shared)?;
         shared
-            .project(&history)
+            .project(&history, &state.mcp_tools)
             .map_err(|error| AgentError::Projection(error.to_string()))
     }
 
@@ -477,11 +480,12 @@ impl Shared {
     pub(crate) fn project(
         &self,
         history: &[Item],
+        mcp_tools: &[keel_types::ToolSpec],
     ) -> Result<keel_llm::ProjectedRequest, keel_llm::project::ProjectionError> {
         let settings = &self.settings;
-        // Built-in tools first, then MCP tools by server and name: a stable order.
+        // Built-in tools first, then the turn's MCP tools by server and name: a stable order.
         let mut specs = self.registry.specs();
-        specs.extend(settings.mcp.specs());
+        specs.extend_from_slice(mcp_tools);
         let system = system_prompt(&settings.workspace);
         keel_llm::project(
             &settings.profile,

@@ -75,6 +75,7 @@ pub fn load_session(store: &Store, session: &str) -> Result<SessionState, AgentE
         repair: None,
         spent: Default::default(),
         meter: Default::default(),
+        mcp_tools: Vec::new(),
     })
 }
 

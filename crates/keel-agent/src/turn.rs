@@ -94,6 +94,7 @@ pub async fn run_turn(
     let mut run = TurnRun::start(shared, turn, generation);
     let input_kind = input.kind;
     open(&run, input_kind)?;
+    take_mcp_tools(&run, state).await;
     let mut usage = Usage::default();
     if let Some(reason) = compaction_of(input_kind) {
         match compaction::compact(&mut run, state, reason, input.focus.as_deref()).await? {
@@ -194,6 +195,20 @@ pub async fn run_turn(
     Ok(end_failed(&run, diagnostic))
 }
 
+/// At the turn boundary: the MCP tools this turn offers. A server that came up late or said
+/// its list changed changes the request prefix here, never mid-turn, and the break is named.
+async fn take_mcp_tools(run: &TurnRun<'_>, state: &mut SessionState) {
+    let hub = &run.shared.settings.mcp;
+    hub.refresh().await;
+    let now = hub.specs();
+    if now != state.mcp_tools {
+        state.mcp_tools = now;
+        run.emit(EventBody::PrefixChanged {
+            reason: "mcp_tools_changed".into(),
+        });
+    }
+}
+
 /// The compaction a turn of this kind starts with.
 fn compaction_of(kind: InputKind) -> Option<compaction::Reason> {
     match kind {
@@ -238,7 +253,15 @@ async fn request(
         .then(|| compaction::threshold(run.shared, state))
         .flatten();
     let history = state.provider_view(run.shared)?;
-    send_items(run, &history, due_at, &state.meter, Deltas::Shown).await
+    send_items(
+        run,
+        &history,
+        &state.mcp_tools,
+        due_at,
+        &state.meter,
+        Deltas::Shown,
+    )
+    .await
 }
 
 /// Whether a request's streamed text reaches subscribers as it arrives.
@@ -254,6 +277,7 @@ pub(crate) enum Deltas {
 pub(crate) async fn send_items(
     run: &mut TurnRun<'_>,
     history: &[Item],
+    mcp_tools: &[keel_types::ToolSpec],
     due_at: Option<u64>,
     meter: &crate::context::ContextMeter,
     deltas: Deltas,
@@ -265,7 +289,7 @@ pub(crate) async fn send_items(
         profile: &settings.profile,
         keys: shared.keys.as_ref(),
     };
-    let request = match shared.project(history) {
+    let request = match shared.project(history, mcp_tools) {
         Ok(request) => request,
         Err(error) => {
             return Ok(Reply::Failed {

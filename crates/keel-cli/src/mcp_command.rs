@@ -8,7 +8,7 @@
 //!   cannot drive the terminal.
 
 use crate::cli::CommonArgs;
-use crate::session_setup::start_mcp;
+use crate::session_setup::{MCP_START_TIMEOUT, start_mcp};
 use crate::terminal_text::{visible, visible_line};
 use crate::{Outcome, settings};
 
@@ -16,7 +16,8 @@ pub async fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let workspace = settings::workspace(common)?;
     let config = settings::load_config(common, &workspace)?;
     let servers = config.mcp_servers(&workspace)?;
-    let hub = start_mcp(servers, workspace.clone()).await;
+    // A listing waits for every server as long as a server may take.
+    let hub = start_mcp(servers, workspace.clone(), MCP_START_TIMEOUT).await;
     let statuses = hub.statuses();
     if common.json {
         println!("{}", serde_json::to_string_pretty(&statuses)?);

@@ -213,6 +213,10 @@ impl Renderer {
                 eprintln!("⌕ web search `{}` — {about}", visible_line(query));
             }
             // The terminal's approver prints its own prompt.
+            EventBody::PrefixChanged { reason } if reason == "mcp_tools_changed" => {
+                self.end_live_line();
+                eprintln!("⟲ MCP tools changed: this turn's requests offer the new list");
+            }
             EventBody::SessionStarted { .. }
             | EventBody::HistoryRewritten { .. }
             | EventBody::PrefixChanged { .. }

@@ -266,18 +266,26 @@ pub fn open_controller(
         let workspace = setup.settings.workspace.clone();
         // Opening a session is synchronous for its callers; the servers start in parallel.
         let hub = tokio::task::block_in_place(|| {
-            tokio::runtime::Handle::current().block_on(start_mcp(servers, workspace))
+            tokio::runtime::Handle::current().block_on(start_mcp(
+                servers,
+                workspace,
+                MCP_FIRST_WAIT,
+            ))
         });
-        for status in hub
-            .statuses()
-            .iter()
-            .filter(|status| status.state != "running")
-        {
-            eprintln!(
-                "note: MCP server `{}` is not available, the session goes on without it: {}",
-                status.name,
-                status.reason.as_deref().unwrap_or("it did not start")
-            );
+        for status in hub.statuses() {
+            match status.state {
+                "running" => {}
+                "starting" => eprintln!(
+                    "note: MCP server `{}` is still starting; its tools join at the next turn \
+                     once it is up",
+                    status.name
+                ),
+                _ => eprintln!(
+                    "note: MCP server `{}` is not available, the session goes on without it: {}",
+                    status.name,
+                    status.reason.as_deref().unwrap_or("it did not start")
+                ),
+            }
         }
         setup.settings.mcp = Arc::new(hub);
     }
@@ -289,16 +297,21 @@ pub fn open_controller(
 /// How long an MCP server may take to answer `initialize` and `tools/list`.
 pub const MCP_START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
+/// How long opening a session waits for its MCP servers; slower ones join at a later turn.
+pub const MCP_FIRST_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Start `servers` for a session in `workspace`: a minimal environment plus what each
 /// declares (`$VAR` values read from keel's environment).
 pub async fn start_mcp(
     servers: Vec<keel_mcp::ServerConfig>,
     workspace: PathBuf,
+    first_wait: std::time::Duration,
 ) -> keel_mcp::McpHub {
     let options = keel_mcp::StartOptions {
         base_env: keel_mcp::StartOptions::base_env_from_process(),
-        lookup: Box::new(|name| std::env::var(name).ok()),
+        lookup: Arc::new(|name| std::env::var(name).ok()),
         start_timeout: MCP_START_TIMEOUT,
+        first_wait,
         workspace,
     };
     keel_mcp::McpHub::start(servers, &options).await

@@ -2,33 +2,29 @@
 //! calls made with a timeout, one at a time per server.
 //!
 //! Invariants:
-//! - A server's environment is the minimal base (`PATH`, `HOME`, locale) plus what its
-//!   declaration gives; keel's own environment (provider keys included) never reaches it.
-//! - A server that cannot start (not installed, exits, garbage on stdout, no answer to
-//!   `initialize` within the start-up timeout) is reported with the reason and the tail of its
-//!   stderr; the others are unaffected and the session goes on without it.
-//! - Tools are listed by server, then tool name; a tool whose name would not make a valid
-//!   `mcp__server__tool` name or whose schema is not a JSON Schema object is left out and the
-//!   reason recorded.
+//! - Opening a session waits for its servers at most `StartOptions::first_wait`; a server still
+//!   starting then keeps starting in the background, and its tools join the list when it is up.
+//! - The tool list changes only through `refresh` (a late server came up, or a server sent
+//!   `notifications/tools/list_changed`), which the agent calls at turn boundaries, so a turn's
+//!   requests always offer the same tools.
+//! - Tools are listed by server, then tool name (`server` documents how each list is built).
+//! - Dropping a call (a timeout, a cancelled turn) cancels it at the server: the SDK sends
+//!   `notifications/cancelled`.
 
-use crate::config::{ServerConfig, Transport, resolve_value};
+use crate::config::ServerConfig;
 use crate::result::to_output;
+use crate::server::{Client, Listener, Started, list, start};
 use keel_tools::{ToolOutput, ValidationError};
 use keel_types::ToolSpec;
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService, ServiceExt};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
 
 /// The prefix of every MCP tool name.
 pub const PREFIX: &str = "mcp__";
-/// How much of a server's stderr is kept for messages.
-const STDERR_TAIL: usize = 2000;
 
 /// One tool of one server, as keel offers it.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,7 +44,7 @@ pub struct McpTool {
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ServerStatus {
     pub name: String,
-    /// `running` or `failed`.
+    /// `running`, `starting` or `failed`.
     pub state: &'static str,
     pub origin: String,
     /// Why it is down (with its stderr tail), or notes on tools left out.
@@ -61,12 +57,16 @@ pub struct ServerStatus {
 pub type EnvLookup = dyn Fn(&str) -> Option<String> + Send + Sync;
 
 /// How servers are started.
+#[derive(Clone)]
 pub struct StartOptions {
     /// The base environment every server gets (`PATH`, `HOME`, locale).
     pub base_env: Vec<(String, String)>,
     /// Reads keel's environment for `$VAR` values in declarations.
-    pub lookup: Box<EnvLookup>,
+    pub lookup: Arc<EnvLookup>,
+    /// How long a server may take to answer `initialize`, then `tools/list`.
     pub start_timeout: Duration,
+    /// How long opening a session waits for its servers before going on without the slow ones.
+    pub first_wait: Duration,
     /// The working directory of stdio servers without a `cwd`.
     pub workspace: PathBuf,
 }
@@ -83,26 +83,61 @@ impl StartOptions {
     }
 }
 
-type Client = RunningService<RoleClient, ()>;
-
-struct Running {
-    client: Client,
-    /// Calls to one server are serialised.
-    turn: tokio::sync::Mutex<()>,
+#[derive(Default)]
+struct State {
+    client: Option<Arc<Client>>,
+    tools: Vec<McpTool>,
+    validators: Vec<Arc<jsonschema::Validator>>,
+    reason: Option<String>,
+    starting: bool,
 }
 
 struct Server {
     config: ServerConfig,
-    running: Option<Running>,
-    tools: Vec<McpTool>,
-    /// One compiled validator per tool, by position.
-    validators: Vec<jsonschema::Validator>,
-    reason: Option<String>,
+    /// Set by `notifications/tools/list_changed`.
+    changed: Arc<AtomicBool>,
+    /// Calls to one server are serialised.
+    turn: tokio::sync::Mutex<()>,
+    state: RwLock<State>,
+}
+
+impl Server {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.state
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
+        self.state
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn settle(&self, started: Started) {
+        let mut state = self.write();
+        state.starting = false;
+        match started {
+            Started::Running {
+                client,
+                tools,
+                validators,
+                notes,
+            } => {
+                state.client = Some(client);
+                state.tools = tools;
+                state.validators = validators;
+                state.reason = notes;
+            }
+            Started::Failed(reason) => state.reason = Some(reason),
+        }
+    }
 }
 
 /// The MCP servers of a session.
 pub struct McpHub {
-    servers: Vec<Server>,
+    servers: Vec<Arc<Server>>,
+    start_timeout: Duration,
 }
 
 impl McpHub {
@@ -110,36 +145,103 @@ impl McpHub {
     pub fn empty() -> McpHub {
         McpHub {
             servers: Vec::new(),
+            start_timeout: Duration::from_secs(1),
         }
     }
 
-    /// Start every server at once; each gets `options.start_timeout` to answer.
+    /// Start every server at once and wait for them at most `options.first_wait`; the slow
+    /// ones go on starting in the background.
     pub async fn start(mut configs: Vec<ServerConfig>, options: &StartOptions) -> McpHub {
         configs.sort_by(|a, b| a.name.cmp(&b.name));
-        let starts = configs.into_iter().map(|config| start_one(config, options));
+        let servers: Vec<Arc<Server>> = configs
+            .into_iter()
+            .map(|config| {
+                Arc::new(Server {
+                    config,
+                    changed: Arc::new(AtomicBool::new(false)),
+                    turn: tokio::sync::Mutex::new(()),
+                    state: RwLock::new(State {
+                        starting: true,
+                        ..State::default()
+                    }),
+                })
+            })
+            .collect();
+        let tasks: Vec<_> = servers
+            .iter()
+            .map(|server| {
+                let (server, options) = (server.clone(), options.clone());
+                tokio::spawn(async move {
+                    let listener = Listener {
+                        changed: server.changed.clone(),
+                    };
+                    let started = start(&server.config, &options, listener).await;
+                    server.settle(started);
+                })
+            })
+            .collect();
+        let _ =
+            tokio::time::timeout(options.first_wait, futures_util::future::join_all(tasks)).await;
         McpHub {
-            servers: futures_util::future::join_all(starts).await,
+            servers,
+            start_timeout: options.start_timeout,
         }
+    }
+
+    /// List again the tools of every server that said its list changed. Returns whether any
+    /// list was read again.
+    pub async fn refresh(&self) -> bool {
+        let mut any = false;
+        for server in &self.servers {
+            if !server.changed.swap(false, Ordering::SeqCst) {
+                continue;
+            }
+            let Some(client) = server.read().client.clone() else {
+                continue;
+            };
+            any = true;
+            match list(&server.config.name, &client, self.start_timeout).await {
+                Ok((tools, validators, notes)) => {
+                    let mut state = server.write();
+                    state.tools = tools;
+                    state.validators = validators;
+                    state.reason = notes;
+                }
+                Err(reason) => server.write().reason = Some(reason),
+            }
+        }
+        any
     }
 
     /// Every tool of every running server, by server then tool name.
-    pub fn tools(&self) -> impl Iterator<Item = &McpTool> {
-        self.servers.iter().flat_map(|server| server.tools.iter())
+    pub fn tools(&self) -> Vec<McpTool> {
+        self.servers
+            .iter()
+            .flat_map(|server| server.read().tools.clone())
+            .collect()
     }
 
     /// The tools as specs for the request (deterministic bytes).
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools()
+            .into_iter()
             .map(|tool| ToolSpec {
-                name: tool.name.clone(),
-                description: tool.description.clone(),
-                parameters: tool.input_schema.clone(),
+                name: tool.name,
+                description: tool.description,
+                parameters: tool.input_schema,
             })
             .collect()
     }
 
-    pub fn find(&self, name: &str) -> Option<&McpTool> {
-        self.tools().find(|tool| tool.name == name)
+    pub fn find(&self, name: &str) -> Option<McpTool> {
+        self.servers.iter().find_map(|server| {
+            server
+                .read()
+                .tools
+                .iter()
+                .find(|tool| tool.name == name)
+                .cloned()
+        })
     }
 
     /// Check a call's raw arguments against the tool's schema, as built-in tools are checked:
@@ -149,9 +251,10 @@ impl McpHub {
         name: &str,
         raw_arguments: &str,
     ) -> Option<Result<Value, ValidationError>> {
-        let (tool, validator) = self.servers.iter().find_map(|server| {
-            let position = server.tools.iter().position(|tool| tool.name == name)?;
-            Some((&server.tools[position], &server.validators[position]))
+        let validator = self.servers.iter().find_map(|server| {
+            let state = server.read();
+            let position = state.tools.iter().position(|tool| tool.name == name)?;
+            state.validators.get(position).cloned()
         })?;
         let text = if raw_arguments.trim().is_empty() {
             "{}"
@@ -162,7 +265,7 @@ impl McpHub {
             Ok(args) => args,
             Err(error) => {
                 return Some(Err(ValidationError::NotJson {
-                    tool: tool.name.clone(),
+                    tool: name.to_string(),
                     reason: error.to_string(),
                 }));
             }
@@ -178,14 +281,14 @@ impl McpHub {
                 }
             })
             .collect();
-        if problems.is_empty() {
-            Some(Ok(args))
+        Some(if problems.is_empty() {
+            Ok(args)
         } else {
-            Some(Err(ValidationError::Schema {
-                tool: tool.name.clone(),
+            Err(ValidationError::Schema {
+                tool: name.to_string(),
                 problems,
-            }))
-        }
+            })
+        })
     }
 
     /// Whether `server` is configured to have its read-only tools run without asking.
@@ -198,16 +301,21 @@ impl McpHub {
     pub fn statuses(&self) -> Vec<ServerStatus> {
         self.servers
             .iter()
-            .map(|server| ServerStatus {
-                name: server.config.name.clone(),
-                state: if server.running.is_some() {
-                    "running"
-                } else {
-                    "failed"
-                },
-                origin: server.config.origin.clone(),
-                reason: server.reason.clone(),
-                tools: server.tools.iter().map(|tool| tool.tool.clone()).collect(),
+            .map(|server| {
+                let state = server.read();
+                ServerStatus {
+                    name: server.config.name.clone(),
+                    state: if state.client.is_some() {
+                        "running"
+                    } else if state.starting {
+                        "starting"
+                    } else {
+                        "failed"
+                    },
+                    origin: server.config.origin.clone(),
+                    reason: state.reason.clone(),
+                    tools: state.tools.iter().map(|tool| tool.tool.clone()).collect(),
+                }
             })
             .collect()
     }
@@ -221,13 +329,13 @@ impl McpHub {
         let Some(server) = self.servers.iter().find(|s| s.config.name == tool.server) else {
             return ToolOutput::error(format!("MCP server `{}` is not running", tool.server));
         };
-        let Some(running) = &server.running else {
+        let Some(client) = server.read().client.clone() else {
             return ToolOutput::error(format!("MCP server `{}` is not running", tool.server));
         };
-        let _one_at_a_time = running.turn.lock().await;
+        let _one_at_a_time = server.turn.lock().await;
         let mut params = CallToolRequestParams::new(tool.tool.clone());
         params.arguments = arguments.as_object().cloned();
-        let call = running.client.peer().call_tool(params);
+        let call = client.peer().call_tool(params);
         match tokio::time::timeout(timeout, call).await {
             Err(_) => ToolOutput::error(format!(
                 "MCP tool `{name}` did not answer within {} s and was cancelled",
@@ -242,275 +350,5 @@ impl McpHub {
                 to_output(name, &value)
             }
         }
-    }
-}
-
-/// The end of a server's stderr, and whether it has closed.
-struct StderrTail {
-    text: Mutex<String>,
-    closed: tokio::sync::watch::Sender<bool>,
-}
-
-async fn start_one(config: ServerConfig, options: &StartOptions) -> Server {
-    let stderr_tail = Arc::new(StderrTail {
-        text: Mutex::new(String::new()),
-        closed: tokio::sync::watch::channel(false).0,
-    });
-    let mut closed = stderr_tail.closed.subscribe();
-    let started = tokio::time::timeout(
-        options.start_timeout,
-        connect(&config, options, stderr_tail.clone()),
-    )
-    .await;
-    if !matches!(started, Ok(Ok(_))) {
-        // A server that died has closed its stderr, or will in a moment: read its last words.
-        let _ = tokio::time::timeout(Duration::from_millis(500), closed.wait_for(|c| *c)).await;
-    }
-    let failed = |reason: String| {
-        let tail = stderr_tail
-            .text
-            .lock()
-            .map(|tail| tail.trim().to_string())
-            .unwrap_or_default();
-        let reason = if tail.is_empty() {
-            reason
-        } else {
-            format!("{reason}; its stderr ended with:\n{tail}")
-        };
-        Server {
-            config: config.clone(),
-            running: None,
-            tools: Vec::new(),
-            validators: Vec::new(),
-            reason: Some(reason),
-        }
-    };
-    let client = match started {
-        Err(_) => {
-            return failed(format!(
-                "it did not complete `initialize` within {} s",
-                options.start_timeout.as_secs()
-            ));
-        }
-        Ok(Err(reason)) => return failed(reason),
-        Ok(Ok(client)) => client,
-    };
-    let listed = tokio::time::timeout(options.start_timeout, client.peer().list_all_tools()).await;
-    let listed = match listed {
-        Err(_) => return failed("it did not answer `tools/list` in time".into()),
-        Ok(Err(error)) => return failed(format!("`tools/list` failed: {error}")),
-        Ok(Ok(tools)) => tools,
-    };
-    let mut notes = Vec::new();
-    let mut tools: Vec<McpTool> = Vec::new();
-    for tool in listed {
-        let value = serde_json::to_value(&tool).unwrap_or_default();
-        match described(&config.name, &value) {
-            Ok(tool) => tools.push(tool),
-            Err(note) => notes.push(note),
-        }
-    }
-    tools.sort_by(|a, b| a.tool.cmp(&b.tool));
-    tools.dedup_by(|a, b| a.name == b.name);
-    // `described` compiled each schema already; a failure here cannot happen, but a tool
-    // without a validator is never offered.
-    let mut validators = Vec::new();
-    tools.retain(|tool| match jsonschema::validator_for(&tool.input_schema) {
-        Ok(validator) => {
-            validators.push(validator);
-            true
-        }
-        Err(_) => false,
-    });
-    Server {
-        config,
-        running: Some(Running {
-            client,
-            turn: tokio::sync::Mutex::new(()),
-        }),
-        tools,
-        validators,
-        reason: (!notes.is_empty()).then(|| notes.join("; ")),
-    }
-}
-
-/// A listed tool as keel offers it, or why it is left out.
-fn described(server: &str, tool: &Value) -> Result<McpTool, String> {
-    let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
-    let valid_name = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if !valid_name {
-        return Err(format!(
-            "tool `{}` has a name keel cannot offer",
-            name.escape_default()
-        ));
-    }
-    let schema = tool.get("inputSchema").cloned().unwrap_or(Value::Null);
-    let is_object_schema = schema.is_object()
-        && schema
-            .get("type")
-            .and_then(Value::as_str)
-            .is_none_or(|t| t == "object");
-    if !is_object_schema || jsonschema::validator_for(&schema).is_err() {
-        return Err(format!(
-            "tool `{name}` has an input schema that is not a valid JSON Schema object"
-        ));
-    }
-    let full = format!("{PREFIX}{server}__{name}");
-    if full.len() > 64 {
-        return Err(format!(
-            "tool `{name}`: `{full}` is longer than the 64 characters providers accept"
-        ));
-    }
-    Ok(McpTool {
-        server: server.to_string(),
-        tool: name.to_string(),
-        description: tool
-            .get("description")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
-        read_only: tool
-            .pointer("/annotations/readOnlyHint")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        input_schema: schema,
-        name: full,
-    })
-}
-
-async fn connect(
-    config: &ServerConfig,
-    options: &StartOptions,
-    stderr_tail: Arc<StderrTail>,
-) -> Result<Client, String> {
-    match &config.transport {
-        Transport::Http { url, headers } => {
-            let mut custom = std::collections::HashMap::new();
-            for (name, value) in headers {
-                let value = resolve_value(value, &*options.lookup)
-                    .map_err(|why| format!("`headers.{name}`: {why}"))?;
-                let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                    .map_err(|_| format!("`headers.{name}` is not a valid header name"))?;
-                let value = reqwest::header::HeaderValue::from_str(&value)
-                    .map_err(|_| format!("`headers.{name}` has a value that cannot be sent"))?;
-                custom.insert(header, value);
-            }
-            // Installing fails only if a provider is already installed, which is what we want.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let client = reqwest::Client::builder()
-                .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .map_err(|error| format!("cannot build an HTTP client: {error}"))?;
-            let config =
-                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
-            let transport = StreamableHttpClientTransport::with_client(client, config);
-            ().serve(transport)
-                .await
-                .map_err(|error| format!("the MCP handshake with {url} failed: {error}"))
-        }
-        Transport::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } => {
-            let mut process = tokio::process::Command::new(command);
-            process
-                .args(args)
-                .env_clear()
-                .envs(options.base_env.iter().cloned())
-                .current_dir(cwd.clone().unwrap_or_else(|| options.workspace.clone()))
-                .kill_on_drop(true);
-            for (name, value) in env {
-                let value = resolve_value(value, &*options.lookup)
-                    .map_err(|why| format!("`env.{name}`: {why}"))?;
-                process.env(name, value);
-            }
-            let (transport, stderr) = TokioChildProcess::builder(process)
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .map_err(|error| format!("`{command}` could not be started: {error}"))?;
-            if let Some(mut stderr) = stderr {
-                tokio::spawn(async move {
-                    let mut buffer = [0u8; 1024];
-                    while let Ok(read) = stderr.read(&mut buffer).await {
-                        if read == 0 {
-                            break;
-                        }
-                        if let Ok(mut tail) = stderr_tail.text.lock() {
-                            tail.push_str(&String::from_utf8_lossy(&buffer[..read]));
-                            if tail.len() > STDERR_TAIL {
-                                let mut cut = tail.len() - STDERR_TAIL;
-                                while !tail.is_char_boundary(cut) {
-                                    cut += 1;
-                                }
-                                tail.drain(..cut);
-                            }
-                        }
-                    }
-                    stderr_tail.closed.send_replace(true);
-                });
-            }
-            ().serve(transport).await.map_err(|error| {
-                let detail = error.to_string();
-                // Whether it wrote first or died first, a server that went away mid-handshake is
-                // told the same way; its stderr tail says why.
-                if detail.contains("Broken pipe") || detail.contains("connection closed") {
-                    "it exited or closed its output before completing the MCP handshake".to_string()
-                } else {
-                    format!("the MCP handshake failed: {detail}")
-                }
-            })
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn tools_with_bad_names_or_schemas_are_left_out_with_a_reason() {
-        let good = json!({"name": "echo", "description": "d", "inputSchema": {"type": "object", "properties": {"m": {"type": "string"}}},
-                          "annotations": {"readOnlyHint": true}});
-        let tool = described("every", &good).unwrap();
-        assert_eq!(tool.name, "mcp__every__echo");
-        assert!(tool.read_only);
-        assert!(
-            described(
-                "s",
-                &json!({"name": "a b", "inputSchema": {"type": "object"}})
-            )
-            .unwrap_err()
-            .contains("cannot offer")
-        );
-        assert!(
-            described(
-                "s",
-                &json!({"name": "t", "inputSchema": {"type": "string"}})
-            )
-            .unwrap_err()
-            .contains("not a valid JSON Schema object")
-        );
-        assert!(
-            described(
-                "s",
-                &json!({"name": "t", "inputSchema": {"type": "object", "properties": 5}})
-            )
-            .unwrap_err()
-            .contains("not a valid JSON Schema")
-        );
-        assert!(
-            described(
-                "s",
-                &json!({"name": "t".repeat(70), "inputSchema": {"type": "object"}})
-            )
-            .unwrap_err()
-            .contains("64 characters")
-        );
     }
 }

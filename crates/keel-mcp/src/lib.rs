@@ -11,6 +11,7 @@
 pub mod config;
 pub mod hub;
 pub mod result;
+mod server;
 
 pub use config::{ConfigError, ServerConfig, Transport, parse_mcp_json, valid_server_name};
 pub use hub::{McpHub, McpTool, PREFIX, ServerStatus, StartOptions};

@@ -56,8 +56,11 @@ fn stdio(name: &str, command: &str, args: &[&str], env: &[(&str, &str)]) -> Serv
 fn options(timeout: Duration) -> StartOptions {
     StartOptions {
         base_env: StartOptions::base_env_from_process(),
-        lookup: Box::new(|name| (name == "DECLARED_TOKEN").then(|| "declared-value".to_string())),
+        lookup: std::sync::Arc::new(|name| {
+            (name == "DECLARED_TOKEN").then(|| "declared-value".to_string())
+        }),
         start_timeout: timeout,
+        first_wait: timeout,
         workspace: std::env::temp_dir(),
     }
 }
@@ -77,7 +80,8 @@ async fn everything_over_stdio_lists_tools_in_order_and_answers_calls() {
     let hub = McpHub::start(vec![server], &options(Duration::from_secs(30))).await;
     let statuses = hub.statuses();
     assert_eq!(statuses[0].state, "running", "{statuses:?}");
-    let names: Vec<&str> = hub.tools().map(|tool| tool.name.as_str()).collect();
+    let tools = hub.tools();
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
     let mut sorted = names.clone();
     sorted.sort();
     assert_eq!(names, sorted, "listed by tool name");
@@ -202,7 +206,9 @@ async fn servers_that_cannot_start_are_reported_by_name_and_the_rest_go_on() {
         stdio("every", "node", &[script.to_str().unwrap(), "stdio"], &[]),
     ];
     let started = std::time::Instant::now();
-    let hub = McpHub::start(servers, &options(Duration::from_secs(3))).await;
+    let mut options = options(Duration::from_secs(3));
+    options.first_wait = Duration::from_secs(10);
+    let hub = McpHub::start(servers, &options).await;
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "started in parallel"
@@ -240,7 +246,7 @@ async fn servers_that_cannot_start_are_reported_by_name_and_the_rest_go_on() {
             .unwrap()
             .contains("`UNSET_FOR_KEEL_TEST` is not set")
     );
-    assert!(hub.tools().all(|tool| tool.server == "every"));
+    assert!(hub.tools().iter().all(|tool| tool.server == "every"));
 }
 
 #[tokio::test]
@@ -324,4 +330,58 @@ async fn everything_over_streamable_http_answers_calls() {
         .await;
     assert!(echo.content.contains("over http"), "{echo:?}");
     let _ = child.kill().await;
+}
+
+#[tokio::test]
+async fn a_late_server_joins_and_a_changed_tool_list_is_read_again_on_refresh() {
+    if !servers_available() {
+        return;
+    }
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/changing-mcp-server.mjs");
+    let servers = vec![
+        stdio("late", "node", &[script.to_str().unwrap(), "late"], &[]),
+        stdio("quick", "node", &[script.to_str().unwrap()], &[]),
+    ];
+    let mut options = options(Duration::from_secs(20));
+    options.first_wait = Duration::from_millis(700);
+    let started = std::time::Instant::now();
+    let hub = McpHub::start(servers, &options).await;
+    assert!(
+        started.elapsed() < Duration::from_millis(1400),
+        "the slow server did not hold the session"
+    );
+    let state = |hub: &McpHub, name: &str| {
+        hub.statuses()
+            .into_iter()
+            .find(|s| s.name == name)
+            .unwrap()
+            .state
+    };
+    assert_eq!(state(&hub, "late"), "starting");
+    assert_eq!(state(&hub, "quick"), "running");
+    let names = |hub: &McpHub| hub.tools().into_iter().map(|t| t.name).collect::<Vec<_>>();
+    assert_eq!(names(&hub), ["mcp__quick__grow"]);
+    let waited = std::time::Instant::now();
+    while state(&hub, "late") != "running" && waited.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        names(&hub),
+        ["mcp__late__grow", "mcp__quick__grow"],
+        "it joined"
+    );
+    // A call makes the server announce a new tool; the list changes only on refresh.
+    let grown = hub
+        .call("mcp__quick__grow", json!({}), Duration::from_secs(10))
+        .await;
+    assert!(grown.content.contains("grown"), "{grown:?}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(names(&hub).len(), 2, "unchanged until the turn boundary");
+    assert!(hub.refresh().await);
+    assert_eq!(
+        names(&hub),
+        ["mcp__late__grow", "mcp__quick__extra", "mcp__quick__grow"]
+    );
+    assert!(!hub.refresh().await, "nothing new");
 }

@@ -129,7 +129,9 @@ pub(crate) fn threshold(shared: &Shared, state: &SessionState) -> Option<u64> {
 
 /// Tokens of the stable prefix (system prompt and tool specs) of this session's requests.
 fn fixed_tokens(shared: &Shared, state: &SessionState) -> u64 {
-    let bytes = shared.project(&[]).map_or(0, |request| request.body.len());
+    let bytes = shared
+        .project(&[], &state.mcp_tools)
+        .map_or(0, |request| request.body.len());
     state.meter.tokens_of_bytes(bytes)
 }
 
@@ -249,22 +251,30 @@ pub(crate) async fn compact(
         .collect();
     let ledger = text::ledger(&receipts, &kept, &state.history[..plan.tail_start]);
     let request_items = summarising_request(shared, state, &plan, focus, &ledger, &receipts);
-    let completion =
-        match send_items(run, &request_items, None, &state.meter, Deltas::Hidden).await? {
-            Reply::Completed { completion, .. } => completion,
-            Reply::Failed {
-                diagnostic,
-                sent_bytes,
-                ..
-            } => {
-                if let Some(bytes) = sent_bytes.filter(|_| diagnostic.kind == FailureKind::Limit) {
-                    let tokens = state.meter.tokens_of_bytes(bytes);
-                    state.meter.rejected(tokens);
-                }
-                return Ok(Compaction::Failed(diagnostic));
+    let completion = match send_items(
+        run,
+        &request_items,
+        &state.mcp_tools,
+        None,
+        &state.meter,
+        Deltas::Hidden,
+    )
+    .await?
+    {
+        Reply::Completed { completion, .. } => completion,
+        Reply::Failed {
+            diagnostic,
+            sent_bytes,
+            ..
+        } => {
+            if let Some(bytes) = sent_bytes.filter(|_| diagnostic.kind == FailureKind::Limit) {
+                let tokens = state.meter.tokens_of_bytes(bytes);
+                state.meter.rejected(tokens);
             }
-            Reply::Cancelled | Reply::CompactionDue => return Ok(Compaction::Cancelled),
-        };
+            return Ok(Compaction::Failed(diagnostic));
+        }
+        Reply::Cancelled | Reply::CompactionDue => return Ok(Compaction::Cancelled),
+    };
     if !run.is_current() {
         return Ok(Compaction::Cancelled);
     }

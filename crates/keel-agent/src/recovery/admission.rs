@@ -291,9 +291,10 @@ fn consume(
 fn prepare_request(
     shared: &Shared,
     history: &[Item],
+    mcp_tools: &[keel_types::ToolSpec],
 ) -> Result<keel_llm::ProjectedRequest, AgentError> {
     shared
-        .project(history)
+        .project(history, mcp_tools)
         .map_err(|error| refuse(RecoveryRefusal::CannotPrepare(error.to_string())))
 }
 
@@ -313,7 +314,7 @@ pub(crate) fn admit_recovery(
     prepared.push(Item::User {
         text: prompt.clone(),
     });
-    prepare_request(shared, &prepared)?;
+    prepare_request(shared, &prepared, &state.mcp_tools)?;
     consume(shared, state, record, Projection::Repaired)?;
     state.repair = Some(boundary);
     Ok(TurnInput {

@@ -1,0 +1,344 @@
+//! One server's start-up and tool list: connecting over stdio or streamable HTTP, listing its
+//! tools, and why it is down when it is.
+//!
+//! Invariants:
+//! - A server's environment is the minimal base (`PATH`, `HOME`, locale) plus what its
+//!   declaration gives; keel's own environment (provider keys included) never reaches it.
+//! - A server that cannot start (not installed, exits, garbage on stdout, no answer to
+//!   `initialize` within the start-up timeout) is reported with the reason and the tail of its
+//!   stderr.
+//! - A tool whose name would not make a valid `mcp__server__tool` name or whose schema is not a
+//!   JSON Schema object is left out and the reason recorded.
+
+use crate::config::{ServerConfig, Transport, resolve_value};
+use crate::hub::{McpTool, PREFIX, StartOptions};
+use rmcp::handler::client::ClientHandler;
+use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+
+/// How much of a server's stderr is kept for messages.
+const STDERR_TAIL: usize = 2000;
+
+/// Hears a server's notifications: a changed tool list is noted, to be listed again at the
+/// next turn boundary.
+#[derive(Clone)]
+pub(crate) struct Listener {
+    pub changed: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Listener {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.changed.store(true, Ordering::SeqCst);
+        std::future::ready(())
+    }
+}
+
+pub(crate) type Client = RunningService<RoleClient, Listener>;
+
+/// A started server: its client and tools, or why it is down.
+pub(crate) enum Started {
+    Running {
+        client: Arc<Client>,
+        tools: Vec<McpTool>,
+        validators: Vec<Arc<jsonschema::Validator>>,
+        notes: Option<String>,
+    },
+    Failed(String),
+}
+
+/// The end of a server's stderr, and whether it has closed.
+struct StderrTail {
+    text: Mutex<String>,
+    closed: tokio::sync::watch::Sender<bool>,
+}
+
+/// Connect to `config` and list its tools, within `options.start_timeout` for each step.
+pub(crate) async fn start(
+    config: &ServerConfig,
+    options: &StartOptions,
+    listener: Listener,
+) -> Started {
+    let stderr_tail = Arc::new(StderrTail {
+        text: Mutex::new(String::new()),
+        closed: tokio::sync::watch::channel(false).0,
+    });
+    let mut closed = stderr_tail.closed.subscribe();
+    let started = tokio::time::timeout(
+        options.start_timeout,
+        connect(config, options, stderr_tail.clone(), listener),
+    )
+    .await;
+    if !matches!(started, Ok(Ok(_))) {
+        // A server that died has closed its stderr, or will in a moment: read its last words.
+        let _ = tokio::time::timeout(Duration::from_millis(500), closed.wait_for(|c| *c)).await;
+    }
+    let failed = |reason: String| {
+        let tail = stderr_tail
+            .text
+            .lock()
+            .map(|tail| tail.trim().to_string())
+            .unwrap_or_default();
+        Started::Failed(if tail.is_empty() {
+            reason
+        } else {
+            format!("{reason}; its stderr ended with:\n{tail}")
+        })
+    };
+    let client = match started {
+        Err(_) => {
+            return failed(format!(
+                "it did not complete `initialize` within {} s",
+                options.start_timeout.as_secs()
+            ));
+        }
+        Ok(Err(reason)) => return failed(reason),
+        Ok(Ok(client)) => Arc::new(client),
+    };
+    match list(&config.name, &client, options.start_timeout).await {
+        Ok((tools, validators, notes)) => Started::Running {
+            client,
+            tools,
+            validators,
+            notes,
+        },
+        Err(reason) => failed(reason),
+    }
+}
+
+/// The server's tools as keel offers them (sorted, validators by position), and notes on the
+/// ones left out.
+pub(crate) async fn list(
+    server: &str,
+    client: &Client,
+    timeout: Duration,
+) -> Result<
+    (
+        Vec<McpTool>,
+        Vec<Arc<jsonschema::Validator>>,
+        Option<String>,
+    ),
+    String,
+> {
+    let listed = match tokio::time::timeout(timeout, client.peer().list_all_tools()).await {
+        Err(_) => return Err("it did not answer `tools/list` in time".into()),
+        Ok(Err(error)) => return Err(format!("`tools/list` failed: {error}")),
+        Ok(Ok(tools)) => tools,
+    };
+    let mut notes = Vec::new();
+    let mut tools: Vec<McpTool> = Vec::new();
+    for tool in listed {
+        let value = serde_json::to_value(&tool).unwrap_or_default();
+        match described(server, &value) {
+            Ok(tool) => tools.push(tool),
+            Err(note) => notes.push(note),
+        }
+    }
+    tools.sort_by(|a, b| a.tool.cmp(&b.tool));
+    tools.dedup_by(|a, b| a.name == b.name);
+    // `described` compiled each schema already; a tool without a validator is never offered.
+    let mut validators = Vec::new();
+    tools.retain(|tool| match jsonschema::validator_for(&tool.input_schema) {
+        Ok(validator) => {
+            validators.push(Arc::new(validator));
+            true
+        }
+        Err(_) => false,
+    });
+    Ok((
+        tools,
+        validators,
+        (!notes.is_empty()).then(|| notes.join("; ")),
+    ))
+}
+
+/// A listed tool as keel offers it, or why it is left out.
+fn described(server: &str, tool: &Value) -> Result<McpTool, String> {
+    let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
+    let valid_name = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !valid_name {
+        return Err(format!(
+            "tool `{}` has a name keel cannot offer",
+            name.escape_default()
+        ));
+    }
+    let schema = tool.get("inputSchema").cloned().unwrap_or(Value::Null);
+    let is_object_schema = schema.is_object()
+        && schema
+            .get("type")
+            .and_then(Value::as_str)
+            .is_none_or(|t| t == "object");
+    if !is_object_schema || jsonschema::validator_for(&schema).is_err() {
+        return Err(format!(
+            "tool `{name}` has an input schema that is not a valid JSON Schema object"
+        ));
+    }
+    let full = format!("{PREFIX}{server}__{name}");
+    if full.len() > 64 {
+        return Err(format!(
+            "tool `{name}`: `{full}` is longer than the 64 characters providers accept"
+        ));
+    }
+    Ok(McpTool {
+        server: server.to_string(),
+        tool: name.to_string(),
+        description: tool
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        read_only: tool
+            .pointer("/annotations/readOnlyHint")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        input_schema: schema,
+        name: full,
+    })
+}
+
+async fn connect(
+    config: &ServerConfig,
+    options: &StartOptions,
+    stderr_tail: Arc<StderrTail>,
+    listener: Listener,
+) -> Result<Client, String> {
+    match &config.transport {
+        Transport::Http { url, headers } => {
+            let mut custom = std::collections::HashMap::new();
+            for (name, value) in headers {
+                let value = resolve_value(value, &*options.lookup)
+                    .map_err(|why| format!("`headers.{name}`: {why}"))?;
+                let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|_| format!("`headers.{name}` is not a valid header name"))?;
+                let value = reqwest::header::HeaderValue::from_str(&value)
+                    .map_err(|_| format!("`headers.{name}` has a value that cannot be sent"))?;
+                custom.insert(header, value);
+            }
+            // Installing fails only if a provider is already installed, which is what we want.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let client = reqwest::Client::builder()
+                .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|error| format!("cannot build an HTTP client: {error}"))?;
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+            let transport = StreamableHttpClientTransport::with_client(client, config);
+            listener
+                .serve(transport)
+                .await
+                .map_err(|error| format!("the MCP handshake with {url} failed: {error}"))
+        }
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut process = tokio::process::Command::new(command);
+            process
+                .args(args)
+                .env_clear()
+                .envs(options.base_env.iter().cloned())
+                .current_dir(cwd.clone().unwrap_or_else(|| options.workspace.clone()))
+                .kill_on_drop(true);
+            for (name, value) in env {
+                let value = resolve_value(value, &*options.lookup)
+                    .map_err(|why| format!("`env.{name}`: {why}"))?;
+                process.env(name, value);
+            }
+            let (transport, stderr) = TokioChildProcess::builder(process)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|error| format!("`{command}` could not be started: {error}"))?;
+            if let Some(mut stderr) = stderr {
+                tokio::spawn(async move {
+                    let mut buffer = [0u8; 1024];
+                    while let Ok(read) = stderr.read(&mut buffer).await {
+                        if read == 0 {
+                            break;
+                        }
+                        if let Ok(mut tail) = stderr_tail.text.lock() {
+                            tail.push_str(&String::from_utf8_lossy(&buffer[..read]));
+                            if tail.len() > STDERR_TAIL {
+                                let mut cut = tail.len() - STDERR_TAIL;
+                                while !tail.is_char_boundary(cut) {
+                                    cut += 1;
+                                }
+                                tail.drain(..cut);
+                            }
+                        }
+                    }
+                    stderr_tail.closed.send_replace(true);
+                });
+            }
+            listener.serve(transport).await.map_err(|error| {
+                let detail = error.to_string();
+                // Whether it wrote first or died first, a server that went away mid-handshake is
+                // told the same way; its stderr tail says why.
+                if detail.contains("Broken pipe") || detail.contains("connection closed") {
+                    "it exited or closed its output before completing the MCP handshake".to_string()
+                } else {
+                    format!("the MCP handshake failed: {detail}")
+                }
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tools_with_bad_names_or_schemas_are_left_out_with_a_reason() {
+        let good = json!({"name": "echo", "description": "d", "inputSchema": {"type": "object", "properties": {"m": {"type": "string"}}},
+                          "annotations": {"readOnlyHint": true}});
+        let tool = described("every", &good).unwrap();
+        assert_eq!(tool.name, "mcp__every__echo");
+        assert!(tool.read_only);
+        assert!(
+            described(
+                "s",
+                &json!({"name": "a b", "inputSchema": {"type": "object"}})
+            )
+            .unwrap_err()
+            .contains("cannot offer")
+        );
+        assert!(
+            described(
+                "s",
+                &json!({"name": "t", "inputSchema": {"type": "string"}})
+            )
+            .unwrap_err()
+            .contains("not a valid JSON Schema object")
+        );
+        assert!(
+            described(
+                "s",
+                &json!({"name": "t", "inputSchema": {"type": "object", "properties": 5}})
+            )
+            .unwrap_err()
+            .contains("not a valid JSON Schema")
+        );
+        assert!(
+            described(
+                "s",
+                &json!({"name": "t".repeat(70), "inputSchema": {"type": "object"}})
+            )
+            .unwrap_err()
+            .contains("64 characters")
+        );
+    }
+}
