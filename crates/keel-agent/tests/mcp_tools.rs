@@ -25,6 +25,7 @@ fn changing_server() -> ServerConfig {
         },
         trust_read_only: false,
         origin: "test".into(),
+        from_workspace: false,
     }
 }
 

@@ -8,14 +8,18 @@
 //!   cannot drive the terminal.
 
 use crate::cli::CommonArgs;
-use crate::session_setup::{MCP_START_TIMEOUT, start_mcp};
+use crate::session_setup::{MCP_START_TIMEOUT, mcp_servers, start_mcp, untrusted_notice};
 use crate::terminal_text::{visible, visible_line};
 use crate::{Outcome, settings};
 
 pub async fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let workspace = settings::workspace(common)?;
     let config = settings::load_config(common, &workspace)?;
-    let servers = config.mcp_servers(&workspace)?;
+    // The same rule as a session: flags included (`--yes` starts a workspace's servers).
+    let (servers, untrusted) = mcp_servers(&config, &workspace, config.permission_mode())?;
+    for server in &untrusted {
+        eprintln!("note: {}", untrusted_notice(server));
+    }
     // A listing waits for every server as long as a server may take.
     let hub = start_mcp(servers, workspace.clone(), MCP_START_TIMEOUT).await;
     let statuses = hub.statuses();

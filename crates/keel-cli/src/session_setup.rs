@@ -211,7 +211,10 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         }
         extra_dirs.push(absolute);
     }
-    let mcp_servers = config.mcp_servers(&workspace)?;
+    let (mcp_servers, untrusted) = mcp_servers(&config, &workspace, policy.mode)?;
+    for server in untrusted {
+        notices.push(untrusted_notice(&server));
+    }
     let settings = AgentSettings {
         profile,
         model: model.model,
@@ -315,4 +318,29 @@ pub async fn start_mcp(
         workspace,
     };
     keel_mcp::McpHub::start(servers, &options).await
+}
+
+/// The MCP servers a session may start, and those it must not: a workspace's `.mcp.json`
+/// comes with the repository, so its servers (any command at all) start only with `--yes`
+/// (mode `auto`) or `trust_workspace_mcp = true` in the user's own config.
+pub fn mcp_servers(
+    config: &keel_config::KeelConfig,
+    workspace: &Path,
+    mode: keel_tools::PermissionMode,
+) -> anyhow::Result<(Vec<keel_mcp::ServerConfig>, Vec<keel_mcp::ServerConfig>)> {
+    let trusted = mode == keel_tools::PermissionMode::Auto || config.trusts_workspace_mcp();
+    Ok(config
+        .mcp_servers(workspace)?
+        .into_iter()
+        .partition(|server| !server.from_workspace || trusted))
+}
+
+/// What the user is told about a workspace server that was not started.
+pub fn untrusted_notice(server: &keel_mcp::ServerConfig) -> String {
+    format!(
+        "MCP server `{}` from {} was not started: a workspace file can run any command on this \
+         machine. Start it with --yes, or set trust_workspace_mcp = true in \
+         $KEEL_HOME/config.toml",
+        server.name, server.origin
+    )
 }

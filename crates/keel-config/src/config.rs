@@ -145,6 +145,8 @@ pub struct KeelConfig {
     /// Highest precedence first.
     pub(crate) layers: Vec<Layer>,
     pub(crate) overrides: Overrides,
+    /// The user's own file (`$KEEL_HOME/config.toml`), as opposed to the project's.
+    pub(crate) home_file: Option<PathBuf>,
 }
 
 impl KeelConfig {
@@ -167,7 +169,11 @@ impl KeelConfig {
                 }
             }
         }
-        let config = KeelConfig { layers, overrides };
+        let config = KeelConfig {
+            layers,
+            overrides,
+            home_file: Some(home_file.to_path_buf()),
+        };
         config.validate()?;
         Ok(config)
     }
@@ -181,7 +187,11 @@ impl KeelConfig {
             .into_iter()
             .map(|(path, text)| Layer::parse(&path, text))
             .collect::<Result<Vec<_>, _>>()?;
-        let config = KeelConfig { layers, overrides };
+        let config = KeelConfig {
+            layers,
+            overrides,
+            home_file: None,
+        };
         config.validate()?;
         Ok(config)
     }

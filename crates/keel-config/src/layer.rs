@@ -29,6 +29,8 @@ pub(crate) struct RawFile {
     pub providers: BTreeMap<String, RawProvider>,
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, Spanned<RawMcpServer>>,
+    /// Start the servers of a workspace `.mcp.json` (read from the user's own file only).
+    pub trust_workspace_mcp: Option<bool>,
 }
 
 /// `[mcp_servers.NAME]`: a stdio server (`command`, `args`, `env`, `cwd`) or an HTTP one

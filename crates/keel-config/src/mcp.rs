@@ -17,6 +17,15 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 impl KeelConfig {
+    /// Whether the user's own config (`$KEEL_HOME/config.toml`, never the project's file)
+    /// says to start the servers of a workspace's `.mcp.json`.
+    pub fn trusts_workspace_mcp(&self) -> bool {
+        self.layers.iter().any(|layer| {
+            Some(&layer.path) == self.home_file.as_ref()
+                && layer.raw.trust_workspace_mcp == Some(true)
+        })
+    }
+
     /// Every declared MCP server, from the config files and `workspace/.mcp.json`.
     pub fn mcp_servers(&self, workspace: &Path) -> Result<Vec<ServerConfig>, ConfigError> {
         let mut servers: BTreeMap<String, ServerConfig> = BTreeMap::new();
@@ -69,6 +78,7 @@ impl KeelConfig {
                         transport,
                         trust_read_only: raw.trust_read_only,
                         origin: layer.path.display().to_string(),
+                        from_workspace: false,
                     },
                 );
             }

@@ -40,6 +40,10 @@ pub struct ServerConfig {
     pub trust_read_only: bool,
     /// Where it was declared (a file), for messages.
     pub origin: String,
+    /// Declared by the workspace (`.mcp.json`, which a cloned repository brings along) rather
+    /// than by the user: started only with the user's consent, and `$VAR` values are not read
+    /// from keel's environment (a repository never gets the user's secrets through it).
+    pub from_workspace: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -159,11 +163,10 @@ pub fn parse_mcp_json(text: &str, path: &Path) -> Result<Vec<ServerConfig>, Conf
         parsed.push(ServerConfig {
             name: name.clone(),
             transport,
-            trust_read_only: entry
-                .get("trust_read_only")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            // Only the user's own config can trust a server's read-only hints.
+            trust_read_only: false,
             origin: origin.clone(),
+            from_workspace: true,
         });
     }
     parsed.sort_by(|a, b| a.name.cmp(&b.name));

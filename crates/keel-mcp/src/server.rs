@@ -160,6 +160,20 @@ pub(crate) async fn list(
     ))
 }
 
+/// A declared value as the server gets it: `$VAR` read from keel's environment for the user's
+/// own declarations; as written for a workspace file's.
+fn configured_value(
+    config: &ServerConfig,
+    value: &str,
+    options: &StartOptions,
+) -> Result<String, String> {
+    if config.from_workspace {
+        Ok(value.to_string())
+    } else {
+        resolve_value(value, &*options.lookup)
+    }
+}
+
 /// A listed tool as keel offers it, or why it is left out.
 fn described(server: &str, tool: &Value) -> Result<McpTool, String> {
     let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
@@ -217,7 +231,7 @@ async fn connect(
         Transport::Http { url, headers } => {
             let mut custom = std::collections::HashMap::new();
             for (name, value) in headers {
-                let value = resolve_value(value, &*options.lookup)
+                let value = configured_value(config, value, options)
                     .map_err(|why| format!("`headers.{name}`: {why}"))?;
                 let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
                     .map_err(|_| format!("`headers.{name}` is not a valid header name"))?;
@@ -253,7 +267,7 @@ async fn connect(
                 .current_dir(cwd.clone().unwrap_or_else(|| options.workspace.clone()))
                 .kill_on_drop(true);
             for (name, value) in env {
-                let value = resolve_value(value, &*options.lookup)
+                let value = configured_value(config, value, options)
                     .map_err(|why| format!("`env.{name}`: {why}"))?;
                 process.env(name, value);
             }
