@@ -236,7 +236,7 @@ impl Controller {
             secrets: settings.secrets.clone(),
             editor: settings.editor.clone(),
             internal_hosts: keel_tools::HostRule(Arc::new(move |host| {
-                rules.allows_by_rule("web_fetch", host)
+                rules.names_subject("web_fetch", host)
             })),
             ..ToolContext::new(guard)
         };

@@ -58,7 +58,7 @@ pub async fn run_tools(
     let shared = run.shared;
     let mut index = 0;
     while index < round.calls.len() {
-        let checked = check(shared, &round.calls[index]);
+        let checked = check(shared, &state.mcp_tools, &round.calls[index]);
         let prepared = if run.is_current() {
             announce(run, &round.calls[index], &checked);
             let call = round.calls[index].clone();
@@ -87,7 +87,7 @@ pub async fn run_tools(
             }
             Prepared::Run(valid) => valid,
         };
-        let batch = gather_batch(run, &round, index, first);
+        let batch = gather_batch(run, &state.mcp_tools, &round, index, first);
         for (position, _) in &batch {
             round.receipts[*position].state = ReceiptState::Started;
             shared
@@ -125,8 +125,13 @@ pub async fn run_tools(
 }
 
 /// Validate, pin the path, compute the subject: once per call.
-fn check(shared: &Shared, call: &ToolCall) -> Checked {
-    if let Some(valid) = validate_mcp(&shared.settings.mcp, &call.name, &call.arguments) {
+fn check(shared: &Shared, offered: &[keel_types::ToolSpec], call: &ToolCall) -> Checked {
+    // Only an MCP tool this turn offered can be called (a server's list may have changed).
+    let offered_now = offered.iter().any(|spec| spec.name == call.name);
+    if let Some(valid) = offered_now
+        .then(|| validate_mcp(&shared.settings.mcp, &call.name, &call.arguments))
+        .flatten()
+    {
         // An MCP call's subject is its tool: rules name the tool (or the server's tools).
         return Checked {
             valid,
@@ -153,6 +158,7 @@ fn check(shared: &Shared, call: &ToolCall) -> Checked {
 /// calls that only read it and need no approval. Each joining call is announced.
 fn gather_batch(
     run: &TurnRun<'_>,
+    offered: &[keel_types::ToolSpec],
     round: &ToolRound,
     index: usize,
     first: Valid,
@@ -162,7 +168,7 @@ fn gather_batch(
     let mut batch = vec![(index, first)];
     while parallel && index + batch.len() < round.calls.len() {
         let next = &round.calls[index + batch.len()];
-        let checked = check(shared, next);
+        let checked = check(shared, offered, next);
         let joins = match (&checked.valid, &checked.subject) {
             (Ok(valid), subject) => {
                 !valid.is_sensitive(&shared.tool_context)
@@ -315,7 +321,8 @@ fn settle(
 }
 
 /// What the person approving sees: the rules' subject, except for `web_fetch`, whose rules name
-/// the host but whose approval shows the whole URL that will be fetched.
+/// the host but whose approval shows the whole URL that will be fetched, and MCP calls, whose
+/// approval shows their arguments.
 fn approval_subject(valid: &Valid, subject: Option<&str>) -> String {
     match valid {
         Valid::Builtin(call) if call.tool == keel_tools::BuiltinTool::WebFetch => call
@@ -324,6 +331,8 @@ fn approval_subject(valid: &Valid, subject: Option<&str>) -> String {
             .and_then(serde_json::Value::as_str)
             .unwrap_or_default()
             .to_string(),
-        Valid::Builtin(_) | Valid::Mcp { .. } => subject.unwrap_or_default().to_string(),
+        // An MCP call's rules name only the tool; the person approving sees its arguments.
+        Valid::Mcp { args, .. } => serde_json::to_string_pretty(args).unwrap_or_default(),
+        Valid::Builtin(_) => subject.unwrap_or_default().to_string(),
     }
 }

@@ -8,20 +8,22 @@
 //!   cannot drive the terminal.
 
 use crate::cli::CommonArgs;
-use crate::session_setup::{MCP_START_TIMEOUT, mcp_servers, start_mcp, untrusted_notice};
+use crate::session_setup::{MCP_START_TIMEOUT, mcp_servers, start_mcp};
 use crate::terminal_text::{visible, visible_line};
 use crate::{Outcome, settings};
 
 pub async fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let workspace = settings::workspace(common)?;
     let config = settings::load_config(common, &workspace)?;
-    // The same rule as a session: flags included (`--yes` starts a workspace's servers).
-    let (servers, untrusted) = mcp_servers(&config, &workspace, config.permission_mode())?;
-    for server in &untrusted {
-        eprintln!("note: {}", untrusted_notice(server));
+    // The same rules as a session (`--yes` starts a workspace's servers).
+    let declared = mcp_servers(&config, &workspace, common)?;
+    for notice in &declared.notices {
+        eprintln!("note: {}", crate::terminal_text::visible(notice));
     }
+    let servers = declared.trusted;
     // A listing waits for every server as long as a server may take.
-    let hub = start_mcp(servers, workspace.clone(), MCP_START_TIMEOUT).await;
+    let secret_names = crate::session_setup::secrets(&config).env_names().to_vec();
+    let hub = start_mcp(servers, workspace.clone(), MCP_START_TIMEOUT, secret_names).await;
     let statuses = hub.statuses();
     if common.json {
         println!("{}", serde_json::to_string_pretty(&statuses)?);

@@ -211,10 +211,9 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         }
         extra_dirs.push(absolute);
     }
-    let (mcp_servers, untrusted) = mcp_servers(&config, &workspace, policy.mode)?;
-    for server in untrusted {
-        notices.push(untrusted_notice(&server));
-    }
+    let declared = mcp_servers(&config, &workspace, common)?;
+    notices.extend(declared.notices);
+    let mcp_servers = declared.trusted;
     let settings = AgentSettings {
         profile,
         model: model.model,
@@ -268,11 +267,13 @@ pub fn open_controller(
         let servers = std::mem::take(&mut setup.mcp_servers);
         let workspace = setup.settings.workspace.clone();
         // Opening a session is synchronous for its callers; the servers start in parallel.
+        let secret_names = setup.settings.secrets.env_names().to_vec();
         let hub = tokio::task::block_in_place(|| {
             tokio::runtime::Handle::current().block_on(start_mcp(
                 servers,
                 workspace,
                 MCP_FIRST_WAIT,
+                secret_names,
             ))
         });
         for status in hub.statuses() {
@@ -283,10 +284,13 @@ pub fn open_controller(
                      once it is up",
                     status.name
                 ),
+                // The reason may hold the server's stderr: shown, never obeyed by the terminal.
                 _ => eprintln!(
                     "note: MCP server `{}` is not available, the session goes on without it: {}",
-                    status.name,
-                    status.reason.as_deref().unwrap_or("it did not start")
+                    crate::terminal_text::visible_line(&status.name),
+                    crate::terminal_text::visible(
+                        status.reason.as_deref().unwrap_or("it did not start")
+                    )
                 ),
             }
         }
@@ -309,10 +313,18 @@ pub async fn start_mcp(
     servers: Vec<keel_mcp::ServerConfig>,
     workspace: PathBuf,
     first_wait: std::time::Duration,
+    secret_names: Vec<String>,
 ) -> keel_mcp::McpHub {
     let options = keel_mcp::StartOptions {
         base_env: keel_mcp::StartOptions::base_env_from_process(),
-        lookup: Arc::new(|name| std::env::var(name).ok()),
+        // keel's own keys are never handed to a server, whatever a declaration asks for.
+        lookup: Arc::new(move |name| {
+            if secret_names.iter().any(|secret| secret == name) {
+                None
+            } else {
+                std::env::var(name).ok()
+            }
+        }),
         start_timeout: MCP_START_TIMEOUT,
         first_wait,
         workspace,
@@ -320,27 +332,40 @@ pub async fn start_mcp(
     keel_mcp::McpHub::start(servers, &options).await
 }
 
-/// The MCP servers a session may start, and those it must not: a workspace's `.mcp.json`
-/// comes with the repository, so its servers (any command at all) start only with `--yes`
-/// (mode `auto`) or `trust_workspace_mcp = true` in the user's own config.
+/// The MCP servers a session may start, and what the user must be told about the others.
+pub struct DeclaredServers {
+    pub trusted: Vec<keel_mcp::ServerConfig>,
+    pub notices: Vec<String>,
+}
+
+/// A workspace's `.mcp.json` and the project's `keel.toml` come with the repository, so their
+/// servers (any command at all) start only with the user's consent: `--yes` or
+/// `--permission-mode auto` on the command line (never a mode set by a file), or
+/// `trust_workspace_mcp = true` in the user's own config.
 pub fn mcp_servers(
     config: &keel_config::KeelConfig,
     workspace: &Path,
-    mode: keel_tools::PermissionMode,
-) -> anyhow::Result<(Vec<keel_mcp::ServerConfig>, Vec<keel_mcp::ServerConfig>)> {
-    let trusted = mode == keel_tools::PermissionMode::Auto || config.trusts_workspace_mcp();
-    Ok(config
-        .mcp_servers(workspace)?
+    common: &CommonArgs,
+) -> anyhow::Result<DeclaredServers> {
+    let consent = common
+        .mode_flag()
+        .is_some_and(|flag| flag.mode() == keel_tools::PermissionMode::Auto)
+        || config.trusts_workspace_mcp();
+    let (servers, problems) = config.mcp_servers(workspace)?;
+    let (trusted, untrusted): (Vec<_>, Vec<_>) = servers
         .into_iter()
-        .partition(|server| !server.from_workspace || trusted))
-}
-
-/// What the user is told about a workspace server that was not started.
-pub fn untrusted_notice(server: &keel_mcp::ServerConfig) -> String {
-    format!(
-        "MCP server `{}` from {} was not started: a workspace file can run any command on this \
-         machine. Start it with --yes, or set trust_workspace_mcp = true in \
-         $KEEL_HOME/config.toml",
-        server.name, server.origin
-    )
+        .partition(|server| !server.from_workspace || consent);
+    let mut notices: Vec<String> = problems
+        .into_iter()
+        .map(|problem| format!("{}: {problem}", workspace.join(".mcp.json").display()))
+        .collect();
+    notices.extend(untrusted.iter().map(|server| {
+        format!(
+            "MCP server `{}` from {} was not started: a file that comes with the workspace can \
+             run any command on this machine. Start it with --yes, or set \
+             trust_workspace_mcp = true in $KEEL_HOME/config.toml",
+            server.name, server.origin
+        )
+    }));
+    Ok(DeclaredServers { trusted, notices })
 }

@@ -55,6 +55,13 @@ fn local_site() -> (String, Arc<AtomicUsize>) {
                         format!("/hop/{}", n - 1)
                     };
                     ("302 Found", "text/plain", Some(next), Vec::new())
+                } else if path == "/to-metadata" {
+                    (
+                        "302 Found",
+                        "text/plain",
+                        Some("http://169.254.169.254/latest/meta-data".into()),
+                        Vec::new(),
+                    )
                 } else if path == "/loop" {
                     ("302 Found", "text/plain", Some("/loop".into()), Vec::new())
                 } else if path == "/big" {
@@ -90,6 +97,8 @@ fn web_fetch_reads_pages_as_text_within_its_limits() {
         {"tool": "web_fetch", "args": {"url": format!("{base}/big")}},
         {"tool": "web_fetch", "args": {"url": format!("{base}/loop")}},
         {"tool": "web_fetch", "args": {"url": "file:///etc/passwd"}},
+        {"tool": "web_fetch", "args": {"url": format!("{base}/to-metadata")}},
+        {"tool": "web_fetch", "args": {"url": "http://docs.rs@127.0.0.1/page"}},
         {"say": "done"}
     ]});
     let (home, mock) = scripted("chat", &steps.to_string(), "");
@@ -134,6 +143,17 @@ fn web_fetch_reads_pages_as_text_within_its_limits() {
     assert!(looping.contains("stopped after 5 redirects"), "{looping}");
     let file = result_of(4);
     assert!(file.contains("http and https URLs only"), "{file}");
+    // A redirect from an allowed host to an internal address is checked like the first hop.
+    let metadata = result_of(5);
+    assert!(
+        metadata.contains("refused: `169.254.169.254`"),
+        "{metadata}"
+    );
+    let userinfo = result_of(6);
+    assert!(
+        userinfo.contains("carries a user name or password"),
+        "{userinfo}"
+    );
 }
 
 #[test]

@@ -26,10 +26,20 @@ impl KeelConfig {
         })
     }
 
-    /// Every declared MCP server, from the config files and `workspace/.mcp.json`.
-    pub fn mcp_servers(&self, workspace: &Path) -> Result<Vec<ServerConfig>, ConfigError> {
+    /// Every declared MCP server, from the config files and `workspace/.mcp.json`, and what
+    /// was wrong with a `.mcp.json` that could not be read (the session goes on without it).
+    pub fn mcp_servers(
+        &self,
+        workspace: &Path,
+    ) -> Result<(Vec<ServerConfig>, Vec<String>), ConfigError> {
         let mut servers: BTreeMap<String, ServerConfig> = BTreeMap::new();
-        for layer in &self.layers {
+        let mut problems = Vec::new();
+        // The user's own file first: it wins a name clash with the project's.
+        let is_project = |path: &Path| self.home_file.as_deref().is_some_and(|home| home != path);
+        let mut layers: Vec<_> = self.layers.iter().collect();
+        layers.sort_by_key(|layer| is_project(&layer.path));
+        for layer in layers {
+            let from_project = is_project(&layer.path);
             for (name, spanned) in &layer.raw.mcp_servers {
                 if servers.contains_key(name) {
                     continue;
@@ -76,34 +86,32 @@ impl KeelConfig {
                     ServerConfig {
                         name: name.clone(),
                         transport,
-                        trust_read_only: raw.trust_read_only,
+                        // A project's file comes with the repository: like a `.mcp.json`, it
+                        // needs consent and cannot trust hints.
+                        trust_read_only: raw.trust_read_only && !from_project,
                         origin: layer.path.display().to_string(),
-                        from_workspace: false,
+                        from_workspace: from_project,
                     },
                 );
             }
         }
         let shared_file = workspace.join(".mcp.json");
         match std::fs::read_to_string(&shared_file) {
-            Ok(text) => {
-                let declared =
-                    parse_mcp_json(&text, &shared_file).map_err(|error| ConfigError::Setting {
-                        origin: "MCP servers".into(),
-                        message: error.to_string(),
-                    })?;
-                for server in declared {
-                    servers.entry(server.name.clone()).or_insert(server);
+            Ok(text) => match parse_mcp_json(&text, &shared_file) {
+                Ok(declared) => {
+                    for server in declared {
+                        servers.entry(server.name.clone()).or_insert(server);
+                    }
                 }
-            }
+                Err(error) => problems.push(format!("its MCP servers were not read: {error}")),
+            },
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(ConfigError::Read {
-                    file: shared_file,
-                    source,
-                });
-            }
+            Err(error) => problems.push(format!(
+                "{} cannot be read ({error}); its MCP servers were not started",
+                shared_file.display()
+            )),
         }
-        Ok(servers.into_values().collect())
+        Ok((servers.into_values().collect(), problems))
     }
 }
 
@@ -132,7 +140,7 @@ mod tests {
             "[mcp_servers.files]\ncommand = \"npx\"\nargs = [\"-y\", \"server\"]\nenv = { TOKEN = \"$TOKEN\" }\ntrust_read_only = true\n",
         )
         .unwrap();
-        let servers = config.mcp_servers(workspace.path()).unwrap();
+        let (servers, _) = config.mcp_servers(workspace.path()).unwrap();
         let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["docs", "files"]);
         assert!(

@@ -26,6 +26,9 @@ use std::time::Duration;
 /// The prefix of every MCP tool name.
 pub const PREFIX: &str = "mcp__";
 
+/// How long a turn boundary waits for a changed tool list.
+const REFRESH_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// One tool of one server, as keel offers it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct McpTool {
@@ -114,6 +117,15 @@ impl Server {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// The connection closed (the server exited): no client, no tools, and why.
+    fn went_away(&self) {
+        let mut state = self.write();
+        state.client = None;
+        state.tools.clear();
+        state.validators.clear();
+        state.reason = Some("it exited (its connection closed)".into());
+    }
+
     fn settle(&self, started: Started) {
         let mut state = self.write();
         state.starting = false;
@@ -188,29 +200,39 @@ impl McpHub {
         }
     }
 
-    /// List again the tools of every server that said its list changed. Returns whether any
-    /// list was read again.
+    /// List again, in parallel and briefly (`REFRESH_TIMEOUT`), the tools of every running
+    /// server that said its list changed; mark a server whose connection closed as failed.
+    /// Returns whether any list was read again.
     pub async fn refresh(&self) -> bool {
-        let mut any = false;
-        for server in &self.servers {
-            if !server.changed.swap(false, Ordering::SeqCst) {
-                continue;
+        let relists = self.servers.iter().map(|server| async move {
+            let client = server.read().client.clone()?;
+            if client.is_closed() {
+                server.went_away();
+                return None;
             }
-            let Some(client) = server.read().client.clone() else {
-                continue;
-            };
-            any = true;
-            match list(&server.config.name, &client, self.start_timeout).await {
+            if !server.changed.swap(false, Ordering::SeqCst) {
+                return None;
+            }
+            let timeout = REFRESH_TIMEOUT.min(self.start_timeout);
+            match list(&server.config.name, &client, timeout).await {
                 Ok((tools, validators, notes)) => {
                     let mut state = server.write();
                     state.tools = tools;
                     state.validators = validators;
                     state.reason = notes;
                 }
-                Err(reason) => server.write().reason = Some(reason),
+                Err(reason) => {
+                    // Keep the old list; try again at the next boundary.
+                    server.changed.store(true, Ordering::SeqCst);
+                    server.write().reason = Some(reason);
+                }
             }
-        }
-        any
+            Some(())
+        });
+        futures_util::future::join_all(relists)
+            .await
+            .iter()
+            .any(Option::is_some)
     }
 
     /// Every tool of every running server, by server then tool name.
@@ -332,11 +354,18 @@ impl McpHub {
         let Some(client) = server.read().client.clone() else {
             return ToolOutput::error(format!("MCP server `{}` is not running", tool.server));
         };
-        let _one_at_a_time = server.turn.lock().await;
         let mut params = CallToolRequestParams::new(tool.tool.clone());
         params.arguments = arguments.as_object().cloned();
-        let call = client.peer().call_tool(params);
-        match tokio::time::timeout(timeout, call).await {
+        // Waiting for the server's previous call counts toward this call's time.
+        let call = async {
+            let _one_at_a_time = server.turn.lock().await;
+            client.peer().call_tool(params).await
+        };
+        let answer = tokio::time::timeout(timeout, call).await;
+        if client.is_closed() {
+            server.went_away();
+        }
+        match answer {
             Err(_) => ToolOutput::error(format!(
                 "MCP tool `{name}` did not answer within {} s and was cancelled",
                 timeout.as_secs()

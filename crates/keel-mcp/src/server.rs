@@ -241,7 +241,9 @@ async fn connect(
             }
             // Installing fails only if a provider is already installed, which is what we want.
             let _ = rustls::crypto::ring::default_provider().install_default();
+            // No redirects: a redirect to another host would carry the declared headers along.
             let client = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
                 .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION")))
                 .build()
                 .map_err(|error| format!("cannot build an HTTP client: {error}"))?;
@@ -264,7 +266,14 @@ async fn connect(
                 .args(args)
                 .env_clear()
                 .envs(options.base_env.iter().cloned())
-                .current_dir(cwd.clone().unwrap_or_else(|| options.workspace.clone()))
+                // Relative to the workspace, not to wherever keel was started.
+                .current_dir(match cwd {
+                    Some(cwd) => options.workspace.join(cwd),
+                    None => options.workspace.clone(),
+                })
+                // Its own process group: Ctrl-C at keel's terminal is for keel, which cancels
+                // the call; it must not kill the server.
+                .process_group(0)
                 .kill_on_drop(true);
             for (name, value) in env {
                 let value = configured_value(config, value, options)

@@ -15,7 +15,7 @@ use crate::ToolContext;
 use crate::ToolOutput;
 use crate::output::{OUTPUT_CAP, truncate_middle};
 use serde_json::Value;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 pub const MAX_REDIRECTS: usize = 5;
@@ -34,7 +34,7 @@ pub fn host_of(args: &Value) -> Option<String> {
 pub fn is_internal(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
+            let [a, b, c, _] = v4.octets();
             v4.is_loopback()
                 || v4.is_private()
                 || v4.is_link_local()
@@ -42,18 +42,35 @@ pub fn is_internal(ip: IpAddr) -> bool {
                 || v4.is_broadcast()
                 || v4.is_multicast()
                 || (a == 100 && (64..128).contains(&b))
+                || (a == 192 && b == 0 && c == 0)
+                || (a == 198 && (18..20).contains(&b))
+                || a >= 240
                 || a == 0
         }
         IpAddr::V6(v6) => {
             if let Some(v4) = v6.to_ipv4_mapped() {
                 return is_internal(IpAddr::V4(v4));
             }
-            let first = v6.segments()[0];
+            let segments = v6.segments();
+            let first = segments[0];
+            // IPv4-compatible `::a.b.c.d` and NAT64 `64:ff9b::a.b.c.d` reach IPv4 addresses.
+            let embedded = Ipv4Addr::new(
+                (segments[6] >> 8) as u8,
+                segments[6] as u8,
+                (segments[7] >> 8) as u8,
+                segments[7] as u8,
+            );
+            let compatible = segments[..6].iter().all(|s| *s == 0);
+            let nat64 = segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
+            if (compatible || nat64) && is_internal(IpAddr::V4(embedded)) {
+                return true;
+            }
             v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
                 || (first & 0xfe00) == 0xfc00
                 || (first & 0xffc0) == 0xfe80
+                || (first & 0xffc0) == 0xfec0
         }
     }
 }
@@ -78,6 +95,13 @@ async fn fetch(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
             return Err(format!(
                 "web_fetch reads http and https URLs only, not `{}:`",
                 url.scheme()
+            ));
+        }
+        // `https://docs.rs@evil.example/` is evil.example: credentials in a URL only mislead.
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(format!(
+                "refused: `{}` carries a user name or password; web_fetch sends no credentials",
+                url.host_str().unwrap_or("")
             ));
         }
         let host = url
@@ -161,8 +185,14 @@ async fn read(url: url::Url, mut response: reqwest::Response) -> Result<ToolOutp
     }
     let kind = content_type.to_ascii_lowercase();
     let text = if kind.contains("html") {
-        html2text::from_read(body.as_slice(), 100)
-            .unwrap_or_else(|_| String::from_utf8_lossy(&body).into_owned())
+        // Converting a large page is real work: off the async threads.
+        let page = body.clone();
+        tokio::task::spawn_blocking(move || {
+            html2text::from_read(page.as_slice(), 100)
+                .unwrap_or_else(|_| String::from_utf8_lossy(&page).into_owned())
+        })
+        .await
+        .unwrap_or_else(|_| "[the page could not be converted to text]".to_string())
     } else if kind.is_empty()
         || kind.starts_with("text/")
         || kind.contains("json")
@@ -220,6 +250,12 @@ mod tests {
             "169.254.169.254",
             "0.0.0.0",
             "100.64.0.1",
+            "::127.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "fec0::1",
+            "198.18.0.1",
+            "240.0.0.1",
+            "192.0.0.8",
             "::1",
             "fe80::1",
             "fd00::1",

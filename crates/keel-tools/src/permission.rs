@@ -262,12 +262,18 @@ impl PermissionPolicy {
     }
 
     /// Decide for `tool` acting on `subject` (see `ValidCall::subject`).
-    /// Whether an allow rule names this call (and no deny rule does): the user's explicit
-    /// consent, which some checks (a fetch of a private address) require beyond the mode.
-    pub fn allows_by_rule(&self, tool: &str, subject: &str) -> bool {
+    /// Whether an allow rule written for exactly this tool names this subject with a pattern
+    /// of its own (not a bare rule, a tool-name prefix or a lone `*`), and no deny rule matches:
+    /// the explicit consent some checks (a fetch of a private address) require.
+    pub fn names_subject(&self, tool: &str, subject: &str) -> bool {
         let subjects = Subjects::of(tool, subject);
         subjects.any_match(&self.deny, tool).is_none()
-            && subjects.any_match(&self.allow, tool).is_some()
+            && self.allow.iter().any(|rule| {
+                rule.tool == tool
+                    && rule.subject.as_ref().is_some_and(|glob| {
+                        !glob.glob().glob().trim_matches('*').is_empty() && glob.is_match(subject)
+                    })
+            })
     }
 
     pub fn decide(&self, tool: &str, subject: &str, reach: Reach) -> Decision {
@@ -308,6 +314,26 @@ mod tests {
     ) -> PermissionPolicy {
         let owned = |rules: &[&str]| rules.iter().map(|r| r.to_string()).collect::<Vec<_>>();
         PermissionPolicy::new(mode, &owned(allow), &owned(ask), &owned(deny)).unwrap()
+    }
+
+    #[test]
+    fn only_a_rule_that_names_the_host_is_consent_for_an_internal_fetch() {
+        let rules = |allow: &[&str]| {
+            PermissionPolicy::from_rules(
+                PermissionMode::Auto,
+                allow
+                    .iter()
+                    .map(|r| PermissionRule::parse(r).unwrap())
+                    .collect(),
+                vec![],
+                vec![],
+            )
+        };
+        assert!(rules(&["web_fetch(localhost)"]).names_subject("web_fetch", "localhost"));
+        assert!(!rules(&["web_fetch"]).names_subject("web_fetch", "localhost"));
+        assert!(!rules(&["web_fetch(*)"]).names_subject("web_fetch", "localhost"));
+        assert!(!rules(&["web*"]).names_subject("web_fetch", "localhost"));
+        assert!(!rules(&["web_fetch(docs.rs)"]).names_subject("web_fetch", "localhost"));
     }
 
     #[test]
