@@ -38,7 +38,7 @@ function connect(permission = () => "allow_once", files = null) {
   return { child, stream, app, updates, asked };
 }
 
-async function start(agent, fs = false) {
+async function start(agent, fs = false, mcpServers = []) {
   const init = await agent.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
     clientCapabilities: { fs: { readTextFile: fs, writeTextFile: fs }, terminal: false },
@@ -46,7 +46,7 @@ async function start(agent, fs = false) {
   });
   assert.equal(init.protocolVersion, 1);
   assert.equal(init.agentCapabilities.loadSession, true);
-  const session = await agent.request(acp.methods.agent.session.new, { cwd: workspace, mcpServers: [] });
+  const session = await agent.request(acp.methods.agent.session.new, { cwd: workspace, mcpServers });
   assert.ok(session.sessionId);
   assert.deepEqual(session.modes.availableModes.map((m) => m.id), ["read-only", "ask", "auto"]);
   return session.sessionId;
@@ -222,6 +222,27 @@ const scenarios = {
       await assert.rejects(
         prompt(agent, sessionId, "", { "keel/action": "context_recovery", "keel/recoveryId": recoveryId }),
         (error) => error.code === -32010);
+    });
+    client.child.kill();
+    return {};
+  },
+
+  // The editor's MCP servers (session/new `mcpServers`) run for the session: the model calls
+  // one of their tools, and the call shows as a tool call that completes.
+  async mcp() {
+    const client = connect();
+    await client.app.connectWith(client.stream, async (agent) => {
+      const everything = process.env.KEEL_TEST_MCP_EVERYTHING;
+      const sessionId = await start(agent, false, [
+        { name: "every", command: "node", args: [everything, "stdio"], env: [{ name: "GREETING", value: "$HOME" }] },
+      ]);
+      const done = await prompt(agent, sessionId, "echo through the editor's server");
+      assert.equal(done.stopReason, "end_turn");
+      assert.deepEqual(statusesByCall(client.updates).map((s) => s.at(-1)), ["completed"]);
+      assert.match(messageText(client.updates), /Echoed\./);
+      await assert.rejects(
+        agent.request(acp.methods.agent.session.new, { cwd: workspace, mcpServers: [{ name: "a__b", command: "x" }] }),
+        (error) => /without `__`/.test(error.message));
     });
     client.child.kill();
     return {};

@@ -46,6 +46,7 @@ pub trait AcpSessions: Send + Sync + 'static {
         mode: Option<PermissionMode>,
         approver: Arc<dyn Approver>,
         editor: Option<Arc<dyn EditorFiles>>,
+        mcp_servers: Vec<keel_mcp::ServerConfig>,
     ) -> Result<Controller, String>;
     /// Whether session `id` exists.
     fn exists(&self, id: &str) -> bool;
@@ -69,6 +70,8 @@ struct Session {
     controller: Controller,
     cwd: PathBuf,
     mode: PermissionMode,
+    /// The client's `mcpServers`, kept for a reopen (`session/set_mode`).
+    mcp_servers: Value,
 }
 
 struct Agent {
@@ -330,12 +333,12 @@ impl Agent {
                 cwd.display()
             )));
         }
-        let servers = params.get("mcpServers").and_then(Value::as_array);
-        if servers.is_some_and(|servers| !servers.is_empty()) {
-            return Err(RpcError::invalid_params(
-                "keel does not run MCP servers yet: start the session without `mcpServers`",
-            ));
-        }
+        let mcp_params = params.get("mcpServers").cloned().unwrap_or(json!([]));
+        let mcp_servers = match &mcp_params {
+            Value::Null => Vec::new(),
+            servers => keel_mcp::parse_acp_servers(servers)
+                .map_err(|error| RpcError::invalid_params(error.to_string()))?,
+        };
         let approver = Arc::new(AcpApprover {
             connection: self.connection.clone(),
             session: Mutex::new(None),
@@ -357,6 +360,7 @@ impl Agent {
                 mode,
                 approver.clone(),
                 editor.clone().map(|e| e as Arc<dyn EditorFiles>),
+                mcp_servers,
             )
             .map_err(|message| RpcError::new(code::INTERNAL, message))?;
         let id = controller.session().id.clone();
@@ -369,6 +373,7 @@ impl Agent {
             controller,
             cwd,
             mode,
+            mcp_servers: mcp_params,
         });
         lock(&self.sessions).insert(id, session.clone());
         Ok(session)
@@ -473,7 +478,8 @@ impl Agent {
             ));
         }
         let id = session.controller.session().id.clone();
-        let reopen = json!({"cwd": session.cwd.display().to_string(), "mcpServers": []});
+        let reopen = json!({"cwd": session.cwd.display().to_string(),
+            "mcpServers": session.mcp_servers.clone()});
         lock(&self.sessions).remove(&id);
         drop(session);
         self.open(SessionChoice::Resume(id.clone()), &reopen, Some(mode))?;

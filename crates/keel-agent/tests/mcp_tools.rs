@@ -26,6 +26,7 @@ fn changing_server() -> ServerConfig {
         trust_read_only: false,
         origin: "test".into(),
         from_workspace: false,
+        literal_values: false,
     }
 }
 

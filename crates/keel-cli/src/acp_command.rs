@@ -30,6 +30,7 @@ impl AcpSessions for CliAcpSessions {
         mode: Option<PermissionMode>,
         approver: Arc<dyn Approver>,
         editor: Option<Arc<dyn EditorFiles>>,
+        mcp_servers: Vec<keel_mcp::ServerConfig>,
     ) -> Result<Controller, String> {
         let mut common = args_for(&self.common, choice);
         common.cwd = Some(cwd.to_path_buf());
@@ -44,6 +45,12 @@ impl AcpSessions for CliAcpSessions {
         prepare_on(&common, "keel acp", self.host.clone())
             .and_then(|mut setup| {
                 setup.settings.editor = editor;
+                // The editor's servers join the configured ones (which win a name clash).
+                for server in mcp_servers {
+                    if !setup.mcp_servers.iter().any(|s| s.name == server.name) {
+                        setup.mcp_servers.push(server);
+                    }
+                }
                 open_controller(setup, approver)
             })
             .map_err(|error| match error.downcast_ref::<AgentError>() {

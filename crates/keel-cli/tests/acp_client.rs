@@ -42,12 +42,32 @@ fn client(scenario: &str, steps: Value, top: &str) -> (Home, MockProcess) {
 fn client_with(scenario: &str, steps: Value, top: &str, provider: &str) -> (Home, MockProcess) {
     let (home, mock) = scripted("chat", &steps.to_string(), provider);
     home.prepend_config(top);
+    drive_client(scenario, &home, &[]);
+    (home, mock)
+}
+
+/// `client`, with variables added to the client's environment.
+fn client_with_env(
+    scenario: &str,
+    steps: Value,
+    top: &str,
+    env: &[(&str, &str)],
+) -> (Home, MockProcess) {
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    home.prepend_config(top);
+    drive_client(scenario, &home, env);
+    (home, mock)
+}
+
+/// Run the SDK client's `scenario` against `keel acp` in `home`.
+fn drive_client(scenario: &str, home: &Home, env: &[(&str, &str)]) {
     let output = Command::new("node")
         .arg(e2e_dir().join("client.mjs"))
         .args([scenario, KEEL, home.path().to_str().unwrap()])
         .env("KEEL_HOME", home.path())
         .env("DEEPSEEK_API_KEY", "test-key-1")
         .env_remove("KEEL_MODEL")
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     assert!(
@@ -56,7 +76,6 @@ fn client_with(scenario: &str, steps: Value, top: &str, provider: &str) -> (Home
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    (home, mock)
 }
 
 #[test]
@@ -169,6 +188,39 @@ fn a_context_limit_is_recovered_through_prompt_meta_with_each_effect_once() {
     assert!(asked_to_focus_on(&mock, "the effects log"));
 }
 
+#[test]
+fn the_editors_mcp_servers_run_for_the_session() {
+    if !sdk_available() {
+        return;
+    }
+    let everything = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../keel-mcp/e2e/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    if !everything.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have npm ci in crates/keel-mcp/e2e"
+        );
+        return;
+    }
+    let steps = json!({"steps": [
+        {"tool": "mcp__every__echo", "args": {"message": "through the editor"}},
+        {"say": "Echoed."},
+    ]});
+    let (_home, mock) = client_with_env(
+        "mcp",
+        steps,
+        "permission_mode = \"auto\"",
+        &[("KEEL_TEST_MCP_EVERYTHING", everything.to_str().unwrap())],
+    );
+    let last = mock.requests().pop().unwrap();
+    let body = last["body"].as_str().unwrap().to_string();
+    assert!(
+        body.contains("through the editor"),
+        "the echo reached the model"
+    );
+    assert!(body.contains("mcp__every__echo"), "the tool was offered");
+}
+
 /// `keel acp` fed raw lines; returns every line it wrote.
 fn raw_session(home: &Home, lines: &[&str]) -> Vec<Value> {
     let mut child = home
@@ -206,7 +258,7 @@ fn the_stdio_loop_answers_protocol_errors_and_keeps_serving() {
     let home = Home::new("");
     let workspace = home.path().display().to_string();
     let new_session = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
-        "params": {"cwd": workspace, "mcpServers": [{"name": "gh", "command": "x", "args": [], "env": []}]}})
+        "params": {"cwd": workspace, "mcpServers": [{"name": "g__h", "command": "x", "args": [], "env": []}]}})
     .to_string();
     let answers = raw_session(
         &home,
@@ -240,7 +292,7 @@ fn the_stdio_loop_answers_protocol_errors_and_keeps_serving() {
     assert_eq!(answer(&answers, 1)["result"]["protocolVersion"], 1);
     let mcp = &answer(&answers, 2)["error"];
     assert_eq!(mcp["code"], -32602);
-    assert!(mcp["message"].as_str().unwrap().contains("MCP"), "{mcp}");
+    assert!(mcp["message"].as_str().unwrap().contains("mcpServers"), "{mcp}");
     assert_eq!(answer(&answers, 3)["error"]["code"], -32601);
     assert_eq!(answer(&answers, 4)["error"]["code"], -32002);
     assert_eq!(answer(&answers, 5)["error"]["code"], -32602);

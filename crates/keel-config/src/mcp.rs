@@ -91,6 +91,7 @@ impl KeelConfig {
                         trust_read_only: raw.trust_read_only && !from_project,
                         origin: layer.path.display().to_string(),
                         from_workspace: from_project,
+                        literal_values: from_project,
                     },
                 );
             }

@@ -44,6 +44,9 @@ pub struct ServerConfig {
     /// than by the user: started only with the user's consent, and `$VAR` values are not read
     /// from keel's environment (a repository never gets the user's secrets through it).
     pub from_workspace: bool,
+    /// `$VAR` values are passed as written, never read from keel's environment (workspace
+    /// files, and servers an ACP client declares).
+    pub literal_values: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -167,6 +170,102 @@ pub fn parse_mcp_json(text: &str, path: &Path) -> Result<Vec<ServerConfig>, Conf
             trust_read_only: false,
             origin: origin.clone(),
             from_workspace: true,
+            literal_values: true,
+        });
+    }
+    parsed.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(parsed)
+}
+
+/// The servers an ACP client declares in `session/new` (`mcpServers`: `{name, command, args,
+/// env: [{name, value}]}` or `{type: "http", name, url, headers: [{name, value}]}`), sorted by
+/// name. Their values are literal.
+pub fn parse_acp_servers(servers: &Value) -> Result<Vec<ServerConfig>, ConfigError> {
+    let origin = "the ACP client's `mcpServers`";
+    let Some(servers) = servers.as_array() else {
+        return Err(invalid(origin, "must be an array"));
+    };
+    let mut parsed = Vec::new();
+    for entry in servers {
+        let name = entry.get("name").and_then(Value::as_str).unwrap_or("");
+        if !valid_server_name(name) {
+            return Err(invalid(
+                origin,
+                format!(
+                    "server name `{}` must be letters, digits, `_` or `-`, without `__`",
+                    name.escape_default()
+                ),
+            ));
+        }
+        let at = format!("{origin}: server `{name}`");
+        let pairs = |key: &str| -> Result<BTreeMap<String, String>, ConfigError> {
+            match entry.get(key) {
+                None | Some(Value::Null) => Ok(BTreeMap::new()),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .map(|item| {
+                        let name = item.get("name").and_then(Value::as_str);
+                        let value = item.get("value").and_then(Value::as_str);
+                        match (name, value) {
+                            (Some(name), Some(value)) => Ok((name.to_string(), value.to_string())),
+                            _ => Err(invalid(
+                                &at,
+                                format!("`{key}` items need `name` and `value`"),
+                            )),
+                        }
+                    })
+                    .collect(),
+                Some(_) => Err(invalid(&at, format!("`{key}` must be an array"))),
+            }
+        };
+        let transport = match entry.get("type").and_then(Value::as_str) {
+            Some("http") => Transport::Http {
+                url: entry
+                    .get("url")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| invalid(&at, "an http server needs `url`"))?
+                    .to_string(),
+                headers: pairs("headers")?,
+            },
+            Some("sse") => {
+                return Err(invalid(
+                    &at,
+                    "SSE servers are not supported; use streamable HTTP",
+                ));
+            }
+            Some("stdio") | None => Transport::Stdio {
+                command: entry
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| invalid(&at, "a stdio server needs `command`"))?
+                    .to_string(),
+                args: entry
+                    .get("args")
+                    .and_then(Value::as_array)
+                    .map(|args| {
+                        args.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                env: pairs("env")?,
+                cwd: None,
+            },
+            Some(other) => {
+                return Err(invalid(
+                    &at,
+                    format!("`type` `{}` is not known", other.escape_default()),
+                ));
+            }
+        };
+        parsed.push(ServerConfig {
+            name: name.to_string(),
+            transport,
+            trust_read_only: false,
+            origin: origin.to_string(),
+            from_workspace: false,
+            literal_values: true,
         });
     }
     parsed.sort_by(|a, b| a.name.cmp(&b.name));
@@ -243,6 +342,35 @@ mod tests {
             );
         }
         assert_eq!(parse_mcp_json("{}", Path::new("x")).unwrap(), Vec::new());
+    }
+
+    #[test]
+    fn an_acp_clients_servers_are_read_with_literal_values() {
+        let servers = serde_json::json!([
+            {"name": "files", "command": "npx", "args": ["-y", "x"], "env": [{"name": "A", "value": "$HOME"}]},
+            {"type": "http", "name": "web", "url": "http://127.0.0.1:1/mcp", "headers": []}
+        ]);
+        let parsed = parse_acp_servers(&servers).unwrap();
+        assert_eq!(parsed.len(), 2);
+        assert!(parsed.iter().all(|s| s.literal_values && !s.from_workspace));
+        assert!(
+            matches!(&parsed[0].transport, Transport::Stdio { env, .. } if env["A"] == "$HOME")
+        );
+        for (bad, wanted) in [
+            (
+                serde_json::json!([{"name": "a__b", "command": "x"}]),
+                "without `__`",
+            ),
+            (
+                serde_json::json!([{"name": "s", "type": "sse", "url": "x"}]),
+                "not supported",
+            ),
+            (serde_json::json!([{"name": "s"}]), "needs `command`"),
+            (serde_json::json!({}), "must be an array"),
+        ] {
+            let error = parse_acp_servers(&bad).unwrap_err().to_string();
+            assert!(error.contains(wanted), "{error}");
+        }
     }
 
     #[test]

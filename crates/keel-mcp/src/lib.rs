@@ -13,5 +13,7 @@ pub mod hub;
 pub mod result;
 mod server;
 
-pub use config::{ConfigError, ServerConfig, Transport, parse_mcp_json, valid_server_name};
+pub use config::{
+    ConfigError, ServerConfig, Transport, parse_acp_servers, parse_mcp_json, valid_server_name,
+};
 pub use hub::{McpHub, McpTool, PREFIX, ServerStatus, StartOptions};

@@ -167,7 +167,7 @@ fn configured_value(
     value: &str,
     options: &StartOptions,
 ) -> Result<String, String> {
-    if config.from_workspace {
+    if config.from_workspace || config.literal_values {
         Ok(value.to_string())
     } else {
         resolve_value(value, &*options.lookup)

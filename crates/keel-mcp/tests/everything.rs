@@ -51,6 +51,7 @@ fn stdio(name: &str, command: &str, args: &[&str], env: &[(&str, &str)]) -> Serv
         trust_read_only: false,
         origin: "test".into(),
         from_workspace: false,
+        literal_values: false,
     }
 }
 
@@ -320,6 +321,7 @@ async fn everything_over_streamable_http_answers_calls() {
         trust_read_only: false,
         origin: "test".into(),
         from_workspace: false,
+        literal_values: false,
     };
     let hub = McpHub::start(vec![server], &options(Duration::from_secs(20))).await;
     assert_eq!(hub.statuses()[0].state, "running", "{:?}", hub.statuses());
