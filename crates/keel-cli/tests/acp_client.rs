@@ -292,7 +292,10 @@ fn the_stdio_loop_answers_protocol_errors_and_keeps_serving() {
     assert_eq!(answer(&answers, 1)["result"]["protocolVersion"], 1);
     let mcp = &answer(&answers, 2)["error"];
     assert_eq!(mcp["code"], -32602);
-    assert!(mcp["message"].as_str().unwrap().contains("mcpServers"), "{mcp}");
+    assert!(
+        mcp["message"].as_str().unwrap().contains("mcpServers"),
+        "{mcp}"
+    );
     assert_eq!(answer(&answers, 3)["error"]["code"], -32601);
     assert_eq!(answer(&answers, 4)["error"]["code"], -32002);
     assert_eq!(answer(&answers, 5)["error"]["code"], -32602);

@@ -278,39 +278,7 @@ impl McpHub {
             let position = state.tools.iter().position(|tool| tool.name == name)?;
             state.validators.get(position).cloned()
         })?;
-        let text = if raw_arguments.trim().is_empty() {
-            "{}"
-        } else {
-            raw_arguments
-        };
-        let args: Value = match serde_json::from_str(text) {
-            Ok(args) => args,
-            Err(error) => {
-                return Some(Err(ValidationError::NotJson {
-                    tool: name.to_string(),
-                    reason: error.to_string(),
-                }));
-            }
-        };
-        let problems: Vec<String> = validator
-            .iter_errors(&args)
-            .map(|error| {
-                let at = error.instance_path().to_string();
-                if at.is_empty() {
-                    error.to_string()
-                } else {
-                    format!("{at}: {error}")
-                }
-            })
-            .collect();
-        Some(if problems.is_empty() {
-            Ok(args)
-        } else {
-            Err(ValidationError::Schema {
-                tool: name.to_string(),
-                problems,
-            })
-        })
+        Some(keel_tools::check_arguments(name, &validator, raw_arguments))
     }
 
     /// Whether `server` is configured to have its read-only tools run without asking.

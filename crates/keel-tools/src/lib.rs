@@ -366,36 +366,47 @@ impl ToolRegistry {
                 available: self.tools.iter().map(|(tool, _)| tool.name()).collect(),
             });
         };
-        let text = if raw_arguments.trim().is_empty() {
-            "{}"
-        } else {
-            raw_arguments
-        };
-        let args: Value = serde_json::from_str(text).map_err(|error| ValidationError::NotJson {
-            tool: name.to_string(),
-            reason: error.to_string(),
-        })?;
-        let problems: Vec<String> = validator
-            .iter_errors(&args)
-            .map(|error| {
-                let at = error.instance_path().to_string();
-                if at.is_empty() {
-                    error.to_string()
-                } else {
-                    format!("{at}: {error}")
-                }
-            })
-            .collect();
-        if !problems.is_empty() {
-            return Err(ValidationError::Schema {
-                tool: name.to_string(),
-                problems,
-            });
-        }
         Ok(ValidCall {
             tool: *tool,
-            args,
+            args: check_arguments(name, validator, raw_arguments)?,
             resolved: None,
+        })
+    }
+}
+
+/// A call's raw arguments checked against its tool's schema (empty means `{}`): the parsed
+/// arguments, or every problem, each with where it is, for the model to correct.
+pub fn check_arguments(
+    tool: &str,
+    validator: &jsonschema::Validator,
+    raw_arguments: &str,
+) -> Result<Value, ValidationError> {
+    let text = if raw_arguments.trim().is_empty() {
+        "{}"
+    } else {
+        raw_arguments
+    };
+    let args: Value = serde_json::from_str(text).map_err(|error| ValidationError::NotJson {
+        tool: tool.to_string(),
+        reason: error.to_string(),
+    })?;
+    let problems: Vec<String> = validator
+        .iter_errors(&args)
+        .map(|error| {
+            let at = error.instance_path().to_string();
+            if at.is_empty() {
+                error.to_string()
+            } else {
+                format!("{at}: {error}")
+            }
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(args)
+    } else {
+        Err(ValidationError::Schema {
+            tool: tool.to_string(),
+            problems,
         })
     }
 }
