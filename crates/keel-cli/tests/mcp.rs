@@ -379,3 +379,80 @@ fn a_workspace_mcp_json_runs_nothing_without_consent_and_never_gets_keels_secret
         "the key never reaches a workspace server"
     );
 }
+
+#[test]
+fn over_streamable_http_tools_answer_and_a_cancelled_turn_cancels_the_call() {
+    if !servers_available() {
+        return;
+    }
+    use std::io::BufRead;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = std::process::Command::new("node")
+        .arg(npm_server("server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until(
+        "the HTTP MCP server listens",
+        std::time::Duration::from_secs(20),
+        || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+    );
+    let steps = json!({"steps": [
+        {"tool": "mcp__web__get-structured-content", "args": {"location": "Chicago"}},
+        {"tool": "mcp__web__trigger-long-running-operation", "args": {"duration": 30, "steps": 30}},
+        {"say": "never reached"}
+    ]});
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    home.append_config(&format!(
+        "[mcp_servers.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"
+    ));
+    let mut child = home
+        .keel(&["run", "--yes", "--json", "weather, then a long job"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let mut session = String::new();
+    let mut started = 0;
+    for line in lines.by_ref() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        session = event["session_id"].as_str().unwrap().to_string();
+        if event["type"] == "tool/started" {
+            started += 1;
+            if started == 2 {
+                break;
+            }
+        }
+    }
+    let interrupted = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let status = wait_for_exit(&mut child, std::time::Duration::from_secs(15), "keel run");
+    assert_eq!(status.code(), Some(130));
+    let _ = server.kill();
+    let _ = server.wait();
+    let shown = home.run(&["session", "show", &session, "--json"]);
+    let value: Value = serde_json::from_str(&shown.stdout()).unwrap();
+    let states: Vec<&str> = value["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|receipt| receipt["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["completed", "cancelled"]);
+    let second = mock.requests()[1]["body"].as_str().unwrap().to_string();
+    assert!(
+        second.contains("temperature"),
+        "structured content over HTTP: {second}"
+    );
+}
