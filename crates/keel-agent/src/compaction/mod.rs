@@ -81,6 +81,8 @@ pub struct Plan {
     /// The verbatim tail is `history[tail_start..]`.
     pub tail_start: usize,
     pub tokens_before: u64,
+    /// Tokens of the stable prefix (system prompt and tool specs), measured once per plan.
+    pub fixed: u64,
 }
 
 /// Share of the usable window the verbatim tail may take.
@@ -215,6 +217,7 @@ fn plan_for(
     Ok(Plan {
         tail_start,
         tokens_before,
+        fixed,
     })
 }
 
@@ -312,8 +315,7 @@ pub(crate) async fn compact(
             .map(|(offset, item)| (turn_of(plan.tail_start + offset), item.clone())),
     );
     let items: Vec<Item> = rows.iter().map(|(_, item)| item.clone()).collect();
-    let fixed = fixed_tokens(shared, state);
-    let tokens_after = fixed
+    let tokens_after = plan.fixed
         + items
             .iter()
             .map(|item| state.meter.tokens_of_item(item))
@@ -385,7 +387,7 @@ fn summarising_request(
     let Some(usable) = usable(shared, state) else {
         return native;
     };
-    let fixed = fixed_tokens(shared, state);
+    let fixed = plan.fixed;
     let native_tokens = fixed
         + native
             .iter()
