@@ -59,8 +59,10 @@ fn lock(open: &Mutex<HashSet<String>>) -> std::sync::MutexGuard<'_, HashSet<Stri
 impl Host {
     /// Open (creating if needed) the state database at `path`.
     pub fn open(path: &Path) -> Result<Host, AgentError> {
+        let store = Store::open(path)?;
+        keel_types::startup_trace::mark("store open");
         Ok(Host {
-            store: Store::open(path)?,
+            store,
             open: Arc::default(),
         })
     }

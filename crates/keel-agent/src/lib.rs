@@ -32,6 +32,8 @@ pub use keel_store::{RevisionInfo, SessionInfo, StoreError, StoredItem};
 pub use prompt::system_prompt;
 pub use recovery::readiness::Readiness;
 pub use recovery::record::{RecordState, RecoveryRecord, StoredRecord};
+/// How a stored recovery record is read and written (the fuzz targets check both).
+pub use recovery::record::{decode as decode_record, encode as encode_record};
 pub use recovery::refusal::RecoveryRefusal;
 pub use turn::TurnOutcome;
 
@@ -188,6 +190,13 @@ impl Controller {
         approver: Arc<dyn Approver>,
         claim: impl Fn(&str) -> Result<host::OpenSession, AgentError>,
     ) -> Result<Controller, AgentError> {
+        // Off the critical path: the TLS roots (an https provider) and the tool schemas load
+        // on other threads while the store is read and written.
+        let client = HttpClient::new(settings.profile.connect_timeout)?;
+        if settings.profile.endpoint().starts_with("https://") {
+            client.prepare_tls();
+        }
+        let registry = std::thread::spawn(ToolRegistry::new);
         let workspace = settings.workspace.display().to_string();
         let (session, resumed) = match choice {
             SessionChoice::New => {
@@ -227,8 +236,12 @@ impl Controller {
                     source,
                 }
             })?;
-        let registry = ToolRegistry::new()?;
-        let client = HttpClient::new(settings.profile.connect_timeout)?;
+        keel_types::startup_trace::mark("session loaded");
+        // A panic there is a panic here, as if the schemas had been built inline.
+        let registry = registry
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+        keel_types::startup_trace::mark("tool schemas");
         let (cancel_signal, _) = watch::channel(0);
         // `web_fetch` reaches an internal address only for a host the user's rules allow.
         let rules = settings.policy.clone();

@@ -20,6 +20,7 @@ use crate::turn_run::TurnRun;
 use crate::{AgentError, SessionState, Shared};
 use futures_util::future::join_all;
 use keel_tools::{Decision, Reach, ToolOutput, ValidationError};
+use keel_types::kill_point::kill_point;
 use keel_types::{EventBody, Item, ReceiptState, ToolCall, ToolReceipt, ToolResult};
 use std::ops::Range;
 
@@ -90,9 +91,11 @@ pub async fn run_tools(
         let batch = gather_batch(run, &state.mcp_tools, &round, index, first);
         for (position, _) in &batch {
             round.receipts[*position].state = ReceiptState::Started;
+            kill_point("before_receipt_started");
             shared
                 .store
                 .put_receipt(&shared.session.id, &round.receipts[*position])?;
+            kill_point("after_receipt_started");
             run.emit(EventBody::ToolStarted {
                 call_id: round.calls[*position].id.clone(),
                 name: round.calls[*position].name.clone(),
@@ -280,9 +283,11 @@ fn finish(
         content: output.content,
         is_error: output.is_error,
     });
+    kill_point("before_result_commit");
     shared
         .store
         .append_result(&shared.session.id, run.turn, &item, receipt)?;
+    kill_point("after_result_commit");
     state.history.push(item);
     run.emit(EventBody::ToolResult {
         call_id: call.id.clone(),

@@ -23,6 +23,7 @@ use crate::tools_round::{RoundEnd, ToolRound, run_tools};
 use crate::turn_run::TurnRun;
 use crate::{AgentError, SessionState, Shared};
 use keel_llm::{Completion, Dispatcher};
+use keel_types::kill_point::kill_point;
 use keel_types::{
     AssistantPart, EventBody, FailureDiagnostic, FailureKind, InputKind, Item, ReceiptState,
     ToolReceipt, Usage,
@@ -428,9 +429,11 @@ fn commit_reply(
         }
     }
     let assistant = Item::Assistant(completion.item);
+    kill_point("before_assistant_commit");
     shared
         .store
         .append_with_receipts(&shared.session.id, run.turn, &assistant, &receipts)?;
+    kill_point("after_assistant_commit");
     state.history.push(assistant);
     Ok(ToolRound { calls, receipts })
 }

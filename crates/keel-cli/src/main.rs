@@ -48,10 +48,12 @@ impl std::fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 fn main() -> ExitCode {
+    keel_types::startup_trace::begin();
     // keel's memory and environment hold provider keys: other processes of this user, the
     // commands keel runs included, may not read them through /proc/<keel>/ (root still can).
     let _ = nix::sys::prctl::set_dumpable(false);
     let cli = cli::Cli::parse();
+    keel_types::startup_trace::mark("arguments");
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

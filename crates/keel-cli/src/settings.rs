@@ -41,9 +41,11 @@ pub fn load_config(common: &CommonArgs, workspace: &std::path::Path) -> anyhow::
     let mut overrides = Overrides::from_env();
     overrides.model_flag = common.model.clone();
     overrides.permission_mode_flag = common.mode_flag();
-    Ok(KeelConfig::load(
+    let config = KeelConfig::load(
         &home.join("config.toml"),
         &workspace.join("keel.toml"),
         overrides,
-    )?)
+    )?;
+    keel_types::startup_trace::mark("config");
+    Ok(config)
 }

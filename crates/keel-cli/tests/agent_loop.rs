@@ -11,12 +11,6 @@ fn home_for(mock: &MockProcess) -> Home {
     Home::new(&config_for("chat", &mock.base_url, ""))
 }
 
-fn session_json(home: &Home, id: &str) -> Value {
-    let run = home.run(&["session", "show", id, "--json"]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
-    serde_json::from_str(&run.stdout()).unwrap()
-}
-
 #[test]
 fn twenty_round_tool_loop_runs_each_effect_once_with_prefix_stable_requests() {
     let mock = MockProcess::start("tool-loop-20");
@@ -40,7 +34,7 @@ fn twenty_round_tool_loop_runs_each_effect_once_with_prefix_stable_requests() {
         "{completed}"
     );
     let session = run.events()[0]["session_id"].as_str().unwrap().to_string();
-    let shown = session_json(&home, &session);
+    let shown = session_json(&home, &session, &[]);
     let receipts = shown["receipts"].as_array().unwrap();
     assert_eq!(receipts.len(), 20);
     assert!(
@@ -273,7 +267,7 @@ fn killed_mid_tool_the_receipt_becomes_unknown_and_nothing_reruns() {
         last_request.contains("outcome unknown"),
         "the model is told: {last_request}"
     );
-    let json = session_json(&home, &session);
+    let json = session_json(&home, &session, &[]);
     assert_eq!(json["receipts"][0]["state"], "unknown");
     let human = home.run(&["session", "show", &session]).stdout();
     assert!(

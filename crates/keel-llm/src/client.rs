@@ -12,10 +12,11 @@
 use crate::assemble::{Assembler, Completion, Delta, Progress, parse_complete_response};
 use crate::classify::{classify_http_failure, retry_after_from_headers, trace_id_from_headers};
 use crate::profile::ProviderProfile;
-use crate::sse_bound::{BoundExceeded, SseBound};
-use eventsource_stream::{EventStreamError, Eventsource};
+use crate::sse::{FrameError, SseEvent, SseFramer};
 use futures_util::StreamExt;
 use keel_types::{AssistantPart, FailureDiagnostic, FailureKind, WireProtocol};
+use std::ops::ControlFlow;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -37,25 +38,71 @@ impl From<FailureDiagnostic> for AttemptFailure {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[error("cannot build the HTTP client: {0}")]
 pub struct ClientBuildError(String);
 
+/// Two clients: one for `http://` endpoints that never loads the system's TLS roots (tens of
+/// milliseconds on a busy disk), and one for `https://` built once, on first use or ahead of it
+/// on another thread (`prepare_tls`), so the roots load off the critical path.
 #[derive(Clone, Debug)]
 pub struct HttpClient {
-    inner: reqwest::Client,
+    plain: reqwest::Client,
+    tls: Arc<OnceLock<Result<reqwest::Client, ClientBuildError>>>,
+    connect_timeout: Duration,
+}
+
+fn build_client(
+    connect_timeout: Duration,
+    system_roots: bool,
+) -> Result<reqwest::Client, ClientBuildError> {
+    // Installing fails only if a provider is already installed, which is what we want.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let builder = reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION")));
+    // Without the system's roots no certificate is trusted: an https URL given to the plain
+    // client fails closed.
+    let builder = if system_roots {
+        builder
+    } else {
+        builder.tls_certs_only([])
+    };
+    builder
+        .build()
+        .map_err(|error| ClientBuildError(error_chain(&error)))
 }
 
 impl HttpClient {
     pub fn new(connect_timeout: Duration) -> Result<HttpClient, ClientBuildError> {
-        // Installing fails only if a provider is already installed, which is what we want.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let inner = reqwest::Client::builder()
-            .connect_timeout(connect_timeout)
-            .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|error| ClientBuildError(error_chain(&error)))?;
-        Ok(HttpClient { inner })
+        Ok(HttpClient {
+            plain: build_client(connect_timeout, false)?,
+            tls: Arc::default(),
+            connect_timeout,
+        })
+    }
+
+    /// Start loading the TLS roots on another thread (for a session whose provider is https).
+    pub fn prepare_tls(&self) {
+        let tls = Arc::clone(&self.tls);
+        let connect_timeout = self.connect_timeout;
+        std::thread::spawn(move || {
+            tls.get_or_init(|| build_client(connect_timeout, true));
+        });
+    }
+
+    /// The client for `endpoint` (the TLS one is built here if nobody started it).
+    fn client_for(&self, endpoint: &str) -> Result<&reqwest::Client, ClientBuildError> {
+        let https = endpoint
+            .get(..8)
+            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"));
+        if !https {
+            return Ok(&self.plain);
+        }
+        self.tls
+            .get_or_init(|| build_client(self.connect_timeout, true))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// One attempt against `profile` with `api_key`.
@@ -66,9 +113,12 @@ impl HttpClient {
         body: Vec<u8>,
         sink: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<Completion, AttemptFailure> {
-        let mut request = self
-            .inner
-            .post(profile.endpoint())
+        let endpoint = profile.endpoint();
+        let client = self.client_for(&endpoint).map_err(|error| {
+            FailureDiagnostic::with_message(FailureKind::Transport, None, error.to_string())
+        })?;
+        let mut request = client
+            .post(endpoint)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .body(body);
@@ -78,6 +128,7 @@ impl HttpClient {
                 .header("anthropic-version", "2023-06-01"),
             WireProtocol::Chat | WireProtocol::Responses => request.bearer_auth(api_key),
         };
+        keel_types::startup_trace::first_request();
         let response = match tokio::time::timeout(profile.idle_timeout, request.send()).await {
             Err(_) => return Err(idle_timeout(profile.idle_timeout, "for response headers").into()),
             Ok(Err(error)) => return Err(request_error(&error).into()),
@@ -150,65 +201,51 @@ impl HttpClient {
     }
 }
 
-/// Why the body of an event stream could not be read.
-#[derive(Debug)]
-enum BodyError {
-    Transport(reqwest::Error),
-    Bound(BoundExceeded),
-}
-
 async fn stream_events(
     profile: &ProviderProfile,
-    response: reqwest::Response,
+    mut response: reqwest::Response,
     sink: &mut (dyn FnMut(Delta<'_>) + Send),
 ) -> Result<Completion, FailureDiagnostic> {
-    let mut bound = SseBound::new(profile.max_event_bytes);
-    let mut events = response
-        .bytes_stream()
-        .map(move |chunk| {
-            let chunk = chunk.map_err(BodyError::Transport)?;
-            bound.feed(&chunk).map_err(BodyError::Bound)?;
-            Ok::<_, BodyError>(chunk)
-        })
-        .eventsource();
+    let mut framer = SseFramer::new(profile.max_event_bytes);
     let mut assembler = Assembler::new(profile.protocol);
     let mut saw_event = false;
     loop {
-        let next = match tokio::time::timeout(profile.idle_timeout, events.next()).await {
+        let read = match tokio::time::timeout(profile.idle_timeout, response.chunk()).await {
             Err(_) => return Err(idle_timeout(profile.idle_timeout, "inside the stream")),
-            Ok(next) => next,
+            Ok(Err(error)) => return Err(request_error(&error)),
+            Ok(Ok(None)) => break,
+            Ok(Ok(Some(read))) => read,
         };
-        match next {
-            None => break,
-            Some(Err(EventStreamError::Transport(BodyError::Transport(error)))) => {
-                return Err(request_error(&error));
-            }
-            Some(Err(EventStreamError::Transport(BodyError::Bound(exceeded)))) => {
-                return Err(FailureDiagnostic::with_message(
-                    FailureKind::StreamCorrupt,
-                    None,
-                    format!("{exceeded} (max_event_bytes); the stream was abandoned"),
-                ));
-            }
-            Some(Err(EventStreamError::Utf8(_))) | Some(Err(EventStreamError::Parser(_))) => {
-                return Err(FailureDiagnostic::with_message(
-                    FailureKind::StreamCorrupt,
-                    None,
-                    "the stream is not valid server-sent events",
-                ));
-            }
-            Some(Ok(event)) => {
-                saw_event = true;
-                if assembler.push(&event.event, &event.data, sink)? == Progress::Done {
-                    break;
-                }
-            }
+        let flow = framer.feed::<FailureDiagnostic>(&read, &mut |event: SseEvent<'_>| {
+            saw_event = true;
+            Ok(match assembler.push(event.event, event.data, sink)? {
+                Progress::Done => ControlFlow::Break(()),
+                Progress::Continue => ControlFlow::Continue(()),
+            })
+        })?;
+        if flow.is_break() {
+            break;
         }
     }
     if !saw_event {
         return Err(empty_response("an event stream without a single event"));
     }
     assembler.finish()
+}
+
+/// A stream the framer refused is corrupt; the diagnostic says which bound or rule it broke.
+impl From<FrameError> for FailureDiagnostic {
+    fn from(error: FrameError) -> Self {
+        let message = match error {
+            FrameError::LineTooLong(_) | FrameError::EventTooLong(_) => {
+                format!("{error} (max_event_bytes); the stream was abandoned")
+            }
+            FrameError::NotUtf8 => {
+                "the stream is not valid server-sent events (it is not UTF-8)".to_string()
+            }
+        };
+        FailureDiagnostic::with_message(FailureKind::StreamCorrupt, None, message)
+    }
 }
 
 fn empty_response(what: &str) -> FailureDiagnostic {
@@ -271,5 +308,23 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     match causes.last() {
         Some(innermost) => innermost.clone(),
         None => error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_https_endpoint_loads_the_system_roots() {
+        let client = HttpClient::new(Duration::from_secs(1)).expect("client");
+        let plain = client.client_for("http://127.0.0.1:1/chat/completions");
+        assert!(plain.is_ok());
+        assert!(
+            client.tls.get().is_none(),
+            "an http endpoint loads no roots"
+        );
+        assert!(client.client_for("HTTPS://api.deepseek.com").is_ok());
+        assert!(client.tls.get().is_some(), "an https endpoint does");
     }
 }

@@ -15,7 +15,7 @@ pub mod dispatch;
 pub mod profile;
 pub mod project;
 pub mod retry;
-pub mod sse_bound;
+pub mod sse;
 
 pub use assemble::{Completion, Delta};
 pub use dispatch::{AccountCursor, DispatchOutcome, Dispatcher, EnvKeys, KeySource, key_problem};

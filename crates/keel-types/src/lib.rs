@@ -14,6 +14,7 @@ pub mod protocol;
 pub mod receipt;
 pub mod search;
 pub mod secrets;
+pub mod startup_trace;
 pub mod tool;
 pub mod usage;
 

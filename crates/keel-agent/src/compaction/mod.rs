@@ -337,6 +337,7 @@ pub(crate) async fn compact(
             replaced,
         },
     )?;
+    keel_types::kill_point::kill_point("after_compaction_commit");
     state.history = items;
     state.revision = revision;
     state.repair = None;

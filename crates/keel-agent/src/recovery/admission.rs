@@ -22,6 +22,7 @@ use super::{
 };
 use crate::turn::TurnInput;
 use crate::{AgentError, SessionState, Shared};
+use keel_types::kill_point::kill_point;
 use keel_types::{EventBody, FailureDiagnostic, FailureKind, InputKind, Item};
 
 pub(crate) fn load_records(shared: &Shared) -> Result<Vec<StoredRecord>, AgentError> {
@@ -272,12 +273,14 @@ fn consume(
     state.spent.insert(record.id.clone());
     record.state = RecordState::Consumed;
     record.projected = projection == Projection::Repaired;
+    kill_point("before_recovery_consumed");
     if let Err(error) = save(shared, &record) {
         return Err(refuse(RecoveryRefusal::NotPersisted {
             id: record.id,
             reason: error.to_string(),
         }));
     }
+    kill_point("after_recovery_consumed");
     shared.emit(
         None,
         EventBody::RecoveryConsumed {

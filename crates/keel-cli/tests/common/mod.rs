@@ -311,6 +311,15 @@ pub fn assert_prefix_stable(requests: &[Value]) {
 }
 
 /// `rounds` bash calls, each appending its number to effects.log, then the answer `done`.
+/// `keel session show ID --json` (with `extra` arguments such as `--revision N`), parsed.
+pub fn session_json(home: &Home, id: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["session", "show", id, "--json"];
+    args.extend_from_slice(extra);
+    let run = home.run(&args);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    serde_json::from_str(&run.stdout()).unwrap()
+}
+
 pub fn effect_steps(rounds: usize, done: &str) -> Vec<Value> {
     let mut steps: Vec<Value> = (1..=rounds)
         .map(|n| serde_json::json!({"tool": "bash", "args": {"command": format!("echo {n} >> effects.log")}}))

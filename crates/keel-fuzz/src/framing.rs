@@ -1,0 +1,131 @@
+//! Targets for the bytes a provider streams: keel's SSE framer against the oracle, and each
+//! protocol's assembler under arbitrary splits.
+
+use crate::reads;
+use eventsource_stream::Eventsource;
+use futures_util::{StreamExt, stream};
+use keel_llm::Delta;
+use keel_llm::assemble::sse::assemble_chunks;
+use keel_llm::sse::{FrameError, SseEvent, SseFramer};
+use keel_types::WireProtocol;
+use std::ops::ControlFlow;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+/// An event as both framers can describe it (keel never reconnects, so `retry` is not compared:
+/// the oracle also takes `+5`, the rules take only digits).
+pub type Event = (String, String, String);
+
+/// What keel's framer makes of `reads` with a bound of `limit` bytes: the events it dispatched
+/// and the error that stopped it, if any.
+pub fn keel_events(reads: &[&[u8]], limit: usize) -> (Vec<Event>, Option<FrameError>) {
+    let mut framer = SseFramer::new(limit);
+    let mut events = Vec::new();
+    for read in reads {
+        let fed = framer.feed(read, &mut |event: SseEvent<'_>| {
+            events.push((
+                event.event.to_string(),
+                event.data.to_string(),
+                event.id.to_string(),
+            ));
+            Ok::<_, FrameError>(ControlFlow::Continue(()))
+        });
+        if let Err(error) = fed {
+            return (events, Some(error));
+        }
+    }
+    (events, None)
+}
+
+/// What `eventsource-stream` makes of `stream` split into `reads` (UTF-8 streams only: it
+/// stalls on anything else). Two of its faults are worked around without changing what the
+/// stream means:
+/// - it panics on a leading byte-order mark (it slices one byte off a three-byte character):
+///   it gets the stream without the mark and with a blank line in front, which dispatches
+///   nothing and keeps a second mark from being taken for the first;
+/// - it waits for a byte after a final CR to tell CR from CRLF, where the rules end the line at
+///   once: an LF after a final CR gives it that byte.
+pub fn oracle_events(stream: &[u8], reads: &[&[u8]]) -> Vec<Event> {
+    let bom = stream.starts_with(b"\xEF\xBB\xBF");
+    let mut pieces: Vec<Vec<u8>> = vec![b"\n".to_vec()];
+    let mut skip = if bom { 3 } else { 0 };
+    for read in reads {
+        let cut = skip.min(read.len());
+        skip -= cut;
+        pieces.push(read[cut..].to_vec());
+    }
+    if stream.last() == Some(&b'\r') {
+        pieces.push(b"\n".to_vec());
+    }
+    let source = stream::iter(pieces.into_iter().map(Ok::<_, std::convert::Infallible>));
+    let mut parsed = pin!(source.eventsource());
+    let mut context = Context::from_waker(Waker::noop());
+    let mut events = Vec::new();
+    while let Poll::Ready(Some(event)) = parsed.poll_next_unpin(&mut context) {
+        let event = event.expect("the oracle frames any UTF-8 stream");
+        events.push((event.event, event.data, event.id));
+    }
+    events
+}
+
+/// The framer: the same events and verdict however the stream is split (with a bound that
+/// never trips and with a small one), and the oracle's events for any UTF-8 stream.
+pub fn sse_framer(data: &[u8]) {
+    let Some(([first, second], stream)) = data.split_first_chunk::<2>() else {
+        return;
+    };
+    let split = reads(stream, *first, *second);
+    let whole = keel_events(&[stream], usize::MAX);
+    assert_eq!(
+        keel_events(&split, usize::MAX),
+        whole,
+        "split changed the events"
+    );
+    let small = usize::from(*first) + 1;
+    assert_eq!(
+        keel_events(&split, small),
+        keel_events(&[stream], small),
+        "split changed the events or the verdict under a bound of {small}"
+    );
+    if std::str::from_utf8(stream).is_ok() {
+        assert_eq!(whole.1, None, "a UTF-8 stream frames without error");
+        assert_eq!(
+            whole.0,
+            oracle_events(stream, &split),
+            "keel and the oracle disagree"
+        );
+    }
+}
+
+/// Everything an assembly shows: the deltas as they streamed and the outcome.
+type Assembled = (String, String, Result<keel_llm::Completion, String>);
+
+fn assemble(protocol: WireProtocol, reads: &[&[u8]]) -> Assembled {
+    let mut text = String::new();
+    let mut reasoning = String::new();
+    let outcome = assemble_chunks(protocol, reads, &mut |delta| match delta {
+        Delta::Text(piece) => text.push_str(piece),
+        Delta::Reasoning(piece) => reasoning.push_str(piece),
+    });
+    (
+        text,
+        reasoning,
+        outcome.map_err(|failure| failure.to_string()),
+    )
+}
+
+/// Each protocol's assembler: never a panic, and the same deltas and outcome however the
+/// stream is split.
+pub fn assembler(data: &[u8]) {
+    let Some(([choice, first, second], stream)) = data.split_first_chunk::<3>() else {
+        return;
+    };
+    let protocol = match choice % 3 {
+        0 => WireProtocol::Chat,
+        1 => WireProtocol::Anthropic,
+        _ => WireProtocol::Responses,
+    };
+    let whole = assemble(protocol, &[stream]);
+    let split = assemble(protocol, &reads(stream, *first, *second));
+    assert_eq!(split, whole, "{protocol:?}: split changed the assembly");
+}
