@@ -37,6 +37,28 @@ pub fn keel_events(reads: &[&[u8]], limit: usize) -> (Vec<Event>, Option<FrameEr
     (events, None)
 }
 
+/// The events keel's framer hands out when the handler stops it after `stop_after` of them;
+/// the reads after the stop are still fed, and must give nothing.
+fn events_until(reads: &[&[u8]], stop_after: usize) -> Vec<Event> {
+    let mut framer = SseFramer::new(usize::MAX);
+    let mut events = Vec::new();
+    for read in reads {
+        let _flow = framer.feed(read, &mut |event: SseEvent<'_>| {
+            events.push((
+                event.event.to_string(),
+                event.data.to_string(),
+                event.id.to_string(),
+            ));
+            Ok::<_, FrameError>(if events.len() >= stop_after {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            })
+        });
+    }
+    events
+}
+
 /// What `eventsource-stream` makes of `stream` split into `reads` (UTF-8 streams only: it
 /// stalls on anything else). Two of its faults are worked around without changing what the
 /// stream means:
@@ -86,6 +108,14 @@ pub fn sse_framer(data: &[u8]) {
         keel_events(&split, small),
         keel_events(&[stream], small),
         "split changed the events or the verdict under a bound of {small}"
+    );
+    // Stopping after a few events gives exactly the first of them, and nothing after.
+    let stop_after = usize::from(*second % 8) + 1;
+    let stopped = events_until(&split, stop_after);
+    assert_eq!(
+        stopped[..],
+        whole.0[..stop_after.min(whole.0.len())],
+        "a Break after {stop_after} events"
     );
     if std::str::from_utf8(stream).is_ok() {
         assert_eq!(whole.1, None, "a UTF-8 stream frames without error");

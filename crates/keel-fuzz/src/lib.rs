@@ -34,9 +34,13 @@ pub const TARGETS: [(&str, Target); 5] = [
     ("tool_arguments", tool_arguments),
 ];
 
-/// Reads of alternating sizes taken from the two parameter bytes (each 1..=64 bytes).
+/// Reads of alternating sizes taken from the two parameter bytes (0..=255 bytes each: empty
+/// reads included, never two empty sizes).
 pub(crate) fn reads(stream: &[u8], first: u8, second: u8) -> Vec<&[u8]> {
-    let sizes = [usize::from(first % 64) + 1, usize::from(second % 64) + 1];
+    let sizes = match (usize::from(first), usize::from(second)) {
+        (0, 0) => [0, 1],
+        sizes => [sizes.0, sizes.1],
+    };
     let mut reads = Vec::new();
     let mut rest = stream;
     let mut turn = 0;

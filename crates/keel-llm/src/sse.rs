@@ -5,19 +5,21 @@
 //!   leading byte-order mark is skipped; lines starting with `:` are comments; a field without a
 //!   colon has an empty value; one space after the colon is dropped; `data` lines are joined
 //!   with LF; `event` names the event (`message` when absent); `id` sets the last event id
-//!   (ignored when it holds NUL) and persists across events; `retry` counts only when it is all
-//!   ASCII digits; an event with no `data` line is not dispatched; a final event without the
-//!   blank line that ends it is dropped.
+//!   (ignored when it holds NUL) and persists across events; `retry` sets the stream's
+//!   reconnection time only when it is all ASCII digits; an event with no `data` line is not
+//!   dispatched; a final event without the blank line that ends it is dropped.
 //! - The events do not depend on how the bytes are split into reads: checked against
 //!   `eventsource-stream` (the oracle, a dev-dependency) by a property test and a fuzz target.
 //! - No line and no event longer than the bound is ever buffered: past it the framer fails with
 //!   the same verdict wherever the reads split the bytes, before any later event is dispatched
 //!   (a cut line is held to the line bound; the event bound is checked when the line is whole).
+//!   Every line since the last blank one counts toward the event, comments included.
+//! - After a `Break` or an error the framer is finished and holds nothing of any read.
 //! - Zero-copy where the bytes allow: an event whose single `data` line lies inside one read is
 //!   handed out as a slice of that read. Only a line cut by a read boundary, or a multi-line
 //!   `data`, is copied (once, into a buffer reused for the whole stream).
-//! - A `data` value, event name or id that is not UTF-8 fails the stream; comments and ignored
-//!   fields are never decoded.
+//! - A dispatched event whose data, name or id is not UTF-8 fails the stream; nothing is decoded
+//!   before an event is dispatched (comments, ignored fields and events without data never are).
 
 use std::ops::{ControlFlow, Range};
 
@@ -40,7 +42,7 @@ pub struct SseEvent<'a> {
     pub data: &'a str,
     /// The last event id seen so far in the stream (ids persist across events).
     pub id: &'a str,
-    /// A valid `retry` field of this event, in milliseconds.
+    /// The reconnection time the stream has set so far (`retry`), in milliseconds.
     pub retry: Option<u64>,
 }
 
@@ -71,9 +73,12 @@ pub struct SseFramer {
     event_len: usize,
     data: Data,
     data_buffer: Vec<u8>,
-    event_name: String,
-    last_id: String,
+    /// Raw bytes, decoded only when an event is dispatched.
+    event_name: Vec<u8>,
+    last_id: Vec<u8>,
     retry: Option<u64>,
+    /// A `Break` or an error ended the stream.
+    finished: bool,
 }
 
 impl SseFramer {
@@ -87,15 +92,34 @@ impl SseFramer {
             event_len: 0,
             data: Data::None,
             data_buffer: Vec::new(),
-            event_name: String::new(),
-            last_id: String::new(),
+            event_name: Vec::new(),
+            last_id: Vec::new(),
             retry: None,
+            finished: false,
         }
     }
 
     /// Frame one read; `on_event` gets each event it completes, in order, and may stop the
-    /// stream (`Break`), after which the rest of the read is not looked at.
+    /// stream (`Break`), after which the rest of the read is not looked at. After a `Break` or
+    /// an error the framer is finished: later reads are not looked at either (`Break`).
     pub fn feed<E: From<FrameError>>(
+        &mut self,
+        read: &[u8],
+        on_event: &mut dyn FnMut(SseEvent<'_>) -> Result<ControlFlow<()>, E>,
+    ) -> Result<ControlFlow<()>, E> {
+        if self.finished {
+            return Ok(ControlFlow::Break(()));
+        }
+        let flow = self.feed_unfinished(read, on_event);
+        if !matches!(flow, Ok(ControlFlow::Continue(()))) {
+            self.finished = true;
+            // Nothing may keep pointing into the read, even if the caller feeds again.
+            self.data = Data::None;
+        }
+        flow
+    }
+
+    fn feed_unfinished<E: From<FrameError>>(
         &mut self,
         read: &[u8],
         on_event: &mut dyn FnMut(SseEvent<'_>) -> Result<ControlFlow<()>, E>,
@@ -107,25 +131,26 @@ impl SseFramer {
             self.bom_settled = true;
             return self.feed_settled(read.strip_prefix(BOM).unwrap_or(read), on_event);
         }
-        // The mark may itself be split between reads: hold the first bytes until it is clear.
-        self.carry.extend_from_slice(read);
-        let seen = self.carry.len().min(BOM.len());
-        if self.carry[..seen] != BOM[..seen] {
+        // The mark may itself be split between reads: hold at most its three bytes until it is
+        // clear, then go on with the rest of the read.
+        let taken = (BOM.len() - self.carry.len()).min(read.len());
+        self.carry.extend_from_slice(&read[..taken]);
+        let rest = &read[taken..];
+        if self.carry[..] == BOM[..self.carry.len()] {
+            if self.carry.len() < BOM.len() {
+                return Ok(ControlFlow::Continue(()));
+            }
             self.bom_settled = true;
-        } else if self.carry.len() >= BOM.len() {
-            self.bom_settled = true;
-            self.carry.drain(..BOM.len());
-        } else {
-            return Ok(ControlFlow::Continue(()));
-        }
-        let held = std::mem::take(&mut self.carry);
-        let flow = self.feed_settled(&held, on_event);
-        if self.carry.is_empty() {
-            // Keep the allocation for later cut lines.
-            self.carry = held;
             self.carry.clear();
+            return self.feed_settled(rest, on_event);
         }
-        flow
+        self.bom_settled = true;
+        let held = std::mem::take(&mut self.carry);
+        let flow = self.feed_settled(&held, on_event)?;
+        if flow.is_break() {
+            return Ok(flow);
+        }
+        self.feed_settled(rest, on_event)
     }
 
     fn feed_settled<E: From<FrameError>>(
@@ -149,6 +174,9 @@ impl SseFramer {
             let flow = if self.carry.is_empty() {
                 self.line(read, start..end, true, on_event)?
             } else {
+                if self.carry.len() + (end - start) > self.limit {
+                    return Err(FrameError::LineTooLong(self.limit).into());
+                }
                 self.carry.extend_from_slice(&read[start..end]);
                 let carried = std::mem::take(&mut self.carry);
                 let flow = self.line(&carried, 0..carried.len(), false, on_event);
@@ -220,13 +248,13 @@ impl SseFramer {
             b"data" => self.add_data(bytes, value, in_read),
             b"event" => {
                 self.event_name.clear();
-                self.event_name.push_str(utf8(&bytes[value])?);
+                self.event_name.extend_from_slice(&bytes[value]);
             }
             b"id" => {
                 let id = &bytes[value];
                 if memchr::memchr(0, id).is_none() {
                     self.last_id.clear();
-                    self.last_id.push_str(utf8(id)?);
+                    self.last_id.extend_from_slice(id);
                 }
             }
             b"retry" => {
@@ -271,7 +299,6 @@ impl SseFramer {
         on_event: &mut dyn FnMut(SseEvent<'_>) -> Result<ControlFlow<()>, E>,
     ) -> Result<ControlFlow<()>, E> {
         self.event_len = 0;
-        let retry = self.retry.take();
         let data = match std::mem::replace(&mut self.data, Data::None) {
             Data::None => {
                 self.event_name.clear();
@@ -280,17 +307,20 @@ impl SseFramer {
             Data::InRead(range) => &bytes[range],
             Data::Buffered => self.data_buffer.as_slice(),
         };
+        let event_name = std::mem::take(&mut self.event_name);
         let event = SseEvent {
-            event: if self.event_name.is_empty() {
+            event: if event_name.is_empty() {
                 "message"
             } else {
-                &self.event_name
+                utf8(&event_name)?
             },
             data: utf8(data)?,
-            id: &self.last_id,
-            retry,
+            id: utf8(&self.last_id)?,
+            retry: self.retry,
         };
         let flow = on_event(event);
+        // Keep the allocation for the next event's name.
+        self.event_name = event_name;
         self.event_name.clear();
         flow
     }

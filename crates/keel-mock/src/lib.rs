@@ -7,6 +7,7 @@
 pub mod render;
 pub mod scenario;
 pub mod server;
+pub mod stage;
 
 pub use scenario::{Fault, Scenario, ScenarioError, ScriptedCall, Step, builtin};
 pub use server::{CapturedRequest, MockServer};

@@ -7,6 +7,7 @@
 //!   and a summarising request consumes a step only when the next one is a `compact` step.
 //! - A scenario that cannot be parsed is an error naming the step and what is wrong.
 
+use crate::stage::Stage;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -77,6 +78,19 @@ pub enum Fault {
     Stall(Duration),
     /// Send a valid chunk, then one that is not JSON.
     BadJsonChunk,
+    /// One of the three stream faults at a chosen place of a full answer (`"at"`).
+    Staged { fault: StreamFault, at: Stage },
+}
+
+/// What goes wrong in a stream.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StreamFault {
+    /// The connection is cut.
+    Drop,
+    /// Silence for this long, then the connection is cut.
+    Stall(Duration),
+    /// A chunk that is not JSON, then the end of the body.
+    BadJson,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -279,6 +293,26 @@ fn parse_step(step: &Value) -> Result<Step, String> {
 }
 
 fn parse_fault(step: &Value, fault: &Value) -> Result<Fault, String> {
+    let legacy = parse_unstaged_fault(step, fault)?;
+    let Some(at) = step.get("at") else {
+        return Ok(legacy);
+    };
+    let at = at
+        .as_str()
+        .and_then(Stage::parse)
+        .ok_or_else(|| format!("`at` must be one of {}", Stage::names()))?;
+    let fault = match legacy {
+        Fault::DropAfterContent => StreamFault::Drop,
+        Fault::Stall(duration) => StreamFault::Stall(duration),
+        Fault::BadJsonChunk => StreamFault::BadJson,
+        Fault::Http { .. } | Fault::Staged { .. } => {
+            return Err("`at` goes with drop_after_content, stall or bad_json_chunk".into());
+        }
+    };
+    Ok(Fault::Staged { fault, at })
+}
+
+fn parse_unstaged_fault(step: &Value, fault: &Value) -> Result<Fault, String> {
     match fault {
         Value::String(name) => match name.as_str() {
             "drop_after_content" => Ok(Fault::DropAfterContent),

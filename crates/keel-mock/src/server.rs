@@ -9,7 +9,8 @@
 //!   DeepSeek's 400, without consuming a step.
 
 use crate::render::{self, Answer, Frame, MockUsage, Protocol, ScriptedAnswer};
-use crate::scenario::{Fault, Scenario, Step};
+use crate::scenario::{Fault, Scenario, Step, StreamFault};
+use crate::stage;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -200,6 +201,26 @@ fn missing_reasoning_index(body: &Value) -> Option<usize> {
 }
 
 async fn model_request(
+    state: State<Shared>,
+    headers: HeaderMap,
+    body: Bytes,
+    protocol: Protocol,
+    path: &'static str,
+) -> Response {
+    let mut response = answer_request(state, headers, body, protocol, path);
+    if let Some(LateBy(silence)) = response.extensions_mut().remove::<LateBy>() {
+        // A stall before any header: the answer itself is late.
+        tokio::time::sleep(silence).await;
+    }
+    response
+}
+
+/// How long to stay silent before sending a response's headers.
+#[derive(Clone, Copy)]
+struct LateBy(std::time::Duration);
+
+/// The answer to one model request.
+fn answer_request(
     State(shared): State<Shared>,
     headers: HeaderMap,
     body: Bytes,
@@ -378,6 +399,32 @@ async fn model_request(
                 render::opening_frame(protocol, request_number),
                 render::broken_frame(protocol),
             ]
+        }
+        Step::Fault(Fault::Staged { fault, at }) => {
+            let mut frames = stage::frames_before(protocol, *at, request_number);
+            let before_headers = *at == stage::Stage::BeforeHeaders;
+            match fault {
+                // Let the server flush what was sent before cutting the connection (before any
+                // header there is nothing to flush: the body fails at once).
+                StreamFault::Drop if !before_headers => {
+                    frames.push(Frame::Sleep(std::time::Duration::from_millis(50)));
+                }
+                StreamFault::Stall(duration) if !before_headers => {
+                    frames.push(Frame::Sleep(*duration));
+                }
+                StreamFault::Stall(duration) => {
+                    frames.push(Frame::Abort);
+                    let mut response = stream_response(frames, delay);
+                    response.extensions_mut().insert(LateBy(*duration));
+                    return response;
+                }
+                StreamFault::Drop => {}
+                StreamFault::BadJson => frames.push(render::broken_frame(protocol)),
+            }
+            if !matches!(fault, StreamFault::BadJson) {
+                frames.push(Frame::Abort);
+            }
+            frames
         }
         Step::Say { .. } | Step::Tools { .. } | Step::Search { .. } | Step::Compact { .. } => {
             return scripted_response(protocol, &step, request_number, &usage, stream, delay);

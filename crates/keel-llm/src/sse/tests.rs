@@ -131,9 +131,10 @@ fn ids_persist_and_retry_needs_digits() {
         seen,
         vec![
             ("a", "7", Some(1500)),
-            ("b", "7", None),
-            ("c", "7", None),
-            ("d", "", None),
+            // The reconnection time belongs to the stream; bad values leave it as it was.
+            ("b", "7", Some(1500)),
+            ("c", "7", Some(1500)),
+            ("d", "", Some(1500)),
         ]
     );
 }
@@ -194,7 +195,16 @@ fn data_that_is_not_utf8_fails_but_a_comment_that_is_not_is_ignored() {
         frame(1024, &[b"data: \xFF\xFE\n\n"]),
         Err(FrameError::NotUtf8)
     );
-    assert_eq!(frame(1024, &[b"event: \xC3\n\n"]), Err(FrameError::NotUtf8));
+    assert_eq!(
+        frame(1024, &[b"event: \xC3\ndata: x\n\n"]),
+        Err(FrameError::NotUtf8)
+    );
+    assert_eq!(
+        frame(1024, &[b"id: \xFF\ndata: x\n\n"]),
+        Err(FrameError::NotUtf8)
+    );
+    // Nothing is decoded for an event that is never dispatched.
+    assert_eq!(frame(1024, &[b"id: \xFF\nevent: \xC3\n\n"]), Ok(vec![]));
     // A character split between two reads is whole again before it is decoded.
     assert_eq!(
         frame(1024, &[b"data: \xC3", b"\xA9\n\n"]),
@@ -308,5 +318,80 @@ fn a_byte_order_mark_split_between_reads_is_still_skipped() {
     for split in 1..3 {
         let (a, b) = stream.split_at(split);
         assert_eq!(frame(1024, &[a, b]), Ok(vec![message("x")]), "{split}");
+    }
+}
+
+#[test]
+fn after_an_error_the_framer_holds_nothing_and_reads_no_more() {
+    let mut framer = SseFramer::new(16);
+    let mut seen = 0;
+    let mut count = |_event: SseEvent<'_>| {
+        seen += 1;
+        Ok::<_, FrameError>(ControlFlow::Continue(()))
+    };
+    let long = [b"data: abcdefgh\n".as_slice(), &[b'x'; 20], b"\n"].concat();
+    assert_eq!(
+        framer.feed(&long, &mut count),
+        Err(FrameError::LineTooLong(16))
+    );
+    // The data line's range pointed into the first read: a later read must not be sliced by it.
+    assert_eq!(framer.feed(b"\n", &mut count), Ok(ControlFlow::Break(())));
+    assert_eq!(
+        framer.feed(b"\n0123456789abcdef\n\n", &mut count),
+        Ok(ControlFlow::Break(()))
+    );
+    assert_eq!(seen, 0);
+}
+
+#[test]
+fn a_held_mark_or_a_cut_line_never_buffers_a_long_read_whole() {
+    let long = vec![b'x'; 100_000];
+    for first in [b"\xEF".as_slice(), b"\xEF\xBB", b"data: x"] {
+        let mut framer = SseFramer::new(64);
+        let reads = [first, &long, b"\n"];
+        let mut verdict = Ok(ControlFlow::Continue(()));
+        for read in reads {
+            verdict = framer.feed(read, &mut |_event: SseEvent<'_>| {
+                Ok::<_, FrameError>(ControlFlow::Continue(()))
+            });
+            assert!(
+                framer.carry.len() <= 64,
+                "{first:?}: {}",
+                framer.carry.len()
+            );
+            if verdict.is_err() {
+                break;
+            }
+        }
+        assert_eq!(verdict, Err(FrameError::LineTooLong(64)), "{first:?}");
+    }
+    // A mark completed by a read that goes on: the rest of that read still frames.
+    assert_eq!(
+        frame(64, &[b"\xEF\xBB", b"\xBFdata: x\n\n"]),
+        Ok(vec![message("x")])
+    );
+}
+
+#[test]
+fn empty_reads_change_nothing() {
+    assert_eq!(
+        frame(
+            64,
+            &[b"", b"\xEF", b"", b"\xBB\xBFdata: a\r", b"", b"\n\r\n", b""]
+        ),
+        Ok(vec![message("a")])
+    );
+}
+
+#[test]
+fn an_event_too_long_is_named_so_wherever_the_stream_is_split() {
+    let stream = "data: 0123456789\n".repeat(5);
+    for split in 0..stream.len() {
+        let (a, b) = stream.as_bytes().split_at(split);
+        assert_eq!(
+            frame(64, &[a, b]),
+            Err(FrameError::EventTooLong(64)),
+            "{split}"
+        );
     }
 }

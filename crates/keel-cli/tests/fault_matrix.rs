@@ -1,0 +1,172 @@
+//! The fault matrix, generated from one table (`fault_matrix/table.json`): each fault at each
+//! stage of a stream, for each protocol, through `keel run --json` and `keel run`, against a
+//! real `keel mock`. Each case asserts the exit code, the diagnostic kind, the requests made,
+//! the retries, each effect at most once, the stored history, and well-formed events.
+//!
+//! The whole matrix (144 runs, two at a time) takes about 20 s here, so CI runs all of it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+
+const TABLE: &str = include_str!("fault_matrix/table.json");
+const PARTIAL: &str = "A partial answer that must never be shown twice.";
+
+/// One cell of the matrix.
+struct Case {
+    fault: String,
+    stage: String,
+    protocol: &'static str,
+    json_mode: bool,
+    step: Value,
+    outcome: Value,
+}
+
+fn cases() -> Vec<Case> {
+    let table: Value = serde_json::from_str(TABLE).unwrap();
+    let mut cases = Vec::new();
+    for fault in table["faults"].as_array().unwrap() {
+        for stage in table["stages"].as_array().unwrap() {
+            let stage = stage.as_str().unwrap();
+            let Some(outcome) = fault["at"][stage].as_str() else {
+                continue;
+            };
+            let outcome = table["outcomes"][outcome].clone();
+            assert!(outcome.is_object(), "the table names no outcome {outcome}");
+            let mut step = fault["step"].clone();
+            if fault["staged"] == true {
+                step["at"] = json!(stage);
+            }
+            for protocol in PROTOCOLS {
+                for json_mode in [true, false] {
+                    cases.push(Case {
+                        fault: fault["name"].as_str().unwrap().to_string(),
+                        stage: stage.to_string(),
+                        protocol,
+                        json_mode,
+                        step: step.clone(),
+                        outcome: outcome.clone(),
+                    });
+                }
+            }
+        }
+    }
+    cases
+}
+
+fn run_case(case: &Case) {
+    let label = format!(
+        "{} at {} ({}, {})",
+        case.fault,
+        case.stage,
+        case.protocol,
+        if case.json_mode { "run --json" } else { "run" }
+    );
+    let scenario = json!({"steps": [
+        case.step,
+        {"tool": "bash", "args": {"command": "echo 1 >> effects.log"}},
+        {"say": "Done."}
+    ]});
+    let (home, mock) = scripted(case.protocol, &scenario.to_string(), "");
+    let mut args = vec!["run", "--yes"];
+    if case.json_mode {
+        args.push("--json");
+    }
+    args.push("run it");
+    let run = home.run(&args);
+    let outcome = &case.outcome;
+    let succeeded = outcome["failure"].is_null();
+
+    assert_eq!(
+        i64::from(run.code()),
+        outcome["exit"].as_i64().unwrap(),
+        "{label}: exit code; stderr: {}",
+        run.stderr()
+    );
+    assert_eq!(
+        mock.requests().len() as u64,
+        outcome["requests"].as_u64().unwrap(),
+        "{label}: requests"
+    );
+    let effects = std::fs::read_to_string(home.path().join("effects.log")).unwrap_or_default();
+    let expected_effects = if succeeded { "1\n" } else { "" };
+    assert_eq!(
+        effects, expected_effects,
+        "{label}: each effect at most once"
+    );
+
+    let session: Value = serde_json::from_str(&home.run(&["sessions", "--json"]).stdout()).unwrap();
+    let session = session[0]["id"].as_str().unwrap().to_string();
+    let shown = session_json(&home, &session, &[]);
+    let roles: Vec<&str> = shown["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["role"].as_str().unwrap())
+        .collect();
+    let expected_roles: Vec<&str> = outcome["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|role| role.as_str().unwrap())
+        .collect();
+    assert_eq!(roles, expected_roles, "{label}: history");
+    let receipts = shown["receipts"].as_array().unwrap();
+    assert!(
+        receipts
+            .iter()
+            .all(|receipt| receipt["state"] == "completed"),
+        "{label}: receipts {receipts:?}"
+    );
+
+    let retries = outcome["retries"].as_u64().unwrap() as usize;
+    if case.json_mode {
+        let events = run.events();
+        for event in &events {
+            assert!(event["type"].is_string(), "{label}: {event}");
+            assert_eq!(event["session_id"], json!(session), "{label}: {event}");
+        }
+        assert_eq!(
+            run.events_of("llm/retry").len(),
+            retries,
+            "{label}: retries"
+        );
+        let last = events.last().unwrap();
+        if succeeded {
+            assert_eq!(last["type"], "turn/completed", "{label}");
+        } else {
+            assert_eq!(last["type"], "turn/failed", "{label}");
+            assert_eq!(last["diagnostic"]["kind"], outcome["failure"], "{label}");
+        }
+    } else {
+        let stdout = run.stdout();
+        assert!(
+            stdout.matches(PARTIAL).count() <= 1,
+            "{label}: text shown twice: {stdout}"
+        );
+        if succeeded {
+            assert_eq!(stdout.matches("Done.").count(), 1, "{label}: {stdout}");
+        }
+        if retries > 0 {
+            assert!(
+                run.stderr().contains("retry 1/"),
+                "{label}: {}",
+                run.stderr()
+            );
+        }
+    }
+}
+
+#[test]
+fn every_fault_at_every_stage_ends_as_the_table_says() {
+    let cases = cases();
+    assert!(cases.len() >= 140, "the table drives {} cases", cases.len());
+    // Two at a time: each case is a keel and a mock process, mostly waiting.
+    let (left, right) = cases.split_at(cases.len() / 2);
+    std::thread::scope(|scope| {
+        let first = scope.spawn(|| left.iter().for_each(run_case));
+        right.iter().for_each(run_case);
+        first.join().unwrap();
+    });
+}
