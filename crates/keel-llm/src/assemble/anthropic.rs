@@ -46,8 +46,7 @@ enum Block {
     Ignored,
 }
 
-#[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+/// The events the assembler acts on.
 enum StreamEvent<'a> {
     MessageStart {
         message: MessageStart,
@@ -58,21 +57,96 @@ enum StreamEvent<'a> {
     },
     ContentBlockDelta {
         index: u32,
-        #[serde(borrow)]
         delta: BlockDelta<'a>,
     },
-    ContentBlockStop {},
     MessageDelta {
-        #[serde(default)]
-        delta: MessageDeltaBody<'a>,
-        #[serde(default)]
+        stop_reason: Option<Cow<'a, str>>,
         usage: Option<AnthropicUsage>,
     },
-    MessageStop {},
-    Ping {},
-    Error {},
-    #[serde(other)]
-    Unknown,
+    MessageStop,
+    Error,
+    /// `content_block_stop`, `ping` and types keel does not know.
+    Ignored,
+}
+
+/// One event as it is on the wire, read in one pass (serde's internally tagged enums would
+/// buffer every event whole and read it twice): the members of every event type side by side,
+/// deltas borrowed where they have no escapes.
+#[derive(Deserialize)]
+struct WireEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(default, borrow)]
+    delta: Option<WireDelta<'a>>,
+    #[serde(default)]
+    content_block: Option<serde_json::Value>,
+    #[serde(default)]
+    message: Option<MessageStart>,
+    #[serde(default)]
+    usage: Option<AnthropicUsage>,
+}
+
+/// A `content_block_delta`'s or a `message_delta`'s `delta`.
+#[derive(Deserialize)]
+struct WireDelta<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    signature: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    partial_json: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    stop_reason: Option<Cow<'a, str>>,
+}
+
+impl<'a> WireEvent<'a> {
+    /// The event, or `None` when a member its type requires is missing.
+    fn into_event(self) -> Option<StreamEvent<'a>> {
+        Some(match self.kind.as_ref() {
+            "message_start" => StreamEvent::MessageStart {
+                message: self.message?,
+            },
+            "content_block_start" => StreamEvent::ContentBlockStart {
+                index: self.index?,
+                content_block: self.content_block?,
+            },
+            "content_block_delta" => StreamEvent::ContentBlockDelta {
+                index: self.index?,
+                delta: self.delta?.into_block_delta()?,
+            },
+            "message_delta" => StreamEvent::MessageDelta {
+                stop_reason: self.delta.and_then(|delta| delta.stop_reason),
+                usage: self.usage,
+            },
+            "message_stop" => StreamEvent::MessageStop,
+            "error" => StreamEvent::Error,
+            _ => StreamEvent::Ignored,
+        })
+    }
+}
+
+impl<'a> WireDelta<'a> {
+    fn into_block_delta(self) -> Option<BlockDelta<'a>> {
+        Some(match self.kind?.as_ref() {
+            "text_delta" => BlockDelta::TextDelta { text: self.text? },
+            "thinking_delta" => BlockDelta::ThinkingDelta {
+                thinking: self.thinking?,
+            },
+            "signature_delta" => BlockDelta::SignatureDelta {
+                signature: self.signature?,
+            },
+            "input_json_delta" => BlockDelta::InputJsonDelta {
+                partial_json: self.partial_json?,
+            },
+            _ => BlockDelta::Unknown,
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -81,33 +155,12 @@ struct MessageStart {
     usage: Option<AnthropicUsage>,
 }
 
-#[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
 enum BlockDelta<'a> {
-    TextDelta {
-        #[serde(borrow)]
-        text: Cow<'a, str>,
-    },
-    ThinkingDelta {
-        #[serde(borrow)]
-        thinking: Cow<'a, str>,
-    },
-    SignatureDelta {
-        #[serde(borrow)]
-        signature: Cow<'a, str>,
-    },
-    InputJsonDelta {
-        #[serde(borrow)]
-        partial_json: Cow<'a, str>,
-    },
-    #[serde(other)]
+    TextDelta { text: Cow<'a, str> },
+    ThinkingDelta { thinking: Cow<'a, str> },
+    SignatureDelta { signature: Cow<'a, str> },
+    InputJsonDelta { partial_json: Cow<'a, str> },
     Unknown,
-}
-
-#[derive(Deserialize, Default)]
-struct MessageDeltaBody<'a> {
-    #[serde(default, borrow)]
-    stop_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Deserialize, Default, Clone, Copy)]
@@ -202,8 +255,10 @@ impl AnthropicAssembler {
         if event == "error" {
             return Err(error_event(data));
         }
-        let parsed: StreamEvent<'_> =
-            serde_json::from_str(data).map_err(|_| unexpected_payload(data))?;
+        let parsed = serde_json::from_str::<WireEvent<'_>>(data)
+            .ok()
+            .and_then(WireEvent::into_event)
+            .ok_or_else(|| unexpected_payload(data))?;
         match parsed {
             StreamEvent::MessageStart { message } => {
                 if let Some(usage) = message.usage {
@@ -219,19 +274,19 @@ impl AnthropicAssembler {
             StreamEvent::ContentBlockDelta { index, delta } => {
                 self.apply_delta(index, delta, sink)?
             }
-            StreamEvent::ContentBlockStop {} | StreamEvent::Ping {} | StreamEvent::Unknown => {}
-            StreamEvent::MessageDelta { delta, usage } => {
-                if let Some(reason) = delta.stop_reason {
+            StreamEvent::Ignored => {}
+            StreamEvent::MessageDelta { stop_reason, usage } => {
+                if let Some(reason) = stop_reason {
                     self.stop_reason = Some(map_stop_reason(&reason)?);
                 }
                 if let Some(usage) = usage {
                     self.usage.merge(&usage);
                 }
             }
-            StreamEvent::MessageStop {} => {
+            StreamEvent::MessageStop => {
                 return Ok(Progress::Done);
             }
-            StreamEvent::Error {} => return Err(error_event(data)),
+            StreamEvent::Error => return Err(error_event(data)),
         }
         Ok(Progress::Continue)
     }

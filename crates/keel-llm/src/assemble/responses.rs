@@ -12,6 +12,7 @@ use crate::classify::classify_stream_error;
 use keel_types::Usage;
 use keel_types::{AssistantItem, AssistantPart, FailureDiagnostic, FinishReason, ReplayData};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use std::borrow::Cow;
 
 #[derive(Debug, Default)]
@@ -63,47 +64,91 @@ struct ContentPart {
     text: String,
 }
 
-#[derive(Deserialize)]
-#[serde(tag = "type")]
+/// The events the assembler acts on.
 enum StreamEvent<'a> {
-    #[serde(rename = "response.output_item.added")]
-    ItemAdded { item: serde_json::Value },
-    #[serde(rename = "response.output_item.done")]
-    ItemDone { item: serde_json::Value },
-    #[serde(rename = "response.output_text.delta")]
+    ItemAdded {
+        item: serde_json::Value,
+    },
+    ItemDone {
+        item: serde_json::Value,
+    },
     TextDelta {
-        #[serde(default, borrow)]
         item_id: Cow<'a, str>,
-        #[serde(borrow)]
         delta: Cow<'a, str>,
     },
-    #[serde(
-        rename = "response.reasoning_summary_text.delta",
-        alias = "response.reasoning_text.delta"
-    )]
     ReasoningDelta {
-        #[serde(default, borrow)]
         item_id: Cow<'a, str>,
-        #[serde(borrow)]
         delta: Cow<'a, str>,
     },
-    #[serde(rename = "response.function_call_arguments.delta")]
     ArgumentsDelta {
-        #[serde(default, borrow)]
         item_id: Cow<'a, str>,
-        #[serde(borrow)]
         delta: Cow<'a, str>,
     },
-    #[serde(rename = "response.completed")]
-    Completed { response: ResponseBody },
-    #[serde(rename = "response.incomplete")]
-    Incomplete { response: ResponseBody },
-    #[serde(rename = "response.failed")]
-    Failed { response: serde_json::Value },
-    #[serde(rename = "error")]
-    Error {},
-    #[serde(other)]
+    Completed {
+        response: ResponseBody,
+    },
+    Failed {
+        response: serde_json::Value,
+    },
+    Error,
     Other,
+}
+
+/// One event as it is on the wire, read in one pass: the deltas are borrowed where they have
+/// no escapes, and the rare large members (`item`, `response`) are only delimited here and read
+/// once more only by the events that use them. (serde's internally tagged enums would buffer
+/// every event whole and read it twice.)
+#[derive(Deserialize)]
+struct WireEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    item_id: Cow<'a, str>,
+    #[serde(default, borrow)]
+    delta: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    item: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    response: Option<&'a RawValue>,
+}
+
+impl<'a> WireEvent<'a> {
+    /// The event, or `None` when a member its type requires is missing or malformed.
+    fn into_event(self) -> Option<StreamEvent<'a>> {
+        let value = |raw: Option<&RawValue>| -> Option<serde_json::Value> {
+            serde_json::from_str(raw?.get()).ok()
+        };
+        Some(match self.kind.as_ref() {
+            "response.output_item.added" => StreamEvent::ItemAdded {
+                item: value(self.item)?,
+            },
+            "response.output_item.done" => StreamEvent::ItemDone {
+                item: value(self.item)?,
+            },
+            "response.output_text.delta" => StreamEvent::TextDelta {
+                item_id: self.item_id,
+                delta: self.delta?,
+            },
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                StreamEvent::ReasoningDelta {
+                    item_id: self.item_id,
+                    delta: self.delta?,
+                }
+            }
+            "response.function_call_arguments.delta" => StreamEvent::ArgumentsDelta {
+                item_id: self.item_id,
+                delta: self.delta?,
+            },
+            "response.completed" | "response.incomplete" => StreamEvent::Completed {
+                response: serde_json::from_str(self.response?.get()).ok()?,
+            },
+            "response.failed" => StreamEvent::Failed {
+                response: value(self.response)?,
+            },
+            "error" => StreamEvent::Error,
+            _ => StreamEvent::Other,
+        })
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -171,11 +216,11 @@ impl ResponsesAssembler {
         data: &str,
         sink: &mut dyn FnMut(Delta<'_>),
     ) -> Result<Progress, FailureDiagnostic> {
-        let parsed: StreamEvent<'_> = match serde_json::from_str(data) {
-            Ok(parsed) => parsed,
-            // llama-server sends a bare `data: {"error":…}` with no type.
-            Err(_) => return Err(unexpected_payload(data)),
-        };
+        // llama-server sends a bare `data: {"error":…}` with no type.
+        let parsed = serde_json::from_str::<WireEvent<'_>>(data)
+            .ok()
+            .and_then(WireEvent::into_event)
+            .ok_or_else(|| unexpected_payload(data))?;
         match parsed {
             StreamEvent::ItemAdded { item } => self.items.push(OutputItem::from_raw(item)),
             StreamEvent::ItemDone { item } => self.replace_item(OutputItem::from_raw(item)),
@@ -196,7 +241,7 @@ impl ResponsesAssembler {
                     .arguments
                     .push_str(&delta);
             }
-            StreamEvent::Completed { response } | StreamEvent::Incomplete { response } => {
+            StreamEvent::Completed { response } => {
                 self.complete(response)?;
                 return Ok(Progress::Done);
             }
@@ -206,7 +251,7 @@ impl ResponsesAssembler {
                     &serde_json::json!({ "error": error }),
                 ));
             }
-            StreamEvent::Error {} => return Err(error_event(data)),
+            StreamEvent::Error => return Err(error_event(data)),
             StreamEvent::Other => {}
         }
         Ok(Progress::Continue)
