@@ -3,10 +3,12 @@
 //! real `keel mock`. Each case asserts the exit code, the diagnostic kind, the requests made,
 //! the retries, each effect at most once, the stored history, and well-formed events.
 //!
-//! The whole matrix (144 runs, two at a time) takes about 20 s here, so CI runs all of it.
+//! The whole matrix (144 runs, two at a time) takes about 20 s here, so CI runs all of it. The
+//! interactive session (under a pseudo-terminal) runs a subset: each fault once, over Chat.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+use common::terminal::interactive_session;
 use common::*;
 use serde_json::{Value, json};
 
@@ -169,4 +171,71 @@ fn every_fault_at_every_stage_ends_as_the_table_says() {
         right.iter().for_each(run_case);
         first.join().unwrap();
     });
+}
+
+/// One stage per fault for the interactive session: mid-text where the fault has it, else
+/// before the headers.
+#[test]
+fn each_fault_in_the_interactive_session_ends_as_the_table_says() {
+    let table: Value = serde_json::from_str(TABLE).unwrap();
+    for fault in table["faults"].as_array().unwrap() {
+        let name = fault["name"].as_str().unwrap();
+        let stage = if fault["at"]["mid_text"].is_string() {
+            "mid_text"
+        } else {
+            "before_headers"
+        };
+        let outcome = &table["outcomes"][fault["at"][stage].as_str().unwrap()];
+        let mut step = fault["step"].clone();
+        if fault["staged"] == true {
+            step["at"] = json!(stage);
+        }
+        let scenario = json!({"steps": [
+            step,
+            {"tool": "bash", "args": {"command": "echo 1 >> effects.log"}},
+            {"say": "Done."}
+        ]});
+        let (home, mock) = scripted("chat", &scenario.to_string(), "");
+        let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+        std::fs::write(
+            home.path().join("config.toml"),
+            format!("permission_mode = \"auto\"\n{config}"),
+        )
+        .unwrap();
+        let succeeded = outcome["failure"].is_null();
+        let marker = if succeeded { "Done." } else { "error" };
+        let (screen, code) = interactive_session(
+            &home,
+            &[("run it\n", Some(marker), 0), ("/quit\n", None, 300)],
+        );
+        let label = format!("{name} at {stage} (interactive)");
+        assert_eq!(
+            code,
+            Some(0),
+            "{label}: the session ends normally: {screen}"
+        );
+        assert_eq!(
+            mock.requests().len() as u64,
+            outcome["requests"].as_u64().unwrap(),
+            "{label}"
+        );
+        let effects = std::fs::read_to_string(home.path().join("effects.log")).unwrap_or_default();
+        assert_eq!(effects, if succeeded { "1\n" } else { "" }, "{label}");
+        if succeeded {
+            assert!(screen.contains("Done."), "{label}: {screen}");
+        } else {
+            let kind = outcome["failure"].as_str().unwrap();
+            assert!(
+                screen.contains(kind),
+                "{label}: the failure is named: {screen}"
+            );
+        }
+        assert!(
+            screen.matches(PARTIAL).count() <= 1,
+            "{label}: text shown twice: {screen}"
+        );
+        if outcome["retries"].as_u64().unwrap() > 0 {
+            assert!(screen.contains("retry 1/"), "{label}: {screen}");
+        }
+    }
 }

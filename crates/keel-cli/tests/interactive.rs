@@ -2,87 +2,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+use common::terminal::*;
 use common::*;
-use std::io::Write;
-use std::path::Path;
-use std::process::Stdio;
-use std::time::Duration;
-
-/// Start `keel` in a terminal and type each input once the screen shows its marker (or after
-/// the given pause when there is none); return everything the terminal showed.
-fn interactive_until(home: &Home, inputs: &[(&str, Option<&str>, u64)]) -> String {
-    interactive_session(home, inputs).0
-}
-
-/// `interactive_until`, also returning keel's exit code. An input `"\0wait-file:NAME"` waits
-/// for NAME to appear in the home; `"\0signal:SIG"` sends SIG to keel instead of typing.
-fn interactive_session(home: &Home, inputs: &[(&str, Option<&str>, u64)]) -> (String, Option<i32>) {
-    use std::io::Read;
-    use std::sync::{Arc, Mutex};
-    let mut child = std::process::Command::new("script")
-        .args(["-qec", KEEL, "/dev/null"])
-        .current_dir(home.path())
-        .env("KEEL_HOME", home.path())
-        .env("DEEPSEEK_API_KEY", "test-key-1")
-        .env("TERM", "xterm")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let screen = Arc::new(Mutex::new(String::new()));
-    let writer = screen.clone();
-    let reader = std::thread::spawn(move || {
-        let mut buffer = [0u8; 4096];
-        while let Ok(n) = stdout.read(&mut buffer) {
-            if n == 0 {
-                break;
-            }
-            writer
-                .lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buffer[..n]));
-        }
-    });
-    let wait_for = |marker: &str| {
-        let started = std::time::Instant::now();
-        while !screen.lock().unwrap().contains(marker)
-            && started.elapsed() < Duration::from_secs(20)
-        {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
-    wait_for("/help for commands");
-    for (text, marker, pause_ms) in inputs {
-        if let Some(name) = text.strip_prefix("\u{0}wait-file:") {
-            let started = std::time::Instant::now();
-            while !home.path().join(name).exists() && started.elapsed() < Duration::from_secs(20) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        } else if let Some(signal) = text.strip_prefix("\u{0}signal:") {
-            let pid = keel_pid(&home.path()).expect("keel is running");
-            std::process::Command::new("kill")
-                .args([format!("-{signal}"), pid])
-                .status()
-                .unwrap();
-        } else {
-            stdin.write_all(text.as_bytes()).unwrap();
-            stdin.flush().unwrap();
-        }
-        match marker {
-            Some(marker) => wait_for(marker),
-            None => std::thread::sleep(Duration::from_millis(*pause_ms)),
-        }
-    }
-    drop(stdin);
-    let status = child.wait().ok().and_then(|status| status.code());
-    let _ = reader.join();
-    let screen = screen.lock().unwrap().clone();
-    (screen, status)
-}
 
 #[test]
 fn a_session_with_slash_commands() {
@@ -320,22 +241,6 @@ fn ctrl_c_at_the_approval_prompt_does_not_eat_the_next_line() {
     );
     assert!(!home.path().join("a.txt").exists());
     assert_eq!(mock.requests().len(), 2);
-}
-
-/// The pid of the `keel` running under `script` with `home` as its KEEL_HOME.
-fn keel_pid(home: &Path) -> Option<String> {
-    let output = std::process::Command::new("pgrep")
-        .args(["-x", "keel"])
-        .output()
-        .ok()?;
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .find(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
-                String::from_utf8_lossy(&environ).contains(&format!("KEEL_HOME={}", home.display()))
-            })
-        })
-        .map(str::to_string)
 }
 
 #[test]

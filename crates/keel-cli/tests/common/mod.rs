@@ -2,6 +2,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod serve;
+pub mod terminal;
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
