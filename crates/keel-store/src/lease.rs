@@ -52,7 +52,8 @@ impl Store {
         holder: &str,
         pid: u32,
     ) -> Result<Lease, StoreError> {
-        self.write(|transaction| {
+        // A lease is void after a restart anyway: no fsync of its own.
+        self.write_deferred(|transaction| {
             let existing: Option<(String, i64, i64)> = transaction
                 .query_row(
                     "SELECT holder, pid, acquired_at FROM leases WHERE session_id = ?1",

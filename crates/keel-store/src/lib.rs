@@ -5,7 +5,10 @@
 //! - History is append-only: items get increasing numbers and are never updated. A compaction
 //!   writes a new history revision in one transaction; earlier revisions stay readable.
 //! - Every write is one transaction, committed (fsync'd) before the call returns; an assistant
-//!   message and the receipts of its tool calls are written in the same transaction.
+//!   message and the receipts of its tool calls are written in the same transaction. The only
+//!   writes not fsync'd on their own are those a power failure may lose harmlessly — the event
+//!   index (derived), leases (void after a restart) and a new store's schema (created again);
+//!   the next fsync'd write makes them durable with it.
 //! - A database that is corrupt, not keel's, or of a newer schema is an error that says so, and
 //!   is never modified or overwritten.
 //! - One process writes a session at a time (`Lease`); a second gets an error naming the holder.

@@ -134,8 +134,13 @@ fn prepare_once(connection: &Connection, path: &Path) -> Result<(), StoreError> 
         return Ok(());
     }
     // One writer migrates; the others wait on the lock, then find the work done. The version
-    // is read again inside the transaction, so the schema is created exactly once.
-    connection.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
+    // is read again inside the transaction, so the schema is created exactly once. The commit
+    // is not fsync'd on its own: lost to a power failure, the schema is simply created again
+    // (a migration's data too is in the log until the next write's fsync, which comes before
+    // anything else is written).
+    connection
+        .execute_batch("PRAGMA synchronous = NORMAL; BEGIN IMMEDIATE")
+        .map_err(fail)?;
     let migrated = (|| {
         let version = read_version(connection, path)?;
         check_version(connection, path, version)?;
@@ -154,6 +159,9 @@ fn prepare_once(connection: &Connection, path: &Path) -> Result<(), StoreError> 
     if migrated.is_err() {
         let _ = connection.execute_batch("ROLLBACK");
     }
+    connection
+        .execute_batch("PRAGMA synchronous = FULL")
+        .map_err(fail)?;
     migrated
 }
 

@@ -212,7 +212,8 @@ impl Store {
 
     pub fn append_event(&self, event: &Event) -> Result<u64, StoreError> {
         let text = serde_json::to_string(event)?;
-        self.write(|transaction| {
+        // The event index is derived data: made durable by the next write of history.
+        self.write_deferred(|transaction| {
             let next: i64 = transaction.query_row(
                 "SELECT coalesce(max(seq), 0) + 1 FROM events WHERE session_id = ?1",
                 [&event.session_id],
@@ -296,6 +297,30 @@ impl Store {
             connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let value = work(&transaction)?;
         transaction.commit()?;
+        Ok(value)
+    }
+
+    /// `write` without the commit's fsync, for data whose loss in a power failure is harmless
+    /// (the event index, derived from history; a lease, void after a restart anyway). It is not
+    /// lost to a crash of keel (the OS has it), and the next `write`'s fsync of the log makes
+    /// it durable with everything before it.
+    pub(crate) fn write_deferred<T>(
+        &self,
+        work: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut connection = self.connection();
+        connection.execute_batch("PRAGMA synchronous = NORMAL")?;
+        let written = (|| -> Result<T, StoreError> {
+            let transaction =
+                connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let value = work(&transaction)?;
+            transaction.commit()?;
+            Ok(value)
+        })();
+        // Every other write stays synchronous, whatever happened above.
+        let restored = connection.execute_batch("PRAGMA synchronous = FULL");
+        let value = written?;
+        restored?;
         Ok(value)
     }
 }

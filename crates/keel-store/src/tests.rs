@@ -426,3 +426,37 @@ fn a_version_1_database_is_migrated_in_place_and_keeps_its_history() {
     store.append_items("s1", 2, &[user("new")]).unwrap();
     assert_eq!(texts(&store.items("s1").unwrap()), ["old", "new"]);
 }
+
+/// `PRAGMA synchronous` of the store's connection (2 is FULL).
+fn synchronous(store: &Store) -> i64 {
+    store
+        .connection()
+        .query_row("PRAGMA synchronous", [], |row| row.get(0))
+        .unwrap()
+}
+
+#[test]
+fn writes_that_skip_their_own_fsync_leave_every_other_write_synchronous() {
+    let (_dir, store) = store();
+    assert_eq!(synchronous(&store), 2, "a new store is FULL after its schema");
+    store.create_session("s1", "/w", "deepseek", "m").unwrap();
+    let lease = store.acquire_lease_as("s1", "keel run", 1).unwrap();
+    assert_eq!(synchronous(&store), 2, "after a lease");
+    store
+        .append_event(&Event {
+            id: None,
+            session_id: "s1".into(),
+            turn: Some(1),
+            body: EventBody::TurnStarted {
+                input_kind: InputKind::User,
+            },
+        })
+        .unwrap();
+    assert_eq!(synchronous(&store), 2, "after an event");
+    // A refused lease (an error inside the deferred write) restores it too.
+    let pid = std::process::id();
+    drop(lease);
+    let _held = store.acquire_lease_as("s1", "keel serve", pid).unwrap();
+    assert!(store.acquire_lease_as("s1", "keel run", 1).is_err());
+    assert_eq!(synchronous(&store), 2, "after a refused lease");
+}
