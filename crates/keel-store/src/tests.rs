@@ -438,7 +438,11 @@ fn synchronous(store: &Store) -> i64 {
 #[test]
 fn writes_that_skip_their_own_fsync_leave_every_other_write_synchronous() {
     let (_dir, store) = store();
-    assert_eq!(synchronous(&store), 2, "a new store is FULL after its schema");
+    assert_eq!(
+        synchronous(&store),
+        2,
+        "a new store is FULL after its schema"
+    );
     store.create_session("s1", "/w", "deepseek", "m").unwrap();
     let lease = store.acquire_lease_as("s1", "keel run", 1).unwrap();
     assert_eq!(synchronous(&store), 2, "after a lease");
