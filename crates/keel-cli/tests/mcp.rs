@@ -456,3 +456,48 @@ fn over_streamable_http_tools_answer_and_a_cancelled_turn_cancels_the_call() {
         "structured content over HTTP: {second}"
     );
 }
+
+#[test]
+fn what_a_server_started_does_not_outlive_keel() {
+    if !servers_available() {
+        return;
+    }
+    let home = Home::new("");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../keel-mcp/tests/fixtures/with-grandchild.sh");
+    let pidfile = home.path().join("grandchild.pid");
+    home.append_config(&format!(
+        "[mcp_servers.shell]\ncommand = \"sh\"\nargs = [\"{}\"]\n\
+         env = {{ GRANDCHILD_PIDFILE = \"$KEEL_TEST_PIDFILE\" }}\n",
+        script.display(),
+    ));
+    let run = home
+        .keel(&["mcp", "list", "--json"])
+        .env("KEEL_TEST_PIDFILE", &pidfile)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(listed[0]["state"], "running", "{listed}");
+    let grandchild = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .to_string();
+    // keel has exited: the sleep the server's shell started must be gone with it.
+    let gone = || {
+        std::fs::read_to_string(format!("/proc/{grandchild}/stat")).map_or(true, |stat| {
+            stat.rsplit(") ")
+                .next()
+                .is_some_and(|rest| rest.starts_with('Z'))
+        })
+    };
+    let waited = std::time::Instant::now();
+    while !gone() && waited.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(gone(), "pid {grandchild} outlived keel");
+}

@@ -186,6 +186,7 @@ impl McpHub {
                 tokio::spawn(async move {
                     let listener = Listener {
                         changed: server.changed.clone(),
+                        group: Arc::default(),
                     };
                     let started = start(&server.config, &options, listener).await;
                     server.settle(started);

@@ -9,6 +9,7 @@
 //!   stderr.
 //! - A tool whose name would not make a valid `mcp__server__tool` name or whose schema is not a
 //!   JSON Schema object is left out and the reason recorded.
+//! - A stdio server leads its own process group, killed whole when its connection goes.
 
 use crate::config::{ServerConfig, Transport, resolve_value};
 use crate::hub::{McpTool, PREFIX, StartOptions};
@@ -17,7 +18,7 @@ use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt}
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
@@ -26,10 +27,31 @@ use tokio::io::AsyncReadExt;
 const STDERR_TAIL: usize = 2000;
 
 /// Hears a server's notifications: a changed tool list is noted, to be listed again at the
-/// next turn boundary.
+/// next turn boundary. It lives as long as the connection, and so does the server's process
+/// group.
 #[derive(Clone)]
 pub(crate) struct Listener {
     pub changed: Arc<AtomicBool>,
+    pub group: Arc<ProcessGroup>,
+}
+
+/// The process group a stdio server leads (0 until it is spawned). When the last handle to the
+/// connection goes — the session ends, or the server never finished starting — the whole group
+/// is killed, so what `npx` or `sh -c` started for it does not outlive keel.
+#[derive(Debug, Default)]
+pub(crate) struct ProcessGroup(AtomicI32);
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        let leader = *self.0.get_mut();
+        if leader > 0 {
+            // The group exists while any of its processes does; an error means none is left.
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(leader),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
 }
 
 impl ClientHandler for Listener {
@@ -284,6 +306,9 @@ async fn connect(
                 .stderr(std::process::Stdio::piped())
                 .spawn()
                 .map_err(|error| format!("`{command}` could not be started: {error}"))?;
+            if let Some(leader) = transport.id().and_then(|pid| i32::try_from(pid).ok()) {
+                listener.group.0.store(leader, Ordering::SeqCst);
+            }
             if let Some(mut stderr) = stderr {
                 tokio::spawn(async move {
                     let mut buffer = [0u8; 1024];

@@ -389,3 +389,44 @@ async fn a_late_server_joins_and_a_changed_tool_list_is_read_again_on_refresh() 
     );
     assert!(!hub.refresh().await, "nothing new");
 }
+
+/// Whether `pid` is a live process (a zombie waiting for its reaper is not).
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(") ")
+            .next()
+            .is_some_and(|rest| !rest.starts_with('Z'))
+    })
+}
+
+#[tokio::test]
+async fn what_a_server_started_dies_with_its_connection() {
+    if !servers_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("grandchild.pid");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/with-grandchild.sh");
+    let server = stdio(
+        "shell",
+        "sh",
+        &[script.to_str().unwrap()],
+        &[("GRANDCHILD_PIDFILE", pidfile.to_str().unwrap())],
+    );
+    let hub = McpHub::start(vec![server], &options(Duration::from_secs(20))).await;
+    assert_eq!(hub.statuses()[0].state, "running", "{:?}", hub.statuses());
+    let grandchild = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(alive(&grandchild), "the server's own child runs");
+    drop(hub);
+    let waited = std::time::Instant::now();
+    while alive(&grandchild) && waited.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        !alive(&grandchild),
+        "the server's child outlived the session"
+    );
+}

@@ -6,9 +6,11 @@
 //!   writes a new history revision in one transaction; earlier revisions stay readable.
 //! - Every write is one transaction, committed (fsync'd) before the call returns; an assistant
 //!   message and the receipts of its tool calls are written in the same transaction. The only
-//!   writes not fsync'd on their own are those a power failure may lose harmlessly — the event
-//!   index (derived), leases (void after a restart) and a new store's schema (created again);
-//!   the next fsync'd write makes them durable with it.
+//!   writes not fsync'd on their own are the event index, leases and a new store's schema:
+//!   a crash of keel loses none of them, and the next fsync'd write makes them durable with it;
+//!   a power failure before that may take the last events (and their ids may be given again),
+//!   a lease (void anyway) or the schema (created again). Every other write sets
+//!   `synchronous = FULL` itself.
 //! - A database that is corrupt, not keel's, or of a newer schema is an error that says so, and
 //!   is never modified or overwritten.
 //! - One process writes a session at a time (`Lease`); a second gets an error naming the holder.

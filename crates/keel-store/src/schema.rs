@@ -135,9 +135,9 @@ fn prepare_once(connection: &Connection, path: &Path) -> Result<(), StoreError> 
     }
     // One writer migrates; the others wait on the lock, then find the work done. The version
     // is read again inside the transaction, so the schema is created exactly once. The commit
-    // is not fsync'd on its own: lost to a power failure, the schema is simply created again
-    // (a migration's data too is in the log until the next write's fsync, which comes before
-    // anything else is written).
+    // is not fsync'd on its own: lost to a power failure, the store is as it was before (one
+    // transaction) and the migration simply runs again; the next fsync'd write makes it durable.
+    // If BEGIN fails, `prepare` retries from the top, which sets FULL again.
     connection
         .execute_batch("PRAGMA synchronous = NORMAL; BEGIN IMMEDIATE")
         .map_err(fail)?;

@@ -66,11 +66,14 @@ impl Store {
         model: &str,
     ) -> Result<SessionInfo, StoreError> {
         let now = now_ms();
-        self.connection().execute(
-            "INSERT INTO sessions (id, workspace, provider, model, created_at, updated_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
-            params![id, workspace, provider, model, now],
-        )?;
+        self.write(|transaction| {
+            transaction.execute(
+                "INSERT INTO sessions (id, workspace, provider, model, created_at, updated_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+                params![id, workspace, provider, model, now],
+            )?;
+            Ok(())
+        })?;
         Ok(SessionInfo {
             id: id.into(),
             workspace: workspace.into(),
@@ -114,11 +117,13 @@ impl Store {
         provider: &str,
         model: &str,
     ) -> Result<(), StoreError> {
-        self.connection().execute(
-            "UPDATE sessions SET provider = ?2, model = ?3, updated_at = ?4 WHERE id = ?1",
-            params![id, provider, model, now_ms()],
-        )?;
-        Ok(())
+        self.write(|transaction| {
+            transaction.execute(
+                "UPDATE sessions SET provider = ?2, model = ?3, updated_at = ?4 WHERE id = ?1",
+                params![id, provider, model, now_ms()],
+            )?;
+            Ok(())
+        })
     }
 
     /// Append items (one transaction); returns their revisions.
@@ -293,6 +298,9 @@ impl Store {
         work: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut connection = self.connection();
+        // Set at every write, so no deferred write that failed or panicked half-way can leave
+        // a later one without its fsync.
+        connection.execute_batch("PRAGMA synchronous = FULL")?;
         let transaction =
             connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let value = work(&transaction)?;
@@ -300,10 +308,11 @@ impl Store {
         Ok(value)
     }
 
-    /// `write` without the commit's fsync, for data whose loss in a power failure is harmless
-    /// (the event index, derived from history; a lease, void after a restart anyway). It is not
-    /// lost to a crash of keel (the OS has it), and the next `write`'s fsync of the log makes
-    /// it durable with everything before it.
+    /// `write` without the commit's fsync, for data whose loss in a power failure is tolerable:
+    /// the event index (a power failure may take the last events, with the usage and failure
+    /// notes only they hold, and their ids may then be given again) and leases (void after a
+    /// restart anyway). Nothing is lost to a crash of keel itself (the OS has it), and the next
+    /// `write`'s fsync of the log makes it durable with everything before it.
     pub(crate) fn write_deferred<T>(
         &self,
         work: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,

@@ -464,3 +464,26 @@ fn writes_that_skip_their_own_fsync_leave_every_other_write_synchronous() {
     assert!(store.acquire_lease_as("s1", "keel run", 1).is_err());
     assert_eq!(synchronous(&store), 2, "after a refused lease");
 }
+
+#[test]
+fn a_deferred_write_runs_unsynced_and_one_that_panics_leaves_no_write_unsynced() {
+    let (_dir, store) = store();
+    store.create_session("s1", "/w", "deepseek", "m").unwrap();
+    let inside = store
+        .write_deferred(|transaction| {
+            Ok(transaction.query_row("PRAGMA synchronous", [], |row| row.get::<_, i64>(0))?)
+        })
+        .unwrap();
+    assert_eq!(inside, 1, "NORMAL inside a deferred write");
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _: Result<(), StoreError> = store.write_deferred(|_| panic!("inside the write"));
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(synchronous(&store), 1, "the panic skipped the restore");
+    let inside_full = store
+        .write(|transaction| {
+            Ok(transaction.query_row("PRAGMA synchronous", [], |row| row.get::<_, i64>(0))?)
+        })
+        .unwrap();
+    assert_eq!(inside_full, 2, "the next write is synchronous all the same");
+}
