@@ -10,6 +10,9 @@
 //! - A tool whose name would not make a valid `mcp__server__tool` name or whose schema is not a
 //!   JSON Schema object is left out and the reason recorded.
 //! - A stdio server leads its own process group, killed whole when its connection goes.
+//! - One server adds at most `MAX_TOOLS` tools, each with a description of at most
+//!   `MAX_DESCRIPTION_CHARS` characters (cut deterministically) and a schema of at most
+//!   `MAX_SCHEMA_BYTES`; what is left out is noted.
 
 use crate::config::{ServerConfig, Transport, resolve_value};
 use crate::hub::{McpTool, PREFIX, StartOptions};
@@ -25,6 +28,12 @@ use tokio::io::AsyncReadExt;
 
 /// How much of a server's stderr is kept for messages.
 const STDERR_TAIL: usize = 2000;
+
+/// Bounds on what one server puts in every request keel sends: a server cannot make each
+/// request (and its cost) grow without limit.
+pub(crate) const MAX_TOOLS: usize = 100;
+pub(crate) const MAX_DESCRIPTION_CHARS: usize = 2000;
+pub(crate) const MAX_SCHEMA_BYTES: usize = 16 * 1024;
 
 /// Hears a server's notifications: a changed tool list is noted, to be listed again at the
 /// next turn boundary. It lives as long as the connection, and so does the server's process
@@ -166,6 +175,7 @@ pub(crate) async fn list(
     }
     tools.sort_by(|a, b| a.tool.cmp(&b.tool));
     tools.dedup_by(|a, b| a.name == b.name);
+    keep_first_tools(&mut tools, &mut notes);
     // `described` compiled each schema already; a tool without a validator is never offered.
     let mut validators = Vec::new();
     tools.retain(|tool| match jsonschema::validator_for(&tool.input_schema) {
@@ -196,6 +206,29 @@ fn configured_value(
     }
 }
 
+/// At most `MAX_TOOLS` tools (the first by name); a note says how many were left out.
+fn keep_first_tools(tools: &mut Vec<McpTool>, notes: &mut Vec<String>) {
+    if tools.len() > MAX_TOOLS {
+        notes.push(format!(
+            "{} tools past the first {MAX_TOOLS} (by name) are left out",
+            tools.len() - MAX_TOOLS
+        ));
+        tools.truncate(MAX_TOOLS);
+    }
+}
+
+/// A description as the model sees it: at most `MAX_DESCRIPTION_CHARS` characters, cut the
+/// same way every time (the request prefix stays stable).
+fn capped_description(description: &str) -> String {
+    match description.char_indices().nth(MAX_DESCRIPTION_CHARS) {
+        None => description.to_string(),
+        Some((cut, _)) => format!(
+            "{}… (cut by keel at {MAX_DESCRIPTION_CHARS} characters)",
+            &description[..cut]
+        ),
+    }
+}
+
 /// A listed tool as keel offers it, or why it is left out.
 fn described(server: &str, tool: &Value) -> Result<McpTool, String> {
     let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
@@ -220,6 +253,13 @@ fn described(server: &str, tool: &Value) -> Result<McpTool, String> {
             "tool `{name}` has an input schema that is not a valid JSON Schema object"
         ));
     }
+    let schema_bytes = schema.to_string().len();
+    if schema_bytes > MAX_SCHEMA_BYTES {
+        return Err(format!(
+            "tool `{name}` has an input schema of {schema_bytes} bytes (keel's limit is \
+             {MAX_SCHEMA_BYTES})"
+        ));
+    }
     let full = format!("{PREFIX}{server}__{name}");
     if full.len() > 64 {
         return Err(format!(
@@ -229,11 +269,11 @@ fn described(server: &str, tool: &Value) -> Result<McpTool, String> {
     Ok(McpTool {
         server: server.to_string(),
         tool: name.to_string(),
-        description: tool
-            .get("description")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
+        description: capped_description(
+            tool.get("description")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+        ),
         read_only: tool
             .pointer("/annotations/readOnlyHint")
             .and_then(Value::as_bool)
@@ -348,6 +388,45 @@ async fn connect(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_server_cannot_grow_every_request_without_bound() {
+        let long = "é".repeat(MAX_DESCRIPTION_CHARS + 50);
+        let tool = described(
+            "s",
+            &json!({"name": "t", "description": long, "inputSchema": {"type": "object"}}),
+        )
+        .unwrap();
+        assert_eq!(
+            tool.description.chars().count(),
+            MAX_DESCRIPTION_CHARS + "… (cut by keel at 2000 characters)".chars().count()
+        );
+        let again = described(
+            "s",
+            &json!({"name": "t", "description": long, "inputSchema": {"type": "object"}}),
+        )
+        .unwrap();
+        assert_eq!(
+            tool.description, again.description,
+            "cut the same way each time"
+        );
+        let properties: serde_json::Map<String, Value> = (0..2000)
+            .map(|n| (format!("field_{n}"), json!({"type": "string"})))
+            .collect();
+        let huge =
+            json!({"name": "t", "inputSchema": {"type": "object", "properties": properties}});
+        assert!(described("s", &huge).unwrap_err().contains("keel's limit"));
+        let mut tools: Vec<McpTool> = (0..MAX_TOOLS + 7)
+            .map(|n| {
+                described("s", &json!({"name": format!("t{n:03}"), "inputSchema": {}})).unwrap()
+            })
+            .collect();
+        let mut notes = Vec::new();
+        keep_first_tools(&mut tools, &mut notes);
+        assert_eq!(tools.len(), MAX_TOOLS);
+        assert_eq!(tools.last().unwrap().tool, "t099");
+        assert_eq!(notes, ["7 tools past the first 100 (by name) are left out"]);
+    }
 
     #[test]
     fn tools_with_bad_names_or_schemas_are_left_out_with_a_reason() {
