@@ -501,3 +501,40 @@ fn what_a_server_started_does_not_outlive_keel() {
     }
     assert!(gone(), "pid {grandchild} outlived keel");
 }
+
+#[test]
+fn keel_serve_answers_other_sessions_while_one_waits_for_its_mcp_servers() {
+    if !servers_available() {
+        return;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../keel-mcp/tests/fixtures/changing-mcp-server.mjs");
+    let (home, _mock) = scripted("chat", &json!({"steps": [{"say": "one"}]}).to_string(), "");
+    // A server that takes 1.5 s to answer `initialize`: every session open waits for it.
+    home.append_config(&node_server("late", &script, &["late"]));
+    let earlier = home.run(&["run", "--json", "hi"]);
+    assert_eq!(earlier.code(), 0, "{}", earlier.stderr());
+    let stored = earlier.events()[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let server = common::serve::Server::start(&home, &[]);
+    let open = server.new_session();
+    std::thread::scope(|scope| {
+        // Resuming the stored session opens it, which waits for its MCP server...
+        let resuming = scope
+            .spawn(|| server.api("GET", &format!("/api/sessions/{stored}/history"), json!({})));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // ...while a session already open is answered at once.
+        let asked = std::time::Instant::now();
+        let (status, _) = server.api("GET", &format!("/api/sessions/{open}"), json!({}));
+        let took = asked.elapsed();
+        assert_eq!(status, 200);
+        assert!(
+            took < std::time::Duration::from_millis(700),
+            "an open session waited {took:?} for another one's MCP servers"
+        );
+        assert_eq!(resuming.join().unwrap().0, 200);
+    });
+}

@@ -71,6 +71,9 @@ pub(crate) struct AppState {
     factory: Arc<dyn SessionFactory>,
     approvals: Arc<Approvals>,
     sessions: tokio::sync::Mutex<HashMap<String, Arc<OpenSession>>>,
+    /// Held while a session is opened (which may wait seconds for its MCP servers), so opens
+    /// happen one at a time without holding `sessions` and stalling every other session.
+    opening: tokio::sync::Mutex<()>,
     turns: Mutex<Vec<JoinHandle<()>>>,
     shutting_down: watch::Receiver<bool>,
 }
@@ -96,6 +99,7 @@ pub async fn serve(
         factory,
         approvals: Arc::new(Approvals::default()),
         sessions: tokio::sync::Mutex::new(HashMap::new()),
+        opening: tokio::sync::Mutex::new(()),
         turns: Mutex::new(Vec::new()),
         shutting_down,
     });

@@ -87,15 +87,24 @@ fn valid_id(id: &str) -> Result<(), ApiError> {
 /// The open session `id`, opening (resuming) it if this server does not hold it yet.
 async fn session(state: &AppState, id: &str) -> Result<Arc<OpenSession>, ApiError> {
     valid_id(id)?;
-    let mut sessions = state.sessions.lock().await;
-    if let Some(open) = sessions.get(id) {
+    if let Some(open) = state.sessions.lock().await.get(id) {
+        return Ok(open.clone());
+    }
+    let _opening = state.opening.lock().await;
+    // Another request may have opened it while this one waited.
+    if let Some(open) = state.sessions.lock().await.get(id) {
         return Ok(open.clone());
     }
     if !state.factory.exists(id)? {
         return Err(ApiError::not_found(format!("no session `{id}`")));
     }
+    // Opening may wait for MCP servers: the other sessions are served meanwhile.
     let open = open_session(state, SessionChoice::Resume(id.to_string()), None)?;
-    sessions.insert(id.to_string(), open.clone());
+    state
+        .sessions
+        .lock()
+        .await
+        .insert(id.to_string(), open.clone());
     Ok(open)
 }
 
