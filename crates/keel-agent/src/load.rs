@@ -29,6 +29,7 @@ pub(crate) fn receipts_for_display(
 
 pub fn load_session(store: &Store, session: &str) -> Result<SessionState, AgentError> {
     store.settle_interrupted_receipts(session)?;
+    keel_types::kill_point::kill_point("after_receipts_settled");
     let mut history = Vec::new();
     let mut last_turn = 0;
     for stored in store.items(session)? {

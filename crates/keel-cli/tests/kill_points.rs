@@ -2,6 +2,7 @@
 //! would: no destructors, no flush), then a restart: the store holds exactly what was committed,
 //! the receipts say what is known, and nothing runs twice.
 //!
+//! `after_receipts_settled` is the restart's own durable step (interrupted receipts settled).
 //! The compaction points (`compaction_summarised`, `compaction_commit`,
 //! `after_compaction_commit`) are in compaction.rs, where a session long enough to compact is.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -220,4 +221,35 @@ fn a_kill_around_the_recovery_consumed_write_never_sends_the_recovery_twice() {
         );
         assert_well_formed(&next, point);
     }
+}
+
+#[test]
+fn a_kill_right_after_a_restart_settles_the_receipts_keeps_them_settled() {
+    let (home, mock) = scripted("chat", &one_effect(), "");
+    let events = killed_run(
+        &home,
+        "after_receipt_started",
+        &["run", "--yes", "--json", "run it"],
+    );
+    let session = events[0]["session_id"].as_str().unwrap().to_string();
+    // The restart settles `started` as `unknown` and is killed right after that commit.
+    killed_run(
+        &home,
+        "after_receipts_settled",
+        &["run", "--session", &session, "--yes", "--json", "go on"],
+    );
+    let db = rusqlite::Connection::open(home.path().join("state/keel.db")).unwrap();
+    let stored: String = db
+        .query_row("SELECT state FROM receipts", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(stored, "unknown", "settled durably before the kill");
+    drop(db);
+    assert_eq!(mock.requests().len(), 1, "the killed restart sent nothing");
+    let resumed = home.run(&["run", "--session", &session, "--yes", "--json", "go on"]);
+    assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
+    assert!(resumed.events_of("tool/call").is_empty(), "nothing re-runs");
+    assert_eq!(effects(&home), "", "the command never ran");
+    let shown = session_json(&home, &session, &[]);
+    assert_eq!(shown["receipts"][0]["state"], "unknown");
+    assert_well_formed(&resumed, "after_receipts_settled");
 }
