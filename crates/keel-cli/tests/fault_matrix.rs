@@ -3,7 +3,7 @@
 //! real `keel mock`. Each case asserts the exit code, the diagnostic kind, the requests made,
 //! the retries, each effect at most once, the stored history, and well-formed events.
 //!
-//! The whole matrix (144 runs, two at a time) takes about 20 s here, so CI runs all of it. The
+//! The whole matrix (168 runs, two at a time) takes about 40 s here, so CI runs all of it. The
 //! interactive session (under a pseudo-terminal) runs a subset: each fault once, over Chat.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -14,6 +14,8 @@ use serde_json::{Value, json};
 
 const TABLE: &str = include_str!("fault_matrix/table.json");
 const PARTIAL: &str = "A partial answer that must never be shown twice.";
+/// The staged answer's reasoning: in the history only if the answer completed.
+const STAGED_REASONING: &str = "Reading the workspace";
 
 /// One cell of the matrix.
 struct Case {
@@ -22,6 +24,8 @@ struct Case {
     protocol: &'static str,
     json_mode: bool,
     step: Value,
+    /// Provider settings the row adds (`config` in the table).
+    config: String,
     outcome: Value,
 }
 
@@ -48,6 +52,7 @@ fn cases() -> Vec<Case> {
                         protocol,
                         json_mode,
                         step: step.clone(),
+                        config: fault["config"].as_str().unwrap_or("").to_string(),
                         outcome: outcome.clone(),
                     });
                 }
@@ -70,7 +75,7 @@ fn run_case(case: &Case) {
         {"tool": "bash", "args": {"command": "echo 1 >> effects.log"}},
         {"say": "Done."}
     ]});
-    let (home, mock) = scripted(case.protocol, &scenario.to_string(), "");
+    let (home, mock) = scripted(case.protocol, &scenario.to_string(), &case.config);
     let mut args = vec!["run", "--yes"];
     if case.json_mode {
         args.push("--json");
@@ -97,6 +102,14 @@ fn run_case(case: &Case) {
         effects, expected_effects,
         "{label}: each effect at most once"
     );
+    // The cut answer's own call runs only when the answer was whole, and then once.
+    let completed = outcome["items"].as_array().unwrap().len() == 6;
+    let staged = std::fs::read_to_string(home.path().join("staged.log")).unwrap_or_default();
+    assert_eq!(
+        staged,
+        if completed { "staged\n" } else { "" },
+        "{label}: a cut answer is never acted on"
+    );
 
     let session: Value = serde_json::from_str(&home.run(&["sessions", "--json"]).stdout()).unwrap();
     let session = session[0]["id"].as_str().unwrap().to_string();
@@ -114,6 +127,18 @@ fn run_case(case: &Case) {
         .map(|role| role.as_str().unwrap())
         .collect();
     assert_eq!(roles, expected_roles, "{label}: history");
+    // Nothing of a cut answer is stored; a whole one is stored whole.
+    let history = shown["items"].to_string();
+    assert_eq!(
+        history.contains(PARTIAL),
+        completed,
+        "{label}: the staged text in the history"
+    );
+    assert_eq!(
+        history.contains(STAGED_REASONING),
+        completed,
+        "{label}: the staged reasoning in the history"
+    );
     let receipts = shown["receipts"].as_array().unwrap();
     assert!(
         receipts
@@ -134,6 +159,32 @@ fn run_case(case: &Case) {
             retries,
             "{label}: retries"
         );
+        // The stage really struck after the deltas its name promises: they were shown first.
+        let first_end = events
+            .iter()
+            .position(|event| {
+                matches!(
+                    event["type"].as_str(),
+                    Some("llm/retry" | "turn/failed" | "llm/response")
+                )
+            })
+            .unwrap();
+        let streamed = |kind: &str| {
+            events[..first_end]
+                .iter()
+                .filter(|event| event["type"] == kind)
+                .count()
+        };
+        match case.stage.as_str() {
+            "mid_reasoning" => assert!(streamed("llm/reasoning") > 0, "{label}"),
+            "mid_text" => assert!(streamed("llm/text") > 0, "{label}"),
+            "before_headers" | "after_headers" => assert_eq!(
+                streamed("llm/text") + streamed("llm/reasoning"),
+                0,
+                "{label}: nothing streamed before the fault"
+            ),
+            _ => {}
+        }
         let last = events.last().unwrap();
         if succeeded {
             assert_eq!(last["type"], "turn/completed", "{label}");
@@ -150,12 +201,14 @@ fn run_case(case: &Case) {
         if succeeded {
             assert_eq!(stdout.matches("Done.").count(), 1, "{label}: {stdout}");
         }
-        if retries > 0 {
-            assert!(
-                run.stderr().contains("retry 1/"),
-                "{label}: {}",
-                run.stderr()
-            );
+        assert_eq!(
+            run.stderr().contains("retry 1/"),
+            retries > 0,
+            "{label}: {}",
+            run.stderr()
+        );
+        if let Some(kind) = outcome["failure"].as_str() {
+            assert!(run.stderr().contains(kind), "{label}: {}", run.stderr());
         }
     }
 }
@@ -163,7 +216,7 @@ fn run_case(case: &Case) {
 #[test]
 fn every_fault_at_every_stage_ends_as_the_table_says() {
     let cases = cases();
-    assert!(cases.len() >= 140, "the table drives {} cases", cases.len());
+    assert!(cases.len() >= 160, "the table drives {} cases", cases.len());
     // Two at a time: each case is a keel and a mock process, mostly waiting.
     let (left, right) = cases.split_at(cases.len() / 2);
     std::thread::scope(|scope| {
@@ -195,15 +248,16 @@ fn each_fault_in_the_interactive_session_ends_as_the_table_says() {
             {"tool": "bash", "args": {"command": "echo 1 >> effects.log"}},
             {"say": "Done."}
         ]});
-        let (home, mock) = scripted("chat", &scenario.to_string(), "");
-        let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+        let config = fault["config"].as_str().unwrap_or("");
+        let (home, mock) = scripted("chat", &scenario.to_string(), config);
+        let written = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
         std::fs::write(
             home.path().join("config.toml"),
-            format!("permission_mode = \"auto\"\n{config}"),
+            format!("permission_mode = \"auto\"\n{written}"),
         )
         .unwrap();
         let succeeded = outcome["failure"].is_null();
-        let marker = if succeeded { "Done." } else { "error" };
+        let marker = outcome["failure"].as_str().unwrap_or("Done.");
         let (screen, code) = interactive_session(
             &home,
             &[("run it\n", Some(marker), 0), ("/quit\n", None, 300)],
@@ -221,6 +275,10 @@ fn each_fault_in_the_interactive_session_ends_as_the_table_says() {
         );
         let effects = std::fs::read_to_string(home.path().join("effects.log")).unwrap_or_default();
         assert_eq!(effects, if succeeded { "1\n" } else { "" }, "{label}");
+        assert!(
+            !home.path().join("staged.log").exists(),
+            "{label}: a cut answer is never acted on"
+        );
         if succeeded {
             assert!(screen.contains("Done."), "{label}: {screen}");
         } else {

@@ -47,15 +47,17 @@ impl Stage {
     }
 }
 
-/// The answer a staged fault cuts: every kind of delta, several of each.
+/// The answer a staged fault cuts: every kind of delta, several of each, and a call with an
+/// effect (it appends a line to `staged.log` in the workspace), so a test can tell whether a cut
+/// answer was ever acted on.
 fn full_answer() -> ScriptedAnswer {
     ScriptedAnswer {
         search: None,
         reason: Some("Reading the workspace before answering, step by step.".into()),
         text: Some("A partial answer that must never be shown twice.".into()),
         calls: vec![ScriptedCall {
-            name: "read_file".into(),
-            arguments: r#"{"path": "config.toml"}"#.into(),
+            name: "bash".into(),
+            arguments: r#"{"command": "echo staged >> staged.log"}"#.into(),
         }],
         finish_reason: None,
     }
