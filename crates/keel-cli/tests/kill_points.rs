@@ -253,3 +253,56 @@ fn a_kill_right_after_a_restart_settles_the_receipts_keeps_them_settled() {
     assert_eq!(shown["receipts"][0]["state"], "unknown");
     assert_well_formed(&resumed, "after_receipts_settled");
 }
+
+/// A round of two calls, each leaving its own mark, then two answers.
+fn two_effects() -> String {
+    json!({"steps": [
+        {"tools": [
+            {"tool": "bash", "args": {"command": "echo 1 >> effects.log"}},
+            {"tool": "bash", "args": {"command": "echo 2 >> effects.log"}}
+        ]},
+        {"say": "Done."},
+        {"say": "Nothing was repeated."}
+    ]})
+    .to_string()
+}
+
+#[test]
+fn a_kill_between_the_calls_of_a_round_runs_neither_again_in_any_protocol() {
+    // (point, receipt states after the restart, what had run)
+    let cases = [
+        ("after_result_commit", ["completed", "not_started"], "1\n"),
+        (
+            "before_receipt_started#2",
+            ["completed", "not_started"],
+            "1\n",
+        ),
+        ("after_receipt_started#2", ["completed", "unknown"], "1\n"),
+        ("before_result_commit#2", ["completed", "unknown"], "1\n2\n"),
+    ];
+    for protocol in PROTOCOLS {
+        for (point, states, ran) in cases {
+            let label = format!("{point} ({protocol})");
+            let (home, _mock) = scripted(protocol, &two_effects(), "");
+            let events = killed_run(&home, point, &["run", "--yes", "--json", "run both"]);
+            let session = events[0]["session_id"].as_str().unwrap().to_string();
+            let shown = session_json(&home, &session, &[]);
+            let seen: Vec<&str> = shown["receipts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|receipt| receipt["state"].as_str().unwrap())
+                .collect();
+            assert_eq!(seen, states, "{label}");
+            assert_eq!(effects(&home), ran, "{label}");
+            let resumed = home.run(&["run", "--session", &session, "--yes", "--json", "go on"]);
+            assert_eq!(resumed.code(), 0, "{label}: {}", resumed.stderr());
+            assert!(
+                resumed.events_of("tool/call").is_empty(),
+                "{label}: nothing re-runs"
+            );
+            assert_eq!(effects(&home), ran, "{label}: no effect twice");
+            assert_well_formed(&resumed, &label);
+        }
+    }
+}
