@@ -209,6 +209,16 @@ fn a_kill_around_the_recovery_consumed_write_never_sends_the_recovery_twice() {
                 0,
                 "{point}: a consumed recovery is not taken twice"
             );
+            assert!(
+                again.stderr().contains("already used") || again.stderr().contains("consumed"),
+                "{point}: refused because it was used: {}",
+                again.stderr()
+            );
+            assert_eq!(
+                mock.requests().len(),
+                2,
+                "{point}: the refusal sent nothing"
+            );
             home.run(&["run", "--session", &session, "--json", "go on"])
         };
         assert_eq!(next.code(), 0, "{point}: {}", next.stderr());
