@@ -37,6 +37,8 @@ const scenarios = {
   async cards() {
     await ask("make two files");
     await waitForText("All done.");
+    // The streamed text shows first; the answer is rendered as markdown once it is complete.
+    await page.locator(".md ul li").first().waitFor();
     const states = await page.locator(".card .state").allInnerTexts();
     assert.equal(states.length, 2, `two cards: ${states}`);
     for (const state of states) assert.match(state, /^completed/);
