@@ -8,6 +8,10 @@
 //!   protocol: `mid_*` is after the first delta of that kind and before the second.
 //! - `after_last_chunk` sends the whole answer, end marker included, before the fault;
 //!   `in_usage` sends everything before the frame carrying the usage and half of that frame.
+//! - `before_headers`: a drop closes the connection before any byte of the response is flushed;
+//!   a stall keeps the headers back for its duration; a bad chunk cannot come before headers, so
+//!   there it is the first frame of the body (no opening frame). `after_headers` is the headers
+//!   and the opening frame.
 
 use crate::render::{self, Frame, MockUsage, Protocol, ScriptedAnswer};
 use crate::scenario::ScriptedCall;
