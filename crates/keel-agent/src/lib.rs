@@ -193,9 +193,7 @@ impl Controller {
         // Off the critical path: the TLS roots (an https provider) and the tool schemas load
         // on other threads while the store is read and written.
         let client = HttpClient::new(settings.profile.connect_timeout)?;
-        if settings.profile.endpoint().starts_with("https://") {
-            client.prepare_tls();
-        }
+        client.prepare_for(&settings.profile.endpoint());
         let registry = std::thread::spawn(ToolRegistry::new);
         let workspace = settings.workspace.display().to_string();
         let (session, resumed) = match choice {

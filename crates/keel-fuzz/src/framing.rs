@@ -16,34 +16,18 @@ use std::task::{Context, Poll, Waker};
 /// the oracle also takes `+5`, the rules take only digits).
 pub type Event = (String, String, String);
 
-/// What keel's framer makes of `reads` with a bound of `limit` bytes: the events it dispatched
-/// and the error that stopped it, if any.
-pub fn keel_events(reads: &[&[u8]], limit: usize) -> (Vec<Event>, Option<FrameError>) {
+/// What keel's framer makes of `reads` with a bound of `limit` bytes, its handler stopping it
+/// after `stop_after` events: the events it dispatched and the error that stopped it, if any.
+/// Reads after a stop are still fed, and must give nothing.
+pub fn keel_events(
+    reads: &[&[u8]],
+    limit: usize,
+    stop_after: usize,
+) -> (Vec<Event>, Option<FrameError>) {
     let mut framer = SseFramer::new(limit);
     let mut events = Vec::new();
     for read in reads {
         let fed = framer.feed(read, &mut |event: SseEvent<'_>| {
-            events.push((
-                event.event.to_string(),
-                event.data.to_string(),
-                event.id.to_string(),
-            ));
-            Ok::<_, FrameError>(ControlFlow::Continue(()))
-        });
-        if let Err(error) = fed {
-            return (events, Some(error));
-        }
-    }
-    (events, None)
-}
-
-/// The events keel's framer hands out when the handler stops it after `stop_after` of them;
-/// the reads after the stop are still fed, and must give nothing.
-fn events_until(reads: &[&[u8]], stop_after: usize) -> Vec<Event> {
-    let mut framer = SseFramer::new(usize::MAX);
-    let mut events = Vec::new();
-    for read in reads {
-        let _flow = framer.feed(read, &mut |event: SseEvent<'_>| {
             events.push((
                 event.event.to_string(),
                 event.data.to_string(),
@@ -55,8 +39,11 @@ fn events_until(reads: &[&[u8]], stop_after: usize) -> Vec<Event> {
                 ControlFlow::Continue(())
             })
         });
+        if let Err(error) = fed {
+            return (events, Some(error));
+        }
     }
-    events
+    (events, None)
 }
 
 /// What `eventsource-stream` makes of `stream` split into `reads` (UTF-8 streams only: it
@@ -97,21 +84,21 @@ pub fn sse_framer(data: &[u8]) {
         return;
     };
     let split = reads(stream, *first, *second);
-    let whole = keel_events(&[stream], usize::MAX);
+    let whole = keel_events(&[stream], usize::MAX, usize::MAX);
     assert_eq!(
-        keel_events(&split, usize::MAX),
+        keel_events(&split, usize::MAX, usize::MAX),
         whole,
         "split changed the events"
     );
     let small = usize::from(*first) + 1;
     assert_eq!(
-        keel_events(&split, small),
-        keel_events(&[stream], small),
+        keel_events(&split, small, usize::MAX),
+        keel_events(&[stream], small, usize::MAX),
         "split changed the events or the verdict under a bound of {small}"
     );
     // Stopping after a few events gives exactly the first of them, and nothing after.
     let stop_after = usize::from(*second % 8) + 1;
-    let stopped = events_until(&split, stop_after);
+    let (stopped, _) = keel_events(&split, usize::MAX, stop_after);
     assert_eq!(
         stopped[..],
         whole.0[..stop_after.min(whole.0.len())],

@@ -52,6 +52,12 @@ pub struct HttpClient {
     connect_timeout: Duration,
 }
 
+fn is_https(endpoint: &str) -> bool {
+    endpoint
+        .get(..8)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"))
+}
+
 fn build_client(
     connect_timeout: Duration,
     system_roots: bool,
@@ -82,8 +88,11 @@ impl HttpClient {
         })
     }
 
-    /// Start loading the TLS roots on another thread (for a session whose provider is https).
-    pub fn prepare_tls(&self) {
+    /// For an `https` endpoint, start loading the TLS roots on another thread now.
+    pub fn prepare_for(&self, endpoint: &str) {
+        if !is_https(endpoint) {
+            return;
+        }
         let tls = Arc::clone(&self.tls);
         let connect_timeout = self.connect_timeout;
         std::thread::spawn(move || {
@@ -93,10 +102,7 @@ impl HttpClient {
 
     /// The client for `endpoint` (the TLS one is built here if nobody started it).
     fn client_for(&self, endpoint: &str) -> Result<&reqwest::Client, ClientBuildError> {
-        let https = endpoint
-            .get(..8)
-            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"));
-        if !https {
+        if !is_https(endpoint) {
             return Ok(&self.plain);
         }
         self.tls

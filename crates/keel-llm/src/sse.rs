@@ -161,23 +161,15 @@ impl SseFramer {
         let mut start = 0;
         for end in memchr::memchr2_iter(b'\n', b'\r', read) {
             let after_cr = std::mem::replace(&mut self.after_cr, read[end] == b'\r');
-            if end == 0 && after_cr && read[0] == b'\n' && self.carry.is_empty() {
-                // The LF of a CRLF whose CR ended the previous read.
-                start = 1;
-                continue;
-            }
-            if end == start && start > 0 && read[start - 1] == b'\r' && read[end] == b'\n' {
-                // The LF of a CRLF inside this read.
+            if end == start && after_cr && read[end] == b'\n' {
+                // The LF of a CRLF (its CR may have ended the previous read).
                 start = end + 1;
                 continue;
             }
             let flow = if self.carry.is_empty() {
                 self.line(read, start..end, true, on_event)?
             } else {
-                if self.carry.len() + (end - start) > self.limit {
-                    return Err(FrameError::LineTooLong(self.limit).into());
-                }
-                self.carry.extend_from_slice(&read[start..end]);
+                self.hold(&read[start..end])?;
                 let carried = std::mem::take(&mut self.carry);
                 let flow = self.line(&carried, 0..carried.len(), false, on_event);
                 self.carry = carried;
@@ -198,14 +190,20 @@ impl SseFramer {
         let rest = &read[start..];
         if !rest.is_empty() {
             self.after_cr = false;
-            // Only the line bound here: whether the event is too long is decided when the line
-            // is whole, so the verdict does not depend on where the read ended.
-            if self.carry.len() + rest.len() > self.limit {
-                return Err(FrameError::LineTooLong(self.limit).into());
-            }
-            self.carry.extend_from_slice(rest);
+            self.hold(rest)?;
         }
         Ok(ControlFlow::Continue(()))
+    }
+
+    /// Add `bytes` to the line a read boundary cut. Only the line bound here: whether the event
+    /// is too long is decided when the line is whole, so the verdict does not depend on where
+    /// the read ended.
+    fn hold(&mut self, bytes: &[u8]) -> Result<(), FrameError> {
+        if self.carry.len() + bytes.len() > self.limit {
+            return Err(FrameError::LineTooLong(self.limit));
+        }
+        self.carry.extend_from_slice(bytes);
+        Ok(())
     }
 
     /// A whole line of `length` bytes would break the bound.

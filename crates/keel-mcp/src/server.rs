@@ -243,6 +243,14 @@ fn described(server: &str, tool: &Value) -> Result<McpTool, String> {
         ));
     }
     let schema = tool.get("inputSchema").cloned().unwrap_or(Value::Null);
+    // Measured before anything compiles it.
+    let schema_bytes = schema.to_string().len();
+    if schema_bytes > MAX_SCHEMA_BYTES {
+        return Err(format!(
+            "tool `{name}` has an input schema of {schema_bytes} bytes (keel's limit is \
+             {MAX_SCHEMA_BYTES})"
+        ));
+    }
     let is_object_schema = schema.is_object()
         && schema
             .get("type")
@@ -251,13 +259,6 @@ fn described(server: &str, tool: &Value) -> Result<McpTool, String> {
     if !is_object_schema || jsonschema::validator_for(&schema).is_err() {
         return Err(format!(
             "tool `{name}` has an input schema that is not a valid JSON Schema object"
-        ));
-    }
-    let schema_bytes = schema.to_string().len();
-    if schema_bytes > MAX_SCHEMA_BYTES {
-        return Err(format!(
-            "tool `{name}` has an input schema of {schema_bytes} bytes (keel's limit is \
-             {MAX_SCHEMA_BYTES})"
         ));
     }
     let full = format!("{PREFIX}{server}__{name}");

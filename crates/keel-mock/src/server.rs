@@ -404,25 +404,26 @@ fn answer_request(
             let mut frames = stage::frames_before(protocol, *at, request_number);
             let before_headers = *at == stage::Stage::BeforeHeaders;
             match fault {
-                // Let the server flush what was sent before cutting the connection (before any
-                // header there is nothing to flush: the body fails at once).
-                StreamFault::Drop if !before_headers => {
-                    frames.push(Frame::Sleep(std::time::Duration::from_millis(50)));
-                }
-                StreamFault::Stall(duration) if !before_headers => {
-                    frames.push(Frame::Sleep(*duration));
-                }
-                StreamFault::Stall(duration) => {
-                    frames.push(Frame::Abort);
-                    let mut response = stream_response(frames, delay);
-                    response.extensions_mut().insert(LateBy(*duration));
+                StreamFault::BadJson => frames.push(render::broken_frame(protocol)),
+                StreamFault::Stall(silence) if before_headers => {
+                    let mut response = stream_response(vec![Frame::Abort], delay);
+                    response.extensions_mut().insert(LateBy(*silence));
                     return response;
                 }
-                StreamFault::Drop => {}
-                StreamFault::BadJson => frames.push(render::broken_frame(protocol)),
-            }
-            if !matches!(fault, StreamFault::BadJson) {
-                frames.push(Frame::Abort);
+                StreamFault::Drop | StreamFault::Stall(_) => {
+                    // A drop lets what was sent flush first; a stall stays silent. Before any
+                    // header there is nothing to flush: the body fails at once.
+                    let pause = match fault {
+                        StreamFault::Stall(silence) => *silence,
+                        StreamFault::Drop | StreamFault::BadJson => {
+                            std::time::Duration::from_millis(50)
+                        }
+                    };
+                    if !before_headers {
+                        frames.push(Frame::Sleep(pause));
+                    }
+                    frames.push(Frame::Abort);
+                }
             }
             frames
         }
