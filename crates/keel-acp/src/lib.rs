@@ -219,6 +219,15 @@ impl Agent {
                     }
                 }
             }
+            // Judged in read order too: a request read before `initialize` is refused even if
+            // `initialize` (read after it) is handled before its task runs.
+            (Some(_), Some(id)) if !*lock(&self.initialized) => self.connection.respond(
+                id,
+                Err(RpcError::new(
+                    code::INVALID_REQUEST,
+                    "call `initialize` first",
+                )),
+            ),
             (Some(method), Some(id)) => {
                 let agent = self.clone();
                 let handle = tokio::spawn(async move {
@@ -269,13 +278,8 @@ impl Agent {
         }
     }
 
+    /// A request of an initialized connection (checked in read order by the caller).
     async fn request(self: &Arc<Self>, method: &str, params: Value) -> Result<Value, RpcError> {
-        if method != "initialize" && !*lock(&self.initialized) {
-            return Err(RpcError::new(
-                code::INVALID_REQUEST,
-                "call `initialize` first",
-            ));
-        }
         match method {
             "initialize" => Ok(self.initialize(&params)),
             "session/new" => self.new_session(&params),

@@ -44,7 +44,7 @@ pub struct ClientBuildError(String);
 
 /// Two clients: one for `http://` endpoints that never loads the system's TLS roots (tens of
 /// milliseconds on a busy disk), and one for `https://` built once, on first use or ahead of it
-/// on another thread (`prepare_tls`), so the roots load off the critical path.
+/// on another thread (`prepare_for`), so the roots load off the critical path.
 #[derive(Clone, Debug)]
 pub struct HttpClient {
     plain: reqwest::Client,
