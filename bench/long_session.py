@@ -22,4 +22,7 @@ print(f"  keel resume + projection   {resume_ms:8.1f} ms  peak {resume_mib:5.1f}
       f"  (request {med('resume', 2) / 1e6:.1f} MB)")
 print(f"  ratio resume / SELECT      {resume_ms / select_ms:8.2f} x time, "
       f"{resume_mib / select_mib:.2f} x memory")
+compact_mib = med("compact", 1) / 1024
 print(f"  one compaction commit      {commit_ms:8.1f} ms  ({commit_ms / select_ms:.2f} x the SELECT)")
+print(f"  its process (read the history, then commit)  peak {compact_mib:5.1f} MiB"
+      f"  ({compact_mib / select_mib:.2f} x the SELECT)")

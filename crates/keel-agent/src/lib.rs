@@ -223,7 +223,13 @@ impl Controller {
             .map(|(id, raw)| recovery::record::decode(&id, &raw))
             .collect();
         loaded.repair = recovery::admission::repair_in_force(&records, &loaded.history);
-        if let Some(tokens) = recovery::admission::rejected_tokens(&records) {
+        let scope = recovery::scope(
+            &session.id,
+            &settings.profile.name,
+            &settings.profile.endpoint(),
+            &settings.model,
+        );
+        if let Some(tokens) = recovery::admission::rejected_tokens(&records, &scope) {
             loaded.meter.rejected(tokens);
         }
         loaded.mcp_tools = settings.mcp.specs();

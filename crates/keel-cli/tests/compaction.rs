@@ -544,3 +544,53 @@ fn a_cancelled_or_failed_summary_leaves_the_history_as_it_was() {
     assert_eq!(shown["revisions"].as_array().unwrap().len(), 2);
     assert_each_effect_once(&home, 12);
 }
+
+/// A call left `unknown` by a crash is summarised away by a compaction: the summarising request
+/// and the committed summary both say it is unknown (from the receipts, whatever the model
+/// wrote), the receipt stays unknown, and nothing runs again.
+#[test]
+fn an_unknown_outcome_stays_unknown_in_the_summary_and_is_never_rerun() {
+    let marker = format!("keel-compact-crash-{}", std::process::id());
+    let mut steps = vec![json!({"tool": "bash", "args": {
+        "command": format!("echo started >> effects.log; sleep 30 # {marker}")
+    }})];
+    steps.extend(effect_steps(3, "Three more rounds done."));
+    steps.push(json!({"compact": "The model's summary: everything went fine."}));
+    steps.push(json!({"say": "unused"}));
+    let (home, mock) = scripted("chat", &json!({"steps": steps}).to_string(), "");
+    let session = kill_during_tool(&home, &marker);
+    let resumed = home.run(&["run", "--session", &session, "--yes", "--json", "go on"]);
+    assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
+    let compacted = home.run(&["run", "--session", &session, "--yes", "--json", "/compact"]);
+    assert_eq!(compacted.code(), 0, "{}", compacted.stderr());
+    assert_eq!(compacted.events_of("context/compacted").len(), 1);
+    assert!(compacted.events_of("tool/call").is_empty(), "no tool runs");
+
+    // The ledger line of the crashed call, in a JSON text (lines joined by `\n` escapes).
+    let ledger_line = |json: &str| -> String {
+        json.split("\\n")
+            .find(|line| line.starts_with("- call_") && line.contains("echo started"))
+            .unwrap_or_else(|| panic!("no ledger line for the crashed call: {json}"))
+            .to_string()
+    };
+    let requests = mock.requests();
+    let summarising = requests.iter().find(|r| is_summarising(r)).unwrap();
+    let asked = summarising["body"].as_str().unwrap();
+    assert!(asked.contains("from keel's receipts"), "{asked}");
+    assert!(ledger_line(asked).contains(": unknown"), "{asked}");
+    let shown = session_json(&home, &session, &[]);
+    let summary = shown["items"][0].to_string();
+    assert!(summary.contains("everything went fine"), "{summary}");
+    assert!(ledger_line(&summary).contains(": unknown"), "{summary}");
+    let states: Vec<&str> = shown["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|receipt| receipt["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["unknown", "completed", "completed", "completed"]);
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("effects.log")).unwrap(),
+        "started\n1\n2\n3\n"
+    );
+}

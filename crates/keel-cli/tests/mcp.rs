@@ -386,24 +386,14 @@ fn over_streamable_http_tools_answer_and_a_cancelled_turn_cancels_the_call() {
         return;
     }
     use std::io::BufRead;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut server = std::process::Command::new("node")
-        .arg(npm_server("server-everything"))
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_until(
-        "the HTTP MCP server listens",
-        std::time::Duration::from_secs(20),
-        || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
-    );
+    let (server, port) = http_server(|port| {
+        let mut command = std::process::Command::new("node");
+        command
+            .arg(npm_server("server-everything"))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string());
+        command
+    });
     let steps = json!({"steps": [
         {"tool": "mcp__web__get-structured-content", "args": {"location": "Chicago"}},
         {"tool": "mcp__web__trigger-long-running-operation", "args": {"duration": 30, "steps": 30}},
@@ -439,8 +429,7 @@ fn over_streamable_http_tools_answer_and_a_cancelled_turn_cancels_the_call() {
     assert!(interrupted.success());
     let status = wait_for_exit(&mut child, std::time::Duration::from_secs(15), "keel run");
     assert_eq!(status.code(), Some(130));
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     let shown = home.run(&["session", "show", &session, "--json"]);
     let value: Value = serde_json::from_str(&shown.stdout()).unwrap();
     let states: Vec<&str> = value["receipts"]
@@ -537,4 +526,100 @@ fn keel_serve_answers_other_sessions_while_one_waits_for_its_mcp_servers() {
         );
         assert_eq!(resuming.join().unwrap().0, 200);
     });
+}
+
+/// An HTTP MCP server started by `command` for a free port, once it listens; killed on drop.
+fn http_server(command: impl FnOnce(u16) -> std::process::Command) -> (KillOnDrop, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = command(port)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = KillOnDrop(child);
+    wait_until(
+        "the HTTP MCP server listens",
+        std::time::Duration::from_secs(20),
+        || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+    );
+    (server, port)
+}
+
+/// A server on the official TypeScript SDK whose tool `grow` adds a tool `extra` (the SDK sends
+/// `notifications/tools/list_changed` itself): `crates/keel-mcp/e2e/growing-server.mjs`.
+fn growing_server() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../keel-mcp/e2e/growing-server.mjs")
+}
+
+/// A tool list changed mid-turn by an SDK server, over stdio and over streamable HTTP, in one
+/// `keel serve` session: the turn's requests keep the tools they started with, the next turn
+/// carries the new tool (and it runs), and the break is named once, at that turn.
+#[test]
+fn a_tool_list_changed_mid_turn_reaches_the_requests_at_the_next_turn_and_is_named() {
+    if !servers_available() {
+        return;
+    }
+    let (_http, port) = http_server(|port| {
+        let mut command = std::process::Command::new("node");
+        command
+            .arg(growing_server())
+            .args(["http", &port.to_string()]);
+        command
+    });
+    let servers = [
+        ("grows", node_server("grows", &growing_server(), &[])),
+        (
+            "web",
+            format!("[mcp_servers.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"),
+        ),
+    ];
+    for (name, config) in servers {
+        let extra = format!("mcp__{name}__extra");
+        let steps = json!({"steps": [
+            {"tool": format!("mcp__{name}__grow"), "args": {}},
+            {"say": "grown"},
+            {"tool": extra, "args": {}},
+            {"say": "done"}
+        ]});
+        let (home, mock) = scripted("chat", &steps.to_string(), "");
+        home.prepend_config("permission_mode = \"auto\"");
+        home.append_config(&config);
+        let server = common::serve::Server::start(&home, &[]);
+        let session = server.new_session();
+        assert_eq!(server.submit(&session, json!({"input": "grow"})).0, 202);
+        let first = server.events(&session, Some(0), "turn/completed", usize::MAX);
+        let last = common::serve::ids(&first).into_iter().max().unwrap();
+        common::serve::wait_until_idle(&server, &session);
+        assert_eq!(server.submit(&session, json!({"input": "again"})).0, 202);
+        let second = server.events(&session, Some(last), "turn/completed", usize::MAX);
+        common::serve::wait_until_idle(&server, &session);
+
+        let requests = mock.requests();
+        let bodies: Vec<&str> = requests
+            .iter()
+            .map(|request| request["body"].as_str().unwrap())
+            .collect();
+        assert_eq!(bodies.len(), 4, "{name}");
+        assert_prefix_stable(&requests[..2]);
+        assert!(
+            !bodies[1].contains(&extra),
+            "{name}: mid-turn the tools stay"
+        );
+        assert!(bodies[1].contains("grown"), "{name}: {}", bodies[1]);
+        assert!(bodies[2].contains(&extra), "{name}: the next turn has it");
+        assert!(bodies[3].contains("extra ran"), "{name}: {}", bodies[3]);
+        let breaks = |events: &[Value]| -> Vec<String> {
+            events
+                .iter()
+                .filter(|event| event["type"] == "prefix/changed")
+                .map(|event| event["reason"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(breaks(&first), Vec::<String>::new(), "{name}");
+        assert_eq!(breaks(&second), ["mcp_tools_changed"], "{name}");
+    }
 }

@@ -5,7 +5,8 @@ use crate::reads;
 use eventsource_stream::Eventsource;
 use futures_util::{StreamExt, stream};
 use keel_llm::Delta;
-use keel_llm::assemble::sse::assemble_chunks;
+use keel_llm::assemble::Assembler;
+use keel_llm::assemble::sse::assemble_chunks_with;
 use keel_llm::sse::{FrameError, SseEvent, SseFramer};
 use keel_types::WireProtocol;
 use std::ops::ControlFlow;
@@ -114,25 +115,24 @@ pub fn sse_framer(data: &[u8]) {
     }
 }
 
-/// Everything an assembly shows: the deltas as they streamed and the outcome.
-type Assembled = (String, String, Result<keel_llm::Completion, String>);
+/// Everything an assembly shows: each delta as it streamed (reasoning or not, its text) and the
+/// outcome.
+type Assembled = (Vec<(bool, String)>, Result<keel_llm::Completion, String>);
 
-fn assemble(protocol: WireProtocol, reads: &[&[u8]]) -> Assembled {
-    let mut text = String::new();
-    let mut reasoning = String::new();
-    let outcome = assemble_chunks(protocol, reads, &mut |delta| match delta {
-        Delta::Text(piece) => text.push_str(piece),
-        Delta::Reasoning(piece) => reasoning.push_str(piece),
+fn assemble(protocol: WireProtocol, templates: bool, reads: &[&[u8]]) -> Assembled {
+    let mut deltas = Vec::new();
+    let assembler = Assembler::with_templates(protocol, templates);
+    let outcome = assemble_chunks_with(assembler, reads, &mut |delta| {
+        deltas.push(match delta {
+            Delta::Text(piece) => (false, piece.to_owned()),
+            Delta::Reasoning(piece) => (true, piece.to_owned()),
+        })
     });
-    (
-        text,
-        reasoning,
-        outcome.map_err(|failure| failure.to_string()),
-    )
+    (deltas, outcome.map_err(|failure| failure.to_string()))
 }
 
-/// Each protocol's assembler: never a panic, and the same deltas and outcome however the
-/// stream is split.
+/// Each protocol's assembler: never a panic, the same deltas and outcome however the stream is
+/// split, and the same with the repeated-envelope fast path as with every event parsed in full.
 pub fn assembler(data: &[u8]) {
     let Some(([choice, first, second], stream)) = data.split_first_chunk::<3>() else {
         return;
@@ -142,7 +142,12 @@ pub fn assembler(data: &[u8]) {
         1 => WireProtocol::Anthropic,
         _ => WireProtocol::Responses,
     };
-    let whole = assemble(protocol, &[stream]);
-    let split = assemble(protocol, &reads(stream, *first, *second));
+    let whole = assemble(protocol, true, &[stream]);
+    let split = assemble(protocol, true, &reads(stream, *first, *second));
     assert_eq!(split, whole, "{protocol:?}: split changed the assembly");
+    let full = assemble(protocol, false, &[stream]);
+    assert_eq!(
+        whole, full,
+        "{protocol:?}: the fast path changed the assembly"
+    );
 }

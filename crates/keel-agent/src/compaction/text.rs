@@ -241,6 +241,35 @@ mod tests {
     }
 
     #[test]
+    fn the_prompt_asks_for_every_part_of_a_summary_and_its_fixed_text_comes_first() {
+        let plain = compaction_prompt(None, "");
+        assert!(plain.starts_with(COMPACTION_REQUEST_MARKER));
+        for asked in [
+            "without calling tools",
+            "the user's goals",
+            "the decisions made and why",
+            "the files read, created or changed",
+            "the open todo items",
+            "(completed, failed, unknown",
+            "an unknown outcome must stay unknown",
+            "what remains to do",
+        ] {
+            assert!(
+                plain.contains(asked),
+                "the prompt asks for {asked:?}: {plain}"
+            );
+        }
+        // The focus and the ledger follow the fixed text, which stays byte for byte the same.
+        let focused = compaction_prompt(Some("  the parser \n"), "LEDGER");
+        assert!(focused.starts_with(&plain));
+        assert_eq!(
+            &focused[plain.len()..],
+            "\n\nFocus the summary on: the parser\n\nLEDGER"
+        );
+        assert_eq!(compaction_prompt(Some(" \t "), ""), plain);
+    }
+
+    #[test]
     fn the_ledger_keeps_unknown_outcomes_and_counts_the_rest() {
         let history = vec![Item::Assistant(AssistantItem {
             parts: vec![

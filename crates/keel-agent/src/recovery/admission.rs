@@ -56,13 +56,15 @@ pub(crate) fn repair_in_force(records: &[StoredRecord], history: &[Item]) -> Opt
     })
 }
 
-/// The smallest request size any compaction offer recorded as rejected (see `ContextMeter`).
-pub(crate) fn rejected_tokens(records: &[StoredRecord]) -> Option<u64> {
+/// The smallest request size a compaction offer recorded as rejected (see `ContextMeter`) by
+/// the provider, endpoint and model of `scope`: another model's window says nothing of this
+/// one's.
+pub(crate) fn rejected_tokens(records: &[StoredRecord], scope: &str) -> Option<u64> {
     records
         .iter()
         .filter_map(|stored| match stored {
-            StoredRecord::Known(record) => record.rejected_tokens,
-            StoredRecord::Unrecoverable { .. } => None,
+            StoredRecord::Known(record) if record.scope == scope => record.rejected_tokens,
+            StoredRecord::Known(_) | StoredRecord::Unrecoverable { .. } => None,
         })
         .min()
 }

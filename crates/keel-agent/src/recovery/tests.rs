@@ -135,3 +135,43 @@ fn duplicate_call_ids_are_unknown() {
     };
     assert!(text.contains("- call dup `bash`: unknown"), "{text}");
 }
+
+#[test]
+fn a_window_bound_learned_from_a_rejection_holds_only_for_the_model_that_rejected() {
+    use record::{RecordState, RecoveryRecord, StoredRecord};
+    let offer = |scope: &str, tokens: u64| {
+        StoredRecord::Known(RecoveryRecord {
+            version: 1,
+            id: format!("rec-{scope}-{tokens}"),
+            state: RecordState::Expired,
+            scope: scope.into(),
+            fingerprint: String::new(),
+            prefix: 1,
+            count: 1,
+            anchor: String::new(),
+            run: 1,
+            evidence: String::new(),
+            projected: false,
+            action: Some(keel_types::InputKind::ContextRecovery),
+            reason: None,
+            rejected_tokens: Some(tokens),
+            unknown: Default::default(),
+        })
+    };
+    let small = scope("s", "deepseek", "https://api.deepseek.com", "deepseek-chat");
+    let large = scope("s", "kimi", "https://api.moonshot.ai/v1", "kimi-k2");
+    let records = [
+        offer(&small, 9_000),
+        offer(&large, 200_000),
+        offer(&small, 7_000),
+    ];
+    assert_eq!(admission::rejected_tokens(&records, &small), Some(7_000));
+    assert_eq!(admission::rejected_tokens(&records, &large), Some(200_000));
+    let other = scope(
+        "s",
+        "deepseek",
+        "https://api.deepseek.com",
+        "deepseek-reasoner",
+    );
+    assert_eq!(admission::rejected_tokens(&records, &other), None);
+}

@@ -365,3 +365,14 @@ pub fn asked_to_focus_on(mock: &MockProcess, focus: &str) -> bool {
         .iter()
         .any(|request| request.to_string().contains(&wanted))
 }
+
+/// A child process killed when the test ends, also when it fails (a server left running would
+/// hold the test harness's output open).
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

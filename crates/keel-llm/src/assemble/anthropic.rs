@@ -7,6 +7,8 @@
 //! - The response is complete only after `message_stop` (or a `stop_reason` when the server
 //!   closes without it).
 
+use super::template::Template;
+use super::template::optional_str;
 use super::unknown_finish_reason;
 use super::{Completion, Delta, Progress, cut_short, finished_call, unexpected_payload};
 use crate::classify::classify_stream_error;
@@ -15,11 +17,29 @@ use keel_types::{AssistantItem, AssistantPart, FailureDiagnostic, FinishReason, 
 use serde::Deserialize;
 use std::borrow::Cow;
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct AnthropicAssembler {
     blocks: Vec<(u32, Block)>,
     stop_reason: Option<FinishReason>,
     usage: AnthropicUsage,
+    /// The last `content_block_delta` (see `template`), when templates are on.
+    template: Option<Template<(u32, DeltaKind)>>,
+    templates: bool,
+}
+
+impl Default for AnthropicAssembler {
+    fn default() -> Self {
+        Self::with_templates(true)
+    }
+}
+
+/// Which string of a `content_block_delta` a template carries.
+#[derive(Debug, Clone, Copy)]
+enum DeltaKind {
+    Text,
+    Thinking,
+    Signature,
+    InputJson,
 }
 
 #[derive(Debug)]
@@ -93,15 +113,15 @@ struct WireEvent<'a> {
 struct WireDelta<'a> {
     #[serde(rename = "type", default, borrow)]
     kind: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     text: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     thinking: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     signature: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     partial_json: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     stop_reason: Option<Cow<'a, str>>,
 }
 
@@ -161,6 +181,29 @@ enum BlockDelta<'a> {
     SignatureDelta { signature: Cow<'a, str> },
     InputJsonDelta { partial_json: Cow<'a, str> },
     Unknown,
+}
+
+impl<'a> BlockDelta<'a> {
+    fn string(&self) -> Option<(DeltaKind, &Cow<'a, str>)> {
+        match self {
+            Self::TextDelta { text } => Some((DeltaKind::Text, text)),
+            Self::ThinkingDelta { thinking } => Some((DeltaKind::Thinking, thinking)),
+            Self::SignatureDelta { signature } => Some((DeltaKind::Signature, signature)),
+            Self::InputJsonDelta { partial_json } => Some((DeltaKind::InputJson, partial_json)),
+            Self::Unknown => None,
+        }
+    }
+
+    fn of(kind: DeltaKind, value: Cow<'a, str>) -> Self {
+        match kind {
+            DeltaKind::Text => Self::TextDelta { text: value },
+            DeltaKind::Thinking => Self::ThinkingDelta { thinking: value },
+            DeltaKind::Signature => Self::SignatureDelta { signature: value },
+            DeltaKind::InputJson => Self::InputJsonDelta {
+                partial_json: value,
+            },
+        }
+    }
 }
 
 #[derive(Debug, Deserialize, Default, Clone, Copy)]
@@ -246,6 +289,22 @@ fn block_from_start(start: &serde_json::Value) -> Block {
 }
 
 impl AnthropicAssembler {
+    #[cfg(test)]
+    pub(super) fn templated(&self) -> bool {
+        self.template.is_some()
+    }
+
+    /// `templates: false` parses every event in full.
+    pub fn with_templates(templates: bool) -> Self {
+        Self {
+            blocks: Vec::new(),
+            stop_reason: None,
+            usage: AnthropicUsage::default(),
+            template: None,
+            templates,
+        }
+    }
+
     pub fn push(
         &mut self,
         event: &str,
@@ -255,10 +314,23 @@ impl AnthropicAssembler {
         if event == "error" {
             return Err(error_event(data));
         }
+        let templated = self.template.as_ref().and_then(|t| t.fill(event, data));
+        if let Some((&(index, kind), value)) = templated {
+            self.apply_delta(index, BlockDelta::of(kind, value), sink)?;
+            return Ok(Progress::Continue);
+        }
         let parsed = serde_json::from_str::<WireEvent<'_>>(data)
             .ok()
             .and_then(WireEvent::into_event)
             .ok_or_else(|| unexpected_payload(data))?;
+        if self.templates {
+            self.template = match &parsed {
+                StreamEvent::ContentBlockDelta { index, delta } => delta
+                    .string()
+                    .and_then(|(kind, value)| Template::learn(event, data, value, (*index, kind))),
+                _ => None,
+            };
+        }
         match parsed {
             StreamEvent::MessageStart { message } => {
                 if let Some(usage) = message.usage {

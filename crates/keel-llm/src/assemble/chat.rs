@@ -6,6 +6,8 @@
 //! - The final usage chunk (`choices: []`) and chunks without choices are accepted anywhere.
 //! - The response is complete only with a finish reason; `[DONE]` alone is not enough.
 
+use super::template::Template;
+use super::template::optional_str;
 use super::unknown_finish_reason;
 use super::{Completion, Delta, Progress, cut_short, finished_call, unexpected_payload};
 use keel_types::Usage;
@@ -13,13 +15,30 @@ use keel_types::{AssistantItem, AssistantPart, FailureDiagnostic, FailureKind, F
 use serde::Deserialize;
 use std::borrow::Cow;
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ChatAssembler {
     reasoning: String,
     text: String,
     calls: Vec<PartialCall>,
     finish: Option<FinishReason>,
     usage: Usage,
+    /// The last chunk whose only effect was one string (see `template`), when templates are on.
+    template: Option<Template<Slot>>,
+    templates: bool,
+}
+
+impl Default for ChatAssembler {
+    fn default() -> Self {
+        Self::with_templates(true)
+    }
+}
+
+/// Where a templated chunk's string goes.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Reasoning,
+    Text,
+    Arguments { index: Option<u32> },
 }
 
 #[derive(Debug, Default)]
@@ -46,15 +65,15 @@ struct Choice<'a> {
     index: u32,
     #[serde(default, borrow)]
     delta: Option<ChoiceDelta<'a>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     finish_reason: Option<Cow<'a, str>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct ChoiceDelta<'a> {
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     content: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     reasoning_content: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     tool_calls: Option<Vec<ToolCallDelta<'a>>>,
@@ -64,7 +83,7 @@ struct ChoiceDelta<'a> {
 struct ToolCallDelta<'a> {
     #[serde(default)]
     index: Option<u32>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     function: Option<FunctionDelta<'a>>,
@@ -72,10 +91,39 @@ struct ToolCallDelta<'a> {
 
 #[derive(Deserialize)]
 struct FunctionDelta<'a> {
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     arguments: Option<Cow<'a, str>>,
+}
+
+impl<'a> Chunk<'a> {
+    /// The slot and string when this chunk's whole effect is one string (a template's chunk).
+    fn single_string(&self) -> Option<(Slot, &Cow<'a, str>)> {
+        if self.usage.is_some() || self.error.is_some() {
+            return None;
+        }
+        let [choice] = self.choices.as_slice() else {
+            return None;
+        };
+        if choice.index != 0 || choice.finish_reason.is_some() {
+            return None;
+        }
+        let delta = choice.delta.as_ref()?;
+        match (&delta.reasoning_content, &delta.content, &delta.tool_calls) {
+            (Some(reasoning), None, None) => Some((Slot::Reasoning, reasoning)),
+            (None, Some(text), None) => Some((Slot::Text, text)),
+            (None, None, Some(calls)) => {
+                let [call] = calls.as_slice() else {
+                    return None;
+                };
+                let function = call.function.as_ref().filter(|f| f.name.is_none())?;
+                let arguments = function.arguments.as_ref().filter(|_| call.id.is_none())?;
+                Some((Slot::Arguments { index: call.index }, arguments))
+            }
+            _ => None,
+        }
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -155,6 +203,25 @@ pub(super) fn map_finish_reason(reason: &str) -> Result<FinishReason, FailureDia
 }
 
 impl ChatAssembler {
+    #[cfg(test)]
+    pub(super) fn templated(&self) -> bool {
+        self.template.is_some()
+    }
+
+    /// `templates: false` parses every chunk in full (the reference the fast path is checked
+    /// against).
+    pub fn with_templates(templates: bool) -> Self {
+        Self {
+            reasoning: String::new(),
+            text: String::new(),
+            calls: Vec::new(),
+            finish: None,
+            usage: Usage::default(),
+            template: None,
+            templates,
+        }
+    }
+
     pub fn push(
         &mut self,
         data: &str,
@@ -167,16 +234,30 @@ impl ChatAssembler {
         if data.is_empty() {
             return Ok(Progress::Continue);
         }
+        if let Some((slot, value)) = self
+            .template
+            .as_ref()
+            .and_then(|t| t.fill("", data))
+            .map(|(slot, value)| (*slot, value))
+        {
+            self.apply_slot(slot, value, sink);
+            return Ok(Progress::Continue);
+        }
         let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|_| unexpected_payload(data))?;
         if chunk.error.is_some() {
             return Err(unexpected_payload(data));
+        }
+        if self.templates {
+            self.template = chunk
+                .single_string()
+                .and_then(|(slot, value)| Template::learn("", data, value, slot));
         }
         if let Some(usage) = &chunk.usage {
             self.usage = usage.to_usage();
         }
         for choice in chunk.choices.into_iter().filter(|choice| choice.index == 0) {
             if let Some(delta) = choice.delta {
-                self.apply_delta(delta, sink)?;
+                self.apply_delta(delta, sink);
             }
             if let Some(reason) = choice.finish_reason {
                 self.finish = Some(map_finish_reason(&reason)?);
@@ -185,11 +266,7 @@ impl ChatAssembler {
         Ok(Progress::Continue)
     }
 
-    fn apply_delta(
-        &mut self,
-        delta: ChoiceDelta<'_>,
-        sink: &mut dyn FnMut(Delta<'_>),
-    ) -> Result<(), FailureDiagnostic> {
+    fn apply_delta(&mut self, delta: ChoiceDelta<'_>, sink: &mut dyn FnMut(Delta<'_>)) {
         if let Some(reasoning) = delta.reasoning_content.filter(|r| !r.is_empty()) {
             sink(Delta::Reasoning(&reasoning));
             self.reasoning.push_str(&reasoning);
@@ -201,7 +278,31 @@ impl ChatAssembler {
         for fragment in delta.tool_calls.unwrap_or_default() {
             self.apply_tool_fragment(fragment);
         }
-        Ok(())
+    }
+
+    /// What the template's chunk did, with `value` as its string.
+    fn apply_slot(&mut self, slot: Slot, value: Cow<'_, str>, sink: &mut dyn FnMut(Delta<'_>)) {
+        let delta = match slot {
+            Slot::Reasoning => ChoiceDelta {
+                reasoning_content: Some(value),
+                ..ChoiceDelta::default()
+            },
+            Slot::Text => ChoiceDelta {
+                content: Some(value),
+                ..ChoiceDelta::default()
+            },
+            Slot::Arguments { index } => {
+                return self.apply_tool_fragment(ToolCallDelta {
+                    index,
+                    id: None,
+                    function: Some(FunctionDelta {
+                        name: None,
+                        arguments: Some(value),
+                    }),
+                });
+            }
+        };
+        self.apply_delta(delta, sink);
     }
 
     fn apply_tool_fragment(&mut self, fragment: ToolCallDelta<'_>) {

@@ -12,6 +12,7 @@ mod chat;
 mod responses;
 pub mod search;
 pub mod sse;
+mod template;
 
 use crate::classify::classify_stream_error;
 use keel_types::{AssistantItem, AssistantPart, FailureDiagnostic, FailureKind, FinishReason};
@@ -53,10 +54,20 @@ pub enum Assembler {
 
 impl Assembler {
     pub fn new(protocol: WireProtocol) -> Self {
+        Self::with_templates(protocol, true)
+    }
+
+    /// `templates: false` parses every event in full: the reference the repeated-envelope fast
+    /// path (`template`) is checked against.
+    pub fn with_templates(protocol: WireProtocol, templates: bool) -> Self {
         match protocol {
-            WireProtocol::Chat => Self::Chat(ChatAssembler::default()),
-            WireProtocol::Anthropic => Self::Anthropic(AnthropicAssembler::default()),
-            WireProtocol::Responses => Self::Responses(ResponsesAssembler::default()),
+            WireProtocol::Chat => Self::Chat(ChatAssembler::with_templates(templates)),
+            WireProtocol::Anthropic => {
+                Self::Anthropic(AnthropicAssembler::with_templates(templates))
+            }
+            WireProtocol::Responses => {
+                Self::Responses(ResponsesAssembler::with_templates(templates))
+            }
         }
     }
 
@@ -71,6 +82,16 @@ impl Assembler {
             Self::Chat(assembler) => assembler.push(data, sink),
             Self::Anthropic(assembler) => assembler.push(event, data, sink),
             Self::Responses(assembler) => assembler.push(event, data, sink),
+        }
+    }
+
+    /// Whether a template is held (the next event like the last is read on the fast path).
+    #[cfg(test)]
+    fn templated(&self) -> bool {
+        match self {
+            Self::Chat(assembler) => assembler.templated(),
+            Self::Anthropic(assembler) => assembler.templated(),
+            Self::Responses(assembler) => assembler.templated(),
         }
     }
 

@@ -6,6 +6,7 @@
 //! - Reasoning items keep `encrypted_content` and their summaries for stateless replay.
 //! - The response is complete only with `response.completed` or `response.incomplete`.
 
+use super::template::{Template, optional_str};
 use super::unknown_finish_reason;
 use super::{Completion, Delta, Progress, cut_short, finished_call, unexpected_payload};
 use crate::classify::classify_stream_error;
@@ -15,11 +16,34 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ResponsesAssembler {
     items: Vec<OutputItem>,
     finish: Option<FinishReason>,
     usage: Usage,
+    /// The last delta event (see `template`), when templates are on.
+    template: Option<Template<DeltaSlot>>,
+    templates: bool,
+}
+
+impl Default for ResponsesAssembler {
+    fn default() -> Self {
+        Self::with_templates(true)
+    }
+}
+
+/// What a templated delta event fed: its kind and the item it names.
+#[derive(Debug)]
+struct DeltaSlot {
+    kind: DeltaKind,
+    item_id: String,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum DeltaKind {
+    Text,
+    Reasoning,
+    Arguments,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -104,7 +128,7 @@ struct WireEvent<'a> {
     kind: Cow<'a, str>,
     #[serde(default, borrow)]
     item_id: Cow<'a, str>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "optional_str")]
     delta: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     item: Option<&'a RawValue>,
@@ -148,6 +172,18 @@ impl<'a> WireEvent<'a> {
             "error" => StreamEvent::Error,
             _ => StreamEvent::Other,
         })
+    }
+}
+
+impl<'a> StreamEvent<'a> {
+    /// A delta event's kind, item and string (what a template re-enacts).
+    fn delta(&self) -> Option<(DeltaKind, &str, &Cow<'a, str>)> {
+        match self {
+            Self::TextDelta { item_id, delta } => Some((DeltaKind::Text, item_id, delta)),
+            Self::ReasoningDelta { item_id, delta } => Some((DeltaKind::Reasoning, item_id, delta)),
+            Self::ArgumentsDelta { item_id, delta } => Some((DeltaKind::Arguments, item_id, delta)),
+            _ => None,
+        }
     }
 }
 
@@ -210,36 +246,61 @@ impl ResponsesUsage {
 }
 
 impl ResponsesAssembler {
+    #[cfg(test)]
+    pub(super) fn templated(&self) -> bool {
+        self.template.is_some()
+    }
+
+    /// `templates: false` parses every event in full.
+    pub fn with_templates(templates: bool) -> Self {
+        Self {
+            items: Vec::new(),
+            finish: None,
+            usage: Usage::default(),
+            template: None,
+            templates,
+        }
+    }
+
     pub fn push(
         &mut self,
-        _event: &str,
+        event: &str,
         data: &str,
         sink: &mut dyn FnMut(Delta<'_>),
     ) -> Result<Progress, FailureDiagnostic> {
+        // Taken out while its item id is in use; a full parse below replaces it anyway.
+        if let Some(template) = self.template.take()
+            && let Some((slot, value)) = template.fill(event, data)
+        {
+            self.apply_delta(slot.kind, &slot.item_id, &value, sink);
+            self.template = Some(template);
+            return Ok(Progress::Continue);
+        }
         // llama-server sends a bare `data: {"error":…}` with no type.
         let parsed = serde_json::from_str::<WireEvent<'_>>(data)
             .ok()
             .and_then(WireEvent::into_event)
             .ok_or_else(|| unexpected_payload(data))?;
+        if self.templates {
+            self.template = parsed.delta().and_then(|(kind, item_id, value)| {
+                let slot = DeltaSlot {
+                    kind,
+                    item_id: item_id.to_owned(),
+                };
+                Template::learn(event, data, value, slot)
+            });
+        }
         match parsed {
             StreamEvent::ItemAdded { item } => self.items.push(OutputItem::from_raw(item)),
             StreamEvent::ItemDone { item } => self.replace_item(OutputItem::from_raw(item)),
             StreamEvent::TextDelta { item_id, delta } => {
-                sink(Delta::Text(&delta));
-                self.item_for(&item_id, "message")
-                    .streamed_text
-                    .push_str(&delta);
+                self.apply_delta(DeltaKind::Text, &item_id, &delta, sink)
             }
             StreamEvent::ReasoningDelta { item_id, delta } => {
-                sink(Delta::Reasoning(&delta));
-                self.item_for(&item_id, "reasoning")
-                    .streamed_text
-                    .push_str(&delta);
+                self.apply_delta(DeltaKind::Reasoning, &item_id, &delta, sink)
             }
             StreamEvent::ArgumentsDelta { item_id, delta } => {
-                self.item_for(&item_id, "function_call")
-                    .arguments
-                    .push_str(&delta);
+                self.apply_delta(DeltaKind::Arguments, &item_id, &delta, sink)
             }
             StreamEvent::Completed { response } => {
                 self.complete(response)?;
@@ -255,6 +316,34 @@ impl ResponsesAssembler {
             StreamEvent::Other => {}
         }
         Ok(Progress::Continue)
+    }
+
+    fn apply_delta(
+        &mut self,
+        kind: DeltaKind,
+        item_id: &str,
+        delta: &str,
+        sink: &mut dyn FnMut(Delta<'_>),
+    ) {
+        match kind {
+            DeltaKind::Text => {
+                sink(Delta::Text(delta));
+                self.item_for(item_id, "message")
+                    .streamed_text
+                    .push_str(delta);
+            }
+            DeltaKind::Reasoning => {
+                sink(Delta::Reasoning(delta));
+                self.item_for(item_id, "reasoning")
+                    .streamed_text
+                    .push_str(delta);
+            }
+            DeltaKind::Arguments => {
+                self.item_for(item_id, "function_call")
+                    .arguments
+                    .push_str(delta);
+            }
+        }
     }
 
     fn item_for(&mut self, item_id: &str, kind: &str) -> &mut OutputItem {

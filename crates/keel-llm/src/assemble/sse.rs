@@ -20,8 +20,20 @@ where
     I: IntoIterator<Item = B>,
     B: AsRef<[u8]>,
 {
+    assemble_chunks_with(Assembler::new(protocol), chunks, sink)
+}
+
+/// `assemble_chunks` through a given assembler (one with templates off, to compare).
+pub fn assemble_chunks_with<I, B>(
+    mut assembler: Assembler,
+    chunks: I,
+    sink: &mut dyn FnMut(Delta<'_>),
+) -> Result<Completion, FailureDiagnostic>
+where
+    I: IntoIterator<Item = B>,
+    B: AsRef<[u8]>,
+{
     let mut framer = SseFramer::new(DEFAULT_MAX_EVENT_BYTES);
-    let mut assembler = Assembler::new(protocol);
     for chunk in chunks {
         let flow = framer.feed(chunk.as_ref(), &mut |event: SseEvent<'_>| {
             Ok::<_, FailureDiagnostic>(match assembler.push(event.event, event.data, sink)? {

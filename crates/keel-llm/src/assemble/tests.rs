@@ -30,6 +30,66 @@ fn assemble(
     (result, streamed)
 }
 
+/// Each event pushed on its own: the deltas, the outcome, and how many events found a template
+/// held by the one before.
+fn assemble_events(
+    protocol: WireProtocol,
+    templates: bool,
+    bytes: &[u8],
+) -> (Vec<String>, Result<Completion, FailureDiagnostic>, usize) {
+    let mut framer = crate::sse::SseFramer::new(1 << 20);
+    let mut assembler = Assembler::with_templates(protocol, templates);
+    let (mut deltas, mut templated) = (Vec::new(), 0);
+    let framed = framer.feed(bytes, &mut |event: crate::sse::SseEvent<'_>| {
+        templated += usize::from(assembler.templated());
+        let progress = assembler.push(event.event, event.data, &mut |delta| match delta {
+            Delta::Text(text) | Delta::Reasoning(text) => deltas.push(text.to_owned()),
+        })?;
+        Ok::<_, FailureDiagnostic>(match progress {
+            Progress::Done => std::ops::ControlFlow::Break(()),
+            Progress::Continue => std::ops::ControlFlow::Continue(()),
+        })
+    });
+    let outcome = framed.and_then(|_| assembler.finish());
+    (deltas, outcome, templated)
+}
+
+#[test]
+fn captured_streams_take_the_fast_path_and_assemble_as_a_full_parse_does() {
+    for (protocol, bytes, least) in [
+        (
+            WireProtocol::Chat,
+            fixture!("chat-stream-usage", "response.body"),
+            20,
+        ),
+        (
+            WireProtocol::Chat,
+            fixture!("tools-chat-stream", "response.body"),
+            5,
+        ),
+        (
+            WireProtocol::Anthropic,
+            fixture!("anthropic-stream", "response.body"),
+            20,
+        ),
+        (
+            WireProtocol::Responses,
+            fixture!("responses-stream", "response.body"),
+            20,
+        ),
+    ] {
+        let (deltas, outcome, templated) = assemble_events(protocol, true, bytes);
+        let (full_deltas, full_outcome, none) = assemble_events(protocol, false, bytes);
+        assert_eq!(none, 0);
+        assert!(
+            templated >= least,
+            "{protocol:?}: {templated} events on the fast path"
+        );
+        assert_eq!(deltas, full_deltas, "{protocol:?}");
+        assert_eq!(outcome.unwrap(), full_outcome.unwrap(), "{protocol:?}");
+    }
+}
+
 fn calls(completion: &Completion) -> Vec<ToolCall> {
     completion.item.tool_calls().cloned().collect()
 }
