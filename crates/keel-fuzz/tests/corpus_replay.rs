@@ -87,6 +87,22 @@ const ENVELOPES: [Envelopes; 3] = [
                 "message",
                 r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"@"}}]}}]}"#,
             ),
+            (
+                "message",
+                r#"{"choices":[{"delta":{"content":"@"},"index":1}]}"#,
+            ),
+            (
+                "message",
+                r#"{"choices":[{"delta":{"content":"@"},"finish_reason":"length","index":0}]}"#,
+            ),
+            (
+                "message",
+                r#"{"choices":[],"usage":{"prompt_tokens":3},"id":"@"}"#,
+            ),
+            (
+                "message",
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"@","function":{"name":"grep","arguments":"{}"}}]},"index":0}]}"#,
+            ),
         ],
         &[
             (
@@ -136,6 +152,11 @@ const ENVELOPES: [Envelopes; 3] = [
                 "content_block_delta",
                 r#"{"type":"content_block_delta","index":1,"delta":{"text":"@","type":"thinking_delta","thinking":"x"}}"#,
             ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":5,"delta":{"type":"text_delta","text":"@"}}"#,
+            ),
+            ("ping", r#"{"type":"ping","note":"@"}"#),
         ],
         &[
             (
@@ -176,6 +197,14 @@ const ENVELOPES: [Envelopes; 3] = [
             (
                 "response.output_text.delta",
                 r#"{"delta":"@","type":"response.output_text.delta","item_id":"nobody"}"#,
+            ),
+            (
+                "response.output_text.delta",
+                r#"{"type":"response.output_text.delta","item_id":"@","delta":"x"}"#,
+            ),
+            (
+                "response.in_progress",
+                r#"{"type":"response.in_progress","response":{"id":"@"}}"#,
             ),
         ],
         &[(

@@ -25,6 +25,8 @@ pub struct AnthropicAssembler {
     /// The last `content_block_delta` (see `template`), when templates are on.
     template: Option<Template<(u32, DeltaKind)>>,
     templates: bool,
+    #[cfg(test)]
+    filled: usize,
 }
 
 impl Default for AnthropicAssembler {
@@ -289,9 +291,10 @@ fn block_from_start(start: &serde_json::Value) -> Block {
 }
 
 impl AnthropicAssembler {
+    /// How many events were read through a template.
     #[cfg(test)]
-    pub(super) fn templated(&self) -> bool {
-        self.template.is_some()
+    pub(super) fn filled(&self) -> usize {
+        self.filled
     }
 
     /// `templates: false` parses every event in full.
@@ -302,6 +305,8 @@ impl AnthropicAssembler {
             usage: AnthropicUsage::default(),
             template: None,
             templates,
+            #[cfg(test)]
+            filled: 0,
         }
     }
 
@@ -317,6 +322,10 @@ impl AnthropicAssembler {
         let templated = self.template.as_ref().and_then(|t| t.fill(event, data));
         if let Some((&(index, kind), value)) = templated {
             self.apply_delta(index, BlockDelta::of(kind, value), sink)?;
+            #[cfg(test)]
+            {
+                self.filled += 1;
+            }
             return Ok(Progress::Continue);
         }
         let parsed = serde_json::from_str::<WireEvent<'_>>(data)

@@ -25,6 +25,8 @@ pub struct ChatAssembler {
     /// The last chunk whose only effect was one string (see `template`), when templates are on.
     template: Option<Template<Slot>>,
     templates: bool,
+    #[cfg(test)]
+    filled: usize,
 }
 
 impl Default for ChatAssembler {
@@ -100,26 +102,49 @@ struct FunctionDelta<'a> {
 impl<'a> Chunk<'a> {
     /// The slot and string when this chunk's whole effect is one string (a template's chunk).
     fn single_string(&self) -> Option<(Slot, &Cow<'a, str>)> {
-        if self.usage.is_some() || self.error.is_some() {
-            return None;
-        }
-        let [choice] = self.choices.as_slice() else {
+        let Chunk {
+            choices,
+            usage: None,
+            error: None,
+        } = self
+        else {
             return None;
         };
-        if choice.index != 0 || choice.finish_reason.is_some() {
+        let [
+            choice @ Choice {
+                index: 0,
+                finish_reason: None,
+                ..
+            },
+        ] = choices.as_slice()
+        else {
             return None;
-        }
-        let delta = choice.delta.as_ref()?;
-        match (&delta.reasoning_content, &delta.content, &delta.tool_calls) {
+        };
+        // Every member named, so a member added later must be decided on here.
+        let ChoiceDelta {
+            content,
+            reasoning_content,
+            tool_calls,
+        } = choice.delta.as_ref()?;
+        match (reasoning_content, content, tool_calls) {
             (Some(reasoning), None, None) => Some((Slot::Reasoning, reasoning)),
             (None, Some(text), None) => Some((Slot::Text, text)),
             (None, None, Some(calls)) => {
-                let [call] = calls.as_slice() else {
+                let [
+                    ToolCallDelta {
+                        index,
+                        id: None,
+                        function:
+                            Some(FunctionDelta {
+                                name: None,
+                                arguments: Some(arguments),
+                            }),
+                    },
+                ] = calls.as_slice()
+                else {
                     return None;
                 };
-                let function = call.function.as_ref().filter(|f| f.name.is_none())?;
-                let arguments = function.arguments.as_ref().filter(|_| call.id.is_none())?;
-                Some((Slot::Arguments { index: call.index }, arguments))
+                Some((Slot::Arguments { index: *index }, arguments))
             }
             _ => None,
         }
@@ -203,9 +228,10 @@ pub(super) fn map_finish_reason(reason: &str) -> Result<FinishReason, FailureDia
 }
 
 impl ChatAssembler {
+    /// How many events were read through a template.
     #[cfg(test)]
-    pub(super) fn templated(&self) -> bool {
-        self.template.is_some()
+    pub(super) fn filled(&self) -> usize {
+        self.filled
     }
 
     /// `templates: false` parses every chunk in full (the reference the fast path is checked
@@ -219,6 +245,8 @@ impl ChatAssembler {
             usage: Usage::default(),
             template: None,
             templates,
+            #[cfg(test)]
+            filled: 0,
         }
     }
 
@@ -241,6 +269,10 @@ impl ChatAssembler {
             .map(|(slot, value)| (*slot, value))
         {
             self.apply_slot(slot, value, sink);
+            #[cfg(test)]
+            {
+                self.filled += 1;
+            }
             return Ok(Progress::Continue);
         }
         let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|_| unexpected_payload(data))?;

@@ -85,13 +85,13 @@ impl Assembler {
         }
     }
 
-    /// Whether a template is held (the next event like the last is read on the fast path).
+    /// How many events were read through a template (the repeated-envelope fast path).
     #[cfg(test)]
-    fn templated(&self) -> bool {
+    fn filled(&self) -> usize {
         match self {
-            Self::Chat(assembler) => assembler.templated(),
-            Self::Anthropic(assembler) => assembler.templated(),
-            Self::Responses(assembler) => assembler.templated(),
+            Self::Chat(assembler) => assembler.filled(),
+            Self::Anthropic(assembler) => assembler.filled(),
+            Self::Responses(assembler) => assembler.filled(),
         }
     }
 

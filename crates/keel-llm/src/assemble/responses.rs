@@ -24,6 +24,8 @@ pub struct ResponsesAssembler {
     /// The last delta event (see `template`), when templates are on.
     template: Option<Template<DeltaSlot>>,
     templates: bool,
+    #[cfg(test)]
+    filled: usize,
 }
 
 impl Default for ResponsesAssembler {
@@ -246,9 +248,10 @@ impl ResponsesUsage {
 }
 
 impl ResponsesAssembler {
+    /// How many events were read through a template.
     #[cfg(test)]
-    pub(super) fn templated(&self) -> bool {
-        self.template.is_some()
+    pub(super) fn filled(&self) -> usize {
+        self.filled
     }
 
     /// `templates: false` parses every event in full.
@@ -259,6 +262,8 @@ impl ResponsesAssembler {
             usage: Usage::default(),
             template: None,
             templates,
+            #[cfg(test)]
+            filled: 0,
         }
     }
 
@@ -268,12 +273,16 @@ impl ResponsesAssembler {
         data: &str,
         sink: &mut dyn FnMut(Delta<'_>),
     ) -> Result<Progress, FailureDiagnostic> {
-        // Taken out while its item id is in use; a full parse below replaces it anyway.
+        // Taken out while its item id is in use; dropped when the event does not fit it.
         if let Some(template) = self.template.take()
             && let Some((slot, value)) = template.fill(event, data)
         {
             self.apply_delta(slot.kind, &slot.item_id, &value, sink);
             self.template = Some(template);
+            #[cfg(test)]
+            {
+                self.filled += 1;
+            }
             return Ok(Progress::Continue);
         }
         // llama-server sends a bare `data: {"error":…}` with no type.

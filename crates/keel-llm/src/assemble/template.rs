@@ -10,8 +10,10 @@
 //!   quote on equal the template's, and what lies between is exactly one JSON string (checked
 //!   by serde_json, escapes decoded). A parser's reading of the bytes outside a string value
 //!   does not depend on that string's contents, so such an event means what the template meant
-//!   with the string replaced: the same result the full parse gives, for any bytes (checked by
-//!   a differential property test and fuzz target against the assemblers with templates off).
+//!   with the string replaced (as long as the event types read that string only into its own
+//!   slot: no tag, alias or custom deserializer looks at it) — the same result the full parse
+//!   gives, for any bytes (checked by a differential property test and fuzz target against the
+//!   assemblers with templates off).
 //! - Anything else (a different name, different bytes anywhere outside the string, a string
 //!   that is not one JSON string) falls back to the full parse, which also reports errors.
 

@@ -30,8 +30,8 @@ fn assemble(
     (result, streamed)
 }
 
-/// Each event pushed on its own: the deltas, the outcome, and how many events found a template
-/// held by the one before.
+/// Each event pushed on its own: the deltas, the outcome, and how many events were read
+/// through a template.
 fn assemble_events(
     protocol: WireProtocol,
     templates: bool,
@@ -39,9 +39,8 @@ fn assemble_events(
 ) -> (Vec<String>, Result<Completion, FailureDiagnostic>, usize) {
     let mut framer = crate::sse::SseFramer::new(1 << 20);
     let mut assembler = Assembler::with_templates(protocol, templates);
-    let (mut deltas, mut templated) = (Vec::new(), 0);
+    let mut deltas = Vec::new();
     let framed = framer.feed(bytes, &mut |event: crate::sse::SseEvent<'_>| {
-        templated += usize::from(assembler.templated());
         let progress = assembler.push(event.event, event.data, &mut |delta| match delta {
             Delta::Text(text) | Delta::Reasoning(text) => deltas.push(text.to_owned()),
         })?;
@@ -50,8 +49,9 @@ fn assemble_events(
             Progress::Continue => std::ops::ControlFlow::Continue(()),
         })
     });
+    let filled = assembler.filled();
     let outcome = framed.and_then(|_| assembler.finish());
-    (deltas, outcome, templated)
+    (deltas, outcome, filled)
 }
 
 #[test]
