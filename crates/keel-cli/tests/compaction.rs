@@ -594,3 +594,28 @@ fn an_unknown_outcome_stays_unknown_in_the_summary_and_is_never_rerun() {
         "started\n1\n2\n3\n"
     );
 }
+
+/// A summary cut off at the output limit is committed with a note saying so (the ledger from
+/// the receipts still follows it), never passed off as whole.
+#[test]
+fn a_summary_cut_off_at_the_output_limit_says_so() {
+    let mut steps = effect_steps(4, "Four rounds done.");
+    steps.push(
+        json!({"compact": "The user wants four rounds; rounds one to", "finish_reason": "length"}),
+    );
+    let (home, _mock) = scripted("chat", &json!({"steps": steps}).to_string(), "");
+    let run = home.run(&["run", "--yes", "--json", "run the rounds"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let session = session_of(&run);
+    let compacted = home.run(&["run", "--session", &session, "--yes", "--json", "/compact"]);
+    assert_eq!(compacted.code(), 0, "{}", compacted.stderr());
+    let summary = session_json(&home, &session, &[])["items"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        summary.contains("rounds one to\n\n[keel: the summary above was cut off at the output limit; what it did not say is not known]"),
+        "{summary}"
+    );
+    assert!(summary.contains("from keel's receipts"), "{summary}");
+}

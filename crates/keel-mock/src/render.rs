@@ -88,12 +88,16 @@ impl ScriptedAnswer {
                 calls: calls.clone(),
                 finish_reason: finish_reason.clone(),
             }),
-            Step::Compact { text, .. } => Some(ScriptedAnswer {
+            Step::Compact {
+                text,
+                finish_reason,
+                ..
+            } => Some(ScriptedAnswer {
                 search: None,
                 reason: None,
                 text: Some(text.clone()),
                 calls: Vec::new(),
-                finish_reason: None,
+                finish_reason: finish_reason.clone(),
             }),
             Step::Fault(_) => None,
         }

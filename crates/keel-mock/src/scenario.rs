@@ -50,10 +50,12 @@ pub enum Step {
     Fault(Fault),
     /// The answer to a summarising request (keel's compaction). A summarising request takes
     /// the next step only if it is this one; an ordinary request that meets it gets its text.
-    /// With `fault`, the summarising request gets that fault instead.
+    /// With `fault`, the summarising request gets that fault instead; with `finish_reason`,
+    /// the summary ends with it (`length`: cut off at the output limit).
     Compact {
         text: String,
         fault: Option<Fault>,
+        finish_reason: Option<String>,
     },
 }
 
@@ -284,6 +286,7 @@ fn parse_step(step: &Value) -> Result<Step, String> {
         return Ok(Step::Compact {
             text: text.to_string(),
             fault,
+            finish_reason,
         });
     }
     if let Some(fault) = step.get("fault") {

@@ -303,6 +303,7 @@ fn answer_request(
             .map_or(0, Vec::len);
         let step = Step::Compact {
             fault: None,
+            finish_reason: None,
             text: format!(
                 "Summary by keel mock: {messages} messages so far; the task goes on from the \
                  latest tool round."

@@ -21,7 +21,7 @@ use crate::turn::{Deltas, Reply, send_items};
 use crate::turn_run::TurnRun;
 use crate::{AgentError, SessionState, Shared};
 use keel_store::HistoryRewrite;
-use keel_types::{EventBody, FailureDiagnostic, FailureKind, Item, Usage};
+use keel_types::{EventBody, FailureDiagnostic, FailureKind, FinishReason, Item, Usage};
 use std::collections::BTreeSet;
 use std::fmt;
 
@@ -297,7 +297,12 @@ pub(crate) async fn compact(
     keel_types::kill_point::kill_point("compaction_summarised");
     let replaced = plan.tail_start as u64;
     let plan_in_force = crate::recovery::readiness::latest_plan(&state.history[..plan.tail_start]);
-    let summary = text::summary_item(&model_summary, &ledger, replaced, plan_in_force);
+    let cut_off = match completion.finish_reason {
+        FinishReason::Length => Some("at the output limit"),
+        FinishReason::ContentFilter => Some("by the provider's content filter"),
+        FinishReason::Stop | FinishReason::ToolCalls => None,
+    };
+    let summary = text::summary_item(&model_summary, cut_off, &ledger, replaced, plan_in_force);
     // The kept tail keeps the turns it was written in (the store's rows match the history).
     let stored = shared.store.items(&shared.session.id)?;
     let turn_of = |index: usize| {

@@ -128,10 +128,12 @@ fn excerpt(arguments: &str) -> String {
     }
 }
 
-/// The head of the new revision: the model's summary, then keel's ledger and the open items
-/// of the plan in force (`plan`: the arguments of its `todo_write`).
+/// The head of the new revision: the model's summary (said to be cut short when `cut_off`
+/// names why), then keel's ledger and the open items of the plan in force
+/// (`plan`: the arguments of its `todo_write`).
 pub fn summary_item(
     model_summary: &str,
+    cut_off: Option<&str>,
     ledger: &str,
     replaced: u64,
     plan: Option<String>,
@@ -140,6 +142,11 @@ pub fn summary_item(
         "[keel: the earlier conversation ({replaced} messages) was compacted into this summary]\n\n{}",
         model_summary.trim()
     );
+    if let Some(why) = cut_off {
+        text.push_str(&format!(
+            "\n\n[keel: the summary above was cut off {why}; what it did not say is not known]"
+        ));
+    }
     if !ledger.is_empty() {
         text.push_str("\n\n");
         text.push_str(ledger);
@@ -303,7 +310,8 @@ mod tests {
             "calls of the kept tail are not listed"
         );
         let plan = r#"{"todos":[{"content":"write tests","status":"pending"},{"content":"read","status":"completed"}]}"#;
-        let Item::Summary(summary) = summary_item("did things", &ledger, 4, Some(plan.into()))
+        let Item::Summary(summary) =
+            summary_item("did things", None, &ledger, 4, Some(plan.into()))
         else {
             panic!("a summary item")
         };
