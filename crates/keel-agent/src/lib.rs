@@ -454,12 +454,20 @@ impl Controller {
     }
 
     /// How full the model's context is (after the last response, or estimated after a
-    /// compaction), when the window is known and something was counted; `None` while a turn
-    /// runs.
+    /// compaction), when the window is known; `None` while a turn runs. Before anything was
+    /// counted in this process (a resumed session, say) it is the next request's size as the
+    /// meter estimates it, kept until a response counts it.
     pub fn context_use(&self) -> Option<keel_types::ContextUse> {
-        let state = self.shared.state.try_lock().ok()?;
-        let window = compaction::window(&self.shared);
-        state.meter.last_use(window)
+        let mut state = self.shared.state.try_lock().ok()?;
+        let window = compaction::window(&self.shared)?;
+        if let Some(known) = state.meter.last_use(Some(window)) {
+            return Some(known);
+        }
+        let history = state.provider_view(&self.shared).ok()?;
+        let request = self.shared.project(&history, &state.mcp_tools).ok()?;
+        let estimate = state.meter.tokens_of_bytes(request.body.len());
+        state.meter.set_estimate(estimate);
+        state.meter.last_use(Some(window))
     }
 
     /// The request the next turn starts from: system prompt, tools and the provider's view of

@@ -206,3 +206,45 @@ async fn read_only_calls_of_one_message_run_in_parallel_and_writes_alone() {
         "written"
     );
 }
+
+/// A resumed session knows how full its context is before its first response: the next
+/// request's size, estimated, not "not measured".
+#[tokio::test]
+async fn a_resumed_session_estimates_its_context_before_any_response() {
+    let server = MockServer::start(
+        ([127, 0, 0, 1], 0).into(),
+        Scenario::from_steps(vec![bash("seq 1 300"), say("done")]),
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let settings = || {
+        let mut settings = settings_for(&server.base_url(), dir.path());
+        settings.profile.context_window = Some(100_000);
+        settings
+    };
+    let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
+    let controller = open(&host, SessionChoice::New, settings());
+    let fresh = controller.context_use().unwrap();
+    assert!(fresh.used > 0 && fresh.window == 100_000, "{fresh:?}");
+    let outcome = controller.submit("count".into()).await.unwrap();
+    assert!(
+        matches!(outcome, TurnOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let counted = controller.context_use().unwrap();
+    assert!(counted.used > fresh.used, "{counted:?} after {fresh:?}");
+    let id = controller.session().id.clone();
+    drop(controller);
+    drop(host);
+
+    let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
+    let resumed = open(&host, SessionChoice::Resume(id), settings());
+    let estimated = resumed.context_use().unwrap();
+    // The mock counts a request's bytes over 4 as its tokens; keel learned that ratio only in
+    // the process that ended, so the estimate is of the same size, not the same number.
+    assert!(
+        estimated.used * 2 > counted.used && estimated.used < counted.used * 2,
+        "{estimated:?} against {counted:?}"
+    );
+}
