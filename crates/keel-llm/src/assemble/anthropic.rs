@@ -7,7 +7,7 @@
 //! - The response is complete only after `message_stop` (or a `stop_reason` when the server
 //!   closes without it).
 
-use super::template::Template;
+use super::template::Templates;
 use super::template::optional_str;
 use super::unknown_finish_reason;
 use super::{Completion, Delta, Progress, cut_short, finished_call, unexpected_payload};
@@ -22,11 +22,8 @@ pub struct AnthropicAssembler {
     blocks: Vec<(u32, Block)>,
     stop_reason: Option<FinishReason>,
     usage: AnthropicUsage,
-    /// The last `content_block_delta` (see `template`), when templates are on.
-    template: Option<Template<(u32, DeltaKind)>>,
-    templates: bool,
-    #[cfg(test)]
-    filled: usize,
+    /// The last `content_block_delta` (see `template`).
+    templates: Templates<(u32, DeltaKind)>,
 }
 
 impl Default for AnthropicAssembler {
@@ -294,7 +291,7 @@ impl AnthropicAssembler {
     /// How many events were read through a template.
     #[cfg(test)]
     pub(super) fn filled(&self) -> usize {
-        self.filled
+        self.templates.filled()
     }
 
     /// `templates: false` parses every event in full.
@@ -303,10 +300,7 @@ impl AnthropicAssembler {
             blocks: Vec::new(),
             stop_reason: None,
             usage: AnthropicUsage::default(),
-            template: None,
-            templates,
-            #[cfg(test)]
-            filled: 0,
+            templates: Templates::new(templates),
         }
     }
 
@@ -319,27 +313,21 @@ impl AnthropicAssembler {
         if event == "error" {
             return Err(error_event(data));
         }
-        let templated = self.template.as_ref().and_then(|t| t.fill(event, data));
-        if let Some((&(index, kind), value)) = templated {
+        if let Some((&(index, kind), value)) = self.templates.fill(event, data) {
             self.apply_delta(index, BlockDelta::of(kind, value), sink)?;
-            #[cfg(test)]
-            {
-                self.filled += 1;
-            }
             return Ok(Progress::Continue);
         }
         let parsed = serde_json::from_str::<WireEvent<'_>>(data)
             .ok()
             .and_then(WireEvent::into_event)
             .ok_or_else(|| unexpected_payload(data))?;
-        if self.templates {
-            self.template = match &parsed {
-                StreamEvent::ContentBlockDelta { index, delta } => delta
-                    .string()
-                    .and_then(|(kind, value)| Template::learn(event, data, value, (*index, kind))),
-                _ => None,
-            };
-        }
+        let found = match &parsed {
+            StreamEvent::ContentBlockDelta { index, delta } => delta
+                .string()
+                .map(|(kind, value)| (value.as_ref(), (*index, kind))),
+            _ => None,
+        };
+        self.templates.learn(event, data, found);
         match parsed {
             StreamEvent::MessageStart { message } => {
                 if let Some(usage) = message.usage {

@@ -6,7 +6,7 @@
 //! - The final usage chunk (`choices: []`) and chunks without choices are accepted anywhere.
 //! - The response is complete only with a finish reason; `[DONE]` alone is not enough.
 
-use super::template::Template;
+use super::template::Templates;
 use super::template::optional_str;
 use super::unknown_finish_reason;
 use super::{Completion, Delta, Progress, cut_short, finished_call, unexpected_payload};
@@ -22,11 +22,8 @@ pub struct ChatAssembler {
     calls: Vec<PartialCall>,
     finish: Option<FinishReason>,
     usage: Usage,
-    /// The last chunk whose only effect was one string (see `template`), when templates are on.
-    template: Option<Template<Slot>>,
-    templates: bool,
-    #[cfg(test)]
-    filled: usize,
+    /// The last chunk whose only effect was one string (see `template`).
+    templates: Templates<Slot>,
 }
 
 impl Default for ChatAssembler {
@@ -231,7 +228,7 @@ impl ChatAssembler {
     /// How many events were read through a template.
     #[cfg(test)]
     pub(super) fn filled(&self) -> usize {
-        self.filled
+        self.templates.filled()
     }
 
     /// `templates: false` parses every chunk in full (the reference the fast path is checked
@@ -243,10 +240,7 @@ impl ChatAssembler {
             calls: Vec::new(),
             finish: None,
             usage: Usage::default(),
-            template: None,
-            templates,
-            #[cfg(test)]
-            filled: 0,
+            templates: Templates::new(templates),
         }
     }
 
@@ -262,28 +256,17 @@ impl ChatAssembler {
         if data.is_empty() {
             return Ok(Progress::Continue);
         }
-        if let Some((slot, value)) = self
-            .template
-            .as_ref()
-            .and_then(|t| t.fill("", data))
-            .map(|(slot, value)| (*slot, value))
-        {
+        if let Some((&slot, value)) = self.templates.fill("", data) {
             self.apply_slot(slot, value, sink);
-            #[cfg(test)]
-            {
-                self.filled += 1;
-            }
             return Ok(Progress::Continue);
         }
         let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|_| unexpected_payload(data))?;
         if chunk.error.is_some() {
             return Err(unexpected_payload(data));
         }
-        if self.templates {
-            self.template = chunk
-                .single_string()
-                .and_then(|(slot, value)| Template::learn("", data, value, slot));
-        }
+        let found = chunk.single_string();
+        self.templates
+            .learn("", data, found.map(|(slot, value)| (value.as_ref(), slot)));
         if let Some(usage) = &chunk.usage {
             self.usage = usage.to_usage();
         }

@@ -6,7 +6,7 @@
 //! - Reasoning items keep `encrypted_content` and their summaries for stateless replay.
 //! - The response is complete only with `response.completed` or `response.incomplete`.
 
-use super::template::{Template, optional_str};
+use super::template::{Templates, optional_str};
 use super::unknown_finish_reason;
 use super::{Completion, Delta, Progress, cut_short, finished_call, unexpected_payload};
 use crate::classify::classify_stream_error;
@@ -21,11 +21,8 @@ pub struct ResponsesAssembler {
     items: Vec<OutputItem>,
     finish: Option<FinishReason>,
     usage: Usage,
-    /// The last delta event (see `template`), when templates are on.
-    template: Option<Template<DeltaSlot>>,
-    templates: bool,
-    #[cfg(test)]
-    filled: usize,
+    /// The last delta event (see `template`).
+    templates: Templates<DeltaSlot>,
 }
 
 impl Default for ResponsesAssembler {
@@ -251,7 +248,7 @@ impl ResponsesAssembler {
     /// How many events were read through a template.
     #[cfg(test)]
     pub(super) fn filled(&self) -> usize {
-        self.filled
+        self.templates.filled()
     }
 
     /// `templates: false` parses every event in full.
@@ -260,10 +257,7 @@ impl ResponsesAssembler {
             items: Vec::new(),
             finish: None,
             usage: Usage::default(),
-            template: None,
-            templates,
-            #[cfg(test)]
-            filled: 0,
+            templates: Templates::new(templates),
         }
     }
 
@@ -273,16 +267,8 @@ impl ResponsesAssembler {
         data: &str,
         sink: &mut dyn FnMut(Delta<'_>),
     ) -> Result<Progress, FailureDiagnostic> {
-        // Taken out while its item id is in use; dropped when the event does not fit it.
-        if let Some(template) = self.template.take()
-            && let Some((slot, value)) = template.fill(event, data)
-        {
-            self.apply_delta(slot.kind, &slot.item_id, &value, sink);
-            self.template = Some(template);
-            #[cfg(test)]
-            {
-                self.filled += 1;
-            }
+        if let Some((slot, value)) = self.templates.fill(event, data) {
+            apply_delta(&mut self.items, slot.kind, &slot.item_id, &value, sink);
             return Ok(Progress::Continue);
         }
         // llama-server sends a bare `data: {"error":…}` with no type.
@@ -290,27 +276,31 @@ impl ResponsesAssembler {
             .ok()
             .and_then(WireEvent::into_event)
             .ok_or_else(|| unexpected_payload(data))?;
-        if self.templates {
-            self.template = parsed.delta().and_then(|(kind, item_id, value)| {
-                let slot = DeltaSlot {
-                    kind,
-                    item_id: item_id.to_owned(),
-                };
-                Template::learn(event, data, value, slot)
-            });
-        }
+        let found = parsed.delta().map(|(kind, item_id, value)| {
+            let item_id = item_id.to_owned();
+            (value.as_ref(), DeltaSlot { kind, item_id })
+        });
+        self.templates.learn(event, data, found);
         match parsed {
             StreamEvent::ItemAdded { item } => self.items.push(OutputItem::from_raw(item)),
             StreamEvent::ItemDone { item } => self.replace_item(OutputItem::from_raw(item)),
             StreamEvent::TextDelta { item_id, delta } => {
-                self.apply_delta(DeltaKind::Text, &item_id, &delta, sink)
+                apply_delta(&mut self.items, DeltaKind::Text, &item_id, &delta, sink)
             }
-            StreamEvent::ReasoningDelta { item_id, delta } => {
-                self.apply_delta(DeltaKind::Reasoning, &item_id, &delta, sink)
-            }
-            StreamEvent::ArgumentsDelta { item_id, delta } => {
-                self.apply_delta(DeltaKind::Arguments, &item_id, &delta, sink)
-            }
+            StreamEvent::ReasoningDelta { item_id, delta } => apply_delta(
+                &mut self.items,
+                DeltaKind::Reasoning,
+                &item_id,
+                &delta,
+                sink,
+            ),
+            StreamEvent::ArgumentsDelta { item_id, delta } => apply_delta(
+                &mut self.items,
+                DeltaKind::Arguments,
+                &item_id,
+                &delta,
+                sink,
+            ),
             StreamEvent::Completed { response } => {
                 self.complete(response)?;
                 return Ok(Progress::Done);
@@ -325,54 +315,6 @@ impl ResponsesAssembler {
             StreamEvent::Other => {}
         }
         Ok(Progress::Continue)
-    }
-
-    fn apply_delta(
-        &mut self,
-        kind: DeltaKind,
-        item_id: &str,
-        delta: &str,
-        sink: &mut dyn FnMut(Delta<'_>),
-    ) {
-        match kind {
-            DeltaKind::Text => {
-                sink(Delta::Text(delta));
-                self.item_for(item_id, "message")
-                    .streamed_text
-                    .push_str(delta);
-            }
-            DeltaKind::Reasoning => {
-                sink(Delta::Reasoning(delta));
-                self.item_for(item_id, "reasoning")
-                    .streamed_text
-                    .push_str(delta);
-            }
-            DeltaKind::Arguments => {
-                self.item_for(item_id, "function_call")
-                    .arguments
-                    .push_str(delta);
-            }
-        }
-    }
-
-    fn item_for(&mut self, item_id: &str, kind: &str) -> &mut OutputItem {
-        let position = self
-            .items
-            .iter()
-            .rposition(|item| !item_id.is_empty() && item.id == item_id)
-            .or_else(|| self.items.iter().rposition(|item| item.kind == kind));
-        match position {
-            Some(position) => &mut self.items[position],
-            None => {
-                self.items.push(OutputItem {
-                    kind: kind.to_string(),
-                    id: item_id.to_string(),
-                    ..OutputItem::default()
-                });
-                let last = self.items.len() - 1;
-                &mut self.items[last]
-            }
-        }
     }
 
     fn replace_item(&mut self, done: OutputItem) {
@@ -430,6 +372,54 @@ impl ResponsesAssembler {
             finish_reason,
             usage: self.usage,
         })
+    }
+}
+
+/// A delta for the item named `item_id` (or the latest of its kind).
+fn apply_delta(
+    items: &mut Vec<OutputItem>,
+    kind: DeltaKind,
+    item_id: &str,
+    delta: &str,
+    sink: &mut dyn FnMut(Delta<'_>),
+) {
+    match kind {
+        DeltaKind::Text => {
+            sink(Delta::Text(delta));
+            item_for(items, item_id, "message")
+                .streamed_text
+                .push_str(delta);
+        }
+        DeltaKind::Reasoning => {
+            sink(Delta::Reasoning(delta));
+            item_for(items, item_id, "reasoning")
+                .streamed_text
+                .push_str(delta);
+        }
+        DeltaKind::Arguments => {
+            item_for(items, item_id, "function_call")
+                .arguments
+                .push_str(delta);
+        }
+    }
+}
+
+fn item_for<'i>(items: &'i mut Vec<OutputItem>, item_id: &str, kind: &str) -> &'i mut OutputItem {
+    let position = items
+        .iter()
+        .rposition(|item| !item_id.is_empty() && item.id == item_id)
+        .or_else(|| items.iter().rposition(|item| item.kind == kind));
+    match position {
+        Some(position) => &mut items[position],
+        None => {
+            items.push(OutputItem {
+                kind: kind.to_string(),
+                id: item_id.to_string(),
+                ..OutputItem::default()
+            });
+            let last = items.len() - 1;
+            &mut items[last]
+        }
     }
 }
 

@@ -32,6 +32,51 @@ pub(super) struct Template<S> {
     slot: S,
 }
 
+/// An assembler's template (none while the fast path is off) and, in tests, how many events it
+/// read.
+#[derive(Debug)]
+pub(super) struct Templates<S> {
+    enabled: bool,
+    current: Option<Template<S>>,
+    #[cfg(test)]
+    filled: usize,
+}
+
+impl<S> Templates<S> {
+    /// `enabled: false` keeps no template: every event is parsed in full.
+    pub(super) fn new(enabled: bool) -> Self {
+        Self {
+            enabled,
+            current: None,
+            #[cfg(test)]
+            filled: 0,
+        }
+    }
+
+    /// `payload` read through the current template (see `Template::fill`).
+    pub(super) fn fill<'a>(&mut self, event: &str, payload: &'a str) -> Option<(&S, Cow<'a, str>)> {
+        let filled = self.current.as_ref()?.fill(event, payload)?;
+        #[cfg(test)]
+        {
+            self.filled += 1;
+        }
+        Some(filled)
+    }
+
+    /// After a full parse of `payload`: it becomes the template when its only effect was
+    /// `found` (a string and where it goes); otherwise there is none.
+    pub(super) fn learn(&mut self, event: &str, payload: &str, found: Option<(&str, S)>) {
+        self.current = found
+            .filter(|_| self.enabled)
+            .and_then(|(value, slot)| Template::learn(event, payload, value, slot));
+    }
+
+    #[cfg(test)]
+    pub(super) fn filled(&self) -> usize {
+        self.filled
+    }
+}
+
 /// A JSON string, borrowed when it has no escapes.
 #[derive(Deserialize)]
 struct JsonString<'a>(#[serde(borrow)] Cow<'a, str>);
