@@ -223,12 +223,7 @@ impl Controller {
             .map(|(id, raw)| recovery::record::decode(&id, &raw))
             .collect();
         loaded.repair = recovery::admission::repair_in_force(&records, &loaded.history);
-        let scope = recovery::scope(
-            &session.id,
-            &settings.profile.name,
-            &settings.profile.endpoint(),
-            &settings.model,
-        );
+        let scope = recovery::admission::settings_scope(&session.id, &settings);
         if let Some(tokens) = recovery::admission::rejected_tokens(&records, &scope) {
             loaded.meter.rejected(tokens);
         }

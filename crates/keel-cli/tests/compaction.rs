@@ -582,13 +582,10 @@ fn an_unknown_outcome_stays_unknown_in_the_summary_and_is_never_rerun() {
     let summary = shown["items"][0].to_string();
     assert!(summary.contains("everything went fine"), "{summary}");
     assert!(ledger_line(&summary).contains(": unknown"), "{summary}");
-    let states: Vec<&str> = shown["receipts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|receipt| receipt["state"].as_str().unwrap())
-        .collect();
-    assert_eq!(states, ["unknown", "completed", "completed", "completed"]);
+    assert_eq!(
+        receipt_states(&shown),
+        ["unknown", "completed", "completed", "completed"]
+    );
     assert_eq!(
         std::fs::read_to_string(home.path().join("effects.log")).unwrap(),
         "started\n1\n2\n3\n"

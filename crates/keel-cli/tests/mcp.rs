@@ -432,13 +432,7 @@ fn over_streamable_http_tools_answer_and_a_cancelled_turn_cancels_the_call() {
     drop(server);
     let shown = home.run(&["session", "show", &session, "--json"]);
     let value: Value = serde_json::from_str(&shown.stdout()).unwrap();
-    let states: Vec<&str> = value["receipts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|receipt| receipt["state"].as_str().unwrap())
-        .collect();
-    assert_eq!(states, ["completed", "cancelled"]);
+    assert_eq!(receipt_states(&value), ["completed", "cancelled"]);
     let second = mock.requests()[1]["body"].as_str().unwrap().to_string();
     assert!(
         second.contains("temperature"),

@@ -35,13 +35,13 @@ pub(crate) fn load_records(shared: &Shared) -> Result<Vec<StoredRecord>, AgentEr
 }
 
 fn current_scope(shared: &Shared) -> String {
-    let profile = &shared.settings.profile;
-    scope(
-        &shared.session.id,
-        &profile.name,
-        &profile.endpoint(),
-        &shared.settings.model,
-    )
+    settings_scope(&shared.session.id, &shared.settings)
+}
+
+/// The scope of `session` under `settings`: its provider, endpoint and model.
+pub(crate) fn settings_scope(session: &str, settings: &crate::AgentSettings) -> String {
+    let profile = &settings.profile;
+    scope(session, &profile.name, &profile.endpoint(), &settings.model)
 }
 
 /// The repair in force after a restart: the prefix of the latest consumed, projected record.

@@ -376,3 +376,13 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// The state of each receipt in a `keel session show --json` output, in order.
+pub fn receipt_states(shown: &Value) -> Vec<String> {
+    shown["receipts"]
+        .as_array()
+        .expect("a session shows its receipts")
+        .iter()
+        .map(|receipt| receipt["state"].as_str().unwrap_or_default().to_string())
+        .collect()
+}

@@ -7,8 +7,7 @@
 //! - The response is complete only after `message_stop` (or a `stop_reason` when the server
 //!   closes without it).
 
-use super::template::Templates;
-use super::template::optional_str;
+use super::template::{Templates, optional_str};
 use super::unknown_finish_reason;
 use super::{Completion, Delta, Progress, cut_short, finished_call, unexpected_payload};
 use crate::classify::classify_stream_error;

@@ -6,8 +6,7 @@
 //! - The final usage chunk (`choices: []`) and chunks without choices are accepted anywhere.
 //! - The response is complete only with a finish reason; `[DONE]` alone is not enough.
 
-use super::template::Templates;
-use super::template::optional_str;
+use super::template::{Templates, optional_str};
 use super::unknown_finish_reason;
 use super::{Completion, Delta, Progress, cut_short, finished_call, unexpected_payload};
 use keel_types::Usage;
