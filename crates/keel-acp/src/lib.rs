@@ -246,6 +246,7 @@ impl Agent {
                     // After the answer, so the client knows the session.
                     if let Some(session) = created {
                         agent.announce_commands(&session);
+                        agent.announce_untrusted(&session);
                     }
                 });
                 self.keep(handle);
@@ -423,6 +424,21 @@ impl Agent {
         );
     }
 
+    /// Say once, at session start, what the workspace's untrusted project files asked for.
+    fn announce_untrusted(&self, session: &str) {
+        let Some(open) = lock(&self.sessions).get(session).cloned() else {
+            return;
+        };
+        let ignored = &open.controller.settings().untrusted;
+        if !ignored.is_empty() {
+            self.update(
+                session,
+                json!({"sessionUpdate": "agent_message_chunk",
+                       "content": {"type": "text", "text": updates::untrusted_note(ignored)}}),
+            );
+        }
+    }
+
     fn new_session(self: &Arc<Self>, params: &Value) -> Result<Value, RpcError> {
         let session = self.open(SessionChoice::New, params, None)?;
         let id = session.controller.session().id.clone();
@@ -463,6 +479,7 @@ impl Agent {
             self.update(&id, update);
         }
         self.announce_commands(&id);
+        self.announce_untrusted(&id);
         Ok(json!({"modes": Agent::modes(session.mode)}))
     }
 

@@ -263,6 +263,10 @@ impl Translator {
                 }
                 updates
             }
+            EventBody::TrustIgnored(ignored) => vec![chunk(
+                "agent_message_chunk",
+                &untrusted_note(std::slice::from_ref(ignored)),
+            )],
             EventBody::SessionStarted { .. }
             | EventBody::HistoryRewritten { .. }
             | EventBody::PrefixChanged { .. }
@@ -275,6 +279,22 @@ impl Translator {
             | EventBody::RecoveryExpired { .. } => Vec::new(),
         }
     }
+}
+
+/// What the workspace's untrusted project files asked for and did not get, for the editor's
+/// transcript (the editor shows it as text; nothing in it is a control).
+pub fn untrusted_note(ignored: &[keel_types::IgnoredSetting]) -> String {
+    let mut note = String::new();
+    for value in ignored {
+        note.push_str(&format!(
+            "note: {}:{}: `{}` {}\n",
+            value.file.escape_debug(),
+            value.line,
+            value.key.escape_debug(),
+            value.reason
+        ));
+    }
+    note
 }
 
 /// How to run an offered recovery from an editor.

@@ -142,6 +142,7 @@ fn settings() -> AgentSettings {
         secrets: Default::default(),
         editor: None,
         mcp: Arc::new(keel_mcp::McpHub::empty()),
+        untrusted: Vec::new(),
     }
 }
 

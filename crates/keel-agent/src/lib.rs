@@ -65,6 +65,9 @@ pub struct AgentSettings {
     pub editor: Option<Arc<dyn keel_tools::EditorFiles>>,
     /// The session's MCP servers (started by the surface; empty when none is declared).
     pub mcp: Arc<keel_mcp::McpHub>,
+    /// What the workspace's untrusted project files asked for and did not get: announced as
+    /// `trust/ignored` events after `session/started`.
+    pub untrusted: Vec<keel_types::IgnoredSetting>,
 }
 
 pub enum SessionChoice {
@@ -333,7 +336,8 @@ impl Controller {
         Ok(receiver)
     }
 
-    /// Announce the session to subscribers (`session/started`).
+    /// Announce the session to subscribers (`session/started`, then a `trust/ignored` for each
+    /// project value that was not applied).
     pub fn announce(&self) {
         let session = &self.shared.session;
         self.shared.emit(
@@ -348,6 +352,10 @@ impl Controller {
                 resumed: self.shared.resumed,
             },
         );
+        for ignored in &self.shared.settings.untrusted {
+            self.shared
+                .emit(None, EventBody::TrustIgnored(ignored.clone()));
+        }
     }
 
     /// Run one turn to its end (completed, failed or cancelled): a prompt, or an explicit

@@ -43,6 +43,21 @@ pub enum Command {
     /// MCP servers: `keel mcp list` starts each declared server and shows its tools.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Show what a workspace's project files (keel.toml, .mcp.json) ask for, and trust them
+    /// (bound to their contents).
+    Trust(TrustArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// The workspace (default: --cwd or the current directory).
+    pub dir: Option<PathBuf>,
+    /// List the trusted workspaces and whether their files changed since.
+    #[arg(long, conflicts_with_all = ["revoke", "dir"])]
+    pub list: bool,
+    /// Stop trusting the workspace.
+    #[arg(long)]
+    pub revoke: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -95,6 +110,10 @@ pub struct CommonArgs {
     /// Also allow writes in DIR (repeatable).
     #[arg(long = "add-dir", global = true, value_name = "DIR")]
     pub add_dirs: Vec<PathBuf>,
+    /// Apply the workspace's keel.toml and .mcp.json as they are, for this run only (nothing
+    /// is recorded; `keel trust` records it).
+    #[arg(long, global = true)]
+    pub trust_workspace: bool,
 }
 
 #[derive(Debug, Args)]

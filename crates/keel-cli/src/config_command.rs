@@ -14,7 +14,9 @@
 use crate::cli::CommonArgs;
 use crate::terminal_text::visible_line;
 use crate::{Outcome, settings};
-use keel_config::{ResolvedConfig, ResolvedProvider, ResolvedRetry, RuleList, Source, Sourced};
+use keel_config::{
+    IgnoredValue, ResolvedConfig, ResolvedProvider, ResolvedRetry, RuleList, Source, Sourced,
+};
 use keel_llm::profile::Account;
 use keel_llm::{EnvKeys, KeySource};
 use keel_types::FailureKind;
@@ -28,10 +30,11 @@ pub fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let config = settings::load_config(common, &workspace)?;
     let resolved = config.resolve()?;
     if common.json {
-        let json = ConfigJson::new(&resolved, &EnvKeys);
+        let mut json = ConfigJson::new(&resolved, &EnvKeys);
+        json.ignored = config.ignored().iter().map(IgnoredJson::new).collect();
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
-        print!("{}", human(&resolved, &EnvKeys));
+        print!("{}", human(&resolved, config.ignored(), &EnvKeys));
     }
     Ok(Outcome::Completed)
 }
@@ -90,6 +93,35 @@ struct ConfigJson {
     compact_at: Field<f64>,
     permissions: PermissionsJson,
     providers: BTreeMap<String, ProviderJson>,
+    /// What the workspace's untrusted project files set and was not applied.
+    ignored: Vec<IgnoredJson>,
+}
+
+/// A project value not applied because the workspace is not trusted.
+#[derive(Serialize)]
+struct IgnoredJson {
+    key: String,
+    /// As written in the file.
+    value: String,
+    /// `file:line`.
+    source: String,
+    /// Always `ignored (untrusted workspace)`.
+    status: &'static str,
+    why: String,
+}
+
+const IGNORED_STATUS: &str = "ignored (untrusted workspace)";
+
+impl IgnoredJson {
+    fn new(value: &IgnoredValue) -> IgnoredJson {
+        IgnoredJson {
+            key: value.key.clone(),
+            value: value.value.clone(),
+            source: format!("{}:{}", value.file.display(), value.line),
+            status: IGNORED_STATUS,
+            why: value.why.to_string(),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -177,6 +209,7 @@ impl ConfigJson {
                     )
                 })
                 .collect(),
+            ignored: Vec::new(),
         }
     }
 }
@@ -265,8 +298,26 @@ impl Row {
     }
 }
 
-fn human(resolved: &ResolvedConfig, keys: &dyn KeySource) -> String {
+fn human(resolved: &ResolvedConfig, ignored: &[IgnoredValue], keys: &dyn KeySource) -> String {
     let mut sections = vec![general_rows(resolved)];
+    if !ignored.is_empty() {
+        let mut rows = vec![Row::bare(
+            0,
+            "untrusted workspace",
+            "not applied (`keel trust` reviews and trusts it):".into(),
+        )];
+        rows.extend(ignored.iter().map(|value| Row {
+            indent: 1,
+            key: value.key.clone(),
+            value: value.value.clone(),
+            source: Some(format!(
+                "{IGNORED_STATUS}: {}:{}",
+                value.file.display(),
+                value.line
+            )),
+        }));
+        sections.push(rows);
+    }
     for provider in &resolved.providers {
         sections.push(provider_rows(
             provider,

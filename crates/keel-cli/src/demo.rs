@@ -101,6 +101,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         secrets: secrets.clone(),
         editor: None,
         mcp: Arc::new(keel_mcp::McpHub::empty()),
+        untrusted: Vec::new(),
     };
     let host = Host::open(&demo_dir.join("state.db"))?;
     let approver = Arc::new(HeadlessApprover { approve_all: true });
@@ -120,6 +121,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         secrets: secrets.clone(),
         editor: None,
         mcp: Arc::new(keel_mcp::McpHub::empty()),
+        untrusted: Vec::new(),
     };
     let second_settings = rebuild(&settings);
     let controller = open(SessionChoice::New, settings)?;

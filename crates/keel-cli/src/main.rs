@@ -21,6 +21,7 @@ mod sessions;
 mod settings;
 mod signals;
 mod terminal_text;
+mod trust_command;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -125,6 +126,7 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
         Some(cli::Command::Session(cli::SessionCommand::Recovery { id })) => {
             sessions::recovery(&cli.common, &id)
         }
+        Some(cli::Command::Trust(args)) => trust_command::run(&cli.common, &args),
         None => repl::run(&cli.common).await,
     }
 }

@@ -15,10 +15,20 @@ use crate::{Outcome, settings};
 pub async fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let workspace = settings::workspace(common)?;
     let config = settings::load_config(common, &workspace)?;
-    // The same rules as a session (`--yes` starts a workspace's servers).
-    let declared = mcp_servers(&config, &workspace, common)?;
+    // The same rules as a session: a project's servers start in a trusted workspace only.
+    let declared = mcp_servers(&config)?;
     for notice in &declared.notices {
         eprintln!("note: {}", crate::terminal_text::visible(notice));
+    }
+    for value in config
+        .ignored()
+        .iter()
+        .filter(|value| value.key.starts_with("mcp"))
+    {
+        eprintln!(
+            "note: not started (untrusted workspace; `keel trust` trusts it): {}",
+            crate::trust_command::describe(value)
+        );
     }
     let servers = declared.trusted;
     // A listing waits for every server as long as a server may take.

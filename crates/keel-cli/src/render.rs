@@ -217,6 +217,13 @@ impl Renderer {
                 self.end_live_line();
                 eprintln!("⟲ MCP tools changed: this turn's requests offer the new list");
             }
+            EventBody::TrustIgnored(ignored) => eprintln!(
+                "note: {}:{}: `{}` {}",
+                visible_line(&ignored.file),
+                ignored.line,
+                visible_line(&ignored.key),
+                ignored.reason
+            ),
             EventBody::SessionStarted { .. }
             | EventBody::HistoryRewritten { .. }
             | EventBody::PrefixChanged { .. }

@@ -56,6 +56,12 @@ fn help_text() -> String {
 }
 
 pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
+    // A new session in a workspace whose files ask for more than the user's settings: ask once.
+    let asked = if common.session.is_none() && !common.continue_latest {
+        crate::trust_command::ask_at_start(common, &settings::workspace(common)?)?
+    } else {
+        false
+    };
     let setup = prepare(common, "keel (interactive)")?;
     print_notices(&setup);
     let approver = Arc::new(TerminalApprover {
@@ -63,6 +69,10 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     });
     let controller = open_controller(setup, approver.clone())?;
     let rendering = start_rendering(&controller);
+    // The question already listed what the project files asked for; otherwise say it now.
+    if !asked {
+        controller.announce();
+    }
     let saved_terminal = save_terminal();
     let history_path = settings::keel_home()?.join("history.txt");
     let mut editor = rustyline::DefaultEditor::new()?;

@@ -211,7 +211,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         }
         extra_dirs.push(absolute);
     }
-    let declared = mcp_servers(&config, &workspace, common)?;
+    let declared = mcp_servers(&config)?;
     notices.extend(declared.notices);
     let mcp_servers = declared.trusted;
     let settings = AgentSettings {
@@ -226,6 +226,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         secrets: secrets(&config),
         editor: None,
         mcp: Arc::new(keel_mcp::McpHub::empty()),
+        untrusted: untrusted_settings(&config),
     };
     let choice = match session {
         Some(session) => SessionChoice::Resume(session.id),
@@ -338,34 +339,27 @@ pub struct DeclaredServers {
     pub notices: Vec<String>,
 }
 
-/// A workspace's `.mcp.json` and the project's `keel.toml` come with the repository, so their
-/// servers (any command at all) start only with the user's consent: `--yes` or
-/// `--permission-mode auto` on the command line (never a mode set by a file), or
-/// `trust_workspace_mcp = true` in the user's own config.
-pub fn mcp_servers(
-    config: &keel_config::KeelConfig,
-    workspace: &Path,
-    common: &CommonArgs,
-) -> anyhow::Result<DeclaredServers> {
-    let consent = common
-        .mode_flag()
-        .is_some_and(|flag| flag.mode() == keel_tools::PermissionMode::Auto)
-        || config.trusts_workspace_mcp();
-    let (servers, problems) = config.mcp_servers(workspace)?;
-    let (trusted, untrusted): (Vec<_>, Vec<_>) = servers
-        .into_iter()
-        .partition(|server| !server.from_workspace || consent);
-    let mut notices: Vec<String> = problems
-        .into_iter()
-        .map(|problem| format!("{}: {problem}", workspace.join(".mcp.json").display()))
-        .collect();
-    notices.extend(untrusted.iter().map(|server| {
-        format!(
-            "MCP server `{}` from {} was not started: a file that comes with the workspace can \
-             run any command on this machine. Start it with --yes, or set \
-             trust_workspace_mcp = true in $KEEL_HOME/config.toml",
-            server.name, server.origin
-        )
-    }));
+/// The servers the configuration may start: the user's own, and a project's only in a trusted
+/// workspace (an untrusted one's are among `config.ignored()`, announced as `trust/ignored`).
+pub fn mcp_servers(config: &keel_config::KeelConfig) -> anyhow::Result<DeclaredServers> {
+    let (trusted, notices) = config.mcp_servers()?;
     Ok(DeclaredServers { trusted, notices })
+}
+
+/// The values the workspace's untrusted project files asked for, as the session announces them.
+pub fn untrusted_settings(config: &keel_config::KeelConfig) -> Vec<keel_types::IgnoredSetting> {
+    config
+        .ignored()
+        .iter()
+        .map(|value| keel_types::IgnoredSetting {
+            file: value.file.display().to_string(),
+            line: value.line,
+            key: value.key.clone(),
+            reason: format!(
+                "not applied: {}; this workspace is not trusted (`keel trust` shows what its \
+                 files ask for and trusts them)",
+                value.why
+            ),
+        })
+        .collect()
 }

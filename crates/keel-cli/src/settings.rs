@@ -4,11 +4,13 @@
 //! - `KEEL_HOME` (default `~/.keel`) is the only place keel writes outside the workspace;
 //!   loading the configuration writes nothing.
 //! - Configuration errors keep their file/line/key message and exit with code 2.
+//! - Every surface gets its settings from `load_config`: the one place project files are read
+//!   and trust is decided.
 
 use crate::UsageError;
 use crate::cli::CommonArgs;
 use anyhow::Context;
-use keel_config::{KeelConfig, Overrides};
+use keel_config::{KeelConfig, Overrides, ProjectFiles};
 use std::path::PathBuf;
 
 pub fn keel_home() -> anyhow::Result<PathBuf> {
@@ -36,16 +38,21 @@ pub fn workspace(common: &CommonArgs) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-pub fn load_config(common: &CommonArgs, workspace: &std::path::Path) -> anyhow::Result<KeelConfig> {
-    let home = keel_home()?;
+/// The flags and environment variables that override the files.
+pub fn overrides(common: &CommonArgs) -> Overrides {
     let mut overrides = Overrides::from_env();
     overrides.model_flag = common.model.clone();
     overrides.permission_mode_flag = common.mode_flag();
-    let config = KeelConfig::load(
-        &home.join("config.toml"),
-        &workspace.join("keel.toml"),
-        overrides,
-    )?;
+    overrides
+}
+
+/// The configuration of a command in `workspace`: the user's file and the workspace's project
+/// files, read once, restricted unless the user trusts them (PRODUCT.md §4c).
+pub fn load_config(common: &CommonArgs, workspace: &std::path::Path) -> anyhow::Result<KeelConfig> {
+    let home = keel_home()?;
+    let project = ProjectFiles::read(workspace)?;
+    let trust = crate::trust_command::decide(common, &home, workspace, &project);
+    let config = KeelConfig::load(&home.join("config.toml"), project, trust, overrides(common))?;
     keel_types::startup_trace::mark("config");
     Ok(config)
 }

@@ -75,8 +75,19 @@ fn a_bad_permission_rule_names_file_line_and_list() {
 fn project_keel_toml_overrides_home_and_errors_name_it() {
     let home = Home::new("model = \"deepseek/x\"\n");
     std::fs::write(home.path().join("keel.toml"), "model = \"nowhere/x\"\n").unwrap();
-    let run = home.run(&["run", "hi"]);
+    // Trusted, the project's file decides, and its mistake is named.
+    let run = home.run(&["run", "--trust-workspace", "hi"]);
     assert_clean_failure(&run, 2, &["keel.toml:1", "unknown provider `nowhere`"]);
+    // Untrusted, a provider only the project names is not taken: said, and the user's model
+    // stays.
+    let config = home.run(&["config"]);
+    assert_eq!(config.code(), 0, "{}", config.stderr());
+    let stdout = config.stdout();
+    assert!(stdout.contains("deepseek/x"), "{stdout}");
+    assert!(
+        stdout.contains("ignored (untrusted workspace)") && stdout.contains("keel.toml:1"),
+        "{stdout}"
+    );
 }
 
 #[test]

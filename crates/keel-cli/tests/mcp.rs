@@ -307,7 +307,7 @@ fn a_crash_during_an_mcp_call_leaves_it_unknown_and_it_is_never_run_again() {
 }
 
 #[test]
-fn a_workspace_mcp_json_runs_nothing_without_consent_and_never_gets_keels_secrets() {
+fn a_workspace_mcp_json_runs_nothing_until_trusted_and_never_gets_keels_secrets() {
     if !servers_available() {
         return;
     }
@@ -321,15 +321,13 @@ fn a_workspace_mcp_json_runs_nothing_without_consent_and_never_gets_keels_secret
     let listed = home.run(&["mcp", "list"]);
     assert_eq!(listed.code(), 0, "{}", listed.stderr());
     assert!(
-        listed.stderr().contains("MCP server `evil` from"),
+        listed.stderr().contains("mcpServers.evil") && listed.stderr().contains("untrusted"),
         "{}",
         listed.stderr()
     );
-    assert!(
-        listed.stderr().contains("was not started"),
-        "{}",
-        listed.stderr()
-    );
+    // `--yes` is about approvals, not trust: a run with it starts nothing either, and says so.
+    let run = home.run(&["run", "--yes", "hi"]);
+    assert!(run.stderr().contains("mcpServers.evil"), "{}", run.stderr());
     assert!(!home.path().join("PWNED").exists(), "nothing ran");
     // The project's own keel.toml can neither grant the trust, nor run a server of its own,
     // nor consent through its permission mode.
@@ -346,20 +344,37 @@ fn a_workspace_mcp_json_runs_nothing_without_consent_and_never_gets_keels_secret
     );
     assert!(!home.path().join("SNEAKY").exists(), "{}", listed.stderr());
     assert!(
-        listed.stderr().contains("MCP server `sneaky`"),
+        listed.stderr().contains("mcp_servers.sneaky"),
         "{}",
         listed.stderr()
     );
     std::fs::remove_file(home.path().join("keel.toml")).unwrap();
+    // The user's own config cannot either (the old switch is refused with what to do).
     home.prepend_config("trust_workspace_mcp = true");
+    let refused = home.run(&["mcp", "list"]);
+    assert_eq!(refused.code(), 2);
+    assert!(
+        refused.stderr().contains("keel trust"),
+        "{}",
+        refused.stderr()
+    );
+    std::fs::write(home.path().join("config.toml"), "").unwrap();
+    // `keel trust` (the user's decision, bound to the file's bytes) starts it.
+    let trust = home.run(&["trust"]);
+    assert_eq!(trust.code(), 0, "{}", trust.stderr());
+    assert!(
+        trust.stdout().contains("mcpServers.evil"),
+        "{}",
+        trust.stdout()
+    );
     let trusted = home.run(&["mcp", "list"]);
     assert!(
         home.path().join("PWNED").exists(),
-        "started with the user's consent: {}",
+        "started once the user trusted it: {}",
         trusted.stderr()
     );
 
-    // With consent (--yes), a workspace server's `$VAR` values stay as written.
+    // Trusted for one run, a workspace server's `$VAR` values stay as written.
     let steps = json!({"steps": [{"tool": "mcp__every__get-env", "args": {}}, {"say": "done"}]});
     let (home, mock) = scripted("chat", &steps.to_string(), "");
     let script = npm_server("server-everything");
@@ -370,7 +385,13 @@ fn a_workspace_mcp_json_runs_nothing_without_consent_and_never_gets_keels_secret
         .to_string(),
     )
     .unwrap();
-    let run = home.run(&["run", "--yes", "--json", "show the environment"]);
+    let run = home.run(&[
+        "run",
+        "--yes",
+        "--trust-workspace",
+        "--json",
+        "show the environment",
+    ]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let answer = mock.requests()[1]["body"].as_str().unwrap().to_string();
     assert!(answer.contains("LEAK"), "the server ran: {answer}");

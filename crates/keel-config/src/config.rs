@@ -13,9 +13,11 @@
 //!   yields every profile, the model, `max_rounds` and the permission policy without error.
 
 use crate::error::ConfigError;
-use crate::layer::Layer;
+use crate::layer::{Layer, LayerKind};
+use crate::project::ProjectFiles;
 use crate::provider::ResolvedProvider;
 use crate::source::{Source, Sourced};
+use crate::trust::{self, IgnoredValue, UserBaseline, WorkspaceTrust};
 use keel_llm::profile;
 use keel_tools::{PermissionMode, PermissionPolicy, PermissionRule};
 use std::collections::BTreeSet;
@@ -142,62 +144,165 @@ pub struct ResolvedConfig {
 /// The merged configuration: files in precedence order plus overrides.
 #[derive(Debug)]
 pub struct KeelConfig {
-    /// Highest precedence first.
+    /// Highest precedence first; an untrusted project layer holds only what it may decide.
     pub(crate) layers: Vec<Layer>,
     pub(crate) overrides: Overrides,
-    /// The user's own file (`$KEEL_HOME/config.toml`), as opposed to the project's.
-    pub(crate) home_file: Option<PathBuf>,
+    /// The workspace's project files as read (the `.mcp.json` servers come from here).
+    pub(crate) project: ProjectFiles,
+    pub(crate) trust: WorkspaceTrust,
+    /// What the untrusted project files asked for and did not get.
+    pub(crate) ignored: Vec<IgnoredValue>,
 }
 
 impl KeelConfig {
-    /// Load `$KEEL_HOME/config.toml` and `./keel.toml` (either may be absent).
+    /// Load `$KEEL_HOME/config.toml` (may be absent) with the workspace's project files as
+    /// read, trusted or not.
     pub fn load(
         home_file: &Path,
-        project_file: &Path,
+        project: ProjectFiles,
+        trust: WorkspaceTrust,
         overrides: Overrides,
     ) -> Result<KeelConfig, ConfigError> {
-        let mut layers = Vec::new();
-        for path in [project_file, home_file] {
-            match std::fs::read_to_string(path) {
-                Ok(text) => layers.push(Layer::parse(path, text)?),
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-                Err(source) => {
-                    return Err(ConfigError::Read {
-                        file: path.to_path_buf(),
-                        source,
-                    });
-                }
+        let home = match std::fs::read_to_string(home_file) {
+            Ok(text) => Some((home_file.to_path_buf(), text)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    file: home_file.to_path_buf(),
+                    source,
+                });
             }
-        }
-        let config = KeelConfig {
-            layers,
-            overrides,
-            home_file: Some(home_file.to_path_buf()),
         };
-        config.validate()?;
-        Ok(config)
+        KeelConfig::from_parts(home, project, trust, overrides)
     }
 
-    /// A config from in-memory texts (highest precedence first), for tests and `keel demo`.
+    /// The user's file (path and text) and the project's files: the one place a project layer
+    /// is admitted, restricted when the workspace is not trusted (PRODUCT.md §4c).
+    pub fn from_parts(
+        home: Option<(PathBuf, String)>,
+        project: ProjectFiles,
+        trust: WorkspaceTrust,
+        overrides: Overrides,
+    ) -> Result<KeelConfig, ConfigError> {
+        let mut user = KeelConfig {
+            layers: Vec::new(),
+            overrides,
+            project: ProjectFiles::default(),
+            trust,
+            ignored: Vec::new(),
+        };
+        if let Some((path, text)) = home {
+            user.layers
+                .push(Layer::parse(&path, LayerKind::User, text)?);
+        }
+        let Some(keel_toml) = &project.keel_toml else {
+            return user.with_project(None, project, Vec::new());
+        };
+        let layer = Layer::parse(&keel_toml.path, LayerKind::Project, keel_toml.text.clone())?;
+        match trust {
+            WorkspaceTrust::Trusted => user.with_project(Some(layer), project, Vec::new()),
+            WorkspaceTrust::Untrusted => {
+                user.validate()?;
+                let (layer, ignored) = trust::restrict(layer, &user.baseline());
+                user.with_project(Some(layer), project, ignored)
+            }
+        }
+    }
+
+    fn with_project(
+        mut self,
+        layer: Option<Layer>,
+        project: ProjectFiles,
+        mut ignored: Vec<IgnoredValue>,
+    ) -> Result<KeelConfig, ConfigError> {
+        if let Some(layer) = layer {
+            self.layers.insert(0, layer);
+        }
+        if self.trust == WorkspaceTrust::Untrusted
+            && let Some(shared) = &project.mcp_json
+        {
+            ignored.extend(crate::mcp::ignored_shared_servers(shared));
+        }
+        self.project = project;
+        self.ignored = ignored;
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// A config from in-memory texts of the user's own layers (highest precedence first), for
+    /// tests and `keel demo`.
     pub fn from_texts(
         files: Vec<(PathBuf, String)>,
         overrides: Overrides,
     ) -> Result<KeelConfig, ConfigError> {
         let layers = files
             .into_iter()
-            .map(|(path, text)| Layer::parse(&path, text))
+            .map(|(path, text)| Layer::parse(&path, LayerKind::User, text))
             .collect::<Result<Vec<_>, _>>()?;
         let config = KeelConfig {
             layers,
             overrides,
-            home_file: None,
+            project: ProjectFiles::default(),
+            trust: WorkspaceTrust::Trusted,
+            ignored: Vec::new(),
         };
         config.validate()?;
         Ok(config)
     }
 
+    /// What the untrusted project files asked for and did not get, in file order.
+    pub fn ignored(&self) -> &[IgnoredValue] {
+        &self.ignored
+    }
+
+    pub fn trust(&self) -> WorkspaceTrust {
+        self.trust
+    }
+
+    /// The project files this configuration was built from, as read.
+    pub fn project_files(&self) -> &ProjectFiles {
+        &self.project
+    }
+
+    /// What the user's own layers give, to compare a project value with.
+    fn baseline(&self) -> UserBaseline {
+        let mode = self
+            .layers
+            .iter()
+            .find_map(|layer| layer.raw.permission_mode.as_ref().map(|m| *m.get_ref()))
+            .unwrap_or(PermissionMode::Ask);
+        let mut windows = std::collections::BTreeMap::new();
+        for layer in &self.layers {
+            for (name, provider) in &layer.raw.providers {
+                if let Some(window) = &provider.context_window {
+                    windows.entry(name.clone()).or_insert(*window.get_ref());
+                }
+            }
+        }
+        UserBaseline {
+            mode,
+            max_rounds: self.max_rounds().unwrap_or(DEFAULT_MAX_ROUNDS),
+            providers: self
+                .configured_providers()
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+            windows,
+            model: self.model().ok().map(|m| (m.provider, m.model)),
+        }
+    }
+
     /// Resolve everything once so that a bad value fails at start-up, not mid-session.
     fn validate(&self) -> Result<(), ConfigError> {
+        for layer in &self.layers {
+            if let Some(removed) = &layer.raw.trust_workspace_mcp {
+                return Err(layer.error(
+                    removed.span(),
+                    "was removed: run `keel trust` in the workspace to start the MCP servers of \
+                     its .mcp.json and keel.toml (trust is bound to their contents)",
+                ));
+            }
+        }
         for name in self.configured_providers() {
             self.provider(name)?;
         }
@@ -286,25 +391,40 @@ impl KeelConfig {
 
     /// The permission mode and every rule of every file, parsed; a bad rule is an error that
     /// names its file, line and list (`permissions.allow`, …).
+    /// Ask rules of a project layer beat allow rules (deny > project ask > allow > ask).
     pub fn permission_policy(&self) -> Result<PermissionPolicy, ConfigError> {
-        let parse = |list: RuleList| -> Result<Vec<PermissionRule>, ConfigError> {
-            let mut parsed = Vec::new();
+        type Rules = Vec<PermissionRule>;
+        // (project rules, user rules)
+        let parse_split = |list: RuleList| -> Result<(Rules, Rules), ConfigError> {
+            let mut project = Vec::new();
+            let mut user = Vec::new();
             for layer in &self.layers {
                 for rule in layer_rules(layer, list) {
                     let key = format!("permissions.{}", list.as_str());
-                    parsed.push(PermissionRule::parse(rule.get_ref()).map_err(|error| {
+                    let parsed = PermissionRule::parse(rule.get_ref()).map_err(|error| {
                         layer.error_for_key(rule.span(), key, error.to_string())
-                    })?);
+                    })?;
+                    match layer.kind {
+                        LayerKind::Project => project.push(parsed),
+                        LayerKind::User => user.push(parsed),
+                    }
                 }
             }
-            Ok(parsed)
+            Ok((project, user))
         };
+        let parse = |list: RuleList| -> Result<Rules, ConfigError> {
+            let (mut project, user) = parse_split(list)?;
+            project.extend(user);
+            Ok(project)
+        };
+        let (project_ask, user_ask) = parse_split(RuleList::Ask)?;
         Ok(PermissionPolicy::from_rules(
             self.permission_mode(),
             parse(RuleList::Allow)?,
-            parse(RuleList::Ask)?,
+            user_ask,
             parse(RuleList::Deny)?,
-        ))
+        )
+        .with_overriding_ask(project_ask))
     }
 
     /// The most tool rounds one turn may take.

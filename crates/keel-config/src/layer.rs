@@ -16,7 +16,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawFile {
     pub model: Option<Spanned<String>>,
@@ -29,8 +29,8 @@ pub(crate) struct RawFile {
     pub providers: BTreeMap<String, RawProvider>,
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, Spanned<RawMcpServer>>,
-    /// Start the servers of a workspace `.mcp.json` (read from the user's own file only).
-    pub trust_workspace_mcp: Option<bool>,
+    /// Removed (`keel trust` decides now); kept only to refuse it with what to do instead.
+    pub trust_workspace_mcp: Option<Spanned<bool>>,
 }
 
 /// `[mcp_servers.NAME]`: a stdio server (`command`, `args`, `env`, `cwd`) or an HTTP one
@@ -51,7 +51,7 @@ pub(crate) struct RawMcpServer {
     pub trust_read_only: bool,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawPermissions {
     #[serde(default)]
@@ -62,7 +62,7 @@ pub(crate) struct RawPermissions {
     pub deny: Vec<Spanned<String>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawProvider {
     pub protocol: Option<Spanned<WireProtocol>>,
@@ -79,14 +79,14 @@ pub(crate) struct RawProvider {
     pub retry: Option<RawRetry>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawAccount {
     pub name: String,
     pub api_key_env: String,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawRetry {
     pub mode: Option<Spanned<String>>,
@@ -99,19 +99,30 @@ pub(crate) struct RawRetry {
     pub rotate_on: Option<Spanned<Vec<String>>>,
 }
 
+/// Whose file a layer is (PRODUCT.md §4c).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayerKind {
+    /// `$KEEL_HOME/config.toml`: the user's own.
+    User,
+    /// `./keel.toml`: it comes with the repository.
+    Project,
+}
+
 /// One parsed config file, kept with its text so errors can point at lines.
 #[derive(Debug)]
 pub(crate) struct Layer {
     pub path: PathBuf,
+    pub kind: LayerKind,
     text: String,
     pub raw: RawFile,
 }
 
 impl Layer {
-    pub fn parse(path: &Path, text: String) -> Result<Layer, ConfigError> {
+    pub fn parse(path: &Path, kind: LayerKind, text: String) -> Result<Layer, ConfigError> {
         match toml::from_str::<RawFile>(&text) {
             Ok(raw) => Ok(Layer {
                 path: path.to_path_buf(),
+                kind,
                 text,
                 raw,
             }),
@@ -155,8 +166,13 @@ impl Layer {
         }
     }
 
-    fn line(&self, span: &Range<usize>) -> usize {
+    pub fn line(&self, span: &Range<usize>) -> usize {
         locate(&self.text, span).0
+    }
+
+    /// The text of the value at `span` as written (empty for a span outside the text).
+    pub fn snippet(&self, span: &Range<usize>) -> &str {
+        self.text.get(span.clone()).unwrap_or("")
     }
 
     /// Where the value at `span` was written.

@@ -9,7 +9,10 @@
 //!   naming its file, line and key (or its flag or environment variable), never mid-session and
 //!   never with a panic.
 //! - Keys are never read here: a profile names the environment variable only. Nothing here
-//!   writes anything.
+//!   writes anything but the trust store (`trust_store`).
+//! - A project layer (`./keel.toml`, `.mcp.json`) of an untrusted workspace may tighten and
+//!   loosen nothing (`trust::restrict`, PRODUCT.md §4c); what it asked for and did not get is
+//!   reported, never dropped silently. Trust is the user's, kept in `$KEEL_HOME`.
 //! - Every resolved value can say where it came from (`Source`); the values a session runs on
 //!   and the ones `keel config` shows come from the same resolution.
 
@@ -17,13 +20,23 @@ mod config;
 mod error;
 mod layer;
 mod mcp;
+mod project;
 mod provider;
 mod source;
+mod trust;
+mod trust_store;
+#[cfg(test)]
+mod trust_tests;
 
 pub use config::{
     ConfiguredRule, DEFAULT_COMPACT_AT, DEFAULT_MAX_ROUNDS, DEFAULT_MODEL, KeelConfig, ModeFlag,
     ModelRef, Overrides, ResolvedConfig, RuleList,
 };
 pub use error::ConfigError;
+pub use project::{PROJECT_CONFIG_FILE, ProjectFile, ProjectFiles, SHARED_MCP_FILE};
 pub use provider::{ResolvedProvider, ResolvedRetry, validate_base_url};
 pub use source::{Source, Sourced};
+pub use trust::{IgnoredBecause, IgnoredValue, WorkspaceTrust};
+pub use trust_store::{
+    RecordState, TRUST_FILE, TrustRecord, TrustStore, TrustStoreError, state_of,
+};

@@ -3,8 +3,10 @@
 //!
 //! Invariants:
 //! - A name declared in several places is taken from the highest-precedence one only:
-//!   `./keel.toml`, then `$KEEL_HOME/config.toml`, then `.mcp.json` (the file other agents
-//!   share is the fallback, keel's own files decide).
+//!   `$KEEL_HOME/config.toml`, then `./keel.toml`, then `.mcp.json` (the user's own file
+//!   decides, the file other agents share is the fallback).
+//! - A project's servers (`./keel.toml`, `.mcp.json`) start only in a trusted workspace; in an
+//!   untrusted one each is an `IgnoredValue`, never started and never silent.
 //! - In keel's files, `env` and `headers` values name environment variables (`$NAME`): a
 //!   secret never has to be written into a config file. A literal is an error naming the
 //!   file, the line and the key.
@@ -12,34 +14,24 @@
 
 use crate::config::KeelConfig;
 use crate::error::ConfigError;
+use crate::layer::LayerKind;
+use crate::project::ProjectFile;
+use crate::trust::{IgnoredBecause, IgnoredValue, VALUE_SHOWN_CHARS, WorkspaceTrust};
 use keel_mcp::{ServerConfig, Transport, parse_mcp_json, valid_server_name};
 use std::collections::BTreeMap;
-use std::path::Path;
 
 impl KeelConfig {
-    /// Whether the user's own config (`$KEEL_HOME/config.toml`, never the project's file)
-    /// says to start the servers of a workspace's `.mcp.json`.
-    pub fn trusts_workspace_mcp(&self) -> bool {
-        self.layers.iter().any(|layer| {
-            Some(&layer.path) == self.home_file.as_ref()
-                && layer.raw.trust_workspace_mcp == Some(true)
-        })
-    }
-
-    /// Every declared MCP server, from the config files and `workspace/.mcp.json`, and what
-    /// was wrong with a `.mcp.json` that could not be read (the session goes on without it).
-    pub fn mcp_servers(
-        &self,
-        workspace: &Path,
-    ) -> Result<(Vec<ServerConfig>, Vec<String>), ConfigError> {
+    /// Every MCP server this configuration may start — the user's, and a project's only in a
+    /// trusted workspace (an untrusted project's are in `ignored()`) — and what was wrong with
+    /// a `.mcp.json` that could not be read (the session goes on without it).
+    pub fn mcp_servers(&self) -> Result<(Vec<ServerConfig>, Vec<String>), ConfigError> {
         let mut servers: BTreeMap<String, ServerConfig> = BTreeMap::new();
         let mut problems = Vec::new();
         // The user's own file first: it wins a name clash with the project's.
-        let is_project = |path: &Path| self.home_file.as_deref().is_some_and(|home| home != path);
         let mut layers: Vec<_> = self.layers.iter().collect();
-        layers.sort_by_key(|layer| is_project(&layer.path));
+        layers.sort_by_key(|layer| layer.kind == LayerKind::Project);
         for layer in layers {
-            let from_project = is_project(&layer.path);
+            let from_project = layer.kind == LayerKind::Project;
             for (name, spanned) in &layer.raw.mcp_servers {
                 if servers.contains_key(name) {
                     continue;
@@ -87,7 +79,7 @@ impl KeelConfig {
                         name: name.clone(),
                         transport,
                         // A project's file comes with the repository: like a `.mcp.json`, it
-                        // needs consent and cannot trust hints.
+                        // cannot trust hints.
                         trust_read_only: raw.trust_read_only && !from_project,
                         origin: layer.path.display().to_string(),
                         from_workspace: from_project,
@@ -96,23 +88,65 @@ impl KeelConfig {
                 );
             }
         }
-        let shared_file = workspace.join(".mcp.json");
-        match std::fs::read_to_string(&shared_file) {
-            Ok(text) => match parse_mcp_json(&text, &shared_file) {
+        if self.trust == WorkspaceTrust::Trusted
+            && let Some(shared) = &self.project.mcp_json
+        {
+            match parse_mcp_json(&shared.text, &shared.path) {
                 Ok(declared) => {
                     for server in declared {
                         servers.entry(server.name.clone()).or_insert(server);
                     }
                 }
-                Err(error) => problems.push(format!("its MCP servers were not read: {error}")),
-            },
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => problems.push(format!(
-                "{} cannot be read ({error}); its MCP servers were not started",
-                shared_file.display()
-            )),
+                Err(error) => problems.push(format!(
+                    "{}: its MCP servers were not read: {error}",
+                    shared.path.display()
+                )),
+            }
         }
         Ok((servers.into_values().collect(), problems))
+    }
+}
+
+/// The servers of an untrusted workspace's `.mcp.json`, each as a value not applied (a file
+/// that does not parse is one value, `mcpServers`, at line 1).
+pub(crate) fn ignored_shared_servers(shared: &ProjectFile) -> Vec<IgnoredValue> {
+    let entry = |line: usize, key: String, value: String| IgnoredValue {
+        file: shared.path.clone(),
+        line,
+        key,
+        value: shown(&value),
+        why: IgnoredBecause::Closed,
+    };
+    let parsed: Result<serde_json::Value, _> = serde_json::from_str(&shared.text);
+    let Some(servers) = parsed
+        .as_ref()
+        .ok()
+        .and_then(|value| value.get("mcpServers"))
+        .and_then(serde_json::Value::as_object)
+    else {
+        return match parsed {
+            Ok(value) if value.get("mcpServers").is_none() => Vec::new(),
+            _ => vec![entry(1, "mcpServers".into(), shared.text.clone())],
+        };
+    };
+    servers
+        .iter()
+        .map(|(name, server)| {
+            let quoted = serde_json::Value::String(name.clone()).to_string();
+            let line = shared
+                .text
+                .find(&quoted)
+                .map_or(1, |at| shared.text[..at].matches('\n').count() + 1);
+            entry(line, format!("mcpServers.{name}"), server.to_string())
+        })
+        .collect()
+}
+
+fn shown(value: &str) -> String {
+    if value.chars().count() > VALUE_SHOWN_CHARS {
+        value.chars().take(VALUE_SHOWN_CHARS).collect::<String>() + "…"
+    } else {
+        value.to_string()
     }
 }
 
@@ -120,7 +154,7 @@ impl KeelConfig {
 mod tests {
     use super::*;
     use crate::config::Overrides;
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
 
     fn config(text: &str) -> Result<KeelConfig, ConfigError> {
         KeelConfig::from_texts(
@@ -129,19 +163,50 @@ mod tests {
         )
     }
 
+    const SHARED: &str = r#"{"mcpServers": {"files": {"command": "other"},
+ "docs": {"type": "http", "url": "http://127.0.0.1:1/mcp"}}}"#;
+
+    fn with_shared(trust: WorkspaceTrust) -> KeelConfig {
+        let shared = ProjectFile::from_text(
+            Path::new("/w/.mcp.json"),
+            crate::project::SHARED_MCP_FILE,
+            SHARED.into(),
+        );
+        KeelConfig::from_parts(
+            Some((
+                PathBuf::from("/home/keel.toml"),
+                "[mcp_servers.files]\ncommand = \"npx\"\nargs = [\"-y\", \"server\"]\nenv = { TOKEN = \"$TOKEN\" }\ntrust_read_only = true\n".into(),
+            )),
+            crate::ProjectFiles {
+                keel_toml: None,
+                mcp_json: Some(shared),
+            },
+            trust,
+            Overrides::default(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn an_untrusted_workspace_file_starts_nothing_and_says_so_by_line() {
+        let config = with_shared(WorkspaceTrust::Untrusted);
+        let (servers, _) = config.mcp_servers().unwrap();
+        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["files"], "only the user's own server");
+        let ignored: Vec<(usize, &str)> = config
+            .ignored()
+            .iter()
+            .map(|value| (value.line, value.key.as_str()))
+            .collect();
+        assert_eq!(ignored, [(2, "mcpServers.docs"), (1, "mcpServers.files")]);
+        assert!(config.ignored()[0].value.contains("127.0.0.1:1"));
+    }
+
     #[test]
     fn servers_come_from_the_files_and_the_workspace_file_in_that_order() {
-        let workspace = tempfile::tempdir().unwrap();
-        std::fs::write(
-            workspace.path().join(".mcp.json"),
-            r#"{"mcpServers": {"files": {"command": "other"}, "docs": {"type": "http", "url": "http://127.0.0.1:1/mcp"}}}"#,
-        )
-        .unwrap();
-        let config = config(
-            "[mcp_servers.files]\ncommand = \"npx\"\nargs = [\"-y\", \"server\"]\nenv = { TOKEN = \"$TOKEN\" }\ntrust_read_only = true\n",
-        )
-        .unwrap();
-        let (servers, _) = config.mcp_servers(workspace.path()).unwrap();
+        let config = with_shared(WorkspaceTrust::Trusted);
+        assert!(config.ignored().is_empty());
+        let (servers, _) = config.mcp_servers().unwrap();
         let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["docs", "files"]);
         assert!(
@@ -156,7 +221,7 @@ mod tests {
         let error =
             config("\n[mcp_servers.gh]\ncommand = \"x\"\nenv = { GITHUB_TOKEN = \"ghp_123\" }\n")
                 .unwrap()
-                .mcp_servers(Path::new("/nonexistent"))
+                .mcp_servers()
                 .unwrap_err()
                 .to_string();
         assert!(error.contains("/home/keel.toml:2"), "{error}");
@@ -173,11 +238,7 @@ mod tests {
             ),
             ("[mcp_servers.a__b]\ncommand = \"x\"\n", "without `__`"),
         ] {
-            let error = config(text)
-                .unwrap()
-                .mcp_servers(Path::new("/nonexistent"))
-                .unwrap_err()
-                .to_string();
+            let error = config(text).unwrap().mcp_servers().unwrap_err().to_string();
             assert!(error.contains(wanted), "{error}");
         }
         let unknown = config("[mcp_servers.a]\ncommand = \"x\"\nbogus = 1\n").unwrap_err();

@@ -17,7 +17,7 @@ mod framing;
 pub use framing::{assembler, sse_framer};
 
 use keel_agent::{StoredRecord, decode_record as decode, encode_record as encode};
-use keel_config::{KeelConfig, Overrides};
+use keel_config::{KeelConfig, Overrides, ProjectFile, ProjectFiles, WorkspaceTrust};
 use keel_tools::{BuiltinTool, ToolRegistry};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -85,7 +85,7 @@ pub fn config(data: &[u8]) {
         Err(error) => assert!(!error.to_string().is_empty()),
     }
     let loaded = KeelConfig::from_texts(
-        vec![(PathBuf::from("keel.toml"), text)],
+        vec![(PathBuf::from("keel.toml"), text.clone())],
         Overrides::default(),
     );
     let config = match loaded {
@@ -101,7 +101,34 @@ pub fn config(data: &[u8]) {
     let _ = config.permission_policy();
     let _ = config.max_rounds();
     let _ = config.compact_at();
-    let _ = config.mcp_servers(Path::new("/nonexistent/keel-fuzz-workspace"));
+    let _ = config.mcp_servers();
+    // The same text as an untrusted project's keel.toml and .mcp.json: restricting it never
+    // panics, and every value it is refused names a line of the file.
+    let project = ProjectFiles {
+        keel_toml: Some(ProjectFile::from_text(
+            Path::new("keel.toml"),
+            keel_config::PROJECT_CONFIG_FILE,
+            text.clone(),
+        )),
+        mcp_json: Some(ProjectFile::from_text(
+            Path::new(".mcp.json"),
+            keel_config::SHARED_MCP_FILE,
+            text.clone(),
+        )),
+    };
+    if let Ok(untrusted) = KeelConfig::from_parts(
+        None,
+        project,
+        WorkspaceTrust::Untrusted,
+        Overrides::default(),
+    ) {
+        let lines = text.matches('\n').count() + 1;
+        for value in untrusted.ignored() {
+            assert!((1..=lines).contains(&value.line), "{value:?}");
+        }
+        let _ = untrusted.resolve();
+        let _ = untrusted.mcp_servers();
+    }
 }
 
 /// A built-in tool's raw arguments, as a model might send them: validation never panics, and

@@ -175,6 +175,8 @@ async fn session_status(
         "usage": usage,
         "cache_hit_ratio": usage.cache_hit_ratio(),
         "context": controller.context_use(),
+        // What the workspace's untrusted project files asked for and did not get.
+        "untrusted": settings.untrusted,
     }))
     .into_response())
 }

@@ -193,6 +193,10 @@ function handle(event) {
       // events after this one wait until it is (so nothing live is wiped by the rebuild).
       view.reloading = reloadHistory();
       break;
+    case "trust/ignored":
+      // Path and key come from the repository: shown as text, never as markup.
+      t.appendChild(el("div", "notice trust", `${event.file}:${event.line}: \`${event.key}\` ${event.reason}`));
+      break;
     case "context/compacted":
       t.appendChild(el("div", "notice", `context compacted: about ${event.tokens_before} → ${event.tokens_after} tokens (history revision ${event.revision})`));
       refreshStatus();

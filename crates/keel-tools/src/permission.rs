@@ -4,7 +4,8 @@
 //! - `PermissionMode`'s serialized names (`read-only`, `ask`, `auto`) are part of the config
 //!   contract (CONTRACT.md `permission_mode`) and of ACP's session modes.
 //! - Deny wins over everything; then `read-only` refuses every tool that can change anything;
-//!   then allow, then ask rules; then read-only tools run, and the mode decides the rest.
+//!   then a project's ask rules, then allow, then the user's ask rules; then read-only tools
+//!   run, and the mode decides the rest.
 //! - A rule is `tool` or `tool(glob)`; the glob is matched against the call's subject (the
 //!   command line for `bash`, the resolved path for path tools; see `ValidCall::subject`).
 //! - A `bash` line is taken apart into simple commands (`command_line`): a deny or ask rule
@@ -213,6 +214,8 @@ pub struct PermissionPolicy {
     allow: Vec<PermissionRule>,
     ask: Vec<PermissionRule>,
     deny: Vec<PermissionRule>,
+    /// Ask rules that beat allow rules: a project's (PRODUCT.md §4c).
+    overriding_ask: Vec<PermissionRule>,
 }
 
 impl PermissionPolicy {
@@ -249,16 +252,19 @@ impl PermissionPolicy {
             allow,
             ask,
             deny,
+            overriding_ask: Vec::new(),
         }
     }
 
+    /// The same policy with ask rules that are checked before the allow rules (a project's ask
+    /// rules: a repository may make keel ask where the user's rule would allow).
+    pub fn with_overriding_ask(mut self, rules: Vec<PermissionRule>) -> PermissionPolicy {
+        self.overriding_ask = rules;
+        self
+    }
+
     pub fn mode_only(mode: PermissionMode) -> PermissionPolicy {
-        PermissionPolicy {
-            mode,
-            allow: Vec::new(),
-            ask: Vec::new(),
-            deny: Vec::new(),
-        }
+        PermissionPolicy::from_rules(mode, Vec::new(), Vec::new(), Vec::new())
     }
 
     /// Decide for `tool` acting on `subject` (see `ValidCall::subject`).
@@ -284,6 +290,9 @@ impl PermissionPolicy {
         }
         if changes_things && self.mode == PermissionMode::ReadOnly {
             return Decision::Deny("denied: keel is in read-only mode".into());
+        }
+        if subjects.any_match(&self.overriding_ask, tool).is_some() {
+            return Decision::Ask;
         }
         if subjects.all_match(&self.allow, tool) {
             return Decision::Allow;

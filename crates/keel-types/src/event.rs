@@ -185,6 +185,23 @@ pub enum EventBody {
     /// The request prefix changes from the next request on (`compaction`, `model_switched`…).
     #[serde(rename = "prefix/changed")]
     PrefixChanged { reason: String },
+    /// A value a project file asked for that was not applied: the workspace is not trusted
+    /// (PRODUCT.md §4c). Sent after `session/started`, one per value.
+    #[serde(rename = "trust/ignored")]
+    TrustIgnored(IgnoredSetting),
+}
+
+/// A project-file value not applied because the workspace is not trusted. The file path and
+/// the key come from outside (a directory name, a TOML key): surfaces show them escaped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IgnoredSetting {
+    pub file: String,
+    /// 1-based.
+    pub line: usize,
+    /// The dotted key, e.g. `providers.deepseek.base_url`.
+    pub key: String,
+    /// Why it was not applied, in keel's words.
+    pub reason: String,
 }
 
 fn ready_by_default() -> bool {

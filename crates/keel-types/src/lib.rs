@@ -18,7 +18,7 @@ pub mod startup_trace;
 pub mod tool;
 pub mod usage;
 
-pub use event::{ContextUse, Event, EventBody, InputKind};
+pub use event::{ContextUse, Event, EventBody, IgnoredSetting, InputKind};
 pub use failure::{DEEPSEEK_CONTEXT_LIMIT_BODY, FailureDiagnostic, FailureKind};
 pub use history::{
     AssistantItem, AssistantPart, COMPACTION_REQUEST_MARKER, FinishReason, Item, ReplayData,

@@ -76,6 +76,7 @@ pub fn settings_for(base_url: &str, workspace: &Path) -> AgentSettings {
         secrets: Default::default(),
         editor: None,
         mcp: Arc::new(keel_mcp::McpHub::empty()),
+        untrusted: Vec::new(),
     }
 }
 

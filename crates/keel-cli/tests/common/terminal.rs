@@ -19,6 +19,16 @@ pub fn interactive_session(
     home: &Home,
     inputs: &[(&str, Option<&str>, u64)],
 ) -> (String, Option<i32>) {
+    interactive_session_from(home, "/help for commands", inputs)
+}
+
+/// `interactive_session`, typing the first input once the screen shows `first_marker` (the
+/// banner, or a question asked before it).
+pub fn interactive_session_from(
+    home: &Home,
+    first_marker: &str,
+    inputs: &[(&str, Option<&str>, u64)],
+) -> (String, Option<i32>) {
     use std::io::Read;
     use std::sync::{Arc, Mutex};
     let mut child = std::process::Command::new("script")
@@ -57,7 +67,7 @@ pub fn interactive_session(
             std::thread::sleep(Duration::from_millis(20));
         }
     };
-    wait_for("/help for commands");
+    wait_for(first_marker);
     for (text, marker, pause_ms) in inputs {
         if let Some(name) = text.strip_prefix("\u{0}wait-file:") {
             let started = std::time::Instant::now();

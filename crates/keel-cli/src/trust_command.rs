@@ -1,0 +1,175 @@
+//! Workspace trust for the command line: deciding it for a run, `keel trust [DIR] [--list]
+//! [--revoke]`, and the interactive session's question.
+//!
+//! Invariants:
+//! - Trust is the user's: only `keel trust`, a "y" typed at the interactive question, or
+//!   `--trust-workspace` (this run only, nothing recorded) make a workspace trusted. A model,
+//!   a tool or a project file cannot: the record lives in `$KEEL_HOME`, bound to the hash of
+//!   the exact bytes shown.
+//! - What is recorded is what was shown: the digests of the files as read for the listing.
+//! - A trust store that cannot be read trusts nothing (a warning says so); it is never
+//!   overwritten.
+//! - Every string from a project file (path, key, value) is shown escaped.
+
+use crate::cli::{CommonArgs, TrustArgs};
+use crate::terminal_text::visible_line;
+use crate::{Outcome, UsageError, settings};
+use keel_config::{
+    IgnoredValue, KeelConfig, ProjectFiles, RecordState, TrustStore, WorkspaceTrust, state_of,
+};
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+
+/// Whether this run trusts `workspace`'s project files as read.
+pub fn decide(
+    common: &CommonArgs,
+    home: &Path,
+    workspace: &Path,
+    files: &ProjectFiles,
+) -> WorkspaceTrust {
+    if common.trust_workspace {
+        return WorkspaceTrust::Trusted;
+    }
+    match TrustStore::in_home(home).trusts(workspace, files) {
+        Ok(true) => WorkspaceTrust::Trusted,
+        Ok(false) => WorkspaceTrust::Untrusted,
+        Err(error) => {
+            eprintln!("warning: {error}");
+            WorkspaceTrust::Untrusted
+        }
+    }
+}
+
+/// One value a project file asked for, for a person: `file:line: key = value — why`.
+pub fn describe(value: &IgnoredValue) -> String {
+    format!(
+        "{}:{}: {} = {} — {}",
+        visible_line(&value.file.display().to_string()),
+        value.line,
+        visible_line(&value.key),
+        visible_line(&value.value),
+        value.why
+    )
+}
+
+/// `keel trust`: show what the workspace's project files ask for, then trust them.
+pub fn run(common: &CommonArgs, args: &TrustArgs) -> anyhow::Result<Outcome> {
+    let home = settings::keel_home()?;
+    let store = TrustStore::in_home(&home);
+    if args.list {
+        return list(&store);
+    }
+    let workspace = match &args.dir {
+        Some(dir) => {
+            let dir = std::env::current_dir()?.join(dir);
+            if !dir.is_dir() {
+                return Err(UsageError(format!("{}: no such directory", dir.display())).into());
+            }
+            dir
+        }
+        None => settings::workspace(common)?,
+    };
+    let shown = visible_line(&workspace.display().to_string()).into_owned();
+    if args.revoke {
+        if store.revoke(&workspace)? {
+            println!("{shown}: no longer trusted; its project files may only tighten settings");
+        } else {
+            println!("{shown} was not trusted");
+        }
+        return Ok(Outcome::Completed);
+    }
+    let files = ProjectFiles::read(&workspace)?;
+    if files.is_empty() {
+        println!("{shown} has no keel.toml or .mcp.json: nothing to trust");
+        return Ok(Outcome::Completed);
+    }
+    let asked = untrusted_view(common, &home, files)?;
+    print_asked(&shown, asked.ignored());
+    store.record(&workspace, asked.project_files())?;
+    let names: Vec<&str> = asked.project_files().present().map(|f| f.name).collect();
+    println!(
+        "trusted {shown} for these exact contents of {} (a change to them asks again; \
+         `keel trust --revoke` undoes this)",
+        names.join(" and ")
+    );
+    Ok(Outcome::Completed)
+}
+
+/// The configuration as an untrusted workspace sees it: what its files ask for and do not get.
+fn untrusted_view(
+    common: &CommonArgs,
+    home: &Path,
+    files: ProjectFiles,
+) -> anyhow::Result<KeelConfig> {
+    Ok(KeelConfig::load(
+        &home.join("config.toml"),
+        files,
+        WorkspaceTrust::Untrusted,
+        settings::overrides(common),
+    )?)
+}
+
+fn print_asked(workspace: &str, asked: &[IgnoredValue]) {
+    if asked.is_empty() {
+        println!("{workspace}: its project files ask for nothing beyond your own settings");
+        return;
+    }
+    println!("{workspace}: its project files ask for what your own settings do not give:");
+    for value in asked {
+        println!("  {}", describe(value));
+    }
+}
+
+fn list(store: &TrustStore) -> anyhow::Result<Outcome> {
+    let records = store.list()?;
+    if records.is_empty() {
+        println!("no workspace is trusted");
+    }
+    for (path, record) in records {
+        let state = match ProjectFiles::read(&path) {
+            Ok(files) => match state_of(&record, &files) {
+                RecordState::Current => "trusted",
+                RecordState::Changed => "changed since trusted (asks again)",
+            },
+            Err(_) => "cannot be read",
+        };
+        let names: Vec<&str> = record.files.keys().map(String::as_str).collect();
+        println!(
+            "{}  [{}]  {state}",
+            visible_line(&path.display().to_string()),
+            names.join(", ")
+        );
+    }
+    Ok(Outcome::Completed)
+}
+
+/// The interactive session's question: when the workspace's project files ask for more than
+/// the user's settings give, show it and ask once (default no). Records trust on "y".
+/// Whether it asked.
+pub fn ask_at_start(common: &CommonArgs, workspace: &Path) -> anyhow::Result<bool> {
+    if common.trust_workspace || !std::io::stdin().is_terminal() {
+        return Ok(false);
+    }
+    let home = settings::keel_home()?;
+    let files = ProjectFiles::read(workspace)?;
+    if files.is_empty() || decide(common, &home, workspace, &files) == WorkspaceTrust::Trusted {
+        return Ok(false);
+    }
+    let asked = untrusted_view(common, &home, files)?;
+    if asked.ignored().is_empty() {
+        return Ok(false);
+    }
+    let shown = visible_line(&workspace.display().to_string()).into_owned();
+    print_asked(&shown, asked.ignored());
+    print!("Trust this workspace and apply them? They came with the repository. [y/N] ");
+    std::io::stdout().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        TrustStore::in_home(&home).record(workspace, asked.project_files())?;
+        println!("trusted (for these exact contents; `keel trust --revoke` undoes it)");
+    } else {
+        println!("not trusted: the session runs on your own settings");
+    }
+    Ok(true)
+}

@@ -1,0 +1,128 @@
+//! The files that come with a workspace and can change a setting: `./keel.toml` and
+//! `./.mcp.json` (PRODUCT.md §4c), each read once.
+//!
+//! Invariants:
+//! - Each file is read exactly once, and the digest is of those very bytes: what is parsed is
+//!   what trust is checked against (no window between a check and a second read).
+//! - An absent file is `None`; any other read failure, or text that is not UTF-8, is an error
+//!   naming the file. Nothing here writes.
+
+use crate::error::ConfigError;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// The project's own config file, in the workspace root.
+pub const PROJECT_CONFIG_FILE: &str = "keel.toml";
+
+/// The MCP file other agents share, in the workspace root.
+pub const SHARED_MCP_FILE: &str = ".mcp.json";
+
+/// One project file as read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProjectFile {
+    pub path: PathBuf,
+    /// `keel.toml` or `.mcp.json`: the name trust records it under.
+    pub name: &'static str,
+    pub text: String,
+    /// The SHA-256 of the bytes read, in lower-case hex.
+    pub sha256: String,
+}
+
+impl ProjectFile {
+    /// A file from text already in memory (tests, `keel demo`).
+    pub fn from_text(path: &Path, name: &'static str, text: String) -> ProjectFile {
+        ProjectFile {
+            path: path.to_path_buf(),
+            name,
+            sha256: sha256_hex(text.as_bytes()),
+            text,
+        }
+    }
+
+    fn read(workspace: &Path, name: &'static str) -> Result<Option<ProjectFile>, ConfigError> {
+        let path = workspace.join(name);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(ConfigError::Read { file: path, source }),
+        };
+        let sha256 = sha256_hex(&bytes);
+        let text = String::from_utf8(bytes).map_err(|_| ConfigError::Read {
+            file: path.clone(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, "it is not UTF-8 text"),
+        })?;
+        Ok(Some(ProjectFile {
+            path,
+            name,
+            text,
+            sha256,
+        }))
+    }
+}
+
+/// The workspace's project files, as read once.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProjectFiles {
+    pub keel_toml: Option<ProjectFile>,
+    pub mcp_json: Option<ProjectFile>,
+}
+
+impl ProjectFiles {
+    /// Read `keel.toml` and `.mcp.json` from the workspace root (either may be absent).
+    pub fn read(workspace: &Path) -> Result<ProjectFiles, ConfigError> {
+        Ok(ProjectFiles {
+            keel_toml: ProjectFile::read(workspace, PROJECT_CONFIG_FILE)?,
+            mcp_json: ProjectFile::read(workspace, SHARED_MCP_FILE)?,
+        })
+    }
+
+    /// The files present, `keel.toml` first.
+    pub fn present(&self) -> impl Iterator<Item = &ProjectFile> {
+        self.keel_toml.iter().chain(self.mcp_json.iter())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keel_toml.is_none() && self.mcp_json.is_none()
+    }
+}
+
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        hex.push_str(&format!("{byte:02x}"));
+    }
+    hex
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_read_once_with_the_digest_of_their_bytes() {
+        let workspace = tempfile::tempdir().unwrap();
+        assert!(ProjectFiles::read(workspace.path()).unwrap().is_empty());
+        std::fs::write(workspace.path().join("keel.toml"), "max_rounds = 3\n").unwrap();
+        let files = ProjectFiles::read(workspace.path()).unwrap();
+        let keel = files.keel_toml.as_ref().unwrap();
+        assert_eq!(keel.text, "max_rounds = 3\n");
+        assert_eq!(keel.sha256, sha256_hex(b"max_rounds = 3\n"));
+        assert_eq!(keel.sha256.len(), 64);
+        assert!(files.mcp_json.is_none());
+        assert_eq!(files.present().count(), 1);
+    }
+
+    #[test]
+    fn a_file_that_is_not_text_is_an_error_naming_it() {
+        let workspace = tempfile::tempdir().unwrap();
+        std::fs::write(workspace.path().join(".mcp.json"), [0xff, 0xfe, 0x00]).unwrap();
+        let error = ProjectFiles::read(workspace.path())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains(".mcp.json") && error.contains("UTF-8"),
+            "{error}"
+        );
+    }
+}

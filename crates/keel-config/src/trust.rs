@@ -1,0 +1,327 @@
+//! What a repository may decide (PRODUCT.md §4c): `restrict` is the one function that takes an
+//! untrusted project's `keel.toml` apart and keeps only what tightens the user's own settings.
+//!
+//! | key | from an untrusted project |
+//! |---|---|
+//! | `model` | kept when its provider is a preset or one the user's layers define |
+//! | `permission_mode` | kept when at least as strict as the user's (read-only < ask < auto) |
+//! | `max_rounds`, `providers.X.context_window` | kept when not above the user's (the minimum) |
+//! | `permissions.deny`, `permissions.ask` | added (a project ask beats a user allow) |
+//! | everything else | ignored and reported |
+//!
+//! Invariants:
+//! - The project's fields are taken apart exhaustively (no `..`): a field added to `RawFile`,
+//!   `RawProvider`, `RawRetry` or `RawPermissions` does not compile until it is decided here,
+//!   and the table test in `trust_tests.rs` fails for a key it has no case for. A new key is
+//!   closed until someone decides.
+//! - Nothing is dropped silently: every value not applied becomes one `IgnoredValue` naming the
+//!   file, the 1-based line and the dotted key.
+//! - A trusted project layer is not restricted at all; no layer, trusted or not, gets here for
+//!   the user's own file.
+
+use crate::layer::{Layer, RawFile, RawPermissions, RawProvider, RawRetry};
+use keel_llm::profile;
+use keel_tools::PermissionMode;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::PathBuf;
+use toml::Spanned;
+
+/// The user's decision about a workspace's project files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkspaceTrust {
+    /// Recorded by `keel trust` (or the interactive question) for exactly these files, or given
+    /// for one run with `--trust-workspace`: project layers apply like the user's.
+    Trusted,
+    /// Project layers may only tighten.
+    Untrusted,
+}
+
+/// Why a project value was not applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IgnoredBecause {
+    /// The key is never taken from an untrusted project: it could loosen a setting, reach
+    /// another host or run a command.
+    Closed,
+    /// The value is looser than the user's own, shown here.
+    Looser { user: String },
+    /// `model` names a provider that only the project defines.
+    ProjectProvider,
+}
+
+impl fmt::Display for IgnoredBecause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Closed => f.write_str("a project file may not set it"),
+            Self::Looser { user } => write!(f, "looser than your own setting ({user})"),
+            Self::ProjectProvider => {
+                f.write_str("it names a provider your own config does not define")
+            }
+        }
+    }
+}
+
+/// A project value that was asked for and not applied (`trust/ignored`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IgnoredValue {
+    pub file: PathBuf,
+    pub line: usize,
+    /// The dotted key, e.g. `providers.deepseek.base_url` or `mcpServers.files`.
+    pub key: String,
+    /// The value as written in the file (cut at `VALUE_SHOWN_CHARS`); shown only escaped.
+    pub value: String,
+    pub why: IgnoredBecause,
+}
+
+/// How much of an ignored value is kept for showing.
+pub const VALUE_SHOWN_CHARS: usize = 200;
+
+/// What the user's own layers give, for comparing a project value against.
+pub(crate) struct UserBaseline {
+    /// The mode of `$KEEL_HOME/config.toml`, or the default (flags still win above the project).
+    pub mode: PermissionMode,
+    pub max_rounds: u32,
+    /// Providers with a `[providers.NAME]` table in the user's file.
+    pub providers: Vec<String>,
+    /// Each provider's window as the user's file sets it.
+    pub windows: BTreeMap<String, u64>,
+    /// The model the user's layers choose (flag, environment, file or default).
+    pub model: Option<(String, String)>,
+}
+
+/// How strict a mode is: lower is stricter.
+fn looseness(mode: PermissionMode) -> u8 {
+    match mode {
+        PermissionMode::ReadOnly => 0,
+        PermissionMode::Ask => 2,
+        PermissionMode::Auto => 3,
+    }
+}
+
+/// Collects what is not applied, with its place in the file.
+struct Report<'a> {
+    layer: &'a Layer,
+    ignored: Vec<IgnoredValue>,
+}
+
+impl Report<'_> {
+    fn ignore(&mut self, key: String, span: Range<usize>, why: IgnoredBecause) {
+        let mut value: String = self.layer.snippet(&span).to_string();
+        if value.chars().count() > VALUE_SHOWN_CHARS {
+            value = value.chars().take(VALUE_SHOWN_CHARS).collect::<String>() + "…";
+        }
+        self.ignored.push(IgnoredValue {
+            file: self.layer.path.clone(),
+            line: self.layer.line(&span),
+            key,
+            value,
+            why,
+        });
+    }
+
+    fn closed<T>(&mut self, key: impl Into<String>, value: Option<Spanned<T>>) {
+        if let Some(value) = value {
+            self.ignore(key.into(), value.span(), IgnoredBecause::Closed);
+        }
+    }
+}
+
+/// The untrusted project layer `layer`, keeping only what tightens `user`; the rest reported.
+pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<IgnoredValue>) {
+    let raw = std::mem::take(&mut layer.raw);
+    let mut report = Report {
+        layer: &layer,
+        ignored: Vec::new(),
+    };
+    let RawFile {
+        model,
+        permission_mode,
+        max_rounds,
+        compact_at,
+        permissions,
+        providers,
+        mcp_servers,
+        trust_workspace_mcp,
+    } = raw;
+    let model = model.and_then(|model| {
+        let provider = model.get_ref().split_once('/').map(|(p, _)| p);
+        match provider {
+            Some(provider)
+                if profile::preset(provider).is_none()
+                    && !user.providers.iter().any(|p| p == provider) =>
+            {
+                report.ignore(
+                    "model".into(),
+                    model.span(),
+                    IgnoredBecause::ProjectProvider,
+                );
+                None
+            }
+            // Malformed references stay: resolving them is an error naming the file.
+            _ => Some(model),
+        }
+    });
+    let permission_mode = permission_mode.and_then(|mode| {
+        if looseness(*mode.get_ref()) <= looseness(user.mode) {
+            Some(mode)
+        } else {
+            let user = format!("permission_mode = \"{}\"", user.mode.as_str());
+            report.ignore(
+                "permission_mode".into(),
+                mode.span(),
+                IgnoredBecause::Looser { user },
+            );
+            None
+        }
+    });
+    let max_rounds = max_rounds.and_then(|rounds| {
+        if *rounds.get_ref() <= user.max_rounds {
+            Some(rounds)
+        } else {
+            let user = format!("max_rounds = {}", user.max_rounds);
+            report.ignore(
+                "max_rounds".into(),
+                rounds.span(),
+                IgnoredBecause::Looser { user },
+            );
+            None
+        }
+    });
+    report.closed("compact_at", compact_at);
+    report.closed("trust_workspace_mcp", trust_workspace_mcp);
+    let RawPermissions { allow, ask, deny } = permissions;
+    for rule in allow {
+        report.ignore(
+            "permissions.allow".into(),
+            rule.span(),
+            IgnoredBecause::Closed,
+        );
+    }
+    let mut kept_providers = BTreeMap::new();
+    for (name, provider) in providers {
+        let known = profile::preset(&name).is_some() || user.providers.contains(&name);
+        let window = restrict_provider(&name, provider, known, user, &mut report);
+        if let Some(window) = window {
+            let kept = RawProvider {
+                context_window: Some(window),
+                ..RawProvider::default()
+            };
+            kept_providers.insert(name, kept);
+        }
+    }
+    for (name, server) in mcp_servers {
+        report.ignore(
+            format!("mcp_servers.{name}"),
+            server.span(),
+            IgnoredBecause::Closed,
+        );
+    }
+    let mut ignored = report.ignored;
+    ignored.sort_by_key(|value| value.line);
+    layer.raw = RawFile {
+        model,
+        permission_mode,
+        max_rounds,
+        compact_at: None,
+        permissions: RawPermissions {
+            allow: Vec::new(),
+            ask,
+            deny,
+        },
+        providers: kept_providers,
+        mcp_servers: BTreeMap::new(),
+        trust_workspace_mcp: None,
+    };
+    (layer, ignored)
+}
+
+/// Report every field of an untrusted `[providers.NAME]` table but a tightening
+/// `context_window`, which is returned.
+fn restrict_provider(
+    name: &str,
+    provider: RawProvider,
+    known: bool,
+    user: &UserBaseline,
+    report: &mut Report<'_>,
+) -> Option<Spanned<u64>> {
+    let key = |field: &str| format!("providers.{name}.{field}");
+    let RawProvider {
+        protocol,
+        base_url,
+        api_key_env,
+        accounts,
+        reasoning_protocol,
+        idle_timeout_secs,
+        connect_timeout_secs,
+        max_output_tokens,
+        web_search,
+        max_event_bytes,
+        context_window,
+        retry,
+    } = provider;
+    report.closed(key("protocol"), protocol);
+    report.closed(key("base_url"), base_url);
+    report.closed(key("api_key_env"), api_key_env);
+    report.closed(key("accounts"), accounts);
+    report.closed(key("reasoning_protocol"), reasoning_protocol);
+    report.closed(key("idle_timeout_secs"), idle_timeout_secs);
+    report.closed(key("connect_timeout_secs"), connect_timeout_secs);
+    report.closed(key("max_output_tokens"), max_output_tokens);
+    report.closed(key("web_search"), web_search);
+    report.closed(key("max_event_bytes"), max_event_bytes);
+    if let Some(retry) = retry {
+        let RawRetry {
+            mode,
+            max_retries,
+            retry_on,
+            base_delay_ms,
+            max_delay_ms,
+            jitter,
+            retry_after_cap_ms,
+            rotate_on,
+        } = retry;
+        let key = |field: &str| format!("providers.{name}.retry.{field}");
+        report.closed(key("mode"), mode);
+        report.closed(key("max_retries"), max_retries);
+        report.closed(key("retry_on"), retry_on);
+        report.closed(key("base_delay_ms"), base_delay_ms);
+        report.closed(key("max_delay_ms"), max_delay_ms);
+        report.closed(key("jitter"), jitter);
+        report.closed(key("retry_after_cap_ms"), retry_after_cap_ms);
+        report.closed(key("rotate_on"), rotate_on);
+    }
+    let window = context_window?;
+    if !known {
+        report.ignore(
+            key("context_window"),
+            window.span(),
+            IgnoredBecause::ProjectProvider,
+        );
+        return None;
+    }
+    match user_window(name, user) {
+        Some(bound) if *window.get_ref() > bound => {
+            let user = format!("a window of {bound} tokens");
+            report.ignore(
+                key("context_window"),
+                window.span(),
+                IgnoredBecause::Looser { user },
+            );
+            None
+        }
+        _ => Some(window),
+    }
+}
+
+/// The window the user's layers give provider `name`: their own setting, else the table's
+/// for the model they chose (none known: any bound the project sets is stricter).
+fn user_window(name: &str, user: &UserBaseline) -> Option<u64> {
+    if let Some(window) = user.windows.get(name) {
+        return Some(*window);
+    }
+    match &user.model {
+        Some((provider, model)) if provider == name => keel_llm::context::known_window(model),
+        _ => None,
+    }
+}
