@@ -41,7 +41,7 @@ use keel_llm::client::HttpClient;
 use keel_llm::{KeySource, ProviderProfile};
 use keel_store::{Lease, Store};
 use keel_tools::{PermissionPolicy, ToolContext, ToolRegistry, WorkspaceGuard};
-use keel_types::{Event, EventBody, Item};
+use keel_types::{Event, EventBody, FailureDiagnostic, Item};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -588,19 +588,58 @@ pub struct AdmittedTurn {
 }
 
 impl AdmittedTurn {
-    /// Run the turn to its end.
+    /// Run the turn to its end. Every turn ends with `turn/completed` or `turn/failed`, even
+    /// one that stops on an error or a bug (a panic is caught here and the turn fails; the
+    /// session stays usable and its history is what was committed).
     pub async fn run(self) -> Result<TurnOutcome, AgentError> {
+        use futures_util::FutureExt;
         let AdmittedTurn {
             shared,
             mut state,
             input,
             generation,
         } = self;
-        let outcome = turn::run_turn(&shared, &mut state, input, generation).await?;
-        if let TurnOutcome::Completed { usage, .. } = &outcome {
-            shared.lock_usage().add(usage);
+        let before = state.last_turn;
+        let ran =
+            std::panic::AssertUnwindSafe(turn::run_turn(&shared, &mut state, input, generation))
+                .catch_unwind()
+                .await;
+        // The number `run_turn` gave this turn (it may not have got that far).
+        let turn = state.last_turn.max(before + 1);
+        state.last_turn = turn;
+        let internal = |what: &str| {
+            FailureDiagnostic::with_message(
+                keel_types::FailureKind::Unknown,
+                None,
+                format!("keel stopped the turn: {what}; the history committed so far is kept"),
+            )
+        };
+        match ran {
+            Ok(Ok(outcome)) => {
+                if let TurnOutcome::Completed { usage, .. } = &outcome {
+                    shared.lock_usage().add(usage);
+                }
+                Ok(outcome)
+            }
+            Ok(Err(error)) => {
+                let diagnostic = internal(&error.to_string());
+                shared.emit(Some(turn), EventBody::TurnFailed { diagnostic });
+                Err(error)
+            }
+            Err(_panic) => {
+                let diagnostic = internal("an internal error (a bug in keel)");
+                shared.emit(
+                    Some(turn),
+                    EventBody::TurnFailed {
+                        diagnostic: diagnostic.clone(),
+                    },
+                );
+                Ok(TurnOutcome::Failed {
+                    diagnostic,
+                    recovery_id: None,
+                })
+            }
         }
-        Ok(outcome)
     }
 }
 

@@ -15,6 +15,7 @@ async fn cancelling_mid_stream_commits_nothing_even_after_the_reply_would_have_f
         text: "a slow answer that streams for a while".into(),
         reason: None,
         finish_reason: None,
+        usage: None,
     }]);
     scenario.chunk_delay = Duration::from_millis(150);
     let f = fixture(scenario).await;
@@ -66,6 +67,7 @@ async fn cancelling_a_running_tool_kills_it_and_settles_every_call() {
             text: "never requested".into(),
             reason: None,
             finish_reason: None,
+            usage: None,
         },
     ]);
     let f = fixture(scenario).await;

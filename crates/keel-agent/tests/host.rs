@@ -14,6 +14,7 @@ fn say(text: &str) -> Step {
         text: text.into(),
         reason: None,
         finish_reason: None,
+        usage: None,
     }
 }
 

@@ -60,6 +60,7 @@ fn scenario() -> Scenario {
                    reads \"Hello, world!\"."
                 .into(),
             finish_reason: None,
+            usage: None,
         },
     ]);
     scenario.chunk_delay = Duration::from_millis(15);

@@ -26,6 +26,8 @@ struct Case {
     step: Value,
     /// Provider settings the row adds (`config` in the table).
     config: String,
+    /// Retry settings the row adds (`retry` in the table).
+    retry: String,
     outcome: Value,
 }
 
@@ -53,6 +55,7 @@ fn cases() -> Vec<Case> {
                         json_mode,
                         step: step.clone(),
                         config: fault["config"].as_str().unwrap_or("").to_string(),
+                        retry: fault["retry"].as_str().unwrap_or("").to_string(),
                         outcome: outcome.clone(),
                     });
                 }
@@ -76,6 +79,8 @@ fn run_case(case: &Case) {
         {"say": "Done."}
     ]});
     let (home, mock) = scripted(case.protocol, &scenario.to_string(), &case.config);
+    // The provider's retry table is the config's last.
+    home.append_config(&case.retry);
     let mut args = vec!["run", "--yes"];
     if case.json_mode {
         args.push("--json");
@@ -250,6 +255,7 @@ fn each_fault_in_the_interactive_session_ends_as_the_table_says() {
         ]});
         let config = fault["config"].as_str().unwrap_or("");
         let (home, mock) = scripted("chat", &scenario.to_string(), config);
+        home.append_config(fault["retry"].as_str().unwrap_or(""));
         let written = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
         std::fs::write(
             home.path().join("config.toml"),

@@ -4,7 +4,8 @@
 //! - The body is read only to choose a kind; it never leaves this module (not in the
 //!   diagnostic, not in a log, not in an error message).
 //! - `upstream_reason_missing` is exactly: HTTP 400 whose trimmed body is empty, or is a JSON
-//!   object whose only key is `model`. Any other structured body may carry a reason.
+//!   object with no key other than `model` (`{}` included, as DeepSeek-Reasonix's own
+//!   classifier has it). Any other structured body may carry a reason.
 //! - A trace id is taken from headers only if `is_safe_trace_id` accepts it.
 
 use keel_types::failure::is_safe_trace_id;
@@ -31,15 +32,24 @@ pub fn trace_id_from_headers(headers: &reqwest::header::HeaderMap) -> Option<Str
 }
 
 /// `Retry-After` in seconds (integer or fractional). HTTP dates are not honoured: keel's
-/// clock and the provider's may disagree, and the backoff policy applies instead.
+/// clock and the provider's may disagree, and the backoff policy applies instead. A value
+/// too large for a `Duration` is `Duration::MAX` (the policy caps it); negative, NaN or
+/// unparsable values are ignored. Never panics, whatever the provider sends.
 pub fn retry_after_from_headers(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let value = headers
         .get(reqwest::header::RETRY_AFTER)?
         .to_str()
         .ok()?
         .trim();
+    retry_after_seconds(value)
+}
+
+fn retry_after_seconds(value: &str) -> Option<Duration> {
     let seconds: f64 = value.parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+    if seconds.is_nan() || seconds < 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
 }
 
 /// The opaque-400 rule, on the raw body.
@@ -49,7 +59,8 @@ pub fn is_opaque_bad_request(body: &[u8]) -> bool {
         return true;
     }
     match serde_json::from_slice::<serde_json::Value>(trimmed) {
-        Ok(serde_json::Value::Object(map)) => map.len() == 1 && map.contains_key("model"),
+        // No key but `model`: `{}` and `{"model": …}` carry no reason.
+        Ok(serde_json::Value::Object(map)) => map.keys().all(|key| key == "model"),
         Ok(_) | Err(_) => false,
     }
 }
@@ -200,6 +211,9 @@ mod tests {
             "{\"model\":\"x\"}",
             "\n{\"model\":\"x\"}",
             "  {\"model\": \"deepseek-v4\"}\n",
+            // DeepSeek-Reasonix's classifier: an empty object carries no reason either.
+            "{}",
+            " { } ",
         ] {
             assert!(
                 is_opaque_bad_request(body.as_bytes()),
@@ -217,7 +231,6 @@ mod tests {
             );
         }
         for body in [
-            "{}",
             "{\"model\":\"x\",\"error\":{\"message\":\"bad\"}}",
             "{\"error\":\"bad\"}",
             "[\"model\"]",
@@ -321,6 +334,24 @@ mod tests {
         assert_eq!(classify_stream_error(&limited).kind, FailureKind::RateLimit);
         let diagnostic = classify_stream_error(&llama);
         assert!(!diagnostic.message.contains("peg"));
+    }
+
+    #[test]
+    fn any_retry_after_is_read_without_panicking() {
+        let cases = [
+            ("1e30", Some(Duration::MAX)),
+            ("18446744073709551616", Some(Duration::MAX)),
+            ("inf", Some(Duration::MAX)),
+            ("-5", None),
+            ("-inf", None),
+            ("NaN", None),
+            ("2.5", Some(Duration::from_millis(2500))),
+            ("0", Some(Duration::ZERO)),
+            ("soon", None),
+        ];
+        for (value, wanted) in cases {
+            assert_eq!(retry_after_seconds(value), wanted, "{value}");
+        }
     }
 
     #[test]

@@ -242,15 +242,24 @@ async fn stream_events(
 /// A stream the framer refused is corrupt; the diagnostic says which bound or rule it broke.
 impl From<FrameError> for FailureDiagnostic {
     fn from(error: FrameError) -> Self {
-        let message = match error {
+        match error {
             FrameError::LineTooLong(_) | FrameError::EventTooLong(_) => {
-                format!("{error} (max_event_bytes); the stream was abandoned")
+                FailureDiagnostic::with_message(
+                    FailureKind::StreamCorrupt,
+                    None,
+                    format!(
+                        "{error} (max_event_bytes); the stream was abandoned and is not retried \
+                         (the same request would send it again)"
+                    ),
+                )
+                .with_sub_reason(keel_types::SubReason::EventTooLarge)
             }
-            FrameError::NotUtf8 => {
-                "the stream is not valid server-sent events (it is not UTF-8)".to_string()
-            }
-        };
-        FailureDiagnostic::with_message(FailureKind::StreamCorrupt, None, message)
+            FrameError::NotUtf8 => FailureDiagnostic::with_message(
+                FailureKind::StreamCorrupt,
+                None,
+                "the stream is not valid server-sent events (it is not UTF-8)",
+            ),
+        }
     }
 }
 

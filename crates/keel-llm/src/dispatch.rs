@@ -195,7 +195,7 @@ impl Dispatcher<'_> {
                 }
                 // No account left: `quota` is never retried, `rate_limit` may wait and retry.
             }
-            if !policy.allows_retry(kind, retries) {
+            if failure.diagnostic.is_never_retryable() || !policy.allows_retry(kind, retries) {
                 return Err(failure.diagnostic);
             }
             retries += 1;
@@ -205,7 +205,7 @@ impl Dispatcher<'_> {
                 max_retries: policy.max_retries,
                 kind,
                 status: failure.diagnostic.status,
-                delay_ms: delay.as_millis() as u64,
+                delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
             });
             tokio::time::sleep(delay).await;
         }

@@ -62,6 +62,7 @@ impl Default for RetryPolicy {
                 FailureKind::EmptyResponse,
                 FailureKind::RateLimit,
                 FailureKind::Server,
+                FailureKind::StreamCorrupt,
                 FailureKind::Timeout,
                 FailureKind::Transport,
             ],

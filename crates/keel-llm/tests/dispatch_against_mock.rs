@@ -53,6 +53,7 @@ fn say(text: &str) -> Step {
         text: text.into(),
         reason: Some("thinking".into()),
         finish_reason: None,
+        usage: None,
     }
 }
 

@@ -38,6 +38,8 @@ pub struct Answer<'a> {
     pub finish_reason: Option<&'a str>,
     /// Distinguishes ids across requests.
     pub request_number: usize,
+    /// The usage object to send instead of the computed one.
+    pub usage: Option<&'a Value>,
 }
 
 /// The owned content of an answering step.
@@ -49,6 +51,8 @@ pub struct ScriptedAnswer {
     pub text: Option<String>,
     pub calls: Vec<ScriptedCall>,
     pub finish_reason: Option<String>,
+    /// The usage object to send instead of the computed one.
+    pub usage: Option<Value>,
 }
 
 impl ScriptedAnswer {
@@ -65,17 +69,20 @@ impl ScriptedAnswer {
                 text: Some(text.clone()),
                 calls: Vec::new(),
                 finish_reason: None,
+                usage: None,
             }),
             Step::Say {
                 text,
                 reason,
                 finish_reason,
+                usage,
             } => Some(ScriptedAnswer {
                 search: None,
                 reason: reason.clone(),
                 text: Some(text.clone()),
                 calls: Vec::new(),
                 finish_reason: finish_reason.clone(),
+                usage: usage.clone(),
             }),
             Step::Tools {
                 calls,
@@ -87,6 +94,7 @@ impl ScriptedAnswer {
                 text: None,
                 calls: calls.clone(),
                 finish_reason: finish_reason.clone(),
+                usage: None,
             }),
             Step::Compact {
                 text,
@@ -98,6 +106,7 @@ impl ScriptedAnswer {
                 text: Some(text.clone()),
                 calls: Vec::new(),
                 finish_reason: finish_reason.clone(),
+                usage: None,
             }),
             Step::Fault(_) => None,
         }
@@ -113,6 +122,7 @@ impl ScriptedAnswer {
             text: self.text.as_deref(),
             calls: &self.calls,
             finish_reason: self.finish_reason.as_deref(),
+            usage: self.usage.as_ref(),
             request_number,
         }
     }
@@ -231,7 +241,7 @@ fn chat_frames(answer: &Answer<'_>, usage: MockUsage) -> Vec<Frame> {
     frames.push(chunk(json!({}), json!(chat_finish(answer))));
     frames.push(data(&json!({
         "id": id, "object": "chat.completion.chunk", "created": 0, "model": "mock",
-        "choices": [], "usage": chat_usage(usage),
+        "choices": [], "usage": answer.usage.cloned().unwrap_or_else(|| chat_usage(usage)),
     })));
     frames.push(Frame::Bytes("data: [DONE]\n\n".into()));
     frames
@@ -328,7 +338,8 @@ fn anthropic_frames(answer: &Answer<'_>, usage: MockUsage) -> Vec<Frame> {
     frames.push(event(
         "message_delta",
         &json!({"type": "message_delta", "delta": {"stop_reason": anthropic_stop(answer),
-            "stop_sequence": null}, "usage": {"output_tokens": usage.completion}}),
+            "stop_sequence": null}, "usage": answer.usage.cloned()
+                .unwrap_or_else(|| json!({"output_tokens": usage.completion}))}),
     ));
     frames.push(event("message_stop", &json!({"type": "message_stop"})));
     frames
@@ -393,10 +404,10 @@ fn responses_body(answer: &Answer<'_>, usage: MockUsage, output: Vec<Value>) -> 
         "status": if incomplete { "incomplete" } else { "completed" },
         "incomplete_details": if incomplete { json!({"reason": "max_output_tokens"}) } else { Value::Null },
         "output": output,
-        "usage": {"input_tokens": usage.prompt, "output_tokens": usage.completion,
-            "total_tokens": usage.prompt + usage.completion,
+        "usage": answer.usage.cloned().unwrap_or_else(|| json!({"input_tokens": usage.prompt,
+            "output_tokens": usage.completion, "total_tokens": usage.prompt + usage.completion,
             "input_tokens_details": {"cached_tokens": usage.cache_hit},
-            "output_tokens_details": {"reasoning_tokens": usage.reasoning}},
+            "output_tokens_details": {"reasoning_tokens": usage.reasoning}})),
     })
 }
 
@@ -537,6 +548,7 @@ pub fn opening_frame(protocol: Protocol, request_number: usize) -> Frame {
         calls: &[],
         finish_reason: None,
         request_number,
+        usage: None,
     };
     stream_frames(protocol, &answer, MockUsage::default()).swap_remove(0)
 }

@@ -33,6 +33,9 @@ pub enum Step {
         text: String,
         reason: Option<String>,
         finish_reason: Option<String>,
+        /// Sent verbatim as the answer's usage object (chat's final chunk, Anthropic's
+        /// `message_delta`, Responses' `response.completed`): malformed numbers included.
+        usage: Option<Value>,
     },
     /// A provider-native web search (Anthropic, Responses) with these source URLs, then a
     /// final answer. Chat has no native search and answers with the text only.
@@ -227,6 +230,7 @@ fn parse_step(step: &Value) -> Result<Step, String> {
             text: text.to_string(),
             reason,
             finish_reason,
+            usage: step.get("usage").cloned(),
         });
     }
     if let Some(raw) = step.get("tool_args_raw") {
@@ -388,6 +392,7 @@ fn say(text: &str, reason: Option<&str>) -> Step {
         text: text.into(),
         reason: reason.map(String::from),
         finish_reason: None,
+        usage: None,
     }
 }
 

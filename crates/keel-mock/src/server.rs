@@ -374,6 +374,7 @@ fn answer_request(
                 text: "This answer will be cut off.".into(),
                 reason: None,
                 finish_reason: None,
+                usage: None,
             };
             let source = following
                 .as_ref()

@@ -64,6 +64,7 @@ fn full_answer() -> ScriptedAnswer {
             arguments: r#"{"command": "echo staged >> staged.log"}"#.into(),
         }],
         finish_reason: None,
+        usage: None,
     }
 }
 

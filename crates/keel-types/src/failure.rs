@@ -22,7 +22,7 @@ pub enum FailureKind {
     Limit,
     /// The provider said reasoning must be passed back with the replayed history.
     ReasoningReplay,
-    /// An HTTP 400 with an empty body or a JSON object whose only key is `model`.
+    /// An HTTP 400 with an empty body or a JSON object with no key but `model` (`{}` too).
     UpstreamReasonMissing,
     /// Too many requests (429).
     RateLimit,
@@ -143,6 +143,19 @@ pub struct FailureDiagnostic {
     pub trace_id: Option<String>,
     /// keel's own explanation; never provider-written text.
     pub message: String,
+    /// A finer reason under the same kind, where keel must tell cases apart (the kind list
+    /// stays as it is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_reason: Option<SubReason>,
+}
+
+/// A finer reason under a failure kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubReason {
+    /// `stream_corrupt`: an SSE line or event longer than `max_event_bytes`. Never retried:
+    /// the same request would stream the same oversized event.
+    EventTooLarge,
 }
 
 impl FailureDiagnostic {
@@ -153,6 +166,7 @@ impl FailureDiagnostic {
             status,
             trace_id: None,
             message: kind.describe().to_string(),
+            sub_reason: None,
         }
     }
 
@@ -167,7 +181,19 @@ impl FailureDiagnostic {
             status,
             trace_id: None,
             message: message.into(),
+            sub_reason: None,
         }
+    }
+
+    pub fn with_sub_reason(mut self, sub_reason: SubReason) -> Self {
+        self.sub_reason = Some(sub_reason);
+        self
+    }
+
+    /// Whether this failure may never be retried, whatever the policy lists: its kind is never
+    /// retryable, or its sub-reason says repeating the request cannot help.
+    pub fn is_never_retryable(&self) -> bool {
+        self.kind.is_never_retryable() || self.sub_reason == Some(SubReason::EventTooLarge)
     }
 
     pub fn with_trace_id(mut self, trace_id: Option<String>) -> Self {

@@ -19,7 +19,7 @@ pub mod tool;
 pub mod usage;
 
 pub use event::{ContextUse, Event, EventBody, IgnoredSetting, InputKind};
-pub use failure::{DEEPSEEK_CONTEXT_LIMIT_BODY, FailureDiagnostic, FailureKind};
+pub use failure::{DEEPSEEK_CONTEXT_LIMIT_BODY, FailureDiagnostic, FailureKind, SubReason};
 pub use history::{
     AssistantItem, AssistantPart, COMPACTION_REQUEST_MARKER, FinishReason, Item, ReplayData,
     Summary, ToolCall, ToolResult,

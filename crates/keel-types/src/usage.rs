@@ -15,12 +15,13 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Saturating: a provider's numbers can never overflow a total.
     pub fn add(&mut self, other: &Usage) {
-        self.input += other.input;
-        self.output += other.output;
-        self.reasoning += other.reasoning;
-        self.cache_hit += other.cache_hit;
-        self.cache_miss += other.cache_miss;
+        self.input = self.input.saturating_add(other.input);
+        self.output = self.output.saturating_add(other.output);
+        self.reasoning = self.reasoning.saturating_add(other.reasoning);
+        self.cache_hit = self.cache_hit.saturating_add(other.cache_hit);
+        self.cache_miss = self.cache_miss.saturating_add(other.cache_miss);
     }
 
     /// Share of prompt tokens served from the provider's prefix cache, in `0.0..=1.0`.

@@ -25,10 +25,16 @@ impl Drop for Server {
 
 impl Server {
     pub fn start(home: &Home, extra: &[&str]) -> Server {
+        Server::start_with_env(home, extra, &[])
+    }
+
+    /// `start`, with variables added to keel's environment.
+    pub fn start_with_env(home: &Home, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut args = vec!["serve"];
         args.extend_from_slice(extra);
         let mut child = home
             .keel(&args)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

@@ -206,13 +206,13 @@ impl<'a> BlockDelta<'a> {
 
 #[derive(Debug, Deserialize, Default, Clone, Copy)]
 struct AnthropicUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::token_count::lenient_count")]
     input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::token_count::lenient_count")]
     output_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::token_count::lenient_count")]
     cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::token_count::lenient_count")]
     cache_creation_input_tokens: Option<u64>,
 }
 

@@ -149,13 +149,19 @@ impl<'a> Chunk<'a> {
 
 #[derive(Deserialize, Default)]
 pub(super) struct ChatUsage {
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "super::token_count::lenient_count_or_zero"
+    )]
     prompt_tokens: u64,
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "super::token_count::lenient_count_or_zero"
+    )]
     completion_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::token_count::lenient_count")]
     prompt_cache_hit_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::token_count::lenient_count")]
     prompt_cache_miss_tokens: Option<u64>,
     #[serde(default)]
     prompt_tokens_details: Option<PromptDetails>,
@@ -165,13 +171,13 @@ pub(super) struct ChatUsage {
 
 #[derive(Deserialize, Default)]
 struct PromptDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::token_count::lenient_count")]
     cached_tokens: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
 struct CompletionDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::token_count::lenient_count")]
     reasoning_tokens: Option<u64>,
 }
 

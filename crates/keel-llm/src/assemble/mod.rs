@@ -13,6 +13,7 @@ mod responses;
 pub mod search;
 pub mod sse;
 mod template;
+mod token_count;
 
 use crate::classify::classify_stream_error;
 use keel_types::{AssistantItem, AssistantPart, FailureDiagnostic, FailureKind, FinishReason};

@@ -206,9 +206,15 @@ struct IncompleteDetails {
 
 #[derive(Deserialize, Default)]
 struct ResponsesUsage {
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "super::token_count::lenient_count_or_zero"
+    )]
     input_tokens: u64,
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "super::token_count::lenient_count_or_zero"
+    )]
     output_tokens: u64,
     #[serde(default)]
     input_tokens_details: Option<InputDetails>,
@@ -218,13 +224,19 @@ struct ResponsesUsage {
 
 #[derive(Deserialize, Default)]
 struct InputDetails {
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "super::token_count::lenient_count_or_zero"
+    )]
     cached_tokens: u64,
 }
 
 #[derive(Deserialize, Default)]
 struct OutputDetails {
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "super::token_count::lenient_count_or_zero"
+    )]
     reasoning_tokens: u64,
 }
 
