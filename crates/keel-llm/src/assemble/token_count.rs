@@ -34,7 +34,7 @@ impl<'de> Visitor<'de> for CountVisitor {
     fn visit_f64<E>(self, value: f64) -> Result<Self::Value, E> {
         let whole = value.is_finite() && value >= 0.0 && value.fract() == 0.0;
         // Checked above: a whole number in range converts exactly.
-        Ok((whole && value <= MAX_TOKEN_COUNT as f64).then(|| value as u64))
+        Ok((whole && value <= MAX_TOKEN_COUNT as f64).then_some(value as u64))
     }
 
     fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
