@@ -42,6 +42,7 @@ fn stream_of(protocol: Protocol) -> Vec<Vec<u8>> {
             arguments: arguments.to_string(),
         }],
         finish_reason: None,
+        usage: None,
     };
     let usage = MockUsage {
         prompt: 1000,
