@@ -75,7 +75,8 @@ fn main() -> ExitCode {
         Ok(Outcome::Cancelled) => ExitCode::from(130),
         Ok(Outcome::Stopped(code)) => ExitCode::from(code),
         Err(error) => {
-            eprintln!("error: {error:#}");
+            // Errors name paths and config keys, which come from outside: shown escaped.
+            eprintln!("error: {}", terminal_text::visible(&format!("{error:#}")));
             ExitCode::from(exit_code_of(&error))
         }
     }

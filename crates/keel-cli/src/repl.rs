@@ -12,7 +12,7 @@ use crate::cli::CommonArgs;
 use crate::render::{Renderer, usage_line};
 use crate::session_setup::{Setup, open_controller, open_host, prepare, print_notices};
 use crate::signals::{Stop, StopSignals};
-use crate::terminal_text::visible_line;
+use crate::terminal_text::{visible, visible_line};
 use crate::{Outcome, settings};
 use keel_agent::{Controller, Input, Line, SLASH_COMMANDS, SurfaceCommand, TurnOutcome};
 use keel_types::Usage;
@@ -117,7 +117,10 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
                         repl.command(command).await?
                     }
                     Line::Unknown(name) => {
-                        eprintln!("unknown command `{name}`; /help lists them");
+                        eprintln!(
+                            "unknown command `{}`; /help lists them",
+                            visible_line(&name)
+                        );
                         None
                     }
                 };
@@ -156,11 +159,12 @@ impl Repl {
             return;
         };
         let settings = controller.settings();
+        // The workspace path and the model name come from outside (a cloned directory, a
+        // project file): shown escaped like model text.
         eprintln!(
-            "keel · {}/{} · {} · session {}\n/help for commands, Ctrl-D to quit",
-            settings.profile.name,
-            settings.model,
-            settings.workspace.display(),
+            "keel · {} · {} · session {}\n/help for commands, Ctrl-D to quit",
+            visible_line(&format!("{}/{}", settings.profile.name, settings.model)),
+            visible_line(&settings.workspace.display().to_string()),
             controller.session().id
         );
     }
@@ -205,7 +209,7 @@ impl Repl {
             Ok(TurnOutcome::Completed { .. })
             | Ok(TurnOutcome::Failed { .. })
             | Ok(TurnOutcome::Cancelled) => {}
-            Err(error) => eprintln!("error: {error}"),
+            Err(error) => eprintln!("error: {}", visible(&error.to_string())),
         }
         Ok(stopped.map(|stop| Outcome::Stopped(stop.exit_code())))
     }
@@ -280,7 +284,10 @@ impl Repl {
                 None => {
                     if let Some(controller) = &self.controller {
                         let settings = controller.settings();
-                        eprintln!("model: {}/{}", settings.profile.name, settings.model);
+                        eprintln!(
+                            "model: {}",
+                            visible_line(&format!("{}/{}", settings.profile.name, settings.model))
+                        );
                     }
                 }
                 Some(model) => {
@@ -321,7 +328,7 @@ impl Repl {
         let setup: Setup = match prepare(&common, "keel (interactive)") {
             Ok(setup) => setup,
             Err(error) => {
-                eprintln!("error: {error:#}");
+                eprintln!("error: {}", visible(&format!("{error:#}")));
                 return;
             }
         };
@@ -342,7 +349,7 @@ impl Repl {
                 self.common = common;
             }
             Err(error) => {
-                eprintln!("error: {error:#}");
+                eprintln!("error: {}", visible(&format!("{error:#}")));
                 let Some(previous) = previous else {
                     return;
                 };
@@ -351,7 +358,10 @@ impl Repl {
                 match reopened {
                     Ok(controller) => self.controller = Some(controller),
                     Err(error) => {
-                        eprintln!("error: cannot reopen the session: {error:#}");
+                        eprintln!(
+                            "error: cannot reopen the session: {}",
+                            visible(&format!("{error:#}"))
+                        );
                         return;
                     }
                 }

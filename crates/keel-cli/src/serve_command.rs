@@ -105,7 +105,7 @@ pub async fn run(common: &CommonArgs, args: ServeArgs) -> anyhow::Result<Outcome
         } else {
             "no token (--no-auth)"
         },
-        workspace.display()
+        crate::terminal_text::visible_line(&workspace.display().to_string())
     );
     if args.open {
         let _ = std::process::Command::new("xdg-open")

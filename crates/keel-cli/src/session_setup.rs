@@ -195,6 +195,13 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         None => current,
     };
     let config = settings::load_config(common, &workspace)?;
+    // Said once per process (a server opens many sessions).
+    static PARENT_CHECKED: std::sync::Once = std::sync::Once::new();
+    PARENT_CHECKED.call_once(|| {
+        if let Some(warning) = parent_key_warning(&config) {
+            eprintln!("warning: {warning}");
+        }
+    });
     let model = session_model(common, &config, session.as_ref(), &mut notices)?;
     let profile = config.profile(&model.provider)?;
     require_key(&profile, &EnvKeys)?;
@@ -256,7 +263,7 @@ pub fn args_for(base: &CommonArgs, choice: SessionChoice) -> CommonArgs {
 /// Print what `prepare` noticed (stderr, so `--json` stdout stays JSON).
 pub fn print_notices(setup: &Setup) {
     for notice in &setup.notices {
-        eprintln!("note: {notice}");
+        eprintln!("note: {}", crate::terminal_text::visible(notice));
     }
 }
 
@@ -362,4 +369,40 @@ pub fn untrusted_settings(config: &keel_config::KeelConfig) -> Vec<keel_types::I
             ),
         })
         .collect()
+}
+
+/// Programs that are shells: their environment is the user's own session, not a wrapper's.
+const SHELLS: [&str; 14] = [
+    "bash", "zsh", "fish", "sh", "dash", "ksh", "mksh", "tcsh", "csh", "nu", "elvish", "xonsh",
+    "pwsh", "login",
+];
+
+/// The warning to give when keel's parent process is not a shell and holds a provider key in
+/// its environment: a command keel runs can read `/proc/<parent>/environ` (same user), and only
+/// the sandbox's PID namespace hides it (PRODUCT.md §4d). `None` when there is nothing to say.
+pub fn parent_key_warning(config: &KeelConfig) -> Option<String> {
+    let parent = std::os::unix::process::parent_id();
+    let comm = std::fs::read_to_string(format!("/proc/{parent}/comm")).ok()?;
+    let name = comm.trim();
+    if SHELLS.contains(&name) {
+        return None;
+    }
+    let environ = std::fs::read(format!("/proc/{parent}/environ")).ok()?;
+    let keys = config.key_env_vars();
+    let held: Vec<&str> = environ
+        .split(|byte| *byte == 0)
+        .filter_map(|entry| std::str::from_utf8(entry).ok()?.split_once('='))
+        .filter(|(variable, value)| !value.is_empty() && keys.iter().any(|key| key == variable))
+        .map(|(variable, _)| variable)
+        .collect();
+    if held.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "keel was started by `{}` (pid {parent}), whose environment holds {}: a command keel runs \
+         can read it from /proc/{parent}/environ. Start keel from a shell, or unset the key in \
+         the wrapper (README: Security model)",
+        crate::terminal_text::visible_line(name),
+        held.join(", ")
+    ))
 }

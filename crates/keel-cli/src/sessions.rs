@@ -40,7 +40,10 @@ pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Completed);
     }
     if sessions.is_empty() {
-        out!("no sessions in {}", workspace.display());
+        out!(
+            "no sessions in {}",
+            visible_line(&workspace.display().to_string())
+        );
         return Ok(Outcome::Completed);
     }
     for session in sessions {
@@ -61,10 +64,9 @@ pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
             .take(60)
             .collect();
         out!(
-            "{}  {}/{}  {}",
+            "{}  {}  {}",
             session.id,
-            session.provider,
-            session.model,
+            visible_line(&format!("{}/{}", session.provider, session.model)),
             visible_line(&first_line)
         );
     }

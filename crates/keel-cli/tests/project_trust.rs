@@ -376,3 +376,39 @@ fn keel_acp_session_new_in_a_hostile_repository_asks_and_says_why() {
     assert!(permission_asked.is_some(), "bash was asked about, not run");
     assert_nothing_loosened(&home, &good, &attacker);
 }
+
+#[test]
+fn a_workspace_named_with_escape_codes_cannot_drive_the_terminal() {
+    let steps = json!({"steps": [{"say": "plain answer"}]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    // A cloned directory whose name retitles and clears the terminal, and a project file whose
+    // model name (a preset's provider: allowed) colours it.
+    let workspace = home.path().join("repo\u{1b}]0;PWNED\u{7}\u{1b}[2J");
+    std::fs::create_dir(&workspace).unwrap();
+    std::fs::write(
+        workspace.join("keel.toml"),
+        "model = \"deepseek/m\\u001b[31mRED\"\n[permissions]\nallow = [\"bash\"]\n",
+    )
+    .unwrap();
+    let (screen, _) = common::terminal::interactive_session_in(
+        &home,
+        &workspace,
+        "[y/N]",
+        &[
+            ("\n", Some("/help for commands"), 0),
+            ("/quit\n", None, 300),
+        ],
+    );
+    assert!(screen.contains("/help for commands"), "{screen}");
+    for raw in ["\u{1b}]0;", "\u{1b}[2J", "\u{1b}[31m", "\u{7}"] {
+        assert!(
+            !screen.contains(raw),
+            "{raw:?} reached the terminal: {screen:?}"
+        );
+    }
+    assert!(screen.contains("␛]0;PWNED"), "shown, escaped: {screen}");
+    assert!(
+        screen.contains("␛[31mRED"),
+        "the model name, escaped: {screen}"
+    );
+}

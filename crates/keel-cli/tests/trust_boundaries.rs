@@ -422,3 +422,38 @@ fn command_deny_rules_hold_against_respelled_commands_end_to_end() {
     assert_eq!(states, ["denied", "denied", "denied"]);
     assert!(home.path().join("victim").is_dir(), "nothing was removed");
 }
+
+#[test]
+fn a_wrapper_that_holds_the_key_is_named_at_start() {
+    let (home, _mock) = scripted(
+        "chat",
+        &json!({"steps": [{"say": "a"}, {"say": "b"}]}).to_string(),
+        "",
+    );
+    // `timeout` keeps the key in its own environment, readable by any command keel runs.
+    let through = |program: &str, args: &[&str]| {
+        let mut command = std::process::Command::new(program);
+        command
+            .args(args)
+            .current_dir(home.path())
+            .env("KEEL_HOME", home.path())
+            .env("DEEPSEEK_API_KEY", "test-key-1")
+            .stdin(Stdio::null());
+        Run::from(command.output().unwrap())
+    };
+    let run = through("timeout", &["30", KEEL, "run", "hi"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(
+        run.stderr().contains("started by `timeout`") && run.stderr().contains("DEEPSEEK_API_KEY"),
+        "{}",
+        run.stderr()
+    );
+    assert!(
+        !run.stderr().contains("test-key-1"),
+        "the value is never shown"
+    );
+    // From a shell, nothing to say.
+    let run = through("sh", &["-c", &format!("{KEEL} run hi; true")]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(!run.stderr().contains("started by"), "{}", run.stderr());
+}

@@ -29,11 +29,21 @@ pub fn interactive_session_from(
     first_marker: &str,
     inputs: &[(&str, Option<&str>, u64)],
 ) -> (String, Option<i32>) {
+    interactive_session_in(home, &home.path(), first_marker, inputs)
+}
+
+/// `interactive_session_from`, with `cwd` as the working directory (the workspace).
+pub fn interactive_session_in(
+    home: &Home,
+    cwd: &Path,
+    first_marker: &str,
+    inputs: &[(&str, Option<&str>, u64)],
+) -> (String, Option<i32>) {
     use std::io::Read;
     use std::sync::{Arc, Mutex};
     let mut child = std::process::Command::new("script")
         .args(["-qec", KEEL, "/dev/null"])
-        .current_dir(home.path())
+        .current_dir(cwd)
         .env("KEEL_HOME", home.path())
         .env("DEEPSEEK_API_KEY", "test-key-1")
         .env("TERM", "xterm")
