@@ -48,7 +48,10 @@ impl Valid {
     pub async fn run(&self, context: &ToolContext, hub: &McpHub) -> ToolOutput {
         match self {
             Valid::Builtin(valid) => valid.run(context).await,
-            Valid::Mcp { name, args, .. } => hub.call(name, args.clone(), MCP_CALL_TIMEOUT).await,
+            Valid::Mcp { name, args, .. } => {
+                hub.call_redacted(name, args.clone(), MCP_CALL_TIMEOUT, &context.secrets)
+                    .await
+            }
         }
     }
 }

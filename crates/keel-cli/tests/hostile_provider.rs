@@ -120,3 +120,36 @@ fn a_malformed_usage_number_keeps_the_complete_answer() {
         );
     }
 }
+
+#[test]
+fn a_trace_id_that_echoes_the_key_is_dropped() {
+    let key = "sk-echo-0f1e2d3c4b5a69788796";
+    for (header, kept) in [
+        (key.to_string(), false),
+        (format!("req-{}-x", &key[3..14]), false),
+        ("req-4f9a1c2e-0001".to_string(), true),
+    ] {
+        let steps = json!({"steps": [{"fault": {"status": 401, "body": "{}",
+            "headers": {"x-request-id": header}}}]});
+        let (home, _mock) = scripted("chat", &steps.to_string(), "");
+        let run = Run::from(
+            home.keel(&["run", "--json", "go"])
+                .env("DEEPSEEK_API_KEY", key)
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(run.code(), 1);
+        let diagnostic = &run.events_of("turn/failed")[0]["diagnostic"];
+        assert_eq!(
+            diagnostic["trace_id"].is_string(),
+            kept,
+            "{header}: {diagnostic}"
+        );
+        assert!(!run.stdout().contains(&key[3..14]), "{header}");
+        let store = std::fs::read(home.path().join("state/keel.db")).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&store).contains(&key[3..14]),
+            "{header}: in the store"
+        );
+    }
+}

@@ -457,3 +457,66 @@ fn a_wrapper_that_holds_the_key_is_named_at_start() {
     assert_eq!(run.code(), 0, "{}", run.stderr());
     assert!(!run.stderr().contains("started by"), "{}", run.stderr());
 }
+
+#[test]
+fn adaptive_probes_at_the_cut_recover_nothing_of_the_key() {
+    // The attack: print a guess so that the kept head of a cut output ends with it; if keel
+    // redacted a guess that is a prefix of its key (and not a wrong one), a model would learn
+    // the key one character at a time. 64 adaptive probes, from the known `sk-` on.
+    let key = "sk-7d41c0e9b2a85f36e1d0c4b7a92";
+    let half = 30_000 / 2;
+    let probes = 64;
+    let mut steps = Vec::new();
+    let mut guesses = Vec::new();
+    let mut known = String::from("sk-");
+    let hex = "0123456789abcdef";
+    for probe in 0..probes {
+        let candidate = hex.as_bytes()[probe % 16] as char;
+        guesses.push(format!("{known}{candidate}"));
+        if probe % 16 == 15 {
+            // Without an oracle the attacker can only guess on: take the true next character,
+            // so every later probe is as close to the key as an oracle would have made it.
+            known.push(key.as_bytes()[known.len()] as char);
+        }
+    }
+    for guess in &guesses {
+        let command = format!(
+            "head -c {} /dev/zero | tr '\\0' x; printf '%s' '{guess}'; head -c 20000 /dev/zero | tr '\\0' y",
+            half - guess.len()
+        );
+        steps.push(json!({"tool": "bash", "args": {"command": command}}));
+        steps.push(json!({"say": "next"}));
+    }
+    let (home, mock) = scripted("chat", &json!({"steps": steps}).to_string(), "");
+    let mut shown = Vec::new();
+    for (probe, guess) in guesses.iter().enumerate() {
+        let run = home
+            .keel(&["run", "--yes", "--json", "probe"])
+            .env("DEEPSEEK_API_KEY", key)
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "probe {probe}");
+        let requests = mock.requests();
+        let body = requests[2 * probe + 1]["body"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let start = body.find(&"x".repeat(64)).expect("the probe's output");
+        let head_end = body[start..]
+            .find("\\n[…")
+            .map(|at| start + at)
+            .expect("the output was cut");
+        shown.push((guess.clone(), body[start..head_end].to_string()));
+    }
+    for (guess, head) in &shown {
+        assert!(
+            head.ends_with(guess.as_str()),
+            "the kept head ends with the guess as written, right or wrong: {guess} vs {:?}",
+            &head[head.len().saturating_sub(40)..]
+        );
+        assert!(
+            !head.contains("redacted"),
+            "{guess}: redaction told the guess apart"
+        );
+    }
+}

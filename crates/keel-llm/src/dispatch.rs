@@ -15,6 +15,9 @@ use crate::profile::ProviderProfile;
 use crate::project::{ProjectedRequest, ProjectionInput, project};
 use keel_types::{EventBody, FailureDiagnostic, FailureKind};
 
+/// The shortest run shared with a key that makes a trace id an echo of it.
+const TRACE_ECHO_RUN: usize = 8;
+
 /// Which accounts of a provider are still usable in this turn.
 #[derive(Clone, Debug)]
 pub struct AccountCursor {
@@ -113,6 +116,22 @@ impl Dispatcher<'_> {
         self.send(request, input.model, accounts, emit).await
     }
 
+    /// A trace id that shares a run of `TRACE_ECHO_RUN` bytes with any account's key is an echo
+    /// of the key (a hostile or broken provider), not a trace id: it is dropped.
+    fn without_echoed_key(&self, mut failure: AttemptFailure) -> AttemptFailure {
+        let echoes = failure.diagnostic.trace_id.as_deref().is_some_and(|id| {
+            self.profile
+                .accounts
+                .iter()
+                .filter_map(|account| self.keys.key(&account.api_key_env))
+                .any(|key| keel_types::secrets::shares_run(id, &key, TRACE_ECHO_RUN))
+        });
+        if echoes {
+            failure.diagnostic.trace_id = None;
+        }
+        failure
+    }
+
     /// Send a projected request for `model`, retrying and rotating as the profile's policy
     /// says.
     pub async fn send(
@@ -181,6 +200,7 @@ impl Dispatcher<'_> {
                 }
                 Err(failure) => failure,
             };
+            let failure = self.without_echoed_key(failure);
             let kind = failure.diagnostic.kind;
             if policy.rotates_on(kind) {
                 let from = account.name.clone();

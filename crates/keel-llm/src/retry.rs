@@ -149,6 +149,7 @@ mod tests {
                 FailureKind::EmptyResponse
                     | FailureKind::RateLimit
                     | FailureKind::Server
+                    | FailureKind::StreamCorrupt
                     | FailureKind::Timeout
                     | FailureKind::Transport
             );
@@ -210,7 +211,7 @@ mod tests {
     fn policy_key_is_one_line_with_sorted_kinds() {
         assert_eq!(
             RetryPolicy::default().policy_key(),
-            r#"["normal",5,["empty_response","rate_limit","server","timeout","transport"],500,10000,0.1]"#
+            r#"["normal",5,["empty_response","rate_limit","server","stream_corrupt","timeout","transport"],500,10000,0.1]"#
         );
         let custom = RetryPolicy {
             mode: RetryMode::Off,

@@ -314,6 +314,18 @@ impl McpHub {
     /// Call `name` (an `mcp__…` tool) with `arguments`; past `timeout` the call is abandoned
     /// (the request is cancelled) and the result says so.
     pub async fn call(&self, name: &str, arguments: Value, timeout: Duration) -> ToolOutput {
+        self.call_redacted(name, arguments, timeout, &keel_types::Secrets::default())
+            .await
+    }
+
+    /// `call`, with `secrets` redacted from the result before it is cut or summarised.
+    pub async fn call_redacted(
+        &self,
+        name: &str,
+        arguments: Value,
+        timeout: Duration,
+        secrets: &keel_types::Secrets,
+    ) -> ToolOutput {
         let Some(tool) = self.find(name) else {
             return ToolOutput::error(format!("no MCP tool `{name}` is available"));
         };
@@ -345,7 +357,7 @@ impl McpHub {
             )),
             Ok(Ok(result)) => {
                 let value = serde_json::to_value(&result).unwrap_or_default();
-                to_output(name, &value)
+                to_output(name, &value, secrets)
             }
         }
     }

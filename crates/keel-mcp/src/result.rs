@@ -6,13 +6,15 @@
 //!   protocol version, becomes text; an unknown block type is named, never dropped silently.
 //! - Binary payloads (images, audio, blobs) never reach the model as base64.
 //! - The content never exceeds `OUTPUT_CAP` characters (middle truncation says what was cut).
+//! - keel's secrets are redacted from the whole text before it is cut or summarised, so no cut
+//!   leaves part of one (and nothing shown depends on whether cut bytes belong to one).
 
 use keel_tools::ToolOutput;
 use keel_tools::output::{OUTPUT_CAP, truncate_middle};
 use serde_json::Value;
 
 /// The model's view of a `tools/call` result (its JSON wire form).
-pub fn to_output(tool: &str, result: &Value) -> ToolOutput {
+pub fn to_output(tool: &str, result: &Value, secrets: &keel_types::Secrets) -> ToolOutput {
     let mut parts: Vec<String> = Vec::new();
     let blocks = result
         .get("content")
@@ -34,7 +36,7 @@ pub fn to_output(tool: &str, result: &Value) -> ToolOutput {
     } else {
         parts.join("\n")
     };
-    let content = truncate_middle(&content, OUTPUT_CAP);
+    let content = truncate_middle(&secrets.redact(&content), OUTPUT_CAP);
     let is_error = result
         .get("isError")
         .and_then(Value::as_bool)
@@ -95,6 +97,7 @@ fn block_text(block: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use keel_types::Secrets;
     use serde_json::json;
 
     #[test]
@@ -107,7 +110,7 @@ mod tests {
             {"type": "resource", "resource": {"uri": "file:///c.bin", "blob": "AAAA"}},
             {"type": "hologram"}
         ], "structuredContent": {"sum": 3}});
-        let output = to_output("mcp__s__t", &result);
+        let output = to_output("mcp__s__t", &result, &Secrets::default());
         assert!(!output.is_error);
         let c = &output.content;
         assert!(
@@ -127,11 +130,13 @@ mod tests {
         let failed = to_output(
             "t",
             &json!({"content": [{"type": "text", "text": "boom"}], "isError": true}),
+            &Secrets::default(),
         );
         assert!(failed.is_error && failed.summary == "t failed: boom");
         let huge = to_output(
             "t",
             &json!({"content": [{"type": "text", "text": "x".repeat(200_000)}]}),
+            &Secrets::default(),
         );
         assert!(
             huge.content.chars().count() <= OUTPUT_CAP + 200,
@@ -139,7 +144,7 @@ mod tests {
             huge.content.len()
         );
         assert_eq!(
-            to_output("t", &json!({})).content,
+            to_output("t", &json!({}), &Secrets::default()).content,
             "(the tool returned nothing)"
         );
     }

@@ -7,7 +7,10 @@
 //!   truncation that says how much was cut; binary output is described, not dumped.
 //! - The result always states the exit code (or the signal, or the timeout).
 //! - The command's environment has none of keel's secrets (`ToolContext::secrets`), and its
-//!   output is redacted of their values before it is cut, so a cut never exposes part of one.
+//!   output passes a stream redactor before anything is kept: whole values are replaced, the
+//!   cut comes after, and nothing about the kept bytes depends on whether they are part of a
+//!   secret. Output still held by the redactor when the output stays open past the grace
+//!   period is not shown.
 //! - The tool returns at most `OUTPUT_GRACE` after the command ends, even when a process that
 //!   left the group keeps the output open.
 
@@ -75,19 +78,17 @@ impl Capture {
         }
     }
 
-    /// The output as text, redacted of keel's secrets even where the middle was cut.
-    fn render(&self, secrets: &keel_types::Secrets) -> String {
+    /// The output as text (already redacted: bytes reach the capture through the redactor).
+    fn render(&self) -> String {
         let kept = self.head.len() + self.tail.len();
         if kept < self.total {
             let cut = self.total - kept;
             let tail: Vec<u8> = self.tail.iter().copied().collect();
-            let (head, tail) = secrets.redact_cut(
-                &String::from_utf8_lossy(&self.head),
-                &String::from_utf8_lossy(&tail),
-            );
             return format!(
-                "{head}\n[… {cut} bytes cut from the middle of {} …]\n{tail}",
-                self.total
+                "{}\n[… {cut} bytes cut from the middle of {} …]\n{}",
+                String::from_utf8_lossy(&self.head),
+                self.total,
+                String::from_utf8_lossy(&tail)
             );
         }
         let mut bytes = self.head.clone();
@@ -95,9 +96,7 @@ impl Capture {
         if looks_binary(&bytes) {
             return format!("[binary output, {} bytes, not shown]", bytes.len());
         }
-        secrets
-            .redact(&String::from_utf8_lossy(&bytes))
-            .into_owned()
+        String::from_utf8_lossy(&bytes).into_owned()
     }
 }
 
@@ -139,20 +138,30 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
     let killer = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
     let capture = Arc::new(Mutex::new(Capture::new(OUTPUT_CAP)));
     let filling = capture.clone();
+    // Every byte passes the redactor before it is kept, so the cut comes after redaction.
+    let mut redactor = ctx.secrets.stream();
     let reading = tokio::task::spawn_blocking(move || {
         let mut reader = reader;
         let mut buffer = [0u8; 8192];
+        let mut safe = Vec::with_capacity(buffer.len());
         loop {
             match reader.read(&mut buffer) {
                 Ok(0) | Err(_) => break,
-                Ok(n) => lock(&filling).push(&buffer[..n]),
+                Ok(n) => {
+                    safe.clear();
+                    redactor.push(&buffer[..n], &mut safe);
+                    lock(&filling).push(&safe);
+                }
             }
         }
+        safe.clear();
+        redactor.finish(&mut safe);
+        lock(&filling).push(&safe);
     });
     let status = tokio::time::timeout(timeout, child.wait()).await;
     drop(killer); // ends the group: on timeout the command, and any background leftovers
     let complete = tokio::time::timeout(OUTPUT_GRACE, reading).await.is_ok();
-    let mut output = lock(&capture).render(&ctx.secrets);
+    let mut output = lock(&capture).render();
     if !complete {
         output.push_str(
             "\n[a background process that left the command's process group still holds the \

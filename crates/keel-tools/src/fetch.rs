@@ -153,14 +153,18 @@ async fn fetch(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
                 .map_err(|error| format!("{url} redirects to a bad URL: {error}"))?;
             continue;
         }
-        return read(url, response).await;
+        return read(url, response, &ctx.secrets).await;
     }
     Err(format!(
         "stopped after {MAX_REDIRECTS} redirects (the last pointed to {url})"
     ))
 }
 
-async fn read(url: url::Url, mut response: reqwest::Response) -> Result<ToolOutput, String> {
+async fn read(
+    url: url::Url,
+    mut response: reqwest::Response,
+    secrets: &keel_types::Secrets,
+) -> Result<ToolOutput, String> {
     let status = response.status();
     let content_type = response
         .headers()
@@ -218,7 +222,17 @@ async fn read(url: url::Url, mut response: reqwest::Response) -> Result<ToolOutp
     if cut {
         header.push_str(&format!("[only the first {MAX_BODY} bytes were read]\n"));
     }
-    let content = truncate_middle(&format!("{header}\n{text}"), OUTPUT_CAP);
+    // Redacted before any cut. A body cut at `MAX_BODY` may end in the start of a secret that
+    // was never read whole: the last bytes that could be one are dropped.
+    let mut text = secrets.redact(&text).into_owned();
+    if cut {
+        let mut keep = text.len().saturating_sub(secrets.hold());
+        while keep > 0 && !text.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        text.truncate(keep);
+    }
+    let content = truncate_middle(&secrets.redact(&format!("{header}\n{text}")), OUTPUT_CAP);
     let summary = format!(
         "{} {} · {} bytes",
         status.as_u16(),

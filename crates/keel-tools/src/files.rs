@@ -47,7 +47,12 @@ pub fn read_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
         .min(MAX_LINES);
     if let Some(editor) = editor_for(ctx, &resolved) {
         return match editor.read(&resolved) {
-            Ok(text) => numbered(std::io::Cursor::new(text.into_bytes()), path, offset, limit),
+            Ok(text) => numbered(
+                std::io::Cursor::new(text.into_bytes()),
+                path,
+                (offset, limit),
+                &ctx.secrets,
+            ),
             Err(error) => {
                 ToolOutput::error(format!("cannot read `{path}` through the editor: {error}"))
             }
@@ -69,7 +74,7 @@ pub fn read_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
             format!("binary file, {size} bytes"),
         );
     }
-    numbered(reader, path, offset, limit)
+    numbered(reader, path, (offset, limit), &ctx.secrets)
 }
 
 /// The editor to go through for `resolved`, when there is one and the path is in a root.
@@ -80,7 +85,12 @@ fn editor_for<'a>(ctx: &'a ToolContext, resolved: &std::path::Path) -> Option<&'
 }
 
 /// Lines `offset..offset+limit` of `reader`, numbered, within the output cap.
-fn numbered(mut reader: impl BufRead, path: &str, offset: usize, limit: usize) -> ToolOutput {
+fn numbered(
+    mut reader: impl BufRead,
+    path: &str,
+    (offset, limit): (usize, usize),
+    secrets: &keel_types::Secrets,
+) -> ToolOutput {
     let mut shown = String::new();
     let mut total_lines = 0usize;
     let mut last_shown = 0usize;
@@ -111,7 +121,8 @@ fn numbered(mut reader: impl BufRead, path: &str, offset: usize, limit: usize) -
             "`{path}` has {total_lines} lines; offset {offset} is past the end"
         ));
     }
-    let mut content = truncate_middle(&shown, OUTPUT_CAP);
+    // Redacted before the cut: a cut never leaves part of a secret.
+    let mut content = truncate_middle(&secrets.redact(&shown), OUTPUT_CAP);
     if last_shown < total_lines {
         content.push_str(&format!(
             "[lines {offset}–{last_shown} of {total_lines}; read more with offset={}]\n",

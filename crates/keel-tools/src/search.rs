@@ -177,7 +177,8 @@ pub fn grep(args: &Value, ctx: &ToolContext) -> ToolOutput {
         ));
     }
     ToolOutput::ok(
-        truncate_middle(&content, OUTPUT_CAP),
+        // Redacted before the cut: a cut never leaves part of a secret.
+        truncate_middle(&ctx.secrets.redact(&content), OUTPUT_CAP),
         format!("{total} matches for {pattern}"),
     )
 }

@@ -426,5 +426,6 @@ async fn bash_output_is_redacted_even_where_it_is_cut() {
     for piece in ["sk-canary", "canary-0123", "0123456789abcdef"] {
         assert!(!out.content.contains(piece), "{piece} leaked");
     }
-    assert!(out.content.contains("[redacted $CANARY_KEY]"));
+    // Redacted whole before the cut: the cut may split the marker, never the key.
+    assert!(out.content.contains("[redac"), "{}", &out.content[..200]);
 }

@@ -8,14 +8,15 @@
 //!   returned as is, without copying.
 //! - Values shorter than `MIN_REDACTED_LEN` are not redacted (they would mangle ordinary
 //!   text); their variables are still removed from tool environments.
+//! - Redaction happens before any cut, and only whole occurrences are replaced: what is shown
+//!   of a cut output never depends on whether the bytes at the cut are part of a secret (no
+//!   oracle a model could probe one character at a time). `StreamRedactor` holds back at most
+//!   (longest value − 1) bytes, and releases held bytes unchanged when no value completes.
 
 use std::borrow::Cow;
 
 /// The shortest secret value that is redacted from text.
 pub const MIN_REDACTED_LEN: usize = 6;
-
-/// The shortest piece of a value that is redacted where text was cut.
-pub const MIN_PARTIAL_LEN: usize = 4;
 
 /// The environment variables that hold keel's secrets, and their values.
 #[derive(Clone, Default)]
@@ -80,38 +81,103 @@ impl Secrets {
         result
     }
 
-    /// Redact text that was cut in the middle (`head`, then `tail`, with bytes between them
-    /// dropped): whole values in either part, and a value's start left at the end of `head` or
-    /// its end at the start of `tail` (at least `MIN_PARTIAL_LEN` bytes of it), so a cut can
-    /// never expose part of a key.
-    pub fn redact_cut(&self, head: &str, tail: &str) -> (String, String) {
-        let mut head = self.redact(head).into_owned();
-        let mut tail = self.redact(tail).into_owned();
-        for (value, name) in &self.values {
-            let marker = format!("[redacted ${name}]");
-            for len in (MIN_PARTIAL_LEN..value.len()).rev() {
-                if let Some(prefix) = value.get(..len)
-                    && head.ends_with(prefix)
-                {
-                    head.truncate(head.len() - len);
-                    head.push_str(&marker);
-                    break;
-                }
-            }
-            for len in (MIN_PARTIAL_LEN..value.len()).rev() {
-                if let Some(suffix) = value.get(value.len() - len..)
-                    && tail.starts_with(suffix)
-                {
-                    tail.replace_range(..len, &marker);
-                    break;
-                }
-            }
+    /// A redactor for output that arrives in pieces (a command's stream): feed it every byte
+    /// before anything is kept or cut.
+    pub fn stream(&self) -> StreamRedactor {
+        StreamRedactor {
+            secrets: self.clone(),
+            held: Vec::new(),
+            hold: self.hold(),
         }
-        (head, tail)
+    }
+
+    /// How many bytes at the end of a text cut short may be the start of a secret value
+    /// (the longest value's length − 1).
+    pub fn hold(&self) -> usize {
+        self.values
+            .first()
+            .map_or(0, |(value, _)| value.len().saturating_sub(1))
+    }
+
+    /// Whether `text` shares a run of `run` or more bytes with any secret value (a trace id
+    /// that does is not a trace id but an echo of a key).
+    pub fn shares_run(&self, text: &str, run: usize) -> bool {
+        self.values
+            .iter()
+            .any(|(value, _)| shares_run(text, value, run))
     }
 
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
+    }
+}
+
+/// Whether `a` and `b` share a run of at least `run` bytes.
+pub fn shares_run(a: &str, b: &str, run: usize) -> bool {
+    if run == 0 {
+        return true;
+    }
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    short.len() >= run
+        && (0..=short.len() - run).any(|start| {
+            short
+                .as_bytes()
+                .get(start..start + run)
+                .is_some_and(|piece| memchr::memmem::find(long.as_bytes(), piece).is_some())
+        })
+}
+
+/// Redacts a stream of bytes: whole occurrences of secret values are replaced, everything
+/// else passes through unchanged, in order. At most (longest value − 1) bytes are held back
+/// between `push`es, so a value split across reads is still found.
+pub struct StreamRedactor {
+    secrets: Secrets,
+    held: Vec<u8>,
+    hold: usize,
+}
+
+impl StreamRedactor {
+    /// Take `bytes`; append to `out` what is now known to be safe to keep.
+    pub fn push(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+        if self.secrets.values.is_empty() {
+            out.extend_from_slice(bytes);
+            return;
+        }
+        self.held.extend_from_slice(bytes);
+        let rest = self.replace_whole(out);
+        // What remains may end in the start of a value: keep (longest − 1) bytes back.
+        let release = rest.len().saturating_sub(self.hold);
+        out.extend_from_slice(&rest[..release]);
+        self.held = rest[release..].to_vec();
+    }
+
+    /// The end of the stream: whatever is held is released (it completes no value).
+    pub fn finish(mut self, out: &mut Vec<u8>) {
+        let rest = self.replace_whole(out);
+        out.extend_from_slice(&rest);
+    }
+
+    /// Replace every whole occurrence in `held`, writing up to the last one to `out`; return
+    /// what follows it.
+    fn replace_whole(&mut self, out: &mut Vec<u8>) -> Vec<u8> {
+        let mut rest: &[u8] = &self.held;
+        loop {
+            // The leftmost occurrence of any value; the longest where several start there.
+            let found = self
+                .secrets
+                .values
+                .iter()
+                .filter_map(|(value, name)| {
+                    memchr::memmem::find(rest, value.as_bytes()).map(|at| (at, value.len(), name))
+                })
+                .min_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+            let Some((at, len, name)) = found else {
+                return rest.to_vec();
+            };
+            out.extend_from_slice(&rest[..at]);
+            out.extend_from_slice(format!("[redacted ${name}]").as_bytes());
+            rest = &rest[at + len..];
+        }
     }
 }
 
@@ -154,17 +220,33 @@ mod tests {
     }
 
     #[test]
-    fn a_cut_through_a_value_leaves_none_of_it() {
+    fn a_stream_is_redacted_whatever_the_read_boundaries() {
+        let s = secrets(&[("K1", "sk-canary-123456"), ("K2", "tok-777777")]);
+        let text = b"a sk-canary-123456 b tok-777777sk-canary-12 sk-canary-123456";
+        for split in 0..text.len() {
+            for second in split..text.len() {
+                let mut redactor = s.stream();
+                let mut out = Vec::new();
+                redactor.push(&text[..split], &mut out);
+                redactor.push(&text[split..second], &mut out);
+                redactor.push(&text[second..], &mut out);
+                redactor.finish(&mut out);
+                assert_eq!(
+                    String::from_utf8(out).unwrap(),
+                    "a [redacted $K1] b [redacted $K2]sk-canary-12 [redacted $K1]",
+                    "split at {split}, {second}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_shared_with_a_secret_is_found() {
         let s = secrets(&[("K1", "sk-canary-123456")]);
-        let (head, tail) = s.redact_cut("output: sk-cana", "ry-123456 end");
-        assert_eq!(head, "output: [redacted $K1]");
-        assert_eq!(tail, "[redacted $K1] end");
-        let (head, tail) = s.redact_cut("plain sk", "text");
-        assert_eq!(
-            (head.as_str(), tail.as_str()),
-            ("plain sk", "text"),
-            "too short to tell"
-        );
+        assert!(s.shares_run("req-canary-1-x", 8));
+        assert!(!s.shares_run("req-4f9a1c2e-77", 8));
+        assert!(shares_run("abc", "abc", 3));
+        assert!(!shares_run("ab", "abc", 3));
     }
 
     #[test]
