@@ -42,9 +42,16 @@ impl Approver for AcpApprover {
             let Some(session) = lock(&self.session).clone() else {
                 return Approval::Unattended;
             };
+            // Folded like the terminal's question: nothing can push the command out of sight.
+            let view = keel_types::approval_view(&request.subject);
+            let title = match view.line_count {
+                1 => format!("{} {}", request.tool, view.head),
+                n => format!("{} {} ({n} lines)", request.tool, view.head),
+            };
             let params = json!({
                 "sessionId": session,
-                "toolCall": {"toolCallId": request.call_id, "title": format!("{} {}", request.tool, request.subject), "status": "pending"},
+                "toolCall": {"toolCallId": request.call_id, "title": title, "status": "pending",
+                    "content": [{"type": "content", "content": {"type": "text", "text": view.lines.join("\n")}}]},
                 "options": [
                     {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
                     {"optionId": "allow_always", "name": "Allow always", "kind": "allow_always"},

@@ -235,6 +235,7 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
                     call_id: call.id.clone(),
                     name: call.name.clone(),
                     subject: request.subject.clone(),
+                    view: keel_types::approval_view(&request.subject),
                 },
             );
             match answer.await.refusal() {

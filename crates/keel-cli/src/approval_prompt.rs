@@ -7,7 +7,7 @@
 //! - A prompt abandoned by a cancelled turn stops reading at once: it never takes the line the
 //!   person types next at the session's prompt.
 
-use crate::terminal_text::{visible, visible_line};
+use crate::terminal_text::visible_line;
 use keel_agent::{Approval, ApprovalRequest, Approver};
 use std::collections::HashSet;
 use std::future::Future;
@@ -92,9 +92,9 @@ impl Approver for TerminalApprover {
     }
 }
 
-/// The approval prompt: the exact subject of the call, every line of it, with every control
-/// character shown, so what the person approves is exactly what runs. The header counts the
-/// lines and runs of blank lines are folded, so nothing can be scrolled out of sight.
+/// The approval prompt: the subject folded as on every surface (`approval_view`: blank runs
+/// counted, long lines cut with their length, nothing out of sight), each line with its control
+/// characters shown, and the command's head with its line count again next to the question.
 fn approval_question(request: &ApprovalRequest) -> String {
     let tool = visible_line(&request.tool);
     let subject = if request.subject.is_empty() {
@@ -102,27 +102,23 @@ fn approval_question(request: &ApprovalRequest) -> String {
     } else {
         request.subject.as_str()
     };
-    let lines: Vec<&str> = subject.split('\n').collect();
-    let mut question = if lines.len() > 1 {
-        format!("? allow {tool} ({} lines):\n", lines.len())
+    let view = keel_types::approval_view(subject);
+    let mut question = if view.line_count > 1 {
+        format!("? allow {tool} ({} lines):\n", view.line_count)
     } else {
         format!("? allow {tool}:\n")
     };
-    let mut index = 0;
-    while index < lines.len() {
-        let blanks = lines[index..]
-            .iter()
-            .take_while(|line| line.trim().is_empty())
-            .count();
-        if blanks >= 2 {
-            question.push_str(&format!("    ⋮ ({blanks} blank lines)\n"));
-            index += blanks;
-            continue;
-        }
-        question.push_str(&format!("    {}\n", visible(lines[index])));
-        index += 1;
+    for line in &view.lines {
+        question.push_str(&format!("    {}\n", visible_line(line)));
     }
-    question.push_str(&format!("  [y]es / [n]o / [a]lways for {tool}: "));
+    let lines = match view.line_count {
+        1 => String::new(),
+        n => format!(" ({n} lines)"),
+    };
+    question.push_str(&format!(
+        "  {tool}: {}{lines} — [y]es / [n]o / [a]lways for {tool}: ",
+        visible_line(&view.head)
+    ));
     question
 }
 
@@ -149,13 +145,32 @@ mod tests {
         );
         assert!(shown.contains("⋮ (199 blank lines)"), "{shown}");
         assert!(shown.lines().count() < 6, "{shown}");
+        assert!(
+            shown.ends_with("bash: touch PWNED (201 lines) — [y]es / [n]o / [a]lways for bash: "),
+            "{shown}"
+        );
     }
 
     #[test]
     fn one_line_commands_are_shown_whole_and_visible() {
         assert_eq!(
             question("rm -rf x\r"),
-            "? allow bash:\n    rm -rf x␍\n  [y]es / [n]o / [a]lways for bash: "
+            "? allow bash:\n    rm -rf x␍\n  bash: rm -rf x␍ — [y]es / [n]o / [a]lways for bash: "
+        );
+    }
+
+    #[test]
+    fn a_run_of_spaces_cannot_hide_the_command_at_the_question() {
+        let shown = question(&format!("touch PWNED;{}echo harmless", " ".repeat(9000)));
+        assert!(shown.len() < 300, "{shown}");
+        assert!(
+            shown.contains("touch PWNED;⟨9,000 spaces⟩echo harmless"),
+            "{shown}"
+        );
+        let last = shown.lines().last().unwrap();
+        assert!(
+            last.contains("bash: touch PWNED;"),
+            "next to the question: {last}"
         );
     }
 }

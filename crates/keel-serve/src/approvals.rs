@@ -41,6 +41,8 @@ pub struct WaitingCall {
     pub call_id: String,
     pub name: String,
     pub subject: String,
+    /// The subject folded for a person, as the approval card shows it.
+    pub view: keel_types::ApprovalView,
 }
 
 /// Calls waiting for a decision, across sessions.
@@ -145,6 +147,7 @@ impl Approver for SessionApprover {
             call_id: request.call_id.clone(),
             name: request.tool.clone(),
             subject: request.subject.clone(),
+            view: keel_types::approval_view(&request.subject),
         };
         lock(&approvals.waiting).insert(key.clone(), (sender, call));
         let waiting = Waiting { approvals, key };

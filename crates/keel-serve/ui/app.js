@@ -105,8 +105,16 @@ function card(event) {
 function askOnCard(event) {
   const entry = view.cards.get(event.call_id) || { box: card(event), state: null };
   if (entry.box.querySelector(".actions")) return;
+  // The subject folded as on every surface: a run of blanks or a long line cannot push the
+  // command out of sight, and its head stands next to the question.
+  const folded = event.view || { lines: [event.subject || ""], line_count: 1, head: event.subject || "" };
+  const subject = entry.box.querySelector(".subject");
+  if (subject) subject.textContent = folded.lines.join("\n");
   const actions = el("div", "actions");
-  actions.appendChild(el("span", "muted", "allow this call? "));
+  const count = folded.line_count > 1 ? ` (${folded.line_count} lines)` : "";
+  actions.appendChild(el("span", "muted", "allow "));
+  actions.appendChild(el("code", "ask-head", folded.head + count));
+  actions.appendChild(el("span", "muted", "? "));
   for (const decision of ["allow", "deny", "always"]) {
     const button = el("button", "", decision);
     button.type = "button";

@@ -114,6 +114,9 @@ pub enum EventBody {
         name: String,
         /// The exact command, or the resolved path.
         subject: String,
+        /// The subject folded for a person (`approval_view`): what every surface shows.
+        #[serde(default)]
+        view: crate::ApprovalView,
     },
     #[serde(rename = "tool/result")]
     ToolResult {

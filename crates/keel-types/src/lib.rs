@@ -6,6 +6,7 @@
 //! - Nothing here can hold a secret: API keys live only in the process environment and are read
 //!   by the provider layer at request time.
 
+pub mod approval_view;
 pub mod event;
 pub mod failure;
 pub mod history;
@@ -18,6 +19,7 @@ pub mod startup_trace;
 pub mod tool;
 pub mod usage;
 
+pub use approval_view::{ApprovalView, approval_view};
 pub use event::{ContextUse, Event, EventBody, IgnoredSetting, InputKind};
 pub use failure::{DEEPSEEK_CONTEXT_LIMIT_BODY, FailureDiagnostic, FailureKind, SubReason};
 pub use history::{

@@ -1,0 +1,127 @@
+//! What a person approves is what runs, on every surface: a command that hides its start
+//! behind 9,000 spaces is shown folded (`⟨9,000 spaces⟩`) with its head next to the question —
+//! in the terminal (under a pseudo-terminal), on the browser's card (the event and the
+//! waiting list of `keel serve`) and in the editor's permission request (`keel acp`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+use common::serve::{Server, wait_until_idle};
+use common::terminal::interactive_until;
+use common::*;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn hiding_command() -> String {
+    format!("touch PWNED;{}echo harmless", " ".repeat(9000))
+}
+
+const FOLDED: &str = "touch PWNED;⟨9,000 spaces⟩echo harmless";
+
+fn scripted_hiding() -> (Home, MockProcess) {
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": hiding_command()}},
+        {"say": "done"},
+    ]});
+    scripted("chat", &steps.to_string(), "")
+}
+
+#[test]
+fn the_terminal_question_shows_the_hidden_start_next_to_it() {
+    let (home, _mock) = scripted_hiding();
+    let screen = interactive_until(
+        &home,
+        &[
+            ("go\n", Some("[a]lways for bash"), 0),
+            ("n\n", Some("tokens: "), 0),
+            ("/quit\n", None, 300),
+        ],
+    );
+    assert!(screen.contains(FOLDED), "{screen}");
+    assert!(!screen.contains(&" ".repeat(200)), "no screen of blanks");
+    let question = screen
+        .lines()
+        .find(|line| line.contains("[a]lways for bash"))
+        .unwrap();
+    assert!(
+        question.contains("bash: touch PWNED;"),
+        "the head stands next to the question: {question}"
+    );
+    assert!(!home.path().join("PWNED").exists());
+}
+
+#[test]
+fn the_browser_card_and_the_waiting_list_get_the_folded_view() {
+    let (home, _mock) = scripted_hiding();
+    let server = Server::start(&home, &[]);
+    let session = server.new_session();
+    assert_eq!(server.submit(&session, json!({"input": "go"})).0, 202);
+    let events = server.events(&session, None, "approval/requested", 100);
+    let asked = events
+        .iter()
+        .find(|e| e["type"] == "approval/requested")
+        .unwrap();
+    assert_eq!(asked["view"]["lines"][0], FOLDED, "{asked}");
+    assert_eq!(asked["view"]["head"], FOLDED);
+    assert_eq!(asked["view"]["line_count"], 1);
+    let (_, status) = server.api("GET", &format!("/api/sessions/{session}"), Value::Null);
+    assert_eq!(status["waiting"][0]["view"]["head"], FOLDED, "{status}");
+    let call = asked["call_id"].as_str().unwrap();
+    server.api(
+        "POST",
+        &format!("/api/sessions/{session}/approvals/{call}"),
+        json!({"decision": "deny"}),
+    );
+    wait_until_idle(&server, &session);
+}
+
+#[test]
+fn the_editors_permission_request_is_folded_too() {
+    let (home, _mock) = scripted_hiding();
+    let mut child = home
+        .keel(&["acp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let cwd = home.path().display().to_string();
+    writeln!(
+        stdin,
+        "{}\n{}",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}})
+    )
+    .unwrap();
+    let started = Instant::now();
+    let mut request = None;
+    while started.elapsed() < Duration::from_secs(20) {
+        let Some(Ok(line)) = lines.next() else { break };
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 2 {
+            let session = message["result"]["sessionId"].as_str().unwrap();
+            let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}});
+            writeln!(stdin, "{prompt}").unwrap();
+        }
+        if message["method"] == "session/request_permission" {
+            let reject = json!({"jsonrpc": "2.0", "id": message["id"],
+                "result": {"outcome": {"outcome": "selected", "optionId": "reject_once"}}});
+            writeln!(stdin, "{reject}").unwrap();
+            request = Some(message.clone());
+        }
+        if message["id"] == 3 {
+            break;
+        }
+    }
+    drop(stdin);
+    let _ = child.wait();
+    let request = request.expect("a permission request");
+    let tool_call = &request["params"]["toolCall"];
+    assert_eq!(tool_call["title"], format!("bash {FOLDED}"), "{tool_call}");
+    assert_eq!(tool_call["content"][0]["content"]["text"], FOLDED);
+    assert!(!home.path().join("PWNED").exists());
+}
