@@ -114,24 +114,65 @@ pub async fn serve(
             session.controller.cancel();
         }
     };
-    let (drained_tx, drained_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        stopping.await;
-        let _ = drained_tx.send(());
-    });
-    // Connections get `SHUTDOWN_GRACE` to finish after the signal; then they are dropped.
-    tokio::select! {
-        result = server => result?,
-        () = async {
-            let _ = drained_rx.await;
-            tokio::time::sleep(SHUTDOWN_GRACE).await;
-        } => {}
-    }
+    accept_connections(listener, app, stopping).await;
     let turns: Vec<JoinHandle<()>> = state.lock_turns().drain(..).collect();
     for turn in turns {
         let _ = turn.await;
     }
     Ok(())
+}
+
+/// The most connections served at once; one more is closed as soon as it is accepted.
+pub const MAX_CONNECTIONS: usize = 512;
+
+/// How long a client may take to send a request's headers (a half-sent request holds a
+/// connection for no longer).
+pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Serve `app` on `listener` until `stop` resolves: each connection with a header-read timeout,
+/// at most `MAX_CONNECTIONS` at once; after `stop`, open connections get `SHUTDOWN_GRACE` to
+/// finish, then they are dropped.
+async fn accept_connections(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    stop: impl Future<Output = ()>,
+) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    tokio::pin!(stop);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                // Out of file descriptors, say: wait a moment instead of spinning.
+                Err(_) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    continue;
+                }
+            },
+            () = &mut stop => break,
+        };
+        // Past the cap the connection is closed at once: it cannot queue behind the others.
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            let _ = connection.await;
+            drop(slot);
+        });
+    }
+    drop(listener);
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(SHUTDOWN_GRACE) => {}
+    }
 }
 
 /// How long open connections may take to finish after a stop signal.
