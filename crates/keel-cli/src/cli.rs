@@ -127,9 +127,14 @@ pub struct ServeArgs {
     /// Address to bind (loopback by default; port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub addr: std::net::SocketAddr,
-    /// The bearer token clients must send (generated when absent).
-    #[arg(long, value_name = "T", conflicts_with = "no_auth")]
+    /// The bearer token clients must send (generated when absent). On the command line it is
+    /// readable by other local users (/proc/PID/cmdline): prefer KEEL_SERVE_TOKEN or
+    /// --token-file.
+    #[arg(long, value_name = "T", conflicts_with_all = ["no_auth", "token_file"])]
     pub token: Option<String>,
+    /// Read the token from FILE (readable by its owner only).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_auth")]
+    pub token_file: Option<PathBuf>,
     /// Serve without a token (loopback only).
     #[arg(long)]
     pub no_auth: bool,

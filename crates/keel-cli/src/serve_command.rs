@@ -6,6 +6,9 @@
 //!   explicitly (a generated token printed in a URL is for this machine only).
 //! - The first line on stdout is the URL; with a generated token it carries the token in the
 //!   fragment (`#token=…`), which browsers never send to a server.
+//! - No credential is ever on an argv keel starts: the token comes from `KEEL_SERVE_TOKEN` or
+//!   an owner-only `--token-file` (or `--token`, which the user chose to expose), and `--open`
+//!   hands the browser an owner-only page under `$KEEL_HOME` holding a one-time code.
 //! - A missing or malformed key is refused at start (exit 2), before anything listens.
 //! - Ctrl-C, SIGTERM and SIGHUP stop the server the same way: no new connections, running
 //!   turns cancelled and settled, then exit 0.
@@ -58,8 +61,65 @@ impl SessionFactory for CliSessions {
     }
 }
 
+/// The token the user gave: `--token`, `--token-file` (owner-only), or `KEEL_SERVE_TOKEN`.
+fn given_token(args: &ServeArgs) -> anyhow::Result<Option<String>> {
+    if let Some(token) = &args.token {
+        return Ok(Some(token.clone()));
+    }
+    if let Some(path) = &args.token_file {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::metadata(path)
+            .map_err(|error| UsageError(format!("--token-file {}: {error}", path.display())))?;
+        if meta.permissions().mode() & 0o077 != 0 {
+            return Err(UsageError(format!(
+                "--token-file {}: other users can read it (mode {:o}); run `chmod 600 {}`",
+                path.display(),
+                meta.permissions().mode() & 0o777,
+                path.display()
+            ))
+            .into());
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| UsageError(format!("--token-file {}: {error}", path.display())))?;
+        return Ok(Some(text.trim().to_string()));
+    }
+    Ok(std::env::var("KEEL_SERVE_TOKEN")
+        .ok()
+        .filter(|token| !token.is_empty()))
+}
+
+/// `--open`: a launch page under `$KEEL_HOME`, owner-only, that takes the browser to the UI
+/// with a one-time code in the fragment (redeemed for the token): no credential on any argv.
+fn write_launch_page(
+    bound: std::net::SocketAddr,
+    code: Option<&str>,
+) -> anyhow::Result<std::path::PathBuf> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let home = settings::keel_home()?;
+    std::fs::create_dir_all(&home)?;
+    let path = home.join(format!("serve-launch-{}.html", bound.port()));
+    let target = match code {
+        Some(code) => format!("http://{bound}/#code={code}"),
+        None => format!("http://{bound}/"),
+    };
+    let page = format!(
+        "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={target}\">\
+         <title>keel</title><p>Opening keel…</p>\n"
+    );
+    let _ = std::fs::remove_file(&path);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)?;
+    file.write_all(page.as_bytes())?;
+    Ok(path)
+}
+
 pub async fn run(common: &CommonArgs, args: ServeArgs) -> anyhow::Result<Outcome> {
-    if !args.addr.ip().is_loopback() && args.token.is_none() {
+    let given = given_token(&args)?;
+    if !args.addr.ip().is_loopback() && given.is_none() {
         return Err(UsageError(format!(
             "{} is not a loopback address: serving beyond this machine needs an explicit \
              --token (and a network you trust)",
@@ -67,7 +127,7 @@ pub async fn run(common: &CommonArgs, args: ServeArgs) -> anyhow::Result<Outcome
         ))
         .into());
     }
-    if let Some(token) = &args.token
+    if let Some(token) = &given
         && (token.len() < 16 || token.chars().any(|c| c.is_whitespace() || c.is_control()))
     {
         return Err(UsageError(
@@ -84,7 +144,7 @@ pub async fn run(common: &CommonArgs, args: ServeArgs) -> anyhow::Result<Outcome
         .await
         .map_err(|error| UsageError(format!("cannot listen on {}: {error}", args.addr)))?;
     let bound = listener.local_addr()?;
-    let (token, url) = match (&args.token, args.no_auth) {
+    let (token, url) = match (&given, args.no_auth) {
         (Some(token), _) => (Some(token.clone()), format!("http://{bound}/")),
         (None, true) => (None, format!("http://{bound}/")),
         (None, false) => {
@@ -107,9 +167,15 @@ pub async fn run(common: &CommonArgs, args: ServeArgs) -> anyhow::Result<Outcome
         },
         crate::terminal_text::visible_line(&workspace.display().to_string())
     );
+    let mut access = Access::new(token.clone(), bound);
     if args.open {
+        let code = token.as_ref().map(|_| keel_serve::generate_token());
+        let page = write_launch_page(bound, code.as_deref())?;
+        if let Some(code) = code {
+            access = access.with_launch_code(code);
+        }
         let _ = std::process::Command::new("xdg-open")
-            .arg(&url)
+            .arg(&page)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn();
@@ -124,6 +190,6 @@ pub async fn run(common: &CommonArgs, args: ServeArgs) -> anyhow::Result<Outcome
         let stop = signals.next().await;
         eprintln!("keel serve: {} received, stopping", stop.name());
     };
-    keel_serve::serve(listener, Access::new(token, bound), factory, shutdown).await?;
+    keel_serve::serve(listener, access, factory, shutdown).await?;
     Ok(Outcome::Completed)
 }

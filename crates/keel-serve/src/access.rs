@@ -9,6 +9,9 @@
 //!   CORS: a page from another origin cannot read or drive the API.
 //! - The UI page itself (`GET /`) needs no token (it carries none: the token is in the URL
 //!   fragment, which browsers never send), but it is still Host- and Origin-checked.
+//! - A launch code (`keel serve --open`) is redeemed once for the token (`POST /api/launch`,
+//!   the only `/api/` path without the token). A second redemption means someone else holds
+//!   the code: the token is revoked (replaced by one nobody knows) and every client is refused.
 
 use crate::error::ApiError;
 use axum::extract::{Request, State};
@@ -18,12 +21,34 @@ use axum::response::Response;
 use std::sync::Arc;
 
 /// The access rules of one server.
-#[derive(Clone, Debug)]
 pub struct Access {
-    /// `None` with `--no-auth`.
-    pub token: Option<String>,
+    /// `None` with `--no-auth`; replaced when a launch code is used twice.
+    token: std::sync::Mutex<Option<String>>,
     /// `host:port` values a request may name.
     pub hosts: Vec<String>,
+    launch: std::sync::Mutex<Launch>,
+}
+
+/// The one-time launch code of `--open`.
+enum Launch {
+    None,
+    Waiting(String),
+    Redeemed(String),
+}
+
+/// Why a launch code was not redeemed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LaunchRefusal {
+    /// Not this server's code.
+    Unknown,
+    /// Redeemed before: the token is now revoked.
+    Reused,
+}
+
+fn locked<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Access {
@@ -37,7 +62,37 @@ impl Access {
             format!("[::1]:{port}"),
         ];
         hosts.dedup();
-        Access { token, hosts }
+        Access {
+            token: std::sync::Mutex::new(token),
+            hosts,
+            launch: std::sync::Mutex::new(Launch::None),
+        }
+    }
+
+    /// The same rules, with a one-time launch code for the token.
+    pub fn with_launch_code(self, code: String) -> Access {
+        *locked(&self.launch) = Launch::Waiting(code);
+        self
+    }
+
+    /// The token for `code`, once; a second redemption revokes the token.
+    pub fn redeem(&self, code: &str) -> Result<Option<String>, LaunchRefusal> {
+        let mut launch = locked(&self.launch);
+        match &*launch {
+            Launch::Waiting(known) if constant_time_eq(known.as_bytes(), code.as_bytes()) => {
+                *launch = Launch::Redeemed(known.clone());
+                Ok(locked(&self.token).clone())
+            }
+            Launch::Redeemed(known) if constant_time_eq(known.as_bytes(), code.as_bytes()) => {
+                // The token was handed out and someone else has the code: nobody keeps it.
+                let mut token = locked(&self.token);
+                if token.is_some() {
+                    *token = Some(crate::generate_token());
+                }
+                Err(LaunchRefusal::Reused)
+            }
+            Launch::Waiting(_) | Launch::Redeemed(_) | Launch::None => Err(LaunchRefusal::Unknown),
+        }
     }
 
     fn host_allowed(&self, headers: &HeaderMap) -> bool {
@@ -63,7 +118,8 @@ impl Access {
     }
 
     fn token_ok(&self, headers: &HeaderMap) -> bool {
-        let Some(token) = &self.token else {
+        let token = locked(&self.token);
+        let Some(token) = token.as_ref() else {
             return true;
         };
         let presented = headers
@@ -103,6 +159,9 @@ pub async fn check(
             "requests from another origin are not allowed",
         ));
     }
+    if request.uri().path() == "/api/launch" {
+        return Ok(redeem(&access, request).await);
+    }
     if request.uri().path().starts_with("/api/") && !access.token_ok(headers) {
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
@@ -111,6 +170,41 @@ pub async fn check(
         ));
     }
     Ok(next.run(request).await)
+}
+
+/// `POST /api/launch` `{code}` → `{token}`: the launch page's one-time exchange.
+async fn redeem(access: &Access, request: Request) -> Response {
+    use axum::response::IntoResponse;
+    if request.method() != axum::http::Method::POST {
+        return ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method",
+            "POST a launch code",
+        )
+        .into_response();
+    }
+    let body = axum::body::to_bytes(request.into_body(), 4096).await;
+    let code = body
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .and_then(|value| value.get("code")?.as_str().map(str::to_string))
+        .unwrap_or_default();
+    match access.redeem(&code) {
+        Ok(token) => axum::Json(serde_json::json!({ "token": token })).into_response(),
+        Err(LaunchRefusal::Unknown) => ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "not this server's launch code",
+        )
+        .into_response(),
+        Err(LaunchRefusal::Reused) => ApiError::new(
+            StatusCode::CONFLICT,
+            "launch_code_reused",
+            "this launch code was used before, so someone else may hold it: the token is \
+             revoked; restart keel serve",
+        )
+        .into_response(),
+    }
 }
 
 #[cfg(test)]
@@ -140,6 +234,15 @@ mod tests {
         assert!(!access.token_ok(&headers(&[(header::AUTHORIZATION, "Bearer t0kk")])));
         assert!(!access.token_ok(&HeaderMap::new()));
         let open = Access::new(None, "127.0.0.1:8123".parse().unwrap());
+        let launched = Access::new(Some("t0k".into()), "127.0.0.1:8123".parse().unwrap())
+            .with_launch_code("c0de".into());
+        assert_eq!(launched.redeem("nope"), Err(LaunchRefusal::Unknown));
+        assert_eq!(launched.redeem("c0de"), Ok(Some("t0k".into())));
+        assert_eq!(launched.redeem("c0de"), Err(LaunchRefusal::Reused));
+        assert!(
+            !launched.token_ok(&headers(&[(header::AUTHORIZATION, "Bearer t0k")])),
+            "a second redemption revokes the token"
+        );
         assert!(open.token_ok(&HeaderMap::new()));
     }
 }

@@ -1,13 +1,21 @@
 // keel's browser UI. Model and tool text is only ever set as textContent (never HTML).
 "use strict";
 
-const token = (() => {
-  const fromHash = new URLSearchParams(location.hash.slice(1)).get("token");
-  if (fromHash) {
-    sessionStorage.setItem("keel-token", fromHash);
-    history.replaceState(null, "", location.pathname);
+// The credential lives in sessionStorage only; the fragment that brought it is stripped at once.
+// `#token=` is the printed URL; `#code=` is `--open`'s one-time launch code, redeemed here.
+const fragment = new URLSearchParams(location.hash.slice(1));
+if (fragment.get("token") || fragment.get("code")) history.replaceState(null, "", location.pathname);
+if (fragment.get("token")) sessionStorage.setItem("keel-token", fragment.get("token"));
+let token = sessionStorage.getItem("keel-token") || "";
+const launched = (async () => {
+  const code = fragment.get("code");
+  if (!code) return;
+  const response = await fetch("/api/launch", { method: "POST",
+    headers: { "Content-Type": "application/json" }, body: JSON.stringify({ code }) });
+  if (response.ok) {
+    token = (await response.json()).token || "";
+    sessionStorage.setItem("keel-token", token);
   }
-  return sessionStorage.getItem("keel-token") || "";
 })();
 
 const $ = (id) => document.getElementById(id);
@@ -411,4 +419,4 @@ $("prompt").addEventListener("keydown", (e) => {
 document.addEventListener("keydown", (e) => {
   if (e.key === "Escape" && view.busy) api(`/api/sessions/${view.session}/cancel`, { method: "POST", body: "{}" });
 });
-loadSessions();
+launched.finally(loadSessions);
