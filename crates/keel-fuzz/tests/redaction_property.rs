@@ -43,7 +43,7 @@ fn filler(seed: &[u8], len: usize, secret: &str) -> String {
     while text.len() < len {
         let byte = seed[index % seed.len()];
         index += 1;
-        if byte % 7 == 0 {
+        if byte.is_multiple_of(7) {
             let cut = (byte as usize % secret.len()).clamp(4, secret.len() - 1);
             text.push_str(&secret[..cut]);
         } else {

@@ -1,243 +1,619 @@
-//! Splitting a shell command line into simple commands, so that `bash(...)` permission rules
-//! see each command a line runs, not just the line's text.
+//! Taking a shell command line apart with a real shell grammar, so that `bash(...)` permission
+//! rules see every simple command a line runs and know what they could not read.
 //!
-//! This is a convenience for rules, not a sandbox: it knows quotes, backslash escapes, the
-//! list and pipe operators, groups and substitutions, and nothing else of the shell (no
-//! expansion, aliases, functions, `eval`, `sh -c`, here-documents). A line can always run
-//! something its text does not show; only the workspace guard and the permission mode bound
-//! what a command can do.
+//! The grammar is `brush-parser`'s (pure Rust, no C build, a typed AST with exhaustive enums:
+//! a new construct in a future version fails to compile here rather than slip past). Its 0.4.0
+//! release depends on `insta` outside its tests; that only costs build time. The parser reads
+//! bash as `bash -c` does by default: no `extglob`, no POSIX mode.
+//!
+//! This is a convenience for rules, not a sandbox (PRODUCT.md: command rules are parsed by a
+//! real shell grammar and fail closed on what it cannot read; the kernel sandbox is the
+//! boundary). A script, a function from the environment, `bash -c "$X"` ... can always run what
+//! no text shows.
 //!
 //! Invariants:
-//! - A line splits on `;`, `&&`, `||`, `|`, `&` and newlines outside single and double quotes
-//!   and not after a backslash (`>&` and `&>` are redirections, not separators).
-//! - The insides of `$(…)`, `` `…` ``, `<(…)` and `>(…)` (also within double quotes) and of
-//!   `(…)` subshells are split out as commands of their own; the line is then marked as having
-//!   a substitution if it had `$(`, a backtick, `<(` or `>(` outside single quotes.
-//! - Each command has its runs of unquoted blanks collapsed to one space and is trimmed; a
-//!   leading `{` word and a trailing `}` word of a group are removed, and so are leading
-//!   keywords (`if`, `then`, `do`, `!` ...) and commands that are only a closing keyword
-//!   (`fi`, `done` ...); empty commands are dropped. Quoted text is kept verbatim.
+//! - Every simple command is found wherever it sits: in pipelines, `&&`/`||`/`;`/`&` lists,
+//!   subshells, brace groups, `if`/`while`/`until`/`for`/`case` bodies, function bodies,
+//!   coprocesses, `$(…)`, backticks, `<(…)`/`>(…)` (also inside double quotes and
+//!   here-documents), and the literal code of `eval`, `trap`, `sh -c` and `mapfile -C`
+//!   (`command_words::code_of`).
+//! - A simple command's `written` text is its words and redirections as written, one space
+//!   apart; its `words` have their quotes removed, `None` for a word the matcher cannot read
+//!   literally (any expansion, ANSI-C or locale quoting, brace expansion, process
+//!   substitution).
+//! - `unread` names every construct the matcher does not fully understand: comments, ANSI-C
+//!   `$'…'` and locale `$"…"` quoting, here-documents and here-strings, process and command
+//!   substitution, arithmetic, parameter expansion, brace expansion, `[[ … ]]`, array
+//!   assignments, the commands in `command_words::UNREAD_COMMANDS` and the code runners of
+//!   `code_of`, function definitions, coprocesses, and anything the parser fails on. An empty
+//!   `unread` (and no `hidden`) is a line read in full.
+//! - `hidden` is set when the line may run commands no entry of `commands` shows: a parse
+//!   failure (also a line longer than `MAX_CHARS`, nested deeper than `MAX_DEPTH` or with more
+//!   than `MAX_OPENERS` openings, or one the parser would panic on), `Code::Unseen` (`source`,
+//!   `.`, subscripts given to evaluating builtins ...), code given to `eval`/`trap`/`sh -c`
+//!   that is not literal, and `$(`/backticks where bash evaluates text as arithmetic
+//!   (`(( ))`, `$(( ))`, `[[ ]]`, `${…}`, array subscripts).
+//! - `inert` holds text a shell does not run here but a misreading could: comment bodies and
+//!   here-document and here-string contents.
+//! - Parsing never panics and never overflows the caller's stack: it runs on a thread of its
+//!   own with `STACK_SIZE` of stack, and a panic or a failed spawn reads as a parse failure.
 
-/// A command line taken apart for permission rules.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CommandLine {
-    /// The simple commands, normalised, in order.
-    pub commands: Vec<String>,
-    /// The whole line with unquoted blanks collapsed and trimmed.
-    pub normalised: String,
-    /// Whether the line runs a command or process substitution.
-    pub has_substitution: bool,
-}
+use crate::command_words::{Code, code_of};
+use brush_parser::ast;
+use brush_parser::word::{self, WordPiece, WordPieceWithSource};
+use brush_parser::{ParserOptions, Token};
 
-/// Where the scanner is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Context {
-    /// Top level, a subshell or a `$(…)`/`<(…)`/`>(…)` (closed by `)`).
-    Code,
-    /// Inside backticks (closed by a backtick).
-    Backtick,
-    Single,
-    Double,
-}
+/// Lines longer than this (in characters) are not parsed.
+const MAX_CHARS: usize = 100_000;
+/// How deep substitutions and `eval`/`sh -c` code may nest.
+const MAX_DEPTH: usize = 16;
+/// How many openings (`(`, `{`, `if`, `$(` ...) one text may have: each costs parser stack.
+const MAX_OPENERS: usize = 256;
+/// The stack of the parsing thread.
+const STACK_SIZE: usize = 64 << 20;
 
-struct Scanner {
-    commands: Vec<String>,
-    current: String,
-    normalised: String,
-    stack: Vec<Context>,
-    has_substitution: bool,
-    /// The length of `current` right after a backslash-escaped character was pushed.
-    escaped_end: Option<usize>,
-}
-
-impl Scanner {
-    fn context(&self) -> Context {
-        self.stack.last().copied().unwrap_or(Context::Code)
-    }
-
-    /// Push `c` to the current command and the whole line.
-    fn push(&mut self, c: char) {
-        self.current.push(c);
-        self.normalised.push(c);
-    }
-
-    /// An unquoted blank: at most one space, and none at the start.
-    fn blank(&mut self) {
-        if !self.current.is_empty() && !self.current.ends_with(' ') {
-            self.current.push(' ');
-        }
-        if !self.normalised.is_empty() && !self.normalised.ends_with(' ') {
-            self.normalised.push(' ');
-        }
-    }
-
-    /// End the current command.
-    fn split(&mut self) {
-        let command = strip_group(self.current.trim());
-        if !command.is_empty() {
-            self.commands.push(command.to_string());
-        }
-        self.current.clear();
-        self.escaped_end = None;
-    }
-
-    /// A separator or grouping symbol: it ends the command but stays in the whole line.
-    fn operator(&mut self, c: char) {
-        self.split();
-        self.normalised.push(c);
-    }
-}
-
-/// Take `line` apart.
-pub fn parse(line: &str) -> CommandLine {
-    let mut scanner = Scanner {
-        commands: Vec::new(),
-        current: String::new(),
-        normalised: String::new(),
-        stack: Vec::new(),
-        has_substitution: false,
-        escaped_end: None,
-    };
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        let context = scanner.context();
-        match context {
-            Context::Single => {
-                scanner.push(c);
-                if c == '\'' {
-                    scanner.stack.pop();
-                }
-            }
-            Context::Double => match c {
-                '\\' => {
-                    scanner.push(c);
-                    if let Some(next) = chars.next() {
-                        scanner.push(next);
-                    }
-                }
-                '"' => {
-                    scanner.push(c);
-                    scanner.stack.pop();
-                }
-                '$' if chars.peek() == Some(&'(') => {
-                    chars.next();
-                    open_substitution(&mut scanner, "$(", Context::Code);
-                }
-                '`' => open_substitution(&mut scanner, "`", Context::Backtick),
-                _ => scanner.push(c),
-            },
-            Context::Code | Context::Backtick => code_char(&mut scanner, context, c, &mut chars),
-        }
-    }
-    scanner.split();
-    CommandLine {
-        commands: scanner.commands,
-        normalised: scanner.normalised.trim().to_string(),
-        has_substitution: scanner.has_substitution,
-    }
-}
-
-fn open_substitution(scanner: &mut Scanner, opener: &str, context: Context) {
-    scanner.split();
-    scanner.normalised.push_str(opener);
-    scanner.has_substitution = true;
-    scanner.stack.push(context);
-}
-
-/// One character outside quotes (at the top, in a subshell or in a substitution).
-fn code_char(
-    scanner: &mut Scanner,
-    context: Context,
-    c: char,
-    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
-) {
-    match c {
-        '\\' => match chars.next() {
-            // A line continuation is a blank.
-            Some('\n') => scanner.blank(),
-            Some(next) => {
-                scanner.push(c);
-                scanner.push(next);
-                scanner.escaped_end = Some(scanner.current.len());
-            }
-            None => scanner.push(c),
-        },
-        '\'' => {
-            scanner.push(c);
-            scanner.stack.push(Context::Single);
-        }
-        '"' => {
-            scanner.push(c);
-            scanner.stack.push(Context::Double);
-        }
-        ' ' | '\t' | '\r' => scanner.blank(),
-        '`' if context == Context::Backtick => {
-            scanner.operator(c);
-            scanner.stack.pop();
-        }
-        '`' => open_substitution(scanner, "`", Context::Backtick),
-        '(' => {
-            let escaped = scanner.escaped_end == Some(scanner.current.len());
-            let opener = match scanner.current.chars().last() {
-                Some(prefix @ ('$' | '<' | '>')) if !escaped => {
-                    scanner.current.pop();
-                    scanner.normalised.pop();
-                    Some(prefix)
-                }
-                _ => None,
-            };
-            match opener {
-                Some(prefix) => {
-                    open_substitution(scanner, &format!("{prefix}("), Context::Code);
-                }
-                None => {
-                    scanner.operator(c);
-                    scanner.stack.push(Context::Code);
-                }
-            }
-        }
-        ')' => {
-            scanner.operator(c);
-            if context == Context::Code && !scanner.stack.is_empty() {
-                scanner.stack.pop();
-            }
-        }
-        '&' if scanner.current.ends_with(['>', '<']) || chars.peek() == Some(&'>') => {
-            scanner.push(c);
-        }
-        ';' | '&' | '|' | '\n' => scanner.operator(c),
-        _ => scanner.push(c),
-    }
-}
-
-/// Words that start a command without being it: group and compound-command keywords.
-const LEADING_KEYWORDS: [&str; 10] = [
-    "{", "!", "if", "then", "elif", "else", "while", "until", "do", "time",
+/// Words that open a nesting construct.
+const OPENING_WORDS: [&str; 10] = [
+    "{", "if", "while", "until", "for", "select", "case", "function", "coproc", "[[",
 ];
 
-/// Words that end a group or a compound command.
-const CLOSING_KEYWORDS: [&str; 4] = ["}", "fi", "done", "esac"];
+/// A construct the matcher does not fully understand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Construct {
+    Unparsed,
+    Comment,
+    AnsiCQuote,
+    LocaleQuote,
+    HereDocument,
+    HereString,
+    ProcessSubstitution,
+    CommandSubstitution,
+    Arithmetic,
+    ParameterExpansion,
+    BraceExpansion,
+    ExtendedTest,
+    ArrayAssignment,
+    /// A command of `command_words::UNREAD_COMMANDS`, or one that runs code (`code_of`).
+    CodeRunner,
+    FunctionDefinition,
+    Coprocess,
+}
 
-/// Remove leading keywords (`{`, `if`, `then`, `do`, `!` ...), a trailing `}` word, and a
-/// command that is only a closing keyword (`fi`, `done` ...).
-fn strip_group(command: &str) -> &str {
-    let mut command = command;
-    loop {
-        let before = command;
-        if let Some(rest) = LEADING_KEYWORDS
-            .iter()
-            .find_map(|word| command.strip_prefix(word)?.strip_prefix(' '))
-        {
-            command = rest.trim_start();
+/// One simple command.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SimpleCommand {
+    /// Its words and redirections as written, one space apart.
+    pub written: String,
+    /// Its words with quotes removed; `None` for a word that cannot be read literally.
+    pub words: Vec<Option<String>>,
+}
+
+impl SimpleCommand {
+    /// The words, if every one of them can be read literally.
+    pub fn literal_words(&self) -> Option<Vec<String>> {
+        self.words.iter().cloned().collect()
+    }
+
+    /// The words before the first one that cannot be read literally.
+    pub fn readable_start(&self) -> Vec<String> {
+        self.words.iter().map_while(Clone::clone).collect()
+    }
+}
+
+/// A command line taken apart for permission rules (see the module invariants).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CommandLine {
+    pub commands: Vec<SimpleCommand>,
+    pub unread: Vec<Construct>,
+    pub hidden: bool,
+    pub inert: Vec<String>,
+}
+
+impl CommandLine {
+    /// Whether the whole line was read: no construct the matcher does not understand.
+    pub fn understood(&self) -> bool {
+        self.unread.is_empty() && !self.hidden
+    }
+
+    fn unparsed() -> CommandLine {
+        CommandLine {
+            unread: vec![Construct::Unparsed],
+            hidden: true,
+            ..CommandLine::default()
         }
-        if LEADING_KEYWORDS.contains(&command) || CLOSING_KEYWORDS.contains(&command) {
-            command = "";
+    }
+}
+
+/// Take `line` apart (see the module invariants).
+pub fn parse(line: &str) -> CommandLine {
+    if line.chars().count() > MAX_CHARS || would_panic(line) {
+        return CommandLine::unparsed();
+    }
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("keel-command-line".into())
+            .stack_size(STACK_SIZE)
+            .spawn_scoped(scope, || {
+                let mut reader = Reader {
+                    options: ParserOptions {
+                        enable_extended_globbing: false,
+                        ..ParserOptions::default()
+                    },
+                    line: CommandLine::default(),
+                };
+                reader.text(line, 0);
+                reader.line
+            })
+            .ok()
+            .and_then(|thread| thread.join().ok())
+            .unwrap_or_else(CommandLine::unparsed)
+    })
+}
+
+/// Whether `line` has a number brush-parser 0.4.0 would `unwrap` into an overflow (a file
+/// descriptor before `<`/`>`, a `~N` directory, a `{N..M}` sequence): a run of ten or more
+/// digits next to one of `<>~+-.{}` (all ASCII, so bytes will do).
+fn would_panic(line: &str) -> bool {
+    let bytes = line.as_bytes();
+    let risky = |index: Option<usize>| {
+        let byte = index.and_then(|index| bytes.get(index));
+        byte.is_some_and(|byte| b"<>~+-.{}".contains(byte))
+    };
+    let mut run = 0;
+    for index in 0..=bytes.len() {
+        if bytes.get(index).is_some_and(u8::is_ascii_digit) {
+            run += 1;
+            continue;
         }
-        if let Some(rest) = command.strip_suffix(" }") {
-            command = rest.trim_end();
+        if run >= 10 && (risky(Some(index)) || risky((index - run).checked_sub(1))) {
+            return true;
         }
-        if command == before {
-            return command;
+        run = 0;
+    }
+    false
+}
+
+/// Whether `text` holds a command substitution, for text bash may evaluate as arithmetic.
+fn has_code(text: &str) -> bool {
+    text.contains("$(") || text.contains('`')
+}
+
+/// The number of openings in `tokens`, an upper bound on the parser's nesting.
+fn openers(tokens: &[Token]) -> usize {
+    tokens
+        .iter()
+        .map(|token| match token {
+            Token::Operator(operator, _) => usize::from(operator.contains('(')),
+            Token::Word(word, _) => {
+                usize::from(OPENING_WORDS.contains(&word.as_str()))
+                    + word.matches("$(").count()
+                    + word.matches("${").count()
+                    + word.matches('`').count()
+                    + word.matches("<(").count()
+                    + word.matches(">(").count()
+            }
+        })
+        .sum()
+}
+
+struct Reader {
+    options: ParserOptions,
+    line: CommandLine,
+}
+
+impl Reader {
+    fn mark(&mut self, construct: Construct) {
+        if !self.line.unread.contains(&construct) {
+            self.line.unread.push(construct);
+        }
+    }
+
+    fn unparsed(&mut self) {
+        self.mark(Construct::Unparsed);
+        self.line.hidden = true;
+    }
+
+    /// Code bash evaluates as arithmetic.
+    fn arithmetic(&mut self, text: &str) {
+        self.mark(Construct::Arithmetic);
+        if has_code(text) {
+            self.line.hidden = true;
+        }
+    }
+
+    /// A whole text of shell code: the line, or code nested in it.
+    fn text(&mut self, text: &str, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.unparsed();
+            return;
+        }
+        let Ok(tokens) =
+            brush_parser::uncached_tokenize_str(text, &self.options.tokenizer_options())
+        else {
+            self.unparsed();
+            return;
+        };
+        if openers(&tokens) > MAX_OPENERS {
+            self.unparsed();
+            return;
+        }
+        self.comments(text, &tokens);
+        match brush_parser::parse_tokens(&tokens, &self.options) {
+            Ok(program) => {
+                for list in &program.complete_commands {
+                    self.list(list, depth);
+                }
+            }
+            Err(_) => self.unparsed(),
+        }
+    }
+
+    /// A `#` outside every word starts a comment (the tokenizer drops comments).
+    fn comments(&mut self, text: &str, tokens: &[Token]) {
+        let chars: Vec<char> = text.chars().collect();
+        let mut in_word = vec![false; chars.len()];
+        for token in tokens {
+            if let Token::Word(_, span) = token {
+                let end = span.end.index.min(chars.len());
+                for flag in in_word.iter_mut().take(end).skip(span.start.index) {
+                    *flag = true;
+                }
+            }
+        }
+        for (index, c) in chars.iter().enumerate() {
+            if *c == '#' && in_word.get(index) == Some(&false) {
+                self.mark(Construct::Comment);
+                let body = chars.iter().skip(index + 1).take_while(|c| **c != '\n');
+                self.line.inert.push(body.collect());
+            }
+        }
+    }
+
+    fn list(&mut self, list: &ast::CompoundList, depth: usize) {
+        for ast::CompoundListItem(and_or, _separator) in &list.0 {
+            for (_operator, pipeline) in and_or {
+                for command in &pipeline.seq {
+                    self.command(command, depth);
+                }
+            }
+        }
+    }
+
+    fn command(&mut self, command: &ast::Command, depth: usize) {
+        match command {
+            ast::Command::Simple(simple) => self.simple(simple, depth),
+            ast::Command::Compound(compound, redirects) => {
+                self.compound(compound, depth);
+                self.redirects(redirects.as_ref(), depth);
+            }
+            ast::Command::Function(definition) => {
+                self.mark(Construct::FunctionDefinition);
+                self.word(&definition.fname, depth);
+                let ast::FunctionBody(body, redirects) = &definition.body;
+                self.compound(body, depth);
+                self.redirects(redirects.as_ref(), depth);
+            }
+            ast::Command::ExtendedTest(test, redirects) => {
+                self.mark(Construct::ExtendedTest);
+                self.test(&test.expr, depth);
+                self.redirects(redirects.as_ref(), depth);
+            }
+        }
+    }
+
+    fn redirects(&mut self, redirects: Option<&ast::RedirectList>, depth: usize) {
+        for redirect in redirects.iter().flat_map(|list| &list.0) {
+            self.redirect(redirect, depth);
+        }
+    }
+
+    fn test(&mut self, expr: &ast::ExtendedTestExpr, depth: usize) {
+        let operands = |reader: &mut Reader, words: &[&ast::Word]| {
+            for word in words {
+                // Operands of arithmetic tests and `-v` subscripts are evaluated.
+                if has_code(&word.value) {
+                    reader.line.hidden = true;
+                }
+                reader.word(word, depth);
+            }
+        };
+        match expr {
+            ast::ExtendedTestExpr::And(left, right) | ast::ExtendedTestExpr::Or(left, right) => {
+                self.test(left, depth);
+                self.test(right, depth);
+            }
+            ast::ExtendedTestExpr::Not(inner) | ast::ExtendedTestExpr::Parenthesized(inner) => {
+                self.test(inner, depth);
+            }
+            ast::ExtendedTestExpr::UnaryTest(_, operand) => operands(self, &[operand]),
+            ast::ExtendedTestExpr::BinaryTest(_, left, right) => operands(self, &[left, right]),
+        }
+    }
+
+    fn compound(&mut self, compound: &ast::CompoundCommand, depth: usize) {
+        match compound {
+            ast::CompoundCommand::Arithmetic(command) => self.arithmetic(&command.expr.value),
+            ast::CompoundCommand::ArithmeticForClause(command) => {
+                self.mark(Construct::Arithmetic);
+                for expr in [&command.initializer, &command.condition, &command.updater]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.arithmetic(&expr.value);
+                }
+                self.list(&command.body.list, depth);
+            }
+            ast::CompoundCommand::BraceGroup(group) => self.list(&group.list, depth),
+            ast::CompoundCommand::Subshell(subshell) => self.list(&subshell.list, depth),
+            ast::CompoundCommand::ForClause(command) => {
+                for value in command.values.iter().flatten() {
+                    self.word(value, depth);
+                }
+                self.list(&command.body.list, depth);
+            }
+            ast::CompoundCommand::CaseClause(command) => {
+                self.word(&command.value, depth);
+                for item in &command.cases {
+                    for pattern in &item.patterns {
+                        self.word(pattern, depth);
+                    }
+                    if let Some(list) = &item.cmd {
+                        self.list(list, depth);
+                    }
+                }
+            }
+            ast::CompoundCommand::IfClause(command) => {
+                self.list(&command.condition, depth);
+                self.list(&command.then, depth);
+                for clause in command.elses.iter().flatten() {
+                    if let Some(condition) = &clause.condition {
+                        self.list(condition, depth);
+                    }
+                    self.list(&clause.body, depth);
+                }
+            }
+            ast::CompoundCommand::WhileClause(command)
+            | ast::CompoundCommand::UntilClause(command) => {
+                let ast::WhileOrUntilClauseCommand(condition, body, _) = command;
+                self.list(condition, depth);
+                self.list(&body.list, depth);
+            }
+            ast::CompoundCommand::Coprocess(command) => {
+                self.mark(Construct::Coprocess);
+                if let Some(name) = &command.name {
+                    self.word(name, depth);
+                }
+                self.command(&command.body, depth);
+            }
+        }
+    }
+
+    fn simple(&mut self, simple: &ast::SimpleCommand, depth: usize) {
+        // Hold the command's place, so that it comes before the commands nested in its words.
+        let place = self.line.commands.len();
+        self.line.commands.push(SimpleCommand::default());
+        let mut written = Vec::new();
+        let mut words = Vec::new();
+        for item in simple.prefix.iter().flat_map(|prefix| &prefix.0) {
+            self.item(item, &mut written, &mut words, depth);
+        }
+        if let Some(name) = &simple.word_or_name {
+            written.push(name.value.clone());
+            words.push(self.word(name, depth));
+        }
+        for item in simple.suffix.iter().flat_map(|suffix| &suffix.0) {
+            self.item(item, &mut written, &mut words, depth);
+        }
+        self.code_in(&words, depth);
+        if let Some(slot) = self.line.commands.get_mut(place) {
+            *slot = SimpleCommand {
+                written: written.join(" "),
+                words,
+            };
+        }
+    }
+
+    fn item(
+        &mut self,
+        item: &ast::CommandPrefixOrSuffixItem,
+        written: &mut Vec<String>,
+        words: &mut Vec<Option<String>>,
+        depth: usize,
+    ) {
+        match item {
+            ast::CommandPrefixOrSuffixItem::IoRedirect(redirect) => {
+                written.push(self.redirect(redirect, depth));
+            }
+            ast::CommandPrefixOrSuffixItem::Word(word) => {
+                written.push(word.value.clone());
+                words.push(self.word(word, depth));
+            }
+            ast::CommandPrefixOrSuffixItem::AssignmentWord(assignment, word) => {
+                let array = match (&assignment.name, &assignment.value) {
+                    (ast::AssignmentName::VariableName(_), ast::AssignmentValue::Scalar(_)) => {
+                        false
+                    }
+                    (ast::AssignmentName::ArrayElementName(..), _)
+                    | (_, ast::AssignmentValue::Array(_)) => true,
+                };
+                if array {
+                    // Subscripts are arithmetic.
+                    self.mark(Construct::ArrayAssignment);
+                    if has_code(&word.value) {
+                        self.line.hidden = true;
+                    }
+                }
+                written.push(word.value.clone());
+                words.push(self.word(word, depth));
+            }
+            ast::CommandPrefixOrSuffixItem::ProcessSubstitution(kind, subshell) => {
+                self.mark(Construct::ProcessSubstitution);
+                self.list(&subshell.list, depth);
+                written.push(format!("{kind}(…)"));
+                words.push(None);
+            }
+        }
+    }
+
+    /// Code a simple command runs from its words: `eval`, `trap`, `sh -c`, `source`.
+    fn code_in(&mut self, words: &[Option<String>], depth: usize) {
+        let (runner, code) = code_of(words);
+        if runner {
+            self.mark(Construct::CodeRunner);
+        }
+        match code {
+            Code::None => {}
+            Code::Unseen => self.line.hidden = true,
+            Code::Words(code) => match code.into_iter().collect::<Option<Vec<&str>>>() {
+                Some(text) => self.text(&text.join(" "), depth + 1),
+                None => self.line.hidden = true,
+            },
+        }
+    }
+
+    /// A word's literal text, or `None` if it has a piece that cannot be read literally.
+    fn word(&mut self, word: &ast::Word, depth: usize) -> Option<String> {
+        let Ok(pieces) = word::parse(&word.value, &self.options) else {
+            self.unparsed();
+            return None;
+        };
+        let mut text = String::new();
+        let mut readable = true;
+        for piece in &pieces {
+            readable &= self.piece(piece, &word.value, &mut text, depth);
+        }
+        if word.value.contains('{') && self.brace_expands(&word.value) {
+            self.mark(Construct::BraceExpansion);
+            readable = false;
+        }
+        readable.then_some(text)
+    }
+
+    fn brace_expands(&self, word: &str) -> bool {
+        match word::parse_brace_expansions(word, &self.options) {
+            Ok(Some(pieces)) => pieces.iter().any(|piece| match piece {
+                word::BraceExpressionOrText::Expr(_) => true,
+                word::BraceExpressionOrText::Text(_) => false,
+            }),
+            Ok(None) => false,
+            Err(_) => true,
+        }
+    }
+
+    /// Push `piece`'s literal text to `text`; `false` if it cannot be read literally.
+    fn piece(
+        &mut self,
+        piece: &WordPieceWithSource,
+        source: &str,
+        text: &mut String,
+        depth: usize,
+    ) -> bool {
+        match &piece.piece {
+            WordPiece::Text(literal) | WordPiece::SingleQuotedText(literal) => {
+                text.push_str(literal);
+                true
+            }
+            WordPiece::EscapeSequence(escape) => {
+                let escaped = escape.strip_prefix('\\').unwrap_or(escape);
+                if escaped != "\n" {
+                    text.push_str(escaped);
+                }
+                true
+            }
+            WordPiece::TildeExpansion(_) => {
+                let written = source.get(piece.start_index..piece.end_index);
+                text.push_str(written.unwrap_or("~"));
+                true
+            }
+            WordPiece::DoubleQuotedSequence(inner) => {
+                let mut readable = true;
+                for inner_piece in inner {
+                    readable &= self.piece(inner_piece, source, text, depth);
+                }
+                readable
+            }
+            WordPiece::GettextDoubleQuotedSequence(inner) => {
+                self.mark(Construct::LocaleQuote);
+                for inner_piece in inner {
+                    self.piece(inner_piece, source, text, depth);
+                }
+                false
+            }
+            WordPiece::AnsiCQuotedText(_) => {
+                self.mark(Construct::AnsiCQuote);
+                false
+            }
+            WordPiece::ParameterExpansion(_) => {
+                self.mark(Construct::ParameterExpansion);
+                // Subscripts and `${x:-…}` words can hold substitutions.
+                let written = source.get(piece.start_index..piece.end_index);
+                if has_code(written.unwrap_or(source)) {
+                    self.line.hidden = true;
+                }
+                false
+            }
+            WordPiece::CommandSubstitution(code)
+            | WordPiece::BackquotedCommandSubstitution(code) => {
+                self.mark(Construct::CommandSubstitution);
+                self.text(code, depth + 1);
+                false
+            }
+            WordPiece::ArithmeticExpression(expr) => {
+                self.arithmetic(&expr.value);
+                false
+            }
+        }
+    }
+
+    /// A redirection as written; marks and reads what it holds.
+    fn redirect(&mut self, redirect: &ast::IoRedirect, depth: usize) -> String {
+        let fd = |fd: &Option<ast::IoFd>| fd.map(|fd| fd.to_string()).unwrap_or_default();
+        match redirect {
+            ast::IoRedirect::File(number, kind, target) => {
+                let target = match target {
+                    ast::IoFileRedirectTarget::Filename(word)
+                    | ast::IoFileRedirectTarget::Duplicate(word) => {
+                        self.word(word, depth);
+                        word.value.clone()
+                    }
+                    ast::IoFileRedirectTarget::Fd(target) => target.to_string(),
+                    ast::IoFileRedirectTarget::ProcessSubstitution(kind, subshell) => {
+                        self.mark(Construct::ProcessSubstitution);
+                        self.list(&subshell.list, depth);
+                        format!("{kind}(…)")
+                    }
+                };
+                format!("{}{kind}{target}", fd(number))
+            }
+            ast::IoRedirect::HereDocument(number, document) => {
+                self.mark(Construct::HereDocument);
+                self.line.inert.push(document.doc.value.clone());
+                if document.requires_expansion {
+                    match word::parse_heredoc(&document.doc.value, &self.options) {
+                        Ok(pieces) => {
+                            let mut text = String::new();
+                            for piece in &pieces {
+                                self.piece(piece, &document.doc.value, &mut text, depth);
+                            }
+                        }
+                        Err(_) => self.unparsed(),
+                    }
+                }
+                let dash = if document.remove_tabs { "-" } else { "" };
+                format!("{}<<{dash}{}", fd(number), document.here_end.value)
+            }
+            ast::IoRedirect::HereString(number, word) => {
+                self.mark(Construct::HereString);
+                if let Some(text) = self.word(word, depth) {
+                    self.line.inert.push(text);
+                }
+                format!("{}<<<{}", fd(number), word.value)
+            }
+            ast::IoRedirect::OutputAndError(word, append) => {
+                self.word(word, depth);
+                let more = if *append { ">" } else { "" };
+                format!("&>{more}{}", word.value)
+            }
         }
     }
 }
@@ -247,96 +623,175 @@ mod tests {
     use super::*;
 
     fn commands(line: &str) -> Vec<String> {
-        parse(line).commands
+        let parsed = parse(line);
+        assert!(!parsed.unread.contains(&Construct::Unparsed), "{line:?}");
+        parsed.commands.into_iter().map(|c| c.written).collect()
+    }
+
+    fn unread(line: &str) -> Vec<Construct> {
+        parse(line).unread
     }
 
     #[test]
-    fn operators_split_and_blanks_collapse() {
+    fn lists_and_pipelines_split_and_blanks_collapse() {
         assert_eq!(commands("a&&b"), ["a", "b"]);
         assert_eq!(commands("a||b"), ["a", "b"]);
         assert_eq!(commands("a|b"), ["a", "b"]);
         assert_eq!(commands("a & b;c"), ["a", "b", "c"]);
         assert_eq!(commands("a\nb\n"), ["a", "b"]);
+        assert_eq!(commands("a |& b"), ["a 2>&1", "b"], "`|&` is `2>&1 |`");
+        assert_eq!(commands("time make; ! make"), ["make", "make"]);
         assert_eq!(commands("  rm \t -rf   /x  "), ["rm -rf /x"]);
-        assert_eq!(parse("  rm \t -rf   /x  ").normalised, "rm -rf /x");
-    }
-
-    #[test]
-    fn empty_segments_are_dropped() {
-        assert_eq!(commands(";; a ;;; b ; "), ["a", "b"]);
-        assert_eq!(commands("a |& b"), ["a", "b"]);
-        assert!(commands("").is_empty());
-        assert!(commands(" ; \n ").is_empty());
-    }
-
-    #[test]
-    fn quotes_keep_separators_and_blanks() {
-        assert_eq!(commands("echo 'a; b'  && c"), ["echo 'a; b'", "c"]);
-        assert_eq!(
-            commands("echo \"a  &&  b\" | c"),
-            ["echo \"a  &&  b\"", "c"]
-        );
-        assert_eq!(commands("echo \"it's\"; d"), ["echo \"it's\"", "d"]);
-        assert_eq!(commands("echo 'say \"hi\"; x'"), ["echo 'say \"hi\"; x'"]);
-    }
-
-    #[test]
-    fn escapes_keep_separators() {
-        assert_eq!(commands("echo a\\;b; c"), ["echo a\\;b", "c"]);
-        assert_eq!(commands("echo \\& x"), ["echo \\& x"]);
-        assert_eq!(commands("echo \"a\\\"; b\"; c"), ["echo \"a\\\"; b\"", "c"]);
         assert_eq!(commands("rm \\\n  -rf /x"), ["rm -rf /x"]);
+        assert!(commands("").is_empty());
+        assert!(parse("cargo build && cargo test").understood());
     }
 
     #[test]
-    fn redirections_are_not_separators() {
+    fn quotes_and_escapes_keep_separators_and_are_removed_from_words() {
+        assert_eq!(commands("echo 'a; b'  && c"), ["echo 'a; b'", "c"]);
+        assert_eq!(commands("echo \"it's\"; d"), ["echo \"it's\"", "d"]);
+        assert_eq!(commands("echo a\\;b; c"), ["echo a\\;b", "c"]);
+        let line = parse(r#"'rm' r""m \rm "a b\"c" ~/x"#);
+        assert!(line.understood(), "{line:?}");
+        let words = line.commands.first().and_then(SimpleCommand::literal_words);
+        assert_eq!(
+            words.unwrap(),
+            ["rm", "rm", "rm", "a b\"c", "~/x"].map(String::from)
+        );
+    }
+
+    #[test]
+    fn redirections_are_kept_as_written() {
         assert_eq!(commands("make 2>&1 | tee log"), ["make 2>&1", "tee log"]);
-        assert_eq!(commands("make &> log; ls"), ["make &> log", "ls"]);
+        assert_eq!(commands("make &> log; ls >>o"), ["make &>log", "ls >>o"]);
+        assert!(parse("make 2>&1 >log <in").understood());
     }
 
     #[test]
-    fn groups_and_subshells_are_opened() {
+    fn compound_commands_show_the_commands_they_run() {
         assert_eq!(commands("(rm -rf /x)"), ["rm -rf /x"]);
         assert_eq!(commands("{ rm -rf /x; }"), ["rm -rf /x"]);
         assert_eq!(
             commands("(cd a && rm -rf b) | c"),
             ["cd a", "rm -rf b", "c"]
         );
-        assert!(!parse("(a)").has_substitution);
-    }
-
-    #[test]
-    fn compound_commands_show_the_commands_they_run() {
         assert_eq!(
-            commands("if true; then rm -rf /x; else ls; fi"),
-            ["true", "rm -rf /x", "ls"]
+            commands("if true; then rm -rf /x; elif a; then b; else ls; fi"),
+            ["true", "rm -rf /x", "a", "b", "ls"]
         );
         assert_eq!(
-            commands("while read f; do rm  $f; done < list"),
-            ["read f", "rm $f", "done < list"]
+            commands("while read f; do rm  x; done < list"),
+            ["read f", "rm x"]
         );
-        assert_eq!(commands("! time make"), ["make"]);
+        assert_eq!(commands("until a; do b; done"), ["a", "b"]);
+        assert_eq!(commands("for f in a b; do rm x; done"), ["rm x"]);
+        assert_eq!(
+            commands("case x in a) rm -rf /x ;; *) ls ;; esac"),
+            ["rm -rf /x", "ls"]
+        );
         assert_eq!(commands("iffy; done_list"), ["iffy", "done_list"]);
+        assert!(parse("for f in a b; do cargo test x; done").understood());
     }
 
     #[test]
     fn substitutions_are_split_out_and_marked() {
         let line = parse("echo $(rm -rf /x) end");
-        assert_eq!(line.commands, ["echo", "rm -rf /x", "end"]);
-        assert!(line.has_substitution);
-        let quoted = parse("echo \"a $(rm -rf /x) b\"");
-        assert!(quoted.commands.contains(&"rm -rf /x".to_string()));
-        assert!(quoted.has_substitution);
+        assert_eq!(line.commands.len(), 2);
+        assert_eq!(line.commands[1].written, "rm -rf /x");
+        assert_eq!(line.commands[0].words[1], None);
+        assert_eq!(line.unread, [Construct::CommandSubstitution]);
+        assert!(commands("echo \"a $(rm -rf /x) b\"").contains(&"rm -rf /x".into()));
+        assert!(commands("echo `rm -rf /x`; ls").contains(&"rm -rf /x".into()));
+        assert!(commands("diff <(a) >(b)").contains(&"b".into()));
+        assert_eq!(unread("diff <(a) >(b)"), [Construct::ProcessSubstitution]);
+        assert_eq!(unread("cat < <(a)"), [Construct::ProcessSubstitution]);
+        assert!(parse("echo '$(a) `b`' \\$c \\`c").understood());
+    }
+
+    #[test]
+    fn comments_are_found_even_with_quotes_in_them() {
+        let line = parse("cargo build # it's fine\ntouch PWNED");
+        assert_eq!(line.unread, [Construct::Comment]);
+        assert_eq!(line.inert, [" it's fine"]);
         assert_eq!(
-            commands("echo `rm -rf /x`; ls"),
-            ["echo", "rm -rf /x", "ls"]
+            line.commands.iter().map(|c| &c.written).collect::<Vec<_>>(),
+            ["cargo build", "touch PWNED"]
         );
-        assert!(parse("diff <(a) >(b)").has_substitution);
-        assert!(parse("echo \"`a`\"").has_substitution);
-        let inert = parse("echo '$(a) `b`'");
-        assert!(!inert.has_substitution);
-        assert_eq!(inert.commands, ["echo '$(a) `b`'"]);
-        assert!(!parse("echo \\$(a)").has_substitution);
-        assert!(parse("\\$; x$(c)").has_substitution);
+        assert_eq!(unread("ls #"), [Construct::Comment]);
+        assert!(!unread("echo a#b '#' \"#\" \\#").contains(&Construct::Comment));
+    }
+
+    #[test]
+    fn unreadable_words_are_marked() {
+        for (line, construct) in [
+            ("$'rm' -rf /", Construct::AnsiCQuote),
+            ("cargo test $'\\x3b' touch PWNED", Construct::AnsiCQuote),
+            ("echo $\"hi\"", Construct::LocaleQuote),
+            ("rm -rf $HOME", Construct::ParameterExpansion),
+            ("rm -rf \"${X}\"", Construct::ParameterExpansion),
+            ("echo $((1+2))", Construct::Arithmetic),
+            ("r{m,} -rf /", Construct::BraceExpansion),
+            ("echo {1..3}", Construct::BraceExpansion),
+        ] {
+            let parsed = parse(line);
+            assert_eq!(parsed.unread, [construct], "{line:?}");
+            assert!(parsed.commands[0].literal_words().is_none(), "{line:?}");
+        }
+        assert!(parse("find . -exec ls {} + '{a,b}'").understood());
+        assert!(parse("$'rm' -rf /").commands[0].readable_start().is_empty());
+    }
+
+    #[test]
+    fn other_constructs_are_marked() {
+        for (line, construct) in [
+            ("cat <<EOF\nrm -rf /x\nEOF", Construct::HereDocument),
+            ("cat <<'EOF'\nx\nEOF", Construct::HereDocument),
+            ("cat <<< 'rm -rf /x'", Construct::HereString),
+            ("(( x = 1 ))", Construct::Arithmetic),
+            ("for ((i=0; i<2; i++)); do ls; done", Construct::Arithmetic),
+            ("[[ -f x ]]", Construct::ExtendedTest),
+            ("a=(x y)", Construct::ArrayAssignment),
+            ("a[1]=x", Construct::ArrayAssignment),
+            ("exec ls", Construct::CodeRunner),
+            ("command ls", Construct::CodeRunner),
+            ("builtin echo", Construct::CodeRunner),
+            ("alias ls=rm", Construct::CodeRunner),
+            ("eval ls", Construct::CodeRunner),
+            ("source x.sh", Construct::CodeRunner),
+            (". x.sh", Construct::CodeRunner),
+            ("bash -c ls", Construct::CodeRunner),
+            ("f() { ls; }", Construct::FunctionDefinition),
+            ("function f { ls; }", Construct::FunctionDefinition),
+            ("coproc ls", Construct::Coprocess),
+            ("echo 'unterminated", Construct::Unparsed),
+            ("if then fi", Construct::Unparsed),
+        ] {
+            assert_eq!(unread(line), [construct], "{line:?}");
+        }
+        assert_eq!(parse("cat <<EOF\nrm -rf /x\nEOF").inert, ["rm -rf /x\n"]);
+        assert_eq!(
+            commands("cat <<EOF\n$(rm -rf /x)\nEOF"),
+            ["cat <<EOF", "rm -rf /x"]
+        );
+        assert_eq!(commands("cat <<'EOF'\n$(rm -rf /x)\nEOF"), ["cat <<'EOF'"]);
+    }
+
+    #[test]
+    fn lines_the_parser_cannot_take_fail_closed() {
+        let group = |n| format!("{}ls{}", "{ ".repeat(n), "; }".repeat(n));
+        assert_eq!(commands(&group(250)), ["ls"], "within the parser's stack");
+        assert_eq!(parse(&group(1000)), CommandLine::unparsed());
+        let nested = format!("echo {}ls{}", "$(".repeat(40), ")".repeat(40));
+        assert!(parse(&nested).hidden);
+        assert!(parse(&"a".repeat(MAX_CHARS + 1)).hidden);
+        for panics in [
+            "echo 99999999999>x",
+            "ls ~99999999999999999999",
+            "echo {1..99999999999999999999}",
+        ] {
+            assert_eq!(parse(panics), CommandLine::unparsed(), "{panics}");
+        }
+        assert!(!parse("date -d @1700000000").hidden);
     }
 }

@@ -8,16 +8,24 @@
 //!   run, and the mode decides the rest.
 //! - A rule is `tool` or `tool(glob)`; the glob is matched against the call's subject (the
 //!   command line for `bash`, the resolved path for path tools; see `ValidCall::subject`).
-//! - A `bash` line is taken apart into simple commands (`command_line`): a deny or ask rule
-//!   applies if it matches any of them (or the whole line, raw or normalised); an allow rule
-//!   pattern allows the line only if every command matches an allow rule and the line has no
-//!   command or process substitution. A pattern-less `bash` rule matches every line. This is a
-//!   convenience, not a sandbox: a shell line can run what its text does not show.
+//! - A `bash` line is taken apart by a shell parser into simple commands (`command_line`).
+//!   A pattern-less `bash` rule matches every line. Otherwise an allow rule allows the line
+//!   only if the line was read in full (no construct of `command_line::Construct`, nothing
+//!   hidden) and every simple command, as written, matches an allow rule.
+//! - A deny or ask rule with a pattern fails closed: it applies if the line may run code no
+//!   command shows (`CommandLine::hidden`: unparseable, `eval "$X"`, `source` ...); or if it
+//!   matches the raw line, the line with blanks collapsed, a line of a comment or of a
+//!   here-document or here-string (`CommandLine::inert`); or any simple command as written,
+//!   with quotes removed, or in canonical form (`command_words::canonical`); or, for a command
+//!   with a word that cannot be read literally, if some text beginning with the words before
+//!   that word (plain or canonical) could match (`command_words::could_start`) — so
+//!   `$'rm' -rf /` is denied by `bash(rm -rf *)`, and `cargo test "$X"` is not.
+//! - This is a convenience, not a sandbox: a shell line can run what its text does not show.
 //! - Rules are validated when they are parsed (`PermissionRule::parse`), before any policy
 //!   holds them; a bad rule is a `RuleError` naming it.
 
-use crate::command_line::{self, CommandLine};
-use crate::command_words::canonical;
+use crate::command_line::{self, CommandLine, SimpleCommand};
+use crate::command_words::{canonical, could_start};
 use crate::specs::BuiltinTool;
 use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
@@ -153,6 +161,56 @@ enum Subjects<'a> {
     Command { raw: &'a str, line: CommandLine },
 }
 
+/// Whether `rule` is written for `tool` (whatever its pattern).
+fn names_tool(rule: &PermissionRule, tool: &str) -> bool {
+    match rule.tool.strip_suffix('*') {
+        Some(prefix) => tool.starts_with(prefix),
+        None => rule.tool == tool,
+    }
+}
+
+/// `text` with its runs of blanks collapsed to one space and trimmed.
+fn collapsed(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Whether a deny or ask rule's pattern applies to one simple command: its text as written,
+/// its words with quotes removed, or their canonical form; and when some word cannot be read,
+/// whenever a text beginning with the words before it (plain or canonical) could match.
+fn applies_to_command(glob: &GlobMatcher, command: &SimpleCommand) -> bool {
+    if glob.is_match(&command.written) {
+        return true;
+    }
+    match command.literal_words() {
+        Some(words) => glob.is_match(words.join(" ")) || glob.is_match(canonical(&words)),
+        None => {
+            let start = command.readable_start();
+            let pattern = glob.glob().glob();
+            could_start(pattern, &start.join(" ")) || could_start(pattern, &canonical(&start))
+        }
+    }
+}
+
+/// Whether a deny or ask rule applies to a command line (see the module invariants).
+fn applies_to_line(rule: &PermissionRule, tool: &str, raw: &str, line: &CommandLine) -> bool {
+    if !names_tool(rule, tool) {
+        return false;
+    }
+    let Some(glob) = &rule.subject else {
+        return true;
+    };
+    line.hidden
+        || glob.is_match(raw)
+        || glob.is_match(collapsed(raw))
+        || line.inert.iter().any(|text| {
+            glob.is_match(collapsed(text)) || text.lines().any(|l| glob.is_match(collapsed(l)))
+        })
+        || line
+            .commands
+            .iter()
+            .any(|command| applies_to_command(glob, command))
+}
+
 impl<'a> Subjects<'a> {
     fn of(tool: &str, subject: &'a str) -> Subjects<'a> {
         if tool == BuiltinTool::Bash.name() {
@@ -165,44 +223,39 @@ impl<'a> Subjects<'a> {
         }
     }
 
-    /// The first rule that matches the call or any command in it.
+    /// The first rule that matches the call or any command in it (deny and ask rules).
     fn any_match<'r>(&self, rules: &'r [PermissionRule], tool: &str) -> Option<&'r PermissionRule> {
         rules.iter().find(|rule| match self {
             Subjects::Plain(subject) => rule.matches(tool, subject),
-            Subjects::Command { raw, line } => {
-                rule.matches(tool, raw)
-                    || rule.matches(tool, &line.normalised)
-                    || line.commands.iter().any(|command| {
-                        rule.matches(tool, command) || rule.matches(tool, &canonical(command))
-                    })
-            }
+            Subjects::Command { raw, line } => applies_to_line(rule, tool, raw, line),
         })
     }
 
-    /// Whether `rules` allow the whole call: every command in it, with no substitution.
+    /// Whether `rules` allow the whole call: a line read in full, every command of it matched.
     fn all_match(&self, rules: &[PermissionRule], tool: &str) -> bool {
         match self {
             Subjects::Plain(subject) => rules.iter().any(|rule| rule.matches(tool, subject)),
-            Subjects::Command { line, .. } => {
+            Subjects::Command { raw, line } => {
                 if rules
                     .iter()
                     .any(|rule| rule.tool == tool && rule.subject.is_none())
                 {
                     return true;
                 }
-                if line.has_substitution {
+                if !line.understood() {
                     return false;
                 }
-                let whole = [line.normalised.clone()];
-                let commands = if line.commands.is_empty() {
-                    &whole[..]
-                } else {
-                    &line.commands[..]
-                };
+                if line.commands.is_empty() {
+                    let whole = raw.trim();
+                    return rules.iter().any(|rule| rule.matches(tool, whole));
+                }
                 // Allow rules see the command as written: `sudo cargo test` is not `cargo test`.
-                commands
-                    .iter()
-                    .all(|command| rules.iter().any(|rule| rule.matches(tool, command)))
+                line.commands.iter().all(|command| {
+                    command.literal_words().is_some()
+                        && rules
+                            .iter()
+                            .any(|rule| rule.matches(tool, &command.written))
+                })
             }
         }
     }
@@ -543,6 +596,179 @@ mod tests {
             Decision::Ask,
             "a wrapper is not the command it wraps, for an allow rule"
         );
+    }
+
+    /// Lines with a construct the matcher does not fully read (PRODUCT.md: fail closed).
+    const UNREAD_LINES: [&str; 28] = [
+        "cargo build # it's fine\ntouch PWNED",
+        "cargo build # it's fine",
+        "cargo test $'\\x3b' touch PWNED",
+        "cargo test $\"x\"",
+        "cargo test <<EOF\nx\nEOF",
+        "cargo test <<< x",
+        "cargo test <(ls)",
+        "cargo test > >(ls)",
+        "cargo test $(ls)",
+        "cargo test `ls`",
+        "cargo test $((1+1))",
+        "cargo test $X",
+        "cargo test \"${X}\"",
+        "cargo test {a,b}",
+        "cargo test x{1..3}",
+        "eval cargo test",
+        "exec cargo test",
+        "source x.sh",
+        ". x.sh",
+        "alias cargo=ls",
+        "builtin cargo test",
+        "command cargo test",
+        "cargo() { touch PWNED; }; cargo build",
+        "coproc cargo build",
+        "[[ -f x ]] && cargo build",
+        "(( 1 )) && cargo build",
+        "cargo test 'unterminated",
+        "bash -c 'cargo test'",
+    ];
+
+    #[test]
+    fn an_allow_rule_never_applies_to_a_line_not_read_in_full() {
+        let p = policy(PermissionMode::Ask, &["bash(cargo *)"], &[], &[]);
+        for line in UNREAD_LINES {
+            assert_eq!(
+                p.decide("bash", line, Reach::Sensitive),
+                Decision::Ask,
+                "{line:?}"
+            );
+        }
+        // The old splitter took `$'\''` for a quote and the rest of the line for its text.
+        let hidden = "cargo test $'\\'' ; touch PWNED #'";
+        assert_eq!(p.decide("bash", hidden, Reach::Sensitive), Decision::Ask);
+        let bare = policy(PermissionMode::Ask, &["bash"], &[], &[]);
+        for line in UNREAD_LINES {
+            assert_eq!(bare.decide("bash", line, Reach::Sensitive), Decision::Allow);
+        }
+    }
+
+    #[test]
+    fn a_deny_rule_applies_when_an_unreadable_word_could_match() {
+        let p = policy(PermissionMode::Auto, &["bash"], &[], &["bash(rm -rf *)"]);
+        let denied =
+            |line: &str| matches!(p.decide("bash", line, Reach::Sensitive), Decision::Deny(_));
+        for line in [
+            "$'rm' -rf /",
+            "$\"rm\" -rf /",
+            "r{m,} -rf /x",
+            "$RM -rf /",
+            "\"${RM}\" -rf /",
+            "$(echo rm) -rf /",
+            "`echo rm` -rf /",
+            "sudo $'rm' -rf /",
+            "nice -n $N rm -rf /",
+            "rm -rf \"$DIR\"",
+            "rm -rf $'/'",
+            "ls && $'rm' -rf /",
+            "cargo test $'\\'' ; rm -rf /x #'",
+            "cat <(rm -rf /x)",
+            "f() { rm -rf /x; }",
+            "coproc rm -rf /x",
+            "for f in a; do rm -rf $f; done",
+            "case $x in a) rm -rf /x ;; esac",
+            "eval 'rm -rf /x'",
+            "trap 'rm -rf /x' EXIT",
+            "bash -c 'rm -rf /x'",
+            "sudo sh -ec 'rm -rf /x' name",
+            "ls # rm -rf /x",
+            "sh <<EOF\nrm -rf /x\nEOF",
+            "bash <<< 'rm -rf /x'",
+            "cat <<EOF\n$(rm -rf /x)\nEOF",
+            "mapfile -C 'rm -rf /x' -c 1 < f",
+            "unset 'a[$(ls)]'",
+        ] {
+            assert!(denied(line), "{line:?}");
+        }
+        // Lines that may run code no command shows: every pattern-ful rule applies.
+        for line in [
+            "eval \"$X\"",
+            "bash -c \"$X\"",
+            "source x.sh",
+            ". x.sh",
+            "(( x[$(ls)] ))",
+            "[[ 'a[$(ls)]' -eq 1 ]]",
+            "echo ${x[$(ls)]}",
+            "echo 'unterminated",
+        ] {
+            let any = policy(PermissionMode::Auto, &[], &[], &["bash(nothing like it)"]);
+            let decision = any.decide("bash", line, Reach::Sensitive);
+            assert!(matches!(decision, Decision::Deny(_)), "{line:?}");
+        }
+        // An unreadable word after a readable start that cannot match leaves the rule out.
+        for line in [
+            "cargo test $'\\x3b' touch PWNED",
+            "cargo test \"$X\"",
+            "cd \"$HOME\" && cargo build",
+            "bash script.sh",
+            "echo 'rm -rf /x' | cat <<< x",
+        ] {
+            assert!(!denied(line), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn an_ask_rule_fails_closed_like_a_deny_rule() {
+        let p = policy(PermissionMode::Auto, &[], &["bash(git push*)"], &[]);
+        for line in ["git $'push'", "$GIT push", "eval \"$X\"", "ls # git push"] {
+            assert_eq!(
+                p.decide("bash", line, Reach::Sensitive),
+                Decision::Ask,
+                "{line:?}"
+            );
+        }
+        assert_eq!(
+            p.decide("bash", "git status \"$X\"", Reach::Sensitive),
+            Decision::Allow
+        );
+    }
+
+    #[test]
+    fn allow_rules_split_every_kind_of_list() {
+        let p = policy(
+            PermissionMode::Ask,
+            &["bash(cargo *)", "bash(tee *)"],
+            &[],
+            &[],
+        );
+        for line in [
+            "cargo build && cargo test",
+            "cargo build | tee log; cargo test || cargo clean",
+            "(cargo build) && { cargo test; }",
+            "if cargo check; then cargo build; else cargo clean; fi",
+            "for f in a b; do cargo test x; done",
+            "while cargo check; do cargo build; done",
+            "case x in a) cargo test ;; esac",
+            "cargo build 2>&1 | tee log",
+        ] {
+            assert_eq!(
+                p.decide("bash", line, Reach::Sensitive),
+                Decision::Allow,
+                "{line:?}"
+            );
+        }
+        for line in [
+            "cargo build | sh",
+            "(cargo build; touch PWNED)",
+            "if cargo check; then touch PWNED; fi",
+            "for f in a; do touch PWNED; done",
+            "while cargo check; do touch PWNED; done",
+            "case x in a) touch PWNED ;; esac",
+            "cargo build &\ntouch PWNED",
+            "",
+        ] {
+            assert_eq!(
+                p.decide("bash", line, Reach::Sensitive),
+                Decision::Ask,
+                "{line:?}"
+            );
+        }
     }
 
     #[test]
