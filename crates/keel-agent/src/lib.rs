@@ -17,6 +17,7 @@ mod compaction;
 mod context;
 mod host;
 mod input;
+mod leftovers;
 mod load;
 mod progress;
 mod prompt;

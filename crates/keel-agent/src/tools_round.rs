@@ -101,11 +101,22 @@ pub async fn run_tools(
                 name: round.calls[*position].name.clone(),
             });
         }
-        let context = &shared.tool_context;
+        // Each call's commands are recorded under its id (a restart after a crash stops them).
+        let contexts: Vec<_> = batch
+            .iter()
+            .map(|(position, _)| {
+                crate::leftovers::context_for_call(
+                    &shared.tool_context,
+                    &shared.store,
+                    &shared.session.id,
+                    &round.calls[*position].id,
+                )
+            })
+            .collect();
         let outputs = tokio::select! {
             biased;
             () = run.cancelled() => None,
-            outputs = join_all(batch.iter().map(|(_, valid)| valid.run(context, &shared.settings.mcp))) => Some(outputs),
+            outputs = join_all(batch.iter().zip(&contexts).map(|((_, valid), context)| valid.run(context, &shared.settings.mcp))) => Some(outputs),
         };
         let end = index + batch.len();
         let Some(outputs) = outputs else {
@@ -289,6 +300,11 @@ fn finish(
         .store
         .append_result(&shared.session.id, run.turn, &item, receipt)?;
     kill_point("after_result_commit");
+    if call.name == keel_tools::BuiltinTool::Bash.name() {
+        shared
+            .store
+            .forget_tool_processes(&shared.session.id, Some(&call.id))?;
+    }
     state.history.push(item);
     run.emit(EventBody::ToolResult {
         call_id: call.id.clone(),

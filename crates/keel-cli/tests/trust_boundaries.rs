@@ -520,3 +520,40 @@ fn adaptive_probes_at_the_cut_recover_nothing_of_the_key() {
         );
     }
 }
+
+#[test]
+fn a_command_left_running_by_a_killed_keel_is_stopped_when_the_session_loads_again() {
+    let marker = format!("sleep 31.{}", std::process::id());
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": format!("echo 1 >> effects.log; {marker}")}},
+        {"say": "never"},
+        {"say": "resumed"},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    let (mut child, session) = start_until_tool_runs(&home, "effects.log");
+    wait_until("the receipt is started", Duration::from_secs(15), || {
+        stored_receipt_states(&home) == ["started"]
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let running = |pattern: &str| {
+        !std::process::Command::new("pgrep")
+            .args(["-f", pattern])
+            .output()
+            .unwrap()
+            .stdout
+            .is_empty()
+    };
+    assert!(
+        running(&marker),
+        "the orphan outlived keel (as SIGKILL allows)"
+    );
+    let resumed = home.run(&["run", "--session", &session, "--yes", "--json", "go on"]);
+    assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
+    wait_until("the orphan is stopped", Duration::from_secs(5), || {
+        !running(&marker)
+    });
+    assert_eq!(stored_receipt_states(&home), ["unknown"], "never run again");
+    let effects = std::fs::read_to_string(home.path().join("effects.log")).unwrap();
+    assert_eq!(effects.lines().count(), 1);
+}

@@ -18,12 +18,14 @@
 mod error;
 mod history;
 mod lease;
+mod processes;
 mod schema;
 mod sessions;
 
 pub use error::StoreError;
 pub use history::{HistoryRewrite, RevisionInfo};
 pub use lease::Lease;
+pub use processes::RecordedProcess;
 pub use sessions::{SessionInfo, StoredEvent, StoredItem};
 
 use rusqlite::Connection;

@@ -14,7 +14,7 @@ use crate::StoreError;
 use rusqlite::Connection;
 use std::path::Path;
 
-pub const CURRENT_VERSION: i64 = 2;
+pub const CURRENT_VERSION: i64 = 3;
 
 pub(crate) const SCHEMA_V1: &str = "
 CREATE TABLE sessions (
@@ -85,7 +85,20 @@ CREATE TABLE history_revisions (
 );
 ";
 
-/// The tables each schema version has (version 2 adds the last one).
+/// Version 3: the process group each running tool's command was started in (pgid, the
+/// leader's start time, the boot id), so a restart after a crash can stop exactly that group.
+const SCHEMA_V3: &str = "
+CREATE TABLE tool_processes (
+    session_id TEXT NOT NULL REFERENCES sessions (id),
+    call_id TEXT NOT NULL,
+    pgid INTEGER NOT NULL,
+    start_ticks INTEGER NOT NULL,
+    boot_id TEXT NOT NULL,
+    PRIMARY KEY (session_id, call_id, pgid)
+);
+";
+
+/// The tables each schema version has (version 2 and 3 each add one).
 fn expected_tables(version: i64) -> &'static [&'static str] {
     const TABLES: &[&str] = &[
         "sessions",
@@ -95,8 +108,13 @@ fn expected_tables(version: i64) -> &'static [&'static str] {
         "recovery_records",
         "leases",
         "history_revisions",
+        "tool_processes",
     ];
-    if version >= 2 { TABLES } else { &TABLES[..6] }
+    match version {
+        i64::MIN..=1 => &TABLES[..6],
+        2 => &TABLES[..7],
+        _ => TABLES,
+    }
 }
 
 pub fn prepare(connection: &Connection, path: &Path) -> Result<(), StoreError> {
@@ -152,6 +170,11 @@ fn prepare_once(connection: &Connection, path: &Path) -> Result<(), StoreError> 
         if version < 2 {
             connection
                 .execute_batch(&format!("{SCHEMA_V2} PRAGMA user_version = 2;"))
+                .map_err(fail)?;
+        }
+        if version < 3 {
+            connection
+                .execute_batch(&format!("{SCHEMA_V3} PRAGMA user_version = 3;"))
                 .map_err(fail)?;
         }
         connection.execute_batch("COMMIT").map_err(fail)

@@ -136,6 +136,12 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
         Err(error) => return ToolOutput::error(format!("cannot start bash: {error}")),
     };
     let killer = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
+    // Recorded so that a keel killed outright can stop this group when it restarts.
+    if let (Some(log), Some(pgid)) = (&ctx.process_log, killer.0)
+        && let Some(identity) = crate::process::ProcessIdentity::of(pgid)
+    {
+        log.started(&identity);
+    }
     let capture = Arc::new(Mutex::new(Capture::new(OUTPUT_CAP)));
     let filling = capture.clone();
     // Every byte passes the redactor before it is kept, so the cut comes after redaction.

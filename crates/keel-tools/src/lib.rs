@@ -20,6 +20,7 @@ mod files;
 pub mod guard;
 pub mod output;
 pub mod permission;
+pub mod process;
 mod search;
 mod special;
 mod specs;
@@ -87,6 +88,8 @@ pub struct ToolContext {
     /// Which hosts `web_fetch` may reach at a loopback, private or link-local address (those a
     /// permission rule names); none by default.
     pub internal_hosts: HostRule,
+    /// Told the process group of each command a tool starts (`None`: nobody records them).
+    pub process_log: Option<process::SharedProcessLog>,
 }
 
 /// A test on host names (the hosts the user's rules allow).
@@ -128,6 +131,15 @@ impl ToolContext {
             file_timeout: DEFAULT_FILE_TIMEOUT,
             editor: None,
             internal_hosts: HostRule::none(),
+            process_log: None,
+        }
+    }
+
+    /// The same context, telling `log` the process group of each command it starts.
+    pub fn with_process_log(&self, log: process::SharedProcessLog) -> ToolContext {
+        ToolContext {
+            process_log: Some(log),
+            ..self.clone()
         }
     }
 
