@@ -44,10 +44,16 @@ impl Approver for AcpApprover {
             };
             // Folded like the terminal's question: nothing can push the command out of sight.
             let view = keel_types::approval_view(&request.subject);
-            let title = match view.line_count {
+            let mut title = match view.line_count {
                 1 => format!("{} {}", request.tool, view.head),
                 n => format!("{} {} ({n} lines)", request.tool, view.head),
             };
+            if view.hidden_chars > 0 {
+                title.push_str(&format!(
+                    " — {} characters of long lines not shown",
+                    view.hidden_chars
+                ));
+            }
             let params = json!({
                 "sessionId": session,
                 "toolCall": {"toolCallId": request.call_id, "title": title, "status": "pending",

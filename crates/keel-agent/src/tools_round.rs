@@ -274,9 +274,18 @@ fn finish(
     let receipt = &mut round.receipts[position];
     // Whatever a tool printed, keel's secrets never reach the store, an event or the model.
     let secrets = &shared.tool_context.secrets;
+    let content = secrets.redact(&output.content).into_owned();
+    // An error's summary is cut from its message: cut again from the redacted message, so the
+    // cut cannot fall inside a secret.
+    let summary = if output.is_error && output.summary == keel_tools::error_summary(&output.content)
+    {
+        keel_tools::error_summary(&content)
+    } else {
+        secrets.redact(&output.summary).into_owned()
+    };
     let output = ToolOutput {
-        content: secrets.redact(&output.content).into_owned(),
-        summary: secrets.redact(&output.summary).into_owned(),
+        content,
+        summary,
         is_error: output.is_error,
     };
     receipt.state = final_state;

@@ -65,6 +65,15 @@ impl AcpSessions for CliAcpSessions {
 }
 
 pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
+    if common.trust_workspace {
+        // An editor opens any directory it likes: one flag must not trust them all.
+        return Err(crate::UsageError(
+            "--trust-workspace does not apply to `keel acp` (an editor opens any directory): run \
+             `keel trust DIR` for each workspace you trust"
+                .into(),
+        )
+        .into());
+    }
     let sessions = Arc::new(CliAcpSessions {
         common: common.clone(),
         host: open_host()?,

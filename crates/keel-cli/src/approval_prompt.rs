@@ -115,8 +115,12 @@ fn approval_question(request: &ApprovalRequest) -> String {
         1 => String::new(),
         n => format!(" ({n} lines)"),
     };
+    let hidden = match view.hidden_chars {
+        0 => String::new(),
+        n => format!(" — ⚠ {n} characters of long lines not shown; say no unless you know them"),
+    };
     question.push_str(&format!(
-        "  {tool}: {}{lines} — [y]es / [n]o / [a]lways for {tool}: ",
+        "  {tool}: {}{lines}{hidden} — [y]es / [n]o / [a]lways for {tool}: ",
         visible_line(&view.head)
     ));
     question

@@ -85,6 +85,7 @@ pub fn run(common: &CommonArgs, args: &TrustArgs) -> anyhow::Result<Outcome> {
     }
     let asked = untrusted_view(common, &home, files)?;
     print_asked(&shown, asked.ignored());
+    print_files(asked.project_files());
     store.record(&workspace, asked.project_files())?;
     let names: Vec<&str> = asked.project_files().present().map(|f| f.name).collect();
     println!(
@@ -107,6 +108,32 @@ fn untrusted_view(
         WorkspaceTrust::Untrusted,
         settings::overrides(common),
     )?)
+}
+
+/// The most lines of a project file shown before trusting it.
+const SHOWN_LINES: usize = 400;
+
+/// Every line of each file, numbered and escaped: trusting a file applies all of it (a table's
+/// command and arguments, values your settings allow today and would not tomorrow), so all of
+/// it is shown, not only what loosens your settings now.
+fn print_files(files: &ProjectFiles) {
+    for file in files.present() {
+        let lines: Vec<&str> = file.text.lines().collect();
+        println!(
+            "── {} ({} lines, all of it applies once trusted) ──",
+            visible_line(&file.path.display().to_string()),
+            lines.len()
+        );
+        for (number, line) in lines.iter().take(SHOWN_LINES).enumerate() {
+            println!("{:>5} │ {}", number + 1, visible_line(line));
+        }
+        if lines.len() > SHOWN_LINES {
+            println!(
+                "      │ … {} more lines not shown: read the file before you trust it",
+                lines.len() - SHOWN_LINES
+            );
+        }
+    }
 }
 
 fn print_asked(workspace: &str, asked: &[IgnoredValue]) {
@@ -161,7 +188,8 @@ pub fn ask_at_start(common: &CommonArgs, workspace: &Path) -> anyhow::Result<boo
     }
     let shown = visible_line(&workspace.display().to_string()).into_owned();
     print_asked(&shown, asked.ignored());
-    print!("Trust this workspace and apply them? They came with the repository. [y/N] ");
+    print_files(asked.project_files());
+    print!("Trust this workspace and apply these files? They came with the repository. [y/N] ");
     std::io::stdout().flush()?;
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;

@@ -17,6 +17,9 @@ pub const PROJECT_CONFIG_FILE: &str = "keel.toml";
 /// The MCP file other agents share, in the workspace root.
 pub const SHARED_MCP_FILE: &str = ".mcp.json";
 
+/// The largest project file read (a config file is a few KiB).
+pub const MAX_PROJECT_FILE_BYTES: u64 = 1024 * 1024;
+
 /// One project file as read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProjectFile {
@@ -40,12 +43,35 @@ impl ProjectFile {
     }
 
     fn read(workspace: &Path, name: &'static str) -> Result<Option<ProjectFile>, ConfigError> {
+        use std::io::Read;
         let path = workspace.join(name);
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
+        let refuse = |why: String| ConfigError::Read {
+            file: path.clone(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, why),
+        };
+        let file = match std::fs::File::open(&path) {
+            Ok(file) => file,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(ConfigError::Read { file: path, source }),
         };
+        // A repository can commit `keel.toml -> /dev/zero` or a FIFO: only a regular file of
+        // sane size is read, and never more than the bound.
+        let is_file = file.metadata().map(|meta| meta.is_file()).unwrap_or(false);
+        if !is_file {
+            return Err(refuse("it is not a regular file".into()));
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_PROJECT_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|source| ConfigError::Read {
+                file: path.clone(),
+                source,
+            })?;
+        if bytes.len() as u64 > MAX_PROJECT_FILE_BYTES {
+            return Err(refuse(format!(
+                "it is larger than {MAX_PROJECT_FILE_BYTES} bytes"
+            )));
+        }
         let sha256 = sha256_hex(&bytes);
         let text = String::from_utf8(bytes).map_err(|_| ConfigError::Read {
             file: path.clone(),
@@ -111,6 +137,23 @@ mod tests {
         assert_eq!(keel.sha256.len(), 64);
         assert!(files.mcp_json.is_none());
         assert_eq!(files.present().count(), 1);
+    }
+
+    #[test]
+    fn a_device_or_a_huge_file_is_refused_without_reading_it_whole() {
+        let workspace = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/dev/zero", workspace.path().join("keel.toml")).unwrap();
+        let error = ProjectFiles::read(workspace.path())
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("not a regular file"), "{error}");
+        std::fs::remove_file(workspace.path().join("keel.toml")).unwrap();
+        let huge = vec![b'#'; (MAX_PROJECT_FILE_BYTES + 10) as usize];
+        std::fs::write(workspace.path().join("keel.toml"), huge).unwrap();
+        let error = ProjectFiles::read(workspace.path())
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("larger than"), "{error}");
     }
 
     #[test]

@@ -198,10 +198,15 @@ pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<Ign
             IgnoredBecause::Closed,
         );
     }
+    // The models a window bound is checked against: the user's, and the one the project chose.
+    let mut models: Vec<(String, String)> = user.model.iter().cloned().collect();
+    if let Some((provider, id)) = model.as_ref().and_then(|m| m.get_ref().split_once('/')) {
+        models.push((provider.to_string(), id.to_string()));
+    }
     let mut kept_providers = BTreeMap::new();
     for (name, provider) in providers {
         let known = profile::preset(&name).is_some() || user.providers.contains(&name);
-        let window = restrict_provider(&name, provider, known, user, &mut report);
+        let window = restrict_provider(&name, provider, known, (user, &models), &mut report);
         if let Some(window) = window {
             let kept = RawProvider {
                 context_window: Some(window),
@@ -242,7 +247,7 @@ fn restrict_provider(
     name: &str,
     provider: RawProvider,
     known: bool,
-    user: &UserBaseline,
+    (user, models): (&UserBaseline, &[(String, String)]),
     report: &mut Report<'_>,
 ) -> Option<Spanned<u64>> {
     let key = |field: &str| format!("providers.{name}.{field}");
@@ -300,7 +305,7 @@ fn restrict_provider(
         );
         return None;
     }
-    match user_window(name, user) {
+    match user_window(name, user, models) {
         Some(bound) if *window.get_ref() > bound => {
             let user = format!("a window of {bound} tokens");
             report.ignore(
@@ -314,14 +319,16 @@ fn restrict_provider(
     }
 }
 
-/// The window the user's layers give provider `name`: their own setting, else the table's
-/// for the model they chose (none known: any bound the project sets is stricter).
-fn user_window(name: &str, user: &UserBaseline) -> Option<u64> {
+/// The window the user's layers give provider `name`: their own setting, else the smallest the
+/// model table knows for a model of it in play (the user's, or the one the project chose; none
+/// known: any bound the project sets is stricter).
+fn user_window(name: &str, user: &UserBaseline, models: &[(String, String)]) -> Option<u64> {
     if let Some(window) = user.windows.get(name) {
         return Some(*window);
     }
-    match &user.model {
-        Some((provider, model)) if provider == name => keel_llm::context::known_window(model),
-        _ => None,
-    }
+    models
+        .iter()
+        .filter(|(provider, _)| provider == name)
+        .filter_map(|(_, model)| keel_llm::context::known_window(model))
+        .min()
 }

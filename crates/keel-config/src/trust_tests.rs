@@ -442,3 +442,27 @@ fn flags_and_the_environment_stay_above_every_project_value() {
     assert_eq!(config.permission_mode(), keel_tools::PermissionMode::Auto);
     assert_eq!(config.model().unwrap().model, "from-env");
 }
+
+#[test]
+fn a_window_cannot_be_raised_by_switching_to_another_preset_model() {
+    let config = with_project(
+        "model = \"kimi/kimi-k2\"\n[providers.kimi]\ncontext_window = 100000000\n",
+        WorkspaceTrust::Untrusted,
+    )
+    .unwrap();
+    assert_eq!(
+        config.model().unwrap().model,
+        "kimi-k2",
+        "the model choice stays"
+    );
+    assert_eq!(config.profile("kimi").unwrap().context_window, None);
+    let keys: Vec<&str> = config.ignored().iter().map(|v| v.key.as_str()).collect();
+    assert_eq!(keys, ["providers.kimi.context_window"]);
+    // A smaller one than the model's known window is a tightening, and applies.
+    let smaller = with_project(
+        "model = \"kimi/kimi-k2\"\n[providers.kimi]\ncontext_window = 32768\n",
+        WorkspaceTrust::Untrusted,
+    )
+    .unwrap();
+    assert_eq!(smaller.profile("kimi").unwrap().context_window, Some(32768));
+}

@@ -119,7 +119,8 @@ function askOnCard(event) {
   const subject = entry.box.querySelector(".subject");
   if (subject) subject.textContent = folded.lines.join("\n");
   const actions = el("div", "actions");
-  const count = folded.line_count > 1 ? ` (${folded.line_count} lines)` : "";
+  const count = (folded.line_count > 1 ? ` (${folded.line_count} lines)` : "")
+    + (folded.hidden_chars ? ` — ${folded.hidden_chars} characters of long lines not shown` : "");
   actions.appendChild(el("span", "muted", "allow "));
   actions.appendChild(el("code", "ask-head", folded.head + count));
   actions.appendChild(el("span", "muted", "? "));

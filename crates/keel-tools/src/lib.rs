@@ -45,6 +45,18 @@ pub struct ToolOutput {
     pub summary: String,
 }
 
+/// The summary of an error: its first line, cut at 120 characters. (A caller that redacts an
+/// error redacts the message first and cuts after: `error_summary` of the redacted message.)
+pub fn error_summary(message: &str) -> String {
+    message
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(120)
+        .collect()
+}
+
 impl ToolOutput {
     pub fn ok(content: String, summary: String) -> ToolOutput {
         ToolOutput {
@@ -55,13 +67,7 @@ impl ToolOutput {
     }
 
     pub fn error(message: String) -> ToolOutput {
-        let summary = message
-            .lines()
-            .next()
-            .unwrap_or("")
-            .chars()
-            .take(120)
-            .collect();
+        let summary = error_summary(&message);
         ToolOutput {
             content: message,
             is_error: true,

@@ -32,13 +32,46 @@ fn boot_id() -> Option<String> {
         .map(|id| id.trim().to_string())
 }
 
-/// The start time of `pid` in clock ticks after boot.
-fn start_ticks(pid: i32) -> Option<u64> {
+/// `/proc/PID/stat` field `field` (1-based, 3 or more: after the command name), as text.
+fn stat_text(pid: &str, field: usize) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: count from the last `)`.
     let after_name = &stat[stat.rfind(')')? + 1..];
-    // Field 3 (state) is the first after the name; field 22 (starttime) is the 20th.
-    after_name.split_whitespace().nth(19)?.parse().ok()
+    after_name
+        .split_whitespace()
+        .nth(field - 3)
+        .map(str::to_string)
+}
+
+/// `/proc/PID/stat` field `field`, as a number.
+fn stat_field(pid: &str, field: usize) -> Option<u64> {
+    stat_text(pid, field)?.parse().ok()
+}
+
+/// The start time of `pid` in clock ticks after boot (field 22).
+fn start_ticks(pid: i32) -> Option<u64> {
+    stat_field(&pid.to_string(), 22)
+}
+
+/// Whether a process of group `pgid` started at or after `since` is still running (the group
+/// outlived its leader: `cmd &` left behind).
+fn group_members_since(pgid: i32, since: u64) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            return false;
+        };
+        // A zombie (state `Z`) is dead already; it only waits for its parent.
+        stat_field(pid, 5) == u64::try_from(pgid).ok()
+            && stat_text(pid, 3).is_some_and(|state| state != "Z")
+            && stat_field(pid, 22).is_some_and(|started| started >= since)
+    })
 }
 
 impl ProcessIdentity {
@@ -51,11 +84,18 @@ impl ProcessIdentity {
         })
     }
 
-    /// Whether the group's leader is still the very process that was recorded.
+    /// Whether the recorded group is still running: its leader, the very process recorded
+    /// (same start time, same boot), or — once the leader is gone — members that started no
+    /// earlier than it did. (Linux never hands out a pid that is still some group's id, so with
+    /// the leader gone the group id cannot belong to anyone else.)
     pub fn is_still_running(&self) -> bool {
-        self.pgid > 1
-            && boot_id().as_deref() == Some(self.boot_id.as_str())
-            && start_ticks(self.pgid) == Some(self.start_ticks)
+        if self.pgid <= 1 || boot_id().as_deref() != Some(self.boot_id.as_str()) {
+            return false;
+        }
+        match start_ticks(self.pgid) {
+            Some(started) => started == self.start_ticks,
+            None => group_members_since(self.pgid, self.start_ticks),
+        }
     }
 
     /// Kill the whole group if it is provably the recorded one; whether it was killed.
@@ -102,5 +142,32 @@ mod tests {
         let status = child.wait().unwrap();
         assert!(!status.success());
         assert!(!identity.is_still_running());
+    }
+
+    #[test]
+    fn a_group_whose_leader_exited_is_still_found_and_killed() {
+        use std::os::unix::process::CommandExt;
+        let marker = format!("sleep 37.{}", std::process::id());
+        let leader = std::process::Command::new("sh")
+            .args(["-c", &format!("{marker} >/dev/null 2>&1 & echo started")])
+            .stdout(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = i32::try_from(leader.id()).unwrap();
+        let identity = ProcessIdentity::of(pid).unwrap();
+        let _ = leader.wait_with_output().unwrap();
+        assert!(
+            identity.is_still_running(),
+            "the background job outlived its leader"
+        );
+        assert!(identity.kill_group_if_same());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!identity.is_still_running());
+        let left = std::process::Command::new("pgrep")
+            .args(["-f", &marker])
+            .output()
+            .unwrap();
+        assert!(left.stdout.is_empty(), "the background job was killed");
     }
 }

@@ -11,6 +11,7 @@
 use crate::output::{OUTPUT_CAP, truncate_middle};
 use crate::special::{FileKind, kernel_tree, open_regular};
 use crate::{ToolContext, ToolOutput};
+use grep_matcher::Matcher;
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
@@ -157,9 +158,17 @@ pub fn grep(args: &Value, ctx: &ToolContext) -> ToolOutput {
             &matcher,
             &file,
             Lossy(|line_number, line| {
+                // Searched as if files held keel's secrets redacted: a line matches only if its
+                // redacted text does, so a pattern cannot probe a key a character at a time.
+                let redacted = ctx.secrets.redact(line);
+                if matches!(redacted, std::borrow::Cow::Owned(_))
+                    && !matcher.is_match(redacted.as_bytes()).unwrap_or(false)
+                {
+                    return Ok(true);
+                }
                 total += 1;
                 if lines.len() < MAX_MATCHES {
-                    lines.push(format!("{shown}:{line_number}:{}", line.trim_end()));
+                    lines.push(format!("{shown}:{line_number}:{}", redacted.trim_end()));
                 }
                 Ok(true)
             }),

@@ -429,3 +429,35 @@ async fn bash_output_is_redacted_even_where_it_is_cut() {
     // Redacted whole before the cut: the cut may split the marker, never the key.
     assert!(out.content.contains("[redac"), "{}", &out.content[..200]);
 }
+
+#[tokio::test]
+async fn grep_cannot_probe_a_secret_a_character_at_a_time() {
+    let (dir, ctx) = context();
+    let key = "sk-4f9a1c2e7b3d5a60";
+    let secrets = keel_types::Secrets::from_names(["PROBE_KEY".to_string()], |_| Some(key.into()));
+    let ctx = ToolContext { secrets, ..ctx };
+    std::fs::write(
+        dir.path().join(".env"),
+        format!("PROBE_KEY={key}\nOTHER=1\n"),
+    )
+    .unwrap();
+    let grep = |pattern: &str| {
+        let args = serde_json::json!({"pattern": pattern, "path": "."}).to_string();
+        let ctx = ctx.clone();
+        async move { call(&ctx, "grep", &args).await }
+    };
+    // A right and a wrong guess at the next character answer the same.
+    let right = grep("PROBE_KEY=sk-4").await;
+    let wrong = grep("PROBE_KEY=sk-5").await;
+    assert_eq!(right.content.replace("sk-4", "sk-5"), wrong.content);
+    assert_eq!(right.summary.replace("sk-4", "sk-5"), wrong.summary);
+    assert!(right.content.contains("no matches"), "{}", right.content);
+    // What the redacted text holds is still found, redacted.
+    let plain = grep("PROBE_KEY=").await;
+    assert!(
+        plain.content.contains("[redacted $PROBE_KEY]"),
+        "{}",
+        plain.content
+    );
+    assert!(!plain.content.contains(key));
+}

