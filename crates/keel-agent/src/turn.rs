@@ -352,6 +352,16 @@ fn fail_request(
     sent_messages: Option<usize>,
     sent_bytes: Option<usize>,
 ) -> Result<TurnOutcome, AgentError> {
+    // A trace id that shares 8 characters with any of keel's secrets echoes one: dropped
+    // before it reaches a recovery record, an event or the store.
+    let secrets = &run.shared.tool_context.secrets;
+    if diagnostic
+        .trace_id
+        .as_deref()
+        .is_some_and(|id| secrets.shares_run(id, 8))
+    {
+        diagnostic.trace_id = None;
+    }
     let rejected = sent_bytes.filter(|_| diagnostic.kind == FailureKind::Limit);
     let (offered, action) = if let Some(bytes) = rejected {
         // What keel now knows of the window, also where it knew nothing.

@@ -153,3 +153,21 @@ fn a_trace_id_that_echoes_the_key_is_dropped() {
         );
     }
 }
+
+#[test]
+fn a_trace_id_that_echoes_any_of_keels_secrets_is_dropped() {
+    let token = "tok-any-secret-5e6f7a8b9c0d";
+    let steps = json!({"steps": [{"fault": {"status": 401, "body": "{}",
+        "headers": {"x-request-id": format!("id-{token}")}}}]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    let run = Run::from(
+        home.keel(&["run", "--json", "go"])
+            .env("KEEL_TEST_TOKEN", token)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(run.code(), 1);
+    let diagnostic = &run.events_of("turn/failed")[0]["diagnostic"];
+    assert!(diagnostic["trace_id"].is_null(), "{diagnostic}");
+    assert!(!run.stdout().contains(&token[4..16]));
+}
