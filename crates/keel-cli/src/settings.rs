@@ -10,7 +10,8 @@
 use crate::UsageError;
 use crate::cli::CommonArgs;
 use anyhow::Context;
-use keel_config::{KeelConfig, Overrides, ProjectFiles};
+use keel_config::{KeelConfig, Overrides, ProjectFiles, TrustStore, WorkspaceTrust};
+use std::path::Path;
 use std::path::PathBuf;
 
 pub fn keel_home() -> anyhow::Result<PathBuf> {
@@ -51,8 +52,28 @@ pub fn overrides(common: &CommonArgs) -> Overrides {
 pub fn load_config(common: &CommonArgs, workspace: &std::path::Path) -> anyhow::Result<KeelConfig> {
     let home = keel_home()?;
     let project = ProjectFiles::read(workspace)?;
-    let trust = crate::trust_command::decide(common, &home, workspace, &project);
+    let trust = decide_trust(common, &home, workspace, &project);
     let config = KeelConfig::load(&home.join("config.toml"), project, trust, overrides(common))?;
     keel_types::startup_trace::mark("config");
     Ok(config)
+}
+
+/// Whether this run trusts `workspace`'s project files as read.
+pub fn decide_trust(
+    common: &CommonArgs,
+    home: &Path,
+    workspace: &Path,
+    files: &ProjectFiles,
+) -> WorkspaceTrust {
+    if common.trust_workspace {
+        return WorkspaceTrust::Trusted;
+    }
+    match TrustStore::in_home(home).trusts(workspace, files) {
+        Ok(true) => WorkspaceTrust::Trusted,
+        Ok(false) => WorkspaceTrust::Untrusted,
+        Err(error) => {
+            eprintln!("warning: {error}");
+            WorkspaceTrust::Untrusted
+        }
+    }
 }

@@ -20,26 +20,6 @@ use keel_config::{
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
-/// Whether this run trusts `workspace`'s project files as read.
-pub fn decide(
-    common: &CommonArgs,
-    home: &Path,
-    workspace: &Path,
-    files: &ProjectFiles,
-) -> WorkspaceTrust {
-    if common.trust_workspace {
-        return WorkspaceTrust::Trusted;
-    }
-    match TrustStore::in_home(home).trusts(workspace, files) {
-        Ok(true) => WorkspaceTrust::Trusted,
-        Ok(false) => WorkspaceTrust::Untrusted,
-        Err(error) => {
-            eprintln!("warning: {error}");
-            WorkspaceTrust::Untrusted
-        }
-    }
-}
-
 /// One value a project file asked for, for a person: `file:line: key = value — why`.
 pub fn describe(value: &IgnoredValue) -> String {
     format!(
@@ -179,7 +159,9 @@ pub fn ask_at_start(common: &CommonArgs, workspace: &Path) -> anyhow::Result<boo
     }
     let home = settings::keel_home()?;
     let files = ProjectFiles::read(workspace)?;
-    if files.is_empty() || decide(common, &home, workspace, &files) == WorkspaceTrust::Trusted {
+    if files.is_empty()
+        || settings::decide_trust(common, &home, workspace, &files) == WorkspaceTrust::Trusted
+    {
         return Ok(false);
     }
     let asked = untrusted_view(common, &home, files)?;

@@ -325,19 +325,7 @@ fn acp_session(
     std::io::Lines<BufReader<std::process::ChildStdout>>,
     String,
 ) {
-    let mut child = home
-        .keel(&["acp"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let workspace = home.path().display().to_string();
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}});
-    let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": workspace, "mcpServers": []}});
-    writeln!(stdin, "{initialize}\n{new}").unwrap();
+    let (child, stdin, mut lines) = acp_started(home);
     let session = loop {
         let line: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
         if line["id"] == 2 {

@@ -9,8 +9,7 @@ use common::serve::{Server, wait_until_idle};
 use common::terminal::interactive_until;
 use common::*;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 fn hiding_command() -> String {
@@ -79,23 +78,7 @@ fn the_browser_card_and_the_waiting_list_get_the_folded_view() {
 #[test]
 fn the_editors_permission_request_is_folded_too() {
     let (home, _mock) = scripted_hiding();
-    let mut child = home
-        .keel(&["acp"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let cwd = home.path().display().to_string();
-    writeln!(
-        stdin,
-        "{}\n{}",
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}})
-    )
-    .unwrap();
+    let (mut child, mut stdin, mut lines) = acp_started(&home);
     let started = Instant::now();
     let mut request = None;
     while started.elapsed() < Duration::from_secs(20) {

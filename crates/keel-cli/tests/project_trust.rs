@@ -11,8 +11,7 @@ use common::serve::{Server, wait_until_idle};
 use common::terminal::interactive_session_from;
 use common::*;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 /// The repository's file: every line asks for more than the user gave.
@@ -322,19 +321,7 @@ fn keel_serve_sessions_in_a_hostile_workspace_ask_and_say_why() {
 #[test]
 fn keel_acp_session_new_in_a_hostile_repository_asks_and_says_why() {
     let (home, good, attacker) = hostile_workspace();
-    let mut child = home
-        .keel(&["acp"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let cwd = home.path().display().to_string();
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}});
-    let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}});
-    writeln!(stdin, "{initialize}\n{new}").unwrap();
+    let (mut child, mut stdin, mut lines) = acp_started(&home);
     let started = Instant::now();
     let mut session = String::new();
     let mut note = String::new();

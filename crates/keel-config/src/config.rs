@@ -221,7 +221,7 @@ impl KeelConfig {
         if self.trust == WorkspaceTrust::Untrusted
             && let Some(shared) = &project.mcp_json
         {
-            ignored.extend(crate::mcp::ignored_shared_servers(shared));
+            ignored.extend(trust::ignored_shared_servers(shared));
         }
         self.project = project;
         self.ignored = ignored;

@@ -20,6 +20,7 @@
 //!   the user's own file.
 
 use crate::layer::{Layer, RawFile, RawPermissions, RawProvider, RawRetry};
+use crate::project::ProjectFile;
 use keel_llm::profile;
 use keel_tools::PermissionMode;
 use std::collections::BTreeMap;
@@ -331,4 +332,47 @@ fn user_window(name: &str, user: &UserBaseline, models: &[(String, String)]) -> 
         .filter(|(provider, _)| provider == name)
         .filter_map(|(_, model)| keel_llm::context::known_window(model))
         .min()
+}
+
+/// The servers of an untrusted workspace's `.mcp.json`, each as a value not applied (a file
+/// that does not parse is one value, `mcpServers`, at line 1).
+pub(crate) fn ignored_shared_servers(shared: &ProjectFile) -> Vec<IgnoredValue> {
+    let entry = |line: usize, key: String, value: String| IgnoredValue {
+        file: shared.path.clone(),
+        line,
+        key,
+        value: shown(&value),
+        why: IgnoredBecause::Closed,
+    };
+    let parsed: Result<serde_json::Value, _> = serde_json::from_str(&shared.text);
+    let Some(servers) = parsed
+        .as_ref()
+        .ok()
+        .and_then(|value| value.get("mcpServers"))
+        .and_then(serde_json::Value::as_object)
+    else {
+        return match parsed {
+            Ok(value) if value.get("mcpServers").is_none() => Vec::new(),
+            _ => vec![entry(1, "mcpServers".into(), shared.text.clone())],
+        };
+    };
+    servers
+        .iter()
+        .map(|(name, server)| {
+            let quoted = serde_json::Value::String(name.clone()).to_string();
+            let line = shared
+                .text
+                .find(&quoted)
+                .map_or(1, |at| shared.text[..at].matches('\n').count() + 1);
+            entry(line, format!("mcpServers.{name}"), server.to_string())
+        })
+        .collect()
+}
+
+fn shown(value: &str) -> String {
+    if value.chars().count() > VALUE_SHOWN_CHARS {
+        value.chars().take(VALUE_SHOWN_CHARS).collect::<String>() + "…"
+    } else {
+        value.to_string()
+    }
 }

@@ -201,6 +201,33 @@ pub fn scripted(protocol: &str, scenario: &str, extra: &str) -> (Home, MockProce
 
 pub const PROTOCOLS: [&str; 3] = ["chat", "anthropic", "responses"];
 
+/// `keel acp` in `home` with `initialize` (id 1) and `session/new` for the home as cwd (id 2)
+/// written: the child, its stdin and its stdout's lines.
+pub fn acp_started(
+    home: &Home,
+) -> (
+    Child,
+    std::process::ChildStdin,
+    std::io::Lines<BufReader<std::process::ChildStdout>>,
+) {
+    let mut child = home
+        .keel(&["acp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let cwd = home.path().display().to_string();
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1}});
+    let new = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": cwd, "mcpServers": []}});
+    writeln!(stdin, "{initialize}\n{new}").unwrap();
+    (child, stdin, lines)
+}
+
 /// Start `keel run --yes --json "run it"` and wait until its bash tool has written `file` in
 /// the home (the workspace). Returns the running child and the session id.
 pub fn start_until_tool_runs(home: &Home, file: &str) -> (Child, String) {
