@@ -109,6 +109,11 @@ struct Report<'a> {
 impl Report<'_> {
     fn ignore(&mut self, key: String, span: Range<usize>, why: IgnoredBecause) {
         let mut value: String = self.layer.snippet(&span).to_string();
+        // A table's span is its header only: say so, rather than repeat the header as a value
+        // (`keel trust` shows the table's lines in full).
+        if value.trim_start().starts_with('[') && value.contains(key.as_str()) {
+            value = "(the table: see its lines in the file)".to_string();
+        }
         if value.chars().count() > VALUE_SHOWN_CHARS {
             value = value.chars().take(VALUE_SHOWN_CHARS).collect::<String>() + "…";
         }
