@@ -401,7 +401,7 @@ pub fn parent_key_warning(config: &KeelConfig) -> Option<String> {
     Some(format!(
         "keel was started by `{}` (pid {parent}), whose environment holds {}: a command keel runs \
          can read it from /proc/{parent}/environ. Start keel from a shell, or unset the key in \
-         the wrapper (README: Security model)",
+         the wrapper (docs/security.md)",
         crate::terminal_text::visible_line(name),
         held.join(", ")
     ))
