@@ -97,7 +97,16 @@ async fn a_subscriber_resuming_from_an_id_misses_nothing_and_sees_nothing_twice(
 
 #[tokio::test]
 async fn twenty_sessions_run_at_once_on_one_host() {
-    let steps: Vec<Step> = (0..20).map(|n| say(&format!("answer {n}"))).collect();
+    // Each session's first round is a barrier: its command says it arrived, then waits (up to
+    // 30 s) until all twenty have, and prints how many it met. Run one after another, the
+    // first would meet only itself.
+    let barrier = "touch arrived.$$; n=0; \
+        while [ $(ls arrived.* | wc -l) -lt 20 ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done; \
+        echo met=$(ls arrived.* | wc -l)";
+    let steps: Vec<Step> = (0..20)
+        .map(|_| bash(barrier))
+        .chain((0..20).map(|n| say(&format!("answer {n}"))))
+        .collect();
     let server = MockServer::start(([127, 0, 0, 1], 0).into(), Scenario::from_steps(steps))
         .await
         .unwrap();
@@ -129,9 +138,17 @@ async fn twenty_sessions_run_at_once_on_one_host() {
     assert_eq!(host.sessions_for_workspace(&workspace).unwrap().len(), 20);
     for controller in &controllers {
         let transcript = host.transcript(&controller.session().id).unwrap();
-        assert_eq!(transcript.items.len(), 2, "each session its own history");
+        assert_eq!(transcript.items.len(), 4, "each session its own history");
     }
-    assert_eq!(server.requests().len(), 20);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 40);
+    for request in &requests[20..] {
+        assert!(
+            request.body.contains("met=20"),
+            "every session's command ran while all twenty did: {}",
+            request.body
+        );
+    }
     // A session held by one controller cannot be opened by a second one.
     let settings = settings_for(&server.base_url(), dir.path());
     let again = host.open_session(

@@ -2,8 +2,9 @@
 //! (`@agentclientprotocol/sdk`, `crates/keel-acp/e2e/client.mjs`) for the conversations, and
 //! raw JSON-RPC lines for the protocol-level cases.
 //!
-//! The SDK tests need `npm ci` in `crates/keel-acp/e2e` (`.ci/run` does it); without it they
-//! say so and pass, except under CI (`CI` set), where they fail.
+//! The SDK tests need node and `npm ci` in `crates/keel-acp/e2e` (`.ci/run` does it); without
+//! them they are ignored, with that reason (the build script decides); under CI (`CI` set)
+//! they run, and fail.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -18,19 +19,17 @@ fn e2e_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../keel-acp/e2e")
 }
 
-fn sdk_available() -> bool {
+/// Fail, saying what to install, when the SDK is missing. Without it the SDK tests are ignored
+/// (`keel_e2e_acp` unset); under CI they run regardless, and fail here.
+fn require_sdk() {
     let ready = e2e_dir()
         .join("node_modules/@agentclientprotocol/sdk")
         .is_dir()
         && Command::new("node").arg("--version").output().is_ok();
-    if !ready {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "the ACP tests need `npm ci` in crates/keel-acp/e2e"
-        );
-        eprintln!("skipped: run `npm ci` in crates/keel-acp/e2e");
-    }
-    ready
+    assert!(
+        ready,
+        "this test needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+    );
 }
 
 /// Run the SDK `scenario` against a home scripted with `steps` (`top` at the top of its config).
@@ -61,6 +60,7 @@ fn client_with_env(
 
 /// Run the SDK client's `scenario` against `keel acp` in `home`.
 fn drive_client(scenario: &str, home: &Home, env: &[(&str, &str)]) {
+    require_sdk();
     let output = Command::new("node")
         .arg(e2e_dir().join("client.mjs"))
         .args([scenario, KEEL, home.path().to_str().unwrap()])
@@ -79,10 +79,11 @@ fn drive_client(scenario: &str, home: &Home, env: &[(&str, &str)]) {
 }
 
 #[test]
+#[cfg_attr(
+    not(keel_e2e_acp),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+)]
 fn two_tool_rounds_stream_in_order_and_load_replays_them() {
-    if !sdk_available() {
-        return;
-    }
     let steps = json!({"steps": [
         {"tool": "bash", "args": {"command": "echo one >> effects.log"}},
         {"tool": "bash", "args": {"command": "echo two >> effects.log"}},
@@ -99,10 +100,11 @@ fn two_tool_rounds_stream_in_order_and_load_replays_them() {
 }
 
 #[test]
+#[cfg_attr(
+    not(keel_e2e_acp),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+)]
 fn file_tools_go_through_the_editor_when_it_offers_fs() {
-    if !sdk_available() {
-        return;
-    }
     let steps = json!({"steps": [
         {"tool": "read_file", "args": {"path": "notes.txt"}},
         {"tool": "write_file", "args": {"path": "out.txt", "content": "from keel"}},
@@ -123,10 +125,11 @@ fn file_tools_go_through_the_editor_when_it_offers_fs() {
 }
 
 #[test]
+#[cfg_attr(
+    not(keel_e2e_acp),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+)]
 fn permissions_are_asked_through_the_editor() {
-    if !sdk_available() {
-        return;
-    }
     let steps = json!({"steps": [
         {"tool": "write_file", "args": {"path": "rejected.txt", "content": "x"}},
         {"tool": "write_file", "args": {"path": "allowed.txt", "content": "y"}},
@@ -142,20 +145,22 @@ fn permissions_are_asked_through_the_editor() {
 }
 
 #[test]
+#[cfg_attr(
+    not(keel_e2e_acp),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+)]
 fn cancel_answers_cancelled_and_nothing_follows() {
-    if !sdk_available() {
-        return;
-    }
     let steps = json!({"steps": [{"fault": "stall", "seconds": 2}, {"say": "too late"}]});
     let (_home, mock) = client("cancel", steps, "");
     assert_eq!(mock.requests().len(), 1, "no retry after the cancel");
 }
 
 #[test]
+#[cfg_attr(
+    not(keel_e2e_acp),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+)]
 fn a_rejected_replay_is_recovered_through_prompt_meta_with_each_effect_once() {
-    if !sdk_available() {
-        return;
-    }
     let steps = json!({"steps": [
         {"tool": "bash", "args": {"command": "echo ran >> effects.log"}},
         {"fault": {"status": 400, "body": ""}},
@@ -174,10 +179,11 @@ fn a_rejected_replay_is_recovered_through_prompt_meta_with_each_effect_once() {
 }
 
 #[test]
+#[cfg_attr(
+    not(keel_e2e_acp),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+)]
 fn a_context_limit_is_recovered_through_prompt_meta_with_each_effect_once() {
-    if !sdk_available() {
-        return;
-    }
     let steps = effect_steps(30, "All rounds done.");
     let (home, mock) = client(
         "compact",
@@ -189,19 +195,17 @@ fn a_context_limit_is_recovered_through_prompt_meta_with_each_effect_once() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(keel_e2e_acp, keel_e2e_mcp)),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e and crates/keel-mcp/e2e (.ci/run does both)"
+)]
 fn the_editors_mcp_servers_run_for_the_session() {
-    if !sdk_available() {
-        return;
-    }
     let everything = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../keel-mcp/e2e/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    if !everything.exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have npm ci in crates/keel-mcp/e2e"
-        );
-        return;
-    }
+    assert!(
+        everything.exists(),
+        "this test needs `npm ci` in crates/keel-mcp/e2e (.ci/run does it)"
+    );
     let steps = json!({"steps": [
         {"tool": "mcp__every__echo", "args": {"message": "through the editor"}},
         {"say": "Echoed."},
@@ -377,12 +381,8 @@ fn a_cancel_sent_right_after_a_prompt_is_not_lost() {
         json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}});
     write!(stdin, "{prompt}\n{cancel}\n").unwrap();
     stdin.flush().unwrap();
-    let started = std::time::Instant::now();
+    // A lost cancel would end the turn after the 30 s stall, `end_turn`, not `cancelled`.
     let answer = loop {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "no answer to the prompt"
-        );
         let line: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
         if line["id"] == 3 {
             break line;

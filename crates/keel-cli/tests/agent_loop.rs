@@ -222,13 +222,12 @@ fn sessions_are_listed_and_continued() {
 
 #[test]
 fn killed_mid_tool_the_receipt_becomes_unknown_and_nothing_reruns() {
-    let marker = format!("keel-crash-{}", std::process::id());
     let scenario = serde_json::json!({"steps": [
-        {"tool": "bash", "args": {"command": format!("echo started >> effects.log; sleep 30 # {marker}")}},
+        {"tool": "bash", "args": {"command": "echo $$ > tool.pid; echo started >> effects.log; sleep 30"}},
         {"say": "I will not repeat the command; its outcome is unknown."}
     ]});
     let (home, mock) = scripted("chat", &scenario.to_string(), "");
-    let session = kill_during_tool(&home, &marker);
+    let (session, _tool) = kill_during_tool(&home);
 
     // Its holder is gone: `session show` reports what a reload will, without writing.
     let shown = home.run(&["session", "show", &session]);

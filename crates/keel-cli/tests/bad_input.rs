@@ -162,12 +162,9 @@ fn a_stream_that_never_ends_hits_the_idle_timeout() {
         );
         std::fs::write(home.path().join("config.toml"), config).unwrap();
         let run = home.run(&["run", "hi"]);
+        // An ignored idle timeout would end each 30 s stall in a dropped connection instead.
         assert_clean_failure(&run, 1, &["idle timeout", "timeout"]);
-        assert!(
-            run.elapsed < std::time::Duration::from_secs(10),
-            "{:?}",
-            run.elapsed
-        );
+        assert!(run.stderr().contains("idle timeout"), "{}", run.stderr());
         assert_eq!(
             mock.requests().len(),
             2,

@@ -4,7 +4,8 @@
 //! provider's requests from here.
 //!
 //! Needs `chromium` and `npm ci` in `crates/keel-serve/e2e` (`.ci/run` does both). Without
-//! them a test says so and passes, except under CI (`CI` set), where it fails.
+//! them the tests are ignored, with that reason (the build script decides); under CI (`CI`
+//! set) they run, and fail.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -18,20 +19,20 @@ fn e2e_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../keel-serve/e2e")
 }
 
-/// Whether the browser tests can run here; under CI they must.
-fn browser_available() -> bool {
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    let ready = std::path::Path::new(&chromium).exists()
+const NEEDS: &str = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)";
+
+/// The Chromium the build found (`$CHROMIUM`, or `chromium` on `PATH`).
+fn chromium() -> PathBuf {
+    PathBuf::from(option_env!("KEEL_E2E_CHROMIUM").unwrap_or("/usr/bin/chromium"))
+}
+
+/// Fail, saying what to install, when the kit is missing. Without it the tests are ignored
+/// (`keel_e2e_browser` unset); under CI they run regardless, and fail here.
+fn require_browser() {
+    let ready = chromium().is_file()
         && e2e_dir().join("node_modules/playwright-core").is_dir()
         && Command::new("node").arg("--version").output().is_ok();
-    if !ready {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "browser tests need chromium and `npm ci` in crates/keel-serve/e2e"
-        );
-        eprintln!("skipped: install chromium and run `npm ci` in crates/keel-serve/e2e");
-    }
-    ready
+    assert!(ready, "this test {NEEDS}");
 }
 
 struct Served {
@@ -66,11 +67,23 @@ fn serve(home: &Home) -> Served {
 /// Run `scenario` in the browser against a home scripted with `steps`, with `top` lines at
 /// the top of its config.
 fn drive(scenario: &str, steps: serde_json::Value, top: &str) -> (Home, MockProcess) {
+    drive_with(scenario, steps, top, &[])
+}
+
+/// `drive`, with variables for the driver script.
+fn drive_with(
+    scenario: &str,
+    steps: serde_json::Value,
+    top: &str,
+    env: &[(&str, &str)],
+) -> (Home, MockProcess) {
     let (home, mock) = scripted("chat", &steps.to_string(), "");
     home.prepend_config(top);
     let served = serve(&home);
     let out = e2e_dir().join("out");
     let output = Command::new("node")
+        .env("CHROMIUM", chromium())
+        .envs(env.iter().copied())
         .arg(e2e_dir().join("drive.mjs"))
         .args([scenario, &served.url, out.to_str().unwrap()])
         .output()
@@ -86,10 +99,12 @@ fn drive(scenario: &str, steps: serde_json::Value, top: &str) -> (Home, MockProc
 }
 
 #[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
 fn tool_rounds_show_as_cards_with_their_states() {
-    if !browser_available() {
-        return;
-    }
+    require_browser();
     let steps = json!({"steps": [
         {"tool": "bash", "args": {"command": "echo a >> effects.log"}},
         {"tool": "bash", "args": {"command": "echo b >> effects.log"}},
@@ -101,10 +116,12 @@ fn tool_rounds_show_as_cards_with_their_states() {
 }
 
 #[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
 fn approvals_from_the_card_allow_one_call_and_deny_another() {
-    if !browser_available() {
-        return;
-    }
+    require_browser();
     let steps = json!({"steps": [
         {"tool": "write_file", "args": {"path": "yes.txt", "content": "y"}},
         {"tool": "write_file", "args": {"path": "no.txt", "content": "n"}},
@@ -123,10 +140,12 @@ fn approvals_from_the_card_allow_one_call_and_deny_another() {
 }
 
 #[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
 fn the_recovery_button_finishes_a_rejected_replay_with_each_effect_once() {
-    if !browser_available() {
-        return;
-    }
+    require_browser();
     let steps = json!({"steps": [
         {"tool": "bash", "args": {"command": "echo ran >> effects.log"}},
         {"fault": {"status": 400, "body": ""}},
@@ -142,10 +161,12 @@ fn the_recovery_button_finishes_a_rejected_replay_with_each_effect_once() {
 }
 
 #[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
 fn the_compact_button_finishes_a_task_after_a_context_limit_rejection() {
-    if !browser_available() {
-        return;
-    }
+    require_browser();
     let steps = effect_steps(30, "All rounds done.");
     let (home, mock) = drive(
         "compact",
@@ -157,34 +178,53 @@ fn the_compact_button_finishes_a_task_after_a_context_limit_rejection() {
 }
 
 #[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
 fn stop_during_a_slow_stream_shows_nothing_late() {
-    if !browser_available() {
-        return;
-    }
+    require_browser();
+    // The story streams as the reasoning of a tool call: had Stop not stopped the turn, the
+    // call would run once the stream ends (`auto` mode) and write effects.log.
     let story = "Once upon a time ".repeat(12) + "ENDWORD";
-    let steps = json!({"chunk_delay_ms": 250, "steps": [
-        {"say": story},
-        {"tool": "bash", "args": {"command": "echo late >> effects.log"}},
+    let delay_ms = 250;
+    // The mock cuts text into pieces of 12 characters; the call and the stream's end follow.
+    let frames = story.chars().count().div_ceil(12) + 8;
+    let steps = json!({"chunk_delay_ms": delay_ms, "steps": [
+        {"tool": "bash", "args": {"command": "echo late >> effects.log"}, "reason": story},
+        {"say": "never asked for"},
     ]});
-    let (home, _mock) = drive("stop", steps, "");
-    assert!(!home.path().join("effects.log").exists());
+    let (home, _mock) = drive_with(
+        "stop",
+        steps,
+        "permission_mode = \"auto\"",
+        &[("LATE_AFTER_MS", &(frames * delay_ms).to_string())],
+    );
+    assert!(
+        !home.path().join("effects.log").exists(),
+        "the stopped call never ran"
+    );
 }
 
 #[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
 fn a_reload_mid_turn_keeps_the_transcript_whole_and_streaming() {
-    if !browser_available() {
-        return;
-    }
+    require_browser();
     let story = "Once upon a time ".repeat(8) + "FINALWORD";
     let steps = json!({"chunk_delay_ms": 150, "steps": [{"say": story}]});
     drive("reload", steps, "");
 }
 
 #[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
 fn a_transient_503_shows_a_retry_notice_and_no_duplicated_text() {
-    if !browser_available() {
-        return;
-    }
+    require_browser();
     // Slow chunks keep the notice on screen while the answer streams.
     let steps = json!({"chunk_delay_ms": 200, "steps": [
         {"fault": {"status": 503, "body": ""}},

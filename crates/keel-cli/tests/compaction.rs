@@ -550,15 +550,14 @@ fn a_cancelled_or_failed_summary_leaves_the_history_as_it_was() {
 /// wrote), the receipt stays unknown, and nothing runs again.
 #[test]
 fn an_unknown_outcome_stays_unknown_in_the_summary_and_is_never_rerun() {
-    let marker = format!("keel-compact-crash-{}", std::process::id());
     let mut steps = vec![json!({"tool": "bash", "args": {
-        "command": format!("echo started >> effects.log; sleep 30 # {marker}")
+        "command": "echo $$ > tool.pid; echo started >> effects.log; sleep 30"
     }})];
     steps.extend(effect_steps(3, "Three more rounds done."));
     steps.push(json!({"compact": "The model's summary: everything went fine."}));
     steps.push(json!({"say": "unused"}));
     let (home, mock) = scripted("chat", &json!({"steps": steps}).to_string(), "");
-    let session = kill_during_tool(&home, &marker);
+    let (session, _tool) = kill_during_tool(&home);
     let resumed = home.run(&["run", "--session", &session, "--yes", "--json", "go on"]);
     assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
     let compacted = home.run(&["run", "--session", &session, "--yes", "--json", "/compact"]);

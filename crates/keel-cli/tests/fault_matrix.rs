@@ -28,6 +28,8 @@ struct Case {
     config: String,
     /// Retry settings the row adds (`retry` in the table).
     retry: String,
+    /// What each retry must say it was for (`retried_because` in the table), if the row says.
+    retried_because: Value,
     outcome: Value,
 }
 
@@ -56,6 +58,7 @@ fn cases() -> Vec<Case> {
                         step: step.clone(),
                         config: fault["config"].as_str().unwrap_or("").to_string(),
                         retry: fault["retry"].as_str().unwrap_or("").to_string(),
+                        retried_because: fault["retried_because"].clone(),
                         outcome: outcome.clone(),
                     });
                 }
@@ -159,11 +162,16 @@ fn run_case(case: &Case) {
             assert!(event["type"].is_string(), "{label}: {event}");
             assert_eq!(event["session_id"], json!(session), "{label}: {event}");
         }
-        assert_eq!(
-            run.events_of("llm/retry").len(),
-            retries,
-            "{label}: retries"
-        );
+        let retry_events = run.events_of("llm/retry");
+        assert_eq!(retry_events.len(), retries, "{label}: retries");
+        if let Some(kind) = case.retried_because.get("kind") {
+            for retry in &retry_events {
+                assert_eq!(
+                    &retry["kind"], kind,
+                    "{label}: what the retry was for: {retry}"
+                );
+            }
+        }
         // The stage really struck after the deltas its name promises: they were shown first.
         let first_end = events
             .iter()
@@ -214,6 +222,13 @@ fn run_case(case: &Case) {
         );
         if let Some(kind) = outcome["failure"].as_str() {
             assert!(run.stderr().contains(kind), "{label}: {}", run.stderr());
+        }
+        if let (Some(says), true) = (case.retried_because["says"].as_str(), retries > 0) {
+            assert!(
+                run.stderr().contains(says),
+                "{label}: the retry line says why: {}",
+                run.stderr()
+            );
         }
     }
 }

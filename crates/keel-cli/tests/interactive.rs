@@ -18,7 +18,8 @@ fn a_session_with_slash_commands() {
             ("/model\n", Some("model: "), 0),
             ("/help\n", Some("/resume ID"), 0),
             ("/mcp\n", Some("no MCP servers in this session"), 0),
-            ("/sessions\n", None, 400),
+            // Only `/sessions` prints a session's id, marked, followed by its model.
+            ("/sessions\n", Some("  deepseek/mock-model"), 0),
             ("/quit\n", None, 300),
         ],
     );
@@ -46,12 +47,13 @@ fn a_session_with_slash_commands() {
         "the answer, then the summary (not committed)"
     );
     let sessions = home.run(&["sessions", "--json"]).stdout();
+    let id = serde_json::from_str::<serde_json::Value>(&sessions).unwrap()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(
-        screen.contains(
-            &serde_json::from_str::<serde_json::Value>(&sessions).unwrap()[0]["id"]
-                .as_str()
-                .unwrap()[..8]
-        )
+        screen.contains(&format!("* {id}  deepseek/mock-model")),
+        "/sessions lists this session, marked as the open one: {screen}"
     );
 }
 

@@ -9,7 +9,7 @@ use common::*;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[test]
 fn half_sent_requests_do_not_starve_a_real_client() {
@@ -28,31 +28,32 @@ fn half_sent_requests_do_not_starve_a_real_client() {
             stream
         })
         .collect();
-    let started = Instant::now();
     let (status, _) = server.api("GET", "/api/sessions", Value::Null);
     assert_eq!(status, 200);
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "a real client waited {:?}",
-        started.elapsed()
-    );
-    // The half-sent ones are closed once the header-read timeout passes.
+    // Answered while the half-sent ones still hold their connections (they are dropped only
+    // at the header-read timeout), not once they were gone.
     let stream = &mut slow[0];
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    let waited = Instant::now();
+    stream.set_nonblocking(true).unwrap();
     let mut buffer = [0u8; 512];
-    let read = stream.read(&mut buffer).unwrap_or(0);
-    let answer = String::from_utf8_lossy(&buffer[..read]).to_string();
+    let still_open = matches!(stream.read(&mut buffer), Err(error) if error.kind() == std::io::ErrorKind::WouldBlock);
     assert!(
-        read == 0 || answer.starts_with("HTTP/1.1 408"),
-        "closed or answered 408: {answer:?}"
+        still_open,
+        "the real client was answered only after the slow ones were dropped"
     );
+    // The half-sent ones are closed once the header-read timeout (10 s) passes; the read
+    // timeout only guards against a server that never closes them.
+    stream.set_nonblocking(false).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let answer = match stream.read(&mut buffer) {
+        Ok(read) => String::from_utf8_lossy(&buffer[..read]).to_string(),
+        Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => String::new(),
+        Err(error) => panic!("a half-sent request was never dropped: {error}"),
+    };
     assert!(
-        waited.elapsed() < Duration::from_secs(15),
-        "{:?}",
-        waited.elapsed()
+        answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+        "closed or answered 408: {answer:?}"
     );
 }
 

@@ -102,8 +102,8 @@ fn ctrl_c_cancels_the_turn_with_exit_130() {
         .unwrap();
     assert!(status.success());
     let output = child.wait_with_output().unwrap();
+    // Ignoring the interrupt would end only with the 60 s stall, in a retry, not 130.
     assert_eq!(output.status.code(), Some(130));
-    assert!(started.elapsed() < Duration::from_secs(10));
     let run = Run {
         output,
         elapsed: started.elapsed(),
@@ -147,11 +147,7 @@ fn the_key_never_appears_in_any_output_even_on_auth_failure() {
             "no body"
         );
         assert_eq!(mock.requests().len(), 1, "auth is never retried");
-        let home_files: Vec<_> = walk(&home.path());
-        for file in home_files {
-            let text = std::fs::read_to_string(&file).unwrap_or_default();
-            assert!(!text.contains(secret), "{}", file.display());
-        }
+        assert_no_file_holds(&home.path(), secret);
     }
 }
 
@@ -172,17 +168,4 @@ fn strip_escapes(screen: &str) -> String {
         }
     }
     plain
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files.extend(walk(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
 }

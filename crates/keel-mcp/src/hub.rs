@@ -236,6 +236,16 @@ impl McpHub {
             .any(Option::is_some)
     }
 
+    /// The servers that said their tool list changed since it was last read: the next
+    /// `refresh` lists them again.
+    pub fn announced_changes(&self) -> Vec<String> {
+        self.servers
+            .iter()
+            .filter(|server| server.changed.load(Ordering::SeqCst))
+            .map(|server| server.config.name.clone())
+            .collect()
+    }
+
     /// Every tool of every running server, by server then tool name.
     pub fn tools(&self) -> Vec<McpTool> {
         self.servers

@@ -17,23 +17,38 @@ fn everything_js() -> PathBuf {
     e2e().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 }
 
-/// Whether the servers are installed; under CI they must be.
-fn servers_available() -> bool {
-    let found = everything_js().exists()
-        && std::process::Command::new("node")
+/// Fail, saying what to install, when node or the npm servers are missing. Without them these
+/// tests are ignored (`keel_e2e_node`, `keel_e2e_mcp` unset); under CI they run regardless,
+/// and fail here.
+fn require_node() {
+    assert!(
+        std::process::Command::new("node")
             .arg("--version")
             .output()
-            .is_ok_and(|o| o.status.success());
-    if !found {
+            .is_ok_and(|o| o.status.success()),
+        "this test needs node on PATH (.ci/run installs it)"
+    );
+}
+
+fn require_servers() {
+    require_node();
+    assert!(
+        everything_js().exists(),
+        "this test needs `npm ci` in crates/keel-mcp/e2e (.ci/run does it)"
+    );
+}
+
+/// Poll `condition` until it holds; fail naming `what` if it still does not after 20 s (a
+/// guard against hanging, not a bound on how long anything should take).
+async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !condition() {
         assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have node and `npm ci` in crates/keel-mcp/e2e"
+            started.elapsed() < Duration::from_secs(20),
+            "still waiting until {what}"
         );
-        eprintln!(
-            "skipped: node or the npm MCP servers are missing (npm ci in crates/keel-mcp/e2e)"
-        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    found
 }
 
 fn stdio(name: &str, command: &str, args: &[&str], env: &[(&str, &str)]) -> ServerConfig {
@@ -68,10 +83,12 @@ fn options(timeout: Duration) -> StartOptions {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(keel_e2e_mcp),
+    ignore = "needs node and `npm ci` in crates/keel-mcp/e2e (.ci/run does it)"
+)]
 async fn everything_over_stdio_lists_tools_in_order_and_answers_calls() {
-    if !servers_available() {
-        return;
-    }
+    require_servers();
     let script = everything_js();
     let server = stdio(
         "every",
@@ -88,9 +105,22 @@ async fn everything_over_stdio_lists_tools_in_order_and_answers_calls() {
     sorted.sort();
     assert_eq!(names, sorted, "listed by tool name");
     assert!(names.contains(&"mcp__every__echo"), "{names:?}");
-    // The same servers give the same bytes.
-    let again = serde_json::to_string(&hub.specs()).unwrap();
-    assert_eq!(serde_json::to_string(&hub.specs()).unwrap(), again);
+    // The same servers, started again, give the same bytes (the request prefix depends on it).
+    let second = McpHub::start(
+        vec![stdio(
+            "every",
+            "node",
+            &[script.to_str().unwrap(), "stdio"],
+            &[("DECLARED", "$DECLARED_TOKEN")],
+        )],
+        &options(Duration::from_secs(30)),
+    )
+    .await;
+    assert_eq!(
+        serde_json::to_string(&second.specs()).unwrap(),
+        serde_json::to_string(&hub.specs()).unwrap()
+    );
+    drop(second);
 
     let echo = hub
         .call(
@@ -174,25 +204,40 @@ async fn everything_over_stdio_lists_tools_in_order_and_answers_calls() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(keel_e2e_mcp),
+    ignore = "needs node and `npm ci` in crates/keel-mcp/e2e (.ci/run does it)"
+)]
 async fn servers_that_cannot_start_are_reported_by_name_and_the_rest_go_on() {
-    if !servers_available() {
-        return;
-    }
+    require_servers();
     let script = everything_js();
+    let met = tempfile::tempdir().unwrap();
+    // A shell line: say `me` started, wait (up to 20 s) until `other` has started too, and
+    // record that it did. Started one after the other, `silent` would time out (3 s) before
+    // `garbage` began: both meeting proves the starts overlap.
+    let meets = |me: &str, other: &str| {
+        let dir = met.path().display();
+        format!(
+            "touch {dir}/{me}.started; n=0; while [ ! -e {dir}/{other}.started ] && [ $n -lt 400 ]; \
+             do sleep 0.05; n=$((n+1)); done; [ -e {dir}/{other}.started ] && touch {dir}/{me}.met; \
+             echo waiting for nothing >&2; sleep 30"
+        )
+    };
     let servers = vec![
         stdio("missing", "keel-no-such-mcp-server", &[], &[]),
         stdio(
             "garbage",
             "sh",
-            &["-c", "echo 'this is not JSON-RPC'; echo oops >&2; sleep 30"],
+            &[
+                "-c",
+                &format!(
+                    "{}; echo 'this is not JSON-RPC'; echo oops >&2; sleep 30",
+                    meets("garbage", "silent")
+                ),
+            ],
             &[],
         ),
-        stdio(
-            "silent",
-            "sh",
-            &["-c", "echo waiting for nothing >&2; sleep 30"],
-            &[],
-        ),
+        stdio("silent", "sh", &["-c", &meets("silent", "garbage")], &[]),
         stdio(
             "exits",
             "sh",
@@ -207,14 +252,15 @@ async fn servers_that_cannot_start_are_reported_by_name_and_the_rest_go_on() {
         ),
         stdio("every", "node", &[script.to_str().unwrap(), "stdio"], &[]),
     ];
-    let started = std::time::Instant::now();
     let mut options = options(Duration::from_secs(3));
     options.first_wait = Duration::from_secs(10);
     let hub = McpHub::start(servers, &options).await;
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "started in parallel"
-    );
+    for name in ["silent", "garbage"] {
+        assert!(
+            met.path().join(format!("{name}.met")).exists(),
+            "`{name}` saw the other start: the servers start in parallel"
+        );
+    }
     let statuses = hub.statuses();
     let by_name = |name: &str| statuses.iter().find(|s| s.name == name).unwrap();
     assert_eq!(by_name("every").state, "running");
@@ -252,10 +298,12 @@ async fn servers_that_cannot_start_are_reported_by_name_and_the_rest_go_on() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(keel_e2e_node),
+    ignore = "needs node on PATH (.ci/run installs it)"
+)]
 async fn a_call_past_its_timeout_is_cancelled_at_the_server() {
-    if !servers_available() {
-        return;
-    }
+    require_node();
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("cancelled.json");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/slow-mcp-server.mjs");
@@ -273,10 +321,7 @@ async fn a_call_past_its_timeout_is_cancelled_at_the_server() {
         output.is_error && output.content.contains("was cancelled"),
         "{output:?}"
     );
-    let started = std::time::Instant::now();
-    while !record.exists() && started.elapsed() < Duration::from_secs(10) {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until("the server hears of the cancellation", || record.exists()).await;
     let heard: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
     assert!(
@@ -286,10 +331,12 @@ async fn a_call_past_its_timeout_is_cancelled_at_the_server() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(keel_e2e_mcp),
+    ignore = "needs node and `npm ci` in crates/keel-mcp/e2e (.ci/run does it)"
+)]
 async fn everything_over_streamable_http_answers_calls() {
-    if !servers_available() {
-        return;
-    }
+    require_servers();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -304,14 +351,10 @@ async fn everything_over_streamable_http_answers_calls() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let started = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the HTTP server did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until("the HTTP server listens", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    })
+    .await;
     let server = ServerConfig {
         name: "web".into(),
         transport: Transport::Http {
@@ -337,24 +380,32 @@ async fn everything_over_streamable_http_answers_calls() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(keel_e2e_node),
+    ignore = "needs node on PATH (.ci/run installs it)"
+)]
 async fn a_late_server_joins_and_a_changed_tool_list_is_read_again_on_refresh() {
-    if !servers_available() {
-        return;
-    }
+    require_node();
     let script =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/changing-mcp-server.mjs");
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
     let servers = vec![
-        stdio("late", "node", &[script.to_str().unwrap(), "late"], &[]),
+        stdio(
+            "late",
+            "node",
+            &[script.to_str().unwrap(), "late", gate.to_str().unwrap()],
+            &[],
+        ),
         stdio("quick", "node", &[script.to_str().unwrap()], &[]),
     ];
     let mut options = options(Duration::from_secs(20));
     options.first_wait = Duration::from_millis(700);
-    let started = std::time::Instant::now();
-    let hub = McpHub::start(servers, &options).await;
-    assert!(
-        started.elapsed() < Duration::from_millis(1400),
-        "the slow server did not hold the session"
-    );
+    // The late server answers only once the gate opens, so a hub that waited for every server
+    // would never return (the guard below says so).
+    let hub = tokio::time::timeout(Duration::from_secs(20), McpHub::start(servers, &options))
+        .await
+        .expect("the late server held the session");
     let state = |hub: &McpHub, name: &str| {
         hub.statuses()
             .into_iter()
@@ -362,14 +413,13 @@ async fn a_late_server_joins_and_a_changed_tool_list_is_read_again_on_refresh() 
             .unwrap()
             .state
     };
+    assert!(dir.path().join("gate.asked").exists(), "it was asked");
     assert_eq!(state(&hub, "late"), "starting");
     assert_eq!(state(&hub, "quick"), "running");
     let names = |hub: &McpHub| hub.tools().into_iter().map(|t| t.name).collect::<Vec<_>>();
     assert_eq!(names(&hub), ["mcp__quick__grow"]);
-    let waited = std::time::Instant::now();
-    while state(&hub, "late") != "running" && waited.elapsed() < Duration::from_secs(10) {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    std::fs::write(&gate, "").unwrap();
+    wait_until("the late server runs", || state(&hub, "late") == "running").await;
     assert_eq!(
         names(&hub),
         ["mcp__late__grow", "mcp__quick__grow"],
@@ -380,13 +430,17 @@ async fn a_late_server_joins_and_a_changed_tool_list_is_read_again_on_refresh() 
         .call("mcp__quick__grow", json!({}), Duration::from_secs(10))
         .await;
     assert!(grown.content.contains("grown"), "{grown:?}");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_until("the change is announced", || {
+        hub.announced_changes() == ["quick"]
+    })
+    .await;
     assert_eq!(names(&hub).len(), 2, "unchanged until the turn boundary");
     assert!(hub.refresh().await);
     assert_eq!(
         names(&hub),
         ["mcp__late__grow", "mcp__quick__extra", "mcp__quick__grow"]
     );
+    assert!(hub.announced_changes().is_empty());
     assert!(!hub.refresh().await, "nothing new");
 }
 
@@ -400,10 +454,12 @@ fn alive(pid: &str) -> bool {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(keel_e2e_node),
+    ignore = "needs node on PATH (.ci/run installs it)"
+)]
 async fn what_a_server_started_dies_with_its_connection() {
-    if !servers_available() {
-        return;
-    }
+    require_node();
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("grandchild.pid");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/with-grandchild.sh");
@@ -421,12 +477,8 @@ async fn what_a_server_started_dies_with_its_connection() {
         .to_string();
     assert!(alive(&grandchild), "the server's own child runs");
     drop(hub);
-    let waited = std::time::Instant::now();
-    while alive(&grandchild) && waited.elapsed() < Duration::from_secs(5) {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(
-        !alive(&grandchild),
-        "the server's child outlived the session"
-    );
+    wait_until("the server's child is gone with the session", || {
+        !alive(&grandchild)
+    })
+    .await;
 }

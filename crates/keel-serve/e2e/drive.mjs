@@ -109,12 +109,13 @@ const scenarios = {
   },
 
   // Stop during a slow stream: nothing of it appears afterwards, though the provider goes on.
+  // LATE_AFTER_MS: when the scripted stream's last piece would have arrived.
   async stop() {
     await ask("tell me a long story");
     await waitForText("Once");
     await page.click("#stop");
     await waitForText("stopped");
-    await page.waitForTimeout(3000);
+    await page.waitForTimeout(Number(process.env.LATE_AFTER_MS || "8000"));
     const shown = await text();
     assert.ok(!shown.includes("ENDWORD"), "no late text after Stop");
     assert.equal(await page.locator(".card").count(), 0, "no tool started");

@@ -782,14 +782,15 @@ mod tests {
 
     #[test]
     fn permission_mode_names_are_the_config_names() {
-        for mode in [
-            PermissionMode::ReadOnly,
-            PermissionMode::Ask,
-            PermissionMode::Auto,
+        // The names are fixed (CONTRACT.md): config, flags, events and the serve API use them.
+        for (mode, name) in [
+            (PermissionMode::ReadOnly, "read-only"),
+            (PermissionMode::Ask, "ask"),
+            (PermissionMode::Auto, "auto"),
         ] {
-            assert_eq!(PermissionMode::parse(mode.as_str()), Some(mode));
-            let json = serde_json::to_string(&mode).unwrap();
-            assert_eq!(json, format!("\"{}\"", mode.as_str()));
+            assert_eq!(mode.as_str(), name);
+            assert_eq!(PermissionMode::parse(name), Some(mode));
+            assert_eq!(serde_json::to_string(&mode).unwrap(), format!("\"{name}\""));
         }
         assert_eq!(PermissionMode::parse("yolo"), None);
     }

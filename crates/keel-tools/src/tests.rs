@@ -276,21 +276,55 @@ async fn bash_reports_exit_codes_and_combined_output() {
 #[tokio::test]
 async fn bash_timeout_kills_the_whole_process_group() {
     let (dir, ctx) = context();
-    let started = Instant::now();
+    // A process of the group that is not its leader (a subshell in the background), alive
+    // until something kills it: its pid is in `worker.pid`.
     let output = call(
         &ctx,
         "bash",
-        r#"{"command": "(sleep 30; touch survived) & sleep 30", "timeout_secs": 1}"#,
+        r#"{"command": "(while :; do sleep 0.1; done) & echo $! > worker.pid; sleep 30", "timeout_secs": 1}"#,
     )
     .await;
-    assert!(started.elapsed() < Duration::from_secs(5));
     assert!(
         output.is_error && output.content.contains("timed out after 1 s"),
         "{}",
         output.content
     );
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(!dir.path().join("survived").exists());
+    let worker = std::fs::read_to_string(dir.path().join("worker.pid")).unwrap();
+    let worker = worker.trim();
+    let _cleanup = KillOnDrop(worker.to_string());
+    wait_until_gone(worker).await;
+}
+
+/// Wait until process `pid` is gone (or a zombie); fail if it still runs after 20 s. Async, so
+/// the runtime goes on (a dropped call kills its group from a task).
+async fn wait_until_gone(pid: &str) {
+    let gone = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+            stat.rsplit(") ")
+                .next()
+                .is_some_and(|rest| rest.starts_with('Z'))
+        })
+    };
+    let started = Instant::now();
+    while !gone() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "process {pid} of the tool still runs"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Kills a pid on drop, so a failing test leaves nothing running.
+struct KillOnDrop(String);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &self.0])
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
 }
 
 #[tokio::test]
@@ -319,15 +353,24 @@ async fn bash_output_is_middle_truncated_and_binary_is_described() {
 async fn cancelling_bash_kills_it() {
     let (dir, ctx) = context();
     let call = registry()
-        .validate("bash", r#"{"command": "sleep 5; touch finished"}"#)
+        .validate("bash", r#"{"command": "echo $$ > bash.pid; sleep 30"}"#)
         .unwrap();
-    let result = tokio::time::timeout(Duration::from_millis(300), call.run(&ctx)).await;
-    assert!(result.is_err(), "still running when cancelled");
-    std::thread::sleep(Duration::from_millis(5500));
-    assert!(
-        !dir.path().join("finished").exists(),
-        "the command died with its future"
-    );
+    let pidfile = dir.path().join("bash.pid");
+    let mut run = Box::pin(call.run(&ctx));
+    // Cancel once the command runs (its pid is written), by dropping the future.
+    let started = Instant::now();
+    while std::fs::read_to_string(&pidfile).map_or(true, |pid| pid.trim().is_empty()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the command never ran"
+        );
+        let finished = tokio::time::timeout(Duration::from_millis(20), &mut run).await;
+        assert!(finished.is_err(), "the command ended on its own");
+    }
+    drop(run);
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    let _cleanup = KillOnDrop(pid.trim().to_string());
+    wait_until_gone(pid.trim()).await;
 }
 
 #[tokio::test]
@@ -374,7 +417,6 @@ fn sensitivity_covers_writes_and_reads_outside() {
 async fn a_background_process_holding_the_output_does_not_hold_the_tool() {
     let (_dir, ctx) = context();
     let marker = format!("sleep 30.{}", std::process::id());
-    let started = std::time::Instant::now();
     // The pause lets `setsid` leave the group before the command ends and the group is killed.
     let command = format!("setsid {marker} & sleep 0.5; echo started");
     let out = call(
@@ -386,11 +428,7 @@ async fn a_background_process_holding_the_output_does_not_hold_the_tool() {
     let _ = std::process::Command::new("pkill")
         .args(["-f", &marker])
         .status();
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(4),
-        "returned {:?} after the command ended",
-        started.elapsed()
-    );
+    // Waiting for the holder would end in the 5 s timeout instead, saying so.
     assert!(out.content.contains("started"), "{}", out.content);
     assert!(
         out.content.contains("still holds the output open"),

@@ -391,11 +391,9 @@ async fn a_file_tool_past_its_timeout_returns_an_error() {
         std::fs::write(dir.path().join(format!("f{n}.txt")), "needle\n").unwrap();
     }
     let hurried = ctx.clone().with_file_timeout(Duration::ZERO);
-    let started = std::time::Instant::now();
     let output = valid("grep", json!({"pattern": "needle"}))
         .run(&hurried)
         .await;
-    assert!(started.elapsed() < Duration::from_secs(1));
     assert!(
         output.is_error && output.content.contains("`grep` timed out after 0 ms"),
         "{output:?}"

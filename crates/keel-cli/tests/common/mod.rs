@@ -260,9 +260,10 @@ pub fn start_until_tool_runs(home: &Home, file: &str) -> (Child, String) {
 }
 
 /// Start `keel run --yes --json "run it"`, wait until its bash tool has written `effects.log`,
-/// SIGKILL keel while the tool still runs, and clean up the orphaned command (whose command
-/// line contains `marker`). Returns the session id.
-pub fn kill_during_tool(home: &Home, marker: &str) -> String {
+/// and SIGKILL keel while the tool still runs. The command must write its pid (`$$`, the
+/// leader of its process group) to `tool.pid` first. Returns the session id and a guard that
+/// kills what is left of the tool's process group when the test ends.
+pub fn kill_during_tool(home: &Home) -> (String, ToolGroup) {
     let (mut child, session) = start_until_tool_runs(home, "effects.log");
     wait_until(
         "the tool's receipt is stored as started",
@@ -271,8 +272,59 @@ pub fn kill_during_tool(home: &Home, marker: &str) -> String {
     );
     child.kill().unwrap();
     child.wait().unwrap();
-    let _ = Command::new("pkill").args(["-f", marker]).status();
-    session
+    let group = std::fs::read_to_string(home.path().join("tool.pid"))
+        .expect("the tool's command writes its pid to tool.pid")
+        .trim()
+        .parse()
+        .unwrap();
+    (session, ToolGroup(group))
+}
+
+/// A tool's process group, orphaned by a killed keel: SIGKILLed on drop.
+pub struct ToolGroup(pub i32);
+
+impl Drop for ToolGroup {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.0)])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Whether process `pid` is gone: no such process, or a zombie waiting for its reaper.
+pub fn process_gone(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+        stat.rsplit(") ")
+            .next()
+            .is_some_and(|rest| rest.starts_with('Z'))
+    })
+}
+
+/// Fail if any file under `dir` holds `secret`, read as bytes (a database is not UTF-8).
+pub fn assert_no_file_holds(dir: &Path, secret: &str) {
+    for file in files_under(dir) {
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(secret),
+            "{} holds a secret",
+            file.display()
+        );
+    }
+}
+
+/// Every file under `dir`, recursively.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_under(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
 }
 
 /// Poll `condition` every 20 ms until it holds; fail, saying what was awaited, if it still does

@@ -7,8 +7,10 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-/// Start `keel` in a terminal and type each input once the screen shows its marker (or after
-/// the given pause when there is none); return everything the terminal showed.
+/// Start `keel` in a terminal and type each input, then wait until the screen shows its marker
+/// in what came after the input was typed (or for the given pause when there is none); return
+/// everything the terminal showed. A marker that does not appear within 20 s fails the test,
+/// showing the screen.
 pub fn interactive_until(home: &Home, inputs: &[(&str, Option<&str>, u64)]) -> String {
     interactive_session(home, inputs).0
 }
@@ -69,19 +71,38 @@ pub fn interactive_session_in(
                 .push_str(&String::from_utf8_lossy(&buffer[..n]));
         }
     });
-    let wait_for = |marker: &str| {
+    // Wait until `marker` shows after byte `from` of the screen; fail, showing it, if it does
+    // not within 20 s.
+    let wait_for = |marker: &str, from: usize| {
         let started = std::time::Instant::now();
-        while !screen.lock().unwrap().contains(marker)
-            && started.elapsed() < Duration::from_secs(20)
-        {
+        loop {
+            let shown = screen.lock().unwrap();
+            if shown
+                .get(from..)
+                .is_some_and(|after| after.contains(marker))
+            {
+                return;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the terminal never showed {marker:?}; it showed:\n{}",
+                *shown
+            );
+            drop(shown);
             std::thread::sleep(Duration::from_millis(20));
         }
     };
-    wait_for(first_marker);
+    wait_for(first_marker, 0);
     for (text, marker, pause_ms) in inputs {
+        let from = screen.lock().unwrap().len();
         if let Some(name) = text.strip_prefix("\u{0}wait-file:") {
             let started = std::time::Instant::now();
-            while !home.path().join(name).exists() && started.elapsed() < Duration::from_secs(20) {
+            while !home.path().join(name).exists() {
+                assert!(
+                    started.elapsed() < Duration::from_secs(20),
+                    "{name} never appeared; the terminal showed:\n{}",
+                    screen.lock().unwrap()
+                );
                 std::thread::sleep(Duration::from_millis(20));
             }
         } else if let Some(signal) = text.strip_prefix("\u{0}signal:") {
@@ -95,7 +116,7 @@ pub fn interactive_session_in(
             stdin.flush().unwrap();
         }
         match marker {
-            Some(marker) => wait_for(marker),
+            Some(marker) => wait_for(marker, from),
             None => std::thread::sleep(Duration::from_millis(*pause_ms)),
         }
     }
