@@ -1,0 +1,729 @@
+//! The code that runs between fork and exec: the only `unsafe` of keel (audited here).
+//!
+//! `install` hands one closure to `Command::pre_exec`. It runs in the child of a fork of keel,
+//! a copy of a multi-threaded process, where only async-signal-safe work is sound: so it makes
+//! raw system calls on values that `plan` built before the spawn (`Prepared`: C strings,
+//! the Landlock ruleset fd, the BPF program, the maps' bytes), and nothing else — no
+//! allocation, no lock, no formatting, no panic path.
+//!
+//! Invariants:
+//! - Order: parent-death signal → namespaces (user, mount, IPC, network, PID) → uid/gid maps
+//!   → loopback up → mounts → [fork: the outer process waits; PID 1 mounts `/proc`, forks the
+//!   command and reaps until it ends] → no-new-privs → capabilities dropped → Landlock →
+//!   seccomp → `chdir` into the workspace again (so the working directory is the new mount,
+//!   not the one under it) → exec. seccomp comes last: it forbids `mount`.
+//! - Every failure is written to the report pipe as (step, index, errno) and returned as the
+//!   errno, so `Command::spawn` fails and the caller can name the step. Nothing falls back
+//!   here: a step that `plan` asked for either happens or the command does not run.
+//! - The outer process and PID 1 never return: they close every descriptor they do not need
+//!   (std's exec-status pipe too, so `spawn` returns once the command has exec'd), then wait
+//!   and `_exit` with the command's status (a signal is passed on as that signal).
+//! - Every process of the sandbox dies with keel: the outer process with keel's spawning
+//!   thread (which lives as long as keel, see `lasting`), PID 1 with the outer process, and
+//!   everything in the PID namespace with PID 1.
+#![allow(unsafe_code)]
+
+use libc::{c_char, c_int, c_long, c_uint, c_ulong, c_void, pid_t};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+
+/// Most trees `CloneTree` may hold open at once.
+pub(crate) const MAX_TREES: usize = 16;
+
+/// One mount step, run in order in the new mount namespace.
+#[derive(Debug)]
+pub(crate) enum MountOp {
+    /// Nothing done here reaches the parent namespace (`/` made private, recursively).
+    MakePrivate,
+    /// A detached copy of `source` kept in slot `slot` (before `/tmp` is covered).
+    CloneTree { source: CString, slot: usize },
+    /// `source` bound on `target` (recursive).
+    Bind { source: CString, target: CString },
+    /// The tree in `slot` attached at `target`, after creating `make_dirs` (in order).
+    AttachTree {
+        slot: usize,
+        target: CString,
+        make_dirs: Vec<CString>,
+    },
+    /// An empty tmpfs on `target` (read-only when it hides something).
+    Tmpfs {
+        target: CString,
+        read_only: bool,
+        options: CString,
+    },
+    /// `attributes` (`MOUNT_ATTR_*`) set on the mount at `target` and everything below it:
+    /// read-only for protected paths; read-only and no devices for a file hidden under
+    /// `/dev/null` (so opening it is refused, not a sink).
+    Seal { target: CString, attributes: u64 },
+}
+
+/// The `ifreq` of `SIOCSIFFLAGS` for `lo` (its own layout: libc's has a pointer in a union).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LoopbackUp {
+    name: [u8; 16],
+    flags: i16,
+    padding: [u8; 22],
+}
+
+impl LoopbackUp {
+    pub(crate) fn new() -> LoopbackUp {
+        let mut name = [0u8; 16];
+        name[..2].copy_from_slice(b"lo");
+        LoopbackUp {
+            name,
+            // IFF_UP | IFF_LOOPBACK | IFF_RUNNING, as `ip link set lo up` leaves it.
+            flags: (libc::IFF_UP | libc::IFF_LOOPBACK | libc::IFF_RUNNING) as i16,
+            padding: [0; 22],
+        }
+    }
+}
+
+/// Everything the child needs, built before the fork.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    /// `CLONE_NEW*` flags; 0 when no namespace is made.
+    pub unshare_flags: c_int,
+    /// Bytes for `/proc/self/uid_map` and `gid_map` ("inside outside 1\n").
+    pub uid_map: Vec<u8>,
+    pub gid_map: Vec<u8>,
+    pub loopback: Option<LoopbackUp>,
+    pub mounts: Vec<MountOp>,
+    /// A PID namespace: fork PID 1, which mounts `/proc` and forks the command.
+    pub pid_namespace: bool,
+    /// keel's pid: the outer process checks it is still its parent after the death signal.
+    pub keel_pid: pid_t,
+    /// keel's argument and environment strings (start, end), as `/proc/self/stat` gives them:
+    /// PID 1 is a copy of keel that the command can see, so it clears its copies of them.
+    pub keel_strings: [(usize, usize); 2],
+    /// The Landlock ruleset to enforce (none: Landlock is not used).
+    pub ruleset: Option<OwnedFd>,
+    /// The seccomp program (none: no filter).
+    pub filter: Option<Vec<libc::sock_filter>>,
+    /// Capabilities to drop from the bounding set: 0..=last.
+    pub last_capability: c_int,
+    /// The workspace, entered again after the mounts.
+    pub workspace: CString,
+    /// Where failures are reported (the write end; keel holds the read end).
+    pub report: OwnedFd,
+}
+
+// SAFETY (for `Send`/`Sync`): `libc::sock_filter` is plain data (integers only).
+unsafe impl Send for Prepared {}
+unsafe impl Sync for Prepared {}
+
+/// The steps named in failure reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Step {
+    ParentDeath = 1,
+    Unshare,
+    SetGroups,
+    UidMap,
+    GidMap,
+    Loopback,
+    MakePrivate,
+    CloneTree,
+    Bind,
+    MakeDir,
+    AttachTree,
+    Tmpfs,
+    Seal,
+    Fork,
+    ProcMount,
+    NoNewPrivs,
+    DropCapabilities,
+    Landlock,
+    Seccomp,
+    Chdir,
+}
+
+impl Step {
+    pub(crate) const ALL: [Step; 20] = [
+        Step::ParentDeath,
+        Step::Unshare,
+        Step::SetGroups,
+        Step::UidMap,
+        Step::GidMap,
+        Step::Loopback,
+        Step::MakePrivate,
+        Step::CloneTree,
+        Step::Bind,
+        Step::MakeDir,
+        Step::AttachTree,
+        Step::Tmpfs,
+        Step::Seal,
+        Step::Fork,
+        Step::ProcMount,
+        Step::NoNewPrivs,
+        Step::DropCapabilities,
+        Step::Landlock,
+        Step::Seccomp,
+        Step::Chdir,
+    ];
+}
+
+/// A failure as reported through the pipe: 8 bytes.
+pub(crate) const REPORT_LEN: usize = 8;
+
+/// Install the confinement on `command`.
+pub(crate) fn install(command: &mut std::process::Command, prepared: Prepared) {
+    // SAFETY: `confine` runs in the forked child before exec. It only makes system calls on
+    // memory owned by `prepared` (allocated before the fork and never freed or resized in the
+    // child), on stack values, and on file descriptors it opened; it allocates nothing, takes
+    // no lock and cannot panic (no indexing out of bounds: slots are checked against
+    // `MAX_TREES` when planned and again here).
+    unsafe {
+        command.pre_exec(move || confine(&prepared));
+    }
+}
+
+fn errno() -> c_int {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// Report `step` (with `index`) and the current errno; the error to return.
+fn fail(prepared: &Prepared, step: Step, index: usize) -> std::io::Error {
+    let code = errno();
+    let index = u16::try_from(index).unwrap_or(u16::MAX).to_le_bytes();
+    let code_bytes = code.to_le_bytes();
+    let record: [u8; REPORT_LEN] = [
+        step as u8,
+        index[0],
+        index[1],
+        0,
+        code_bytes[0],
+        code_bytes[1],
+        code_bytes[2],
+        code_bytes[3],
+    ];
+    // SAFETY: a write of a stack buffer to a descriptor we own.
+    unsafe {
+        libc::write(
+            prepared.report.as_raw_fd(),
+            record.as_ptr().cast::<c_void>(),
+            REPORT_LEN,
+        );
+    }
+    std::io::Error::from_raw_os_error(code)
+}
+
+fn check(result: c_long, prepared: &Prepared, step: Step, index: usize) -> std::io::Result<()> {
+    if result < 0 {
+        return Err(fail(prepared, step, index));
+    }
+    Ok(())
+}
+
+/// Write all of `bytes` to the file at `path` (a `/proc/self` map).
+fn write_file(path: &[u8], bytes: &[u8]) -> c_long {
+    // SAFETY: `path` is a NUL-terminated literal; `bytes` is owned by the caller.
+    unsafe {
+        let fd = libc::open(
+            path.as_ptr().cast::<c_char>(),
+            libc::O_WRONLY | libc::O_CLOEXEC,
+        );
+        if fd < 0 {
+            return -1;
+        }
+        let written = libc::write(fd, bytes.as_ptr().cast::<c_void>(), bytes.len());
+        libc::close(fd);
+        if written == bytes.len() as isize {
+            0
+        } else {
+            -1
+        }
+    }
+}
+
+fn confine(prepared: &Prepared) -> std::io::Result<()> {
+    // SAFETY: plain system calls with integer arguments.
+    unsafe {
+        let set = libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        check(set as c_long, prepared, Step::ParentDeath, 0)?;
+        if libc::getppid() != prepared.keel_pid {
+            // keel is already gone: nothing may run.
+            libc::_exit(1);
+        }
+    }
+    if prepared.unshare_flags != 0 {
+        enter_namespaces(prepared)?;
+    }
+    let mut trees: [c_int; MAX_TREES] = [-1; MAX_TREES];
+    for (index, op) in prepared.mounts.iter().enumerate() {
+        mount(prepared, op, index, &mut trees)?;
+    }
+    if prepared.pid_namespace {
+        split_into_init_and_command(prepared)?;
+    }
+    restrict(prepared)
+}
+
+fn enter_namespaces(prepared: &Prepared) -> std::io::Result<()> {
+    // SAFETY: plain system calls; the maps' bytes are owned by `prepared`.
+    unsafe {
+        check(
+            libc::unshare(prepared.unshare_flags) as c_long,
+            prepared,
+            Step::Unshare,
+            0,
+        )?;
+    }
+    if prepared.unshare_flags & libc::CLONE_NEWUSER != 0 {
+        check(
+            write_file(b"/proc/self/setgroups\0", b"deny"),
+            prepared,
+            Step::SetGroups,
+            0,
+        )?;
+        check(
+            write_file(b"/proc/self/uid_map\0", &prepared.uid_map),
+            prepared,
+            Step::UidMap,
+            0,
+        )?;
+        check(
+            write_file(b"/proc/self/gid_map\0", &prepared.gid_map),
+            prepared,
+            Step::GidMap,
+            0,
+        )?;
+    }
+    if let Some(request) = prepared.loopback {
+        let mut request = request;
+        // SAFETY: a socket we close again, and an ioctl on a stack copy of the request.
+        unsafe {
+            let socket = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+            check(socket as c_long, prepared, Step::Loopback, 0)?;
+            let result = libc::ioctl(
+                socket,
+                libc::SIOCSIFFLAGS as c_ulong,
+                (&raw mut request).cast::<c_void>(),
+            );
+            libc::close(socket);
+            check(result as c_long, prepared, Step::Loopback, 1)?;
+        }
+    }
+    Ok(())
+}
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+fn mount(
+    prepared: &Prepared,
+    op: &MountOp,
+    index: usize,
+    trees: &mut [c_int; MAX_TREES],
+) -> std::io::Result<()> {
+    let null = std::ptr::null::<c_char>();
+    // SAFETY: every pointer is a NUL-terminated string owned by `op` or a literal, or a stack
+    // struct; slots are bounds-checked with `get`.
+    unsafe {
+        match op {
+            MountOp::MakePrivate => check(
+                libc::mount(
+                    null,
+                    c"/".as_ptr(),
+                    null,
+                    libc::MS_REC | libc::MS_PRIVATE,
+                    std::ptr::null(),
+                ) as c_long,
+                prepared,
+                Step::MakePrivate,
+                index,
+            ),
+            MountOp::CloneTree { source, slot } => {
+                let fd = libc::syscall(
+                    libc::SYS_open_tree,
+                    libc::AT_FDCWD,
+                    source.as_ptr(),
+                    (libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC) as c_uint
+                        | libc::AT_RECURSIVE as c_uint,
+                );
+                check(fd, prepared, Step::CloneTree, index)?;
+                match trees.get_mut(*slot) {
+                    Some(entry) => {
+                        *entry = fd as c_int;
+                        Ok(())
+                    }
+                    None => Err(fail(prepared, Step::CloneTree, index)),
+                }
+            }
+            MountOp::Bind { source, target } => check(
+                libc::mount(
+                    source.as_ptr(),
+                    target.as_ptr(),
+                    null,
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                ) as c_long,
+                prepared,
+                Step::Bind,
+                index,
+            ),
+            MountOp::AttachTree {
+                slot,
+                target,
+                make_dirs,
+            } => {
+                for dir in make_dirs {
+                    if libc::mkdir(dir.as_ptr(), 0o700) < 0 && errno() != libc::EEXIST {
+                        return Err(fail(prepared, Step::MakeDir, index));
+                    }
+                }
+                let Some(&fd) = trees.get(*slot) else {
+                    return Err(fail(prepared, Step::AttachTree, index));
+                };
+                let result = libc::syscall(
+                    libc::SYS_move_mount,
+                    fd,
+                    c"".as_ptr(),
+                    libc::AT_FDCWD,
+                    target.as_ptr(),
+                    libc::MOVE_MOUNT_F_EMPTY_PATH,
+                );
+                libc::close(fd);
+                check(result, prepared, Step::AttachTree, index)
+            }
+            MountOp::Tmpfs {
+                target,
+                read_only,
+                options,
+            } => {
+                let mut flags = libc::MS_NOSUID | libc::MS_NODEV;
+                if *read_only {
+                    flags |= libc::MS_RDONLY;
+                }
+                check(
+                    libc::mount(
+                        c"tmpfs".as_ptr(),
+                        target.as_ptr(),
+                        c"tmpfs".as_ptr(),
+                        flags,
+                        options.as_ptr().cast::<c_void>(),
+                    ) as c_long,
+                    prepared,
+                    Step::Tmpfs,
+                    index,
+                )
+            }
+            MountOp::Seal { target, attributes } => {
+                let attr = MountAttr {
+                    attr_set: *attributes,
+                    attr_clr: 0,
+                    propagation: 0,
+                    userns_fd: 0,
+                };
+                check(
+                    libc::syscall(
+                        libc::SYS_mount_setattr,
+                        libc::AT_FDCWD,
+                        target.as_ptr(),
+                        (libc::AT_RECURSIVE | libc::AT_SYMLINK_NOFOLLOW) as c_uint,
+                        &raw const attr,
+                        std::mem::size_of::<MountAttr>(),
+                    ),
+                    prepared,
+                    Step::Seal,
+                    index,
+                )
+            }
+        }
+    }
+}
+
+/// Every signal back to its default action (keel's handlers are not for these processes).
+fn default_signals() {
+    for signal in 1..=64 {
+        if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+            // SAFETY: `signal` with SIG_DFL is async-signal-safe.
+            unsafe {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+        }
+    }
+}
+
+/// Close every descriptor but `keep` (sorted, distinct).
+fn close_all_but(keep: &[c_int]) {
+    let mut from: c_uint = 0;
+    for &fd in keep {
+        let fd = fd as c_uint;
+        if fd > from {
+            // SAFETY: closing descriptors of this process only.
+            unsafe {
+                libc::syscall(libc::SYS_close_range, from, fd - 1, 0);
+            }
+        }
+        from = fd + 1;
+    }
+    // SAFETY: as above.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, from, c_uint::MAX, 0);
+    }
+}
+
+/// Wait for `pid` (retrying when interrupted); its wait status.
+fn wait_for(pid: pid_t) -> Option<c_int> {
+    let mut status: c_int = 0;
+    loop {
+        // SAFETY: `status` is a stack value.
+        let result = unsafe { libc::waitpid(pid, &raw mut status, 0) };
+        if result == pid {
+            return Some(status);
+        }
+        if result < 0 && errno() != libc::EINTR {
+            return None;
+        }
+    }
+}
+
+/// End this process the way `status` says the command ended.
+fn exit_like(status: [u8; 2]) -> ! {
+    // SAFETY: async-signal-safe calls; the process ends here.
+    unsafe {
+        if status[0] == 1 {
+            let signal = c_int::from(status[1]);
+            // No core of a copy of keel.
+            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+            libc::signal(signal, libc::SIG_DFL);
+            libc::kill(libc::getpid(), signal);
+            libc::_exit(128 + signal);
+        }
+        libc::_exit(c_int::from(status[1]))
+    }
+}
+
+/// How a wait status is passed on: (0, code) or (1, signal).
+fn encode(status: c_int) -> [u8; 2] {
+    if libc::WIFSIGNALED(status) {
+        [1, libc::WTERMSIG(status) as u8]
+    } else {
+        [0, libc::WEXITSTATUS(status) as u8]
+    }
+}
+
+/// Fork PID 1 of the new PID namespace; in the command's process, return to confine it. The
+/// outer process and PID 1 stay here until the command ends.
+fn split_into_init_and_command(prepared: &Prepared) -> std::io::Result<()> {
+    let mut status_pipe: [c_int; 2] = [-1; 2];
+    let mut lifeline: [c_int; 2] = [-1; 2];
+    // SAFETY: pipes and fork; every branch below either returns into the command's process or
+    // ends with `_exit`.
+    unsafe {
+        check(
+            libc::pipe2(status_pipe.as_mut_ptr(), libc::O_CLOEXEC) as c_long,
+            prepared,
+            Step::Fork,
+            0,
+        )?;
+        check(
+            libc::pipe2(lifeline.as_mut_ptr(), libc::O_CLOEXEC) as c_long,
+            prepared,
+            Step::Fork,
+            1,
+        )?;
+        let init = libc::fork();
+        check(init as c_long, prepared, Step::Fork, 2)?;
+        if init > 0 {
+            // The outer process: keel's child. Wait for PID 1 and end like the command.
+            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+            default_signals();
+            let mut keep = [status_pipe[0], lifeline[1]];
+            keep.sort_unstable();
+            close_all_but(&keep);
+            let init_status = wait_for(init);
+            let mut status = [0u8; 2];
+            let read = libc::read(status_pipe[0], status.as_mut_ptr().cast::<c_void>(), 2);
+            if read != 2 {
+                status = init_status.map_or([1, libc::SIGKILL as u8], encode);
+            }
+            exit_like(status);
+        }
+        // PID 1. It dies with the outer process; if that is gone already, so is keel.
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        // A copy of keel the command can see: not dumpable (its memory and /proc files are
+        // closed to the command, which has no capability in keel's user namespace), and with
+        // keel's argv and environment cleared (the command's exec makes its own dumpable).
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        for (start, end) in prepared.keel_strings {
+            if start != 0 && end > start {
+                libc::memset(start as *mut c_void, 0, end - start);
+            }
+        }
+        libc::close(lifeline[1]);
+        let mut poll = libc::pollfd {
+            fd: lifeline[0],
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        if libc::poll(&raw mut poll, 1, 0) != 0 {
+            libc::_exit(1);
+        }
+        check(
+            libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            ) as c_long,
+            prepared,
+            Step::ProcMount,
+            0,
+        )?;
+        let command = libc::fork();
+        check(command as c_long, prepared, Step::Fork, 3)?;
+        if command == 0 {
+            libc::close(status_pipe[0]);
+            libc::close(status_pipe[1]);
+            libc::close(lifeline[0]);
+            return Ok(());
+        }
+        default_signals();
+        close_all_but(&[status_pipe[1]]);
+        let mut status = [1u8, libc::SIGKILL as u8];
+        loop {
+            let mut raw: c_int = 0;
+            let reaped = libc::waitpid(-1, &raw mut raw, 0);
+            if reaped == command {
+                status = encode(raw);
+                break;
+            }
+            if reaped < 0 && errno() != libc::EINTR {
+                break;
+            }
+        }
+        libc::write(status_pipe[1], status.as_ptr().cast::<c_void>(), 2);
+        // Everything else in the namespace dies with PID 1.
+        libc::_exit(0)
+    }
+}
+
+/// The command's own restrictions, inherited by everything it starts.
+fn restrict(prepared: &Prepared) -> std::io::Result<()> {
+    // SAFETY: plain system calls; the BPF program and strings are owned by `prepared`.
+    unsafe {
+        check(
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as c_long,
+            prepared,
+            Step::NoNewPrivs,
+            0,
+        )?;
+        drop_capabilities(prepared)?;
+        if let Some(ruleset) = &prepared.ruleset {
+            check(
+                libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0),
+                prepared,
+                Step::Landlock,
+                0,
+            )?;
+        }
+        if let Some(filter) = &prepared.filter {
+            let program = libc::sock_fprog {
+                len: u16::try_from(filter.len()).unwrap_or(u16::MAX),
+                filter: filter.as_ptr().cast_mut(),
+            };
+            check(
+                libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    0,
+                    &raw const program,
+                ),
+                prepared,
+                Step::Seccomp,
+                0,
+            )?;
+        }
+        check(
+            libc::chdir(prepared.workspace.as_ptr()) as c_long,
+            prepared,
+            Step::Chdir,
+            0,
+        )?;
+    }
+    Ok(())
+}
+
+/// No capability survives exec: root (or the owner of a user namespace) runs the command
+/// without privileges. Where the process holds none to drop, nothing needs doing.
+fn drop_capabilities(prepared: &Prepared) -> std::io::Result<()> {
+    // SAFETY: plain prctl calls with integer arguments.
+    unsafe {
+        for capability in 0..=prepared.last_capability {
+            if libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0) < 0 {
+                if errno() == libc::EPERM && capability == 0 {
+                    // Nothing to drop: an unprivileged process outside any user namespace.
+                    return Ok(());
+                }
+                if errno() != libc::EINVAL {
+                    return Err(fail(prepared, Step::DropCapabilities, capability as usize));
+                }
+            }
+        }
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
+        let bits = libc::SECBIT_NOROOT | libc::SECBIT_NOROOT_LOCKED;
+        check(
+            libc::prctl(libc::PR_SET_SECUREBITS, bits, 0, 0, 0) as c_long,
+            prepared,
+            Step::DropCapabilities,
+            usize::MAX,
+        )?;
+    }
+    Ok(())
+}
+
+/// The Landlock ABI of this kernel (0: none).
+pub(crate) fn landlock_abi() -> i32 {
+    // SAFETY: the documented version query: no pointer is read.
+    let version = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<c_void>(),
+            0usize,
+            1u32, // LANDLOCK_CREATE_RULESET_VERSION
+        )
+    };
+    i32::try_from(version.max(0)).unwrap_or(0)
+}
+
+/// Whether this kernel has seccomp filters.
+pub(crate) fn seccomp_available() -> bool {
+    // SAFETY: a query without arguments.
+    unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 }
+}
+
+/// A C string of `path` (which holds no NUL: it came from the file system).
+pub(crate) fn c_path(path: &std::path::Path) -> Option<CString> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(path.as_os_str().as_bytes()).ok()
+}
+
+/// This process's real user and group ids.
+pub(crate) fn ids() -> (u32, u32) {
+    // SAFETY: queries that cannot fail.
+    unsafe { (libc::getuid(), libc::getgid()) }
+}
+
+/// This process's pid.
+pub(crate) fn own_pid() -> pid_t {
+    // SAFETY: a query that cannot fail.
+    unsafe { libc::getpid() }
+}

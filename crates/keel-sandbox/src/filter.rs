@@ -1,0 +1,158 @@
+//! The seccomp filter of a confined command: what Landlock and the namespaces cannot say.
+//!
+//! Invariants:
+//! - Sockets: an allowlist of families (`AF_UNIX`, `AF_NETLINK`, and `AF_INET`/`AF_INET6` only
+//!   where the command may reach a network: its own namespace's loopback, or the network when
+//!   allowed); `socketpair` only for `AF_UNIX`. Raw packets, Bluetooth, vsock, `AF_ALG`, … are
+//!   refused.
+//! - Refused outright: io_uring (it bypasses the other rules' hooks), `bpf`, `perf_event_open`,
+//!   the keyring, every mount call (after set-up), `setns`, `userfaultfd`, module loading,
+//!   `kexec`, `swapon`/`swapoff`, `reboot`, `acct`, `quotactl`.
+//! - Other ABIs: a system call made through another architecture's entry (`int 0x80` on
+//!   x86-64) kills the process; x32 numbers are refused.
+//! - Every refusal returns `EPERM` (the filter's own errno); nothing else is changed.
+
+use seccompiler::{
+    SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+};
+use std::collections::BTreeMap;
+
+/// Whether the command may open internet sockets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum InternetSockets {
+    Allowed,
+    Refused,
+}
+
+/// Why the filter could not be built (a bug, or an architecture seccompiler lacks).
+#[derive(Debug, thiserror::Error)]
+#[error("the seccomp filter could not be built: {0}")]
+pub struct FilterError(String);
+
+/// The system calls refused outright.
+const REFUSED: &[i64] = &[
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_add_key,
+    libc::SYS_keyctl,
+    libc::SYS_request_key,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_move_mount,
+    libc::SYS_open_tree,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+    libc::SYS_mount_setattr,
+    libc::SYS_setns,
+    libc::SYS_userfaultfd,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_kexec_load,
+    libc::SYS_swapon,
+    libc::SYS_swapoff,
+    libc::SYS_reboot,
+    libc::SYS_acct,
+    libc::SYS_quotactl,
+];
+
+fn differs(arg: u8, value: i32) -> Result<SeccompCondition, FilterError> {
+    SeccompCondition::new(
+        arg,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Ne,
+        u64::try_from(value).map_err(|error| FilterError(error.to_string()))?,
+    )
+    .map_err(|error| FilterError(error.to_string()))
+}
+
+/// The x32 system call bit of x86-64: numbers at or above it are refused.
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+
+/// The BPF program.
+pub(crate) fn program(internet: InternetSockets) -> Result<Vec<libc::sock_filter>, FilterError> {
+    let mut families = vec![libc::AF_UNIX, libc::AF_NETLINK];
+    if internet == InternetSockets::Allowed {
+        families.extend([libc::AF_INET, libc::AF_INET6]);
+    }
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
+        REFUSED.iter().map(|number| (*number, Vec::new())).collect();
+    let other_family = families
+        .iter()
+        .map(|family| differs(0, *family))
+        .collect::<Result<Vec<_>, _>>()?;
+    rules.insert(
+        libc::SYS_socket,
+        vec![SeccompRule::new(other_family).map_err(|error| FilterError(error.to_string()))?],
+    );
+    rules.insert(
+        libc::SYS_socketpair,
+        vec![
+            SeccompRule::new(vec![differs(0, libc::AF_UNIX)?])
+                .map_err(|error| FilterError(error.to_string()))?,
+        ],
+    );
+    let refuse = SeccompAction::Errno(libc::EPERM as u32);
+    let arch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|error: seccompiler::BackendError| FilterError(error.to_string()))?;
+    let filter = SeccompFilter::new(rules, SeccompAction::Allow, refuse, arch)
+        .map_err(|error| FilterError(error.to_string()))?;
+    let compiled: seccompiler::BpfProgram = filter
+        .try_into()
+        .map_err(|error: seccompiler::BackendError| FilterError(error.to_string()))?;
+    let mut program = Vec::with_capacity(compiled.len() + 3);
+    if cfg!(target_arch = "x86_64") {
+        // Load the number; an x32 number is refused, any other goes on to the filter.
+        program.push(statement(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0));
+        program.push(jump(
+            libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K,
+            X32_SYSCALL_BIT,
+            0,
+            1,
+        ));
+        program.push(statement(
+            libc::BPF_RET | libc::BPF_K,
+            libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+        ));
+    }
+    program.extend(compiled.iter().map(|instruction| libc::sock_filter {
+        code: instruction.code,
+        jt: instruction.jt,
+        jf: instruction.jf,
+        k: instruction.k,
+    }));
+    Ok(program)
+}
+
+fn statement(code: u32, k: u32) -> libc::sock_filter {
+    jump(code, k, 0, 0)
+}
+
+fn jump(code: u32, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
+    libc::sock_filter {
+        code: u16::try_from(code).unwrap_or(u16::MAX),
+        jt,
+        jf,
+        k,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_program_builds_for_both_network_choices_and_is_small() {
+        let open = program(InternetSockets::Allowed).unwrap();
+        let closed = program(InternetSockets::Refused).unwrap();
+        assert!(open.len() < 200 && closed.len() < 200);
+        assert_ne!(open.len(), closed.len(), "the families differ");
+    }
+}

@@ -1,0 +1,248 @@
+//! keel's sandbox: a policy value in, a command confined by the kernel out.
+//!
+//! Which kernel feature enforces which rule:
+//!
+//! | rule | enforced by |
+//! |---|---|
+//! | writes only in the workspace, added dirs, `allow_write`, the temp dir and a few devices | Landlock file rules (ABI 1+; truncation ABI 3+, device ioctls ABI 5+) |
+//! | renames and links cannot move a file out of where it may be written | Landlock `refer` (ABI 2+) |
+//! | `forbid_read` paths (credentials, keel's own state) unreadable | mount namespace: an empty, closed, read-only tmpfs on a directory; `/dev/null` sealed without devices on a file |
+//! | `.git/config`, `.git/hooks`, `.git/info`, `keel.toml`, `.mcp.json`, `.keel/` unchangeable | mount namespace: bound read-only on themselves, their ancestors made mount points (no rename, no `rm -rf`) |
+//! | the session's temp dir is `/tmp`; `/dev/shm` private; `/run`, `$XDG_RUNTIME_DIR` hidden (the Docker socket, the D-Bus bus) | mount namespace |
+//! | no signals to, ptrace of, or `/proc/PID/environ` of keel or its parent | Landlock's ptrace restriction (ABI 1+) and scoping (ABI 6+); a PID namespace with its own `/proc` (keel is not even visible) |
+//! | no abstract unix socket outside | Landlock scoping (ABI 6+); a network namespace |
+//! | network off: nothing reaches the host's ports or beyond; the command's own loopback works | network namespace (lo only); without one, Landlock TCP rules (ABI 4+) and no internet sockets (seccomp) |
+//! | socket families allowlisted; io_uring, bpf, perf, keyring, mount calls refused; other ABIs killed | seccomp |
+//! | no privilege gained (setuid, file capabilities) or kept (root) | `no_new_privs`, the capability bounding set emptied, `SECBIT_NOROOT` |
+//! | every process of a command dies with it, and with keel | a PID namespace (all die with its init), parent-death signals from a thread that lives as long as keel |
+//!
+//! Invariants:
+//! - `Sandbox::confine` either arranges every layer its policy uses on this kernel or fails:
+//!   a command never runs with less than `enforcement` says.
+//! - A `SandboxMode::Off` session confines nothing, and says so (`Enforcement::Off`).
+//! - Below the minimum (`Enforcement::BelowMinimum`) `confine` still applies what the kernel
+//!   has; deciding whether to run at all is the caller's (ask, or refuse).
+
+mod confine;
+mod filter;
+mod lasting;
+mod plan;
+mod policy;
+mod support;
+
+pub use filter::FilterError;
+pub use lasting::on_lasting_thread;
+pub use plan::Failures;
+pub use policy::{
+    HOME_SECRETS, KEEL_HOME_PRIVATE, Network, PROTECTED_IN_ROOT, Places, Protected, SandboxMode,
+    SandboxPolicy, SandboxSettings,
+};
+pub use support::{Layers, UNSUPPORTED_ENV, detected};
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("keel sandbox: {0}")]
+    Filter(#[from] FilterError),
+    #[error("keel sandbox: the Landlock rules could not be made: {0}")]
+    Landlock(String),
+    #[error("keel sandbox: `{}` cannot be used: {reason}", path.display())]
+    Path { path: PathBuf, reason: String },
+    #[error("keel sandbox: setting up the sandbox failed while {step}: {source}")]
+    SetUp {
+        step: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("keel sandbox: the probe failed: {0}")]
+    Probe(String),
+    #[error("keel sandbox: {0}")]
+    Io(std::io::Error),
+}
+
+/// Where a session's commands stand.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Enforcement {
+    /// `mode = "off"`: commands run unconfined, by the user's choice.
+    Off,
+    /// Confined by at least Landlock file rules, seccomp and isolation from keel.
+    Enforced { layers: Layers },
+    /// This kernel cannot confine commands as the policy says.
+    BelowMinimum { layers: Layers },
+}
+
+impl Enforcement {
+    pub fn is_enforced(&self) -> bool {
+        matches!(self, Self::Enforced { .. })
+    }
+
+    /// One line for a banner or a status line.
+    pub fn summary(&self, mode: SandboxMode) -> String {
+        match self {
+            Self::Off => "sandbox off: commands run unconfined".into(),
+            Self::Enforced { layers } => {
+                let missing = layers.missing();
+                if missing.is_empty() {
+                    format!("sandbox {}", mode.name())
+                } else {
+                    format!("sandbox {} (without {})", mode.name(), missing.join("; "))
+                }
+            }
+            Self::BelowMinimum { layers } => format!(
+                "sandbox {} NOT enforced: this kernel lacks {}",
+                mode.name(),
+                layers.missing().join("; ")
+            ),
+        }
+    }
+}
+
+/// A session's sandbox: its settings, its places, and the paths protected at its start.
+#[derive(Clone, Debug)]
+pub struct Sandbox {
+    settings: SandboxSettings,
+    places: Places,
+    protected_at_start: Vec<Protected>,
+}
+
+/// A command set up to run confined; explains a failed spawn.
+#[derive(Debug)]
+pub struct Confinement {
+    failures: Option<Failures>,
+    mode: SandboxMode,
+}
+
+impl Confinement {
+    /// The mode the command runs under.
+    pub fn mode(&self) -> SandboxMode {
+        self.mode
+    }
+
+    /// What a failed spawn of the confined command was doing, if the child said.
+    pub fn explain(&self, error: std::io::Error) -> SandboxError {
+        match self.failures.as_ref().and_then(Failures::reported) {
+            Some((step, source)) => SandboxError::SetUp { step, source },
+            None => SandboxError::Io(error),
+        }
+    }
+}
+
+impl Sandbox {
+    pub fn new(settings: SandboxSettings, places: Places) -> Sandbox {
+        let start = SandboxPolicy::resolve(&settings, &places, SandboxMode::WorkspaceWrite);
+        Sandbox {
+            settings,
+            places,
+            protected_at_start: start.read_only,
+        }
+    }
+
+    /// The mode the settings choose.
+    pub fn mode(&self) -> SandboxMode {
+        self.settings.mode
+    }
+
+    pub fn settings(&self) -> &SandboxSettings {
+        &self.settings
+    }
+
+    pub fn places(&self) -> &Places {
+        &self.places
+    }
+
+    /// The policy in `mode` now (hidden paths found again; protected paths as at the start).
+    pub fn policy(&self, mode: SandboxMode) -> SandboxPolicy {
+        SandboxPolicy::resolve(&self.settings, &self.places, mode)
+            .with_protected(&self.protected_at_start)
+    }
+
+    /// Where commands stand in `mode` on this kernel.
+    pub fn enforcement(&self, mode: SandboxMode) -> Enforcement {
+        if mode == SandboxMode::Off {
+            return Enforcement::Off;
+        }
+        let layers = detected();
+        if layers.meet_minimum() {
+            Enforcement::Enforced { layers }
+        } else {
+            Enforcement::BelowMinimum { layers }
+        }
+    }
+
+    /// Arrange for `command` to run confined in `mode` (nothing when `Off`). Spawn it with
+    /// `on_lasting_thread`, so that it dies with keel.
+    pub fn confine(
+        &self,
+        command: &mut std::process::Command,
+        mode: SandboxMode,
+    ) -> Result<Confinement, SandboxError> {
+        if mode == SandboxMode::Off {
+            return Ok(Confinement {
+                failures: None,
+                mode,
+            });
+        }
+        let policy = self.policy(mode);
+        let plan = plan::prepare(&policy, &detected())?;
+        for (name, value) in &plan.env {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
+        confine::install(command, plan.prepared);
+        Ok(Confinement {
+            failures: Some(plan.failures),
+            mode,
+        })
+    }
+
+    /// What a command gets in `mode`, line by line (for `keel sandbox` and the banner).
+    pub fn describe(&self, mode: SandboxMode) -> Vec<String> {
+        let enforcement = self.enforcement(mode);
+        let mut lines = vec![enforcement.summary(mode)];
+        if mode == SandboxMode::Off {
+            return lines;
+        }
+        let policy = self.policy(mode);
+        let list = |paths: &mut dyn Iterator<Item = &PathBuf>| {
+            let shown: Vec<String> = paths.map(|path| path.display().to_string()).collect();
+            if shown.is_empty() {
+                "(none)".to_string()
+            } else {
+                shown.join(", ")
+            }
+        };
+        lines.push(format!(
+            "writes: {}",
+            list(&mut policy.writable.iter().chain(policy.temp_dir.iter()))
+        ));
+        lines.push(format!("hidden: {}", list(&mut policy.forbid_read.iter())));
+        lines.push(format!(
+            "read-only: {}",
+            list(&mut policy.read_only.iter().map(|protected| &protected.path))
+        ));
+        lines.push(format!(
+            "network: {}",
+            match policy.network {
+                Network::Off => "off (the command's own loopback only)",
+                Network::On => "on",
+            }
+        ));
+        let layers = detected();
+        lines.extend(
+            layers
+                .applied()
+                .into_iter()
+                .map(|line| format!("kernel: {line}")),
+        );
+        lines.extend(
+            layers
+                .missing()
+                .into_iter()
+                .map(|line| format!("missing: {line}")),
+        );
+        lines
+    }
+}

@@ -1,0 +1,502 @@
+//! The sandbox policy as data: what a confined command may read, write and reach. Pure: it
+//! reads the file system only to resolve paths (canonical forms, what exists), never changes
+//! it, and decides nothing about the kernel (see `support` and `plan`).
+//!
+//! Invariants:
+//! - Every path in a `SandboxPolicy` is absolute and canonical (no symlink, no `..`): mounts
+//!   and Landlock rules are made on exactly these.
+//! - `forbid_read` never covers a writable root or the session's temp dir: an entry that
+//!   contains one is split into its other children (recursively), an entry inside one is kept.
+//! - `read_only` lists only paths inside a writable root that existed when the policy was
+//!   made, each with the ancestors (below its root) that must become mount points so the
+//!   protected path cannot be renamed away.
+//! - `read-only` mode writes nothing but the temp dir; `off` confines nothing.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// How commands are confined (`[sandbox] mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Read anywhere but `forbid_read`; write the workspace, added dirs, the temp dir and
+    /// `allow_write`.
+    #[default]
+    WorkspaceWrite,
+    /// Read anywhere but `forbid_read`; write only the temp dir.
+    ReadOnly,
+    /// No confinement (the user's own choice only).
+    Off,
+}
+
+impl SandboxMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::WorkspaceWrite => "workspace-write",
+            Self::ReadOnly => "read-only",
+            Self::Off => "off",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<SandboxMode> {
+        match text {
+            "workspace-write" => Some(Self::WorkspaceWrite),
+            "read-only" => Some(Self::ReadOnly),
+            "off" => Some(Self::Off),
+            _ => None,
+        }
+    }
+
+    /// How loose a mode is: lower is stricter.
+    pub fn looseness(self) -> u8 {
+        match self {
+            Self::ReadOnly => 0,
+            Self::WorkspaceWrite => 1,
+            Self::Off => 2,
+        }
+    }
+}
+
+/// Whether a confined command reaches the network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Network {
+    /// Its own loopback at most: nothing reaches the host's ports or beyond.
+    Off,
+    On,
+}
+
+/// The user's sandbox settings (`[sandbox]`), before paths are resolved.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SandboxSettings {
+    pub mode: SandboxMode,
+    /// Added to the built-in list (`~` is the home directory).
+    pub forbid_read: Vec<String>,
+    /// Written besides the workspace (`~` is the home directory).
+    pub allow_write: Vec<String>,
+    pub allow_network: bool,
+}
+
+/// Where things are for one session.
+#[derive(Clone, Debug, Default)]
+pub struct Places {
+    pub workspace: PathBuf,
+    /// `--add-dir` directories.
+    pub extra_dirs: Vec<PathBuf>,
+    pub keel_home: PathBuf,
+    /// The user's home directory (`$HOME`), for `~` and the credential stores.
+    pub home: Option<PathBuf>,
+    /// The session's temp dir (`$KEEL_HOME/tmp/<session>`); created by the caller.
+    pub temp_dir: Option<PathBuf>,
+    /// Files a user layer refers to (`--token-file`), forbidden to read.
+    pub referenced_files: Vec<PathBuf>,
+}
+
+/// The credential stores every command is kept from, below the home directory.
+pub const HOME_SECRETS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".config/gcloud",
+    ".netrc",
+    ".docker/config.json",
+];
+
+/// keel's own files in `$KEEL_HOME` that no command reads (`serve-launch-*` pages too).
+pub const KEEL_HOME_PRIVATE: &[&str] = &[
+    "state",
+    "config.toml",
+    "history.txt",
+    "trusted-workspaces.json",
+    "tmp",
+];
+
+/// The files of a writable root that a command may not change (where they exist at start).
+pub const PROTECTED_IN_ROOT: &[&str] = &[
+    ".git/config",
+    ".git/hooks",
+    ".git/info",
+    "keel.toml",
+    ".mcp.json",
+    ".keel",
+];
+
+/// A path that must not be changed, and the ancestors below its root that become mount
+/// points first (outermost first), so that none of them can be renamed or removed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Protected {
+    pub path: PathBuf,
+    pub ancestors: Vec<PathBuf>,
+}
+
+/// A resolved policy for one session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SandboxPolicy {
+    pub mode: SandboxMode,
+    pub network: Network,
+    pub workspace: PathBuf,
+    /// Where commands write (workspace, added dirs, `allow_write`); empty in `read-only`.
+    pub writable: Vec<PathBuf>,
+    /// The session's temp dir: writable, the command's `/tmp` where it can be.
+    pub temp_dir: Option<PathBuf>,
+    /// Hidden from commands (and refused to the file tools).
+    pub forbid_read: Vec<PathBuf>,
+    /// Inside a writable root, but not to be changed.
+    pub read_only: Vec<Protected>,
+}
+
+/// `~/x` against `home`; other paths as they are.
+fn expand(entry: &str, home: Option<&Path>) -> Option<PathBuf> {
+    match (entry.strip_prefix("~/"), entry == "~", home) {
+        (Some(rest), _, Some(home)) => Some(home.join(rest)),
+        (None, true, Some(home)) => Some(home.to_path_buf()),
+        (Some(_), _, None) | (None, true, None) => None,
+        (None, false, _) => Some(PathBuf::from(entry)),
+    }
+}
+
+/// The canonical form of `path`, if it exists.
+fn canonical(path: &Path) -> Option<PathBuf> {
+    path.canonicalize().ok()
+}
+
+/// Add `path` to `list` unless it (or a path containing it) is there; drop entries it contains.
+fn add_outermost(list: &mut Vec<PathBuf>, path: PathBuf) {
+    if list.iter().any(|kept| path.starts_with(kept)) {
+        return;
+    }
+    list.retain(|kept| !kept.starts_with(&path));
+    list.push(path);
+}
+
+/// `entry`, or where it contains one of `keep`, its other children, recursively.
+fn split_around(entry: &Path, keep: &[PathBuf], out: &mut Vec<PathBuf>) {
+    let covers = keep.iter().any(|kept| kept.starts_with(entry));
+    if !covers {
+        add_outermost(out, entry.to_path_buf());
+        return;
+    }
+    if keep.iter().any(|kept| kept == entry) {
+        return;
+    }
+    let Ok(children) = std::fs::read_dir(entry) else {
+        return;
+    };
+    for child in children.flatten() {
+        let path = child.path();
+        // Not followed: a symlink child is a name, and the name's target is its own entry.
+        if child.file_type().is_ok_and(|kind| kind.is_symlink()) {
+            continue;
+        }
+        split_around(&path, keep, out);
+    }
+}
+
+impl SandboxPolicy {
+    /// Resolve `settings` for `places`. `mode` may differ from `settings.mode` (a read-only
+    /// permission mode runs commands under the read-only sandbox).
+    pub fn resolve(settings: &SandboxSettings, places: &Places, mode: SandboxMode) -> Self {
+        let home = places.home.as_deref();
+        let workspace = canonical(&places.workspace).unwrap_or_else(|| places.workspace.clone());
+        let temp_dir = places.temp_dir.as_deref().and_then(canonical);
+        let mut writable = Vec::new();
+        if mode == SandboxMode::WorkspaceWrite {
+            let roots = std::iter::once(workspace.clone())
+                .chain(places.extra_dirs.iter().filter_map(|dir| canonical(dir)))
+                .chain(
+                    settings
+                        .allow_write
+                        .iter()
+                        .filter_map(|entry| expand(entry, home))
+                        .filter_map(|path| canonical(&path)),
+                );
+            for root in roots {
+                add_outermost(&mut writable, root);
+            }
+        }
+        let mut keep: Vec<PathBuf> = writable.clone();
+        keep.push(workspace.clone());
+        keep.extend(temp_dir.iter().cloned());
+        let forbid_read = Self::forbidden(settings, places, &keep);
+        let read_only = Self::protected(&writable, &forbid_read, places);
+        SandboxPolicy {
+            mode,
+            network: if settings.allow_network {
+                Network::On
+            } else {
+                Network::Off
+            },
+            workspace,
+            writable,
+            temp_dir,
+            forbid_read,
+            read_only,
+        }
+    }
+
+    fn forbidden(settings: &SandboxSettings, places: &Places, keep: &[PathBuf]) -> Vec<PathBuf> {
+        let home = places.home.as_deref();
+        let mut entries: Vec<PathBuf> = Vec::new();
+        if let Some(home) = home {
+            entries.extend(HOME_SECRETS.iter().map(|name| home.join(name)));
+        }
+        entries.extend(
+            KEEL_HOME_PRIVATE
+                .iter()
+                .map(|name| places.keel_home.join(name)),
+        );
+        if let Ok(children) = std::fs::read_dir(&places.keel_home) {
+            entries.extend(children.flatten().map(|child| child.path()).filter(|path| {
+                path.file_name()
+                    .and_then(|name| name.to_str())
+                    .is_some_and(|name| name.starts_with("serve-launch-"))
+            }));
+        }
+        entries.extend(places.referenced_files.iter().cloned());
+        entries.extend(
+            settings
+                .forbid_read
+                .iter()
+                .filter_map(|entry| expand(entry, home)),
+        );
+        let mut forbid = Vec::new();
+        for entry in entries.iter().filter_map(|entry| canonical(entry)) {
+            split_around(&entry, keep, &mut forbid);
+        }
+        forbid
+    }
+
+    fn protected(writable: &[PathBuf], forbid: &[PathBuf], places: &Places) -> Vec<Protected> {
+        let mut protected = Vec::new();
+        let keel_home = canonical(&places.keel_home);
+        for root in writable {
+            let mut candidates: Vec<PathBuf> = PROTECTED_IN_ROOT
+                .iter()
+                .map(|name| root.join(name))
+                .collect();
+            // keel's home inside a writable root (not holding one): nothing of it may change.
+            if let Some(keel_home) = &keel_home
+                && keel_home.starts_with(root)
+                && keel_home != root
+                && !writable.iter().any(|other| other.starts_with(keel_home))
+            {
+                candidates.push(keel_home.clone());
+            }
+            for path in candidates {
+                let Ok(meta) = path.symlink_metadata() else {
+                    continue;
+                };
+                if meta.file_type().is_symlink()
+                    || forbid.iter().any(|hidden| path.starts_with(hidden))
+                {
+                    continue;
+                }
+                let ancestors = path
+                    .ancestors()
+                    .skip(1)
+                    .take_while(|ancestor| *ancestor != root.as_path())
+                    .filter(|ancestor| ancestor.starts_with(root))
+                    .map(Path::to_path_buf)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                protected.push(Protected { path, ancestors });
+            }
+        }
+        protected
+    }
+
+    /// Whether a command may read `path` (canonical): not under a `forbid_read` entry.
+    pub fn forbids_reading(&self, path: &Path) -> Option<&Path> {
+        if self.mode == SandboxMode::Off {
+            return None;
+        }
+        self.forbid_read
+            .iter()
+            .find(|hidden| path.starts_with(hidden))
+            .map(PathBuf::as_path)
+    }
+
+    /// Whether `path` (canonical) is protected from change: the protected path it is under.
+    pub fn forbids_changing(&self, path: &Path) -> Option<&Path> {
+        if self.mode == SandboxMode::Off {
+            return None;
+        }
+        self.read_only
+            .iter()
+            .map(|protected| protected.path.as_path())
+            .chain(self.forbid_read.iter().map(PathBuf::as_path))
+            .find(|protected| path.starts_with(protected))
+    }
+
+    /// This policy with the protected paths of another resolution (the session's start: a
+    /// `.git` made by a command of the session is the command's own).
+    pub fn with_protected(self, protected: &[Protected]) -> SandboxPolicy {
+        let read_only = match self.mode {
+            SandboxMode::WorkspaceWrite => protected.to_vec(),
+            SandboxMode::ReadOnly | SandboxMode::Off => Vec::new(),
+        };
+        SandboxPolicy { read_only, ..self }
+    }
+
+    /// This policy with another mode (writable roots gone in `read-only`).
+    pub fn with_mode(&self, mode: SandboxMode) -> SandboxPolicy {
+        match mode {
+            SandboxMode::ReadOnly => SandboxPolicy {
+                mode,
+                writable: Vec::new(),
+                read_only: Vec::new(),
+                ..self.clone()
+            },
+            SandboxMode::WorkspaceWrite | SandboxMode::Off => SandboxPolicy {
+                mode,
+                ..self.clone()
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn places(root: &Path) -> Places {
+        let workspace = root.join("home/me/project");
+        let keel_home = root.join("home/me/.keel");
+        std::fs::create_dir_all(workspace.join(".git/hooks")).unwrap();
+        std::fs::write(workspace.join(".git/config"), "").unwrap();
+        std::fs::write(workspace.join("keel.toml"), "").unwrap();
+        std::fs::create_dir_all(keel_home.join("state")).unwrap();
+        std::fs::create_dir_all(keel_home.join("tmp/s1")).unwrap();
+        std::fs::create_dir_all(keel_home.join("tmp/s2")).unwrap();
+        std::fs::write(keel_home.join("config.toml"), "").unwrap();
+        std::fs::write(keel_home.join("serve-launch-1.html"), "").unwrap();
+        std::fs::create_dir_all(root.join("home/me/.ssh")).unwrap();
+        std::fs::create_dir_all(root.join("home/me/other")).unwrap();
+        Places {
+            workspace,
+            extra_dirs: Vec::new(),
+            keel_home: keel_home.clone(),
+            home: Some(root.join("home/me")),
+            temp_dir: Some(keel_home.join("tmp/s1")),
+            referenced_files: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_defaults_hide_credentials_and_keels_files_and_protect_git_and_keel_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let places = places(&root);
+        let policy = SandboxPolicy::resolve(
+            &SandboxSettings::default(),
+            &places,
+            SandboxMode::WorkspaceWrite,
+        );
+        let me = root.join("home/me");
+        assert!(policy.forbid_read.contains(&me.join(".ssh")));
+        assert!(policy.forbid_read.contains(&me.join(".keel/state")));
+        assert!(policy.forbid_read.contains(&me.join(".keel/config.toml")));
+        assert!(
+            policy.forbid_read.contains(&me.join(".keel/tmp/s2")),
+            "another session's"
+        );
+        assert!(
+            !policy.forbid_read.iter().any(|p| p.ends_with("s1")),
+            "this session's"
+        );
+        assert!(
+            policy
+                .forbid_read
+                .contains(&me.join(".keel/serve-launch-1.html"))
+        );
+        assert!(
+            !policy.forbid_read.iter().any(|p| p.ends_with(".aws")),
+            "absent"
+        );
+        assert_eq!(policy.writable, vec![me.join("project")]);
+        let protected: Vec<_> = policy.read_only.iter().map(|p| p.path.clone()).collect();
+        let project = me.join("project");
+        assert_eq!(
+            protected,
+            vec![
+                project.join(".git/config"),
+                project.join(".git/hooks"),
+                project.join("keel.toml")
+            ]
+        );
+        assert_eq!(policy.read_only[1].ancestors, vec![project.join(".git")]);
+        assert!(policy.read_only[2].ancestors.is_empty());
+        assert_eq!(
+            policy.forbids_changing(&project.join(".git/hooks/pre-commit")),
+            Some(project.join(".git/hooks").as_path())
+        );
+        assert_eq!(policy.forbids_changing(&project.join("src/main.rs")), None);
+    }
+
+    #[test]
+    fn a_forbidden_entry_that_holds_the_workspace_is_split_around_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let places = places(&root);
+        let settings = SandboxSettings {
+            forbid_read: vec!["~".into()],
+            ..SandboxSettings::default()
+        };
+        let policy = SandboxPolicy::resolve(&settings, &places, SandboxMode::WorkspaceWrite);
+        let me = root.join("home/me");
+        assert!(policy.forbid_read.contains(&me.join("other")));
+        assert!(policy.forbid_read.contains(&me.join(".keel/state")));
+        assert!(
+            !policy.forbid_read.contains(&me.join(".keel")),
+            "it holds the temp dir"
+        );
+        assert!(
+            !policy.forbid_read.contains(&me),
+            "never the workspace's ancestor"
+        );
+        assert!(
+            !policy
+                .forbid_read
+                .iter()
+                .any(|hidden| me.join("project").starts_with(hidden)),
+            "{:?}",
+            policy.forbid_read
+        );
+    }
+
+    #[test]
+    fn keels_home_inside_the_workspace_is_protected_and_read_only_mode_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let mut places = places(&root);
+        places.workspace = root.join("home/me");
+        let policy = SandboxPolicy::resolve(
+            &SandboxSettings::default(),
+            &places,
+            SandboxMode::WorkspaceWrite,
+        );
+        let keel_home = root.join("home/me/.keel");
+        let entry = policy
+            .read_only
+            .iter()
+            .find(|p| p.path == keel_home)
+            .unwrap();
+        assert!(entry.ancestors.is_empty());
+        let read_only = policy.with_mode(SandboxMode::ReadOnly);
+        assert!(read_only.writable.is_empty() && read_only.read_only.is_empty());
+        assert_eq!(read_only.forbid_read, policy.forbid_read);
+    }
+
+    #[test]
+    fn tilde_entries_expand_and_missing_ones_drop() {
+        let home = Path::new("/h");
+        assert_eq!(
+            expand("~/.cargo", Some(home)),
+            Some(PathBuf::from("/h/.cargo"))
+        );
+        assert_eq!(expand("~", Some(home)), Some(PathBuf::from("/h")));
+        assert_eq!(expand("~/.cargo", None), None);
+        assert_eq!(expand("/opt/x", None), Some(PathBuf::from("/opt/x")));
+    }
+}
