@@ -143,6 +143,7 @@ fn settings() -> AgentSettings {
         editor: None,
         mcp: Arc::new(keel_mcp::McpHub::empty()),
         untrusted: Vec::new(),
+        sandbox: None,
     }
 }
 

@@ -14,6 +14,7 @@
 mod approval;
 mod call;
 mod compaction;
+mod confinement;
 mod context;
 mod host;
 mod input;
@@ -27,6 +28,7 @@ mod turn;
 mod turn_run;
 
 pub use approval::{Approval, ApprovalRequest, Approver, HeadlessApprover};
+pub use confinement::SandboxSetup;
 pub use host::{Host, Transcript};
 pub use input::{Input, Line, SLASH_COMMANDS, SurfaceCommand};
 pub use keel_store::{RevisionInfo, SessionInfo, StoreError, StoredItem};
@@ -69,6 +71,8 @@ pub struct AgentSettings {
     /// What the workspace's untrusted project files asked for and did not get: announced as
     /// `trust/ignored` events after `session/started`.
     pub untrusted: Vec<keel_types::IgnoredSetting>,
+    /// How commands are confined (`None`: unconfined, as in tests of the engine alone).
+    pub sandbox: Option<SandboxSetup>,
 }
 
 pub enum SessionChoice {
@@ -97,6 +101,8 @@ pub enum AgentError {
         workspace: String,
         source: std::io::Error,
     },
+    #[error("cannot create the session's temp dir under {dir}: {source}")]
+    SessionTemp { dir: String, source: std::io::Error },
     #[error(transparent)]
     Tools(#[from] keel_tools::SchemaError),
     #[error(transparent)]
@@ -116,6 +122,7 @@ impl AgentError {
             AgentError::Store(error) => error.is_for_the_user(),
             AgentError::AlreadyOpen(_)
             | AgentError::Workspace { .. }
+            | AgentError::SessionTemp { .. }
             | AgentError::RecoveryRefused(_)
             | AgentError::CannotCompact(_) => true,
             AgentError::Busy(_)
@@ -178,6 +185,8 @@ pub(crate) struct Shared {
     pub resumed: bool,
     /// Tokens of the turns completed through this controller.
     usage: Mutex<keel_types::Usage>,
+    /// The session's temp dir, removed with the controller.
+    _temp: Option<confinement::SessionTemp>,
 }
 
 #[derive(Clone)]
@@ -248,7 +257,25 @@ impl Controller {
         let (cancel_signal, _) = watch::channel(0);
         // `web_fetch` reaches an internal address only for a host the user's rules allow.
         let rules = settings.policy.clone();
+        let (sandbox, temp) = match &settings.sandbox {
+            Some(setup) => {
+                let (sandbox, temp) = confinement::open(
+                    setup,
+                    guard.workspace(),
+                    &settings.extra_dirs,
+                    &session.id,
+                    settings.policy.mode,
+                )
+                .map_err(|source| AgentError::SessionTemp {
+                    dir: setup.keel_home.join("tmp").display().to_string(),
+                    source,
+                })?;
+                (Some(sandbox), Some(temp))
+            }
+            None => (None, None),
+        };
         let tool_context = ToolContext {
+            sandbox,
             secrets: settings.secrets.clone(),
             editor: settings.editor.clone(),
             internal_hosts: keel_tools::HostRule(Arc::new(move |host| {
@@ -273,6 +300,7 @@ impl Controller {
             state: Arc::new(tokio::sync::Mutex::new(loaded)),
             resumed,
             usage: Mutex::new(keel_types::Usage::default()),
+            _temp: temp,
         };
         Ok(Controller {
             shared: Arc::new(shared),
@@ -285,6 +313,17 @@ impl Controller {
 
     pub fn settings(&self) -> &AgentSettings {
         &self.shared.settings
+    }
+
+    /// How this session's commands are confined, in one line (`None`: no sandbox is set up).
+    pub fn sandbox_summary(&self) -> Option<String> {
+        let sandbox = self.shared.tool_context.sandbox.as_ref()?;
+        let enforcement = sandbox.enforcement();
+        let mut line = enforcement.summary(sandbox.mode);
+        if let keel_sandbox::Enforcement::BelowMinimum { .. } = enforcement {
+            line.push_str("; every command is asked about");
+        }
+        Some(line)
     }
 
     /// A new event stream: every event from now on, in order, never dropped.

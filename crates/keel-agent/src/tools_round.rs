@@ -207,10 +207,16 @@ fn decide(shared: &Shared, valid: &Valid, subject: Option<&str>) -> Decision {
     } else {
         Reach::ReadsWorkspace
     };
-    shared
-        .settings
-        .policy
-        .decide(valid.tool_name(), subject.unwrap_or(""), reach)
+    let policy = &shared.settings.policy;
+    let subject = subject.unwrap_or("");
+    if valid.tool_name() == keel_tools::BuiltinTool::Bash.name() {
+        return crate::confinement::decide_command(
+            policy,
+            shared.tool_context.sandbox.as_ref(),
+            subject,
+        );
+    }
+    policy.decide(valid.tool_name(), subject, reach)
 }
 
 /// Ask the policy (and the person, if it says so) about a checked call.

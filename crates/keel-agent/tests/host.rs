@@ -99,8 +99,8 @@ async fn a_subscriber_resuming_from_an_id_misses_nothing_and_sees_nothing_twice(
 async fn twenty_sessions_run_at_once_on_one_host() {
     // Each session's first round is a barrier: its command says it arrived, then waits (up to
     // 30 s) until all twenty have, and prints how many it met. Run one after another, the
-    // first would meet only itself.
-    let barrier = "touch arrived.$$; n=0; \
+    // first would meet only itself. (Not `$$`: each command is pid 2 of its own namespace.)
+    let barrier = "mktemp arrived.XXXXXX >/dev/null; n=0; \
         while [ $(ls arrived.* | wc -l) -lt 20 ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done; \
         echo met=$(ls arrived.* | wc -l)";
     let steps: Vec<Step> = (0..20)

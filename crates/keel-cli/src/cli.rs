@@ -46,6 +46,18 @@ pub enum Command {
     /// Show what a workspace's project files (keel.toml, .mcp.json) ask for, and trust them
     /// (bound to their contents).
     Trust(TrustArgs),
+    /// Run one command under the sandbox policy and print what is enforced.
+    Sandbox(SandboxArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxArgs {
+    /// The mode to run it in (default: the configured one).
+    #[arg(long, value_enum, value_name = "M")]
+    pub mode: Option<SandboxModeArg>,
+    /// The command and its arguments (after `--`).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Args)]
@@ -114,6 +126,9 @@ pub struct CommonArgs {
     /// is recorded; `keel trust` records it).
     #[arg(long, global = true)]
     pub trust_workspace: bool,
+    /// How commands are confined, for this run: workspace-write | read-only | off.
+    #[arg(long, global = true, value_enum, value_name = "MODE")]
+    pub sandbox: Option<SandboxModeArg>,
 }
 
 #[derive(Debug, Args)]
@@ -151,6 +166,23 @@ pub struct MockArgs {
     /// A built-in scenario name or a scenario JSON file.
     #[arg(long, default_value = "basic", value_name = "NAME-or-FILE")]
     pub scenario: String,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SandboxModeArg {
+    WorkspaceWrite,
+    ReadOnly,
+    Off,
+}
+
+impl SandboxModeArg {
+    pub fn mode(self) -> keel_sandbox::SandboxMode {
+        match self {
+            Self::WorkspaceWrite => keel_sandbox::SandboxMode::WorkspaceWrite,
+            Self::ReadOnly => keel_sandbox::SandboxMode::ReadOnly,
+            Self::Off => keel_sandbox::SandboxMode::Off,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -90,6 +90,8 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let model = config.model()?;
     // The demo's commands must not see the user's real keys either.
     let secrets = crate::session_setup::secrets(&config);
+    // Its commands run confined like any session's.
+    let sandbox = settings::sandbox_setup(&config)?;
     let settings = AgentSettings {
         profile: config.profile(&model.provider)?,
         model: model.model,
@@ -103,6 +105,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         editor: None,
         mcp: Arc::new(keel_mcp::McpHub::empty()),
         untrusted: Vec::new(),
+        sandbox: Some(sandbox.clone()),
     };
     let host = Host::open(&demo_dir.join("state.db"))?;
     let approver = Arc::new(HeadlessApprover { approve_all: true });
@@ -123,6 +126,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         editor: None,
         mcp: Arc::new(keel_mcp::McpHub::empty()),
         untrusted: Vec::new(),
+        sandbox: Some(sandbox.clone()),
     };
     let second_settings = rebuild(&settings);
     let controller = open(SessionChoice::New, settings)?;

@@ -15,6 +15,7 @@ mod mock_command;
 mod render;
 mod repl;
 mod run;
+mod sandbox_command;
 mod serve_command;
 mod session_setup;
 mod sessions;
@@ -34,6 +35,8 @@ pub enum Outcome {
     Cancelled,
     /// Stopped by SIGTERM or SIGHUP after cancelling cleanly: the signal's exit code.
     Stopped(u8),
+    /// `keel sandbox`: the command's own exit code.
+    Exited(u8),
 }
 
 /// An error that is the user's to fix (exit 2).
@@ -73,7 +76,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Completed) => ExitCode::SUCCESS,
         Ok(Outcome::TurnFailed) => ExitCode::from(1),
         Ok(Outcome::Cancelled) => ExitCode::from(130),
-        Ok(Outcome::Stopped(code)) => ExitCode::from(code),
+        Ok(Outcome::Stopped(code) | Outcome::Exited(code)) => ExitCode::from(code),
         Err(error) => {
             // Errors name paths and config keys, which come from outside: shown escaped.
             eprintln!("error: {}", terminal_text::visible(&format!("{error:#}")));
@@ -128,6 +131,7 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
             sessions::recovery(&cli.common, &id)
         }
         Some(cli::Command::Trust(args)) => trust_command::run(&cli.common, &args),
+        Some(cli::Command::Sandbox(args)) => sandbox_command::run(&cli.common, &args),
         None => repl::run(&cli.common).await,
     }
 }

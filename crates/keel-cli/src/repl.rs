@@ -162,11 +162,15 @@ impl Repl {
         // The workspace path and the model name come from outside (a cloned directory, a
         // project file): shown escaped like model text.
         eprintln!(
-            "keel · {} · {} · session {}\n/help for commands, Ctrl-D to quit",
+            "keel · {} · {} · session {}",
             visible_line(&format!("{}/{}", settings.profile.name, settings.model)),
             visible_line(&settings.workspace.display().to_string()),
             controller.session().id
         );
+        if let Some(sandbox) = controller.sandbox_summary() {
+            eprintln!("{sandbox}");
+        }
+        eprintln!("/help for commands, Ctrl-D to quit");
     }
 
     /// Run one turn; returns how keel ends if the user asked to quit (a second Ctrl-C) or a

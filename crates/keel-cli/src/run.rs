@@ -42,6 +42,9 @@ pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Ou
     let setup = prepare(common, "keel run")?;
     print_notices(&setup);
     let approve_all = setup.settings.policy.mode == PermissionMode::Auto;
+    if approve_all {
+        crate::session_setup::require_confinement(&setup.settings)?;
+    }
     let controller = open_controller(setup, Arc::new(HeadlessApprover { approve_all }))?;
     let renderer = Renderer::new(common.json);
     run_turn(controller, renderer, input).await

@@ -181,6 +181,24 @@ fn session_model(
     Ok(chosen)
 }
 
+/// A run that approves every command by itself (`--yes` headless) needs the sandbox enforced,
+/// or the user's own `mode = "off"`: keel never runs commands unconfined on its own say.
+pub fn require_confinement(settings: &AgentSettings) -> Result<(), UsageError> {
+    let Some(setup) = &settings.sandbox else {
+        return Ok(());
+    };
+    if setup.settings.mode == keel_sandbox::SandboxMode::Off || keel_sandbox::meets_minimum() {
+        return Ok(());
+    }
+    Err(UsageError(format!(
+        "keel sandbox: commands cannot be confined on this machine: it lacks {}. A headless \
+         --yes run approves every command itself, so keel will not start one unconfined. To run \
+         commands without the sandbox, set `mode = \"off\"` under [sandbox] in \
+         $KEEL_HOME/config.toml, or pass --sandbox off for this run",
+        keel_sandbox::detected().missing().join("; ")
+    )))
+}
+
 pub fn prepare(common: &CommonArgs, holder: &str) -> anyhow::Result<Setup> {
     prepare_on(common, holder, open_host()?)
 }
@@ -234,6 +252,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         editor: None,
         mcp: Arc::new(keel_mcp::McpHub::empty()),
         untrusted: untrusted_settings(&config),
+        sandbox: Some(settings::sandbox_setup(&config)?),
     };
     let choice = match session {
         Some(session) => SessionChoice::Resume(session.id),

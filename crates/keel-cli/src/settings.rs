@@ -44,7 +44,20 @@ pub fn overrides(common: &CommonArgs) -> Overrides {
     let mut overrides = Overrides::from_env();
     overrides.model_flag = common.model.clone();
     overrides.permission_mode_flag = common.mode_flag();
+    overrides.sandbox_flag = common.sandbox.map(crate::cli::SandboxModeArg::mode);
     overrides
+}
+
+/// How the session's commands are confined, from the configuration.
+pub fn sandbox_setup(config: &KeelConfig) -> anyhow::Result<keel_agent::SandboxSetup> {
+    Ok(keel_agent::SandboxSetup {
+        settings: config.sandbox().settings,
+        keel_home: keel_home()?,
+        home: std::env::var_os("HOME")
+            .filter(|home| !home.is_empty())
+            .map(std::path::PathBuf::from),
+        referenced_files: Vec::new(),
+    })
 }
 
 /// The configuration of a command in `workspace`: the user's file and the workspace's project

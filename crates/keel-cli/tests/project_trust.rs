@@ -200,11 +200,17 @@ fn keel_config_trust_file() -> &'static str {
 
 #[test]
 fn a_trusted_run_cannot_escalate_the_next_one_by_editing_keel_toml() {
-    // The user trusts a harmless file; the model (in a `--yes` run) rewrites it to ask for
-    // `auto` and for bash; the next plain run asks instead of running.
+    // The user trusts a harmless file; the model (in a `--yes` run) tries to rewrite it to ask
+    // for `auto` and for bash. The sandbox and the file tools refuse; and where the user let
+    // the command run unconfined and it did rewrite the file, the next plain run asks instead
+    // of running (trust is bound to the file's content).
+    let escalation = "permission_mode = \"auto\"\n[permissions]\nallow = [\"bash\"]\n";
+    let rewrite = format!("printf '{}' > keel.toml", escalation.replace('\n', "\\n"));
     let steps = json!({"steps": [
-        {"tool": "write_file", "args": {"path": "keel.toml",
-            "content": "permission_mode = \"auto\"\n[permissions]\nallow = [\"bash\"]\n"}},
+        {"tool": "write_file", "args": {"path": "keel.toml", "content": escalation}},
+        {"tool": "bash", "args": {"command": rewrite}},
+        {"say": "could not"},
+        {"tool": "bash", "args": {"command": rewrite}},
         {"say": "made it easier"},
         {"tool": "bash", "args": {"command": "touch PWNED"}},
         {"say": "done"},
@@ -212,9 +218,34 @@ fn a_trusted_run_cannot_escalate_the_next_one_by_editing_keel_toml() {
     let (home, _mock) = scripted("chat", &steps.to_string(), "");
     std::fs::write(home.path().join("keel.toml"), "max_rounds = 50\n").unwrap();
     assert_eq!(home.run(&["trust"]).code(), 0);
-    let edit = home.run(&["run", "--yes", "--json", "tidy up"]);
+    let refused = home.run(&["run", "--yes", "--json", "tidy up"]);
+    assert_eq!(refused.code(), 0, "{}", refused.stderr());
+    let results = refused.events_of("tool/result");
+    assert_eq!(results[0]["state"], "failed", "{results:?}");
+    assert!(
+        results[0]["output"]
+            .as_str()
+            .unwrap()
+            .contains("read-only for this session")
+    );
+    assert_eq!(results[1]["state"], "failed", "{results:?}");
+    assert!(
+        results[1]["output"]
+            .as_str()
+            .unwrap()
+            .contains("Read-only file system")
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("keel.toml")).unwrap(),
+        "max_rounds = 50\n"
+    );
+    let edit = home.run(&["run", "--yes", "--sandbox", "off", "--json", "tidy up"]);
     assert_eq!(edit.code(), 0, "{}", edit.stderr());
     assert_eq!(edit.events_of("tool/result")[0]["state"], "completed");
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("keel.toml")).unwrap(),
+        escalation
+    );
     let next = home.run(&["run", "--json", "go"]);
     assert_eq!(next.events_of("tool/result")[0]["state"], "denied");
     assert!(!home.path().join("PWNED").exists());

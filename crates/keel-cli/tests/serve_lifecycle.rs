@@ -15,7 +15,8 @@ use std::time::Duration;
 fn two_sessions_run_turns_at_once_and_sigterm_stops_cleanly() {
     // A barrier, not a stopwatch: each command says it arrived and waits (up to 30 s) until
     // the other has too, then prints how many it met. One after the other, each meets one.
-    let barrier = "touch arrived.$$; n=0; \
+    // (Not `$$`: each command is pid 2 of its own namespace.)
+    let barrier = "mktemp arrived.XXXXXX >/dev/null; n=0; \
         while [ $(ls arrived.* | wc -l) -lt 2 ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done; \
         echo met=$(ls arrived.* | wc -l)";
     let steps = json!({"steps": [

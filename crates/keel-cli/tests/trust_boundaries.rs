@@ -20,14 +20,22 @@ fn provider_keys_never_reach_tools_the_store_or_the_provider() {
         {"tool": "bash", "args": {"command": "env"}},
         {"tool": "bash", "args": {"command": "echo \"key=[$DEEPSEEK_API_KEY] token=[$KEEL_SERVE_TOKEN]\""}},
         {"tool": "bash", "args": {"command": "tr '\\0' '\\n' < /proc/self/environ"}},
-        // keel's own environment is readable by a command it starts: the value is redacted.
+        // Unconfined, keel's own environment is readable by a command it starts: the value
+        // is redacted. (Confined, it is refused: see below.)
         {"tool": "bash", "args": {"command": "tr '\\0' '\\n' < /proc/$PPID/environ"}},
         {"tool": "write_file", "args": {"path": "leak.txt", "content": "ok"}},
         {"say": "done"},
     ]});
     let (home, mock) = scripted("chat", &steps.to_string(), "");
     let output = home
-        .keel(&["run", "--yes", "--json", "show me the environment"])
+        .keel(&[
+            "run",
+            "--yes",
+            "--sandbox",
+            "off",
+            "--json",
+            "show me the environment",
+        ])
         .env("DEEPSEEK_API_KEY", CANARY_KEY)
         .env("KEEL_SERVE_TOKEN", CANARY_TOKEN)
         .output()
@@ -319,40 +327,48 @@ fn resuming_from_another_directory_keeps_the_sessions_workspace() {
 /// Start a `keel run --yes --json` whose bash tool starts a `sleep` of its own in the
 /// background (pid in `sleep.pid`), writes its own pid (`started.txt`) and waits; send `signal`
 /// once the tool runs. Returns the exit code, the session id, the home and both pids.
-fn signal_during_tool(signal: &str) -> (i32, String, Home, [String; 2]) {
+fn signal_during_tool(signal: &str) -> (i32, String, Home, [String; 2], ToolGroup) {
+    // Found by markers on their command lines (their own `$$` and `$!` are pids of the
+    // sandbox's PID namespace): the shell, and a sleep it left in the background.
+    // Digits only: it is also the fraction of a `sleep` interval.
+    let unique = format!("{}{}", std::process::id(), signal.len());
+    let command =
+        format!(": tool-shell.{unique}; sleep 30.{unique} & echo started > started.txt; wait");
     let steps = json!({"steps": [
-        {"tool": "bash", "args": {"command": "sleep 30 & echo $! > sleep.pid; echo $$ > started.txt; wait"}},
+        {"tool": "bash", "args": {"command": command}},
         {"say": "never"},
     ]});
     let (home, _mock) = scripted("chat", &steps.to_string(), "");
     let (mut child, session) = start_until_tool_runs(&home, "started.txt");
-    let read = |name: &str| {
-        std::fs::read_to_string(home.path().join(name))
-            .unwrap()
-            .trim()
-            .to_string()
-    };
-    wait_until("the tool wrote its pid", Duration::from_secs(15), || {
-        !read("started.txt").is_empty()
-    });
-    let pids = [read("started.txt"), read("sleep.pid")];
+    wait_until(
+        "the tool started its sleep",
+        Duration::from_secs(15),
+        || {
+            std::fs::read_to_string(home.path().join("started.txt"))
+                .is_ok_and(|text| !text.is_empty())
+        },
+    );
+    let pids = [
+        pid_of(&format!("tool-shell.{unique}")),
+        pid_of(&format!("^sleep 30.{unique}")),
+    ];
     assert!(
         !process_gone(&pids[1]),
         "the tool's background sleep runs before the signal"
     );
+    let group = ToolGroup(group_of(&pids[0]));
     std::process::Command::new("kill")
         .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
         .unwrap();
     let status = wait_for_exit(&mut child, Duration::from_secs(10), "keel did not exit");
-    (status.code().unwrap_or(-1), session, home, pids)
+    (status.code().unwrap_or(-1), session, home, pids, group)
 }
 
 #[test]
 fn sigterm_and_sighup_stop_the_tool_settle_receipts_and_exit() {
     for (signal, code) in [("TERM", 143), ("HUP", 129)] {
-        let (exit, session, home, pids) = signal_during_tool(signal);
-        let _cleanup = ToolGroup(pids[0].parse().unwrap());
+        let (exit, session, home, pids, _cleanup) = signal_during_tool(signal);
         assert_eq!(exit, code, "SIG{signal}");
         // Every process of the tool's group goes, the shell and the sleep it started.
         for pid in &pids {
@@ -528,7 +544,29 @@ fn adaptive_probes_at_the_cut_recover_nothing_of_the_key() {
 }
 
 #[test]
+fn a_confined_command_dies_with_keel_under_sigkill() {
+    let marker = format!("sleep 32.{}", std::process::id());
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": format!("echo 1 >> effects.log; {marker}")}},
+        {"say": "never"},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    let (mut child, _session) = start_until_tool_runs(&home, "effects.log");
+    let pid = pid_of(&marker);
+    let _cleanup = ToolGroup(group_of(&pid));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The parent-death signals: the sandbox's outer process dies with keel, its init with it,
+    // and everything in the PID namespace with its init.
+    wait_until("the tool died with keel", Duration::from_secs(10), || {
+        process_gone(&pid)
+    });
+}
+
+#[test]
 fn a_command_left_running_by_a_killed_keel_is_stopped_when_the_session_loads_again() {
+    // Unconfined (`--sandbox off`), a command can outlive a keel killed outright: the next
+    // load of its session stops it.
     let marker = format!("sleep 31.{}", std::process::id());
     let steps = json!({"steps": [
         {"tool": "bash", "args": {"command": format!("echo 1 >> effects.log; {marker}")}},
@@ -536,7 +574,8 @@ fn a_command_left_running_by_a_killed_keel_is_stopped_when_the_session_loads_aga
         {"say": "resumed"},
     ]});
     let (home, _mock) = scripted("chat", &steps.to_string(), "");
-    let (mut child, session) = start_until_tool_runs(&home, "effects.log");
+    let (mut child, session) =
+        start_until_tool_runs_with(&home, "effects.log", &["--sandbox", "off"]);
     wait_until("the receipt is started", Duration::from_secs(15), || {
         stored_receipt_states(&home) == ["started"]
     });

@@ -69,6 +69,8 @@ pub struct Overrides {
     pub model_env: Option<String>,
     /// `DEEPSEEK_BASE_URL`
     pub deepseek_base_url_env: Option<String>,
+    /// `--sandbox MODE`
+    pub sandbox_flag: Option<keel_sandbox::SandboxMode>,
 }
 
 impl Overrides {
@@ -80,6 +82,7 @@ impl Overrides {
             permission_mode_flag: None,
             model_env: non_empty("KEEL_MODEL"),
             deepseek_base_url_env: non_empty("DEEPSEEK_BASE_URL"),
+            sandbox_flag: None,
         }
     }
 }
@@ -139,6 +142,7 @@ pub struct ResolvedConfig {
     pub rules: Vec<ConfiguredRule>,
     /// The active provider first, then every other provider a file names, by name.
     pub providers: Vec<ResolvedProvider>,
+    pub sandbox: crate::sandbox::ResolvedSandbox,
 }
 
 /// The merged configuration: files in precedence order plus overrides.
@@ -215,7 +219,11 @@ impl KeelConfig {
         project: ProjectFiles,
         mut ignored: Vec<IgnoredValue>,
     ) -> Result<KeelConfig, ConfigError> {
-        if let Some(layer) = layer {
+        if let Some(mut layer) = layer {
+            if self.trust == WorkspaceTrust::Trusted {
+                let user = crate::sandbox::user_mode(&self.layers);
+                ignored.extend(crate::sandbox::limit_trusted_project(&mut layer, user));
+            }
             self.layers.insert(0, layer);
         }
         if self.trust == WorkspaceTrust::Untrusted
@@ -355,7 +363,13 @@ impl KeelConfig {
             rules: self.rules(),
             model,
             providers,
+            sandbox: self.sandbox(),
         })
+    }
+
+    /// `[sandbox]` as the layers and `--sandbox` decide.
+    pub fn sandbox(&self) -> crate::sandbox::ResolvedSandbox {
+        crate::sandbox::resolve(&self.layers, self.overrides.sandbox_flag)
     }
 
     pub fn permission_mode(&self) -> PermissionMode {

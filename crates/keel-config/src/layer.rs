@@ -31,6 +31,18 @@ pub(crate) struct RawFile {
     pub mcp_servers: BTreeMap<String, Spanned<RawMcpServer>>,
     /// Removed (`keel trust` decides now); kept only to refuse it with what to do instead.
     pub trust_workspace_mcp: Option<Spanned<bool>>,
+    #[serde(default)]
+    pub sandbox: RawSandbox,
+}
+
+/// `[sandbox]`: how commands are confined (user layers; see `sandbox.rs` for projects).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSandbox {
+    pub mode: Option<Spanned<keel_sandbox::SandboxMode>>,
+    pub forbid_read: Option<Spanned<Vec<String>>>,
+    pub allow_write: Option<Spanned<Vec<String>>>,
+    pub allow_network: Option<Spanned<bool>>,
 }
 
 /// `[mcp_servers.NAME]`: a stdio server (`command`, `args`, `env`, `cwd`) or an HTTP one

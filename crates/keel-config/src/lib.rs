@@ -22,6 +22,7 @@ mod layer;
 mod mcp;
 mod project;
 mod provider;
+mod sandbox;
 mod source;
 mod trust;
 mod trust_store;
@@ -35,6 +36,7 @@ pub use config::{
 pub use error::ConfigError;
 pub use project::{PROJECT_CONFIG_FILE, ProjectFile, ProjectFiles, SHARED_MCP_FILE};
 pub use provider::{ResolvedProvider, ResolvedRetry, validate_base_url};
+pub use sandbox::ResolvedSandbox;
 pub use source::{Source, Sourced};
 pub use trust::{IgnoredBecause, IgnoredValue, WorkspaceTrust};
 pub use trust_store::{

@@ -7,6 +7,7 @@
 //! | `permission_mode` | kept when at least as strict as the user's (read-only < ask < auto) |
 //! | `max_rounds`, `providers.X.context_window` | kept when not above the user's (the minimum) |
 //! | `permissions.deny`, `permissions.ask` | added (a project ask beats a user allow) |
+//! | `sandbox.*` | ignored and reported (a trusted project is limited too: see `sandbox.rs`) |
 //! | everything else | ignored and reported |
 //!
 //! Invariants:
@@ -19,7 +20,7 @@
 //! - A trusted project layer is not restricted at all; no layer, trusted or not, gets here for
 //!   the user's own file.
 
-use crate::layer::{Layer, RawFile, RawPermissions, RawProvider, RawRetry};
+use crate::layer::{Layer, RawFile, RawPermissions, RawProvider, RawRetry, RawSandbox};
 use crate::project::ProjectFile;
 use keel_llm::profile;
 use keel_tools::PermissionMode;
@@ -49,6 +50,8 @@ pub enum IgnoredBecause {
     Looser { user: String },
     /// `model` names a provider that only the project defines.
     ProjectProvider,
+    /// A sandbox value no project file may set, trusted or not.
+    NeverFromProject(&'static str),
 }
 
 impl fmt::Display for IgnoredBecause {
@@ -59,6 +62,7 @@ impl fmt::Display for IgnoredBecause {
             Self::ProjectProvider => {
                 f.write_str("it names a provider your own config does not define")
             }
+            Self::NeverFromProject(why) => f.write_str(why),
         }
     }
 }
@@ -149,7 +153,20 @@ pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<Ign
         providers,
         mcp_servers,
         trust_workspace_mcp,
+        sandbox,
     } = raw;
+    // The sandbox is the user's: an untrusted project may not even tighten it (deny and ask
+    // rules are how a project tightens what commands run).
+    let RawSandbox {
+        mode,
+        forbid_read,
+        allow_write,
+        allow_network,
+    } = sandbox;
+    report.closed("sandbox.mode", mode);
+    report.closed("sandbox.forbid_read", forbid_read);
+    report.closed("sandbox.allow_write", allow_write);
+    report.closed("sandbox.allow_network", allow_network);
     let model = model.and_then(|model| {
         let provider = model.get_ref().split_once('/').map(|(p, _)| p);
         match provider {
@@ -243,6 +260,7 @@ pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<Ign
         providers: kept_providers,
         mcp_servers: BTreeMap::new(),
         trust_workspace_mcp: None,
+        sandbox: RawSandbox::default(),
     };
     (layer, ignored)
 }

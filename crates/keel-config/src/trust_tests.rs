@@ -6,7 +6,7 @@
 //! do with it.
 
 use crate::config::{KeelConfig, Overrides};
-use crate::layer::{RawFile, RawPermissions, RawProvider, RawRetry};
+use crate::layer::{RawFile, RawPermissions, RawProvider, RawRetry, RawSandbox};
 use crate::project::{PROJECT_CONFIG_FILE, ProjectFile, ProjectFiles};
 use crate::trust::WorkspaceTrust;
 use serde_aux::prelude::serde_introspect;
@@ -24,6 +24,8 @@ struct Case {
     key: &'static str,
     toml: &'static str,
     untrusted: Untrusted,
+    /// What a trusted project gets (everything but a few sandbox values).
+    trusted: Untrusted,
 }
 
 const fn case(key: &'static str, toml: &'static str, untrusted: Untrusted) -> Case {
@@ -31,6 +33,17 @@ const fn case(key: &'static str, toml: &'static str, untrusted: Untrusted) -> Ca
         key,
         toml,
         untrusted,
+        trusted: Applied,
+    }
+}
+
+/// A value no project may set, trusted or not.
+const fn never(key: &'static str, toml: &'static str) -> Case {
+    Case {
+        key,
+        toml,
+        untrusted: Ignored,
+        trusted: Ignored,
     }
 }
 
@@ -192,6 +205,31 @@ const CASES: &[Case] = &[
         "trust_workspace_mcp = true\n",
         Ignored,
     ),
+    case("sandbox.mode", "[sandbox]\nmode = \"read-only\"\n", Ignored),
+    never("sandbox.mode", "[sandbox]\nmode = \"off\"\n"),
+    case(
+        "sandbox.forbid_read",
+        "[sandbox]\nforbid_read = [\"~/.kube\"]\n",
+        Ignored,
+    ),
+    case(
+        "sandbox.allow_write",
+        "[sandbox]\nallow_write = [\"target\"]\n",
+        Ignored,
+    ),
+    never(
+        "sandbox.allow_write",
+        "[sandbox]\nallow_write = [\"~/.ssh\"]\n",
+    ),
+    never(
+        "sandbox.allow_write",
+        "[sandbox]\nallow_write = [\"../elsewhere\"]\n",
+    ),
+    case(
+        "sandbox.allow_network",
+        "[sandbox]\nallow_network = true\n",
+        Ignored,
+    ),
 ];
 
 /// Every key of the config files, from serde's own field lists: maps are `*`.
@@ -217,6 +255,11 @@ fn config_keys() -> BTreeSet<String> {
             }
             "mcp_servers" => {
                 keys.insert("mcp_servers.*".into());
+            }
+            "sandbox" => {
+                for key in serde_introspect::<RawSandbox>() {
+                    keys.insert(format!("sandbox.{key}"));
+                }
             }
             other => {
                 keys.insert(other.to_string());
@@ -278,7 +321,7 @@ fn effective(config: &KeelConfig) -> String {
         .map(|server| server.name)
         .collect();
     format!(
-        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{servers:?}",
+        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{servers:?}\n{:?}",
         resolved.model,
         resolved.permission_mode,
         resolved.max_rounds,
@@ -286,6 +329,7 @@ fn effective(config: &KeelConfig) -> String {
         resolved.rules,
         resolved.providers,
         config.permission_policy().unwrap(),
+        resolved.sandbox.settings,
     )
 }
 
@@ -313,8 +357,17 @@ fn the_trust_table_holds_for_every_key_in_every_layer() {
             .unwrap_or_else(|error| panic!("{label}: {error}"));
             assert_ne!(effective(&user), baseline, "{label}: user layer");
             let trusted = with_project(case.toml, WorkspaceTrust::Trusted).unwrap();
-            assert_ne!(effective(&trusted), baseline, "{label}: trusted project");
-            assert!(trusted.ignored().is_empty(), "{label}");
+            match case.trusted {
+                Applied => {
+                    assert_ne!(effective(&trusted), baseline, "{label}: trusted project");
+                    assert!(trusted.ignored().is_empty(), "{label}");
+                }
+                Ignored => {
+                    assert_eq!(effective(&trusted), baseline, "{label}: trusted project");
+                    assert_eq!(trusted.ignored().len(), 1, "{label}: reported once");
+                    assert_eq!(trusted.ignored()[0].key, case.key, "{label}");
+                }
+            }
         }
         let untrusted = with_project(case.toml, WorkspaceTrust::Untrusted)
             .unwrap_or_else(|error| panic!("{label}: {error}"));

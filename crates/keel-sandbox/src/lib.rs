@@ -37,7 +37,7 @@ pub use policy::{
     HOME_SECRETS, KEEL_HOME_PRIVATE, Network, PROTECTED_IN_ROOT, Places, Protected, SandboxMode,
     SandboxPolicy, SandboxSettings,
 };
-pub use support::{Layers, UNSUPPORTED_ENV, detected};
+pub use support::{Layers, UNSUPPORTED_ENV, detected, meets_minimum};
 
 use std::path::PathBuf;
 
@@ -66,33 +66,27 @@ pub enum SandboxError {
 pub enum Enforcement {
     /// `mode = "off"`: commands run unconfined, by the user's choice.
     Off,
-    /// Confined by at least Landlock file rules, seccomp and isolation from keel.
-    Enforced { layers: Layers },
-    /// This kernel cannot confine commands as the policy says.
-    BelowMinimum { layers: Layers },
+    /// Confined by at least Landlock file rules, seccomp and isolation from keel (what else
+    /// applies: `detected`).
+    Enforced,
+    /// This kernel cannot confine commands as the policy says; what it lacks.
+    BelowMinimum { missing: Vec<String> },
 }
 
 impl Enforcement {
     pub fn is_enforced(&self) -> bool {
-        matches!(self, Self::Enforced { .. })
+        matches!(self, Self::Enforced)
     }
 
     /// One line for a banner or a status line.
     pub fn summary(&self, mode: SandboxMode) -> String {
         match self {
             Self::Off => "sandbox off: commands run unconfined".into(),
-            Self::Enforced { layers } => {
-                let missing = layers.missing();
-                if missing.is_empty() {
-                    format!("sandbox {}", mode.name())
-                } else {
-                    format!("sandbox {} (without {})", mode.name(), missing.join("; "))
-                }
-            }
-            Self::BelowMinimum { layers } => format!(
+            Self::Enforced => format!("sandbox {}", mode.name()),
+            Self::BelowMinimum { missing } => format!(
                 "sandbox {} NOT enforced: this kernel lacks {}",
                 mode.name(),
-                layers.missing().join("; ")
+                missing.join("; ")
             ),
         }
     }
@@ -162,11 +156,12 @@ impl Sandbox {
         if mode == SandboxMode::Off {
             return Enforcement::Off;
         }
-        let layers = detected();
-        if layers.meet_minimum() {
-            Enforcement::Enforced { layers }
+        if meets_minimum() {
+            Enforcement::Enforced
         } else {
-            Enforcement::BelowMinimum { layers }
+            Enforcement::BelowMinimum {
+                missing: detected().missing(),
+            }
         }
     }
 

@@ -158,6 +158,23 @@ impl Layers {
 
 static DETECTED: OnceLock<Layers> = OnceLock::new();
 
+/// Whether this kernel meets the minimum, as cheaply as it can be known: Landlock's ABI and
+/// seccomp are two system calls; only below Landlock ABI 6 do the namespaces (probed by
+/// `detected`) decide. Start-up paths use this; nothing is spawned when it suffices.
+pub fn meets_minimum() -> bool {
+    let unsupported = std::env::var(UNSUPPORTED_ENV).unwrap_or_default();
+    let quick = Layers {
+        landlock_abi: crate::confine::landlock_abi(),
+        seccomp: crate::confine::seccomp_available(),
+        ..Layers::NONE
+    }
+    .without(&unsupported);
+    if quick.landlock_abi < 1 || !quick.seccomp {
+        return false;
+    }
+    quick.landlock_abi >= 6 || detected().meet_minimum()
+}
+
 /// The layers of this kernel (probed once; `KEEL_SANDBOX_UNSUPPORTED` applied).
 pub fn detected() -> Layers {
     *DETECTED.get_or_init(|| {

@@ -76,6 +76,7 @@ impl From<AgentError> for ApiError {
             AgentError::Store(_)
             | AgentError::UndecodableHistory { .. }
             | AgentError::Workspace { .. }
+            | AgentError::SessionTemp { .. }
             | AgentError::Tools(_)
             | AgentError::Projection(_)
             | AgentError::Client(_) => ApiError::internal(message),

@@ -13,9 +13,14 @@
 //!   period is not shown.
 //! - The tool returns at most `OUTPUT_GRACE` after the command ends, even when a process that
 //!   left the group keeps the output open.
+//! - With a session sandbox (not `off`) the command runs confined (`keel-sandbox`), spawned
+//!   from the sandbox's lasting thread; if the sandbox cannot be set up, the command does not
+//!   run and the result says which step failed. A failed confined command's result ends with
+//!   a note of what the sandbox forbids (never a claim that it caused the failure).
 
 use crate::output::{OUTPUT_CAP, looks_binary, truncate_middle};
 use crate::{ToolContext, ToolOutput};
+use keel_sandbox::SandboxMode;
 use serde_json::Value;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -104,6 +109,30 @@ impl Capture {
 /// left the command's process group (`setsid … &`) can hold it open for ever.
 const OUTPUT_GRACE: Duration = Duration::from_secs(1);
 
+/// Start `process`, confined when the session has a sandbox (spawned from the sandbox's
+/// lasting thread, so that it dies with keel); the error says what failed.
+fn spawn(
+    mut process: std::process::Command,
+    sandbox: Option<&crate::CommandSandbox>,
+) -> Result<tokio::process::Child, String> {
+    let Some(sandbox) = sandbox.filter(|sandbox| sandbox.mode != SandboxMode::Off) else {
+        return tokio::process::Command::from(process)
+            .spawn()
+            .map_err(|error| format!("cannot start bash: {error}"));
+    };
+    let confinement = sandbox
+        .sandbox
+        .confine(&mut process, sandbox.mode)
+        .map_err(|error| format!("{error}; the command did not run"))?;
+    let runtime = tokio::runtime::Handle::current();
+    let spawned = keel_sandbox::on_lasting_thread(move || {
+        let _entered = runtime.enter();
+        tokio::process::Command::from(process).spawn()
+    })
+    .and_then(|spawned| spawned);
+    spawned.map_err(|error| format!("{}; the command did not run", confinement.explain(error)))
+}
+
 pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
     let command = args.get("command").and_then(Value::as_str).unwrap_or("");
     let timeout = args
@@ -131,9 +160,9 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
     for name in ctx.secrets.env_names() {
         process.env_remove(name);
     }
-    let mut child = match tokio::process::Command::from(process).spawn() {
+    let mut child = match spawn(process, ctx.sandbox.as_ref()) {
         Ok(child) => child,
-        Err(error) => return ToolOutput::error(format!("cannot start bash: {error}")),
+        Err(message) => return ToolOutput::error(message),
     };
     let killer = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
     // Recorded so that a keel killed outright can stop this group when it restarts.
@@ -203,11 +232,19 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
             }
         },
     };
-    let content = if output.is_empty() {
+    let mut content = if output.is_empty() {
         ending
     } else {
         format!("{}\n{ending}", output.trim_end())
     };
+    if let Some(sandbox) = ctx
+        .sandbox
+        .as_ref()
+        .filter(|s| is_error && s.mode != SandboxMode::Off)
+    {
+        content.push('\n');
+        content.push_str(&sandbox.failure_note());
+    }
     ToolOutput {
         content,
         is_error,

@@ -35,6 +35,9 @@ pub fn read_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
         Ok(resolved) => resolved,
         Err(error) => return ToolOutput::error(error.to_string()),
     };
+    if let Some(refusal) = ctx.read_refusal(path, &resolved) {
+        return refusal;
+    }
     let offset = args
         .get("offset")
         .and_then(Value::as_u64)
@@ -142,6 +145,9 @@ pub fn write_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
         Ok(target) => target,
         Err(error) => return ToolOutput::error(error.to_string()),
     };
+    if let Some(refusal) = ctx.change_refusal(path, &target.resolved) {
+        return refusal;
+    }
     let written = match editor_for(ctx, &target.resolved) {
         Some(editor) => {
             let existed = target.resolved.exists();
@@ -202,6 +208,9 @@ pub fn edit_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
         Ok(target) => target,
         Err(error) => return ToolOutput::error(error.to_string()),
     };
+    if let Some(refusal) = ctx.change_refusal(path, &target.resolved) {
+        return refusal;
+    }
     let editor = editor_for(ctx, &target.resolved);
     let file = match editor {
         Some(_) => None,
@@ -310,6 +319,9 @@ pub fn list_dir(args: &Value, ctx: &ToolContext) -> ToolOutput {
         Ok(resolved) => resolved,
         Err(error) => return ToolOutput::error(error.to_string()),
     };
+    if let Some(refusal) = ctx.read_refusal(path, &resolved) {
+        return refusal;
+    }
     let entries = match std::fs::read_dir(&resolved) {
         Ok(entries) => entries,
         Err(error) => return ToolOutput::error(format!("cannot list `{path}`: {error}")),

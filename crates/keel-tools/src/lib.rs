@@ -21,6 +21,7 @@ pub mod guard;
 pub mod output;
 pub mod permission;
 pub mod process;
+mod sandboxed;
 mod search;
 mod special;
 mod specs;
@@ -30,6 +31,7 @@ pub use guard::{GuardError, WorkspaceGuard, WriteTarget};
 pub use permission::{
     Decision, PermissionMode, PermissionPolicy, PermissionRule, Reach, RuleError,
 };
+pub use sandboxed::CommandSandbox;
 pub use specs::BuiltinTool;
 
 use keel_types::ToolSpec;
@@ -96,6 +98,9 @@ pub struct ToolContext {
     pub internal_hosts: HostRule,
     /// Told the process group of each command a tool starts (`None`: nobody records them).
     pub process_log: Option<process::SharedProcessLog>,
+    /// How commands are confined, and the paths file tools may not use (`None`: commands run
+    /// unconfined and every path is open, as in the tools' own unit tests).
+    pub sandbox: Option<CommandSandbox>,
 }
 
 /// A test on host names (the hosts the user's rules allow).
@@ -138,7 +143,22 @@ impl ToolContext {
             editor: None,
             internal_hosts: HostRule::none(),
             process_log: None,
+            sandbox: None,
         }
+    }
+
+    /// Why a tool may not read `resolved` (asked for as `path`), as its result.
+    pub fn read_refusal(&self, path: &str, resolved: &std::path::Path) -> Option<ToolOutput> {
+        let sandbox = self.sandbox.as_ref()?;
+        sandbox.read_refusal(path, resolved).map(ToolOutput::error)
+    }
+
+    /// Why a tool may not write `resolved` (asked for as `path`), as its result.
+    pub fn change_refusal(&self, path: &str, resolved: &std::path::Path) -> Option<ToolOutput> {
+        let sandbox = self.sandbox.as_ref()?;
+        sandbox
+            .change_refusal(path, resolved)
+            .map(ToolOutput::error)
     }
 
     /// The same context, telling `log` the process group of each command it starts.

@@ -7,6 +7,7 @@
 //!   blocking and checked on the open descriptor (FIFOs, sockets and devices are skipped);
 //!   `/proc`, `/sys` and `/dev` are refused as a search root and skipped when a walk meets
 //!   them (e.g. from `/`). Symlinks are not followed during a walk.
+//! - A path the sandbox hides (`forbid_read`) is refused as a root and never entered.
 
 use crate::output::{OUTPUT_CAP, truncate_middle};
 use crate::special::{FileKind, kernel_tree, open_regular};
@@ -27,6 +28,9 @@ fn root(args: &Value, ctx: &ToolContext) -> Result<PathBuf, ToolOutput> {
         .guard
         .resolve(path)
         .map_err(|error| ToolOutput::error(error.to_string()))?;
+    if let Some(refusal) = ctx.read_refusal(path, &resolved) {
+        return Err(refusal);
+    }
     if let Some(tree) = kernel_tree(&resolved) {
         return Err(ToolOutput::error(format!(
             "`{path}` is in {tree}, a kernel tree whose files can block forever; keel does not \
@@ -49,13 +53,21 @@ fn root(args: &Value, ctx: &ToolContext) -> Result<PathBuf, ToolOutput> {
     }
 }
 
-/// A walk of `root` that never enters a kernel tree.
-fn walker(root: &Path) -> ignore::Walk {
+/// A walk of `root` that never enters a kernel tree or a path the sandbox hides.
+fn walker(root: &Path, ctx: &ToolContext) -> ignore::Walk {
+    let hidden = ctx
+        .sandbox
+        .as_ref()
+        .map(crate::CommandSandbox::hidden)
+        .unwrap_or_default();
     ignore::WalkBuilder::new(root)
         .hidden(false)
         .git_ignore(true)
         .require_git(false)
-        .filter_entry(|entry| kernel_tree(entry.path()).is_none())
+        .filter_entry(move |entry| {
+            kernel_tree(entry.path()).is_none()
+                && !hidden.iter().any(|path| entry.path().starts_with(path))
+        })
         .build()
 }
 
@@ -74,7 +86,7 @@ pub fn glob(args: &Value, ctx: &ToolContext) -> ToolOutput {
     };
     let mut found = Vec::new();
     let mut total = 0usize;
-    for entry in walker(&root).filter_map(Result::ok) {
+    for entry in walker(&root, ctx).filter_map(Result::ok) {
         if entry.path().components().any(|c| c.as_os_str() == ".git") {
             continue;
         }
@@ -134,7 +146,7 @@ pub fn grep(args: &Value, ctx: &ToolContext) -> ToolOutput {
         .build();
     let mut lines = Vec::new();
     let mut total = 0usize;
-    for entry in walker(&root).filter_map(Result::ok) {
+    for entry in walker(&root, ctx).filter_map(Result::ok) {
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }

@@ -77,6 +77,13 @@ pub fn settings_for(base_url: &str, workspace: &Path) -> AgentSettings {
         editor: None,
         mcp: Arc::new(keel_mcp::McpHub::empty()),
         untrusted: Vec::new(),
+        // Commands run confined, as in every session (the workspace doubles as keel's home).
+        sandbox: Some(keel_agent::SandboxSetup {
+            settings: Default::default(),
+            keel_home: workspace.to_path_buf(),
+            home: None,
+            referenced_files: Vec::new(),
+        }),
     }
 }
 

@@ -231,8 +231,16 @@ pub fn acp_started(
 /// Start `keel run --yes --json "run it"` and wait until its bash tool has written `file` in
 /// the home (the workspace). Returns the running child and the session id.
 pub fn start_until_tool_runs(home: &Home, file: &str) -> (Child, String) {
+    start_until_tool_runs_with(home, file, &[])
+}
+
+/// `start_until_tool_runs` with more options for `keel run`.
+pub fn start_until_tool_runs_with(home: &Home, file: &str, options: &[&str]) -> (Child, String) {
+    let mut args = vec!["run", "--yes", "--json"];
+    args.extend_from_slice(options);
+    args.push("run it");
     let mut child = home
-        .keel(&["run", "--yes", "--json", "run it"])
+        .keel(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -260,9 +268,8 @@ pub fn start_until_tool_runs(home: &Home, file: &str) -> (Child, String) {
 }
 
 /// Start `keel run --yes --json "run it"`, wait until its bash tool has written `effects.log`,
-/// and SIGKILL keel while the tool still runs. The command must write its pid (`$$`, the
-/// leader of its process group) to `tool.pid` first. Returns the session id and a guard that
-/// kills what is left of the tool's process group when the test ends.
+/// and SIGKILL keel while the tool still runs. Returns the session id and a guard that kills
+/// what is left of the tool's process group when the test ends.
 pub fn kill_during_tool(home: &Home) -> (String, ToolGroup) {
     let (mut child, session) = start_until_tool_runs(home, "effects.log");
     wait_until(
@@ -270,14 +277,28 @@ pub fn kill_during_tool(home: &Home) -> (String, ToolGroup) {
         Duration::from_secs(15),
         || stored_receipt_states(home) == ["started"],
     );
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let group = std::fs::read_to_string(home.path().join("tool.pid"))
-        .expect("the tool's command writes its pid to tool.pid")
-        .trim()
+    // The tool's process group is led by keel's child that runs it (its own `$$` is a pid of
+    // the sandbox's PID namespace, meaningless here).
+    let group = children_of(child.id())
+        .first()
+        .expect("keel runs the tool as its child")
         .parse()
         .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
     (session, ToolGroup(group))
+}
+
+/// The pids of the children of `pid`.
+pub fn children_of(pid: u32) -> Vec<String> {
+    let output = Command::new("pgrep")
+        .args(["-P", &pid.to_string()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 /// A tool's process group, orphaned by a killed keel: SIGKILLed on drop.
@@ -290,6 +311,31 @@ impl Drop for ToolGroup {
             .stderr(Stdio::null())
             .status();
     }
+}
+
+/// The pid (as keel's namespace sees it) of the one process whose command line holds
+/// `pattern`: a command's own `$$` is its pid inside its sandbox's PID namespace.
+pub fn pid_of(pattern: &str) -> String {
+    let output = Command::new("pgrep")
+        .args(["-f", pattern])
+        .output()
+        .unwrap();
+    let found = String::from_utf8_lossy(&output.stdout).into_owned();
+    let pids: Vec<&str> = found.lines().collect();
+    assert_eq!(pids.len(), 1, "one process matches {pattern:?}: {pids:?}");
+    pids[0].to_string()
+}
+
+/// The process group of `pid` (`/proc/PID/stat` field 5).
+pub fn group_of(pid: &str) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_name = stat.rsplit_once(") ").unwrap().1;
+    after_name
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 /// Whether process `pid` is gone: no such process, or a zombie waiting for its reaper.

@@ -1,0 +1,128 @@
+//! A session's sandbox: built when the session opens, with its own temp dir, and the
+//! permission decision for commands that depends on it (PRODUCT.md §4d).
+//!
+//! Invariants:
+//! - The temp dir is `$KEEL_HOME/tmp/<session>`, owner-only, created when the session opens
+//!   and removed when its controller is dropped (and `$KEEL_HOME/tmp` with the last one).
+//! - In `read-only` mode a command runs, without asking unless a rule says so, only under the
+//!   read-only sandbox and only where it is enforced; otherwise it is refused, saying why.
+//! - Where the sandbox cannot be enforced (and the user did not choose `off`), no command runs
+//!   without a person's approval: an `allow` becomes `ask` (and a headless run, which cannot
+//!   ask, refuses).
+//! - Deny rules win everywhere, as before.
+
+use keel_sandbox::{Enforcement, Places, Sandbox, SandboxMode, SandboxSettings};
+use keel_tools::{CommandSandbox, Decision, PermissionMode, PermissionPolicy, Reach};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What a surface says about confining the session's commands.
+#[derive(Clone, Debug)]
+pub struct SandboxSetup {
+    pub settings: SandboxSettings,
+    pub keel_home: PathBuf,
+    /// The user's home directory (`~` in settings, the credential stores).
+    pub home: Option<PathBuf>,
+    /// Files a user layer refers to (`--token-file`): hidden like credentials.
+    pub referenced_files: Vec<PathBuf>,
+}
+
+/// The session's temp dir, removed when dropped.
+#[derive(Debug)]
+pub(crate) struct SessionTemp(PathBuf);
+
+impl Drop for SessionTemp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+        // `$KEEL_HOME/tmp` too, once no session uses it (a non-empty one stays).
+        if let Some(parent) = self.0.parent() {
+            let _ = std::fs::remove_dir(parent);
+        }
+    }
+}
+
+/// Create `$KEEL_HOME/tmp/<session>` (owner-only).
+fn session_temp(keel_home: &Path, session: &str) -> std::io::Result<SessionTemp> {
+    use std::os::unix::fs::DirBuilderExt;
+    let parent = keel_home.join("tmp");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&parent)?;
+    let dir = parent.join(session);
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(error) => return Err(error),
+    }
+    Ok(SessionTemp(dir))
+}
+
+/// The session's command sandbox and its temp dir.
+pub(crate) fn open(
+    setup: &SandboxSetup,
+    workspace: &Path,
+    extra_dirs: &[PathBuf],
+    session: &str,
+    permission_mode: PermissionMode,
+) -> std::io::Result<(CommandSandbox, SessionTemp)> {
+    let temp = session_temp(&setup.keel_home, session)?;
+    let places = Places {
+        workspace: workspace.to_path_buf(),
+        extra_dirs: extra_dirs.to_vec(),
+        keel_home: setup.keel_home.clone(),
+        home: setup.home.clone(),
+        temp_dir: Some(temp.0.clone()),
+        referenced_files: setup.referenced_files.clone(),
+    };
+    let sandbox = Sandbox::new(setup.settings.clone(), places);
+    let mode = match (setup.settings.mode, permission_mode) {
+        (SandboxMode::Off, _) => SandboxMode::Off,
+        (_, PermissionMode::ReadOnly) => SandboxMode::ReadOnly,
+        (mode, PermissionMode::Ask | PermissionMode::Auto) => mode,
+    };
+    Ok((
+        CommandSandbox {
+            sandbox: Arc::new(sandbox),
+            mode,
+        },
+        temp,
+    ))
+}
+
+/// The decision for a `bash` call running `command`.
+pub(crate) fn decide_command(
+    policy: &PermissionPolicy,
+    sandbox: Option<&CommandSandbox>,
+    command: &str,
+) -> Decision {
+    let Some(sandbox) = sandbox.filter(|sandbox| sandbox.mode != SandboxMode::Off) else {
+        return policy.decide("bash", command, Reach::Sensitive);
+    };
+    let enforcement = sandbox.enforcement();
+    match (policy.mode, &enforcement) {
+        // Confined to reading: as harmless as a read, so it is decided like one.
+        (PermissionMode::ReadOnly, Enforcement::Enforced) => {
+            policy.decide("bash", command, Reach::ReadsWorkspace)
+        }
+        (PermissionMode::ReadOnly, Enforcement::BelowMinimum { missing }) => {
+            match policy.decide("bash", command, Reach::ReadsWorkspace) {
+                Decision::Deny(reason) => Decision::Deny(reason),
+                Decision::Allow | Decision::Ask => Decision::Deny(format!(
+                    "denied: keel is in read-only mode, where commands run only inside an \
+                     enforced sandbox, and this kernel lacks {}",
+                    missing.join("; ")
+                )),
+            }
+        }
+        (_, Enforcement::BelowMinimum { .. }) => {
+            match policy.decide("bash", command, Reach::Sensitive) {
+                Decision::Allow => Decision::Ask,
+                other => other,
+            }
+        }
+        (_, Enforcement::Enforced | Enforcement::Off) => {
+            policy.decide("bash", command, Reach::Sensitive)
+        }
+    }
+}

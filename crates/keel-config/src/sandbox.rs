@@ -1,0 +1,212 @@
+//! `[sandbox]`: what the layers decide about confining commands (PRODUCT.md §4c, §4d).
+//!
+//! | key | user layers | trusted project | untrusted project |
+//! |---|---|---|---|
+//! | `mode` | any | stricter than the user's only, never `off` | ignored |
+//! | `forbid_read` | added to the built-in list | added | ignored |
+//! | `allow_write` | added | entries inside its workspace only | ignored |
+//! | `allow_network` | any | any | ignored |
+//!
+//! Invariants:
+//! - `--sandbox MODE` (a flag: the user's) wins over every file.
+//! - Lists add up over the layers; single values take the highest-precedence layer's.
+//! - What a trusted project may not set is reported like an untrusted project's values
+//!   (`IgnoredValue`), never dropped silently; an untrusted project's `[sandbox]` is taken
+//!   apart in `trust::restrict` and never reaches here.
+
+use crate::layer::{Layer, LayerKind, RawSandbox};
+use crate::source::{Source, Sourced};
+use crate::trust::{IgnoredBecause, IgnoredValue, VALUE_SHOWN_CHARS};
+use keel_sandbox::{SandboxMode, SandboxSettings};
+use std::path::{Component, Path};
+use toml::Spanned;
+
+/// The resolved `[sandbox]`, with where the mode came from.
+#[derive(Clone, Debug)]
+pub struct ResolvedSandbox {
+    pub settings: SandboxSettings,
+    pub mode: Sourced<SandboxMode>,
+}
+
+/// The mode the user's own layers give (the default when none sets it).
+pub(crate) fn user_mode(layers: &[Layer]) -> SandboxMode {
+    layers
+        .iter()
+        .filter(|layer| layer.kind == LayerKind::User)
+        .find_map(|layer| layer.raw.sandbox.mode.as_ref().map(|mode| *mode.get_ref()))
+        .unwrap_or_default()
+}
+
+fn refused<T>(layer: &Layer, key: &str, value: &Spanned<T>, why: &'static str) -> IgnoredValue {
+    let span = value.span();
+    IgnoredValue {
+        file: layer.path.clone(),
+        line: layer.line(&span),
+        key: key.to_string(),
+        value: layer
+            .snippet(&span)
+            .chars()
+            .take(VALUE_SHOWN_CHARS)
+            .collect(),
+        why: IgnoredBecause::NeverFromProject(why),
+    }
+}
+
+/// Whether `entry` (relative to `workspace`, or absolute) stays inside `workspace`, judged on
+/// the words alone: no `..` may climb out, `~` is never inside.
+fn inside(workspace: &Path, entry: &str) -> bool {
+    if entry.starts_with('~') {
+        return false;
+    }
+    let path = Path::new(entry);
+    let relative = match path.strip_prefix(workspace) {
+        Ok(rest) => rest.to_path_buf(),
+        Err(_) if path.is_absolute() => return false,
+        Err(_) => path.to_path_buf(),
+    };
+    let mut depth = 0i32;
+    for component in relative.components() {
+        match component {
+            Component::Normal(_) => depth += 1,
+            Component::ParentDir => depth -= 1,
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return false,
+        }
+        if depth < 0 {
+            return false;
+        }
+    }
+    true
+}
+
+/// Take from a trusted project layer what no project may set; the reports.
+pub(crate) fn limit_trusted_project(layer: &mut Layer, user: SandboxMode) -> Vec<IgnoredValue> {
+    let mut ignored = Vec::new();
+    let workspace = layer
+        .path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let RawSandbox {
+        mode,
+        forbid_read,
+        allow_write,
+        allow_network,
+    } = std::mem::take(&mut layer.raw.sandbox);
+    let mode = mode.and_then(|mode| {
+        let value = *mode.get_ref();
+        if value == SandboxMode::Off {
+            ignored.push(refused(
+                layer,
+                "sandbox.mode",
+                &mode,
+                "no project file may turn the sandbox off",
+            ));
+            None
+        } else if value.looseness() > user.looseness() {
+            ignored.push(refused(
+                layer,
+                "sandbox.mode",
+                &mode,
+                "a project file may only make the sandbox stricter than yours",
+            ));
+            None
+        } else {
+            Some(mode)
+        }
+    });
+    let allow_write = allow_write.map(|list| {
+        let span = list.span();
+        let kept: Vec<String> = list
+            .get_ref()
+            .iter()
+            .filter(|entry| inside(&workspace, entry))
+            .cloned()
+            .collect();
+        if kept.len() < list.get_ref().len() {
+            ignored.push(refused(
+                layer,
+                "sandbox.allow_write",
+                &list,
+                "a project file may only let commands write inside its workspace",
+            ));
+        }
+        let relative: Vec<String> = kept
+            .into_iter()
+            .map(|entry| workspace.join(entry).display().to_string())
+            .collect();
+        Spanned::new(span, relative)
+    });
+    layer.raw.sandbox = RawSandbox {
+        mode,
+        forbid_read,
+        allow_write,
+        allow_network,
+    };
+    ignored
+}
+
+/// `[sandbox]` over `layers` (highest precedence first), with the `--sandbox` flag.
+pub(crate) fn resolve(layers: &[Layer], flag: Option<SandboxMode>) -> ResolvedSandbox {
+    let mode = match flag {
+        Some(mode) => Sourced::new(mode, Source::Flag("--sandbox")),
+        None => layers
+            .iter()
+            .find_map(|layer| layer.raw.sandbox.mode.as_ref().map(|v| layer.sourced(v)))
+            .unwrap_or(Sourced::default_value(SandboxMode::default())),
+    };
+    let lists = |pick: fn(&RawSandbox) -> Option<&Spanned<Vec<String>>>| -> Vec<String> {
+        let mut all: Vec<String> = Vec::new();
+        for layer in layers {
+            for entry in pick(&layer.raw.sandbox)
+                .map(Spanned::get_ref)
+                .into_iter()
+                .flatten()
+            {
+                if !all.contains(entry) {
+                    all.push(entry.clone());
+                }
+            }
+        }
+        all
+    };
+    let allow_network = layers
+        .iter()
+        .find_map(|layer| {
+            layer
+                .raw
+                .sandbox
+                .allow_network
+                .as_ref()
+                .map(|v| *v.get_ref())
+        })
+        .unwrap_or(false);
+    ResolvedSandbox {
+        settings: SandboxSettings {
+            mode: mode.value,
+            forbid_read: lists(|raw| raw.forbid_read.as_ref()),
+            allow_write: lists(|raw| raw.allow_write.as_ref()),
+            allow_network,
+        },
+        mode,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn inside_is_judged_on_the_words() {
+        let workspace = PathBuf::from("/w");
+        assert!(inside(&workspace, "target"));
+        assert!(inside(&workspace, "./a/../b"));
+        assert!(inside(&workspace, "/w/cache"));
+        assert!(!inside(&workspace, "../x"));
+        assert!(!inside(&workspace, "a/../../x"));
+        assert!(!inside(&workspace, "/etc"));
+        assert!(!inside(&workspace, "~/.cargo"));
+        assert!(!inside(&workspace, "/wx"));
+    }
+}
