@@ -26,18 +26,20 @@
 mod confine;
 mod filter;
 mod lasting;
+mod layers;
 mod plan;
 mod policy;
 mod support;
 
 pub use filter::FilterError;
 pub use lasting::on_lasting_thread;
+pub use layers::Layers;
 pub use plan::Failures;
 pub use policy::{
     HOME_SECRETS, KEEL_HOME_PRIVATE, Network, PROTECTED_IN_ROOT, Places, Protected, SandboxMode,
     SandboxPolicy, SandboxSettings,
 };
-pub use support::{Layers, UNSUPPORTED_ENV, detected, meets_minimum};
+pub use support::{UNSUPPORTED_ENV, detected, meets_minimum};
 
 use std::path::PathBuf;
 

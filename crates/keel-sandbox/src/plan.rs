@@ -19,8 +19,8 @@
 use crate::SandboxError;
 use crate::confine::{self, LoopbackUp, MAX_TREES, MountOp, Prepared, REPORT_LEN, Step};
 use crate::filter::{self, InternetSockets};
+use crate::layers::Layers;
 use crate::policy::{Network, SandboxPolicy};
-use crate::support::Layers;
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
     Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
@@ -451,44 +451,5 @@ impl Failures {
             Step::Chdir => "entering the workspace".into(),
         };
         Some((what, std::io::Error::from_raw_os_error(code)))
-    }
-}
-
-/// Run `true` under `layers` with a policy that uses each of them; the failure if any.
-pub(crate) fn probe(layers: &Layers) -> Result<(), SandboxError> {
-    let root = PathBuf::from("/");
-    let policy = SandboxPolicy {
-        mode: crate::SandboxMode::ReadOnly,
-        network: Network::Off,
-        workspace: root,
-        writable: Vec::new(),
-        temp_dir: None,
-        forbid_read: Vec::new(),
-        read_only: Vec::new(),
-    };
-    let plan = prepare(&policy, layers)?;
-    let program = ["/bin/true", "/usr/bin/true"]
-        .into_iter()
-        .find(|path| Path::new(path).exists())
-        .unwrap_or("true");
-    let mut command = std::process::Command::new(program);
-    command
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let Plan {
-        prepared, failures, ..
-    } = plan;
-    confine::install(&mut command, prepared);
-    let outcome = crate::lasting::on_lasting_thread(move || command.status());
-    match outcome {
-        Ok(Ok(status)) if status.success() => Ok(()),
-        Ok(Ok(status)) => Err(SandboxError::Probe(format!(
-            "the probe exited with {status}"
-        ))),
-        Ok(Err(error)) | Err(error) => Err(match failures.reported() {
-            Some((step, source)) => SandboxError::SetUp { step, source },
-            None => SandboxError::Io(error),
-        }),
     }
 }

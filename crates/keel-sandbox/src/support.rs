@@ -11,150 +11,14 @@
 //!   scoping (ABI 6), or a PID and a network namespace. Below that a policy is
 //!   `BelowMinimum`, and the caller must not run a command as if it were confined.
 
+use crate::SandboxError;
+use crate::layers::Layers;
+use crate::policy::{Network, SandboxPolicy};
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// The environment variable that hides layers from detection (tests, demonstrations).
 pub const UNSUPPORTED_ENV: &str = "KEEL_SANDBOX_UNSUPPORTED";
-
-/// The kernel features a confined command can get.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Layers {
-    /// The Landlock ABI (0: none).
-    pub landlock_abi: i32,
-    pub seccomp: bool,
-    /// A user namespace, and with it a mount namespace (hidden paths, read-only protected
-    /// paths, the private `/tmp` and `/dev/shm`).
-    pub user_namespace: bool,
-    /// A PID namespace with its own `/proc`.
-    pub pid_namespace: bool,
-    /// A network namespace with its own loopback.
-    pub net_namespace: bool,
-    pub ipc_namespace: bool,
-}
-
-impl Layers {
-    /// Nothing at all.
-    pub const NONE: Layers = Layers {
-        landlock_abi: 0,
-        seccomp: false,
-        user_namespace: false,
-        pid_namespace: false,
-        net_namespace: false,
-        ipc_namespace: false,
-    };
-
-    /// Whether these layers meet the minimum of an enforced sandbox.
-    pub fn meet_minimum(&self) -> bool {
-        self.landlock_abi >= 1
-            && self.seccomp
-            && (self.landlock_abi >= 6 || (self.pid_namespace && self.net_namespace))
-    }
-
-    /// What is missing, in words (empty when nothing is).
-    pub fn missing(&self) -> Vec<String> {
-        let mut missing = Vec::new();
-        if self.landlock_abi < 1 {
-            missing.push("Landlock (file rules)".to_string());
-        } else if self.landlock_abi < 6 {
-            missing.push(format!(
-                "Landlock scoping of signals and abstract sockets (ABI 6; this kernel has ABI {})",
-                self.landlock_abi
-            ));
-        }
-        if !self.seccomp {
-            missing.push("seccomp".to_string());
-        }
-        if !self.user_namespace {
-            missing.push(
-                "user namespaces (no hidden paths, no read-only .git hooks, no private /tmp)"
-                    .to_string(),
-            );
-        } else {
-            if !self.pid_namespace {
-                missing.push("a PID namespace (other processes stay visible)".to_string());
-            }
-            if !self.net_namespace {
-                missing.push(
-                    "a network namespace (network off is Landlock TCP rules and no internet \
-                     sockets)"
-                        .to_string(),
-                );
-            }
-            if !self.ipc_namespace {
-                missing.push("an IPC namespace".to_string());
-            }
-        }
-        missing
-    }
-
-    /// What applies, in words.
-    pub fn applied(&self) -> Vec<String> {
-        let mut applied = Vec::new();
-        if self.landlock_abi >= 1 {
-            applied.push(format!(
-                "Landlock ABI {}: file rules{}{}",
-                self.landlock_abi,
-                if self.landlock_abi >= 4 {
-                    ", TCP rules"
-                } else {
-                    ""
-                },
-                if self.landlock_abi >= 6 {
-                    ", scoping (no signals, ptrace or abstract sockets outside)"
-                } else {
-                    ", no ptrace outside"
-                }
-            ));
-        }
-        if self.seccomp {
-            applied.push(
-                "seccomp: socket families, io_uring, bpf, perf, keyring and mount calls refused"
-                    .to_string(),
-            );
-        }
-        if self.user_namespace {
-            applied.push(
-                "user and mount namespaces: hidden paths, read-only protected paths, private \
-                 /tmp and /dev/shm"
-                    .to_string(),
-            );
-        }
-        if self.pid_namespace {
-            applied.push(
-                "PID namespace: its own /proc, no other process visible, all die with it"
-                    .to_string(),
-            );
-        }
-        if self.net_namespace {
-            applied.push("network namespace: its own loopback when the network is off".into());
-        }
-        if self.ipc_namespace {
-            applied.push("IPC namespace".into());
-        }
-        applied
-    }
-
-    /// These layers without the ones named in `unsupported` (see `UNSUPPORTED_ENV`).
-    pub fn without(mut self, unsupported: &str) -> Layers {
-        for name in unsupported.split(',').map(str::trim) {
-            match name {
-                "landlock" => self.landlock_abi = 0,
-                "seccomp" => self.seccomp = false,
-                "userns" => {
-                    self.user_namespace = false;
-                    self.pid_namespace = false;
-                    self.net_namespace = false;
-                    self.ipc_namespace = false;
-                }
-                "pidns" => self.pid_namespace = false,
-                "netns" => self.net_namespace = false,
-                "ipcns" => self.ipc_namespace = false,
-                _ => {}
-            }
-        }
-        self
-    }
-}
 
 static DETECTED: OnceLock<Layers> = OnceLock::new();
 
@@ -218,17 +82,17 @@ pub fn detected() -> Layers {
                 seccomp: false,
                 ..trial
             };
-            if crate::plan::probe(&bare).is_ok() {
+            if probe(&bare).is_ok() {
                 layers = trial;
             }
         }
-        if crate::plan::probe(&layers).is_err() {
+        if probe(&layers).is_err() {
             // Landlock or seccomp refused in practice: say so rather than fail every command.
             let without_seccomp = Layers {
                 seccomp: false,
                 ..layers
             };
-            layers = if crate::plan::probe(&without_seccomp).is_ok() {
+            layers = if probe(&without_seccomp).is_ok() {
                 without_seccomp
             } else {
                 Layers {
@@ -242,31 +106,41 @@ pub fn detected() -> Layers {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_minimum_needs_landlock_seccomp_and_isolation_from_keel() {
-        let full = Layers {
-            landlock_abi: 7,
-            seccomp: true,
-            user_namespace: true,
-            pid_namespace: true,
-            net_namespace: true,
-            ipc_namespace: true,
-        };
-        assert!(full.meet_minimum() && full.missing().is_empty());
-        assert!(!full.without("landlock").meet_minimum());
-        assert!(!full.without("seccomp").meet_minimum());
-        let old_kernel = Layers {
-            landlock_abi: 4,
-            ..full
-        };
-        assert!(old_kernel.meet_minimum(), "namespaces isolate it from keel");
-        assert!(!old_kernel.without("netns").meet_minimum());
-        assert!(full.without("userns").meet_minimum(), "scoping isolates it");
-        assert!(full.without("userns").missing()[0].contains("user namespaces"));
-        assert!(full.without("landlock").missing()[0].contains("Landlock"));
+/// Run `true` under `layers` with a policy that uses each of them; the failure if any.
+fn probe(layers: &Layers) -> Result<(), SandboxError> {
+    let root = PathBuf::from("/");
+    let policy = SandboxPolicy {
+        mode: crate::SandboxMode::ReadOnly,
+        network: Network::Off,
+        workspace: root,
+        writable: Vec::new(),
+        temp_dir: None,
+        forbid_read: Vec::new(),
+        read_only: Vec::new(),
+    };
+    let plan = crate::plan::prepare(&policy, layers)?;
+    let program = ["/bin/true", "/usr/bin/true"]
+        .into_iter()
+        .find(|path| Path::new(path).exists())
+        .unwrap_or("true");
+    let mut command = std::process::Command::new(program);
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let crate::plan::Plan {
+        prepared, failures, ..
+    } = plan;
+    crate::confine::install(&mut command, prepared);
+    let outcome = crate::lasting::on_lasting_thread(move || command.status());
+    match outcome {
+        Ok(Ok(status)) if status.success() => Ok(()),
+        Ok(Ok(status)) => Err(SandboxError::Probe(format!(
+            "the probe exited with {status}"
+        ))),
+        Ok(Err(error)) | Err(error) => Err(match failures.reported() {
+            Some((step, source)) => SandboxError::SetUp { step, source },
+            None => SandboxError::Io(error),
+        }),
     }
 }
