@@ -66,6 +66,9 @@ pub(crate) fn open(
     session: &str,
     permission_mode: PermissionMode,
 ) -> std::io::Result<(CommandSandbox, SessionTemp)> {
+    if setup.settings.mode != SandboxMode::Off {
+        keel_sandbox::warm_up();
+    }
     let temp = session_temp(&setup.keel_home, session)?;
     let places = Places {
         workspace: workspace.to_path_buf(),

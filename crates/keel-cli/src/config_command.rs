@@ -92,9 +92,19 @@ struct ConfigJson {
     max_rounds: Field<u32>,
     compact_at: Field<f64>,
     permissions: PermissionsJson,
+    sandbox: SandboxJson,
     providers: BTreeMap<String, ProviderJson>,
     /// What the workspace's untrusted project files set and was not applied.
     ignored: Vec<IgnoredJson>,
+}
+
+/// `[sandbox]` as resolved: the mode with its source, the lists as added up over the layers.
+#[derive(Serialize)]
+struct SandboxJson {
+    mode: Field<&'static str>,
+    forbid_read: Vec<String>,
+    allow_write: Vec<String>,
+    allow_network: bool,
 }
 
 /// A project value not applied because the workspace is not trusted.
@@ -198,6 +208,12 @@ impl ConfigJson {
                 allow: rules(RuleList::Allow),
                 ask: rules(RuleList::Ask),
                 deny: rules(RuleList::Deny),
+            },
+            sandbox: SandboxJson {
+                mode: field(&resolved.sandbox.mode, |mode| mode.name()),
+                forbid_read: resolved.sandbox.settings.forbid_read.clone(),
+                allow_write: resolved.sandbox.settings.allow_write.clone(),
+                allow_network: resolved.sandbox.settings.allow_network,
             },
             providers: resolved
                 .providers
@@ -356,6 +372,24 @@ fn general_rows(resolved: &ResolvedConfig) -> Vec<Row> {
         &resolved.compact_at,
         ToString::to_string,
     ));
+    rows.push(Row::new(
+        0,
+        "sandbox.mode",
+        &resolved.sandbox.mode,
+        |mode| mode.name().to_string(),
+    ));
+    let sandbox = &resolved.sandbox.settings;
+    for (key, list) in [
+        ("sandbox.forbid_read", &sandbox.forbid_read),
+        ("sandbox.allow_write", &sandbox.allow_write),
+    ] {
+        if !list.is_empty() {
+            rows.push(Row::bare(0, key, list.join(", ")));
+        }
+    }
+    if sandbox.allow_network {
+        rows.push(Row::bare(0, "sandbox.allow_network", "true".into()));
+    }
     if resolved.rules.is_empty() {
         rows.push(Row::bare(0, "permissions", "(no rules)".into()));
     }

@@ -9,7 +9,8 @@
 //! Invariants:
 //! - Order: parent-death signal → namespaces (user, mount, IPC, network, PID) → uid/gid maps
 //!   → loopback up → mounts → [fork: the outer process waits; PID 1 mounts `/proc`, forks the
-//!   command and reaps until it ends] → no-new-privs → capabilities dropped → Landlock →
+//!   command and reaps until it ends] → no-new-privs → capabilities dropped → Landlock (the
+//!   rules for what the mounts made, then enforcement) →
 //!   seccomp → `chdir` into the workspace again (so the working directory is the new mount,
 //!   not the one under it) → exec. seccomp comes last: it forbids `mount`.
 //! - Every failure is written to the report pipe as (step, index, errno) and returned as the
@@ -80,6 +81,23 @@ impl LoopbackUp {
     }
 }
 
+/// A Landlock rule granting `access` beneath `path`, added in the child.
+#[derive(Debug)]
+pub(crate) struct LateRule {
+    pub path: CString,
+    pub access: u64,
+}
+
+/// `struct landlock_path_beneath_attr` (packed, as the kernel has it).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// `LANDLOCK_RULE_PATH_BENEATH`.
+const RULE_PATH_BENEATH: c_int = 1;
+
 /// Everything the child needs, built before the fork.
 #[derive(Debug)]
 pub(crate) struct Prepared {
@@ -99,6 +117,10 @@ pub(crate) struct Prepared {
     pub keel_strings: [(usize, usize); 2],
     /// The Landlock ruleset to enforce (none: Landlock is not used).
     pub ruleset: Option<OwnedFd>,
+    /// Rules added in the child, after the mounts: for a fresh tmpfs (the private
+    /// `/dev/shm`), whose root only exists there. Landlock does not look at a mount point
+    /// that a mount hides, so a rule on what it covers would not reach it.
+    pub late_rules: Vec<LateRule>,
     /// The seccomp program (none: no filter).
     pub filter: Option<Vec<libc::sock_filter>>,
     /// Capabilities to drop from the bounding set: 0..=last.
@@ -622,6 +644,23 @@ fn restrict(prepared: &Prepared) -> std::io::Result<()> {
         )?;
         drop_capabilities(prepared)?;
         if let Some(ruleset) = &prepared.ruleset {
+            for (index, rule) in prepared.late_rules.iter().enumerate() {
+                let fd = libc::open(rule.path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+                check(fd as c_long, prepared, Step::Landlock, index + 1)?;
+                let attr = PathBeneathAttr {
+                    allowed_access: rule.access,
+                    parent_fd: fd,
+                };
+                let added = libc::syscall(
+                    libc::SYS_landlock_add_rule,
+                    ruleset.as_raw_fd(),
+                    RULE_PATH_BENEATH,
+                    &raw const attr,
+                    0,
+                );
+                libc::close(fd);
+                check(added, prepared, Step::Landlock, index + 1)?;
+            }
             check(
                 libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0),
                 prepared,

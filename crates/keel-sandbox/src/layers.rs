@@ -123,6 +123,18 @@ impl Layers {
         applied
     }
 
+    /// What both have (a caller may ask for fewer layers than the kernel has, never more).
+    pub fn intersect(&self, other: &Layers) -> Layers {
+        Layers {
+            landlock_abi: self.landlock_abi.min(other.landlock_abi),
+            seccomp: self.seccomp && other.seccomp,
+            user_namespace: self.user_namespace && other.user_namespace,
+            pid_namespace: self.pid_namespace && other.pid_namespace,
+            net_namespace: self.net_namespace && other.net_namespace,
+            ipc_namespace: self.ipc_namespace && other.ipc_namespace,
+        }
+    }
+
     /// These layers without the ones named in `unsupported` (see `UNSUPPORTED_ENV`).
     pub fn without(mut self, unsupported: &str) -> Layers {
         for name in unsupported.split(',').map(str::trim) {

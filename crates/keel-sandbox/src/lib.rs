@@ -39,7 +39,7 @@ pub use policy::{
     HOME_SECRETS, KEEL_HOME_PRIVATE, Network, PROTECTED_IN_ROOT, Places, Protected, SandboxMode,
     SandboxPolicy, SandboxSettings,
 };
-pub use support::{UNSUPPORTED_ENV, detected, meets_minimum};
+pub use support::{UNSUPPORTED_ENV, detected, meets_minimum, warm_up};
 
 use std::path::PathBuf;
 
@@ -180,8 +180,26 @@ impl Sandbox {
                 mode,
             });
         }
+        self.confine_with(command, mode, &detected())
+    }
+
+    /// `confine` with at most `layers` (what the kernel has and `layers` allow): for measuring
+    /// each layer's cost, never for adding one.
+    pub fn confine_with(
+        &self,
+        command: &mut std::process::Command,
+        mode: SandboxMode,
+        layers: &Layers,
+    ) -> Result<Confinement, SandboxError> {
+        if mode == SandboxMode::Off {
+            return Ok(Confinement {
+                failures: None,
+                mode,
+            });
+        }
+        let layers = detected().intersect(layers);
         let policy = self.policy(mode);
-        let plan = plan::prepare(&policy, &detected())?;
+        let plan = plan::prepare(&policy, &layers)?;
         for (name, value) in &plan.env {
             match value {
                 Some(value) => command.env(name, value),

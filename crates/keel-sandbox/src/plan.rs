@@ -11,13 +11,14 @@
 //!   devices, so opening it is refused) → `/run` and `$XDG_RUNTIME_DIR` hidden, `/dev/shm`
 //!   private → each protected path's ancestors made mount points, then the path bound on
 //!   itself and sealed read-only.
-//! - Landlock grants reading everywhere, everything in the writable roots and the temp dir,
-//!   and reading and writing the harmless devices; nothing else. Without a network namespace
+//! - Landlock grants reading everywhere, everything in the writable roots, the temp dir and
+//!   the private `/dev/shm` (a rule added in the child: its tmpfs only exists there), and
+//!   reading and writing the harmless devices; nothing else. Without a network namespace
 //!   and with the network off it also handles TCP (no port is granted).
 //! - Every step has a description, so a failure names what it was doing.
 
 use crate::SandboxError;
-use crate::confine::{self, LoopbackUp, MAX_TREES, MountOp, Prepared, REPORT_LEN, Step};
+use crate::confine::{self, LateRule, LoopbackUp, MAX_TREES, MountOp, Prepared, REPORT_LEN, Step};
 use crate::filter::{self, InternetSockets};
 use crate::layers::Layers;
 use crate::policy::{Network, SandboxPolicy};
@@ -117,13 +118,25 @@ fn ruleset(policy: &SandboxPolicy, layers: &Layers) -> Result<Option<OwnedFd>, S
             .add_rule(rule(Path::new("/dev/pts"), device | AccessFs::ReadDir)?)
             .map_err(landlock_error)?;
     }
-    if layers.user_namespace && Path::new("/dev/shm").is_dir() {
-        // A private tmpfs covers it in the child; the rule reaches it through the mount point.
+    if !layers.user_namespace && Path::new("/dev/shm").is_dir() {
+        // No private one: the host's, shared (POSIX semaphores and shared memory need it).
         created = created
             .add_rule(rule(Path::new("/dev/shm"), AccessFs::from_all(abi))?)
             .map_err(landlock_error)?;
     }
     Ok(created.into())
+}
+
+/// The rules for what only exists in the child: its private `/dev/shm`.
+fn late_rules(layers: &Layers) -> Vec<LateRule> {
+    if layers.landlock_abi < 1 || !layers.user_namespace || !Path::new("/dev/shm").is_dir() {
+        return Vec::new();
+    }
+    let abi = ABI::from(layers.landlock_abi);
+    vec![LateRule {
+        path: c"/dev/shm".to_owned(),
+        access: AccessFs::from_all(abi).bits(),
+    }]
 }
 
 /// The mounts, and whether `/tmp` is the session's temp dir in the child.
@@ -400,6 +413,7 @@ pub(crate) fn prepare(policy: &SandboxPolicy, layers: &Layers) -> Result<Plan, S
         keel_pid: confine::own_pid(),
         keel_strings: own_strings(),
         ruleset: ruleset(policy, layers)?,
+        late_rules: late_rules(layers),
         filter,
         last_capability: last_capability(),
         workspace: c_path(&policy.workspace)?,

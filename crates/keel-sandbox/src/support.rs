@@ -22,6 +22,18 @@ pub const UNSUPPORTED_ENV: &str = "KEEL_SANDBOX_UNSUPPORTED";
 
 static DETECTED: OnceLock<Layers> = OnceLock::new();
 
+/// Start detecting on a thread of its own (a session does this when it opens, so the probes
+/// run while the first request is out, not when the first command waits for them).
+pub fn warm_up() {
+    if DETECTED.get().is_none() {
+        let _ = std::thread::Builder::new()
+            .name("keel-sandbox-detect".into())
+            .spawn(|| {
+                detected();
+            });
+    }
+}
+
 /// Whether this kernel meets the minimum, as cheaply as it can be known: Landlock's ABI and
 /// seccomp are two system calls; only below Landlock ABI 6 do the namespaces (probed by
 /// `detected`) decide. Start-up paths use this; nothing is spawned when it suffices.

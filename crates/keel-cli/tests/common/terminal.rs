@@ -41,10 +41,22 @@ pub fn interactive_session_in(
     first_marker: &str,
     inputs: &[(&str, Option<&str>, u64)],
 ) -> (String, Option<i32>) {
+    interactive_session_with_env(home, cwd, &[], first_marker, inputs)
+}
+
+/// `interactive_session_in`, with more environment variables for keel.
+pub fn interactive_session_with_env(
+    home: &Home,
+    cwd: &Path,
+    env: &[(&str, &str)],
+    first_marker: &str,
+    inputs: &[(&str, Option<&str>, u64)],
+) -> (String, Option<i32>) {
     use std::io::Read;
     use std::sync::{Arc, Mutex};
     let mut child = std::process::Command::new("script")
         .args(["-qec", KEEL, "/dev/null"])
+        .envs(env.iter().copied())
         .current_dir(cwd)
         .env("KEEL_HOME", home.path())
         .env("DEEPSEEK_API_KEY", "test-key-1")
