@@ -11,7 +11,7 @@
 //!   ask, refuses).
 //! - Deny rules win everywhere, as before.
 
-use keel_sandbox::{Enforcement, Places, Sandbox, SandboxMode, SandboxSettings};
+use keel_sandbox::{Enforcement, Places, Sandbox, SandboxMode, SandboxSettings, TempDir};
 use keel_tools::{CommandSandbox, Decision, PermissionMode, PermissionPolicy, Reach};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,37 +27,6 @@ pub struct SandboxSetup {
     pub referenced_files: Vec<PathBuf>,
 }
 
-/// The session's temp dir, removed when dropped.
-#[derive(Debug)]
-pub(crate) struct SessionTemp(PathBuf);
-
-impl Drop for SessionTemp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-        // `$KEEL_HOME/tmp` too, once no session uses it (a non-empty one stays).
-        if let Some(parent) = self.0.parent() {
-            let _ = std::fs::remove_dir(parent);
-        }
-    }
-}
-
-/// Create `$KEEL_HOME/tmp/<session>` (owner-only).
-fn session_temp(keel_home: &Path, session: &str) -> std::io::Result<SessionTemp> {
-    use std::os::unix::fs::DirBuilderExt;
-    let parent = keel_home.join("tmp");
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&parent)?;
-    let dir = parent.join(session);
-    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Ok(()) => {}
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(error) => return Err(error),
-    }
-    Ok(SessionTemp(dir))
-}
-
 /// The session's command sandbox and its temp dir.
 pub(crate) fn open(
     setup: &SandboxSetup,
@@ -65,17 +34,17 @@ pub(crate) fn open(
     extra_dirs: &[PathBuf],
     session: &str,
     permission_mode: PermissionMode,
-) -> std::io::Result<(CommandSandbox, SessionTemp)> {
+) -> std::io::Result<(CommandSandbox, TempDir)> {
     if setup.settings.mode != SandboxMode::Off {
         keel_sandbox::warm_up();
     }
-    let temp = session_temp(&setup.keel_home, session)?;
+    let temp = TempDir::create(&setup.keel_home, session)?;
     let places = Places {
         workspace: workspace.to_path_buf(),
         extra_dirs: extra_dirs.to_vec(),
         keel_home: setup.keel_home.clone(),
         home: setup.home.clone(),
-        temp_dir: Some(temp.0.clone()),
+        temp_dir: Some(temp.path().to_path_buf()),
         referenced_files: setup.referenced_files.clone(),
     };
     let sandbox = Sandbox::new(setup.settings.clone(), places);

@@ -186,7 +186,7 @@ pub(crate) struct Shared {
     /// Tokens of the turns completed through this controller.
     usage: Mutex<keel_types::Usage>,
     /// The session's temp dir, removed with the controller.
-    _temp: Option<confinement::SessionTemp>,
+    _temp: Option<keel_sandbox::TempDir>,
 }
 
 #[derive(Clone)]

@@ -27,6 +27,7 @@ fn changing_server() -> ServerConfig {
         origin: "test".into(),
         from_workspace: false,
         literal_values: false,
+        sandbox: keel_sandbox::ServerConfinement::default(),
     }
 }
 
@@ -63,6 +64,7 @@ async fn a_changed_tool_list_changes_the_prefix_only_at_the_next_turn_and_says_s
         start_timeout: Duration::from_secs(20),
         first_wait: Duration::from_secs(20),
         workspace: dir.path().to_path_buf(),
+        sandbox: None,
     };
     let hub = McpHub::start(vec![changing_server()], &options).await;
     let mut settings = settings_for(&server.base_url(), dir.path());
@@ -159,6 +161,7 @@ async fn trusted_read_only_calls_of_one_message_run_at_once() {
         origin: "test".into(),
         from_workspace: false,
         literal_values: false,
+        sandbox: keel_sandbox::ServerConfinement::default(),
     };
     let options = StartOptions {
         base_env: StartOptions::base_env_from_process(),
@@ -166,6 +169,7 @@ async fn trusted_read_only_calls_of_one_message_run_at_once() {
         start_timeout: Duration::from_secs(20),
         first_wait: Duration::from_secs(20),
         workspace: dir.path().to_path_buf(),
+        sandbox: None,
     };
     let hub = McpHub::start(names.iter().map(|name| barrier(name)).collect(), &options).await;
     let mut settings = settings_for(&server.base_url(), dir.path());

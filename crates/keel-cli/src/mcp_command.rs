@@ -33,7 +33,16 @@ pub async fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let servers = declared.trusted;
     // A listing waits for every server as long as a server may take.
     let secret_names = crate::session_setup::secrets(&config).env_names().to_vec();
-    let hub = start_mcp(servers, workspace.clone(), MCP_START_TIMEOUT, secret_names).await;
+    let setup = crate::settings::sandbox_setup(&config)?;
+    let sandbox = crate::session_setup::mcp_sandbox(Some(&setup), &workspace, &[])?;
+    let hub = start_mcp(
+        servers,
+        workspace.clone(),
+        MCP_START_TIMEOUT,
+        secret_names,
+        sandbox,
+    )
+    .await;
     let statuses = hub.statuses();
     if common.json {
         println!("{}", serde_json::to_string_pretty(&statuses)?);

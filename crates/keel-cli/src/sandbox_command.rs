@@ -14,33 +14,17 @@ use crate::terminal_text::visible_line;
 use crate::{Outcome, settings};
 use keel_sandbox::{Places, Sandbox, SandboxMode};
 
-/// `$KEEL_HOME/tmp/sandbox-<pid>`, removed when dropped.
-struct OwnTemp(std::path::PathBuf);
-
-impl Drop for OwnTemp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 pub fn run(common: &CommonArgs, args: &SandboxArgs) -> anyhow::Result<Outcome> {
-    use std::os::unix::fs::DirBuilderExt;
     let workspace = settings::workspace(common)?;
     let config = settings::load_config(common, &workspace)?;
     let setup = settings::sandbox_setup(&config)?;
     let mode = args
         .mode
         .map_or(setup.settings.mode, crate::cli::SandboxModeArg::mode);
-    let temp = OwnTemp(
-        setup
-            .keel_home
-            .join("tmp")
-            .join(format!("sandbox-{}", std::process::id())),
-    );
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&temp.0)?;
+    let temp = keel_sandbox::TempDir::create(
+        &setup.keel_home,
+        &format!("sandbox-{}", std::process::id()),
+    )?;
     let extra_dirs = common
         .add_dirs
         .iter()
@@ -53,7 +37,7 @@ pub fn run(common: &CommonArgs, args: &SandboxArgs) -> anyhow::Result<Outcome> {
             extra_dirs,
             keel_home: setup.keel_home.clone(),
             home: setup.home.clone(),
-            temp_dir: Some(temp.0.clone()),
+            temp_dir: Some(temp.path().to_path_buf()),
             referenced_files: setup.referenced_files.clone(),
         },
     );

@@ -295,12 +295,18 @@ pub fn open_controller(
         let workspace = setup.settings.workspace.clone();
         // Opening a session is synchronous for its callers; the servers start in parallel.
         let secret_names = setup.settings.secrets.env_names().to_vec();
+        let sandbox = mcp_sandbox(
+            setup.settings.sandbox.as_ref(),
+            &workspace,
+            &setup.settings.extra_dirs,
+        )?;
         let hub = tokio::task::block_in_place(|| {
             tokio::runtime::Handle::current().block_on(start_mcp(
                 servers,
                 workspace,
                 MCP_FIRST_WAIT,
                 secret_names,
+                sandbox,
             ))
         });
         for status in hub.statuses() {
@@ -336,11 +342,41 @@ pub const MCP_FIRST_WAIT: std::time::Duration = std::time::Duration::from_secs(5
 
 /// Start `servers` for a session in `workspace`: a minimal environment plus what each
 /// declares (`$VAR` values read from keel's environment).
+/// The sandbox a session's MCP stdio servers run in, with a temp dir of their own
+/// (`$KEEL_HOME/tmp/mcp-<pid>-<n>`, removed with the servers).
+pub fn mcp_sandbox(
+    setup: Option<&keel_agent::SandboxSetup>,
+    workspace: &Path,
+    extra_dirs: &[PathBuf],
+) -> anyhow::Result<Option<Arc<keel_sandbox::Sandbox>>> {
+    static HUBS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let Some(setup) = setup else {
+        return Ok(None);
+    };
+    let hub = HUBS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("mcp-{}-{hub}", std::process::id());
+    let temp = keel_sandbox::TempDir::create(&setup.keel_home, &name)?;
+    let places = keel_sandbox::Places {
+        workspace: workspace.to_path_buf(),
+        extra_dirs: extra_dirs.to_vec(),
+        keel_home: setup.keel_home.clone(),
+        home: setup.home.clone(),
+        temp_dir: None,
+        referenced_files: setup.referenced_files.clone(),
+    };
+    Ok(Some(Arc::new(keel_sandbox::Sandbox::owning_temp(
+        setup.settings.clone(),
+        places,
+        temp,
+    ))))
+}
+
 pub async fn start_mcp(
     servers: Vec<keel_mcp::ServerConfig>,
     workspace: PathBuf,
     first_wait: std::time::Duration,
     secret_names: Vec<String>,
+    sandbox: Option<Arc<keel_sandbox::Sandbox>>,
 ) -> keel_mcp::McpHub {
     let options = keel_mcp::StartOptions {
         base_env: keel_mcp::StartOptions::base_env_from_process(),
@@ -355,6 +391,7 @@ pub async fn start_mcp(
         start_timeout: MCP_START_TIMEOUT,
         first_wait,
         workspace,
+        sandbox,
     };
     keel_mcp::McpHub::start(servers, &options).await
 }

@@ -61,6 +61,8 @@ pub(crate) struct RawMcpServer {
     pub headers: BTreeMap<String, String>,
     #[serde(default)]
     pub trust_read_only: bool,
+    /// How a stdio server is confined: `mcp` (default), `workspace-write` or `off`.
+    pub sandbox: Option<keel_sandbox::ServerConfinement>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

@@ -83,6 +83,7 @@ impl KeelConfig {
                         origin: layer.path.display().to_string(),
                         from_workspace: from_project,
                         literal_values: from_project,
+                        sandbox: raw.sandbox.unwrap_or_default(),
                     },
                 );
             }

@@ -6,6 +6,7 @@
 //! | `forbid_read` | added to the built-in list | added | ignored |
 //! | `allow_write` | added | entries inside its workspace only | ignored |
 //! | `allow_network` | any | any | ignored |
+//! | `mcp_servers.X.sandbox` | any | not `off` | (the server is ignored) |
 //!
 //! Invariants:
 //! - `--sandbox MODE` (a flag: the user's) wins over every file.
@@ -17,7 +18,7 @@
 use crate::layer::{Layer, LayerKind, RawSandbox};
 use crate::source::{Source, Sourced};
 use crate::trust::{IgnoredBecause, IgnoredValue, VALUE_SHOWN_CHARS};
-use keel_sandbox::{SandboxMode, SandboxSettings};
+use keel_sandbox::{SandboxMode, SandboxSettings, ServerConfinement};
 use std::path::{Component, Path};
 use toml::Spanned;
 
@@ -143,6 +144,25 @@ pub(crate) fn limit_trusted_project(layer: &mut Layer, user: SandboxMode) -> Vec
         allow_write,
         allow_network,
     };
+    // A trusted project's MCP servers start, confined: never unconfined on its say.
+    let mut unconfined = Vec::new();
+    for (name, server) in &mut layer.raw.mcp_servers {
+        let span = server.span();
+        if server.get_ref().sandbox == Some(ServerConfinement::Off) {
+            unconfined.push((name.clone(), span));
+            let mut kept = server.get_ref().clone();
+            kept.sandbox = None;
+            *server = Spanned::new(server.span(), kept);
+        }
+    }
+    for (name, span) in unconfined {
+        ignored.push(refused(
+            layer,
+            &format!("mcp_servers.{name}.sandbox"),
+            &Spanned::new(span, ()),
+            "no project file may run an MCP server outside the sandbox",
+        ));
+    }
     ignored
 }
 

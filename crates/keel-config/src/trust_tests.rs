@@ -519,3 +519,31 @@ fn a_window_cannot_be_raised_by_switching_to_another_preset_model() {
     .unwrap();
     assert_eq!(smaller.profile("kimi").unwrap().context_window, Some(32768));
 }
+
+#[test]
+fn a_trusted_project_cannot_run_an_mcp_server_unconfined() {
+    let text = "[mcp_servers.x]\ncommand = \"sh\"\nsandbox = \"off\"\n\
+                [mcp_servers.y]\ncommand = \"sh\"\nsandbox = \"workspace-write\"\n";
+    let trusted = with_project(text, WorkspaceTrust::Trusted).unwrap();
+    let keys: Vec<&str> = trusted
+        .ignored()
+        .iter()
+        .map(|value| value.key.as_str())
+        .collect();
+    assert_eq!(keys, ["mcp_servers.x.sandbox"]);
+    let (servers, _) = trusted.mcp_servers().unwrap();
+    let confinement: Vec<_> = servers
+        .iter()
+        .map(|server| (server.name.as_str(), server.sandbox))
+        .collect();
+    use keel_sandbox::ServerConfinement::{Mcp, WorkspaceWrite};
+    assert_eq!(confinement, [("x", Mcp), ("y", WorkspaceWrite)]);
+    // The user's own file may.
+    let user = KeelConfig::from_texts(
+        vec![(home_path(), format!("{USER}{text}"))],
+        Overrides::default(),
+    )
+    .unwrap();
+    let (servers, _) = user.mcp_servers().unwrap();
+    assert_eq!(servers[0].sandbox, keel_sandbox::ServerConfinement::Off);
+}

@@ -47,6 +47,8 @@ pub struct ServerConfig {
     /// `$VAR` values are passed as written, never read from keel's environment (workspace
     /// files, and servers an ACP client declares).
     pub literal_values: bool,
+    /// How a stdio server is confined (`mcp` unless the user's config says otherwise).
+    pub sandbox: keel_sandbox::ServerConfinement,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -171,6 +173,7 @@ pub fn parse_mcp_json(text: &str, path: &Path) -> Result<Vec<ServerConfig>, Conf
             origin: origin.clone(),
             from_workspace: true,
             literal_values: true,
+            sandbox: keel_sandbox::ServerConfinement::default(),
         });
     }
     parsed.sort_by(|a, b| a.name.cmp(&b.name));
@@ -266,6 +269,7 @@ pub fn parse_acp_servers(servers: &Value) -> Result<Vec<ServerConfig>, ConfigErr
             origin: origin.to_string(),
             from_workspace: false,
             literal_values: true,
+            sandbox: keel_sandbox::ServerConfinement::default(),
         });
     }
     parsed.sort_by(|a, b| a.name.cmp(&b.name));

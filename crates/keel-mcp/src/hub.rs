@@ -72,6 +72,9 @@ pub struct StartOptions {
     pub first_wait: Duration,
     /// The working directory of stdio servers without a `cwd`.
     pub workspace: PathBuf,
+    /// The sandbox stdio servers run in, each under its own `sandbox` setting (`None`:
+    /// unconfined, as in tests of the client alone).
+    pub sandbox: Option<Arc<keel_sandbox::Sandbox>>,
 }
 
 impl StartOptions {
@@ -150,6 +153,9 @@ impl Server {
 pub struct McpHub {
     servers: Vec<Arc<Server>>,
     start_timeout: Duration,
+    /// The servers' sandbox, kept as long as they run: its temp dir is their `/tmp`, and
+    /// removing it would pull the mounts of their sandbox from under them.
+    _sandbox: Option<Arc<keel_sandbox::Sandbox>>,
 }
 
 impl McpHub {
@@ -158,6 +164,7 @@ impl McpHub {
         McpHub {
             servers: Vec::new(),
             start_timeout: Duration::from_secs(1),
+            _sandbox: None,
         }
     }
 
@@ -198,6 +205,7 @@ impl McpHub {
         McpHub {
             servers,
             start_timeout: options.start_timeout,
+            _sandbox: options.sandbox.clone(),
         }
     }
 

@@ -284,6 +284,37 @@ fn described(server: &str, tool: &Value) -> Result<McpTool, String> {
     })
 }
 
+/// Start a stdio server's process, confined by its `sandbox` setting when the hub has a
+/// sandbox (spawned from the sandbox's lasting thread, so that it dies with keel).
+fn spawn_stdio(
+    mut process: tokio::process::Command,
+    config: &ServerConfig,
+    options: &StartOptions,
+) -> Result<(TokioChildProcess, Option<tokio::process::ChildStderr>), String> {
+    let policy = options
+        .sandbox
+        .as_ref()
+        .and_then(|sandbox| Some((sandbox, sandbox.server_policy(config.sandbox)?)));
+    let Some((sandbox, policy)) = policy else {
+        return TokioChildProcess::builder(process)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|error| error.to_string());
+    };
+    let confinement = sandbox
+        .confine_policy(process.as_std_mut(), &policy)
+        .map_err(|error| error.to_string())?;
+    let runtime = tokio::runtime::Handle::current();
+    keel_sandbox::on_lasting_thread(move || {
+        let _entered = runtime.enter();
+        TokioChildProcess::builder(process)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+    })
+    .and_then(|spawned| spawned)
+    .map_err(|error| confinement.explain(error).to_string())
+}
+
 async fn connect(
     config: &ServerConfig,
     options: &StartOptions,
@@ -343,9 +374,7 @@ async fn connect(
                     .map_err(|why| format!("`env.{name}`: {why}"))?;
                 process.env(name, value);
             }
-            let (transport, stderr) = TokioChildProcess::builder(process)
-                .stderr(std::process::Stdio::piped())
-                .spawn()
+            let (transport, stderr) = spawn_stdio(process, config, options)
                 .map_err(|error| format!("`{command}` could not be started: {error}"))?;
             if let Some(leader) = transport.id().and_then(|pid| i32::try_from(pid).ok()) {
                 listener.group.0.store(leader, Ordering::SeqCst);

@@ -67,6 +67,7 @@ fn stdio(name: &str, command: &str, args: &[&str], env: &[(&str, &str)]) -> Serv
         origin: "test".into(),
         from_workspace: false,
         literal_values: false,
+        sandbox: keel_sandbox::ServerConfinement::default(),
     }
 }
 
@@ -79,6 +80,7 @@ fn options(timeout: Duration) -> StartOptions {
         start_timeout: timeout,
         first_wait: timeout,
         workspace: std::env::temp_dir(),
+        sandbox: None,
     }
 }
 
@@ -365,6 +367,7 @@ async fn everything_over_streamable_http_answers_calls() {
         origin: "test".into(),
         from_workspace: false,
         literal_values: false,
+        sandbox: keel_sandbox::ServerConfinement::default(),
     };
     let hub = McpHub::start(vec![server], &options(Duration::from_secs(20))).await;
     assert_eq!(hub.statuses()[0].state, "running", "{:?}", hub.statuses());

@@ -56,7 +56,12 @@ pub(crate) enum MountOp {
     /// `attributes` (`MOUNT_ATTR_*`) set on the mount at `target` and everything below it:
     /// read-only for protected paths; read-only and no devices for a file hidden under
     /// `/dev/null` (so opening it is refused, not a sink).
-    Seal { target: CString, attributes: u64 },
+    Seal {
+        target: CString,
+        attributes: u64,
+        /// `MOUNT_ATTR_*` cleared (a writable root under a sealed one is opened again).
+        cleared: u64,
+    },
 }
 
 /// The `ifreq` of `SIOCSIFFLAGS` for `lo` (its own layout: libc's has a pointer in a union).
@@ -439,10 +444,14 @@ fn mount(
                     index,
                 )
             }
-            MountOp::Seal { target, attributes } => {
+            MountOp::Seal {
+                target,
+                attributes,
+                cleared,
+            } => {
                 let attr = MountAttr {
                     attr_set: *attributes,
-                    attr_clr: 0,
+                    attr_clr: *cleared,
                     propagation: 0,
                     userns_fd: 0,
                 };

@@ -30,6 +30,7 @@ mod layers;
 mod plan;
 mod policy;
 mod support;
+mod temp;
 
 pub use filter::FilterError;
 pub use lasting::on_lasting_thread;
@@ -40,6 +41,7 @@ pub use policy::{
     SandboxPolicy, SandboxSettings,
 };
 pub use support::{UNSUPPORTED_ENV, detected, meets_minimum, warm_up};
+pub use temp::TempDir;
 
 use std::path::PathBuf;
 
@@ -94,12 +96,40 @@ impl Enforcement {
     }
 }
 
+/// How an MCP stdio server is confined (`[mcp_servers.NAME] sandbox`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerConfinement {
+    /// Read anywhere but `forbid_read`; write its temp dir, `~/.npm` and `~/.cache`; network on.
+    #[default]
+    Mcp,
+    /// Like a command of the session.
+    WorkspaceWrite,
+    /// Unconfined (the user's own choice only).
+    Off,
+}
+
+impl ServerConfinement {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Mcp => "mcp",
+            Self::WorkspaceWrite => "workspace-write",
+            Self::Off => "off",
+        }
+    }
+}
+
+/// What an MCP server writes under the `mcp` policy, besides its temp dir (below `~`).
+pub const SERVER_CACHES: &[&str] = &[".npm", ".cache"];
+
 /// A session's sandbox: its settings, its places, and the paths protected at its start.
 #[derive(Clone, Debug)]
 pub struct Sandbox {
     settings: SandboxSettings,
     places: Places,
     protected_at_start: Vec<Protected>,
+    /// A temp dir this sandbox owns (removed with its last clone).
+    _owned_temp: Option<std::sync::Arc<TempDir>>,
 }
 
 /// A command set up to run confined; explains a failed spawn.
@@ -131,6 +161,19 @@ impl Sandbox {
             settings,
             places,
             protected_at_start: start.read_only,
+            _owned_temp: None,
+        }
+    }
+
+    /// A sandbox whose temp dir is `temp`, removed when the last clone of it is dropped.
+    pub fn owning_temp(settings: SandboxSettings, places: Places, temp: TempDir) -> Sandbox {
+        let places = Places {
+            temp_dir: Some(temp.path().to_path_buf()),
+            ..places
+        };
+        Sandbox {
+            _owned_temp: Some(std::sync::Arc::new(temp)),
+            ..Sandbox::new(settings, places)
         }
     }
 
@@ -151,6 +194,25 @@ impl Sandbox {
     pub fn policy(&self, mode: SandboxMode) -> SandboxPolicy {
         SandboxPolicy::resolve(&self.settings, &self.places, mode)
             .with_protected(&self.protected_at_start)
+    }
+
+    /// The policy of an MCP stdio server (`None`: it runs unconfined).
+    pub fn server_policy(&self, confinement: ServerConfinement) -> Option<SandboxPolicy> {
+        match confinement {
+            ServerConfinement::Off => None,
+            ServerConfinement::WorkspaceWrite => Some(self.policy(SandboxMode::WorkspaceWrite)),
+            ServerConfinement::Mcp => {
+                let mut policy = self.policy(SandboxMode::ReadOnly);
+                if let Some(home) = &self.places.home {
+                    policy.writable = SERVER_CACHES
+                        .iter()
+                        .filter_map(|name| home.join(name).canonicalize().ok())
+                        .collect();
+                }
+                policy.network = Network::On;
+                Some(policy)
+            }
+        }
     }
 
     /// Where commands stand in `mode` on this kernel.
@@ -198,8 +260,26 @@ impl Sandbox {
             });
         }
         let layers = detected().intersect(layers);
-        let policy = self.policy(mode);
-        let plan = plan::prepare(&policy, &layers)?;
+        self.confine_under(command, &self.policy(mode), &layers)
+    }
+
+    /// Arrange for `command` to run confined by `policy` (an MCP server's, say).
+    pub fn confine_policy(
+        &self,
+        command: &mut std::process::Command,
+        policy: &SandboxPolicy,
+    ) -> Result<Confinement, SandboxError> {
+        self.confine_under(command, policy, &detected())
+    }
+
+    fn confine_under(
+        &self,
+        command: &mut std::process::Command,
+        policy: &SandboxPolicy,
+        layers: &Layers,
+    ) -> Result<Confinement, SandboxError> {
+        let mode = policy.mode;
+        let plan = plan::prepare(policy, layers)?;
         for (name, value) in &plan.env {
             match value {
                 Some(value) => command.env(name, value),

@@ -222,9 +222,34 @@ fn mounts(policy: &SandboxPolicy) -> Result<Mounts, SandboxError> {
                     MountOp::Seal {
                         target: c_path(root)?,
                         attributes: libc::MOUNT_ATTR_RDONLY,
+                        cleared: 0,
                     },
                     format!("keeping {} read-only", root.display()),
                 );
+                // A writable root inside it (an MCP server's `~/.cache` in a workspace that is
+                // `~`) is a mount of its own again, writable.
+                for inner in policy
+                    .writable
+                    .iter()
+                    .filter(|inner| inner.starts_with(root))
+                {
+                    let target = c_path(inner)?;
+                    mounts.push(
+                        MountOp::Bind {
+                            source: target.clone(),
+                            target: target.clone(),
+                        },
+                        format!("keeping {} writable", inner.display()),
+                    );
+                    mounts.push(
+                        MountOp::Seal {
+                            target,
+                            attributes: 0,
+                            cleared: libc::MOUNT_ATTR_RDONLY,
+                        },
+                        format!("keeping {} writable", inner.display()),
+                    );
+                }
             }
         }
         mounts.tmp_replaced = true;
@@ -292,6 +317,7 @@ fn mounts(policy: &SandboxPolicy) -> Result<Mounts, SandboxError> {
             MountOp::Seal {
                 target,
                 attributes: libc::MOUNT_ATTR_RDONLY,
+                cleared: 0,
             },
             format!("making {} read-only", protected.path.display()),
         );
@@ -330,6 +356,7 @@ fn hide(mounts: &mut Mounts, path: &Path) -> Result<(), SandboxError> {
                     | libc::MOUNT_ATTR_NODEV
                     | libc::MOUNT_ATTR_NOEXEC
                     | libc::MOUNT_ATTR_NOSUID,
+                cleared: 0,
             },
             format!("sealing {}", path.display()),
         );
