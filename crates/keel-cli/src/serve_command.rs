@@ -81,6 +81,8 @@ fn given_token(args: &ServeArgs) -> anyhow::Result<Option<String>> {
         }
         let text = std::fs::read_to_string(path)
             .map_err(|error| UsageError(format!("--token-file {}: {error}", path.display())))?;
+        // No command or tool of a session reads it.
+        settings::refer_to_file(path);
         return Ok(Some(text.trim().to_string()));
     }
     Ok(std::env::var("KEEL_SERVE_TOKEN")

@@ -48,6 +48,21 @@ pub fn overrides(common: &CommonArgs) -> Overrides {
     overrides
 }
 
+/// Files a user layer refers to (`--token-file`): hidden from every command and tool.
+static REFERENCED_FILES: std::sync::Mutex<Vec<std::path::PathBuf>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Note that a user layer refers to `path` (absolute from here on).
+pub fn refer_to_file(path: &std::path::Path) {
+    let absolute = std::env::current_dir()
+        .map(|dir| dir.join(path))
+        .unwrap_or_else(|_| path.to_path_buf());
+    REFERENCED_FILES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .push(absolute);
+}
+
 /// How the session's commands are confined, from the configuration.
 pub fn sandbox_setup(config: &KeelConfig) -> anyhow::Result<keel_agent::SandboxSetup> {
     Ok(keel_agent::SandboxSetup {
@@ -56,7 +71,10 @@ pub fn sandbox_setup(config: &KeelConfig) -> anyhow::Result<keel_agent::SandboxS
         home: std::env::var_os("HOME")
             .filter(|home| !home.is_empty())
             .map(std::path::PathBuf::from),
-        referenced_files: Vec::new(),
+        referenced_files: REFERENCED_FILES
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone(),
     })
 }
 

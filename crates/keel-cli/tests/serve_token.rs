@@ -151,3 +151,38 @@ fn open_hands_the_browser_a_one_time_code_and_no_argv_holds_a_credential() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[test]
+fn no_command_or_tool_of_a_session_reads_the_token_file() {
+    let file_token = "file-token-3c9e1a7b5d2f4e6a";
+    let steps = serde_json::json!({"steps": [
+        {"tool": "bash", "args": {"command": "cat token.txt"}},
+        {"tool": "read_file", "args": {"path": "token.txt"}},
+        {"say": "done"},
+    ]});
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    home.prepend_config("permission_mode = \"auto\"");
+    let file = home.path().join("token.txt");
+    std::fs::write(&file, format!("{file_token}\n")).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut server = common::serve::Server::start(&home, &["--token-file", file.to_str().unwrap()]);
+    server.token = file_token.to_string();
+    let session = server.new_session();
+    assert_eq!(
+        server
+            .submit(&session, serde_json::json!({"input": "read it"}))
+            .0,
+        202
+    );
+    common::serve::wait_until_idle(&server, &session);
+    let sent: String = mock.requests().iter().map(|r| r.to_string()).collect();
+    assert!(!sent.contains(file_token), "{sent}");
+    assert!(
+        sent.contains("Permission denied"),
+        "the command was refused: {sent}"
+    );
+    assert!(
+        sent.contains("keel sandbox: reading"),
+        "the tool was refused: {sent}"
+    );
+}
