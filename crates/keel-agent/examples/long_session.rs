@@ -90,6 +90,7 @@ fn prepare(db: &Path, items: usize) {
             turn: 1,
             seq: n as u64 + 1,
             summary: Some("read".into()),
+            sandbox: None,
         })
         .collect();
     for chunk in rounds.chunks(500) {

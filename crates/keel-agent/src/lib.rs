@@ -101,8 +101,8 @@ pub enum AgentError {
         workspace: String,
         source: std::io::Error,
     },
-    #[error("cannot create the session's temp dir under {dir}: {source}")]
-    SessionTemp { dir: String, source: std::io::Error },
+    #[error("cannot create the session's temp dir under {dir}: {cause}")]
+    SessionTemp { dir: String, cause: std::io::Error },
     #[error(transparent)]
     Tools(#[from] keel_tools::SchemaError),
     #[error(transparent)]
@@ -266,9 +266,9 @@ impl Controller {
                     &session.id,
                     settings.policy.mode,
                 )
-                .map_err(|source| AgentError::SessionTemp {
+                .map_err(|cause| AgentError::SessionTemp {
                     dir: setup.keel_home.join("tmp").display().to_string(),
-                    source,
+                    cause,
                 })?;
                 (Some(sandbox), Some(temp))
             }

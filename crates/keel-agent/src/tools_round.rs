@@ -91,6 +91,14 @@ pub async fn run_tools(
         let batch = gather_batch(run, &state.mcp_tools, &round, index, first);
         for (position, _) in &batch {
             round.receipts[*position].state = ReceiptState::Started;
+            // The sandbox a command runs under is part of what was done.
+            if round.calls[*position].name == keel_tools::BuiltinTool::Bash.name() {
+                round.receipts[*position].sandbox = shared
+                    .tool_context
+                    .sandbox
+                    .as_ref()
+                    .map(|sandbox| sandbox.mode.name().to_string());
+            }
             kill_point("before_receipt_started");
             shared
                 .store

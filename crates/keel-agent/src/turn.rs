@@ -426,6 +426,7 @@ fn commit_reply(
                 turn: run.turn,
                 seq,
                 summary: None,
+                sandbox: None,
             }
         })
         .collect();

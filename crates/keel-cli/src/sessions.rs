@@ -197,8 +197,13 @@ pub fn show(common: &CommonArgs, id: &str, revision: Option<u64>) -> anyhow::Res
                 | ReceiptState::Cancelled => "",
             };
             let summary = visible_line(receipt.summary.as_deref().unwrap_or("")).into_owned();
+            let sandbox = receipt
+                .sandbox
+                .as_deref()
+                .map(|mode| format!(" [sandbox {}]", visible_line(mode)))
+                .unwrap_or_default();
             out!(
-                "  {} {} {}{note} {summary}",
+                "  {} {} {}{note}{sandbox} {summary}",
                 visible_line(&receipt.call_id),
                 visible_line(&receipt.tool),
                 receipt.state

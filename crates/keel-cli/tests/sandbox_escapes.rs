@@ -86,6 +86,14 @@ impl Escapes {
             .collect()
     }
 
+    /// The receipts of the session `run` worked in, as `keel session show --json` has them.
+    fn receipts(&self, run: &Run) -> Vec<Value> {
+        let session = run.events()[0]["session_id"].as_str().unwrap().to_string();
+        let shown = self.run(&["session", "show", &session, "--json"]);
+        let value: Value = serde_json::from_str(&shown.stdout()).unwrap();
+        value["receipts"].as_array().unwrap().clone()
+    }
+
     fn victim_untouched(&self) -> bool {
         std::fs::read_to_string(self.outside.join("victim")).unwrap() == "untouched"
     }
@@ -138,6 +146,12 @@ fn writes_outside_the_workspace_are_refused_through_bash_and_the_file_tools() {
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let results = escapes.results();
     assert_eq!(results.len(), cases.len() + 2);
+    let receipts = escapes.receipts(&run);
+    assert_eq!(receipts[0]["sandbox"], "workspace-write", "{receipts:?}");
+    assert!(
+        receipts[cases.len()].get("sandbox").is_none(),
+        "a file tool runs no command"
+    );
     for ((label, _), result) in cases.iter().zip(&results) {
         refused_by_the_sandbox(label, result);
     }
@@ -485,6 +499,11 @@ fn read_only_mode_runs_commands_confined_to_reading() {
     );
     refused_by_the_sandbox("a write in read-only mode", &results[0]);
     assert!(!escapes.me.join("new.txt").exists());
+    assert_eq!(
+        escapes.receipts(&run)[0]["sandbox"],
+        "read-only",
+        "recorded"
+    );
 }
 
 #[test]
@@ -563,6 +582,8 @@ fn without_landlock_keel_says_so_and_never_runs_a_command_unconfined_unasked() {
     );
     assert_eq!(off.code(), 0, "{}", off.stderr());
     assert!(escapes.me.join("ran.txt").exists());
+    let receipts = escapes.receipts(&off);
+    assert_eq!(receipts.last().unwrap()["sandbox"], "off", "{receipts:?}");
     // Read-only mode refuses commands when it cannot confine them.
     std::fs::remove_file(escapes.me.join("ran.txt")).unwrap();
     let read_only = Run::from(

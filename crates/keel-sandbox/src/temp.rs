@@ -3,6 +3,8 @@
 //!
 //! Invariants:
 //! - Created owner-only (0700), its parent too; an existing one is reused (a resumed session).
+//!   Processes sharing keel's home may create and remove temp dirs at once: a parent removed
+//!   under a creation is made again.
 //! - Removed, with everything in it, when dropped; `$KEEL_HOME/tmp` goes too once empty.
 
 use std::path::{Path, PathBuf};
@@ -16,17 +18,26 @@ impl TempDir {
     pub fn create(keel_home: &Path, name: &str) -> std::io::Result<TempDir> {
         use std::os::unix::fs::DirBuilderExt;
         let parent = keel_home.join("tmp");
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&parent)?;
         let dir = parent.join(name);
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => {}
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(error) => return Err(error),
+        // Another process may remove the (then empty) parent between the two creations: try
+        // again a few times.
+        let mut attempts = 0;
+        loop {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&parent)?;
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => return Ok(TempDir(dir)),
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                    return Ok(TempDir(dir));
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound && attempts < 8 => {
+                    attempts += 1;
+                }
+                Err(error) => return Err(error),
+            }
         }
-        Ok(TempDir(dir))
     }
 
     pub fn path(&self) -> &Path {

@@ -14,7 +14,7 @@ use crate::StoreError;
 use rusqlite::Connection;
 use std::path::Path;
 
-pub const CURRENT_VERSION: i64 = 3;
+pub const CURRENT_VERSION: i64 = 4;
 
 pub(crate) const SCHEMA_V1: &str = "
 CREATE TABLE sessions (
@@ -98,7 +98,12 @@ CREATE TABLE tool_processes (
 );
 ";
 
-/// The tables each schema version has (version 2 and 3 each add one).
+/// Version 4: the sandbox each command ran under, on its receipt.
+const SCHEMA_V4: &str = "
+ALTER TABLE receipts ADD COLUMN sandbox TEXT;
+";
+
+/// The tables each schema version has (version 2 and 3 each add one; 4 adds a column).
 fn expected_tables(version: i64) -> &'static [&'static str] {
     const TABLES: &[&str] = &[
         "sessions",
@@ -175,6 +180,11 @@ fn prepare_once(connection: &Connection, path: &Path) -> Result<(), StoreError> 
         if version < 3 {
             connection
                 .execute_batch(&format!("{SCHEMA_V3} PRAGMA user_version = 3;"))
+                .map_err(fail)?;
+        }
+        if version < 4 {
+            connection
+                .execute_batch(&format!("{SCHEMA_V4} PRAGMA user_version = 4;"))
                 .map_err(fail)?;
         }
         connection.execute_batch("COMMIT").map_err(fail)

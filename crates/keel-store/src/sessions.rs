@@ -177,7 +177,7 @@ impl Store {
     pub fn receipts(&self, session: &str) -> Result<Vec<ToolReceipt>, StoreError> {
         let connection = self.connection();
         let mut statement = connection.prepare(
-            "SELECT call_id, tool, args_digest, state, turn, seq, summary FROM receipts \
+            "SELECT call_id, tool, args_digest, state, turn, seq, summary, sandbox FROM receipts \
              WHERE session_id = ?1 ORDER BY seq",
         )?;
         let rows = statement.query_map([session], |row| {
@@ -191,6 +191,7 @@ impl Store {
                 turn: to_u64(row.get(4)?),
                 seq: to_u64(row.get(5)?),
                 summary: row.get(6)?,
+                sandbox: row.get(7)?,
             })
         })?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
@@ -374,9 +375,10 @@ fn put_receipt_in(
     receipt: &ToolReceipt,
 ) -> Result<(), StoreError> {
     transaction.execute(
-        "INSERT INTO receipts (session_id, seq, call_id, tool, args_digest, state, turn, summary, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
-         ON CONFLICT (session_id, seq) DO UPDATE SET state = ?6, summary = ?8, updated_at = ?9",
+        "INSERT INTO receipts (session_id, seq, call_id, tool, args_digest, state, turn, summary, updated_at, sandbox) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+         ON CONFLICT (session_id, seq) DO UPDATE SET state = ?6, summary = ?8, updated_at = ?9, \
+         sandbox = COALESCE(?10, sandbox)",
         params![
             session,
             to_i64(receipt.seq),
@@ -386,7 +388,8 @@ fn put_receipt_in(
             receipt.state.as_str(),
             to_i64(receipt.turn),
             receipt.summary,
-            now_ms()
+            now_ms(),
+            receipt.sandbox
         ],
     )?;
     Ok(())

@@ -21,6 +21,7 @@ fn receipt(seq: u64, state: ReceiptState) -> ToolReceipt {
         turn: 1,
         seq,
         summary: None,
+        sandbox: None,
     }
 }
 
@@ -425,6 +426,19 @@ fn a_version_1_database_is_migrated_in_place_and_keeps_its_history() {
     assert_eq!(store.current_revision("s1").unwrap(), 1);
     store.append_items("s1", 2, &[user("new")]).unwrap();
     assert_eq!(texts(&store.items("s1").unwrap()), ["old", "new"]);
+    // Version 4: receipts carry the sandbox their command ran under; a later update without
+    // one keeps it.
+    let mut started = ToolReceipt {
+        sandbox: Some("workspace-write".into()),
+        ..receipt(1, ReceiptState::Started)
+    };
+    store.put_receipt("s1", &started).unwrap();
+    started.state = ReceiptState::Completed;
+    started.sandbox = None;
+    store.put_receipt("s1", &started).unwrap();
+    let stored = store.receipts("s1").unwrap();
+    assert_eq!(stored[0].state, ReceiptState::Completed);
+    assert_eq!(stored[0].sandbox.as_deref(), Some("workspace-write"));
 }
 
 /// `PRAGMA synchronous` of the store's connection (2 is FULL).

@@ -104,4 +104,8 @@ pub struct ToolReceipt {
     /// A short summary of the result, once there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+    /// The sandbox a command ran under (`workspace-write`, `read-only`, `off`), recorded when
+    /// it starts; none for tools that run no command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }

@@ -244,6 +244,7 @@ mod tests {
             turn: 1,
             seq: 1,
             summary: None,
+            sandbox: None,
         }
     }
 

@@ -39,6 +39,7 @@ fn receipt(id: &str, seq: u64, state: ReceiptState) -> ToolReceipt {
         turn: 1,
         seq,
         summary: None,
+        sandbox: None,
     }
 }
 
