@@ -33,10 +33,11 @@ impl Approver for AcpApprover {
         request: &'a ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
         Box::pin(async move {
-            if lock(&self.always).contains(&request.tool) {
+            // An unconfined run is asked about every time.
+            if !request.unconfined && lock(&self.always).contains(&request.tool) {
                 return Approval::Allow;
             }
-            if lock(&self.never).contains(&request.tool) {
+            if !request.unconfined && lock(&self.never).contains(&request.tool) {
                 return Approval::Declined;
             }
             let Some(session) = lock(&self.session).clone() else {
@@ -54,16 +55,27 @@ impl Approver for AcpApprover {
                     view.hidden_chars
                 ));
             }
-            let params = json!({
-                "sessionId": session,
-                "toolCall": {"toolCallId": request.call_id, "title": title, "status": "pending",
-                    "content": [{"type": "content", "content": {"type": "text", "text": view.lines.join("\n")}}]},
-                "options": [
+            let options = if request.unconfined {
+                title = format!(
+                    "It failed inside keel's sandbox: run it again OUTSIDE, unconfined? {title}"
+                );
+                json!([
+                    {"optionId": "allow_once", "name": "Run unconfined once", "kind": "allow_once"},
+                    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+                ])
+            } else {
+                json!([
                     {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
                     {"optionId": "allow_always", "name": "Allow always", "kind": "allow_always"},
                     {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
                     {"optionId": "reject_always", "name": "Reject always", "kind": "reject_always"},
-                ],
+                ])
+            };
+            let params = json!({
+                "sessionId": session,
+                "toolCall": {"toolCallId": request.call_id, "title": title, "status": "pending",
+                    "content": [{"type": "content", "content": {"type": "text", "text": view.lines.join("\n")}}]},
+                "options": options,
             });
             let answer = self
                 .connection
@@ -76,11 +88,11 @@ impl Approver for AcpApprover {
             });
             match chosen.as_deref() {
                 Some("allow_once") => Approval::Allow,
-                Some("allow_always") => {
+                Some("allow_always") if !request.unconfined => {
                     lock(&self.always).push(request.tool.clone());
                     Approval::Allow
                 }
-                Some("reject_always") => {
+                Some("reject_always") if !request.unconfined => {
                     lock(&self.never).push(request.tool.clone());
                     Approval::Declined
                 }

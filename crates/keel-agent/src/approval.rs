@@ -13,6 +13,9 @@ pub struct ApprovalRequest {
     pub tool: String,
     pub subject: String,
     pub arguments: String,
+    /// Running it again outside the sandbox, after it failed inside: asked every time (no
+    /// surface records an "always" for it), and every surface says "unconfined".
+    pub unconfined: bool,
 }
 
 /// The answer to an approval request. Why a call was not approved matters to the model: a

@@ -26,6 +26,7 @@ mod recovery;
 mod tools_round;
 mod turn;
 mod turn_run;
+mod unconfined;
 
 pub use approval::{Approval, ApprovalRequest, Approver, HeadlessApprover};
 pub use confinement::SandboxSetup;

@@ -133,11 +133,18 @@ pub async fn run_tools(
             settle(run, state, &mut round, rest, ReceiptState::NotStarted)?;
             return Ok(RoundEnd::Cancelled);
         };
-        for ((position, _), output) in batch.iter().zip(outputs) {
+        for (((position, _), output), context) in batch.iter().zip(outputs).zip(&contexts) {
             let final_state = if output.is_error {
                 ReceiptState::Failed
             } else {
                 ReceiptState::Completed
+            };
+            // A failure that reads like a sandbox refusal: the person may run it unconfined.
+            let call = round.calls[*position].clone();
+            let output = if crate::unconfined::worth_offering(run, &call, &output) {
+                crate::unconfined::offer(run, state, &call, context, output).await?
+            } else {
+                output
             };
             finish(run, state, &mut round, *position, final_state, output)?;
         }
@@ -250,6 +257,7 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
                 tool: call.name.clone(),
                 subject: approval_subject(&valid, checked.subject.as_deref()),
                 arguments: call.arguments.clone(),
+                unconfined: false,
             };
             // Asked first, announced second: an approver that takes answers from elsewhere
             // (a browser) is ready for one before anyone hears of the call.

@@ -4,6 +4,8 @@
 //! - The prompt shows the exact subject of the call (every line, control characters visible,
 //!   blank runs folded, a line count in the header): what the person approves is what runs.
 //! - Anything but `y`/`yes`/`a`/`always` is a decline, and the model is told the user declined.
+//! - Running a command again outside the sandbox is asked as such ("UNCONFINED"), every time:
+//!   it has no "always".
 //! - A prompt abandoned by a cancelled turn stops reading at once: it never takes the line the
 //!   person types next at the session's prompt.
 
@@ -57,11 +59,13 @@ impl Approver for TerminalApprover {
         request: &'a ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
         Box::pin(async move {
-            if self
-                .always
-                .lock()
-                .map(|set| set.contains(&request.tool))
-                .unwrap_or(false)
+            // An unconfined run is asked about every time.
+            if !request.unconfined
+                && self
+                    .always
+                    .lock()
+                    .map(|set| set.contains(&request.tool))
+                    .unwrap_or(false)
             {
                 return Approval::Allow;
             }
@@ -80,7 +84,7 @@ impl Approver for TerminalApprover {
             drop(abandoned);
             match answer.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" => Approval::Allow,
-                "a" | "always" => {
+                "a" | "always" if !request.unconfined => {
                     if let Ok(mut set) = self.always.lock() {
                         set.insert(request.tool.clone());
                     }
@@ -103,10 +107,16 @@ fn approval_question(request: &ApprovalRequest) -> String {
         request.subject.as_str()
     };
     let view = keel_types::approval_view(subject);
-    let mut question = if view.line_count > 1 {
-        format!("? allow {tool} ({} lines):\n", view.line_count)
-    } else {
-        format!("? allow {tool}:\n")
+    let mut question = match (request.unconfined, view.line_count) {
+        (true, _) => format!(
+            "? the command failed inside keel's sandbox, and its output suggests the sandbox \
+             refused something. Run it again OUTSIDE the sandbox — unconfined, with your full \
+             access ({} line{}):\n",
+            view.line_count,
+            if view.line_count == 1 { "" } else { "s" }
+        ),
+        (false, 1) => format!("? allow {tool}:\n"),
+        (false, lines) => format!("? allow {tool} ({lines} lines):\n"),
     };
     for line in &view.lines {
         question.push_str(&format!("    {}\n", visible_line(line)));
@@ -119,8 +129,13 @@ fn approval_question(request: &ApprovalRequest) -> String {
         0 => String::new(),
         n => format!(" — ⚠ {n} characters of long lines not shown; say no unless you know them"),
     };
+    let choices = if request.unconfined {
+        "run it UNCONFINED? [y]es / [n]o".to_string()
+    } else {
+        format!("[y]es / [n]o / [a]lways for {tool}")
+    };
     question.push_str(&format!(
-        "  {tool}: {}{lines}{hidden} — [y]es / [n]o / [a]lways for {tool}: ",
+        "  {tool}: {}{lines}{hidden} — {choices}: ",
         visible_line(&view.head)
     ));
     question
@@ -136,6 +151,7 @@ mod tests {
             tool: "bash".into(),
             subject: subject.into(),
             arguments: String::new(),
+            unconfined: false,
         })
     }
 

@@ -597,3 +597,81 @@ fn without_landlock_keel_says_so_and_never_runs_a_command_unconfined_unasked() {
     assert_eq!(results[0]["state"], "denied", "{results:?}");
     assert!(!escapes.me.join("ran.txt").exists());
 }
+
+#[test]
+fn in_ask_mode_a_refused_command_may_be_run_again_unconfined_only_when_the_user_says_so() {
+    let mut escapes = Escapes::new();
+    // Outside /tmp (which the sandbox replaces), so the refusal is Landlock's "Permission
+    // denied", not a path that is not there.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("made-outside");
+    let write = format!("echo made > {}", target.display());
+    escapes.script(
+        vec![bash(&write), json!({"say": "declined"}), bash(&write)],
+        "",
+    );
+    let (screen, _) = interactive_session_with_env(
+        &escapes.home,
+        &escapes.me,
+        &[("HOME", escapes.me.to_str().unwrap())],
+        "/help for commands",
+        &[
+            ("go\n", Some("[a]lways for bash"), 0),
+            ("y\n", Some("UNCONFINED? [y]es / [n]o"), 0),
+            ("n\n", Some("tokens: "), 0),
+            ("again\n", Some("[a]lways for bash"), 0),
+            ("y\n", Some("UNCONFINED? [y]es / [n]o"), 0),
+            ("y\n", Some("tokens: "), 0),
+            ("/quit\n", None, 300),
+        ],
+    );
+    assert!(screen.contains("OUTSIDE the sandbox"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "made\n",
+        "the second, allowed, unconfined run wrote it"
+    );
+    let results = escapes.results();
+    assert!(results[0].contains("they did not"), "{}", results[0]);
+    assert!(results[1].contains("Permission denied"), "{}", results[1]);
+    assert!(
+        results[1].contains("unconfined; that run:"),
+        "{}",
+        results[1]
+    );
+    let sessions = escapes.run(&["sessions", "--json"]).stdout();
+    let listed: Value = serde_json::from_str(&sessions).unwrap();
+    let session = listed[0]["id"].as_str().unwrap().to_string();
+    let shown = escapes.run(&["session", "show", &session, "--json"]);
+    let value: Value = serde_json::from_str(&shown.stdout()).unwrap();
+    let receipts: Vec<(String, String, String)> = value["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["call_id"].as_str().unwrap().to_string(),
+                r["state"].as_str().unwrap().to_string(),
+                r["sandbox"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let second = &receipts[1].0;
+    assert_eq!(
+        receipts,
+        [
+            (
+                receipts[0].0.clone(),
+                "failed".into(),
+                "workspace-write".into()
+            ),
+            (second.clone(), "failed".into(), "workspace-write".into()),
+            (
+                format!("{second}#unconfined"),
+                "completed".into(),
+                "off".into()
+            ),
+        ],
+        "a receipt of its own, recorded unconfined"
+    );
+}

@@ -138,7 +138,10 @@ impl Approver for SessionApprover {
             return Box::pin(async { Approval::Unattended });
         };
         let approvals = &self.approvals;
-        if lock(&approvals.always).contains(&(session.clone(), request.tool.clone())) {
+        // An unconfined run is asked about every time.
+        if !request.unconfined
+            && lock(&approvals.always).contains(&(session.clone(), request.tool.clone()))
+        {
             return Box::pin(async { Approval::Allow });
         }
         let (sender, receiver) = oneshot::channel();
@@ -156,7 +159,9 @@ impl Approver for SessionApprover {
             match receiver.await {
                 Ok(Decision::Allow) => Approval::Allow,
                 Ok(Decision::Always) => {
-                    lock(&approvals.always).insert((session.clone(), request.tool.clone()));
+                    if !request.unconfined {
+                        lock(&approvals.always).insert((session.clone(), request.tool.clone()));
+                    }
                     Approval::Allow
                 }
                 Ok(Decision::Deny) => Approval::Declined,
@@ -182,6 +187,7 @@ mod tests {
             tool: "bash".into(),
             subject: "ls".into(),
             arguments: "{}".into(),
+            unconfined: false,
         }
     }
 

@@ -1,0 +1,162 @@
+//! "Run it again outside the sandbox?": after a confined command fails in a way that suggests
+//! a sandbox refusal, the person may allow one unconfined run (PRODUCT.md §4d).
+//!
+//! Invariants:
+//! - Only in `ask` mode, only for a `bash` call that ran confined under an enforced sandbox and
+//!   failed (an exit code, not a timeout or a cancel) with output that reads like a refusal.
+//!   keel cannot read the kernel's record of a refusal here, so the question says "suggests".
+//! - Never automatic: a separate approval each time (`ApprovalRequest::unconfined`, which no
+//!   surface answers with a remembered "always"), showing the exact command.
+//! - A separate receipt: `<call id>#unconfined`, durably `started` (sandbox `off`) before the
+//!   command runs, final after; a crash in between leaves it `unknown`, never re-run.
+//! - The model gets both outcomes in the call's one result: the confined run's, then the
+//!   unconfined one's (or that the person declined).
+
+use crate::turn_run::TurnRun;
+use crate::{AgentError, ApprovalRequest, SessionState};
+use keel_sandbox::{Enforcement, SandboxMode};
+use keel_tools::{PermissionMode, ToolContext, ToolOutput};
+use keel_types::kill_point::kill_point;
+use keel_types::{EventBody, ReceiptState, ToolCall, ToolReceipt};
+
+/// What a refusal by the sandbox prints (a command's own words: never proof).
+const REFUSAL_SIGNS: &[&str] = &[
+    "Permission denied",
+    "Read-only file system",
+    "Operation not permitted",
+    "Network is unreachable",
+    "Device or resource busy",
+    "Temporary failure in name resolution",
+    "Could not resolve host",
+];
+
+/// Whether `output` of `call` is one to offer an unconfined run for.
+pub(crate) fn worth_offering(run: &TurnRun<'_>, call: &ToolCall, output: &ToolOutput) -> bool {
+    let shared = run.shared;
+    let Some(sandbox) = &shared.tool_context.sandbox else {
+        return false;
+    };
+    call.name == keel_tools::BuiltinTool::Bash.name()
+        && shared.settings.policy.mode == PermissionMode::Ask
+        && sandbox.mode != SandboxMode::Off
+        && sandbox.enforcement() == Enforcement::Enforced
+        && output.is_error
+        && output.summary.starts_with("exit ")
+        && REFUSAL_SIGNS
+            .iter()
+            .any(|sign| output.content.contains(sign))
+}
+
+/// Ask, and if the person allows it, run `call` once more outside the sandbox under a receipt
+/// of its own; `confined` with what happened appended.
+pub(crate) async fn offer(
+    run: &mut TurnRun<'_>,
+    state: &mut SessionState,
+    call: &ToolCall,
+    context: &ToolContext,
+    confined: ToolOutput,
+) -> Result<ToolOutput, AgentError> {
+    let shared = run.shared;
+    let Ok(valid) = shared.registry.validate(&call.name, &call.arguments) else {
+        return Ok(confined);
+    };
+    let command = valid
+        .args
+        .get("command")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let call_id = format!("{}#unconfined", call.id);
+    let request = ApprovalRequest {
+        call_id: call_id.clone(),
+        tool: "bash (unconfined)".into(),
+        subject: command.clone(),
+        arguments: call.arguments.clone(),
+        unconfined: true,
+    };
+    let answer = shared.approver.approve(&request);
+    run.emit(EventBody::ApprovalRequested {
+        call_id: call_id.clone(),
+        name: request.tool.clone(),
+        subject: command.clone(),
+        view: keel_types::approval_view(&command),
+    });
+    let answer = tokio::select! {
+        biased;
+        () = run.cancelled() => None,
+        answer = answer => Some(answer),
+    };
+    let Some(answer) = answer else {
+        return Ok(confined);
+    };
+    if answer.refusal().is_some() {
+        let mut output = confined;
+        output
+            .content
+            .push_str("\n[keel asked the user to run it again outside the sandbox; they did not]");
+        return Ok(output);
+    }
+    let seq = state.next_seq;
+    state.next_seq += 1;
+    let mut receipt = ToolReceipt {
+        call_id: call_id.clone(),
+        tool: call.name.clone(),
+        args_digest: crate::turn::digest(&call.arguments),
+        state: ReceiptState::Started,
+        turn: run.turn,
+        seq,
+        summary: None,
+        sandbox: Some(SandboxMode::Off.name().to_string()),
+    };
+    kill_point("before_receipt_started");
+    shared.store.put_receipt(&shared.session.id, &receipt)?;
+    kill_point("after_receipt_started");
+    run.emit(EventBody::ToolStarted {
+        call_id: call_id.clone(),
+        name: call.name.clone(),
+    });
+    let unconfined_context = ToolContext {
+        sandbox: None,
+        ..context.clone()
+    };
+    let outcome = tokio::select! {
+        biased;
+        () = run.cancelled() => None,
+        output = valid.run(&unconfined_context) => Some(output),
+    };
+    let (final_state, text) = match outcome {
+        Some(output) => {
+            let state = if output.is_error {
+                ReceiptState::Failed
+            } else {
+                ReceiptState::Completed
+            };
+            receipt.summary = Some(output.summary.clone());
+            (state, output.content)
+        }
+        None => (ReceiptState::Cancelled, "[cancelled]".to_string()),
+    };
+    receipt.state = final_state;
+    shared.store.put_receipt(&shared.session.id, &receipt)?;
+    let summary = receipt.summary.clone().unwrap_or_default();
+    let excerpt: String = shared
+        .tool_context
+        .secrets
+        .redact(&text)
+        .chars()
+        .take(keel_types::event::OUTPUT_EXCERPT_CHARS)
+        .collect();
+    run.emit(EventBody::ToolResult {
+        call_id,
+        name: call.name.clone(),
+        state: final_state,
+        summary,
+        output: excerpt,
+    });
+    let mut output = confined;
+    output.content.push_str(&format!(
+        "\n[the user allowed running it again outside the sandbox, unconfined; that run:]\n{text}"
+    ));
+    output.is_error = final_state != ReceiptState::Completed;
+    Ok(output)
+}
