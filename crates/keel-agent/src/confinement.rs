@@ -46,6 +46,7 @@ pub(crate) fn open(
         home: setup.home.clone(),
         temp_dir: Some(temp.path().to_path_buf()),
         referenced_files: setup.referenced_files.clone(),
+        socket_dirs: Vec::new(),
     };
     let sandbox = Sandbox::new(setup.settings.clone(), places);
     let mode = match (setup.settings.mode, permission_mode) {

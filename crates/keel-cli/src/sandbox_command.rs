@@ -39,6 +39,7 @@ pub fn run(common: &CommonArgs, args: &SandboxArgs) -> anyhow::Result<Outcome> {
             home: setup.home.clone(),
             temp_dir: Some(temp.path().to_path_buf()),
             referenced_files: setup.referenced_files.clone(),
+            socket_dirs: Vec::new(),
         },
     );
     for line in sandbox.describe(mode) {

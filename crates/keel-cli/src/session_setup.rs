@@ -363,6 +363,7 @@ pub fn mcp_sandbox(
         home: setup.home.clone(),
         temp_dir: None,
         referenced_files: setup.referenced_files.clone(),
+        socket_dirs: Vec::new(),
     };
     Ok(Some(Arc::new(keel_sandbox::Sandbox::owning_temp(
         setup.settings.clone(),

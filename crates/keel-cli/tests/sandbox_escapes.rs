@@ -339,16 +339,36 @@ fn git_and_keels_own_files_cannot_be_changed() {
     );
     steps.push(json!({"tool": "write_file", "args": {"path": ".git/config", "content": "evil"}}));
     steps.push(json!({"tool": "edit_file", "args": {"path": "keel.toml", "old_string": "60", "new_string": "6000"}}));
+    steps.push(json!({"tool": "write_file", "args": {"path": ".git/commondir", "content": "../elsewhere"}}));
+    // A redirect git follows to another directory's config and hooks: undone after the command.
+    steps.push(bash("echo ../elsewhere > .git/commondir"));
+    steps.push(json!({"tool": "read_file", "args": {"path": "/proc/self/environ"}}));
     let mut escapes = Escapes::new();
     escapes.script(steps, "");
     let run = escapes.run(&["run", "--yes", "--json", "tamper"]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let results = escapes.results();
-    assert_eq!(results.len(), cases.len() + 3);
+    assert_eq!(results.len(), cases.len() + 6);
+    assert!(
+        results[cases.len() + 3].contains("keel sandbox: writing"),
+        "{}",
+        results[cases.len() + 3]
+    );
+    assert!(
+        results[cases.len() + 4].contains("keel removed it"),
+        "{}",
+        results[cases.len() + 4]
+    );
+    assert!(!escapes.me.join(".git/commondir").exists());
+    assert!(
+        results[cases.len() + 5].contains("read_file does not read there"),
+        "{}",
+        results[cases.len() + 5]
+    );
     for ((label, _), result) in cases.iter().zip(&results) {
         refused_by_the_sandbox(label, result);
     }
-    for result in &results[cases.len()..] {
+    for result in &results[cases.len()..cases.len() + 3] {
         assert!(
             result.contains("keel sandbox: writing") && result.contains("read-only"),
             "{result}"
@@ -601,8 +621,8 @@ fn without_landlock_keel_says_so_and_never_runs_a_command_unconfined_unasked() {
 #[test]
 fn in_ask_mode_a_refused_command_may_be_run_again_unconfined_only_when_the_user_says_so() {
     let mut escapes = Escapes::new();
-    // Outside /tmp (which the sandbox replaces), so the refusal is Landlock's "Permission
-    // denied", not a path that is not there.
+    // Outside /tmp (which the sandbox replaces), so the refusal is a refusal ("Read-only file
+    // system"), not a path that is not there.
     let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let target = outside.path().join("made-outside");
     let write = format!("echo made > {}", target.display());
@@ -633,7 +653,11 @@ fn in_ask_mode_a_refused_command_may_be_run_again_unconfined_only_when_the_user_
     );
     let results = escapes.results();
     assert!(results[0].contains("they did not"), "{}", results[0]);
-    assert!(results[1].contains("Permission denied"), "{}", results[1]);
+    assert!(
+        results[1].contains("Read-only file system") || results[1].contains("Permission denied"),
+        "{}",
+        results[1]
+    );
     assert!(
         results[1].contains("unconfined; that run:"),
         "{}",

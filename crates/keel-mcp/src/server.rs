@@ -301,6 +301,14 @@ fn spawn_stdio(
             .spawn()
             .map_err(|error| error.to_string());
     };
+    if !keel_sandbox::meets_minimum() {
+        return Err(format!(
+            "keel sandbox: this machine cannot confine it (missing: {}); keel starts no server \
+             unconfined on its own say: set `sandbox = \"off\"` in its [mcp_servers] table of \
+             your config to run it unconfined",
+            keel_sandbox::detected().missing().join("; ")
+        ));
+    }
     let confinement = sandbox
         .confine_policy(process.as_std_mut(), &policy)
         .map_err(|error| error.to_string())?;

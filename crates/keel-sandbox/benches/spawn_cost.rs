@@ -48,6 +48,7 @@ fn main() {
             home: std::env::var_os("HOME").map(Into::into),
             temp_dir: Some(keel_home.join("tmp/bench")),
             referenced_files: Vec::new(),
+            socket_dirs: Vec::new(),
         },
     );
     let all = keel_sandbox::detected();

@@ -47,10 +47,12 @@ pub(crate) enum MountOp {
         target: CString,
         make_dirs: Vec<CString>,
     },
-    /// An empty tmpfs on `target` (read-only when it hides something).
-    Tmpfs {
+    /// A new filesystem on `target`: an empty tmpfs (read-only when it hides something), or
+    /// a private devpts.
+    Filesystem {
+        kind: CString,
         target: CString,
-        read_only: bool,
+        flags: c_ulong,
         options: CString,
     },
     /// `attributes` (`MOUNT_ATTR_*`) set on the mount at `target` and everything below it:
@@ -59,8 +61,10 @@ pub(crate) enum MountOp {
     Seal {
         target: CString,
         attributes: u64,
-        /// `MOUNT_ATTR_*` cleared (a writable root under a sealed one is opened again).
+        /// `MOUNT_ATTR_*` cleared (a writable root, made read-only with the rest, opened again).
         cleared: u64,
+        /// With everything mounted below it.
+        recursive: bool,
     },
 }
 
@@ -136,10 +140,6 @@ pub(crate) struct Prepared {
     pub report: OwnedFd,
 }
 
-// SAFETY (for `Send`/`Sync`): `libc::sock_filter` is plain data (integers only).
-unsafe impl Send for Prepared {}
-unsafe impl Sync for Prepared {}
-
 /// The steps named in failure reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -149,13 +149,14 @@ pub(crate) enum Step {
     SetGroups,
     UidMap,
     GidMap,
+    NoNestedUsers,
     Loopback,
     MakePrivate,
     CloneTree,
     Bind,
     MakeDir,
     AttachTree,
-    Tmpfs,
+    Filesystem,
     Seal,
     Fork,
     ProcMount,
@@ -167,19 +168,20 @@ pub(crate) enum Step {
 }
 
 impl Step {
-    pub(crate) const ALL: [Step; 20] = [
+    pub(crate) const ALL: [Step; 21] = [
         Step::ParentDeath,
         Step::Unshare,
         Step::SetGroups,
         Step::UidMap,
         Step::GidMap,
+        Step::NoNestedUsers,
         Step::Loopback,
         Step::MakePrivate,
         Step::CloneTree,
         Step::Bind,
         Step::MakeDir,
         Step::AttachTree,
-        Step::Tmpfs,
+        Step::Filesystem,
         Step::Seal,
         Step::Fork,
         Step::ProcMount,
@@ -257,10 +259,13 @@ fn write_file(path: &[u8], bytes: &[u8]) -> c_long {
             return -1;
         }
         let written = libc::write(fd, bytes.as_ptr().cast::<c_void>(), bytes.len());
+        let failure = errno();
         libc::close(fd);
         if written == bytes.len() as isize {
             0
         } else {
+            // A short write leaves errno as it was: say what it was.
+            *libc::__errno_location() = if written < 0 { failure } else { libc::EIO };
             -1
         }
     }
@@ -316,6 +321,14 @@ fn enter_namespaces(prepared: &Prepared) -> std::io::Result<()> {
             write_file(b"/proc/self/gid_map\0", &prepared.gid_map),
             prepared,
             Step::GidMap,
+            0,
+        )?;
+        // No user namespace inside this one: a nested one would hand the command every
+        // capability again (in it), and the kernel's attack surface with them.
+        check(
+            write_file(b"/proc/sys/user/max_user_namespaces\0", b"0"),
+            prepared,
+            Step::NoNestedUsers,
             0,
         )?;
     }
@@ -422,33 +435,33 @@ fn mount(
                 libc::close(fd);
                 check(result, prepared, Step::AttachTree, index)
             }
-            MountOp::Tmpfs {
+            MountOp::Filesystem {
+                kind,
                 target,
-                read_only,
+                flags,
                 options,
-            } => {
-                let mut flags = libc::MS_NOSUID | libc::MS_NODEV;
-                if *read_only {
-                    flags |= libc::MS_RDONLY;
-                }
-                check(
-                    libc::mount(
-                        c"tmpfs".as_ptr(),
-                        target.as_ptr(),
-                        c"tmpfs".as_ptr(),
-                        flags,
-                        options.as_ptr().cast::<c_void>(),
-                    ) as c_long,
-                    prepared,
-                    Step::Tmpfs,
-                    index,
-                )
-            }
+            } => check(
+                libc::mount(
+                    kind.as_ptr(),
+                    target.as_ptr(),
+                    kind.as_ptr(),
+                    *flags,
+                    options.as_ptr().cast::<c_void>(),
+                ) as c_long,
+                prepared,
+                Step::Filesystem,
+                index,
+            ),
             MountOp::Seal {
                 target,
                 attributes,
                 cleared,
+                recursive,
             } => {
+                let mut at = libc::AT_SYMLINK_NOFOLLOW as c_uint;
+                if *recursive {
+                    at |= libc::AT_RECURSIVE as c_uint;
+                }
                 let attr = MountAttr {
                     attr_set: *attributes,
                     attr_clr: *cleared,
@@ -460,7 +473,7 @@ fn mount(
                         libc::SYS_mount_setattr,
                         libc::AT_FDCWD,
                         target.as_ptr(),
-                        (libc::AT_RECURSIVE | libc::AT_SYMLINK_NOFOLLOW) as c_uint,
+                        at,
                         &raw const attr,
                         std::mem::size_of::<MountAttr>(),
                     ),
@@ -491,16 +504,37 @@ fn close_all_but(keep: &[c_int]) {
     for &fd in keep {
         let fd = fd as c_uint;
         if fd > from {
-            // SAFETY: closing descriptors of this process only.
-            unsafe {
-                libc::syscall(libc::SYS_close_range, from, fd - 1, 0);
-            }
+            close_range(from, fd - 1);
         }
-        from = fd + 1;
+        from = fd.saturating_add(1);
     }
-    // SAFETY: as above.
+    close_range(from, c_uint::MAX);
+}
+
+/// Close `first..=last`; where `close_range` is missing (before Linux 5.9), one by one up to
+/// the descriptor limit.
+fn close_range(first: c_uint, last: c_uint) {
+    // SAFETY: closing descriptors of this process only; `rlimit` is a stack value.
     unsafe {
-        libc::syscall(libc::SYS_close_range, from, c_uint::MAX, 0);
+        if libc::syscall(libc::SYS_close_range, first, last, 0) == 0 {
+            return;
+        }
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) == 0 {
+            c_uint::try_from(limit.rlim_cur)
+                .unwrap_or(65_536)
+                .min(last.saturating_add(1))
+        } else {
+            65_536.min(last.saturating_add(1))
+        };
+        let mut fd = first;
+        while fd < top {
+            libc::close(fd as c_int);
+            fd += 1;
+        }
     }
 }
 
@@ -570,8 +604,10 @@ fn split_into_init_and_command(prepared: &Prepared) -> std::io::Result<()> {
             // The outer process: keel's child. Wait for PID 1 and end like the command.
             libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
             default_signals();
-            let mut keep = [status_pipe[0], lifeline[1]];
-            keep.sort_unstable();
+            let keep = [
+                status_pipe[0].min(lifeline[1]),
+                status_pipe[0].max(lifeline[1]),
+            ];
             close_all_but(&keep);
             let init_status = wait_for(init);
             let mut status = [0u8; 2];
@@ -587,6 +623,9 @@ fn split_into_init_and_command(prepared: &Prepared) -> std::io::Result<()> {
         // closed to the command, which has no capability in keel's user namespace), and with
         // keel's argv and environment cleared (the command's exec makes its own dumpable).
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        // A session of its own: no controlling terminal, so nothing in the sandbox can push
+        // keystrokes into the user's terminal (TIOCSTI) or take it over.
+        check(libc::setsid() as c_long, prepared, Step::Fork, 4)?;
         for (start, end) in prepared.keel_strings {
             if start != 0 && end > start {
                 libc::memset(start as *mut c_void, 0, end - start);
@@ -645,6 +684,24 @@ fn split_into_init_and_command(prepared: &Prepared) -> std::io::Result<()> {
 fn restrict(prepared: &Prepared) -> std::io::Result<()> {
     // SAFETY: plain system calls; the BPF program and strings are owned by `prepared`.
     unsafe {
+        if !prepared.pid_namespace {
+            // No init to start a session: let go of the controlling terminal instead.
+            let tty = libc::open(
+                c"/dev/tty".as_ptr(),
+                libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+            );
+            if tty >= 0 {
+                libc::ioctl(tty, libc::TIOCNOTTY);
+                libc::close(tty);
+            }
+        }
+        // Descriptors keel was handed without close-on-exec do not reach the command.
+        libc::syscall(
+            libc::SYS_close_range,
+            3,
+            c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        );
         check(
             libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as c_long,
             prepared,

@@ -7,7 +7,8 @@
 //!   refused.
 //! - Refused outright: io_uring (it bypasses the other rules' hooks), `bpf`, `perf_event_open`,
 //!   the keyring, every mount call (after set-up), `setns`, `userfaultfd`, module loading,
-//!   `kexec`, `swapon`/`swapoff`, `reboot`, `acct`, `quotactl`.
+//!   `kexec`, `swapon`/`swapoff`, `reboot`, `acct`, `quotactl`; `ioctl` `TIOCSTI` (typing
+//!   into a terminal) and `TIOCLINUX`, compared on the low 32 bits as the kernel reads them.
 //! - Other ABIs: a system call made through another architecture's entry (`int 0x80` on
 //!   x86-64) kills the process; x32 numbers are refused.
 //! - Every refusal returns `EPERM` (the filter's own errno); nothing else is changed.
@@ -55,12 +56,17 @@ const REFUSED: &[i64] = &[
     libc::SYS_finit_module,
     libc::SYS_delete_module,
     libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
     libc::SYS_swapon,
     libc::SYS_swapoff,
     libc::SYS_reboot,
     libc::SYS_acct,
     libc::SYS_quotactl,
+    libc::SYS_quotactl_fd,
 ];
+
+/// `ioctl` requests refused: pushing input into a terminal, and the console's own requests.
+const REFUSED_IOCTLS: &[libc::Ioctl] = &[libc::TIOCSTI, libc::TIOCLINUX];
 
 fn differs(arg: u8, value: i32) -> Result<SeccompCondition, FilterError> {
     SeccompCondition::new(
@@ -91,6 +97,24 @@ pub(crate) fn program(internet: InternetSockets) -> Result<Vec<libc::sock_filter
         libc::SYS_socket,
         vec![SeccompRule::new(other_family).map_err(|error| FilterError(error.to_string()))?],
     );
+    // Compared on the low 32 bits, as the kernel reads the request (a request with high bits
+    // set is the same request to it).
+    let ioctls = REFUSED_IOCTLS
+        .iter()
+        .map(|request| {
+            SeccompCondition::new(
+                1,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Eq,
+                // `Ioctl` is 64 bits wide on every target keel builds for.
+                #[allow(clippy::useless_conversion)]
+                u64::from(*request),
+            )
+            .and_then(|condition| SeccompRule::new(vec![condition]))
+            .map_err(|error| FilterError(error.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    rules.insert(libc::SYS_ioctl, ioctls);
     rules.insert(
         libc::SYS_socketpair,
         vec![

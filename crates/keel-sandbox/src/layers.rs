@@ -1,8 +1,9 @@
 //! The kernel features a confined command can get, and what they add up to.
 //!
 //! Invariants:
-//! - "Enforced" (`meet_minimum`) means Landlock file rules, seccomp, and isolation from keel:
-//!   Landlock's scoping (ABI 6), or a PID and a network namespace.
+//! - "Enforced" (`meet_minimum`) means Landlock file rules, seccomp, a user and mount
+//!   namespace (hidden and protected paths, everything else read-only), and isolation from
+//!   keel: Landlock's scoping (ABI 6), or a PID and a network namespace.
 //! - `without` can only take layers away, never add one.
 
 /// The kernel features a confined command can get.
@@ -32,10 +33,13 @@ impl Layers {
         ipc_namespace: false,
     };
 
-    /// Whether these layers meet the minimum of an enforced sandbox.
+    /// Whether these layers meet the minimum of an enforced sandbox: Landlock file rules,
+    /// seccomp, a mount namespace (without it nothing is hidden, nothing protected, and no
+    /// metadata change is refused outside the writable roots), and isolation from keel.
     pub fn meet_minimum(&self) -> bool {
         self.landlock_abi >= 1
             && self.seccomp
+            && self.user_namespace
             && (self.landlock_abi >= 6 || (self.pid_namespace && self.net_namespace))
     }
 
@@ -180,7 +184,11 @@ mod tests {
         };
         assert!(old_kernel.meet_minimum(), "namespaces isolate it from keel");
         assert!(!old_kernel.without("netns").meet_minimum());
-        assert!(full.without("userns").meet_minimum(), "scoping isolates it");
+        assert!(
+            !full.without("userns").meet_minimum(),
+            "no hidden or protected path without a mount namespace"
+        );
+        assert!(full.without("pidns").meet_minimum(), "scoping isolates it");
         assert!(full.without("userns").missing()[0].contains("user namespaces"));
         assert!(full.without("landlock").missing()[0].contains("Landlock"));
     }

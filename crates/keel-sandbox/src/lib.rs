@@ -4,17 +4,21 @@
 //!
 //! | rule | enforced by |
 //! |---|---|
-//! | writes only in the workspace, added dirs, `allow_write`, the temp dir and a few devices | Landlock file rules (ABI 1+; truncation ABI 3+, device ioctls ABI 5+) |
+//! | writes only in the workspace, added dirs, `allow_write`, the temp dir and a few devices | Landlock file rules (ABI 1+; truncation ABI 3+, device ioctls ABI 5+), and the mount namespace's read-only rest |
 //! | renames and links cannot move a file out of where it may be written | Landlock `refer` (ABI 2+) |
-//! | `forbid_read` paths (credentials, keel's own state) unreadable | mount namespace: an empty, closed, read-only tmpfs on a directory; `/dev/null` sealed without devices on a file |
-//! | `.git/config`, `.git/hooks`, `.git/info`, `keel.toml`, `.mcp.json`, `.keel/` unchangeable | mount namespace: bound read-only on themselves, their ancestors made mount points (no rename, no `rm -rf`) |
-//! | the session's temp dir is `/tmp`; `/dev/shm` private; `/run`, `$XDG_RUNTIME_DIR` hidden (the Docker socket, the D-Bus bus) | mount namespace |
+//! | no permission, owner, time or xattr change outside the writable roots | mount namespace: everything else read-only (Landlock does not cover these) |
+//! | `forbid_read` paths (credentials, agents' sockets, keel's own state) unreadable | mount namespace: an empty, closed, read-only tmpfs on a directory; `/dev/null` sealed without devices on a file |
+//! | `.git/config`, `.git/hooks`, `.git/info`, `.git/modules`, `.git/worktrees`, `keel.toml`, `.mcp.json`, `.keel/` unchangeable | mount namespace: bound read-only on themselves, their ancestors made mount points (no rename, no `rm -rf`); git redirect files a command makes are removed after it (`undo_git_redirects`) |
+//! | the session's temp dir is `/tmp`; `/dev/shm` and devpts private; `/run`, `$XDG_RUNTIME_DIR` hidden (the Docker socket, the D-Bus bus) | mount namespace |
 //! | no signals to, ptrace of, or `/proc/PID/environ` of keel or its parent | Landlock's ptrace restriction (ABI 1+) and scoping (ABI 6+); a PID namespace with its own `/proc` (keel is not even visible) |
 //! | no abstract unix socket outside | Landlock scoping (ABI 6+); a network namespace |
 //! | network off: nothing reaches the host's ports or beyond; the command's own loopback works | network namespace (lo only); without one, Landlock TCP rules (ABI 4+) and no internet sockets (seccomp) |
-//! | socket families allowlisted; io_uring, bpf, perf, keyring, mount calls refused; other ABIs killed | seccomp |
+//! | socket families allowlisted; io_uring, bpf, perf, keyring, mount calls, `TIOCSTI` refused; other ABIs killed | seccomp |
+//! | no controlling terminal | a session of its own (`setsid` in the namespace's init; `TIOCNOTTY` without one) |
+//! | no nested user namespace (every capability again, in it) | `max_user_namespaces` = 0 in its own |
 //! | no privilege gained (setuid, file capabilities) or kept (root) | `no_new_privs`, the capability bounding set emptied, `SECBIT_NOROOT` |
-//! | every process of a command dies with it, and with keel | a PID namespace (all die with its init), parent-death signals from a thread that lives as long as keel |
+//! | no descriptor keel inherited reaches it | close-on-exec on every descriptor above stderr |
+//! | every process of a command dies with it, and with keel | a PID namespace (all die with its init; without one, only the command itself has the parent-death signal), parent-death signals from a thread that lives as long as keel |
 //!
 //! Invariants:
 //! - `Sandbox::confine` either arranges every layer its policy uses on this kernel or fails:
@@ -27,6 +31,7 @@ mod confine;
 mod filter;
 mod lasting;
 mod layers;
+mod mounts;
 mod plan;
 mod policy;
 mod support;
@@ -37,8 +42,8 @@ pub use lasting::on_lasting_thread;
 pub use layers::Layers;
 pub use plan::Failures;
 pub use policy::{
-    HOME_SECRETS, KEEL_HOME_PRIVATE, Network, PROTECTED_IN_ROOT, Places, Protected, SandboxMode,
-    SandboxPolicy, SandboxSettings,
+    GIT_REDIRECTS, HOME_SECRETS, KEEL_HOME_PRIVATE, Network, PROTECTED_IN_ROOT, Places, Protected,
+    RUNTIME_DIRS, SandboxMode, SandboxPolicy, SandboxSettings,
 };
 pub use support::{UNSUPPORTED_ENV, detected, meets_minimum, warm_up};
 pub use temp::TempDir;
@@ -127,10 +132,22 @@ pub const SERVER_CACHES: &[&str] = &[".npm", ".cache"];
 pub struct Sandbox {
     settings: SandboxSettings,
     places: Places,
-    protected_at_start: Vec<Protected>,
+    /// The policy as resolved when the session started: its roots are fixed then (a command
+    /// cannot move the next one's by replacing a directory with a link).
+    start: SandboxPolicy,
+    /// The git redirect files (`GIT_REDIRECTS`) that did not exist at the start: a command
+    /// that creates one has it removed (`undo_git_redirects`).
+    redirects_absent_at_start: Vec<PathBuf>,
     /// A temp dir this sandbox owns (removed with its last clone).
     _owned_temp: Option<std::sync::Arc<TempDir>>,
+    /// The directories of the home that hold sockets, found once, the first time a policy is
+    /// made (a walk of the home is not for the start-up path).
+    found_sockets: std::sync::Arc<std::sync::OnceLock<Vec<PathBuf>>>,
 }
+
+/// How deep and how much of the home directory is searched for sockets.
+const SOCKET_SEARCH_DEPTH: usize = 3;
+const SOCKET_SEARCH_BUDGET: usize = 20_000;
 
 /// A command set up to run confined; explains a failed spawn.
 #[derive(Debug)]
@@ -157,11 +174,20 @@ impl Confinement {
 impl Sandbox {
     pub fn new(settings: SandboxSettings, places: Places) -> Sandbox {
         let start = SandboxPolicy::resolve(&settings, &places, SandboxMode::WorkspaceWrite);
+        let redirects_absent_at_start = start
+            .writable
+            .iter()
+            .filter(|root| root.join(".git").is_dir())
+            .flat_map(|root| policy::GIT_REDIRECTS.iter().map(|name| root.join(name)))
+            .filter(|path| path.symlink_metadata().is_err())
+            .collect();
         Sandbox {
             settings,
             places,
-            protected_at_start: start.read_only,
+            start,
+            redirects_absent_at_start,
             _owned_temp: None,
+            found_sockets: std::sync::Arc::default(),
         }
     }
 
@@ -192,8 +218,26 @@ impl Sandbox {
 
     /// The policy in `mode` now (hidden paths found again; protected paths as at the start).
     pub fn policy(&self, mode: SandboxMode) -> SandboxPolicy {
-        SandboxPolicy::resolve(&self.settings, &self.places, mode)
-            .with_protected(&self.protected_at_start)
+        let sockets = self.found_sockets.get_or_init(|| {
+            let Some(home) = &self.places.home else {
+                return Vec::new();
+            };
+            let skip = [self.places.workspace.clone()];
+            policy::socket_dirs_in(home, &skip, SOCKET_SEARCH_DEPTH, SOCKET_SEARCH_BUDGET)
+        });
+        let places = Places {
+            socket_dirs: self
+                .places
+                .socket_dirs
+                .iter()
+                .chain(sockets)
+                .cloned()
+                .collect(),
+            ..self.places.clone()
+        };
+        let mut policy = self.start.with_mode(mode);
+        policy.forbid_read = policy.hidden_now(&self.settings, &places);
+        policy
     }
 
     /// The policy of an MCP stdio server (`None`: it runs unconfined).
@@ -213,6 +257,26 @@ impl Sandbox {
                 Some(policy)
             }
         }
+    }
+
+    /// Remove the git redirect files a command created (they would make the user's own git
+    /// read another directory's configuration and hooks, outside the sandbox); those removed.
+    pub fn undo_git_redirects(&self) -> Vec<PathBuf> {
+        let mut removed = Vec::new();
+        for path in &self.redirects_absent_at_start {
+            let Ok(meta) = path.symlink_metadata() else {
+                continue;
+            };
+            let gone = if meta.is_dir() {
+                std::fs::remove_dir_all(path)
+            } else {
+                std::fs::remove_file(path)
+            };
+            if gone.is_ok() {
+                removed.push(path.clone());
+            }
+        }
+        removed
     }
 
     /// Where commands stand in `mode` on this kernel.
@@ -279,6 +343,15 @@ impl Sandbox {
         layers: &Layers,
     ) -> Result<Confinement, SandboxError> {
         let mode = policy.mode;
+        if let Some(moved) = policy.moved_root() {
+            return Err(SandboxError::Path {
+                path: moved.to_path_buf(),
+                reason: "it no longer leads where it did when the session started (a link \
+                         replaced a directory on its path); keel confines nothing to where it \
+                         leads now"
+                    .into(),
+            });
+        }
         let plan = plan::prepare(policy, layers)?;
         for (name, value) in &plan.env {
             match value {

@@ -18,9 +18,10 @@
 //! - Every step has a description, so a failure names what it was doing.
 
 use crate::SandboxError;
-use crate::confine::{self, LateRule, LoopbackUp, MAX_TREES, MountOp, Prepared, REPORT_LEN, Step};
+use crate::confine::{self, LateRule, LoopbackUp, Prepared, REPORT_LEN, Step};
 use crate::filter::{self, InternetSockets};
 use crate::layers::Layers;
+use crate::mounts::{Mounts, mounts};
 use crate::policy::{Network, SandboxPolicy};
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
@@ -29,7 +30,7 @@ use landlock::{
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixDatagram;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// What the child will run, and how to read its failure reports.
 pub(crate) struct Plan {
@@ -65,7 +66,6 @@ const DEVICES: &[&str] = &[
     "/dev/random",
     "/dev/urandom",
     "/dev/tty",
-    "/dev/ptmx",
 ];
 
 fn ruleset(policy: &SandboxPolicy, layers: &Layers) -> Result<Option<OwnedFd>, SandboxError> {
@@ -113,10 +113,18 @@ fn ruleset(policy: &SandboxPolicy, layers: &Layers) -> Result<Option<OwnedFd>, S
             .add_rule(rule(path, device)?)
             .map_err(landlock_error)?;
     }
-    if Path::new("/dev/pts").is_dir() {
-        created = created
-            .add_rule(rule(Path::new("/dev/pts"), device | AccessFs::ReadDir)?)
-            .map_err(landlock_error)?;
+    if !layers.user_namespace {
+        // No private devpts: the host's ptys (the user's other terminals among them).
+        for (path, access) in [
+            ("/dev/pts", device | AccessFs::ReadDir),
+            ("/dev/ptmx", device),
+        ] {
+            if Path::new(path).exists() {
+                created = created
+                    .add_rule(rule(Path::new(path), access)?)
+                    .map_err(landlock_error)?;
+            }
+        }
     }
     if !layers.user_namespace && Path::new("/dev/shm").is_dir() {
         // No private one: the host's, shared (POSIX semaphores and shared memory need it).
@@ -127,241 +135,39 @@ fn ruleset(policy: &SandboxPolicy, layers: &Layers) -> Result<Option<OwnedFd>, S
     Ok(created.into())
 }
 
-/// The rules for what only exists in the child: its private `/dev/shm`.
+/// The rules for what only exists in the child: its private `/dev/shm` and devpts.
 fn late_rules(layers: &Layers) -> Vec<LateRule> {
-    if layers.landlock_abi < 1 || !layers.user_namespace || !Path::new("/dev/shm").is_dir() {
+    if layers.landlock_abi < 1 || !layers.user_namespace {
         return Vec::new();
     }
     let abi = ABI::from(layers.landlock_abi);
-    vec![LateRule {
-        path: c"/dev/shm".to_owned(),
-        access: AccessFs::from_all(abi).bits(),
-    }]
-}
-
-/// The mounts, and whether `/tmp` is the session's temp dir in the child.
-struct Mounts {
-    ops: Vec<MountOp>,
-    steps: Vec<String>,
-    tmp_replaced: bool,
-}
-
-impl Mounts {
-    fn push(&mut self, op: MountOp, step: String) {
-        self.ops.push(op);
-        self.steps.push(step);
+    let mut device = AccessFs::ReadFile | AccessFs::WriteFile;
+    if layers.landlock_abi >= 3 {
+        device |= AccessFs::Truncate;
     }
-}
-
-/// Empty and closed: nothing can be listed, read or created under it.
-const HIDING_TMPFS: &str = "size=4k,nr_inodes=1,mode=000";
-
-fn mounts(policy: &SandboxPolicy) -> Result<Mounts, SandboxError> {
-    let mut mounts = Mounts {
-        ops: Vec::new(),
-        steps: Vec::new(),
-        tmp_replaced: false,
-    };
-    mounts.push(MountOp::MakePrivate, "making mounts private".into());
-    let tmp = Path::new("/tmp");
-    // Roots that stay reachable at their own paths (the workspace even in read-only mode).
-    let mut roots: Vec<PathBuf> = vec![policy.workspace.clone()];
-    for root in &policy.writable {
-        if !roots.iter().any(|kept| root.starts_with(kept)) {
-            roots.retain(|kept| !kept.starts_with(root));
-            roots.push(root.clone());
-        }
+    if layers.landlock_abi >= 5 {
+        device |= AccessFs::IoctlDev;
     }
-    let tmp_is_plain = tmp
-        .symlink_metadata()
-        .is_ok_and(|meta| meta.file_type().is_dir());
-    let back: Vec<&PathBuf> = roots.iter().filter(|root| root.starts_with(tmp)).collect();
-    if let Some(temp) = &policy.temp_dir
-        && tmp_is_plain
-        && temp != tmp
-        && back.len() <= MAX_TREES
-        && !roots.iter().any(|root| tmp.starts_with(root))
-    {
-        for (slot, root) in back.iter().enumerate() {
-            mounts.push(
-                MountOp::CloneTree {
-                    source: c_path(root)?,
-                    slot,
-                },
-                format!("keeping {} reachable", root.display()),
-            );
-        }
-        mounts.push(
-            MountOp::Bind {
-                source: c_path(temp)?,
-                target: c_path(tmp)?,
-            },
-            format!("putting the session's temp dir {} on /tmp", temp.display()),
-        );
-        for (slot, root) in back.iter().enumerate() {
-            let make_dirs = root
-                .ancestors()
-                .filter(|ancestor| ancestor.starts_with(tmp) && *ancestor != tmp)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .map(c_path)
-                .collect::<Result<Vec<_>, _>>()?;
-            mounts.push(
-                MountOp::AttachTree {
-                    slot,
-                    target: c_path(root)?,
-                    make_dirs,
-                },
-                format!("attaching {} under the new /tmp", root.display()),
-            );
-            // Below the temp dir, Landlock would let it be written through its mount point:
-            // a root that is not writable is sealed read-only.
-            if !policy.writable.contains(root) {
-                mounts.push(
-                    MountOp::Seal {
-                        target: c_path(root)?,
-                        attributes: libc::MOUNT_ATTR_RDONLY,
-                        cleared: 0,
-                    },
-                    format!("keeping {} read-only", root.display()),
-                );
-                // A writable root inside it (an MCP server's `~/.cache` in a workspace that is
-                // `~`) is a mount of its own again, writable.
-                for inner in policy
-                    .writable
-                    .iter()
-                    .filter(|inner| inner.starts_with(root))
-                {
-                    let target = c_path(inner)?;
-                    mounts.push(
-                        MountOp::Bind {
-                            source: target.clone(),
-                            target: target.clone(),
-                        },
-                        format!("keeping {} writable", inner.display()),
-                    );
-                    mounts.push(
-                        MountOp::Seal {
-                            target,
-                            attributes: 0,
-                            cleared: libc::MOUNT_ATTR_RDONLY,
-                        },
-                        format!("keeping {} writable", inner.display()),
-                    );
-                }
-            }
-        }
-        mounts.tmp_replaced = true;
-    }
-    let tmp_replaced = mounts.tmp_replaced;
-    let visible = |path: &Path| {
-        !(tmp_replaced && path.starts_with(tmp)) || back.iter().any(|root| path.starts_with(root))
-    };
-    let mut hidden: Vec<PathBuf> = Vec::new();
-    for path in policy.forbid_read.iter().filter(|path| visible(path)) {
-        hide(&mut mounts, path)?;
-        hidden.push(path.clone());
-    }
-    let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
-    for run in [
-        Some(PathBuf::from("/run")),
-        Some(PathBuf::from("/var/run")),
-        runtime,
-    ]
-    .into_iter()
-    .flatten()
-    .filter_map(|path| path.canonicalize().ok())
-    {
-        let holds_a_root = roots.iter().any(|root| root.starts_with(&run));
-        let done = hidden.iter().any(|path| run.starts_with(path));
-        if run.is_dir() && !holds_a_root && !done && visible(&run) {
-            hide(&mut mounts, &run)?;
-            hidden.push(run);
-        }
-    }
+    let mut rules = Vec::new();
     if Path::new("/dev/shm").is_dir() {
-        mounts.push(
-            MountOp::Tmpfs {
-                target: c_path(Path::new("/dev/shm"))?,
-                read_only: false,
-                options: c"mode=1777".to_owned(),
-            },
-            "giving the command its own /dev/shm".into(),
-        );
+        rules.push(LateRule {
+            path: c"/dev/shm".to_owned(),
+            access: AccessFs::from_all(abi).bits(),
+        });
     }
-    let mut points: Vec<&Path> = Vec::new();
-    for protected in &policy.read_only {
-        for ancestor in &protected.ancestors {
-            if !points.contains(&ancestor.as_path()) {
-                points.push(ancestor);
-                let target = c_path(ancestor)?;
-                mounts.push(
-                    MountOp::Bind {
-                        source: target.clone(),
-                        target,
-                    },
-                    format!("pinning {} in place", ancestor.display()),
-                );
-            }
+    if Path::new("/dev/pts").is_dir() {
+        rules.push(LateRule {
+            path: c"/dev/pts".to_owned(),
+            access: (device | AccessFs::ReadDir).bits(),
+        });
+        if Path::new("/dev/ptmx").exists() {
+            rules.push(LateRule {
+                path: c"/dev/ptmx".to_owned(),
+                access: device.bits(),
+            });
         }
-        let target = c_path(&protected.path)?;
-        mounts.push(
-            MountOp::Bind {
-                source: target.clone(),
-                target: target.clone(),
-            },
-            format!("protecting {}", protected.path.display()),
-        );
-        mounts.push(
-            MountOp::Seal {
-                target,
-                attributes: libc::MOUNT_ATTR_RDONLY,
-                cleared: 0,
-            },
-            format!("making {} read-only", protected.path.display()),
-        );
     }
-    Ok(mounts)
-}
-
-/// Hide `path`: a directory under an empty closed tmpfs, anything else under `/dev/null`,
-/// sealed so that opening it is refused.
-fn hide(mounts: &mut Mounts, path: &Path) -> Result<(), SandboxError> {
-    let target = c_path(path)?;
-    if path.is_dir() {
-        mounts.push(
-            MountOp::Tmpfs {
-                target,
-                read_only: true,
-                options: CString::new(HIDING_TMPFS).map_err(|_| SandboxError::Path {
-                    path: path.to_path_buf(),
-                    reason: "bad tmpfs options".into(),
-                })?,
-            },
-            format!("hiding {}", path.display()),
-        );
-    } else {
-        mounts.push(
-            MountOp::Bind {
-                source: c"/dev/null".to_owned(),
-                target: target.clone(),
-            },
-            format!("hiding {}", path.display()),
-        );
-        mounts.push(
-            MountOp::Seal {
-                target,
-                attributes: libc::MOUNT_ATTR_RDONLY
-                    | libc::MOUNT_ATTR_NODEV
-                    | libc::MOUNT_ATTR_NOEXEC
-                    | libc::MOUNT_ATTR_NOSUID,
-                cleared: 0,
-            },
-            format!("sealing {}", path.display()),
-        );
-    }
-    Ok(())
+    rules
 }
 
 /// This process's argument and environment string ranges (`/proc/self/stat` fields 48–51).
@@ -473,7 +279,7 @@ impl Failures {
             | Step::Bind
             | Step::MakeDir
             | Step::AttachTree
-            | Step::Tmpfs
+            | Step::Filesystem
             | Step::Seal => self
                 .mount_steps
                 .get(index)
@@ -482,6 +288,7 @@ impl Failures {
             Step::ParentDeath => "tying the command's life to keel's".into(),
             Step::Unshare => "entering new namespaces".into(),
             Step::SetGroups | Step::UidMap | Step::GidMap => "mapping the user".into(),
+            Step::NoNestedUsers => "forbidding nested user namespaces".into(),
             Step::Loopback => "bringing up the loopback".into(),
             Step::Fork => "starting the namespace's init".into(),
             Step::ProcMount => "mounting the namespace's /proc".into(),

@@ -89,17 +89,69 @@ pub struct Places {
     pub temp_dir: Option<PathBuf>,
     /// Files a user layer refers to (`--token-file`), forbidden to read.
     pub referenced_files: Vec<PathBuf>,
+    /// Directories holding sockets found in the home directory (`socket_dirs_in`): hidden, for
+    /// a unix socket cannot be kept from a command any other way.
+    pub socket_dirs: Vec<PathBuf>,
 }
 
-/// The credential stores every command is kept from, below the home directory.
+/// Directories under `home` (at most `depth` levels down, at most `budget` entries looked at)
+/// that hold a unix socket: an agent's, a VM's, a desktop's. `skip` (the workspace) is not
+/// entered.
+pub fn socket_dirs_in(home: &Path, skip: &[PathBuf], depth: usize, budget: usize) -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut found = Vec::new();
+    let mut queue = vec![(home.to_path_buf(), 0)];
+    let mut seen = 0;
+    while let Some((dir, level)) = queue.pop() {
+        let Ok(children) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for child in children.flatten() {
+            seen += 1;
+            if seen > budget {
+                return found;
+            }
+            let Ok(kind) = child.file_type() else {
+                continue;
+            };
+            let path = child.path();
+            if kind.is_socket() {
+                if !found.contains(&dir) {
+                    found.push(dir.clone());
+                }
+            } else if kind.is_dir() && level < depth && !skip.iter().any(|kept| &path == kept) {
+                queue.push((path, level + 1));
+            }
+        }
+    }
+    found
+}
+
+/// The credential stores (and the agents' sockets beside them) every command is kept from,
+/// below the home directory.
 pub const HOME_SECRETS: &[&str] = &[
     ".ssh",
     ".gnupg",
     ".aws",
     ".config/gcloud",
     ".netrc",
-    ".docker/config.json",
+    // Its credentials, and Docker Desktop's socket (root on the host).
+    ".docker",
+    ".kube",
+    ".config/gh",
+    ".git-credentials",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    // Password managers' SSH agents and VM runtimes' sockets.
+    ".1password",
+    ".colima",
+    ".lima",
 ];
+
+/// Where a system keeps its services' sockets (the Docker socket, the D-Bus buses): hidden,
+/// with `$XDG_RUNTIME_DIR`. With the network on, the resolver's file stays.
+pub const RUNTIME_DIRS: &[&str] = &["/run", "/var/run", "/var/snap/lxd"];
 
 /// keel's own files in `$KEEL_HOME` that no command reads (`serve-launch-*` pages too).
 pub const KEEL_HOME_PRIVATE: &[&str] = &[
@@ -110,15 +162,25 @@ pub const KEEL_HOME_PRIVATE: &[&str] = &[
     "tmp",
 ];
 
-/// The files of a writable root that a command may not change (where they exist at start).
+/// The files of a writable root that a command may not change (where they exist at start):
+/// what git reads its configuration, hooks and other repositories' from, and keel's own.
 pub const PROTECTED_IN_ROOT: &[&str] = &[
     ".git/config",
     ".git/hooks",
     ".git/info",
+    ".git/modules",
+    ".git/worktrees",
+    ".git/commondir",
+    ".git/config.worktree",
     "keel.toml",
     ".mcp.json",
     ".keel",
 ];
+
+/// Files in `.git` that make git read another directory's configuration and hooks. Where
+/// they do not exist at start they cannot be protected by a mount: keel removes any that a
+/// command creates (`Sandbox::undo_git_redirects`), and the file tools refuse them.
+pub const GIT_REDIRECTS: &[&str] = &[".git/commondir", ".git/config.worktree", ".git/gitdir"];
 
 /// A path that must not be changed, and the ancestors below its root that become mount
 /// points first (outermost first), so that none of them can be renamed or removed.
@@ -183,8 +245,14 @@ fn split_around(entry: &Path, keep: &[PathBuf], out: &mut Vec<PathBuf>) {
     };
     for child in children.flatten() {
         let path = child.path();
-        // Not followed: a symlink child is a name, and the name's target is its own entry.
         if child.file_type().is_ok_and(|kind| kind.is_symlink()) {
+            // A link leads elsewhere: what it leads to is hidden in its place, unless that
+            // holds something kept (a link to `/`), which is then left alone.
+            if let Ok(target) = path.canonicalize()
+                && !keep.iter().any(|kept| kept.starts_with(&target))
+            {
+                add_outermost(out, target);
+            }
             continue;
         }
         split_around(&path, keep, out);
@@ -213,12 +281,7 @@ impl SandboxPolicy {
                 add_outermost(&mut writable, root);
             }
         }
-        let mut keep: Vec<PathBuf> = writable.clone();
-        keep.push(workspace.clone());
-        keep.extend(temp_dir.iter().cloned());
-        let forbid_read = Self::forbidden(settings, places, &keep);
-        let read_only = Self::protected(&writable, &forbid_read, places);
-        SandboxPolicy {
+        let mut policy = SandboxPolicy {
             mode,
             network: if settings.allow_network {
                 Network::On
@@ -228,9 +291,35 @@ impl SandboxPolicy {
             workspace,
             writable,
             temp_dir,
-            forbid_read,
-            read_only,
+            forbid_read: Vec::new(),
+            read_only: Vec::new(),
+        };
+        policy.forbid_read = policy.hidden_now(settings, places);
+        policy.read_only = Self::protected(&policy.writable, &policy.forbid_read, places);
+        policy
+    }
+
+    /// The paths hidden now, around this policy's roots (found again for each command: the
+    /// credential stores and keel's files that exist at that moment).
+    pub fn hidden_now(&self, settings: &SandboxSettings, places: &Places) -> Vec<PathBuf> {
+        let mut keep: Vec<PathBuf> = self.writable.clone();
+        keep.push(self.workspace.clone());
+        keep.extend(self.temp_dir.iter().cloned());
+        if self.network == Network::On {
+            // The resolver's file (systemd-resolved keeps it under /run).
+            keep.extend(Path::new("/etc/resolv.conf").canonicalize().ok());
         }
+        Self::forbidden(settings, places, &keep)
+    }
+
+    /// The first root (the workspace, a writable root, the temp dir) whose path no longer
+    /// leads to itself — a command replaced a directory on it with a link — if any.
+    pub fn moved_root(&self) -> Option<&Path> {
+        std::iter::once(&self.workspace)
+            .chain(&self.writable)
+            .chain(self.temp_dir.iter())
+            .find(|root| canonical(root).as_deref() != Some(root.as_path()))
+            .map(PathBuf::as_path)
     }
 
     fn forbidden(settings: &SandboxSettings, places: &Places, keep: &[PathBuf]) -> Vec<PathBuf> {
@@ -252,6 +341,10 @@ impl SandboxPolicy {
             }));
         }
         entries.extend(places.referenced_files.iter().cloned());
+        entries.extend(places.socket_dirs.iter().cloned());
+        entries.extend(RUNTIME_DIRS.iter().map(PathBuf::from));
+        // The user's runtime dir (its sockets: the session bus, keyrings, agents).
+        entries.extend(std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from));
         entries.extend(
             settings
                 .forbid_read
@@ -273,6 +366,10 @@ impl SandboxPolicy {
                 .iter()
                 .map(|name| root.join(name))
                 .collect();
+            // A `.git` file (a worktree's, a submodule's) names the repository to use.
+            if root.join(".git").is_file() {
+                candidates.push(root.join(".git"));
+            }
             // keel's home inside a writable root (not holding one): nothing of it may change.
             if let Some(keel_home) = &keel_home
                 && keel_home.starts_with(root)
@@ -318,25 +415,25 @@ impl SandboxPolicy {
     }
 
     /// Whether `path` (canonical) is protected from change: the protected path it is under.
-    pub fn forbids_changing(&self, path: &Path) -> Option<&Path> {
+    pub fn forbids_changing(&self, path: &Path) -> Option<PathBuf> {
         if self.mode == SandboxMode::Off {
             return None;
         }
-        self.read_only
+        let covering = self
+            .read_only
             .iter()
             .map(|protected| protected.path.as_path())
             .chain(self.forbid_read.iter().map(PathBuf::as_path))
-            .find(|protected| path.starts_with(protected))
-    }
-
-    /// This policy with the protected paths of another resolution (the session's start: a
-    /// `.git` made by a command of the session is the command's own).
-    pub fn with_protected(self, protected: &[Protected]) -> SandboxPolicy {
-        let read_only = match self.mode {
-            SandboxMode::WorkspaceWrite => protected.to_vec(),
-            SandboxMode::ReadOnly | SandboxMode::Off => Vec::new(),
-        };
-        SandboxPolicy { read_only, ..self }
+            .find(|protected| path.starts_with(protected));
+        if let Some(covering) = covering {
+            return Some(covering.to_path_buf());
+        }
+        // A git redirect that did not exist at start is refused by name.
+        let root = self.writable.iter().find(|root| path.starts_with(root))?;
+        GIT_REDIRECTS
+            .iter()
+            .map(|name| root.join(name))
+            .find(|redirect| path == redirect.as_path())
     }
 
     /// This policy with another mode (writable roots gone in `read-only`).
@@ -380,6 +477,7 @@ mod tests {
             home: Some(root.join("home/me")),
             temp_dir: Some(keel_home.join("tmp/s1")),
             referenced_files: Vec::new(),
+            socket_dirs: Vec::new(),
         }
     }
 
@@ -429,7 +527,12 @@ mod tests {
         assert!(policy.read_only[2].ancestors.is_empty());
         assert_eq!(
             policy.forbids_changing(&project.join(".git/hooks/pre-commit")),
-            Some(project.join(".git/hooks").as_path())
+            Some(project.join(".git/hooks"))
+        );
+        assert_eq!(
+            policy.forbids_changing(&project.join(".git/commondir")),
+            Some(project.join(".git/commondir")),
+            "a redirect that does not exist yet"
         );
         assert_eq!(policy.forbids_changing(&project.join("src/main.rs")), None);
     }

@@ -34,9 +34,9 @@ pub fn warm_up() {
     }
 }
 
-/// Whether this kernel meets the minimum, as cheaply as it can be known: Landlock's ABI and
-/// seccomp are two system calls; only below Landlock ABI 6 do the namespaces (probed by
-/// `detected`) decide. Start-up paths use this; nothing is spawned when it suffices.
+/// Whether this kernel meets the minimum. Landlock's ABI and seccomp are two system calls and
+/// can say no at once; a yes is what detection found (the namespaces, and whether Landlock and
+/// seccomp really work), never assumed.
 pub fn meets_minimum() -> bool {
     let unsupported = std::env::var(UNSUPPORTED_ENV).unwrap_or_default();
     let quick = Layers {
@@ -48,7 +48,7 @@ pub fn meets_minimum() -> bool {
     if quick.landlock_abi < 1 || !quick.seccomp {
         return false;
     }
-    quick.landlock_abi >= 6 || detected().meet_minimum()
+    detected().meet_minimum()
 }
 
 /// The layers of this kernel (probed once; `KEEL_SANDBOX_UNSUPPORTED` applied).
@@ -61,6 +61,18 @@ pub fn detected() -> Layers {
             ..Layers::NONE
         }
         .without(&unsupported);
+        // Everything at once first (one spawn, the usual case); one by one if that fails.
+        let everything = Layers {
+            user_namespace: true,
+            pid_namespace: true,
+            net_namespace: true,
+            ipc_namespace: true,
+            ..layers
+        }
+        .without(&unsupported);
+        if probe(&everything).is_ok() {
+            return everything;
+        }
         // Each namespace is kept only if a probe with it (and those before) runs.
         let steps: [fn(&mut Layers, bool); 4] = [
             |layers, on| layers.user_namespace = on,

@@ -55,6 +55,7 @@ impl Fixture {
                 home: Some(self.home.clone()),
                 temp_dir: temp.then(|| self.keel_home.join("tmp/this")),
                 referenced_files: Vec::new(),
+                socket_dirs: Vec::new(),
             },
         )
     }
@@ -278,4 +279,185 @@ fn off_confines_nothing() {
     );
     assert_eq!(code, 0, "{output}");
     assert!(!unchanged(&victim));
+}
+
+#[test]
+fn no_terminal_is_reachable_and_typing_into_one_is_refused() {
+    let fixture = Fixture::new();
+    // Its own session (no controlling terminal), led by the sandbox's init.
+    let (code, output) = fixture.run("cut -d' ' -f6 /proc/self/stat; exec 3</dev/tty");
+    assert_ne!(code, 0, "{output}");
+    assert!(output.starts_with("1\n"), "session of the init: {output}");
+    // Even on a terminal of its own, made its controlling terminal (where the kernel itself
+    // would allow it), TIOCSTI is refused.
+    let (code, output) = fixture.run(
+        "python3 -c \"import os,fcntl,termios; m,s=os.openpty(); n=os.ttyname(s); os.setsid(); \
+         fd=os.open(n, os.O_RDWR); fcntl.ioctl(fd, termios.TIOCSTI, b'x')\"",
+    );
+    assert_ne!(code, 0, "{output}");
+    assert!(output.contains("Operation not permitted"), "{output}");
+    // The user's other terminals are not there: the sandbox has a devpts of its own.
+    let mut holder = Command::new("python3")
+        .args([
+            "-c",
+            "import os,time; m,s=os.openpty(); print(os.ttyname(s), flush=True); time.sleep(30)",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut name = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut name,
+    )
+    .unwrap();
+    let (code, output) = fixture.run(&format!("exec 3<>{}", name.trim()));
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_ne!(code, 0, "another terminal was opened: {output}");
+}
+
+#[test]
+fn metadata_outside_the_writable_roots_cannot_change() {
+    let fixture = Fixture::new();
+    let victim = fixture.outside().join("victim");
+    for attempt in [
+        format!("chmod 4777 {}", victim.display()),
+        format!("touch -d 2001-01-01 {}", victim.display()),
+        format!(
+            "python3 -c \"import os; os.setxattr('{}', 'user.x', b'1')\"",
+            victim.display()
+        ),
+    ] {
+        let (code, output) = fixture.run(&attempt);
+        assert_ne!(code, 0, "{attempt}: {output}");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&victim).unwrap().permissions().mode();
+    assert_eq!(mode & 0o7000, 0, "no setuid bit: {mode:o}");
+    // In read-only mode the workspace itself is read-only, metadata included.
+    let sandbox = fixture.sandbox(SandboxSettings::default(), false);
+    let (code, output) = fixture.run_in(&sandbox, SandboxMode::ReadOnly, "chmod 000 keel.toml");
+    assert_ne!(code, 0, "{output}");
+    // Inside the workspace, it is the command's own.
+    let (code, output) = fixture.run("touch mine && chmod 600 mine");
+    assert_eq!(code, 0, "{output}");
+}
+
+#[test]
+fn a_git_redirect_made_by_a_command_is_undone_and_nested_namespaces_are_refused() {
+    let fixture = Fixture::new();
+    let sandbox = fixture.sandbox(SandboxSettings::default(), false);
+    let (code, output) = fixture.run_in(
+        &sandbox,
+        SandboxMode::WorkspaceWrite,
+        "echo ../elsewhere > .git/commondir",
+    );
+    assert_eq!(code, 0, "{output}");
+    assert_eq!(
+        sandbox.undo_git_redirects(),
+        [fixture.workspace.join(".git/commondir")]
+    );
+    assert!(!fixture.workspace.join(".git/commondir").exists());
+    for attempt in [
+        "unshare -U true",
+        "python3 -c \"import os; os.unshare(os.CLONE_NEWUSER)\"",
+    ] {
+        let (code, output) = fixture.run(attempt);
+        assert_ne!(code, 0, "{attempt}: {output}");
+    }
+}
+
+#[test]
+fn a_symlink_left_in_the_temp_dir_leads_no_mount_out() {
+    let fixture = Fixture::new();
+    let temp = fixture.keel_home.join("tmp/this");
+    // The workspace is under /tmp: attaching it under the new /tmp makes directories in the
+    // temp dir, named like its path. A command plants a link where the first one goes.
+    let first = fixture
+        .workspace
+        .strip_prefix("/tmp")
+        .unwrap()
+        .components()
+        .next()
+        .unwrap();
+    std::os::unix::fs::symlink(fixture.outside(), temp.join(first)).unwrap();
+    let sandbox = fixture.sandbox(SandboxSettings::default(), true);
+    let (code, output) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, "pwd");
+    assert_eq!(code, 0, "{output}");
+    let outside_now: Vec<_> = std::fs::read_dir(fixture.outside())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(outside_now, ["victim"], "nothing made outside");
+}
+
+#[test]
+fn sockets_in_the_home_and_what_links_lead_to_are_hidden() {
+    let fixture = Fixture::new();
+    std::fs::create_dir_all(fixture.home.join(".agent")).unwrap();
+    let socket = fixture.home.join(".agent/agent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let (code, output) = fixture.run(&format!(
+        "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{}')\"",
+        socket.display()
+    ));
+    assert_ne!(code, 0, "{output}");
+    assert!(listener.accept().is_err(), "nothing reached the agent");
+    // A link inside a hidden entry hides what it leads to.
+    let secret = tempfile::tempdir().unwrap();
+    std::fs::write(secret.path().join("key"), "LINKED-SECRET").unwrap();
+    std::os::unix::fs::symlink(secret.path(), fixture.root.join("link")).unwrap();
+    let settings = SandboxSettings {
+        forbid_read: vec![fixture.root.display().to_string()],
+        ..SandboxSettings::default()
+    };
+    let sandbox = fixture.sandbox(settings, false);
+    let (code, output) = fixture.run_in(
+        &sandbox,
+        SandboxMode::WorkspaceWrite,
+        &format!("cat {}/link/key", fixture.root.display()),
+    );
+    assert_ne!(code, 0, "{output}");
+    assert!(!output.contains("LINKED-SECRET"), "{output}");
+}
+
+#[test]
+fn descriptors_keel_was_handed_do_not_reach_the_command() {
+    use std::os::fd::AsRawFd;
+    let fixture = Fixture::new();
+    let file = std::fs::File::open(fixture.home.join(".ssh/id_rsa")).unwrap();
+    let fd = file.as_raw_fd();
+    // As a careless parent leaves it: inherited across exec.
+    #[allow(unsafe_code)]
+    // SAFETY: clearing a flag of a descriptor this test owns.
+    unsafe {
+        libc::fcntl(fd, libc::F_SETFD, 0);
+    }
+    let (code, output) = fixture.run(&format!("cat <&{fd}"));
+    assert_ne!(code, 0, "{output}");
+    assert!(!output.contains("PRIVATE-KEY"), "{output}");
+    drop(file);
+}
+
+#[test]
+fn a_root_replaced_by_a_link_confines_nothing_to_where_it_leads() {
+    let fixture = Fixture::new();
+    // A writable root holding the workspace: a command could swap the workspace for a link.
+    let settings = SandboxSettings {
+        allow_write: vec![fixture.root.display().to_string()],
+        ..SandboxSettings::default()
+    };
+    let sandbox = fixture.sandbox(settings, false);
+    let (code, output) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, "true");
+    assert_eq!(code, 0, "{output}");
+    let moved = fixture.root.join("ws-moved");
+    std::fs::rename(&fixture.workspace, &moved).unwrap();
+    std::os::unix::fs::symlink(fixture.outside(), &fixture.workspace).unwrap();
+    let mut command = Command::new("true");
+    let refused = sandbox
+        .confine(&mut command, SandboxMode::WorkspaceWrite)
+        .unwrap_err();
+    assert!(refused.to_string().contains("no longer leads"), "{refused}");
 }

@@ -237,13 +237,18 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
     } else {
         format!("{}\n{ending}", output.trim_end())
     };
-    if let Some(sandbox) = ctx
-        .sandbox
-        .as_ref()
-        .filter(|s| is_error && s.mode != SandboxMode::Off)
-    {
-        content.push('\n');
-        content.push_str(&sandbox.failure_note());
+    if let Some(sandbox) = ctx.sandbox.as_ref().filter(|s| s.mode != SandboxMode::Off) {
+        for removed in sandbox.sandbox.undo_git_redirects() {
+            content.push_str(&format!(
+                "\n[keel sandbox: the command created {}, which would make git use another \
+                 directory's configuration and hooks outside the sandbox; keel removed it]",
+                removed.display()
+            ));
+        }
+        if is_error {
+            content.push('\n');
+            content.push_str(&sandbox.failure_note());
+        }
     }
     ToolOutput {
         content,

@@ -38,6 +38,13 @@ pub fn read_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
     if let Some(refusal) = ctx.read_refusal(path, &resolved) {
         return refusal;
     }
+    // keel's own process files (its environment, its memory) are not for a tool to read.
+    if let Some(tree) = crate::special::kernel_tree(&resolved) {
+        return ToolOutput::error(format!(
+            "`{path}` is in {tree}, the kernel's view of processes and devices (keel's own \
+             among them); read_file does not read there — a command can"
+        ));
+    }
     let offset = args
         .get("offset")
         .and_then(Value::as_u64)

@@ -26,6 +26,7 @@ pub struct CommandSandbox {
 /// How a path appears in a refusal: relative to the home directory where it is inside it.
 fn shown(path: &Path, home: Option<&Path>) -> String {
     match home.and_then(|home| path.strip_prefix(home).ok()) {
+        Some(rest) if rest.as_os_str().is_empty() => "~".to_string(),
         Some(rest) => format!("~/{}", rest.display()),
         None => path.display().to_string(),
     }
@@ -70,7 +71,7 @@ impl CommandSandbox {
         Some(format!(
             "keel sandbox: writing `{path}` is forbidden: {} is read-only for this session \
              (git hooks and config, and keel's project files, change only by the user's hand)",
-            shown(protected, self.home())
+            shown(&protected, self.home())
         ))
     }
 

@@ -1,0 +1,302 @@
+//! What a confined command sees of the file system: the mount steps its child runs, in order.
+//!
+//! Invariants:
+//! - Order: private propagation → the session's temp dir on `/tmp` (roots under `/tmp`
+//!   attached back at their paths) → **everything read-only** (recursively: no chmod, chown,
+//!   utime or xattr change anywhere — Landlock does not cover those) → the writable roots and
+//!   the temp dir opened again, each a mount of its own → `forbid_read` hidden (a directory
+//!   under an empty, closed, read-only tmpfs; a file under `/dev/null` sealed without devices,
+//!   so opening it is refused) → a private `/dev/shm` and a private devpts (no other terminal
+//!   of the user is reachable) → each protected path's ancestors made mount points, then the
+//!   path bound on itself and sealed read-only.
+//! - The directories made inside the temp dir to attach roots under the new `/tmp` are checked
+//!   first: a symlink a command planted there is removed, so no mount follows it out.
+//! - Every step has a description, so a failure names what it was doing.
+
+use crate::SandboxError;
+use crate::confine::{self, MAX_TREES, MountOp};
+use crate::policy::SandboxPolicy;
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+
+/// The mounts, and whether `/tmp` is the session's temp dir in the child.
+pub(crate) struct Mounts {
+    pub ops: Vec<MountOp>,
+    pub steps: Vec<String>,
+    pub tmp_replaced: bool,
+}
+
+impl Mounts {
+    fn push(&mut self, op: MountOp, step: String) {
+        self.ops.push(op);
+        self.steps.push(step);
+    }
+
+    fn seal(&mut self, path: &Path, attributes: u64, recursive: bool, step: String) -> Done {
+        self.push(
+            MountOp::Seal {
+                target: c_path(path)?,
+                attributes,
+                cleared: 0,
+                recursive,
+            },
+            step,
+        );
+        Ok(())
+    }
+
+    /// `path` a mount of its own, writable again.
+    fn reopen(&mut self, path: &Path, bind: bool) -> Done {
+        let target = c_path(path)?;
+        if bind {
+            self.push(
+                MountOp::Bind {
+                    source: target.clone(),
+                    target: target.clone(),
+                },
+                format!("keeping {} writable", path.display()),
+            );
+        }
+        self.push(
+            MountOp::Seal {
+                target,
+                attributes: 0,
+                cleared: libc::MOUNT_ATTR_RDONLY,
+                recursive: false,
+            },
+            format!("keeping {} writable", path.display()),
+        );
+        Ok(())
+    }
+
+    fn filesystem(&mut self, kind: &str, path: &Path, flags: libc::c_ulong, options: &str) -> Done {
+        let text = |value: &str| {
+            CString::new(value).map_err(|_| SandboxError::Path {
+                path: path.to_path_buf(),
+                reason: format!("bad mount option {value:?}"),
+            })
+        };
+        self.push(
+            MountOp::Filesystem {
+                kind: text(kind)?,
+                target: c_path(path)?,
+                flags,
+                options: text(options)?,
+            },
+            format!("mounting a new {kind} on {}", path.display()),
+        );
+        Ok(())
+    }
+}
+
+type Done = Result<(), SandboxError>;
+
+fn c_path(path: &Path) -> Result<CString, SandboxError> {
+    confine::c_path(path).ok_or_else(|| SandboxError::Path {
+        path: path.to_path_buf(),
+        reason: "it contains a NUL byte".into(),
+    })
+}
+
+/// Empty and closed: nothing can be listed, read or created under it.
+const HIDING_TMPFS: &str = "size=4k,nr_inodes=1,mode=000";
+
+/// The private `/dev/shm`: anyone's, like the host's, and bounded.
+const SHM_TMPFS: &str = "mode=1777,size=25%";
+
+/// A devpts of the sandbox's own: ptys it opens are its own; the user's terminals are not
+/// there.
+const PRIVATE_DEVPTS: &str = "newinstance,ptmxmode=0666,mode=620";
+
+pub(crate) fn mounts(policy: &SandboxPolicy) -> Result<Mounts, SandboxError> {
+    let mut mounts = Mounts {
+        ops: Vec::new(),
+        steps: Vec::new(),
+        tmp_replaced: false,
+    };
+    mounts.push(MountOp::MakePrivate, "making mounts private".into());
+    let tmp = Path::new("/tmp");
+    // Roots that stay reachable at their own paths (the workspace even in read-only mode).
+    let mut roots: Vec<PathBuf> = vec![policy.workspace.clone()];
+    for root in &policy.writable {
+        if !roots.iter().any(|kept| root.starts_with(kept)) {
+            roots.retain(|kept| !kept.starts_with(root));
+            roots.push(root.clone());
+        }
+    }
+    let back: Vec<&PathBuf> = roots.iter().filter(|root| root.starts_with(tmp)).collect();
+    if let Some(temp) = &policy.temp_dir
+        && tmp
+            .symlink_metadata()
+            .is_ok_and(|meta| meta.file_type().is_dir())
+        && temp != tmp
+        && back.len() <= MAX_TREES
+        && !roots.iter().any(|root| tmp.starts_with(root))
+    {
+        replace_tmp(&mut mounts, temp, &back)?;
+    }
+    mounts.seal(
+        Path::new("/"),
+        libc::MOUNT_ATTR_RDONLY,
+        true,
+        "making everything read-only".into(),
+    )?;
+    for root in &policy.writable {
+        mounts.reopen(root, true)?;
+    }
+    match &policy.temp_dir {
+        Some(_) if mounts.tmp_replaced => mounts.reopen(tmp, false)?,
+        Some(temp) => mounts.reopen(temp, true)?,
+        None => {}
+    }
+    let tmp_replaced = mounts.tmp_replaced;
+    let visible = |path: &Path| {
+        !(tmp_replaced && path.starts_with(tmp)) || back.iter().any(|root| path.starts_with(root))
+    };
+    for path in policy.forbid_read.iter().filter(|path| visible(path)) {
+        hide(&mut mounts, path)?;
+    }
+    let nothing_strange = libc::MS_NOSUID | libc::MS_NODEV;
+    if Path::new("/dev/shm").is_dir() {
+        mounts.filesystem("tmpfs", Path::new("/dev/shm"), nothing_strange, SHM_TMPFS)?;
+    }
+    if Path::new("/dev/pts").is_dir() {
+        let pts = libc::MS_NOSUID | libc::MS_NOEXEC;
+        mounts.filesystem("devpts", Path::new("/dev/pts"), pts, PRIVATE_DEVPTS)?;
+        if Path::new("/dev/ptmx").exists() {
+            mounts.push(
+                MountOp::Bind {
+                    source: c"/dev/pts/ptmx".to_owned(),
+                    target: c"/dev/ptmx".to_owned(),
+                },
+                "using the private devpts for new terminals".into(),
+            );
+        }
+    }
+    protect(&mut mounts, policy)?;
+    Ok(mounts)
+}
+
+/// The temp dir on `/tmp`, with the roots under `/tmp` attached back at their own paths.
+fn replace_tmp(mounts: &mut Mounts, temp: &Path, back: &[&PathBuf]) -> Done {
+    let tmp = Path::new("/tmp");
+    for (slot, root) in back.iter().enumerate() {
+        mounts.push(
+            MountOp::CloneTree {
+                source: c_path(root)?,
+                slot,
+            },
+            format!("keeping {} reachable", root.display()),
+        );
+    }
+    mounts.push(
+        MountOp::Bind {
+            source: c_path(temp)?,
+            target: c_path(tmp)?,
+        },
+        format!("putting the session's temp dir {} on /tmp", temp.display()),
+    );
+    for (slot, root) in back.iter().enumerate() {
+        let skeleton: Vec<&Path> = root
+            .ancestors()
+            .filter(|ancestor| ancestor.starts_with(tmp) && *ancestor != tmp)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        // Made in the temp dir, which commands write: nothing there may lead elsewhere.
+        for dir in &skeleton {
+            let Ok(inside) = dir.strip_prefix(tmp) else {
+                continue;
+            };
+            let on_disk = temp.join(inside);
+            if on_disk
+                .symlink_metadata()
+                .is_ok_and(|meta| !meta.file_type().is_dir())
+            {
+                std::fs::remove_file(&on_disk).map_err(|error| SandboxError::Path {
+                    path: on_disk.clone(),
+                    reason: format!("something a command left in the temp dir: {error}"),
+                })?;
+            }
+        }
+        let make_dirs = skeleton
+            .into_iter()
+            .map(c_path)
+            .collect::<Result<Vec<_>, _>>()?;
+        mounts.push(
+            MountOp::AttachTree {
+                slot,
+                target: c_path(root)?,
+                make_dirs,
+            },
+            format!("attaching {} under the new /tmp", root.display()),
+        );
+    }
+    mounts.tmp_replaced = true;
+    Ok(())
+}
+
+/// Each protected path read-only, its ancestors pinned as mount points first.
+fn protect(mounts: &mut Mounts, policy: &SandboxPolicy) -> Done {
+    let mut points: Vec<&Path> = Vec::new();
+    for protected in &policy.read_only {
+        // Gone since the session started (another branch checked out): nothing to protect.
+        if protected.path.symlink_metadata().is_err() {
+            continue;
+        }
+        for ancestor in &protected.ancestors {
+            if !points.contains(&ancestor.as_path()) {
+                points.push(ancestor);
+                let target = c_path(ancestor)?;
+                mounts.push(
+                    MountOp::Bind {
+                        source: target.clone(),
+                        target,
+                    },
+                    format!("pinning {} in place", ancestor.display()),
+                );
+            }
+        }
+        let target = c_path(&protected.path)?;
+        mounts.push(
+            MountOp::Bind {
+                source: target.clone(),
+                target,
+            },
+            format!("protecting {}", protected.path.display()),
+        );
+        mounts.seal(
+            &protected.path,
+            libc::MOUNT_ATTR_RDONLY,
+            true,
+            format!("making {} read-only", protected.path.display()),
+        )?;
+    }
+    Ok(())
+}
+
+/// Hide `path`: a directory under an empty closed tmpfs, anything else under `/dev/null`,
+/// sealed so that opening it is refused.
+fn hide(mounts: &mut Mounts, path: &Path) -> Done {
+    if path.is_dir() {
+        let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_RDONLY;
+        return mounts.filesystem("tmpfs", path, flags, HIDING_TMPFS);
+    }
+    mounts.push(
+        MountOp::Bind {
+            source: c"/dev/null".to_owned(),
+            target: c_path(path)?,
+        },
+        format!("hiding {}", path.display()),
+    );
+    mounts.seal(
+        path,
+        libc::MOUNT_ATTR_RDONLY
+            | libc::MOUNT_ATTR_NODEV
+            | libc::MOUNT_ATTR_NOEXEC
+            | libc::MOUNT_ATTR_NOSUID,
+        false,
+        format!("sealing {}", path.display()),
+    )
+}
