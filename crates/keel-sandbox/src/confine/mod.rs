@@ -1,4 +1,5 @@
-//! The code that runs between fork and exec: the only `unsafe` of keel (audited here).
+//! The code that runs between fork and exec: the only `unsafe` of keel (audited here, with
+//! its submodule `init`).
 //!
 //! `install` hands one closure to `Command::pre_exec`. It runs in the child of a fork of keel,
 //! a copy of a multi-threaded process, where only async-signal-safe work is sound: so it makes
@@ -28,6 +29,8 @@ use libc::{c_char, c_int, c_long, c_uint, c_ulong, c_void, pid_t};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
+
+mod init;
 
 /// Most trees `CloneTree` may hold open at once.
 pub(crate) const MAX_TREES: usize = 16;
@@ -289,7 +292,7 @@ fn confine(prepared: &Prepared) -> std::io::Result<()> {
         mount(prepared, op, index, &mut trees)?;
     }
     if prepared.pid_namespace {
-        split_into_init_and_command(prepared)?;
+        init::split_into_init_and_command(prepared)?;
     }
     restrict(prepared)
 }
@@ -483,200 +486,6 @@ fn mount(
                 )
             }
         }
-    }
-}
-
-/// Every signal back to its default action (keel's handlers are not for these processes).
-fn default_signals() {
-    for signal in 1..=64 {
-        if signal != libc::SIGKILL && signal != libc::SIGSTOP {
-            // SAFETY: `signal` with SIG_DFL is async-signal-safe.
-            unsafe {
-                libc::signal(signal, libc::SIG_DFL);
-            }
-        }
-    }
-}
-
-/// Close every descriptor but `keep` (sorted, distinct).
-fn close_all_but(keep: &[c_int]) {
-    let mut from: c_uint = 0;
-    for &fd in keep {
-        let fd = fd as c_uint;
-        if fd > from {
-            close_range(from, fd - 1);
-        }
-        from = fd.saturating_add(1);
-    }
-    close_range(from, c_uint::MAX);
-}
-
-/// Close `first..=last`; where `close_range` is missing (before Linux 5.9), one by one up to
-/// the descriptor limit.
-fn close_range(first: c_uint, last: c_uint) {
-    // SAFETY: closing descriptors of this process only; `rlimit` is a stack value.
-    unsafe {
-        if libc::syscall(libc::SYS_close_range, first, last, 0) == 0 {
-            return;
-        }
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) == 0 {
-            c_uint::try_from(limit.rlim_cur)
-                .unwrap_or(65_536)
-                .min(last.saturating_add(1))
-        } else {
-            65_536.min(last.saturating_add(1))
-        };
-        let mut fd = first;
-        while fd < top {
-            libc::close(fd as c_int);
-            fd += 1;
-        }
-    }
-}
-
-/// Wait for `pid` (retrying when interrupted); its wait status.
-fn wait_for(pid: pid_t) -> Option<c_int> {
-    let mut status: c_int = 0;
-    loop {
-        // SAFETY: `status` is a stack value.
-        let result = unsafe { libc::waitpid(pid, &raw mut status, 0) };
-        if result == pid {
-            return Some(status);
-        }
-        if result < 0 && errno() != libc::EINTR {
-            return None;
-        }
-    }
-}
-
-/// End this process the way `status` says the command ended.
-fn exit_like(status: [u8; 2]) -> ! {
-    // SAFETY: async-signal-safe calls; the process ends here.
-    unsafe {
-        if status[0] == 1 {
-            let signal = c_int::from(status[1]);
-            // No core of a copy of keel.
-            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
-            libc::signal(signal, libc::SIG_DFL);
-            libc::kill(libc::getpid(), signal);
-            libc::_exit(128 + signal);
-        }
-        libc::_exit(c_int::from(status[1]))
-    }
-}
-
-/// How a wait status is passed on: (0, code) or (1, signal).
-fn encode(status: c_int) -> [u8; 2] {
-    if libc::WIFSIGNALED(status) {
-        [1, libc::WTERMSIG(status) as u8]
-    } else {
-        [0, libc::WEXITSTATUS(status) as u8]
-    }
-}
-
-/// Fork PID 1 of the new PID namespace; in the command's process, return to confine it. The
-/// outer process and PID 1 stay here until the command ends.
-fn split_into_init_and_command(prepared: &Prepared) -> std::io::Result<()> {
-    let mut status_pipe: [c_int; 2] = [-1; 2];
-    let mut lifeline: [c_int; 2] = [-1; 2];
-    // SAFETY: pipes and fork; every branch below either returns into the command's process or
-    // ends with `_exit`.
-    unsafe {
-        check(
-            libc::pipe2(status_pipe.as_mut_ptr(), libc::O_CLOEXEC) as c_long,
-            prepared,
-            Step::Fork,
-            0,
-        )?;
-        check(
-            libc::pipe2(lifeline.as_mut_ptr(), libc::O_CLOEXEC) as c_long,
-            prepared,
-            Step::Fork,
-            1,
-        )?;
-        let init = libc::fork();
-        check(init as c_long, prepared, Step::Fork, 2)?;
-        if init > 0 {
-            // The outer process: keel's child. Wait for PID 1 and end like the command.
-            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
-            default_signals();
-            let keep = [
-                status_pipe[0].min(lifeline[1]),
-                status_pipe[0].max(lifeline[1]),
-            ];
-            close_all_but(&keep);
-            let init_status = wait_for(init);
-            let mut status = [0u8; 2];
-            let read = libc::read(status_pipe[0], status.as_mut_ptr().cast::<c_void>(), 2);
-            if read != 2 {
-                status = init_status.map_or([1, libc::SIGKILL as u8], encode);
-            }
-            exit_like(status);
-        }
-        // PID 1. It dies with the outer process; if that is gone already, so is keel.
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-        // A copy of keel the command can see: not dumpable (its memory and /proc files are
-        // closed to the command, which has no capability in keel's user namespace), and with
-        // keel's argv and environment cleared (the command's exec makes its own dumpable).
-        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
-        // A session of its own: no controlling terminal, so nothing in the sandbox can push
-        // keystrokes into the user's terminal (TIOCSTI) or take it over.
-        check(libc::setsid() as c_long, prepared, Step::Fork, 4)?;
-        for (start, end) in prepared.keel_strings {
-            if start != 0 && end > start {
-                libc::memset(start as *mut c_void, 0, end - start);
-            }
-        }
-        libc::close(lifeline[1]);
-        let mut poll = libc::pollfd {
-            fd: lifeline[0],
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        if libc::poll(&raw mut poll, 1, 0) != 0 {
-            libc::_exit(1);
-        }
-        check(
-            libc::mount(
-                c"proc".as_ptr(),
-                c"/proc".as_ptr(),
-                c"proc".as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                std::ptr::null(),
-            ) as c_long,
-            prepared,
-            Step::ProcMount,
-            0,
-        )?;
-        let command = libc::fork();
-        check(command as c_long, prepared, Step::Fork, 3)?;
-        if command == 0 {
-            libc::close(status_pipe[0]);
-            libc::close(status_pipe[1]);
-            libc::close(lifeline[0]);
-            return Ok(());
-        }
-        default_signals();
-        close_all_but(&[status_pipe[1]]);
-        let mut status = [1u8, libc::SIGKILL as u8];
-        loop {
-            let mut raw: c_int = 0;
-            let reaped = libc::waitpid(-1, &raw mut raw, 0);
-            if reaped == command {
-                status = encode(raw);
-                break;
-            }
-            if reaped < 0 && errno() != libc::EINTR {
-                break;
-            }
-        }
-        libc::write(status_pipe[1], status.as_ptr().cast::<c_void>(), 2);
-        // Everything else in the namespace dies with PID 1.
-        libc::_exit(0)
     }
 }
 
