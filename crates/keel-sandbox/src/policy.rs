@@ -177,6 +177,29 @@ pub const PROTECTED_IN_ROOT: &[&str] = &[
     ".keel",
 ];
 
+/// What the user's shell, git and desktop run or read when they next start, protected where
+/// they exist when a writable root holds the home directory.
+pub const STARTUP_IN_HOME: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zprofile",
+    ".zshenv",
+    ".zlogin",
+    ".config/fish",
+    ".gitconfig",
+    ".config/git",
+    ".config/autostart",
+    ".config/systemd",
+    ".config/environment.d",
+    ".pam_environment",
+    ".local/bin",
+    ".cargo/bin",
+];
+
 /// Files in `.git` that make git read another directory's configuration and hooks. Where
 /// they do not exist at start they cannot be protected by a mount: keel removes any that a
 /// command creates (`Sandbox::undo_git_redirects`), and the file tools refuse them.
@@ -369,6 +392,13 @@ impl SandboxPolicy {
             // A `.git` file (a worktree's, a submodule's) names the repository to use.
             if root.join(".git").is_file() {
                 candidates.push(root.join(".git"));
+            }
+            // A writable root holding the home directory (keel run in `~`): what the user's
+            // shell, git and desktop run or read at their next start stays as it is.
+            if let Some(home) = places.home.as_deref().and_then(canonical)
+                && home.starts_with(root)
+            {
+                candidates.extend(STARTUP_IN_HOME.iter().map(|name| home.join(name)));
             }
             // keel's home inside a writable root (not holding one): nothing of it may change.
             if let Some(keel_home) = &keel_home
@@ -589,6 +619,31 @@ mod tests {
         let read_only = policy.with_mode(SandboxMode::ReadOnly);
         assert!(read_only.writable.is_empty() && read_only.read_only.is_empty());
         assert_eq!(read_only.forbid_read, policy.forbid_read);
+    }
+
+    #[test]
+    fn a_workspace_that_is_the_home_keeps_the_shells_startup_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let mut places = places(&root);
+        let me = root.join("home/me");
+        std::fs::write(me.join(".bashrc"), "").unwrap();
+        std::fs::create_dir_all(me.join(".local/bin")).unwrap();
+        places.workspace = me.clone();
+        let policy = SandboxPolicy::resolve(
+            &SandboxSettings::default(),
+            &places,
+            SandboxMode::WorkspaceWrite,
+        );
+        assert_eq!(
+            policy.forbids_changing(&me.join(".bashrc")),
+            Some(me.join(".bashrc"))
+        );
+        assert_eq!(
+            policy.forbids_changing(&me.join(".local/bin/git")),
+            Some(me.join(".local/bin"))
+        );
+        assert_eq!(policy.forbids_changing(&me.join("notes.txt")), None);
     }
 
     #[test]
