@@ -143,6 +143,20 @@ pub struct Sandbox {
     /// The directories of the home that hold sockets, found once, the first time a policy is
     /// made (a walk of the home is not for the start-up path).
     found_sockets: std::sync::Arc<std::sync::OnceLock<Vec<PathBuf>>>,
+    /// The user and network namespaces the session's commands share.
+    namespaces: std::sync::Arc<std::sync::Mutex<SessionNamespaces>>,
+}
+
+/// Where the session's shared user and network namespaces stand.
+#[derive(Debug, Default)]
+enum SessionNamespaces {
+    /// None made yet.
+    #[default]
+    Unmade,
+    /// A command is making them and will send them here.
+    Coming(std::os::unix::net::UnixDatagram),
+    /// Made: later commands join them.
+    Made(confine::Joined),
 }
 
 /// How deep and how much of the home directory is searched for sockets.
@@ -188,6 +202,7 @@ impl Sandbox {
             redirects_absent_at_start,
             _owned_temp: None,
             found_sockets: std::sync::Arc::default(),
+            namespaces: std::sync::Arc::default(),
         }
     }
 
@@ -352,7 +367,7 @@ impl Sandbox {
                     .into(),
             });
         }
-        let plan = plan::prepare(policy, layers)?;
+        let plan = plan::prepare(policy, layers, self.sharing()?)?;
         for (name, value) in &plan.env {
             match value {
                 Some(value) => command.env(name, value),
@@ -364,6 +379,34 @@ impl Sandbox {
             failures: Some(plan.failures),
             mode,
         })
+    }
+
+    /// Join the session's namespaces if they are made, else make them in this spawn and share
+    /// them (only a network-off command uses them; others ignore this).
+    fn sharing(&self) -> Result<plan::Sharing, SandboxError> {
+        use std::os::fd::OwnedFd;
+        let mut namespaces = self
+            .namespaces
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let SessionNamespaces::Coming(socket) = &*namespaces {
+            *namespaces = match confine::received_namespaces(socket) {
+                Some(joined) => SessionNamespaces::Made(joined),
+                None => SessionNamespaces::Unmade,
+            };
+        }
+        match &*namespaces {
+            SessionNamespaces::Made(joined) => Ok(plan::Sharing::Join(confine::Joined {
+                user: joined.user.try_clone().map_err(SandboxError::Io)?,
+                net: joined.net.try_clone().map_err(SandboxError::Io)?,
+            })),
+            SessionNamespaces::Unmade | SessionNamespaces::Coming(_) => {
+                let (receiver, sender) =
+                    std::os::unix::net::UnixDatagram::pair().map_err(SandboxError::Io)?;
+                *namespaces = SessionNamespaces::Coming(receiver);
+                Ok(plan::Sharing::Share(OwnedFd::from(sender)))
+            }
+        }
     }
 
     /// What a command gets in `mode`, line by line (for `keel sandbox` and the banner).

@@ -18,7 +18,7 @@
 //! - Every step has a description, so a failure names what it was doing.
 
 use crate::SandboxError;
-use crate::confine::{self, LateRule, LoopbackUp, Prepared, REPORT_LEN, Step};
+use crate::confine::{self, Joined, LateRule, LoopbackUp, Prepared, REPORT_LEN, Step};
 use crate::filter::{self, InternetSockets};
 use crate::layers::Layers;
 use crate::mounts::{Mounts, mounts};
@@ -194,7 +194,21 @@ fn last_capability() -> libc::c_int {
 }
 
 /// The plan for `policy` under `layers`.
-pub(crate) fn prepare(policy: &SandboxPolicy, layers: &Layers) -> Result<Plan, SandboxError> {
+/// What a spawn does about the session's user and network namespaces.
+pub(crate) enum Sharing {
+    /// Make its own, and send them over this socket for later commands.
+    Share(OwnedFd),
+    /// Join these.
+    Join(Joined),
+    /// Make its own, and keep them to itself.
+    Neither,
+}
+
+pub(crate) fn prepare(
+    policy: &SandboxPolicy,
+    layers: &Layers,
+    sharing: Sharing,
+) -> Result<Plan, SandboxError> {
     let (report, report_writer) = UnixDatagram::pair().map_err(SandboxError::Io)?;
     report.set_nonblocking(true).map_err(SandboxError::Io)?;
     let mut unshare_flags = 0;
@@ -219,7 +233,17 @@ pub(crate) fn prepare(policy: &SandboxPolicy, layers: &Layers) -> Result<Plan, S
         mount_plan = mounts(policy)?;
     }
     let (uid, gid) = confine::ids();
-    let internet = if policy.network == Network::On || loopback.is_some() {
+    let own_network = unshare_flags & libc::CLONE_NEWNET != 0;
+    // Joining the session's namespaces: their maps are written and their loopback is up.
+    let (join, share) = match sharing {
+        Sharing::Join(joined) if own_network => {
+            loopback = None;
+            (Some(joined), None)
+        }
+        Sharing::Share(socket) if own_network => (None, Some(socket)),
+        Sharing::Join(_) | Sharing::Share(_) | Sharing::Neither => (None, None),
+    };
+    let internet = if policy.network == Network::On || own_network {
         InternetSockets::Allowed
     } else {
         InternetSockets::Refused
@@ -245,6 +269,8 @@ pub(crate) fn prepare(policy: &SandboxPolicy, layers: &Layers) -> Result<Plan, S
         pid_namespace: layers.user_namespace && layers.pid_namespace,
         keel_pid: confine::own_pid(),
         keel_strings: own_strings(),
+        join,
+        share,
         ruleset: ruleset(policy, layers)?,
         late_rules: late_rules(layers),
         filter,

@@ -142,7 +142,7 @@ fn probe(layers: &Layers) -> Result<(), SandboxError> {
         forbid_read: Vec::new(),
         read_only: Vec::new(),
     };
-    let plan = crate::plan::prepare(&policy, layers)?;
+    let plan = crate::plan::prepare(&policy, layers, crate::plan::Sharing::Neither)?;
     let program = ["/bin/true", "/usr/bin/true"]
         .into_iter()
         .find(|path| Path::new(path).exists())

@@ -461,3 +461,39 @@ fn a_root_replaced_by_a_link_confines_nothing_to_where_it_leads() {
         .unwrap_err();
     assert!(refused.to_string().contains("no longer leads"), "{refused}");
 }
+
+#[test]
+fn a_sessions_commands_share_one_network_namespace_of_their_own() {
+    let fixture = Fixture::new();
+    let sandbox = fixture.sandbox(SandboxSettings::default(), false);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let host = std::fs::read_link("/proc/self/ns/net").unwrap();
+    let script = format!(
+        "readlink /proc/self/ns/net; python3 -c \"import socket; s=socket.socket(); \
+         s.bind(('127.0.0.1',0)); s.listen(); c=socket.create_connection(s.getsockname()); \
+         a,_=s.accept(); print('own loopback')\"; exec 3<>/dev/tcp/127.0.0.1/{port} \
+         && echo REACHED-HOST"
+    );
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let (_, output) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, &script);
+        assert!(output.contains("own loopback"), "{output}");
+        assert!(!output.contains("REACHED-HOST"), "{output}");
+        seen.push(output.lines().next().unwrap().to_string());
+    }
+    assert_ne!(seen[0], host.display().to_string(), "not the host's");
+    assert!(
+        seen.iter().all(|ns| *ns == seen[0]),
+        "one per session: {seen:?}"
+    );
+    assert!(listener.accept().is_err());
+    let other = fixture.sandbox(SandboxSettings::default(), false);
+    let (_, output) = fixture.run_in(
+        &other,
+        SandboxMode::WorkspaceWrite,
+        "readlink /proc/self/ns/net",
+    );
+    assert_ne!(output.trim(), seen[0], "another session has its own");
+}

@@ -141,6 +141,18 @@ pub(crate) struct Prepared {
     pub workspace: CString,
     /// Where failures are reported (the write end; keel holds the read end).
     pub report: OwnedFd,
+    /// The session's user and network namespaces, joined instead of made (a network
+    /// namespace is the costliest thing to make; one per session serves every command).
+    pub join: Option<Joined>,
+    /// Where the user and network namespaces made here are sent, for later commands to join.
+    pub share: Option<OwnedFd>,
+}
+
+/// A user namespace (with its maps) and a network namespace (with its loopback up) to join.
+#[derive(Debug)]
+pub(crate) struct Joined {
+    pub user: OwnedFd,
+    pub net: OwnedFd,
 }
 
 /// The steps named in failure reports.
@@ -298,6 +310,25 @@ fn confine(prepared: &Prepared) -> std::io::Result<()> {
 }
 
 fn enter_namespaces(prepared: &Prepared) -> std::io::Result<()> {
+    if let Some(joined) = &prepared.join {
+        // SAFETY: plain system calls on descriptors `prepared` owns.
+        unsafe {
+            check(
+                libc::setns(joined.user.as_raw_fd(), libc::CLONE_NEWUSER) as c_long,
+                prepared,
+                Step::Unshare,
+                1,
+            )?;
+            check(
+                libc::setns(joined.net.as_raw_fd(), libc::CLONE_NEWNET) as c_long,
+                prepared,
+                Step::Unshare,
+                2,
+            )?;
+            let rest = prepared.unshare_flags & !(libc::CLONE_NEWUSER | libc::CLONE_NEWNET);
+            return check(libc::unshare(rest) as c_long, prepared, Step::Unshare, 3);
+        }
+    }
     // SAFETY: plain system calls; the maps' bytes are owned by `prepared`.
     unsafe {
         check(
@@ -350,7 +381,96 @@ fn enter_namespaces(prepared: &Prepared) -> std::io::Result<()> {
             check(result as c_long, prepared, Step::Loopback, 1)?;
         }
     }
+    if let Some(share) = &prepared.share {
+        share_namespaces(share);
+    }
     Ok(())
+}
+
+/// Send this process's user and network namespaces over `share` (best effort: a later
+/// command that finds none makes its own).
+fn share_namespaces(share: &OwnedFd) {
+    // SAFETY: opens and a sendmsg whose buffers are all on this stack; the descriptors opened
+    // are closed again.
+    unsafe {
+        let user = libc::open(
+            c"/proc/self/ns/user".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        );
+        let net = libc::open(
+            c"/proc/self/ns/net".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        );
+        if user >= 0 && net >= 0 {
+            let mut byte = [0u8; 1];
+            let mut io = libc::iovec {
+                iov_base: byte.as_mut_ptr().cast::<c_void>(),
+                iov_len: 1,
+            };
+            // cmsghdr (16 bytes) and two descriptors, 8-byte aligned.
+            let mut control = [0u64; 4];
+            let mut message: libc::msghdr = std::mem::zeroed();
+            message.msg_iov = &raw mut io;
+            message.msg_iovlen = 1;
+            message.msg_control = control.as_mut_ptr().cast::<c_void>();
+            message.msg_controllen = std::mem::size_of_val(&control);
+            let header = libc::CMSG_FIRSTHDR(&raw const message);
+            if !header.is_null() {
+                (*header).cmsg_level = libc::SOL_SOCKET;
+                (*header).cmsg_type = libc::SCM_RIGHTS;
+                (*header).cmsg_len = libc::CMSG_LEN(2 * std::mem::size_of::<c_int>() as u32) as _;
+                let data = libc::CMSG_DATA(header).cast::<c_int>();
+                data.write_unaligned(user);
+                data.add(1).write_unaligned(net);
+                libc::sendmsg(share.as_raw_fd(), &raw const message, libc::MSG_DONTWAIT);
+            }
+        }
+        if user >= 0 {
+            libc::close(user);
+        }
+        if net >= 0 {
+            libc::close(net);
+        }
+    }
+}
+
+/// The user and network namespaces a command sent over `socket`, if it did.
+pub(crate) fn received_namespaces(socket: &std::os::unix::net::UnixDatagram) -> Option<Joined> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: a recvmsg into buffers on this stack; descriptors received are owned from here.
+    unsafe {
+        let mut byte = [0u8; 1];
+        let mut io = libc::iovec {
+            iov_base: byte.as_mut_ptr().cast::<c_void>(),
+            iov_len: 1,
+        };
+        let mut control = [0u64; 4];
+        let mut message: libc::msghdr = std::mem::zeroed();
+        message.msg_iov = &raw mut io;
+        message.msg_iovlen = 1;
+        message.msg_control = control.as_mut_ptr().cast::<c_void>();
+        message.msg_controllen = std::mem::size_of_val(&control);
+        let read = libc::recvmsg(
+            socket.as_raw_fd(),
+            &raw mut message,
+            libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
+        );
+        let header = libc::CMSG_FIRSTHDR(&raw const message);
+        if read < 1 || header.is_null() || (*header).cmsg_type != libc::SCM_RIGHTS {
+            return None;
+        }
+        let wanted = libc::CMSG_LEN(2 * std::mem::size_of::<c_int>() as u32) as usize;
+        if (*header).cmsg_len as usize != wanted {
+            return None;
+        }
+        let data = libc::CMSG_DATA(header).cast::<c_int>();
+        let user = data.read_unaligned();
+        let net = data.add(1).read_unaligned();
+        Some(Joined {
+            user: OwnedFd::from_raw_fd(user),
+            net: OwnedFd::from_raw_fd(net),
+        })
+    }
 }
 
 /// `struct mount_attr` of `mount_setattr(2)`.
