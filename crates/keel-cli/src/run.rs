@@ -41,6 +41,14 @@ pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Ou
     }
     let setup = prepare(common, "keel run")?;
     print_notices(&setup);
+    if setup
+        .settings
+        .sandbox
+        .as_ref()
+        .is_some_and(|sandbox| sandbox.settings.mode == keel_sandbox::SandboxMode::Off)
+    {
+        eprintln!("note: sandbox off: commands run unconfined (your own setting)");
+    }
     let approve_all = setup.settings.policy.mode == PermissionMode::Auto;
     if approve_all {
         crate::session_setup::require_confinement(&setup.settings)?;

@@ -48,7 +48,7 @@ pub use policy::{
 pub use support::{UNSUPPORTED_ENV, detected, meets_minimum, warm_up};
 pub use temp::TempDir;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
@@ -269,6 +269,17 @@ impl Sandbox {
                         .collect();
                 }
                 policy.network = Network::On;
+                // Its declaration may name files under /tmp: the host's stays readable, but
+                // for the directories there that hold sockets (X11, tmux, agents).
+                policy.private_tmp = false;
+                let roots: Vec<PathBuf> = std::iter::once(policy.workspace.clone())
+                    .chain(policy.temp_dir.iter().cloned())
+                    .collect();
+                for dir in policy::socket_dirs_in(Path::new("/tmp"), &roots, 2, 20_000) {
+                    if !roots.iter().any(|root| root.starts_with(&dir)) {
+                        policy.forbid_read.push(dir);
+                    }
+                }
                 Some(policy)
             }
         }

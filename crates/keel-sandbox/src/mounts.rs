@@ -126,6 +126,7 @@ pub(crate) fn mounts(policy: &SandboxPolicy) -> Result<Mounts, SandboxError> {
     }
     let back: Vec<&PathBuf> = roots.iter().filter(|root| root.starts_with(tmp)).collect();
     if let Some(temp) = &policy.temp_dir
+        && policy.private_tmp
         && tmp
             .symlink_metadata()
             .is_ok_and(|meta| meta.file_type().is_dir())

@@ -227,6 +227,11 @@ pub struct SandboxPolicy {
     pub forbid_read: Vec<PathBuf>,
     /// Inside a writable root, but not to be changed.
     pub read_only: Vec<Protected>,
+    /// The temp dir is the command's `/tmp` (the host's `/tmp` out of sight; a command's
+    /// view). Otherwise the host's `/tmp` stays readable (its socket directories hidden) and
+    /// the temp dir is written at its own path (an MCP server, whose declaration may name
+    /// files under `/tmp`).
+    pub private_tmp: bool,
 }
 
 /// `~/x` against `home`; other paths as they are.
@@ -316,6 +321,7 @@ impl SandboxPolicy {
             temp_dir,
             forbid_read: Vec::new(),
             read_only: Vec::new(),
+            private_tmp: true,
         };
         policy.forbid_read = policy.hidden_now(settings, places);
         policy.read_only = Self::protected(&policy.writable, &policy.forbid_read, places);

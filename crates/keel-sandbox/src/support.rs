@@ -141,6 +141,7 @@ fn probe(layers: &Layers) -> Result<(), SandboxError> {
         temp_dir: None,
         forbid_read: Vec::new(),
         read_only: Vec::new(),
+        private_tmp: true,
     };
     let plan = crate::plan::prepare(&policy, layers, crate::plan::Sharing::Neither)?;
     let program = ["/bin/true", "/usr/bin/true"]

@@ -497,3 +497,44 @@ fn a_sessions_commands_share_one_network_namespace_of_their_own() {
     );
     assert_ne!(output.trim(), seen[0], "another session has its own");
 }
+
+#[test]
+fn an_mcp_server_reads_the_hosts_tmp_but_not_its_sockets_and_writes_only_its_own() {
+    let fixture = Fixture::new();
+    let sandbox = fixture.sandbox(SandboxSettings::default(), true);
+    std::fs::write(fixture.root.join("server.js"), "SERVER-CODE").unwrap();
+    std::fs::create_dir_all(fixture.root.join("sockets")).unwrap();
+    let socket = fixture.root.join("sockets/agent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let policy = sandbox
+        .server_policy(keel_sandbox::ServerConfinement::Mcp)
+        .unwrap();
+    let script = format!(
+        "cat {root}/server.js; echo; python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); \
+         s.connect('{sock}')\" || echo REFUSED; echo w > $TMPDIR/mine && echo WROTE-TEMP; \
+         echo x > {root}/ws/new || echo NO-WORKSPACE",
+        root = fixture.root.display(),
+        sock = socket.display()
+    );
+    let mut command = Command::new("bash");
+    command
+        .arg("-c")
+        .arg(&script)
+        .current_dir(&fixture.workspace);
+    let confinement = sandbox.confine_policy(&mut command, &policy).unwrap();
+    let output = on_lasting_thread(move || command.output())
+        .unwrap()
+        .unwrap_or_else(|error| panic!("{}", confinement.explain(error)));
+    let text = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert!(
+        text.contains("SERVER-CODE"),
+        "the host's /tmp is readable: {text}"
+    );
+    assert!(text.contains("REFUSED"), "{text}");
+    assert!(listener.accept().is_err(), "nothing reached the socket");
+    assert!(text.contains("WROTE-TEMP"), "{text}");
+    assert!(text.contains("NO-WORKSPACE"), "{text}");
+    assert!(!fixture.workspace.join("new").exists());
+}
