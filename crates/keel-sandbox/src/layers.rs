@@ -1,7 +1,8 @@
 //! The kernel features a confined command can get, and what they add up to.
 //!
 //! Invariants:
-//! - "Enforced" (`meet_minimum`) means Landlock file rules, seccomp, a user and mount
+//! - "Enforced" (`meet_minimum`) means Landlock file rules (ABI 2: renames across
+//!   directories), seccomp, a user and mount
 //!   namespace (hidden and protected paths, everything else read-only), and isolation from
 //!   keel: Landlock's scoping (ABI 6), or a PID and a network namespace.
 //! - `without` can only take layers away, never add one.
@@ -37,7 +38,7 @@ impl Layers {
     /// seccomp, a mount namespace (without it nothing is hidden, nothing protected, and no
     /// metadata change is refused outside the writable roots), and isolation from keel.
     pub fn meet_minimum(&self) -> bool {
-        self.landlock_abi >= 1
+        self.landlock_abi >= 2
             && self.seccomp
             && self.user_namespace
             && (self.landlock_abi >= 6 || (self.pid_namespace && self.net_namespace))
@@ -48,6 +49,12 @@ impl Layers {
         let mut missing = Vec::new();
         if self.landlock_abi < 1 {
             missing.push("Landlock (file rules)".to_string());
+        } else if self.landlock_abi < 2 {
+            missing.push(
+                "Landlock ABI 2 (Linux 5.19: renames and links across directories; ABI 1 \
+                 refuses them all)"
+                    .to_string(),
+            );
         } else if self.landlock_abi < 6 {
             missing.push(format!(
                 "Landlock scoping of signals and abstract sockets (ABI 6; this kernel has ABI {})",

@@ -75,8 +75,8 @@ pub enum SandboxError {
 pub enum Enforcement {
     /// `mode = "off"`: commands run unconfined, by the user's choice.
     Off,
-    /// Confined by at least Landlock file rules, seccomp and isolation from keel (what else
-    /// applies: `detected`).
+    /// Confined by at least Landlock file rules, seccomp, a user and mount namespace and
+    /// isolation from keel (what else applies: `detected`).
     Enforced,
     /// This kernel cannot confine commands as the policy says; what it lacks.
     BelowMinimum { missing: Vec<String> },
@@ -257,9 +257,9 @@ impl Sandbox {
 
     /// The policy of an MCP stdio server (`None`: it runs unconfined).
     pub fn server_policy(&self, confinement: ServerConfinement) -> Option<SandboxPolicy> {
-        match confinement {
-            ServerConfinement::Off => None,
-            ServerConfinement::WorkspaceWrite => Some(self.policy(SandboxMode::WorkspaceWrite)),
+        let mut policy = match confinement {
+            ServerConfinement::Off => return None,
+            ServerConfinement::WorkspaceWrite => self.policy(SandboxMode::WorkspaceWrite),
             ServerConfinement::Mcp => {
                 let mut policy = self.policy(SandboxMode::ReadOnly);
                 if let Some(home) = &self.places.home {
@@ -269,20 +269,22 @@ impl Sandbox {
                         .collect();
                 }
                 policy.network = Network::On;
-                // Its declaration may name files under /tmp: the host's stays readable, but
-                // for the directories there that hold sockets (X11, tmux, agents).
-                policy.private_tmp = false;
-                let roots: Vec<PathBuf> = std::iter::once(policy.workspace.clone())
-                    .chain(policy.temp_dir.iter().cloned())
-                    .collect();
-                for dir in policy::socket_dirs_in(Path::new("/tmp"), &roots, 2, 20_000) {
-                    if !roots.iter().any(|root| root.starts_with(&dir)) {
-                        policy.forbid_read.push(dir);
-                    }
-                }
-                Some(policy)
+                policy
+            }
+        };
+        // A server's declaration may name files under /tmp: the host's stays readable, but
+        // for the directories there that hold sockets (X11, tmux, agents).
+        policy.private_tmp = false;
+        let roots: Vec<PathBuf> = std::iter::once(policy.workspace.clone())
+            .chain(policy.writable.iter().cloned())
+            .chain(policy.temp_dir.iter().cloned())
+            .collect();
+        for dir in policy::socket_dirs_in(Path::new("/tmp"), &roots, 2, 20_000) {
+            if !roots.iter().any(|root| root.starts_with(&dir)) {
+                policy.forbid_read.push(dir);
             }
         }
+        Some(policy)
     }
 
     /// Remove the git redirect files a command created (they would make the user's own git

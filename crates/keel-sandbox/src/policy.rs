@@ -273,14 +273,9 @@ fn split_around(entry: &Path, keep: &[PathBuf], out: &mut Vec<PathBuf>) {
     };
     for child in children.flatten() {
         let path = child.path();
+        // Not followed: a link is a name; what it leads to is readable at its own path or
+        // hidden by its own entry (a link into a hidden directory meets the hidden directory).
         if child.file_type().is_ok_and(|kind| kind.is_symlink()) {
-            // A link leads elsewhere: what it leads to is hidden in its place, unless that
-            // holds something kept (a link to `/`), which is then left alone.
-            if let Ok(target) = path.canonicalize()
-                && !keep.iter().any(|kept| kept.starts_with(&target))
-            {
-                add_outermost(out, target);
-            }
             continue;
         }
         split_around(&path, keep, out);
@@ -337,6 +332,14 @@ impl SandboxPolicy {
         if self.network == Network::On {
             // The resolver's file (systemd-resolved keeps it under /run).
             keep.extend(Path::new("/etc/resolv.conf").canonicalize().ok());
+        }
+        // Where the system keeps its programs under /run (NixOS: /run/current-system,
+        // /run/wrappers), commands must still find them.
+        if let Some(path) = std::env::var_os("PATH") {
+            keep.extend(
+                std::env::split_paths(&path)
+                    .filter(|dir| RUNTIME_DIRS.iter().any(|runtime| dir.starts_with(runtime))),
+            );
         }
         Self::forbidden(settings, places, &keep)
     }

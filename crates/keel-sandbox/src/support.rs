@@ -7,9 +7,9 @@
 //! - `KEEL_SANDBOX_UNSUPPORTED` (a comma list of `landlock`, `seccomp`, `userns`, `pidns`,
 //!   `netns`, `ipcns`) makes detection report those layers missing, to show and test the
 //!   unsupported-kernel path. It can only take layers away, never add one.
-//! - "Enforced" means Landlock file rules, seccomp, and isolation from keel: Landlock's
-//!   scoping (ABI 6), or a PID and a network namespace. Below that a policy is
-//!   `BelowMinimum`, and the caller must not run a command as if it were confined.
+//! - "Enforced" is `Layers::meet_minimum` (Landlock ABI 2+, seccomp, a user and mount
+//!   namespace, isolation from keel). Below that a policy is `BelowMinimum`, and the caller
+//!   must not run a command as if it were confined.
 
 use crate::SandboxError;
 use crate::layers::Layers;
