@@ -2,8 +2,10 @@
 //!
 //! Invariants:
 //! - Order: private propagation → the session's temp dir on `/tmp` (roots under `/tmp`
-//!   attached back at their paths) → **everything read-only** (recursively: no chmod, chown,
-//!   utime or xattr change anywhere — Landlock does not cover those) → the writable roots and
+//!   attached back at their paths) → **everything read-only and without devices**
+//!   (recursively: no chmod, chown, utime or xattr change anywhere — Landlock does not cover
+//!   those — and no disk, console or camera opened) → the harmless devices opened again → the
+//!   writable roots and
 //!   the temp dir opened again, each a mount of its own → `forbid_read` hidden (a directory
 //!   under an empty, closed, read-only tmpfs; a file under `/dev/null` sealed without devices,
 //!   so opening it is refused) → a private `/dev/shm` and a private devpts (no other terminal
@@ -98,6 +100,16 @@ fn c_path(path: &Path) -> Result<CString, SandboxError> {
     })
 }
 
+/// The devices every command may use: read, write and (where Landlock has it) ioctl.
+pub(crate) const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+];
+
 /// Empty and closed: nothing can be listed, read or created under it.
 const HIDING_TMPFS: &str = "size=4k,nr_inodes=1,mode=000";
 
@@ -138,10 +150,30 @@ pub(crate) fn mounts(policy: &SandboxPolicy) -> Result<Mounts, SandboxError> {
     }
     mounts.seal(
         Path::new("/"),
-        libc::MOUNT_ATTR_RDONLY,
+        libc::MOUNT_ATTR_RDONLY | libc::MOUNT_ATTR_NODEV,
         true,
-        "making everything read-only".into(),
+        "making everything read-only and without devices".into(),
     )?;
+    // The harmless devices, opened again (a disk, a console, a camera stay closed).
+    for device in DEVICES.iter().map(Path::new).filter(|path| path.exists()) {
+        let target = c_path(device)?;
+        mounts.push(
+            MountOp::Bind {
+                source: target.clone(),
+                target: target.clone(),
+            },
+            format!("keeping {} usable", device.display()),
+        );
+        mounts.push(
+            MountOp::Seal {
+                target,
+                attributes: 0,
+                cleared: libc::MOUNT_ATTR_NODEV,
+                recursive: false,
+            },
+            format!("keeping {} usable", device.display()),
+        );
+    }
     for root in &policy.writable {
         mounts.reopen(root, true)?;
     }

@@ -21,7 +21,7 @@ use crate::SandboxError;
 use crate::confine::{self, Joined, LateRule, LoopbackUp, Prepared, REPORT_LEN, Step};
 use crate::filter::{self, InternetSockets};
 use crate::layers::Layers;
-use crate::mounts::{Mounts, mounts};
+use crate::mounts::{DEVICES, Mounts, mounts};
 use crate::policy::{Network, SandboxPolicy};
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
@@ -57,16 +57,6 @@ fn c_path(path: &Path) -> Result<CString, SandboxError> {
 fn landlock_error(error: impl std::fmt::Display) -> SandboxError {
     SandboxError::Landlock(error.to_string())
 }
-
-/// The devices a command reads and writes wherever it runs.
-const DEVICES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/random",
-    "/dev/urandom",
-    "/dev/tty",
-];
 
 fn ruleset(policy: &SandboxPolicy, layers: &Layers) -> Result<Option<OwnedFd>, SandboxError> {
     if layers.landlock_abi < 1 {
@@ -323,6 +313,7 @@ impl Failures {
             Step::Landlock => "enforcing the Landlock rules".into(),
             Step::Seccomp => "installing the seccomp filter".into(),
             Step::Chdir => "entering the workspace".into(),
+            Step::CloseDescriptors => "closing the descriptors keel holds".into(),
         };
         Some((what, std::io::Error::from_raw_os_error(code)))
     }

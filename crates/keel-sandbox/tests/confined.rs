@@ -522,3 +522,93 @@ fn an_mcp_server_reads_the_hosts_tmp_but_not_its_sockets_and_writes_only_its_own
     assert!(text.contains("NO-WORKSPACE"), "{text}");
     assert!(!fixture.workspace.join("new").exists());
 }
+
+#[test]
+fn only_the_harmless_devices_open_and_procs_machine_wide_corners_are_read_only() {
+    let fixture = Fixture::new();
+    let (code, output) = fixture
+        .run("head -c 4 /dev/urandom | wc -c && echo x > /dev/null && head -c 2 /dev/zero | wc -c");
+    assert_eq!(code, 0, "{output}");
+    assert_eq!(output.split_whitespace().collect::<Vec<_>>(), ["4", "2"]);
+    // A device this process may open (as root: the kernel log, a disk, the console screen)
+    // stays closed to the command.
+    let opens = |path: &str| {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+            .is_ok()
+    };
+    let reachable: Vec<&str> = [
+        "/dev/kmsg",
+        "/dev/loop0",
+        "/dev/vcs1",
+        "/dev/mem",
+        "/dev/sda",
+    ]
+    .into_iter()
+    .filter(|path| opens(path))
+    .collect();
+    if reachable.is_empty() {
+        eprintln!("no device beyond the harmless ones opens here: the refusal is not exercised");
+    }
+    for device in reachable {
+        let (code, output) = fixture.run(&format!(
+            "python3 -c \"import os; os.open('{device}', os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)\""
+        ));
+        assert_ne!(code, 0, "{device} opened: {output}");
+    }
+    // Whatever else refuses a write there, the mount itself is read-only.
+    let (code, output) = fixture.run("cat /proc/self/mountinfo");
+    assert_eq!(code, 0, "{output}");
+    let corners = ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq"];
+    for corner in corners.into_iter().filter(|path| Path::new(path).exists()) {
+        let line = output
+            .lines()
+            .find(|line| line.split(' ').nth(4) == Some(corner))
+            .unwrap_or_else(|| panic!("{corner} is no mount of its own:\n{output}"));
+        let options = line.split(' ').nth(5).unwrap();
+        assert!(options.split(',').any(|o| o == "ro"), "{corner}: {line}");
+    }
+}
+
+#[test]
+fn no_setuid_or_setgid_file_is_made_in_the_workspace() {
+    let fixture = Fixture::new();
+    let made = |name: &str| fixture.workspace.join(name);
+    for (name, attempt) in [
+        ("a", "touch a && chmod 4755 a"),
+        ("b", "touch b && chmod g+s b"),
+        ("c", "cp /bin/true c && chmod u+s c"),
+        (
+            "d",
+            "python3 -c \"import os; os.close(os.open('d', os.O_CREAT | os.O_WRONLY, 0o4755))\"",
+        ),
+        (
+            "e",
+            "python3 -c \"import os, stat; os.mknod('e', stat.S_IFREG | 0o2755)\"",
+        ),
+        (
+            "f",
+            "python3 -c \"import os; fd = os.open('f', os.O_CREAT | os.O_WRONLY, 0o755); os.fchmod(fd, 0o4755)\"",
+        ),
+        ("g", "install -m 4755 /bin/true g"),
+    ] {
+        let (code, output) = fixture.run(attempt);
+        assert_ne!(code, 0, "{attempt}: {output}");
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(metadata) = std::fs::metadata(made(name)) {
+            let mode = metadata.permissions().mode();
+            assert_eq!(mode & 0o6000, 0, "{attempt} made {mode:o}");
+        }
+    }
+    // Ordinary modes are the command's own; openat2 looks missing, so callers fall back.
+    let (code, output) = fixture.run(
+        "touch h && chmod 755 h && python3 -c \"import os; os.close(os.open('i', os.O_CREAT | os.O_WRONLY, 0o600))\" \
+         && python3 -c \"import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); \
+         r = libc.syscall(437, -100, b'h', None, 0); print(r, ctypes.get_errno())\"",
+    );
+    assert_eq!(code, 0, "{output}");
+    assert_eq!(output.trim(), format!("-1 {}", libc::ENOSYS), "{output}");
+}

@@ -5,8 +5,57 @@
 //! system calls on values made before the fork, no allocation, no lock, no panic.
 #![allow(unsafe_code)]
 
-use super::{Prepared, Step, check, errno};
+use super::{MountAttr, Prepared, Step, check, errno};
 use libc::{c_int, c_long, c_uint, c_void, pid_t};
+use std::ffi::CStr;
+
+/// The parts of a fresh `/proc` that change the whole machine.
+const PROC_CORNERS: [&CStr; 5] = [
+    c"/proc/sys",
+    c"/proc/sysrq-trigger",
+    c"/proc/irq",
+    c"/proc/bus",
+    c"/proc/fs",
+];
+
+/// `path` bound on itself and sealed read-only; a path this kernel lacks is left alone.
+fn seal_read_only(prepared: &Prepared, path: &CStr, index: usize) -> std::io::Result<()> {
+    // SAFETY: system calls on a literal path and a stack struct.
+    unsafe {
+        if libc::mount(
+            path.as_ptr(),
+            path.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        ) < 0
+        {
+            if errno() == libc::ENOENT {
+                return Ok(());
+            }
+            return Err(super::fail(prepared, Step::ProcMount, index + 1));
+        }
+        let attr = MountAttr {
+            attr_set: libc::MOUNT_ATTR_RDONLY,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        };
+        check(
+            libc::syscall(
+                libc::SYS_mount_setattr,
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                (libc::AT_RECURSIVE | libc::AT_SYMLINK_NOFOLLOW) as c_uint,
+                &raw const attr,
+                std::mem::size_of::<MountAttr>(),
+            ),
+            prepared,
+            Step::ProcMount,
+            index + 1,
+        )
+    }
+}
 
 /// Every signal back to its default action (keel's handlers are not for these processes).
 fn default_signals() {
@@ -174,6 +223,11 @@ pub(super) fn split_into_init_and_command(prepared: &Prepared) -> std::io::Resul
             Step::ProcMount,
             0,
         )?;
+        // What a process of the host's root could write there (`kernel.core_pattern`, the
+        // sysrq trigger, IRQ affinities) is read-only, whoever the command runs as.
+        for (index, corner) in PROC_CORNERS.iter().enumerate() {
+            seal_read_only(prepared, corner, index)?;
+        }
         let command = libc::fork();
         check(command as c_long, prepared, Step::Fork, 3)?;
         if command == 0 {

@@ -180,10 +180,11 @@ pub(crate) enum Step {
     Landlock,
     Seccomp,
     Chdir,
+    CloseDescriptors,
 }
 
 impl Step {
-    pub(crate) const ALL: [Step; 21] = [
+    pub(crate) const ALL: [Step; 22] = [
         Step::ParentDeath,
         Step::Unshare,
         Step::SetGroups,
@@ -205,6 +206,7 @@ impl Step {
         Step::Landlock,
         Step::Seccomp,
         Step::Chdir,
+        Step::CloseDescriptors,
     ];
 }
 
@@ -413,7 +415,8 @@ fn share_namespaces(share: &OwnedFd) {
             message.msg_iov = &raw mut io;
             message.msg_iovlen = 1;
             message.msg_control = control.as_mut_ptr().cast::<c_void>();
-            message.msg_controllen = std::mem::size_of_val(&control);
+            message.msg_controllen =
+                libc::CMSG_SPACE(2 * std::mem::size_of::<c_int>() as u32) as usize;
             let header = libc::CMSG_FIRSTHDR(&raw const message);
             if !header.is_null() {
                 (*header).cmsg_level = libc::SOL_SOCKET;
@@ -456,30 +459,36 @@ pub(crate) fn received_namespaces(socket: &std::os::unix::net::UnixDatagram) -> 
             libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
         );
         let header = libc::CMSG_FIRSTHDR(&raw const message);
-        if read < 1 || header.is_null() || (*header).cmsg_type != libc::SCM_RIGHTS {
+        if read < 1
+            || header.is_null()
+            || (*header).cmsg_level != libc::SOL_SOCKET
+            || (*header).cmsg_type != libc::SCM_RIGHTS
+        {
             return None;
         }
-        let wanted = libc::CMSG_LEN(2 * std::mem::size_of::<c_int>() as u32) as usize;
-        if (*header).cmsg_len as usize != wanted {
-            return None;
-        }
+        // Every descriptor that arrived is owned here, so none leaks whatever else is wrong.
+        let header_len = libc::CMSG_LEN(0) as usize;
+        let count =
+            ((*header).cmsg_len as usize).saturating_sub(header_len) / std::mem::size_of::<c_int>();
         let data = libc::CMSG_DATA(header).cast::<c_int>();
-        let user = data.read_unaligned();
-        let net = data.add(1).read_unaligned();
-        Some(Joined {
-            user: OwnedFd::from_raw_fd(user),
-            net: OwnedFd::from_raw_fd(net),
-        })
+        let received: Vec<OwnedFd> = (0..count.min(4))
+            .map(|index| OwnedFd::from_raw_fd(data.add(index).read_unaligned()))
+            .collect();
+        if message.msg_flags & libc::MSG_CTRUNC != 0 {
+            return None;
+        }
+        let [user, net]: [OwnedFd; 2] = received.try_into().ok()?;
+        Some(Joined { user, net })
     }
 }
 
 /// `struct mount_attr` of `mount_setattr(2)`.
 #[repr(C)]
-struct MountAttr {
-    attr_set: u64,
-    attr_clr: u64,
-    propagation: u64,
-    userns_fd: u64,
+pub(super) struct MountAttr {
+    pub(super) attr_set: u64,
+    pub(super) attr_clr: u64,
+    pub(super) propagation: u64,
+    pub(super) userns_fd: u64,
 }
 
 fn mount(
@@ -625,12 +634,17 @@ fn restrict(prepared: &Prepared) -> std::io::Result<()> {
             }
         }
         // Descriptors keel was handed without close-on-exec do not reach the command.
-        libc::syscall(
-            libc::SYS_close_range,
-            3,
-            c_uint::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        );
+        check(
+            libc::syscall(
+                libc::SYS_close_range,
+                3,
+                c_uint::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            ),
+            prepared,
+            Step::CloseDescriptors,
+            0,
+        )?;
         check(
             libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as c_long,
             prepared,
