@@ -187,7 +187,10 @@ pub fn require_confinement(settings: &AgentSettings) -> Result<(), UsageError> {
     let Some(setup) = &settings.sandbox else {
         return Ok(());
     };
-    if setup.settings.mode == keel_sandbox::SandboxMode::Off || keel_sandbox::meets_minimum() {
+    let network_on = setup.settings.allow_network;
+    if setup.settings.mode == keel_sandbox::SandboxMode::Off
+        || keel_sandbox::meets_minimum(network_on)
+    {
         return Ok(());
     }
     Err(UsageError(format!(
@@ -195,7 +198,7 @@ pub fn require_confinement(settings: &AgentSettings) -> Result<(), UsageError> {
          --yes run approves every command itself, so keel will not start one unconfined. To run \
          commands without the sandbox, set `mode = \"off\"` under [sandbox] in \
          $KEEL_HOME/config.toml, or pass --sandbox off for this run",
-        keel_sandbox::detected().missing().join("; ")
+        keel_sandbox::detected().missing(network_on).join("; ")
     )))
 }
 

@@ -705,3 +705,24 @@ fn a_tool_list_changed_mid_turn_reaches_the_requests_at_the_next_turn_and_is_nam
         assert_eq!(breaks(&second), ["mcp_tools_changed"], "{name}");
     }
 }
+
+#[test]
+fn without_landlock_scoping_no_server_starts_with_the_network_on() {
+    let home = Home::new("");
+    home.append_config(
+        "[mcp_servers.net]\ncommand = \"sh\"\nargs = [\"-c\", \"touch started; sleep 5\"]\n",
+    );
+    let run = Run::from(
+        home.keel(&["mcp", "list", "--json"])
+            .env("KEEL_SANDBOX_UNSUPPORTED", "landlock-scoping")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let value: Value = serde_json::from_str(&run.stdout()).unwrap();
+    assert_eq!(value[0]["state"], "failed", "{value}");
+    let said = value[0].to_string();
+    assert!(said.contains("abstract sockets"), "{said}");
+    assert!(said.contains("sandbox = \\\"off\\\""), "{said}");
+    assert!(!home.path().join("started").exists());
+}

@@ -619,6 +619,67 @@ fn without_landlock_keel_says_so_and_never_runs_a_command_unconfined_unasked() {
 }
 
 #[test]
+fn with_the_network_on_a_kernel_without_landlock_scoping_is_below_the_minimum() {
+    let mut escapes = Escapes::new();
+    escapes.script(vec![bash("touch ran.txt")], "");
+    // Landlock ABI 5 or less: network-off commands are still kept apart by namespaces.
+    let old_kernel = ("KEEL_SANDBOX_UNSUPPORTED", "landlock-scoping");
+    let network_off = Run::from(
+        escapes
+            .keel(&["sandbox", "--", "true"])
+            .env(old_kernel.0, old_kernel.1)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(network_off.code(), 0, "{}", network_off.stderr());
+    assert!(
+        !network_off.stderr().contains("NOT enforced"),
+        "{}",
+        network_off.stderr()
+    );
+    // With the network on nothing else keeps a command from the host's abstract sockets.
+    escapes
+        .home
+        .append_config("[sandbox]\nallow_network = true\n");
+    let shown = Run::from(
+        escapes
+            .keel(&["sandbox", "--", "true"])
+            .env(old_kernel.0, old_kernel.1)
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        shown.stderr().contains("NOT enforced"),
+        "{}",
+        shown.stderr()
+    );
+    assert!(
+        shown.stderr().contains("abstract sockets"),
+        "{}",
+        shown.stderr()
+    );
+    let refused = Run::from(
+        escapes
+            .keel(&["run", "--yes", "go"])
+            .env(old_kernel.0, old_kernel.1)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(refused.code(), 2, "{}", refused.stderr());
+    assert!(
+        refused.stderr().contains("abstract sockets"),
+        "{}",
+        refused.stderr()
+    );
+    assert!(escapes.mock().requests().is_empty());
+    assert!(!escapes.me.join("ran.txt").exists());
+    // On this kernel (scoping present) the same run is confined and goes ahead.
+    let confined = escapes.run(&["run", "--yes", "go"]);
+    assert_eq!(confined.code(), 0, "{}", confined.stderr());
+    assert!(escapes.me.join("ran.txt").exists());
+}
+
+#[test]
 fn in_ask_mode_a_refused_command_may_be_run_again_unconfined_only_when_the_user_says_so() {
     let mut escapes = Escapes::new();
     // Outside /tmp (which the sandbox replaces), so the refusal is a refusal ("Read-only file

@@ -301,12 +301,13 @@ fn spawn_stdio(
             .spawn()
             .map_err(|error| error.to_string());
     };
-    if !keel_sandbox::meets_minimum() {
+    let network_on = policy.network == keel_sandbox::Network::On;
+    if !keel_sandbox::meets_minimum(network_on) {
         return Err(format!(
             "keel sandbox: this machine cannot confine it (missing: {}); keel starts no server \
              unconfined on its own say: set `sandbox = \"off\"` in its [mcp_servers] table of \
              your config to run it unconfined",
-            keel_sandbox::detected().missing().join("; ")
+            keel_sandbox::detected().missing(network_on).join("; ")
         ));
     }
     let confinement = sandbox

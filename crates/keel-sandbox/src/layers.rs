@@ -4,7 +4,9 @@
 //! - "Enforced" (`meet_minimum`) means Landlock file rules (ABI 2: renames across
 //!   directories), seccomp, a user and mount
 //!   namespace (hidden and protected paths, everything else read-only), and isolation from
-//!   keel: Landlock's scoping (ABI 6), or a PID and a network namespace.
+//!   keel: Landlock's scoping (ABI 6), or a PID and a network namespace. With the network
+//!   on there is no network namespace, and nothing but scoping keeps a command from the
+//!   host's abstract sockets (an X server: keystrokes into any window), so ABI 6 is the least.
 //! - `without` can only take layers away, never add one.
 
 /// The kernel features a confined command can get.
@@ -37,15 +39,17 @@ impl Layers {
     /// Whether these layers meet the minimum of an enforced sandbox: Landlock file rules,
     /// seccomp, a mount namespace (without it nothing is hidden, nothing protected, and no
     /// metadata change is refused outside the writable roots), and isolation from keel.
-    pub fn meet_minimum(&self) -> bool {
+    /// `network_on`: the command reaches the host's network (and its abstract sockets).
+    pub fn meet_minimum(&self, network_on: bool) -> bool {
         self.landlock_abi >= 2
             && self.seccomp
             && self.user_namespace
-            && (self.landlock_abi >= 6 || (self.pid_namespace && self.net_namespace))
+            && (self.landlock_abi >= 6 || (!network_on && self.pid_namespace && self.net_namespace))
     }
 
-    /// What is missing, in words (empty when nothing is).
-    pub fn missing(&self) -> Vec<String> {
+    /// What is missing, in words (empty when nothing is), for a command with the network on
+    /// or off.
+    pub fn missing(&self, network_on: bool) -> Vec<String> {
         let mut missing = Vec::new();
         if self.landlock_abi < 1 {
             missing.push("Landlock (file rules)".to_string());
@@ -56,10 +60,20 @@ impl Layers {
                     .to_string(),
             );
         } else if self.landlock_abi < 6 {
-            missing.push(format!(
-                "Landlock scoping of signals and abstract sockets (ABI 6; this kernel has ABI {})",
-                self.landlock_abi
-            ));
+            missing.push(if network_on {
+                format!(
+                    "Landlock scoping (ABI 6; this kernel has ABI {}): with the network on, \
+                     nothing else keeps a command from the host's abstract sockets, an X \
+                     server's among them",
+                    self.landlock_abi
+                )
+            } else {
+                format!(
+                    "Landlock scoping of signals and abstract sockets (ABI 6; this kernel has \
+                     ABI {})",
+                    self.landlock_abi
+                )
+            });
         }
         if !self.seccomp {
             missing.push("seccomp".to_string());
@@ -151,6 +165,8 @@ impl Layers {
         for name in unsupported.split(',').map(str::trim) {
             match name {
                 "landlock" => self.landlock_abi = 0,
+                // A kernel before Linux 6.12: Landlock without scoping.
+                "landlock-scoping" => self.landlock_abi = self.landlock_abi.min(5),
                 "seccomp" => self.seccomp = false,
                 "userns" => {
                     self.user_namespace = false;
@@ -182,21 +198,35 @@ mod tests {
             net_namespace: true,
             ipc_namespace: true,
         };
-        assert!(full.meet_minimum() && full.missing().is_empty());
-        assert!(!full.without("landlock").meet_minimum());
-        assert!(!full.without("seccomp").meet_minimum());
+        assert!(full.meet_minimum(false) && full.missing(false).is_empty());
+        assert!(!full.without("landlock").meet_minimum(false));
+        assert!(!full.without("seccomp").meet_minimum(false));
         let old_kernel = Layers {
             landlock_abi: 4,
             ..full
         };
-        assert!(old_kernel.meet_minimum(), "namespaces isolate it from keel");
-        assert!(!old_kernel.without("netns").meet_minimum());
         assert!(
-            !full.without("userns").meet_minimum(),
+            old_kernel.meet_minimum(false),
+            "namespaces isolate it from keel"
+        );
+        assert!(!old_kernel.without("netns").meet_minimum(false));
+        assert!(
+            !full.without("userns").meet_minimum(false),
             "no hidden or protected path without a mount namespace"
         );
-        assert!(full.without("pidns").meet_minimum(), "scoping isolates it");
-        assert!(full.without("userns").missing()[0].contains("user namespaces"));
-        assert!(full.without("landlock").missing()[0].contains("Landlock"));
+        assert!(
+            full.without("pidns").meet_minimum(false),
+            "scoping isolates it"
+        );
+        assert!(full.without("userns").missing(false)[0].contains("user namespaces"));
+        assert!(full.without("landlock").missing(false)[0].contains("Landlock"));
+        // With the network on, only scoping keeps the host's abstract sockets out of reach.
+        assert!(full.meet_minimum(true));
+        assert!(!old_kernel.meet_minimum(true));
+        assert!(!full.without("landlock-scoping").meet_minimum(true));
+        assert!(full.without("landlock-scoping").meet_minimum(false));
+        let said = old_kernel.missing(true);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].contains("abstract sockets"), "{said:?}");
     }
 }

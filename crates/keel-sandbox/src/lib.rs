@@ -312,11 +312,12 @@ impl Sandbox {
         if mode == SandboxMode::Off {
             return Enforcement::Off;
         }
-        if meets_minimum() {
+        let network_on = self.settings.allow_network;
+        if meets_minimum(network_on) {
             Enforcement::Enforced
         } else {
             Enforcement::BelowMinimum {
-                missing: detected().missing(),
+                missing: detected().missing(network_on),
             }
         }
     }
@@ -352,23 +353,31 @@ impl Sandbox {
             });
         }
         let layers = detected().intersect(layers);
-        self.confine_under(command, &self.policy(mode), &layers)
+        // Without a PID namespace a command's survivors would stay in the loopback the next
+        // commands use: each gets its own.
+        let shared = layers.pid_namespace;
+        self.confine_under(command, &self.policy(mode), &layers, shared)
     }
 
-    /// Arrange for `command` to run confined by `policy` (an MCP server's, say).
+    /// Arrange for `command` to run confined by `policy` (an MCP server's, say). It gets
+    /// namespaces of its own: a server lives long, and shares no loopback with the session's
+    /// commands or another server.
     pub fn confine_policy(
         &self,
         command: &mut std::process::Command,
         policy: &SandboxPolicy,
     ) -> Result<Confinement, SandboxError> {
-        self.confine_under(command, policy, &detected())
+        self.confine_under(command, policy, &detected(), false)
     }
 
+    /// `shared`: a network-off command joins (or makes) the session's user and network
+    /// namespaces.
     fn confine_under(
         &self,
         command: &mut std::process::Command,
         policy: &SandboxPolicy,
         layers: &Layers,
+        shared: bool,
     ) -> Result<Confinement, SandboxError> {
         let mode = policy.mode;
         if let Some(moved) = policy.moved_root() {
@@ -380,7 +389,12 @@ impl Sandbox {
                     .into(),
             });
         }
-        let plan = plan::prepare(policy, layers, self.sharing()?)?;
+        let sharing = if shared && policy.network == Network::Off {
+            self.sharing()?
+        } else {
+            plan::Sharing::Neither
+        };
+        let plan = plan::prepare(policy, layers, sharing)?;
         for (name, value) in &plan.env {
             match value {
                 Some(value) => command.env(name, value),
@@ -395,7 +409,7 @@ impl Sandbox {
     }
 
     /// Join the session's namespaces if they are made, else make them in this spawn and share
-    /// them (only a network-off command uses them; others ignore this).
+    /// them.
     fn sharing(&self) -> Result<plan::Sharing, SandboxError> {
         use std::os::fd::OwnedFd;
         let mut namespaces = self
@@ -463,7 +477,7 @@ impl Sandbox {
         );
         lines.extend(
             layers
-                .missing()
+                .missing(self.settings.allow_network)
                 .into_iter()
                 .map(|line| format!("missing: {line}")),
         );

@@ -37,7 +37,8 @@ pub fn warm_up() {
 /// Whether this kernel meets the minimum. Landlock's ABI and seccomp are two system calls and
 /// can say no at once; a yes is what detection found (the namespaces, and whether Landlock and
 /// seccomp really work), never assumed.
-pub fn meets_minimum() -> bool {
+/// `network_on`: for a command that reaches the host's network (see `Layers::meet_minimum`).
+pub fn meets_minimum(network_on: bool) -> bool {
     let unsupported = std::env::var(UNSUPPORTED_ENV).unwrap_or_default();
     let quick = Layers {
         landlock_abi: crate::confine::landlock_abi(),
@@ -48,7 +49,7 @@ pub fn meets_minimum() -> bool {
     if quick.landlock_abi < 1 || !quick.seccomp {
         return false;
     }
-    detected().meet_minimum()
+    detected().meet_minimum(network_on)
 }
 
 /// The layers of this kernel (probed once; `KEEL_SANDBOX_UNSUPPORTED` applied).

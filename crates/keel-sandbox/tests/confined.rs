@@ -480,6 +480,41 @@ fn a_sessions_commands_share_one_network_namespace_of_their_own() {
         "readlink /proc/self/ns/net",
     );
     assert_ne!(output.trim(), seen[0], "another session has its own");
+    // A server (long-lived, third-party) shares no loopback with the commands or another.
+    let policy = sandbox
+        .server_policy(keel_sandbox::ServerConfinement::WorkspaceWrite)
+        .unwrap();
+    assert_eq!(policy.network, keel_sandbox::Network::Off);
+    let servers: Vec<String> = (0..2)
+        .map(|_| {
+            let mut command = Command::new("readlink");
+            command.arg("/proc/self/ns/net");
+            let confinement = sandbox.confine_policy(&mut command, &policy).unwrap();
+            let output = on_lasting_thread(move || command.output())
+                .unwrap()
+                .unwrap_or_else(|error| panic!("{}", confinement.explain(error)));
+            String::from_utf8_lossy(&output.stdout).trim().to_string()
+        })
+        .collect();
+    assert!(!servers.contains(&seen[0]), "{servers:?} vs {}", seen[0]);
+    assert_ne!(servers[0], servers[1]);
+    // Without a PID namespace a command's survivors would linger there: nothing is shared.
+    let without_pid = keel_sandbox::detected().without("pidns");
+    let alone: Vec<String> = (0..2)
+        .map(|_| {
+            let mut command = Command::new("readlink");
+            command.arg("/proc/self/ns/net");
+            let confinement = sandbox
+                .confine_with(&mut command, SandboxMode::WorkspaceWrite, &without_pid)
+                .unwrap();
+            let output = on_lasting_thread(move || command.output())
+                .unwrap()
+                .unwrap_or_else(|error| panic!("{}", confinement.explain(error)));
+            String::from_utf8_lossy(&output.stdout).trim().to_string()
+        })
+        .collect();
+    assert!(!alone.contains(&seen[0]), "{alone:?} vs {}", seen[0]);
+    assert_ne!(alone[0], alone[1]);
 }
 
 #[test]
