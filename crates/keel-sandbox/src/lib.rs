@@ -43,7 +43,7 @@ pub use layers::Layers;
 pub use plan::Failures;
 pub use policy::{
     GIT_REDIRECTS, HOME_SECRETS, KEEL_HOME_PRIVATE, Network, PROTECTED_IN_ROOT, Places, Protected,
-    RUNTIME_DIRS, STARTUP_IN_HOME, SandboxMode, SandboxPolicy, SandboxSettings,
+    RUNTIME_DIRS, STARTUP_IN_HOME, SYSTEM_SECRETS, SandboxMode, SandboxPolicy, SandboxSettings,
 };
 pub use support::{UNSUPPORTED_ENV, detected, meets_minimum, warm_up};
 pub use temp::TempDir;

@@ -147,7 +147,44 @@ pub const HOME_SECRETS: &[&str] = &[
     ".1password",
     ".colima",
     ".lima",
+    // Other clouds' and services' tokens.
+    ".azure",
+    ".oci",
+    ".config/doctl",
+    ".config/github-copilot",
+    ".config/hub",
+    ".config/glab-cli",
+    ".config/rclone",
+    ".s3cfg",
+    ".vault-token",
+    ".terraform.d",
+    ".pgpass",
+    ".my.cnf",
+    ".gem/credentials",
+    ".config/composer/auth.json",
+    // Other agents' logins.
+    ".claude",
+    ".codex",
+    // Keyrings, password stores and browser profiles (cookies, saved passwords).
+    ".local/share/keyrings",
+    ".password-store",
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
+    // What the user typed: passwords pasted at a prompt, tokens in a curl line.
+    ".bash_history",
+    ".zsh_history",
+    ".local/share/fish/fish_history",
+    ".python_history",
+    ".psql_history",
+    ".mysql_history",
+    ".node_repl_history",
 ];
+
+/// The machine's own secrets, hidden too (unreadable already but to root, which keel may run
+/// as in a container or on CI).
+pub const SYSTEM_SECRETS: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/ssl/private"];
 
 /// Where a system keeps its services' sockets (the Docker socket, the D-Bus buses): hidden,
 /// with `$XDG_RUNTIME_DIR`. With the network on, the resolver's file stays.
@@ -370,6 +407,15 @@ impl SandboxPolicy {
                 path.file_name()
                     .and_then(|name| name.to_str())
                     .is_some_and(|name| name.starts_with("serve-launch-"))
+            }));
+        }
+        entries.extend(SYSTEM_SECRETS.iter().map(PathBuf::from));
+        // The SSH server's host keys (`/etc/ssh` itself holds the client's configuration).
+        if let Ok(children) = std::fs::read_dir("/etc/ssh") {
+            entries.extend(children.flatten().map(|child| child.path()).filter(|path| {
+                path.file_name()
+                    .and_then(|name| name.to_str())
+                    .is_some_and(|name| name.starts_with("ssh_host_") && name.ends_with("_key"))
             }));
         }
         entries.extend(places.referenced_files.iter().cloned());

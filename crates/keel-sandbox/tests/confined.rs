@@ -138,14 +138,36 @@ fn writes_outside_the_workspace_are_refused_however_they_are_spelled() {
 #[test]
 fn hidden_paths_cannot_be_read_and_protected_paths_cannot_change() {
     let fixture = Fixture::new();
-    for path in [
+    // A few of the other stores: a token, another agent's login, a history, a keyring.
+    for (store, file) in [
+        (".config/github-copilot", "hosts.json"),
+        (".codex", "auth.json"),
+        (".local/share/keyrings", "login.keyring"),
+    ] {
+        std::fs::create_dir_all(fixture.home.join(store)).unwrap();
+        std::fs::write(fixture.home.join(store).join(file), "PRIVATE-KEY-TOKEN").unwrap();
+    }
+    std::fs::write(fixture.home.join(".bash_history"), "PRIVATE-KEY typed").unwrap();
+    std::fs::write(fixture.home.join(".pgpass"), "db:5432:*:me:PRIVATE-KEY").unwrap();
+    let mut secrets = vec![
         fixture.home.join(".ssh/id_rsa"),
         fixture.keel_home.join("state/keel.db"),
-    ] {
+        fixture.home.join(".config/github-copilot/hosts.json"),
+        fixture.home.join(".codex/auth.json"),
+        fixture.home.join(".local/share/keyrings/login.keyring"),
+        fixture.home.join(".bash_history"),
+        fixture.home.join(".pgpass"),
+    ];
+    // The machine's password hashes, where this process (root) could read them.
+    if std::fs::read("/etc/shadow").is_ok() {
+        secrets.push(PathBuf::from("/etc/shadow"));
+    }
+    for path in secrets {
         let (code, output) = fixture.run(&format!("cat {}", path.display()));
-        assert_ne!(code, 0, "{output}");
+        assert_ne!(code, 0, "{}: {output}", path.display());
         assert!(output.contains("Permission denied"), "{output}");
         assert!(!output.contains("PRIVATE-KEY") && !output.contains("STATE-DATABASE"));
+        assert!(!output.contains("root:"), "{output}");
     }
     let attempts = [
         "echo evil > .git/hooks/pre-commit",
