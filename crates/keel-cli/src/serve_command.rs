@@ -90,17 +90,18 @@ fn given_token(args: &ServeArgs) -> anyhow::Result<Option<String>> {
         .filter(|token| !token.is_empty()))
 }
 
-/// `--open`: a launch page under `$KEEL_HOME`, owner-only, that takes the browser to the UI
-/// with a one-time code in the fragment (redeemed for the token): no credential on any argv.
+/// `--open`: a launch page in `$KEEL_HOME/state` (hidden from every command and server, even
+/// one started before the page was written), owner-only, that takes the browser to the UI with
+/// a one-time code in the fragment (redeemed for the token): no credential on any argv.
 fn write_launch_page(
     bound: std::net::SocketAddr,
     code: Option<&str>,
 ) -> anyhow::Result<std::path::PathBuf> {
     use std::io::Write as _;
     use std::os::unix::fs::OpenOptionsExt;
-    let home = settings::keel_home()?;
-    std::fs::create_dir_all(&home)?;
-    let path = home.join(format!("serve-launch-{}.html", bound.port()));
+    let state = settings::keel_home()?.join("state");
+    std::fs::create_dir_all(&state)?;
+    let path = state.join(format!("serve-launch-{}.html", bound.port()));
     let target = match code {
         Some(code) => format!("http://{bound}/#code={code}"),
         None => format!("http://{bound}/"),

@@ -113,7 +113,10 @@ fn open_hands_the_browser_a_one_time_code_and_no_argv_holds_a_credential() {
         "a path, not a URL with a code: {opened}"
     );
     let page = std::path::Path::new(&opened);
-    assert!(page.starts_with(home.path()), "under KEEL_HOME: {opened}");
+    assert!(
+        page.starts_with(home.path().join("state")),
+        "in KEEL_HOME/state, hidden from every command and MCP server: {opened}"
+    );
     assert_eq!(
         std::fs::metadata(page).unwrap().permissions().mode() & 0o777,
         0o600

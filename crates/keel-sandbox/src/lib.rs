@@ -124,8 +124,10 @@ impl ServerConfinement {
     }
 }
 
-/// What an MCP server writes under the `mcp` policy, besides its temp dir (below `~`).
-pub const SERVER_CACHES: &[&str] = &[".npm", ".cache"];
+/// Where MCP servers keep their caches under the `mcp` policy (below `$KEEL_HOME`): npm's
+/// (`npx` installs there) and the XDG cache (uv, pip, corepack, go). Never the user's own
+/// `~/.npm` and `~/.cache`, which the user's unconfined tools run code from.
+pub const SERVER_CACHE: &str = "cache/mcp";
 
 /// A session's sandbox: its settings, its places, and the paths protected at its start.
 #[derive(Clone, Debug)]
@@ -262,11 +264,18 @@ impl Sandbox {
             ServerConfinement::WorkspaceWrite => self.policy(SandboxMode::WorkspaceWrite),
             ServerConfinement::Mcp => {
                 let mut policy = self.policy(SandboxMode::ReadOnly);
-                if let Some(home) = &self.places.home {
-                    policy.writable = SERVER_CACHES
-                        .iter()
-                        .filter_map(|name| home.join(name).canonicalize().ok())
-                        .collect();
+                let cache = self.places.keel_home.join(SERVER_CACHE);
+                let npm = cache.join("npm");
+                let xdg = cache.join("xdg");
+                if std::fs::create_dir_all(&npm).is_ok()
+                    && std::fs::create_dir_all(&xdg).is_ok()
+                    && let Ok(cache) = cache.canonicalize()
+                {
+                    policy.env = vec![
+                        ("npm_config_cache", cache.join("npm").display().to_string()),
+                        ("XDG_CACHE_HOME", cache.join("xdg").display().to_string()),
+                    ];
+                    policy.writable = vec![cache];
                 }
                 policy.network = Network::On;
                 policy
@@ -400,6 +409,13 @@ impl Sandbox {
                 Some(value) => command.env(name, value),
                 None => command.env_remove(name),
             };
+        }
+        // The policy's places, unless the declaration chose its own (which writes only
+        // where the policy lets it anyway).
+        for (name, value) in &policy.env {
+            if !command.get_envs().any(|(set, _)| set == *name) {
+                command.env(name, value);
+            }
         }
         confine::install(command, plan.prepared);
         Ok(Confinement {

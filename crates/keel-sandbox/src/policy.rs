@@ -190,7 +190,8 @@ pub const SYSTEM_SECRETS: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/ssl/p
 /// with `$XDG_RUNTIME_DIR`. With the network on, the resolver's file stays.
 pub const RUNTIME_DIRS: &[&str] = &["/run", "/var/run", "/var/snap/lxd"];
 
-/// keel's own files in `$KEEL_HOME` that no command reads (`serve-launch-*` pages too).
+/// keel's own files in `$KEEL_HOME` that no command reads (and `serve-launch-*` pages an older
+/// keel left beside them; a launch page is written in `state` now).
 pub const KEEL_HOME_PRIVATE: &[&str] = &[
     "state",
     "config.toml",
@@ -269,6 +270,9 @@ pub struct SandboxPolicy {
     /// the temp dir is written at its own path (an MCP server, whose declaration may name
     /// files under `/tmp`).
     pub private_tmp: bool,
+    /// Variables the command is given (where an MCP server keeps its caches), unless it
+    /// was given its own.
+    pub env: Vec<(&'static str, String)>,
 }
 
 /// `~/x` against `home`; other paths as they are.
@@ -354,6 +358,7 @@ impl SandboxPolicy {
             forbid_read: Vec::new(),
             read_only: Vec::new(),
             private_tmp: true,
+            env: Vec::new(),
         };
         policy.forbid_read = policy.hidden_now(settings, places);
         policy.read_only = Self::protected(&policy.writable, &policy.forbid_read, places);

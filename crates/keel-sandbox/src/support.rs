@@ -143,6 +143,7 @@ fn probe(layers: &Layers) -> Result<(), SandboxError> {
         forbid_read: Vec::new(),
         read_only: Vec::new(),
         private_tmp: true,
+        env: Vec::new(),
     };
     let plan = crate::plan::prepare(&policy, layers, crate::plan::Sharing::Neither)?;
     let program = ["/bin/true", "/usr/bin/true"]

@@ -551,12 +551,20 @@ fn an_mcp_server_reads_the_hosts_tmp_but_not_its_sockets_and_writes_only_its_own
     let policy = sandbox
         .server_policy(keel_sandbox::ServerConfinement::Mcp)
         .unwrap();
+    // The user's own caches, which the user's unconfined tools run code from.
+    for cache in [".npm", ".cache"] {
+        std::fs::create_dir_all(fixture.home.join(cache)).unwrap();
+    }
     let script = format!(
         "cat {root}/server.js; echo; python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); \
          s.connect('{sock}')\" || echo REFUSED; echo w > $TMPDIR/mine && echo WROTE-TEMP; \
-         echo x > {root}/ws/new || echo NO-WORKSPACE",
+         echo x > {root}/ws/new || echo NO-WORKSPACE; \
+         echo x > {home}/.npm/planted || echo NO-USER-NPM; \
+         echo x > {home}/.cache/planted || echo NO-USER-CACHE; \
+         mkdir -p $npm_config_cache/_npx $XDG_CACHE_HOME/uv && echo OWN-CACHES",
         root = fixture.root.display(),
-        sock = socket.display()
+        sock = socket.display(),
+        home = fixture.home.display(),
     );
     let mut command = Command::new("bash");
     command
@@ -578,6 +586,13 @@ fn an_mcp_server_reads_the_hosts_tmp_but_not_its_sockets_and_writes_only_its_own
     assert!(text.contains("WROTE-TEMP"), "{text}");
     assert!(text.contains("NO-WORKSPACE"), "{text}");
     assert!(!fixture.workspace.join("new").exists());
+    assert!(
+        text.contains("NO-USER-NPM") && text.contains("NO-USER-CACHE"),
+        "{text}"
+    );
+    assert!(text.contains("OWN-CACHES"), "{text}");
+    assert!(fixture.keel_home.join("cache/mcp/npm/_npx").is_dir());
+    assert!(fixture.keel_home.join("cache/mcp/xdg/uv").is_dir());
 }
 
 #[test]
