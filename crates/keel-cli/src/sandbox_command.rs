@@ -5,7 +5,8 @@
 //! - The policy is the one a session in this workspace would get (same configuration, same
 //!   trust decision, same `--add-dir`), with a temp dir of its own that is removed after.
 //! - The command never sees keel's secrets, like a tool's command.
-//! - keel exits with the command's exit code (128 + N for a signal N).
+//! - keel exits with the command's exit code (128 + N for a signal N), after undoing (and
+//!   naming) the git redirect files the command made, as after a tool's command.
 //! - Below the minimum the command still runs, with what the kernel has, and that is said
 //!   first: this is a tool for looking, which a user starts by hand.
 
@@ -61,6 +62,15 @@ pub fn run(common: &CommonArgs, args: &SandboxArgs) -> anyhow::Result<Outcome> {
         }
     }
     .map_err(|error| confinement.explain(error))?;
+    if mode != SandboxMode::Off {
+        for removed in sandbox.undo_git_redirects() {
+            eprintln!(
+                "keel sandbox: the command created {}, which would make git use another \
+                 directory's configuration and hooks outside the sandbox; keel removed it",
+                visible_line(&removed.display().to_string())
+            );
+        }
+    }
     use std::os::unix::process::ExitStatusExt;
     let code = status
         .code()

@@ -385,6 +385,21 @@ fn git_and_keels_own_files_cannot_be_changed() {
         "max_rounds = 60\n"
     );
     assert!(!me.join(".git2").exists() && !me.join("old.toml").exists());
+    // `keel sandbox`, which users run on code they distrust, undoes a redirect too.
+    let by_hand = escapes.run(&[
+        "sandbox",
+        "--",
+        "sh",
+        "-c",
+        "echo ../elsewhere > .git/commondir",
+    ]);
+    assert_eq!(by_hand.code(), 0, "{}", by_hand.stderr());
+    assert!(!me.join(".git/commondir").exists(), "{}", by_hand.stderr());
+    assert!(
+        by_hand.stderr().contains(".git/commondir") && by_hand.stderr().contains("removed"),
+        "{}",
+        by_hand.stderr()
+    );
 }
 
 #[test]

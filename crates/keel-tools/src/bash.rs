@@ -105,6 +105,18 @@ impl Capture {
     }
 }
 
+/// Removes the git redirect files a confined command made when dropped: also when the call is
+/// cancelled or times out, or keel unwinds (the normal path takes it, to report them).
+struct RedirectUndo(Option<Arc<keel_sandbox::Sandbox>>);
+
+impl Drop for RedirectUndo {
+    fn drop(&mut self) {
+        if let Some(sandbox) = self.0.take() {
+            sandbox.undo_git_redirects();
+        }
+    }
+}
+
 /// How long the output may stay open after the command ended or was killed: a process that
 /// left the command's process group (`setsid … &`) can hold it open for ever.
 const OUTPUT_GRACE: Duration = Duration::from_secs(1);
@@ -164,6 +176,14 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
         Ok(child) => child,
         Err(message) => return ToolOutput::error(message),
     };
+    // Declared before the killer, so dropped after it: a cancelled or timed-out command is
+    // stopped first, then what it left for git is undone.
+    let mut undo = RedirectUndo(
+        ctx.sandbox
+            .as_ref()
+            .filter(|sandbox| sandbox.mode != SandboxMode::Off)
+            .map(|sandbox| sandbox.sandbox.clone()),
+    );
     let killer = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
     // Recorded so that a keel killed outright can stop this group when it restarts.
     if let (Some(log), Some(pgid)) = (&ctx.process_log, killer.0)
@@ -237,18 +257,20 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
     } else {
         format!("{}\n{ending}", output.trim_end())
     };
-    if let Some(sandbox) = ctx.sandbox.as_ref().filter(|s| s.mode != SandboxMode::Off) {
-        for removed in sandbox.sandbox.undo_git_redirects() {
+    if let Some(sandbox) = undo.0.take() {
+        for removed in sandbox.undo_git_redirects() {
             content.push_str(&format!(
                 "\n[keel sandbox: the command created {}, which would make git use another \
                  directory's configuration and hooks outside the sandbox; keel removed it]",
                 removed.display()
             ));
         }
-        if is_error {
-            content.push('\n');
-            content.push_str(&sandbox.failure_note());
-        }
+    }
+    if let Some(sandbox) = ctx.sandbox.as_ref().filter(|s| s.mode != SandboxMode::Off)
+        && is_error
+    {
+        content.push('\n');
+        content.push_str(&sandbox.failure_note());
     }
     ToolOutput {
         content,

@@ -499,3 +499,49 @@ async fn grep_cannot_probe_a_secret_a_character_at_a_time() {
     );
     assert!(!plain.content.contains(key));
 }
+
+/// A confined command cancelled mid-run (Esc, a timeout) still has its git redirects undone.
+#[tokio::test]
+async fn a_cancelled_confined_command_leaves_no_git_redirect() {
+    if !keel_sandbox::meets_minimum(false) {
+        eprintln!("the sandbox is not enforced here: nothing to undo");
+        return;
+    }
+    let (dir, ctx) = context();
+    let workspace = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(workspace.join(".git")).unwrap();
+    let keel_home = tempfile::tempdir().unwrap();
+    let sandbox = keel_sandbox::Sandbox::new(
+        keel_sandbox::SandboxSettings::default(),
+        keel_sandbox::Places {
+            workspace: workspace.clone(),
+            keel_home: keel_home.path().to_path_buf(),
+            ..Default::default()
+        },
+    );
+    let ctx = ToolContext {
+        sandbox: Some(CommandSandbox {
+            sandbox: std::sync::Arc::new(sandbox),
+            mode: keel_sandbox::SandboxMode::WorkspaceWrite,
+        }),
+        ..ctx
+    };
+    let redirect = workspace.join(".git/commondir");
+    let running = call(
+        &ctx,
+        "bash",
+        r#"{"command": "echo ../elsewhere > .git/commondir && sleep 30"}"#,
+    );
+    tokio::select! {
+        output = running => panic!("the command ended: {}", output.content),
+        () = async {
+            while !redirect.exists() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        } => {}
+    }
+    assert!(
+        !redirect.exists(),
+        "the redirect outlived the cancelled call"
+    );
+}
