@@ -101,6 +101,11 @@ impl Approver for AcpApprover {
             }
         })
     }
+
+    /// An editor may answer permission requests by itself: no unconfined re-run is offered.
+    fn asks_a_person(&self) -> bool {
+        false
+    }
 }
 
 /// The editor's files: `fs/read_text_file` and `fs/write_text_file` to the client, so it sees

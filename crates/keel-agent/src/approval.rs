@@ -51,6 +51,13 @@ pub trait Approver: Send + Sync {
         &'a self,
         request: &'a ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>>;
+
+    /// Whether this surface puts a question to a person in keel's own words, so that an
+    /// unconfined re-run may be offered. An editor over ACP may answer by itself (an "always
+    /// allow tool actions" setting), and nobody is asked without a surface: no.
+    fn asks_a_person(&self) -> bool {
+        true
+    }
 }
 
 /// For `keel run`: nobody to ask, so deny (or allow everything with `--yes`).
@@ -69,5 +76,9 @@ impl Approver for HeadlessApprover {
             Approval::Unattended
         };
         Box::pin(async move { answer })
+    }
+
+    fn asks_a_person(&self) -> bool {
+        false
     }
 }

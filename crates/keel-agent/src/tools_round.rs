@@ -269,6 +269,7 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
                     name: call.name.clone(),
                     subject: request.subject.clone(),
                     view: keel_types::approval_view(&request.subject),
+                    unconfined: false,
                 },
             );
             match answer.await.refusal() {

@@ -20,6 +20,9 @@ pub struct TurnRun<'a> {
     signal: watch::Receiver<u64>,
     /// Which of the provider's accounts are still usable in this turn.
     pub accounts: AccountCursor,
+    /// An unconfined re-run was offered in this turn (at most one is: a command's own output
+    /// triggers the offer, so a model cannot make it ask again and again).
+    pub unconfined_offered: bool,
 }
 
 impl<'a> TurnRun<'a> {
@@ -32,6 +35,7 @@ impl<'a> TurnRun<'a> {
             generation,
             signal: shared.cancel_signal.subscribe(),
             accounts: AccountCursor::new(&shared.settings.profile),
+            unconfined_offered: false,
         }
     }
 

@@ -6,7 +6,11 @@
 //!   failed (an exit code, not a timeout or a cancel) with output that reads like a refusal.
 //!   keel cannot read the kernel's record of a refusal here, so the question says "suggests".
 //! - Never automatic: a separate approval each time (`ApprovalRequest::unconfined`, which no
-//!   surface answers with a remembered "always"), showing the exact command.
+//!   surface answers with a remembered "always"), showing the exact command — and only where
+//!   keel itself asks a person (`Approver::asks_a_person`: not over ACP, whose client may
+//!   answer by itself). At most once per turn: the trigger is the command's own output.
+//! - The question says that the output is the command's own (keel cannot verify it) and that
+//!   the re-run runs workspace code the confined run may have changed.
 //! - A separate receipt: `<call id>#unconfined`, durably `started` (sandbox `off`) before the
 //!   command runs, final after; a crash in between leaves it `unknown`, never re-run.
 //! - The model gets both outcomes in the call's one result: the confined run's, then the
@@ -37,6 +41,8 @@ pub(crate) fn worth_offering(run: &TurnRun<'_>, call: &ToolCall, output: &ToolOu
         return false;
     };
     call.name == keel_tools::BuiltinTool::Bash.name()
+        && !run.unconfined_offered
+        && shared.approver.asks_a_person()
         && shared.settings.policy.mode == PermissionMode::Ask
         && sandbox.mode != SandboxMode::Off
         && sandbox.enforcement() == Enforcement::Enforced
@@ -66,6 +72,7 @@ pub(crate) async fn offer(
         .and_then(serde_json::Value::as_str)
         .unwrap_or_default()
         .to_string();
+    run.unconfined_offered = true;
     let call_id = format!("{}#unconfined", call.id);
     let request = ApprovalRequest {
         call_id: call_id.clone(),
@@ -80,6 +87,7 @@ pub(crate) async fn offer(
         name: request.tool.clone(),
         subject: command.clone(),
         view: keel_types::approval_view(&command),
+        unconfined: true,
     });
     let answer = tokio::select! {
         biased;

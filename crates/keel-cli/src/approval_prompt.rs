@@ -110,8 +110,9 @@ fn approval_question(request: &ApprovalRequest) -> String {
     let mut question = match (request.unconfined, view.line_count) {
         (true, _) => format!(
             "? the command failed inside keel's sandbox, and its output suggests the sandbox \
-             refused something. Run it again OUTSIDE the sandbox — unconfined, with your full \
-             access ({} line{}):\n",
+             refused something (the output is the command's own: keel cannot verify it). Run \
+             it again OUTSIDE the sandbox — unconfined, with your full access, running the \
+             workspace's code as the sandboxed run may have left it ({} line{}):\n",
             view.line_count,
             if view.line_count == 1 { "" } else { "s" }
         ),

@@ -144,6 +144,31 @@ fn approvals_from_the_card_allow_one_call_and_deny_another() {
     not(keel_e2e_browser),
     ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
 )]
+fn the_unconfined_rerun_is_its_own_question_on_the_card_without_always() {
+    require_browser();
+    // Outside /tmp (which the sandbox replaces), so the refusal reads as one.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("made-outside");
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": format!("echo made > {}", target.display())}},
+        {"say": "done"},
+    ]});
+    let (_home, mock) = drive("unconfined", steps, "permission_mode = \"ask\"");
+    assert!(!target.exists(), "denied: nothing ran outside the sandbox");
+    assert!(
+        mock.requests()
+            .last()
+            .unwrap()
+            .to_string()
+            .contains("they did not")
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
 fn the_recovery_button_finishes_a_rejected_replay_with_each_effect_once() {
     require_browser();
     let steps = json!({"steps": [

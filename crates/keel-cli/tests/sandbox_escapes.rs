@@ -702,8 +702,15 @@ fn in_ask_mode_a_refused_command_may_be_run_again_unconfined_only_when_the_user_
     let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let target = outside.path().join("made-outside");
     let write = format!("echo made > {}", target.display());
+    // The first turn's second refused command is not offered: once per turn, for the trigger
+    // is the command's own output.
     escapes.script(
-        vec![bash(&write), json!({"say": "declined"}), bash(&write)],
+        vec![
+            bash(&write),
+            bash(&write),
+            json!({"say": "declined"}),
+            bash(&write),
+        ],
         "",
     );
     let (screen, _) = interactive_session_with_env(
@@ -714,7 +721,8 @@ fn in_ask_mode_a_refused_command_may_be_run_again_unconfined_only_when_the_user_
         &[
             ("go\n", Some("[a]lways for bash"), 0),
             ("y\n", Some("UNCONFINED? [y]es / [n]o"), 0),
-            ("n\n", Some("tokens: "), 0),
+            ("n\n", Some("[a]lways for bash"), 0),
+            ("y\n", Some("tokens: "), 0),
             ("again\n", Some("[a]lways for bash"), 0),
             ("y\n", Some("UNCONFINED? [y]es / [n]o"), 0),
             ("y\n", Some("tokens: "), 0),
@@ -722,6 +730,12 @@ fn in_ask_mode_a_refused_command_may_be_run_again_unconfined_only_when_the_user_
         ],
     );
     assert!(screen.contains("OUTSIDE the sandbox"), "{screen}");
+    assert!(screen.contains("keel cannot verify it"), "{screen}");
+    assert_eq!(
+        screen.matches("UNCONFINED? [y]es / [n]o").count(),
+        2,
+        "one offer per turn: {screen}"
+    );
     assert_eq!(
         std::fs::read_to_string(&target).unwrap(),
         "made\n",
@@ -730,14 +744,19 @@ fn in_ask_mode_a_refused_command_may_be_run_again_unconfined_only_when_the_user_
     let results = escapes.results();
     assert!(results[0].contains("they did not"), "{}", results[0]);
     assert!(
-        results[1].contains("Read-only file system") || results[1].contains("Permission denied"),
-        "{}",
+        !results[1].contains("they did not") && !results[1].contains("unconfined"),
+        "not offered twice in a turn: {}",
         results[1]
     );
     assert!(
-        results[1].contains("unconfined; that run:"),
+        results[2].contains("Read-only file system") || results[2].contains("Permission denied"),
         "{}",
-        results[1]
+        results[2]
+    );
+    assert!(
+        results[2].contains("unconfined; that run:"),
+        "{}",
+        results[2]
     );
     let sessions = escapes.run(&["sessions", "--json"]).stdout();
     let listed: Value = serde_json::from_str(&sessions).unwrap();
@@ -756,12 +775,17 @@ fn in_ask_mode_a_refused_command_may_be_run_again_unconfined_only_when_the_user_
             )
         })
         .collect();
-    let second = &receipts[1].0;
+    let second = &receipts[2].0;
     assert_eq!(
         receipts,
         [
             (
                 receipts[0].0.clone(),
+                "failed".into(),
+                "workspace-write".into()
+            ),
+            (
+                receipts[1].0.clone(),
                 "failed".into(),
                 "workspace-write".into()
             ),
@@ -774,4 +798,64 @@ fn in_ask_mode_a_refused_command_may_be_run_again_unconfined_only_when_the_user_
         ],
         "a receipt of its own, recorded unconfined"
     );
+}
+
+/// An editor may answer permission requests by itself ("always allow tool actions"): over ACP
+/// the unconfined re-run is never offered, so an editor that allows everything runs nothing
+/// outside the sandbox.
+#[test]
+fn an_editor_that_allows_everything_is_never_offered_an_unconfined_run() {
+    use std::io::Write;
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("made-outside");
+    let steps = json!({"steps": [
+        bash(format!("echo made > {}", target.display())),
+        {"say": "done"},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    home.prepend_config("permission_mode = \"ask\"");
+    let (mut child, mut stdin, mut lines) = acp_started(&home);
+    let started = std::time::Instant::now();
+    let mut asked = Vec::new();
+    let mut result = None;
+    while started.elapsed() < std::time::Duration::from_secs(30) {
+        let Some(Ok(line)) = lines.next() else { break };
+        let message: Value = serde_json::from_str(&line).unwrap();
+        // Keel numbers its own requests too: a response has no method.
+        let response = message.get("method").is_none();
+        if response && message["id"] == 2 {
+            let session = message["result"]["sessionId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("session/new: {message}"));
+            let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}});
+            writeln!(stdin, "{prompt}").unwrap();
+        }
+        if message["method"] == "session/request_permission" {
+            let allow = json!({"jsonrpc": "2.0", "id": message["id"],
+                "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}});
+            writeln!(stdin, "{allow}").unwrap();
+            asked.push(message["params"]["toolCall"]["title"].to_string());
+        }
+        if message["params"]["update"]["sessionUpdate"] == "tool_call_update"
+            && message["params"]["update"]["status"] == "failed"
+        {
+            result = Some(message.to_string());
+        }
+        if response && message["id"] == 3 {
+            break;
+        }
+    }
+    drop(stdin);
+    let _ = child.wait();
+    let _ = lines.by_ref().count();
+    assert_eq!(
+        asked.len(),
+        1,
+        "only the command itself was asked: {asked:?}"
+    );
+    assert!(!asked[0].contains("OUTSIDE"), "{asked:?}");
+    assert!(!target.exists(), "nothing ran outside the sandbox");
+    let result = result.expect("the call failed");
+    assert!(result.contains("keel's sandbox"), "{result}");
 }

@@ -65,6 +65,25 @@ const scenarios = {
     assert.match(states[1], /^denied/);
   },
 
+  // A command refused by the sandbox: the second question is the unconfined re-run, said as
+  // such on its card, with no "always"; denied, nothing runs outside.
+  async unconfined() {
+    await ask("write outside");
+    await page.getByRole("button", { name: "allow", exact: true }).first().click();
+    const rerun = page.getByRole("button", { name: "run it UNCONFINED" });
+    await rerun.waitFor({ timeout: 20000 });
+    const card = page.locator(".card.unconfined");
+    assert.equal(await card.count(), 1, "the re-run's card is marked");
+    assert.match(await card.locator(".warning").innerText(), /OUTSIDE the sandbox/);
+    assert.match(await card.locator(".warning").innerText(), /cannot verify/);
+    assert.equal(await card.getByRole("button", { name: "always" }).count(), 0, "no always");
+    const focused = await page.evaluate(() => document.activeElement.textContent);
+    assert.equal(focused, "deny", "a stray Enter denies");
+    await page.screenshot({ path: `${out}/unconfined.png` });
+    await card.getByRole("button", { name: "deny" }).click();
+    await waitForText("done");
+  },
+
   // An opaque 400 on the replay: the recovery button is the action offered, visible without
   // opening anything; one click finishes the task.
   async recovery() {

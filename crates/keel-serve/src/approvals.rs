@@ -43,6 +43,8 @@ pub struct WaitingCall {
     pub subject: String,
     /// The subject folded for a person, as the approval card shows it.
     pub view: keel_types::ApprovalView,
+    /// Running it again outside the sandbox: "always" is taken as allowing it once.
+    pub unconfined: bool,
 }
 
 /// Calls waiting for a decision, across sessions.
@@ -151,6 +153,7 @@ impl Approver for SessionApprover {
             name: request.tool.clone(),
             subject: request.subject.clone(),
             view: keel_types::approval_view(&request.subject),
+            unconfined: request.unconfined,
         };
         lock(&approvals.waiting).insert(key.clone(), (sender, call));
         let waiting = Waiting { approvals, key };

@@ -121,11 +121,25 @@ function askOnCard(event) {
   const actions = el("div", "actions");
   const count = (folded.line_count > 1 ? ` (${folded.line_count} lines)` : "")
     + (folded.hidden_chars ? ` — ${folded.hidden_chars} characters of long lines not shown` : "");
-  actions.appendChild(el("span", "muted", "allow "));
+  // Running it again outside the sandbox: said as such, and never "always".
+  const choices = event.unconfined
+    ? [["allow", "run it UNCONFINED"], ["deny", "deny"]]
+    : [["allow", "allow"], ["deny", "deny"], ["always", "always"]];
+  if (event.unconfined) {
+    entry.box.classList.add("unconfined");
+    actions.appendChild(el("div", "warning",
+      "It failed inside keel's sandbox, and its output suggests the sandbox refused something " +
+      "(the output is the command's own: keel cannot verify it). Run it again OUTSIDE the " +
+      "sandbox — unconfined, with your full access, running the workspace's code as the " +
+      "sandboxed run may have left it?"));
+    actions.appendChild(el("span", "muted", "run "));
+  } else {
+    actions.appendChild(el("span", "muted", "allow "));
+  }
   actions.appendChild(el("code", "ask-head", folded.head + count));
   actions.appendChild(el("span", "muted", "? "));
-  for (const decision of ["allow", "deny", "always"]) {
-    const button = el("button", "", decision);
+  for (const [decision, label] of choices) {
+    const button = el("button", "", label);
     button.type = "button";
     button.addEventListener("click", async () => {
       actions.remove();
@@ -135,7 +149,9 @@ function askOnCard(event) {
     actions.appendChild(button);
   }
   entry.box.appendChild(actions);
-  actions.querySelector("button").focus();
+  // A stray Enter never runs a command outside the sandbox: there, "deny" has the focus.
+  const buttons = actions.querySelectorAll("button");
+  buttons[event.unconfined ? buttons.length - 1 : 0].focus();
 }
 
 function endLive() { view.live = null; view.liveKind = null; }

@@ -117,6 +117,10 @@ pub enum EventBody {
         /// The subject folded for a person (`approval_view`): what every surface shows.
         #[serde(default)]
         view: crate::ApprovalView,
+        /// Running the command again outside the sandbox, after it failed inside: a surface
+        /// says so, and offers no "always" (absent when false).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        unconfined: bool,
     },
     #[serde(rename = "tool/result")]
     ToolResult {
