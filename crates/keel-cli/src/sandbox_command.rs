@@ -63,12 +63,8 @@ pub fn run(common: &CommonArgs, args: &SandboxArgs) -> anyhow::Result<Outcome> {
     }
     .map_err(|error| confinement.explain(error))?;
     if mode != SandboxMode::Off {
-        for removed in sandbox.undo_git_redirects() {
-            eprintln!(
-                "keel sandbox: the command created {}, which would make git use another \
-                 directory's configuration and hooks outside the sandbox; keel removed it",
-                visible_line(&removed.display().to_string())
-            );
+        for undone in sandbox.undo_planted() {
+            eprintln!("keel sandbox: {}", visible_line(&undone.describe()));
         }
     }
     use std::os::unix::process::ExitStatusExt;

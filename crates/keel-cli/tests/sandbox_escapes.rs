@@ -402,6 +402,44 @@ fn git_and_keels_own_files_cannot_be_changed() {
     );
 }
 
+/// In a workspace that is the home, a startup file that did not exist (git's XDG config with
+/// an fsmonitor, `.zshenv`) is moved aside after the command that made it, and the file tools
+/// refuse it: neither the user's git nor their next shell runs it.
+#[test]
+fn startup_files_a_command_makes_in_the_home_are_moved_aside() {
+    let planted = "mkdir -p .config/git && printf '[core]\\n\\tfsmonitor = \"touch PWNED\"\\n' \
+                   > .config/git/config && echo 'touch PWNED' > .zshenv";
+    let steps = vec![
+        bash(planted),
+        json!({"tool": "write_file", "args": {"path": ".zshenv", "content": "touch PWNED"}}),
+    ];
+    let mut escapes = Escapes::new();
+    escapes.script(steps, "");
+    let run = escapes.run(&["run", "--yes", "--json", "plant"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let results = escapes.results();
+    let me = &escapes.me;
+    assert!(!me.join(".config/git").exists(), "{}", results[0]);
+    assert!(!me.join(".zshenv").exists(), "{}", results[0]);
+    assert!(
+        results[0].contains("moved it to") && results[0].contains(".zshenv.keel-moved-aside"),
+        "{}",
+        results[0]
+    );
+    // Kept, not lost: the person can move it back.
+    assert!(
+        std::fs::read_to_string(me.join(".config/git.keel-moved-aside/config"))
+            .unwrap()
+            .contains("fsmonitor")
+    );
+    assert!(
+        results[1].contains("keel sandbox: writing"),
+        "{}",
+        results[1]
+    );
+    assert!(!me.join(".zshenv").exists());
+}
+
 #[test]
 fn a_keel_toml_made_by_a_command_is_not_applied_without_trust() {
     let escalation = "permission_mode = \\\"auto\\\"\\n[permissions]\\nallow = [\\\"bash\\\"]\\n";

@@ -8,7 +8,7 @@
 //! | renames and links cannot move a file out of where it may be written | Landlock `refer` (ABI 2+) |
 //! | no permission, owner, time or xattr change outside the writable roots | mount namespace: everything else read-only (Landlock does not cover these) |
 //! | `forbid_read` paths (credentials, agents' sockets, keel's own state) unreadable | mount namespace: an empty, closed, read-only tmpfs on a directory; `/dev/null` sealed without devices on a file |
-//! | `.git/config`, `.git/hooks`, `.git/info`, `.git/modules`, `.git/worktrees`, `keel.toml`, `.mcp.json`, `.keel/` unchangeable | mount namespace: bound read-only on themselves, their ancestors made mount points (no rename, no `rm -rf`); git redirect files a command makes are removed after it (`undo_git_redirects`) |
+//! | `.git/config`, `.git/hooks`, `.git/info`, `.git/modules`, `.git/worktrees`, `keel.toml`, `.mcp.json`, `.keel/` unchangeable | mount namespace: bound read-only on themselves, their ancestors made mount points (no rename, no `rm -rf`); git redirect files and home startup files a command makes are undone after it (`undo_planted`) |
 //! | the session's temp dir is `/tmp`; `/dev/shm` and devpts private; `/run`, `$XDG_RUNTIME_DIR` hidden (the Docker socket, the D-Bus bus) | mount namespace |
 //! | no signals to, ptrace of, or `/proc/PID/environ` of keel or its parent | Landlock's ptrace restriction (ABI 1+) and scoping (ABI 6+); a PID namespace with its own `/proc` (keel is not even visible) |
 //! | no abstract unix socket outside | Landlock scoping (ABI 6+); a network namespace |
@@ -129,6 +129,35 @@ impl ServerConfinement {
 /// `~/.npm` and `~/.cache`, which the user's unconfined tools run code from.
 pub const SERVER_CACHE: &str = "cache/mcp";
 
+/// A file a command made that keel undid (`Sandbox::undo_planted`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Undone {
+    pub path: PathBuf,
+    /// Where it was moved (a startup file; its content kept), or `None`: removed (a git
+    /// redirect file, a line of text naming another directory).
+    pub moved_to: Option<PathBuf>,
+}
+
+impl Undone {
+    /// What a person (and the model) is told.
+    pub fn describe(&self) -> String {
+        match &self.moved_to {
+            None => format!(
+                "the command created {}, which would make git use another directory's \
+                 configuration and hooks outside the sandbox; keel removed it",
+                self.path.display()
+            ),
+            Some(aside) => format!(
+                "the command created {}, which your shell, git or desktop would run or read \
+                 outside the sandbox; keel moved it to {} (move it back yourself if you meant \
+                 it)",
+                self.path.display(),
+                aside.display()
+            ),
+        }
+    }
+}
+
 /// A session's sandbox: its settings, its places, and the paths protected at its start.
 #[derive(Clone, Debug)]
 pub struct Sandbox {
@@ -137,9 +166,9 @@ pub struct Sandbox {
     /// The policy as resolved when the session started: its roots are fixed then (a command
     /// cannot move the next one's by replacing a directory with a link).
     start: SandboxPolicy,
-    /// The git redirect files (`GIT_REDIRECTS`) that did not exist at the start: a command
-    /// that creates one has it removed (`undo_git_redirects`).
-    redirects_absent_at_start: Vec<PathBuf>,
+    /// The git redirect files and startup files absent at the start (`not_to_create`): a
+    /// command that creates one has it undone (`undo_planted`).
+
     /// A temp dir this sandbox owns (removed with its last clone).
     _owned_temp: Option<std::sync::Arc<TempDir>>,
     /// The directories of the home that hold sockets, found once, the first time a policy is
@@ -190,18 +219,10 @@ impl Confinement {
 impl Sandbox {
     pub fn new(settings: SandboxSettings, places: Places) -> Sandbox {
         let start = SandboxPolicy::resolve(&settings, &places, SandboxMode::WorkspaceWrite);
-        let redirects_absent_at_start = start
-            .writable
-            .iter()
-            .filter(|root| root.join(".git").is_dir())
-            .flat_map(|root| policy::GIT_REDIRECTS.iter().map(|name| root.join(name)))
-            .filter(|path| path.symlink_metadata().is_err())
-            .collect();
         Sandbox {
             settings,
             places,
             start,
-            redirects_absent_at_start,
             _owned_temp: None,
             found_sockets: std::sync::Arc::default(),
             namespaces: std::sync::Arc::default(),
@@ -296,24 +317,55 @@ impl Sandbox {
         Some(policy)
     }
 
-    /// Remove the git redirect files a command created (they would make the user's own git
-    /// read another directory's configuration and hooks, outside the sandbox); those removed.
-    pub fn undo_git_redirects(&self) -> Vec<PathBuf> {
-        let mut removed = Vec::new();
-        for path in &self.redirects_absent_at_start {
+    /// Undo what a command made that would run code outside the sandbox later: a git
+    /// redirect file is removed (it would make the user's git read another directory's
+    /// configuration and hooks), a startup file in the home is moved aside (the user's shell,
+    /// git or desktop would run or read it). What was undone, each with how.
+    pub fn undo_planted(&self) -> Vec<Undone> {
+        let mut undone = Vec::new();
+        for path in &self.start.not_to_create {
             let Ok(meta) = path.symlink_metadata() else {
                 continue;
             };
-            let gone = if meta.is_dir() {
-                std::fs::remove_dir_all(path)
-            } else {
-                std::fs::remove_file(path)
-            };
-            if gone.is_ok() {
-                removed.push(path.clone());
+            let is_redirect = path
+                .parent()
+                .is_some_and(|parent| parent.file_name() == Some(std::ffi::OsStr::new(".git")));
+            if is_redirect {
+                let gone = if meta.is_dir() {
+                    std::fs::remove_dir_all(path)
+                } else {
+                    std::fs::remove_file(path)
+                };
+                if gone.is_ok() {
+                    undone.push(Undone {
+                        path: path.clone(),
+                        moved_to: None,
+                    });
+                }
+                continue;
+            }
+            let aside = (0..100)
+                .map(|n| {
+                    let suffix = if n == 0 {
+                        String::new()
+                    } else {
+                        format!("-{n}")
+                    };
+                    let mut name = path.as_os_str().to_owned();
+                    name.push(format!(".keel-moved-aside{suffix}"));
+                    PathBuf::from(name)
+                })
+                .find(|candidate| candidate.symlink_metadata().is_err());
+            if let Some(aside) = aside
+                && std::fs::rename(path, &aside).is_ok()
+            {
+                undone.push(Undone {
+                    path: path.clone(),
+                    moved_to: Some(aside),
+                });
             }
         }
-        removed
+        undone
     }
 
     /// Where commands stand in `mode` on this kernel.

@@ -240,7 +240,7 @@ pub const STARTUP_IN_HOME: &[&str] = &[
 
 /// Files in `.git` that make git read another directory's configuration and hooks. Where
 /// they do not exist at start they cannot be protected by a mount: keel removes any that a
-/// command creates (`Sandbox::undo_git_redirects`), and the file tools refuse them.
+/// command creates (`Sandbox::undo_planted`), and the file tools refuse them.
 pub const GIT_REDIRECTS: &[&str] = &[".git/commondir", ".git/config.worktree", ".git/gitdir"];
 
 /// A path that must not be changed, and the ancestors below its root that become mount
@@ -273,6 +273,10 @@ pub struct SandboxPolicy {
     /// Variables the command is given (where an MCP server keeps its caches), unless it
     /// was given its own.
     pub env: Vec<(&'static str, String)>,
+    /// Inside a writable root, absent at start, and not to be made: git's redirect files and,
+    /// where a root holds the home, the startup files (no mount can guard a path that does
+    /// not exist: the file tools refuse them, and keel undoes them after each command).
+    pub not_to_create: Vec<PathBuf>,
 }
 
 /// `~/x` against `home`; other paths as they are.
@@ -359,9 +363,11 @@ impl SandboxPolicy {
             read_only: Vec::new(),
             private_tmp: true,
             env: Vec::new(),
+            not_to_create: Vec::new(),
         };
         policy.forbid_read = policy.hidden_now(settings, places);
-        policy.read_only = Self::protected(&policy.writable, &policy.forbid_read, places);
+        (policy.read_only, policy.not_to_create) =
+            Self::protected(&policy.writable, &policy.forbid_read, places);
         policy
     }
 
@@ -441,10 +447,24 @@ impl SandboxPolicy {
         forbid
     }
 
-    fn protected(writable: &[PathBuf], forbid: &[PathBuf], places: &Places) -> Vec<Protected> {
+    /// What is protected (existing), and what must not be created (absent).
+    fn protected(
+        writable: &[PathBuf],
+        forbid: &[PathBuf],
+        places: &Places,
+    ) -> (Vec<Protected>, Vec<PathBuf>) {
         let mut protected = Vec::new();
+        let mut absent = Vec::new();
         let keel_home = canonical(&places.keel_home);
         for root in writable {
+            if root.join(".git").is_dir() {
+                absent.extend(
+                    GIT_REDIRECTS
+                        .iter()
+                        .map(|name| root.join(name))
+                        .filter(|path| path.symlink_metadata().is_err()),
+                );
+            }
             let mut candidates: Vec<PathBuf> = PROTECTED_IN_ROOT
                 .iter()
                 .map(|name| root.join(name))
@@ -459,6 +479,12 @@ impl SandboxPolicy {
                 && home.starts_with(root)
             {
                 candidates.extend(STARTUP_IN_HOME.iter().map(|name| home.join(name)));
+                absent.extend(
+                    STARTUP_IN_HOME
+                        .iter()
+                        .map(|name| home.join(name))
+                        .filter(|path| path.symlink_metadata().is_err()),
+                );
             }
             // keel's home inside a writable root (not holding one): nothing of it may change.
             if let Some(keel_home) = &keel_home
@@ -490,7 +516,7 @@ impl SandboxPolicy {
                 protected.push(Protected { path, ancestors });
             }
         }
-        protected
+        (protected, absent)
     }
 
     /// Whether a command may read `path` (canonical): not under a `forbid_read` entry.
@@ -518,12 +544,11 @@ impl SandboxPolicy {
         if let Some(covering) = covering {
             return Some(covering.to_path_buf());
         }
-        // A git redirect that did not exist at start is refused by name.
-        let root = self.writable.iter().find(|root| path.starts_with(root))?;
-        GIT_REDIRECTS
+        // A git redirect or startup file that did not exist at start is refused by name.
+        self.not_to_create
             .iter()
-            .map(|name| root.join(name))
-            .find(|redirect| path == redirect.as_path())
+            .find(|absent| path.starts_with(absent))
+            .cloned()
     }
 
     /// This policy with another mode (writable roots gone in `read-only`).

@@ -144,6 +144,7 @@ fn probe(layers: &Layers) -> Result<(), SandboxError> {
         read_only: Vec::new(),
         private_tmp: true,
         env: Vec::new(),
+        not_to_create: Vec::new(),
     };
     let plan = crate::plan::prepare(&policy, layers, crate::plan::Sharing::Neither)?;
     let program = ["/bin/true", "/usr/bin/true"]

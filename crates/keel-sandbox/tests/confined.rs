@@ -377,8 +377,11 @@ fn a_git_redirect_made_by_a_command_is_undone_and_nested_namespaces_are_refused(
     );
     assert_eq!(code, 0, "{output}");
     assert_eq!(
-        sandbox.undo_git_redirects(),
-        [fixture.workspace.join(".git/commondir")]
+        sandbox.undo_planted(),
+        [keel_sandbox::Undone {
+            path: fixture.workspace.join(".git/commondir"),
+            moved_to: None
+        }]
     );
     assert!(!fixture.workspace.join(".git/commondir").exists());
     for attempt in [

@@ -105,14 +105,14 @@ impl Capture {
     }
 }
 
-/// Removes the git redirect files a confined command made when dropped: also when the call is
+/// Undoes the git redirect and startup files a confined command made when dropped: also when the call is
 /// cancelled or times out, or keel unwinds (the normal path takes it, to report them).
 struct RedirectUndo(Option<Arc<keel_sandbox::Sandbox>>);
 
 impl Drop for RedirectUndo {
     fn drop(&mut self) {
         if let Some(sandbox) = self.0.take() {
-            sandbox.undo_git_redirects();
+            sandbox.undo_planted();
         }
     }
 }
@@ -258,12 +258,8 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
         format!("{}\n{ending}", output.trim_end())
     };
     if let Some(sandbox) = undo.0.take() {
-        for removed in sandbox.undo_git_redirects() {
-            content.push_str(&format!(
-                "\n[keel sandbox: the command created {}, which would make git use another \
-                 directory's configuration and hooks outside the sandbox; keel removed it]",
-                removed.display()
-            ));
+        for undone in sandbox.undo_planted() {
+            content.push_str(&format!("\n[keel sandbox: {}]", undone.describe()));
         }
     }
     if let Some(sandbox) = ctx.sandbox.as_ref().filter(|s| s.mode != SandboxMode::Off)
