@@ -147,7 +147,7 @@ fn approvals_from_the_card_allow_one_call_and_deny_another() {
 fn the_unconfined_rerun_is_its_own_question_on_the_card_without_always() {
     require_browser();
     // Outside /tmp (which the sandbox replaces), so the refusal reads as one.
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = dir_outside_tmp();
     let target = outside.path().join("made-outside");
     let steps = json!({"steps": [
         {"tool": "bash", "args": {"command": format!("echo made > {}", target.display())}},

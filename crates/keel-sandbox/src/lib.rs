@@ -29,6 +29,7 @@
 
 mod confine;
 mod filter;
+mod found;
 mod lasting;
 mod layers;
 mod mounts;
@@ -174,6 +175,9 @@ pub struct Sandbox {
     /// The directories of the home that hold sockets, found once, the first time a policy is
     /// made (a walk of the home is not for the start-up path).
     found_sockets: std::sync::Arc<std::sync::OnceLock<Vec<PathBuf>>>,
+    /// Where the links inside the credential stores lead (a dotfiles repository holding the
+    /// real `~/.ssh/id_ed25519`), found once with the sockets: hidden too.
+    found_link_targets: std::sync::Arc<std::sync::OnceLock<Vec<PathBuf>>>,
     /// The user and network namespaces the session's commands share.
     namespaces: std::sync::Arc<std::sync::Mutex<SessionNamespaces>>,
 }
@@ -193,6 +197,8 @@ enum SessionNamespaces {
 /// How deep and how much of the home directory is searched for sockets.
 const SOCKET_SEARCH_DEPTH: usize = 3;
 const SOCKET_SEARCH_BUDGET: usize = 20_000;
+/// Entries looked at in the credential stores for links leading out of them.
+const LINK_SEARCH_BUDGET: usize = 5_000;
 
 /// A command set up to run confined; explains a failed spawn.
 #[derive(Debug)]
@@ -225,6 +231,7 @@ impl Sandbox {
             start,
             _owned_temp: None,
             found_sockets: std::sync::Arc::default(),
+            found_link_targets: std::sync::Arc::default(),
             namespaces: std::sync::Arc::default(),
         }
     }
@@ -261,7 +268,7 @@ impl Sandbox {
                 return Vec::new();
             };
             let skip = [self.places.workspace.clone()];
-            policy::socket_dirs_in(home, &skip, SOCKET_SEARCH_DEPTH, SOCKET_SEARCH_BUDGET)
+            found::socket_dirs_in(home, &skip, SOCKET_SEARCH_DEPTH, SOCKET_SEARCH_BUDGET)
         });
         let places = Places {
             socket_dirs: self
@@ -275,6 +282,20 @@ impl Sandbox {
         };
         let mut policy = self.start.with_mode(mode);
         policy.forbid_read = policy.hidden_now(&self.settings, &places);
+        let targets = self.found_link_targets.get_or_init(|| {
+            found::secret_link_targets(&self.settings, &self.places, LINK_SEARCH_BUDGET)
+        });
+        // Never one holding a root (it would hide the workspace itself).
+        let roots: Vec<&PathBuf> = std::iter::once(&policy.workspace)
+            .chain(&policy.writable)
+            .chain(policy.temp_dir.iter())
+            .collect();
+        policy.forbid_read.extend(
+            targets
+                .iter()
+                .filter(|target| !roots.iter().any(|root| root.starts_with(target)))
+                .cloned(),
+        );
         policy
     }
 
@@ -309,10 +330,19 @@ impl Sandbox {
             .chain(policy.writable.iter().cloned())
             .chain(policy.temp_dir.iter().cloned())
             .collect();
-        for dir in policy::socket_dirs_in(Path::new("/tmp"), &roots, 2, 20_000) {
+        for dir in found::socket_dirs_in(Path::new("/tmp"), &roots, 2, 20_000) {
             if !roots.iter().any(|root| root.starts_with(&dir)) {
                 policy.forbid_read.push(dir);
             }
+        }
+        // Kerberos ticket caches: a ticket is the user's identity on the network.
+        if let Ok(children) = std::fs::read_dir("/tmp") {
+            policy.forbid_read.extend(
+                children
+                    .flatten()
+                    .filter(|child| child.file_name().to_string_lossy().starts_with("krb5cc"))
+                    .map(|child| child.path()),
+            );
         }
         Some(policy)
     }

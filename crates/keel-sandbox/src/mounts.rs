@@ -110,9 +110,6 @@ pub(crate) const DEVICES: &[&str] = &[
     "/dev/tty",
 ];
 
-/// Empty and closed: nothing can be listed, read or created under it.
-const HIDING_TMPFS: &str = "size=4k,nr_inodes=1,mode=000";
-
 /// The private `/dev/shm`: anyone's, like the host's, and bounded.
 const SHM_TMPFS: &str = "mode=1777,size=25%";
 
@@ -312,24 +309,12 @@ fn protect(mounts: &mut Mounts, policy: &SandboxPolicy) -> Done {
 /// Hide `path`: a directory under an empty closed tmpfs, anything else under `/dev/null`,
 /// sealed so that opening it is refused.
 fn hide(mounts: &mut Mounts, path: &Path) -> Done {
-    if path.is_dir() {
-        let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_RDONLY;
-        return mounts.filesystem("tmpfs", path, flags, HIDING_TMPFS);
-    }
     mounts.push(
-        MountOp::Bind {
-            source: c"/dev/null".to_owned(),
+        MountOp::Hide {
             target: c_path(path)?,
+            directory: path.is_dir(),
         },
         format!("hiding {}", path.display()),
     );
-    mounts.seal(
-        path,
-        libc::MOUNT_ATTR_RDONLY
-            | libc::MOUNT_ATTR_NODEV
-            | libc::MOUNT_ATTR_NOEXEC
-            | libc::MOUNT_ATTR_NOSUID,
-        false,
-        format!("sealing {}", path.display()),
-    )
+    Ok(())
 }

@@ -89,42 +89,9 @@ pub struct Places {
     pub temp_dir: Option<PathBuf>,
     /// Files a user layer refers to (`--token-file`), forbidden to read.
     pub referenced_files: Vec<PathBuf>,
-    /// Directories holding sockets found in the home directory (`socket_dirs_in`): hidden, for
+    /// Directories holding sockets found in the home directory (`found::socket_dirs_in`): hidden, for
     /// a unix socket cannot be kept from a command any other way.
     pub socket_dirs: Vec<PathBuf>,
-}
-
-/// Directories under `home` (at most `depth` levels down, at most `budget` entries looked at)
-/// that hold a unix socket: an agent's, a VM's, a desktop's. `skip` (the workspace) is not
-/// entered.
-pub fn socket_dirs_in(home: &Path, skip: &[PathBuf], depth: usize, budget: usize) -> Vec<PathBuf> {
-    use std::os::unix::fs::FileTypeExt;
-    let mut found = Vec::new();
-    let mut queue = vec![(home.to_path_buf(), 0)];
-    let mut seen = 0;
-    while let Some((dir, level)) = queue.pop() {
-        let Ok(children) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for child in children.flatten() {
-            seen += 1;
-            if seen > budget {
-                return found;
-            }
-            let Ok(kind) = child.file_type() else {
-                continue;
-            };
-            let path = child.path();
-            if kind.is_socket() {
-                if !found.contains(&dir) {
-                    found.push(dir.clone());
-                }
-            } else if kind.is_dir() && level < depth && !skip.iter().any(|kept| &path == kept) {
-                queue.push((path, level + 1));
-            }
-        }
-    }
-    found
 }
 
 /// The credential stores (and the agents' sockets beside them) every command is kept from,
@@ -280,7 +247,7 @@ pub struct SandboxPolicy {
 }
 
 /// `~/x` against `home`; other paths as they are.
-fn expand(entry: &str, home: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn expand(entry: &str, home: Option<&Path>) -> Option<PathBuf> {
     match (entry.strip_prefix("~/"), entry == "~", home) {
         (Some(rest), _, Some(home)) => Some(home.join(rest)),
         (None, true, Some(home)) => Some(home.to_path_buf()),
@@ -290,7 +257,7 @@ fn expand(entry: &str, home: Option<&Path>) -> Option<PathBuf> {
 }
 
 /// The canonical form of `path`, if it exists.
-fn canonical(path: &Path) -> Option<PathBuf> {
+pub(crate) fn canonical(path: &Path) -> Option<PathBuf> {
     path.canonicalize().ok()
 }
 

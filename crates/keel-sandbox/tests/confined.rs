@@ -149,6 +149,19 @@ fn hidden_paths_cannot_be_read_and_protected_paths_cannot_change() {
     }
     std::fs::write(fixture.home.join(".bash_history"), "PRIVATE-KEY typed").unwrap();
     std::fs::write(fixture.home.join(".pgpass"), "db:5432:*:me:PRIVATE-KEY").unwrap();
+    // A key kept in a dotfiles repository and linked into ~/.ssh: hidden at its real path too.
+    std::fs::create_dir_all(fixture.root.join("dotfiles/ssh")).unwrap();
+    std::fs::write(
+        fixture.root.join("dotfiles/ssh/id_ed25519"),
+        "PRIVATE-KEY-LINKED",
+    )
+    .unwrap();
+    std::fs::write(fixture.root.join("dotfiles/README"), "public").unwrap();
+    std::os::unix::fs::symlink(
+        fixture.root.join("dotfiles/ssh/id_ed25519"),
+        fixture.home.join(".ssh/id_ed25519"),
+    )
+    .unwrap();
     let mut secrets = vec![
         fixture.home.join(".ssh/id_rsa"),
         fixture.keel_home.join("state/keel.db"),
@@ -157,6 +170,7 @@ fn hidden_paths_cannot_be_read_and_protected_paths_cannot_change() {
         fixture.home.join(".local/share/keyrings/login.keyring"),
         fixture.home.join(".bash_history"),
         fixture.home.join(".pgpass"),
+        fixture.root.join("dotfiles/ssh/id_ed25519"),
     ];
     // The machine's password hashes, where this process (root) could read them.
     if std::fs::read("/etc/shadow").is_ok() {
@@ -169,6 +183,9 @@ fn hidden_paths_cannot_be_read_and_protected_paths_cannot_change() {
         assert!(!output.contains("PRIVATE-KEY") && !output.contains("STATE-DATABASE"));
         assert!(!output.contains("root:"), "{output}");
     }
+    // What sits beside the linked key stays readable.
+    let (code, output) = fixture.run(&format!("cat {}/dotfiles/README", fixture.root.display()));
+    assert_eq!(code, 0, "{output}");
     let attempts = [
         "echo evil > .git/hooks/pre-commit",
         "echo evil >> .git/config",
@@ -551,6 +568,12 @@ fn an_mcp_server_reads_the_hosts_tmp_but_not_its_sockets_and_writes_only_its_own
     let socket = fixture.root.join("sockets/agent.sock");
     let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
     listener.set_nonblocking(true).unwrap();
+    // A Kerberos ticket cache in the host's /tmp (where the default one lives).
+    let ticket = tempfile::Builder::new()
+        .prefix("krb5cc_keeltest")
+        .tempfile_in("/tmp")
+        .unwrap();
+    std::fs::write(ticket.path(), "TICKET-GRANTING-TICKET").unwrap();
     let policy = sandbox
         .server_policy(keel_sandbox::ServerConfinement::Mcp)
         .unwrap();
@@ -564,10 +587,12 @@ fn an_mcp_server_reads_the_hosts_tmp_but_not_its_sockets_and_writes_only_its_own
          echo x > {root}/ws/new || echo NO-WORKSPACE; \
          echo x > {home}/.npm/planted || echo NO-USER-NPM; \
          echo x > {home}/.cache/planted || echo NO-USER-CACHE; \
-         mkdir -p $npm_config_cache/_npx $XDG_CACHE_HOME/uv && echo OWN-CACHES",
+         mkdir -p $npm_config_cache/_npx $XDG_CACHE_HOME/uv && echo OWN-CACHES; \
+         cat {ticket}",
         root = fixture.root.display(),
         sock = socket.display(),
         home = fixture.home.display(),
+        ticket = ticket.path().display(),
     );
     let mut command = Command::new("bash");
     command
@@ -594,6 +619,7 @@ fn an_mcp_server_reads_the_hosts_tmp_but_not_its_sockets_and_writes_only_its_own
         "{text}"
     );
     assert!(text.contains("OWN-CACHES"), "{text}");
+    assert!(!text.contains("TICKET-GRANTING"), "{text}");
     assert!(fixture.keel_home.join("cache/mcp/npm/_npx").is_dir());
     assert!(fixture.keel_home.join("cache/mcp/xdg/uv").is_dir());
 }
@@ -686,4 +712,31 @@ fn no_setuid_or_setgid_file_is_made_in_the_workspace() {
     );
     assert_eq!(code, 0, "{output}");
     assert_eq!(output.trim(), format!("-1 {}", libc::ENOSYS), "{output}");
+}
+
+#[test]
+fn a_hidden_path_gone_before_the_spawn_leaves_nothing_to_hide_and_fails_nothing() {
+    let fixture = Fixture::new();
+    let sandbox = fixture.sandbox(SandboxSettings::default(), false);
+    let gone_dir = fixture.outside().join("sockets-of-a-server-that-quit");
+    let gone_file = fixture.outside().join("ticket");
+    std::fs::create_dir_all(&gone_dir).unwrap();
+    std::fs::write(&gone_file, "x").unwrap();
+    let mut policy = sandbox.policy(SandboxMode::WorkspaceWrite);
+    policy
+        .forbid_read
+        .extend([gone_dir.clone(), gone_file.clone()]);
+    let mut command = Command::new("bash");
+    command
+        .arg("-c")
+        .arg("echo ran")
+        .current_dir(&fixture.workspace);
+    let confinement = sandbox.confine_policy(&mut command, &policy).unwrap();
+    // Planned while they existed; gone before the command starts.
+    std::fs::remove_dir(&gone_dir).unwrap();
+    std::fs::remove_file(&gone_file).unwrap();
+    let output = on_lasting_thread(move || command.output())
+        .unwrap()
+        .unwrap_or_else(|error| panic!("{}", confinement.explain(error)));
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "ran");
 }

@@ -1,6 +1,7 @@
 //! Helpers for driving the real `keel` binary against a real `keel mock` process.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod escapes;
 pub mod serve;
 pub mod terminal;
 
@@ -510,4 +511,14 @@ pub fn receipt_states(shown: &Value) -> Vec<String> {
         .iter()
         .map(|receipt| receipt["state"].as_str().unwrap_or_default().to_string())
         .collect()
+}
+
+/// A directory outside the workspace that a confined command sees but may not write, so that a
+/// write there is refused as such ("Read-only file system"): not under `/tmp`, which the
+/// sandbox replaces with the session's own (there the path would just be missing). `/var/tmp`
+/// where it is usable, else the build's temp dir.
+pub fn dir_outside_tmp() -> tempfile::TempDir {
+    tempfile::tempdir_in("/var/tmp")
+        .or_else(|_| tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")))
+        .unwrap()
 }

@@ -5,7 +5,7 @@
 //! system calls on values made before the fork, no allocation, no lock, no panic.
 #![allow(unsafe_code)]
 
-use super::{MountAttr, Prepared, Step, check, errno};
+use super::{Prepared, Step, check, errno};
 use libc::{c_int, c_long, c_uint, c_void, pid_t};
 use std::ffi::CStr;
 
@@ -35,25 +35,8 @@ fn seal_read_only(prepared: &Prepared, path: &CStr, index: usize) -> std::io::Re
             }
             return Err(super::fail(prepared, Step::ProcMount, index + 1));
         }
-        let attr = MountAttr {
-            attr_set: libc::MOUNT_ATTR_RDONLY,
-            attr_clr: 0,
-            propagation: 0,
-            userns_fd: 0,
-        };
-        check(
-            libc::syscall(
-                libc::SYS_mount_setattr,
-                libc::AT_FDCWD,
-                path.as_ptr(),
-                (libc::AT_RECURSIVE | libc::AT_SYMLINK_NOFOLLOW) as c_uint,
-                &raw const attr,
-                std::mem::size_of::<MountAttr>(),
-            ),
-            prepared,
-            Step::ProcMount,
-            index + 1,
-        )
+        let sealed = super::set_attributes(path, libc::MOUNT_ATTR_RDONLY, 0, true);
+        check(sealed, prepared, Step::ProcMount, index + 1)
     }
 }
 

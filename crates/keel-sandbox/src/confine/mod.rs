@@ -1,5 +1,5 @@
 //! The code that runs between fork and exec: the only `unsafe` of keel (audited here, with
-//! its submodule `init`).
+//! its submodules `init` and `share`).
 //!
 //! `install` hands one closure to `Command::pre_exec`. It runs in the child of a fork of keel,
 //! a copy of a multi-threaded process, where only async-signal-safe work is sound: so it makes
@@ -26,11 +26,15 @@
 #![allow(unsafe_code)]
 
 use libc::{c_char, c_int, c_long, c_uint, c_ulong, c_void, pid_t};
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 
 mod init;
+mod share;
+
+pub(crate) use share::received_namespaces;
+use share::share_namespaces;
 
 /// Most trees `CloneTree` may hold open at once.
 pub(crate) const MAX_TREES: usize = 16;
@@ -58,6 +62,10 @@ pub(crate) enum MountOp {
         flags: c_ulong,
         options: CString,
     },
+    /// `target` hidden: a directory under an empty, closed, read-only tmpfs; anything else
+    /// under `/dev/null` sealed without devices, so opening it is refused. A target gone since
+    /// the plan was made (a socket directory removed meanwhile) has nothing left to hide.
+    Hide { target: CString, directory: bool },
     /// `attributes` (`MOUNT_ATTR_*`) set on the mount at `target` and everything below it:
     /// read-only for protected paths; read-only and no devices for a file hidden under
     /// `/dev/null` (so opening it is refused, not a sink).
@@ -389,99 +397,6 @@ fn enter_namespaces(prepared: &Prepared) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Send this process's user and network namespaces over `share` (best effort: a later
-/// command that finds none makes its own).
-fn share_namespaces(share: &OwnedFd) {
-    // SAFETY: opens and a sendmsg whose buffers are all on this stack; the descriptors opened
-    // are closed again.
-    unsafe {
-        let user = libc::open(
-            c"/proc/self/ns/user".as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        );
-        let net = libc::open(
-            c"/proc/self/ns/net".as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        );
-        if user >= 0 && net >= 0 {
-            let mut byte = [0u8; 1];
-            let mut io = libc::iovec {
-                iov_base: byte.as_mut_ptr().cast::<c_void>(),
-                iov_len: 1,
-            };
-            // cmsghdr (16 bytes) and two descriptors, 8-byte aligned.
-            let mut control = [0u64; 4];
-            let mut message: libc::msghdr = std::mem::zeroed();
-            message.msg_iov = &raw mut io;
-            message.msg_iovlen = 1;
-            message.msg_control = control.as_mut_ptr().cast::<c_void>();
-            message.msg_controllen =
-                libc::CMSG_SPACE(2 * std::mem::size_of::<c_int>() as u32) as usize;
-            let header = libc::CMSG_FIRSTHDR(&raw const message);
-            if !header.is_null() {
-                (*header).cmsg_level = libc::SOL_SOCKET;
-                (*header).cmsg_type = libc::SCM_RIGHTS;
-                (*header).cmsg_len = libc::CMSG_LEN(2 * std::mem::size_of::<c_int>() as u32) as _;
-                let data = libc::CMSG_DATA(header).cast::<c_int>();
-                data.write_unaligned(user);
-                data.add(1).write_unaligned(net);
-                libc::sendmsg(share.as_raw_fd(), &raw const message, libc::MSG_DONTWAIT);
-            }
-        }
-        if user >= 0 {
-            libc::close(user);
-        }
-        if net >= 0 {
-            libc::close(net);
-        }
-    }
-}
-
-/// The user and network namespaces a command sent over `socket`, if it did.
-pub(crate) fn received_namespaces(socket: &std::os::unix::net::UnixDatagram) -> Option<Joined> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: a recvmsg into buffers on this stack; descriptors received are owned from here.
-    unsafe {
-        let mut byte = [0u8; 1];
-        let mut io = libc::iovec {
-            iov_base: byte.as_mut_ptr().cast::<c_void>(),
-            iov_len: 1,
-        };
-        let mut control = [0u64; 4];
-        let mut message: libc::msghdr = std::mem::zeroed();
-        message.msg_iov = &raw mut io;
-        message.msg_iovlen = 1;
-        message.msg_control = control.as_mut_ptr().cast::<c_void>();
-        message.msg_controllen = std::mem::size_of_val(&control);
-        let read = libc::recvmsg(
-            socket.as_raw_fd(),
-            &raw mut message,
-            libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
-        );
-        let header = libc::CMSG_FIRSTHDR(&raw const message);
-        if read < 1
-            || header.is_null()
-            || (*header).cmsg_level != libc::SOL_SOCKET
-            || (*header).cmsg_type != libc::SCM_RIGHTS
-        {
-            return None;
-        }
-        // Every descriptor that arrived is owned here, so none leaks whatever else is wrong.
-        let header_len = libc::CMSG_LEN(0) as usize;
-        let count =
-            ((*header).cmsg_len as usize).saturating_sub(header_len) / std::mem::size_of::<c_int>();
-        let data = libc::CMSG_DATA(header).cast::<c_int>();
-        let received: Vec<OwnedFd> = (0..count.min(4))
-            .map(|index| OwnedFd::from_raw_fd(data.add(index).read_unaligned()))
-            .collect();
-        if message.msg_flags & libc::MSG_CTRUNC != 0 {
-            return None;
-        }
-        let [user, net]: [OwnedFd; 2] = received.try_into().ok()?;
-        Some(Joined { user, net })
-    }
-}
-
 /// `struct mount_attr` of `mount_setattr(2)`.
 #[repr(C)]
 pub(super) struct MountAttr {
@@ -584,37 +499,87 @@ fn mount(
                 Step::Filesystem,
                 index,
             ),
-            MountOp::Seal {
-                target,
-                attributes,
-                cleared,
-                recursive,
-            } => {
-                let mut at = libc::AT_SYMLINK_NOFOLLOW as c_uint;
-                if *recursive {
-                    at |= libc::AT_RECURSIVE as c_uint;
-                }
-                let attr = MountAttr {
-                    attr_set: *attributes,
-                    attr_clr: *cleared,
-                    propagation: 0,
-                    userns_fd: 0,
-                };
-                check(
-                    libc::syscall(
-                        libc::SYS_mount_setattr,
-                        libc::AT_FDCWD,
+            MountOp::Hide { target, directory } => {
+                let made = if *directory {
+                    libc::mount(
+                        c"tmpfs".as_ptr(),
                         target.as_ptr(),
-                        at,
-                        &raw const attr,
-                        std::mem::size_of::<MountAttr>(),
-                    ),
+                        c"tmpfs".as_ptr(),
+                        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_RDONLY,
+                        HIDING_TMPFS.as_ptr().cast::<c_void>(),
+                    )
+                } else {
+                    libc::mount(
+                        c"/dev/null".as_ptr(),
+                        target.as_ptr(),
+                        null,
+                        libc::MS_BIND,
+                        std::ptr::null(),
+                    )
+                };
+                if made < 0 {
+                    if errno() == libc::ENOENT {
+                        return Ok(());
+                    }
+                    return Err(fail(prepared, Step::Filesystem, index));
+                }
+                if *directory {
+                    return Ok(());
+                }
+                let sealed = libc::MOUNT_ATTR_RDONLY
+                    | libc::MOUNT_ATTR_NODEV
+                    | libc::MOUNT_ATTR_NOEXEC
+                    | libc::MOUNT_ATTR_NOSUID;
+                check(
+                    set_attributes(target, sealed, 0, false),
                     prepared,
                     Step::Seal,
                     index,
                 )
             }
+            MountOp::Seal {
+                target,
+                attributes,
+                cleared,
+                recursive,
+            } => check(
+                set_attributes(target, *attributes, *cleared, *recursive),
+                prepared,
+                Step::Seal,
+                index,
+            ),
         }
+    }
+}
+
+/// Empty and closed: nothing can be listed, read or created under it.
+const HIDING_TMPFS: &CStr = c"size=4k,nr_inodes=1,mode=000";
+
+/// `mount_setattr` on the mount at `target` (and everything below it when `recursive`).
+///
+/// # Safety
+/// A system call on a NUL-terminated string and a stack struct.
+unsafe fn set_attributes(target: &CStr, attributes: u64, cleared: u64, recursive: bool) -> c_long {
+    let mut at = libc::AT_SYMLINK_NOFOLLOW as c_uint;
+    if recursive {
+        at |= libc::AT_RECURSIVE as c_uint;
+    }
+    let attr = MountAttr {
+        attr_set: attributes,
+        attr_clr: cleared,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: as the function's contract says.
+    unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            target.as_ptr(),
+            at,
+            &raw const attr,
+            std::mem::size_of::<MountAttr>(),
+        )
     }
 }
 
