@@ -54,6 +54,7 @@ pub fn run(common: &CommonArgs, args: &SandboxArgs) -> anyhow::Result<Outcome> {
     for name in crate::session_setup::secrets(&config).env_names() {
         command.env_remove(name);
     }
+    let absent_before = sandbox.planted_absent_now();
     let confinement = sandbox.confine(&mut command, mode)?;
     let status = match mode {
         SandboxMode::Off => command.status(),
@@ -63,7 +64,7 @@ pub fn run(common: &CommonArgs, args: &SandboxArgs) -> anyhow::Result<Outcome> {
     }
     .map_err(|error| confinement.explain(error))?;
     if mode != SandboxMode::Off {
-        for undone in sandbox.undo_planted() {
+        for undone in sandbox.undo_planted(&absent_before) {
             eprintln!("keel sandbox: {}", visible_line(&undone.describe()));
         }
     }

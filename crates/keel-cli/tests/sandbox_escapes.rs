@@ -316,13 +316,23 @@ fn startup_files_a_command_makes_in_the_home_are_moved_aside() {
     assert!(!me.join(".config/git").exists(), "{}", results[0]);
     assert!(!me.join(".zshenv").exists(), "{}", results[0]);
     assert!(
-        results[0].contains("moved it to") && results[0].contains(".zshenv.keel-moved-aside"),
+        results[0].contains("moved it to") && results[0].contains(".zshenv.keel-moved-aside-"),
         "{}",
         results[0]
     );
     // Kept, not lost: the person can move it back.
+    let aside = std::fs::read_dir(me.join(".config"))
+        .unwrap()
+        .flatten()
+        .find(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("git.keel-moved-aside-")
+        })
+        .expect("git's config moved aside");
     assert!(
-        std::fs::read_to_string(me.join(".config/git.keel-moved-aside/config"))
+        std::fs::read_to_string(aside.path().join("config"))
             .unwrap()
             .contains("fsmonitor")
     );
@@ -332,6 +342,57 @@ fn startup_files_a_command_makes_in_the_home_are_moved_aside() {
         results[1]
     );
     assert!(!me.join(".zshenv").exists());
+}
+
+/// A hidden store inside the workspace cannot be carried out from under its cover by moving
+/// the directory it is in: the next command would read it at its new path.
+#[test]
+fn a_hidden_store_cannot_be_moved_out_from_under_its_cover() {
+    let mut escapes = Escapes::new();
+    std::fs::create_dir_all(escapes.me.join(".config/gh")).unwrap();
+    std::fs::write(escapes.me.join(".config/gh/hosts.yml"), KEY_MATERIAL).unwrap();
+    escapes.script(
+        vec![
+            bash("mv .config cfg"),
+            bash("cat cfg/gh/hosts.yml .config/gh/hosts.yml"),
+        ],
+        "",
+    );
+    let run = escapes.run(&["run", "--yes", "--json", "move"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let results = escapes.results();
+    assert!(
+        escapes.me.join(".config/gh/hosts.yml").exists(),
+        "{}",
+        results[0]
+    );
+    assert!(!results[1].contains(KEY_MATERIAL), "{}", results[1]);
+}
+
+/// keel undoes a planted startup file unconfined: a directory on the way replaced by a link
+/// must not turn the undo on what the link leads to.
+#[test]
+fn an_undo_never_follows_a_link_a_command_put_on_the_way() {
+    let mut escapes = Escapes::new();
+    let elsewhere = escapes.outside.join("config-of-someone-else");
+    std::fs::create_dir_all(elsewhere.join("git")).unwrap();
+    std::fs::write(elsewhere.join("git/config"), "theirs").unwrap();
+    let link = format!("ln -s {} .config", elsewhere.display());
+    escapes.script(vec![bash(link)], "");
+    let run = escapes.run(&["run", "--yes", "--json", "link"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let results = escapes.results();
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.join("git/config")).unwrap(),
+        "theirs",
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[0].contains("could not undo it") && results[0].contains("is now a link"),
+        "{}",
+        results[0]
+    );
 }
 
 #[test]

@@ -291,10 +291,10 @@ fn spawn_stdio(
     config: &ServerConfig,
     options: &StartOptions,
 ) -> Result<(TokioChildProcess, Option<tokio::process::ChildStderr>), String> {
-    let policy = options
-        .sandbox
-        .as_ref()
-        .and_then(|sandbox| Some((sandbox, sandbox.server_policy(config.sandbox)?)));
+    let policy = options.sandbox.as_ref().and_then(|sandbox| {
+        let identity = format!("{}\0{}\0{:?}", config.name, config.origin, config.transport);
+        Some((sandbox, sandbox.server_policy(config.sandbox, &identity)?))
+    });
     let Some((sandbox, policy)) = policy else {
         return TokioChildProcess::builder(process)
             .stderr(std::process::Stdio::piped())

@@ -9,11 +9,13 @@
 //!   the keyring, every mount call (after set-up), `setns`, `userfaultfd`, module loading,
 //!   `kexec`, `swapon`/`swapoff`, `reboot`, `acct`, `quotactl`; `ioctl` `TIOCSTI` (typing
 //!   into a terminal) and `TIOCLINUX`, compared on the low 32 bits as the kernel reads them.
-//! - No setuid or setgid file is made (a command run by root would leave a root shell in
-//!   the workspace for any local user): `chmod`, `fchmod`, `fchmodat`, `fchmodat2`, `mknod`,
-//!   `mknodat` with `S_ISUID` or `S_ISGID` in the mode, and `open`, `openat`, `creat` creating
-//!   with them, are refused; `openat2` (its mode is in a struct the filter cannot read) answers
-//!   `ENOSYS`, so callers fall back to `openat`.
+//! - No setuid file is made (a command run by root would leave a root shell in the workspace
+//!   for any local user), and, where keel runs as root, no setgid one: `chmod`, `fchmod`,
+//!   `fchmodat`, `fchmodat2`, `mknod`, `mknodat` with those bits in the mode, and `open`,
+//!   `openat`, `creat` creating with them, are refused; `openat2` (its mode is in a struct the
+//!   filter cannot read) answers `ENOSYS`, so callers fall back to `openat`. (A user's setgid
+//!   bit carries only the user's own groups, and GNU `chmod` keeps a directory's: refusing it
+//!   would break `chmod -R` under a shared setgid directory.)
 //! - Other ABIs: a system call made through another architecture's entry (`int 0x80` on
 //!   x86-64) kills the process; x32 numbers are refused.
 //! - Every other refusal returns `EPERM` (the filter's own errno); nothing else is changed.
@@ -83,8 +85,19 @@ fn differs(arg: u8, value: i32) -> Result<SeccompCondition, FilterError> {
     .map_err(|error| FilterError(error.to_string()))
 }
 
-/// Mode bits no file a command makes may carry.
-const PRIVILEGE_BITS: [u32; 2] = [libc::S_ISUID, libc::S_ISGID];
+/// `fchmodat2` and `openat2`: the same numbers on every architecture (libc lacks the first on
+/// some).
+const SYS_FCHMODAT2: i64 = 452;
+const SYS_OPENAT2: u32 = 437;
+
+/// Mode bits no file a command makes may carry: setuid, and setgid where keel is root.
+fn privilege_bits(root: bool) -> Vec<u32> {
+    if root {
+        vec![libc::S_ISUID, libc::S_ISGID]
+    } else {
+        vec![libc::S_ISUID]
+    }
+}
 
 fn condition(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, FilterError> {
     SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
@@ -96,9 +109,10 @@ fn condition(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, 
 fn privileged_mode(
     mode_arg: u8,
     creating_flags_arg: Option<u8>,
+    root: bool,
 ) -> Result<Vec<SeccompRule>, FilterError> {
     let mut rules = Vec::new();
-    for bit in PRIVILEGE_BITS {
+    for bit in privilege_bits(root) {
         let has_bit = condition(mode_arg, SeccompCmpOp::MaskedEq(bit.into()), bit.into())?;
         let creations: Vec<Vec<SeccompCondition>> = match creating_flags_arg {
             None => vec![vec![has_bit]],
@@ -129,7 +143,7 @@ fn mode_setters() -> Vec<(i64, u8, Option<u8>)> {
     let mut calls = vec![
         (libc::SYS_fchmod, 1, None),
         (libc::SYS_fchmodat, 2, None),
-        (libc::SYS_fchmodat2, 2, None),
+        (SYS_FCHMODAT2, 2, None),
         (libc::SYS_mknodat, 2, None),
         (libc::SYS_openat, 3, Some(2)),
     ];
@@ -148,7 +162,11 @@ fn mode_setters() -> Vec<(i64, u8, Option<u8>)> {
 const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 
 /// The BPF program.
-pub(crate) fn program(internet: InternetSockets) -> Result<Vec<libc::sock_filter>, FilterError> {
+/// `root`: keel runs as root (setgid bits are refused too).
+pub(crate) fn program(
+    internet: InternetSockets,
+    root: bool,
+) -> Result<Vec<libc::sock_filter>, FilterError> {
     let mut families = vec![libc::AF_UNIX, libc::AF_NETLINK];
     if internet == InternetSockets::Allowed {
         families.extend([libc::AF_INET, libc::AF_INET6]);
@@ -182,7 +200,7 @@ pub(crate) fn program(internet: InternetSockets) -> Result<Vec<libc::sock_filter
         .collect::<Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_ioctl, ioctls);
     for (number, mode_arg, flags_arg) in mode_setters() {
-        rules.insert(number, privileged_mode(mode_arg, flags_arg)?);
+        rules.insert(number, privileged_mode(mode_arg, flags_arg, root)?);
     }
     rules.insert(
         libc::SYS_socketpair,
@@ -205,7 +223,7 @@ pub(crate) fn program(internet: InternetSockets) -> Result<Vec<libc::sock_filter
     program.push(statement(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0));
     program.push(jump(
         libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
-        u32::try_from(libc::SYS_openat2).unwrap_or(u32::MAX),
+        SYS_OPENAT2,
         0,
         1,
     ));
@@ -254,8 +272,8 @@ mod tests {
 
     #[test]
     fn the_program_builds_for_both_network_choices_and_is_small() {
-        let open = program(InternetSockets::Allowed).unwrap();
-        let closed = program(InternetSockets::Refused).unwrap();
+        let open = program(InternetSockets::Allowed, true).unwrap();
+        let closed = program(InternetSockets::Refused, true).unwrap();
         // Far below the kernel's 4096; a syscall walks about two instructions per listed call.
         assert!(
             open.len() < 500 && closed.len() < 500,
@@ -264,5 +282,10 @@ mod tests {
             closed.len()
         );
         assert_ne!(open.len(), closed.len(), "the families differ");
+        let as_user = program(InternetSockets::Allowed, false).unwrap();
+        assert!(
+            as_user.len() < open.len(),
+            "setgid bits refused only for root"
+        );
     }
 }

@@ -43,10 +43,19 @@ pub fn socket_dirs_in(home: &Path, skip: &[PathBuf], depth: usize, budget: usize
     found
 }
 
-/// Where the links inside the credential stores (the home's, `referenced_files`, the user's
-/// `forbid_read`) lead, outside the store: a key kept in a dotfiles repository and linked into
-/// `~/.ssh` would otherwise be read at its real path. At most `budget` entries looked at, three
-/// levels down; a target holding the home directory (or `/`) is left out.
+/// Stores whose links are their own business (browser profiles: lock files, huge trees).
+const NOT_WALKED: &[&str] = &[
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
+];
+
+/// Where the links inside the credential stores (the user's `forbid_read` and
+/// `referenced_files` first, then the home's) lead, outside the store: a key kept in a
+/// dotfiles repository and linked into `~/.ssh` would otherwise be read at its real path. At
+/// most `budget` entries looked at in each store, three levels down; a target holding the home
+/// directory (or `/`) is left out.
 pub fn secret_link_targets(
     settings: &SandboxSettings,
     places: &Places,
@@ -54,30 +63,31 @@ pub fn secret_link_targets(
 ) -> Vec<PathBuf> {
     let home = places.home.as_deref();
     let home_canonical = home.and_then(canonical);
-    let stores: Vec<PathBuf> = home
-        .into_iter()
-        .flat_map(|home| HOME_SECRETS.iter().map(move |name| home.join(name)))
+    let stores: Vec<PathBuf> = settings
+        .forbid_read
+        .iter()
+        .filter_map(|entry| expand(entry, home))
         .chain(places.referenced_files.iter().cloned())
-        .chain(
-            settings
-                .forbid_read
+        .chain(home.into_iter().flat_map(|home| {
+            HOME_SECRETS
                 .iter()
-                .filter_map(|entry| expand(entry, home)),
-        )
+                .filter(|name| !NOT_WALKED.contains(name))
+                .map(move |name| home.join(name))
+        }))
         .filter_map(|store| canonical(&store))
         .collect();
     let mut targets = Vec::new();
-    let mut seen = 0;
     for store in &stores {
         let mut queue = vec![(store.clone(), 0)];
-        while let Some((dir, level)) = queue.pop() {
+        let mut seen = 0;
+        'store: while let Some((dir, level)) = queue.pop() {
             let Ok(children) = std::fs::read_dir(&dir) else {
                 continue;
             };
             for child in children.flatten() {
                 seen += 1;
                 if seen > budget {
-                    return targets;
+                    break 'store;
                 }
                 let Ok(kind) = child.file_type() else {
                     continue;
@@ -128,7 +138,18 @@ mod tests {
         };
         let found = secret_link_targets(&SandboxSettings::default(), &places, 1_000);
         assert_eq!(found, vec![root.join("dotfiles/key")]);
-        // The budget bounds the walk.
+        // The budget bounds each store's walk; a user's own entry is walked whatever the home
+        // holds (its stores come after it).
         assert!(secret_link_targets(&SandboxSettings::default(), &places, 1).is_empty());
+        std::fs::create_dir_all(root.join("vault")).unwrap();
+        std::os::unix::fs::symlink(root.join("dotfiles/key"), root.join("vault/key")).unwrap();
+        let settings = SandboxSettings {
+            forbid_read: vec![root.join("vault").display().to_string()],
+            ..SandboxSettings::default()
+        };
+        assert_eq!(
+            secret_link_targets(&settings, &places, 1),
+            vec![root.join("dotfiles/key")]
+        );
     }
 }

@@ -34,6 +34,7 @@ mod lasting;
 mod layers;
 mod mounts;
 mod plan;
+mod planted;
 mod policy;
 mod support;
 mod temp;
@@ -42,6 +43,7 @@ pub use filter::FilterError;
 pub use lasting::on_lasting_thread;
 pub use layers::Layers;
 pub use plan::Failures;
+pub use planted::{Undo, Undone};
 pub use policy::{
     GIT_REDIRECTS, HOME_SECRETS, KEEL_HOME_PRIVATE, Network, PROTECTED_IN_ROOT, Places, Protected,
     RUNTIME_DIRS, STARTUP_IN_HOME, SYSTEM_SECRETS, SandboxMode, SandboxPolicy, SandboxSettings,
@@ -125,38 +127,28 @@ impl ServerConfinement {
     }
 }
 
-/// Where MCP servers keep their caches under the `mcp` policy (below `$KEEL_HOME`): npm's
-/// (`npx` installs there) and the XDG cache (uv, pip, corepack, go). Never the user's own
-/// `~/.npm` and `~/.cache`, which the user's unconfined tools run code from.
+/// Where MCP servers keep their caches under the `mcp` policy (below `$KEEL_HOME`, one
+/// directory per server): npm's (`npx` installs there) and the XDG cache (uv, pip, corepack,
+/// go). Never the user's own `~/.npm` and `~/.cache`, which the user's unconfined tools run
+/// code from.
 pub const SERVER_CACHE: &str = "cache/mcp";
 
-/// A file a command made that keel undid (`Sandbox::undo_planted`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Undone {
-    pub path: PathBuf,
-    /// Where it was moved (a startup file; its content kept), or `None`: removed (a git
-    /// redirect file, a line of text naming another directory).
-    pub moved_to: Option<PathBuf>,
-}
-
-impl Undone {
-    /// What a person (and the model) is told.
-    pub fn describe(&self) -> String {
-        match &self.moved_to {
-            None => format!(
-                "the command created {}, which would make git use another directory's \
-                 configuration and hooks outside the sandbox; keel removed it",
-                self.path.display()
-            ),
-            Some(aside) => format!(
-                "the command created {}, which your shell, git or desktop would run or read \
-                 outside the sandbox; keel moved it to {} (move it back yourself if you meant \
-                 it)",
-                self.path.display(),
-                aside.display()
-            ),
-        }
-    }
+/// The directory name of a server's cache: its name's plain characters and a digest of the
+/// whole identity (FNV-1a: stable across builds, which std's hasher is not; no crate needed for
+/// a name).
+fn server_cache_name(server: &str) -> String {
+    let plain: String = server
+        .chars()
+        .take_while(|c| *c != '\0')
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(32)
+        .collect();
+    let digest = server
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        });
+    format!("{plain}-{digest:016x}")
 }
 
 /// A session's sandbox: its settings, its places, and the paths protected at its start.
@@ -197,8 +189,8 @@ enum SessionNamespaces {
 /// How deep and how much of the home directory is searched for sockets.
 const SOCKET_SEARCH_DEPTH: usize = 3;
 const SOCKET_SEARCH_BUDGET: usize = 20_000;
-/// Entries looked at in the credential stores for links leading out of them.
-const LINK_SEARCH_BUDGET: usize = 5_000;
+/// Entries looked at in each credential store for links leading out of it.
+const LINK_SEARCH_BUDGET: usize = 1_000;
 
 /// A command set up to run confined; explains a failed spawn.
 #[derive(Debug)]
@@ -299,14 +291,24 @@ impl Sandbox {
         policy
     }
 
-    /// The policy of an MCP stdio server (`None`: it runs unconfined).
-    pub fn server_policy(&self, confinement: ServerConfinement) -> Option<SandboxPolicy> {
+    /// The policy of an MCP stdio server (`None`: it runs unconfined). `server` names it
+    /// (name, where declared, command): under the `mcp` policy each server has a cache of its
+    /// own, so one cannot leave code there for another to run.
+    pub fn server_policy(
+        &self,
+        confinement: ServerConfinement,
+        server: &str,
+    ) -> Option<SandboxPolicy> {
         let mut policy = match confinement {
             ServerConfinement::Off => return None,
             ServerConfinement::WorkspaceWrite => self.policy(SandboxMode::WorkspaceWrite),
             ServerConfinement::Mcp => {
                 let mut policy = self.policy(SandboxMode::ReadOnly);
-                let cache = self.places.keel_home.join(SERVER_CACHE);
+                let cache = self
+                    .places
+                    .keel_home
+                    .join(SERVER_CACHE)
+                    .join(server_cache_name(server));
                 let npm = cache.join("npm");
                 let xdg = cache.join("xdg");
                 if std::fs::create_dir_all(&npm).is_ok()
@@ -347,55 +349,16 @@ impl Sandbox {
         Some(policy)
     }
 
-    /// Undo what a command made that would run code outside the sandbox later: a git
-    /// redirect file is removed (it would make the user's git read another directory's
-    /// configuration and hooks), a startup file in the home is moved aside (the user's shell,
-    /// git or desktop would run or read it). What was undone, each with how.
-    pub fn undo_planted(&self) -> Vec<Undone> {
-        let mut undone = Vec::new();
-        for path in &self.start.not_to_create {
-            let Ok(meta) = path.symlink_metadata() else {
-                continue;
-            };
-            let is_redirect = path
-                .parent()
-                .is_some_and(|parent| parent.file_name() == Some(std::ffi::OsStr::new(".git")));
-            if is_redirect {
-                let gone = if meta.is_dir() {
-                    std::fs::remove_dir_all(path)
-                } else {
-                    std::fs::remove_file(path)
-                };
-                if gone.is_ok() {
-                    undone.push(Undone {
-                        path: path.clone(),
-                        moved_to: None,
-                    });
-                }
-                continue;
-            }
-            let aside = (0..100)
-                .map(|n| {
-                    let suffix = if n == 0 {
-                        String::new()
-                    } else {
-                        format!("-{n}")
-                    };
-                    let mut name = path.as_os_str().to_owned();
-                    name.push(format!(".keel-moved-aside{suffix}"));
-                    PathBuf::from(name)
-                })
-                .find(|candidate| candidate.symlink_metadata().is_err());
-            if let Some(aside) = aside
-                && std::fs::rename(path, &aside).is_ok()
-            {
-                undone.push(Undone {
-                    path: path.clone(),
-                    moved_to: Some(aside),
-                });
-            }
-        }
-        undone
+    /// The paths a command must not create that are absent now: take this just before a
+    /// command, and give it to `undo_planted` after.
+    pub fn planted_absent_now(&self) -> Vec<PathBuf> {
+        planted::absent_now(&self.start.not_to_create)
+    }
+
+    /// Undo what a command made, of `absent_before` (`planted_absent_now`), that would run
+    /// code outside the sandbox later (see `planted`); each with how, or why not.
+    pub fn undo_planted(&self, absent_before: &[PathBuf]) -> Vec<Undone> {
+        planted::undo(absent_before)
     }
 
     /// Where commands stand in `mode` on this kernel.

@@ -6,7 +6,8 @@
 //!   (recursively: no chmod, chown, utime or xattr change anywhere — Landlock does not cover
 //!   those — and no disk, console or camera opened) → the harmless devices opened again → the
 //!   writable roots and
-//!   the temp dir opened again, each a mount of its own → `forbid_read` hidden (a directory
+//!   the temp dir opened again, each a mount of its own → `forbid_read` hidden, the
+//!   directories on the way to one inside a writable root pinned first (a directory
 //!   under an empty, closed, read-only tmpfs; a file under `/dev/null` sealed without devices,
 //!   so opening it is refused) → a private `/dev/shm` and a private devpts (no other terminal
 //!   of the user is reachable) → each protected path's ancestors made mount points, then the
@@ -173,6 +174,18 @@ pub(crate) fn mounts(policy: &SandboxPolicy) -> Result<Mounts, SandboxError> {
     }
     for root in &policy.writable {
         mounts.reopen(root, true)?;
+        // A device the user allowed (`allow_write = ["/dev/kvm"]`) opens again.
+        if root.starts_with("/dev") {
+            mounts.push(
+                MountOp::Seal {
+                    target: c_path(root)?,
+                    attributes: 0,
+                    cleared: libc::MOUNT_ATTR_NODEV,
+                    recursive: false,
+                },
+                format!("keeping {} usable", root.display()),
+            );
+        }
     }
     match &policy.temp_dir {
         Some(_) if mounts.tmp_replaced => mounts.reopen(tmp, false)?,
@@ -183,7 +196,36 @@ pub(crate) fn mounts(policy: &SandboxPolicy) -> Result<Mounts, SandboxError> {
     let visible = |path: &Path| {
         !(tmp_replaced && path.starts_with(tmp)) || back.iter().any(|root| path.starts_with(root))
     };
+    let mut pinned: Vec<&Path> = Vec::new();
     for path in policy.forbid_read.iter().filter(|path| visible(path)) {
+        // Inside a writable root, the directories on the way are pinned: moving one
+        // (`mv ~/.config ~/c`) would carry the hidden path out from under its cover for the
+        // next command.
+        if let Some(root) = policy
+            .writable
+            .iter()
+            .find(|root| path.starts_with(root) && path != *root)
+        {
+            let mut ancestors: Vec<&Path> = path
+                .ancestors()
+                .skip(1)
+                .take_while(|ancestor| *ancestor != root.as_path())
+                .collect();
+            ancestors.reverse();
+            for ancestor in ancestors {
+                if !pinned.contains(&ancestor) {
+                    pinned.push(ancestor);
+                    let target = c_path(ancestor)?;
+                    mounts.push(
+                        MountOp::Bind {
+                            source: target.clone(),
+                            target,
+                        },
+                        format!("pinning {} in place", ancestor.display()),
+                    );
+                }
+            }
+        }
         hide(&mut mounts, path)?;
     }
     let nothing_strange = libc::MS_NOSUID | libc::MS_NODEV;

@@ -87,8 +87,14 @@ fn ruleset(policy: &SandboxPolicy, layers: &Layers) -> Result<Option<OwnedFd>, S
         .map_err(landlock_error)?;
     let writable = policy.writable.iter().chain(policy.temp_dir.iter());
     for root in writable {
+        // A file (`allow_write = ["/dev/kvm"]`, a lock file) takes only the rights a file has.
+        let access = if root.is_dir() {
+            AccessFs::from_all(abi)
+        } else {
+            AccessFs::from_file(abi)
+        };
         created = created
-            .add_rule(rule(root, AccessFs::from_all(abi))?)
+            .add_rule(rule(root, access)?)
             .map_err(landlock_error)?;
     }
     let mut device = AccessFs::ReadFile | AccessFs::WriteFile;
@@ -239,7 +245,7 @@ pub(crate) fn prepare(
         InternetSockets::Refused
     };
     let filter = if layers.seccomp {
-        Some(filter::program(internet)?)
+        Some(filter::program(internet, uid == 0 || gid == 0)?)
     } else {
         None
     };

@@ -186,6 +186,8 @@ pub const PROTECTED_IN_ROOT: &[&str] = &[
 /// they exist when a writable root holds the home directory.
 pub const STARTUP_IN_HOME: &[&str] = &[
     ".bashrc",
+    ".bash_aliases",
+    ".bashrc.d",
     ".bash_profile",
     ".bash_login",
     ".bash_logout",
@@ -201,8 +203,15 @@ pub const STARTUP_IN_HOME: &[&str] = &[
     ".config/systemd",
     ".config/environment.d",
     ".pam_environment",
+    ".xprofile",
+    ".xsessionrc",
     ".local/bin",
     ".cargo/bin",
+    // Read by tools the user starts: settings that run code.
+    ".npmrc",
+    ".tmux.conf",
+    ".vimrc",
+    ".config/nvim",
 ];
 
 /// Files in `.git` that make git read another directory's configuration and hooks. Where

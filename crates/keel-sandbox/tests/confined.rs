@@ -387,6 +387,7 @@ fn metadata_outside_the_writable_roots_cannot_change() {
 fn a_git_redirect_made_by_a_command_is_undone_and_nested_namespaces_are_refused() {
     let fixture = Fixture::new();
     let sandbox = fixture.sandbox(SandboxSettings::default(), false);
+    let absent = sandbox.planted_absent_now();
     let (code, output) = fixture.run_in(
         &sandbox,
         SandboxMode::WorkspaceWrite,
@@ -394,13 +395,21 @@ fn a_git_redirect_made_by_a_command_is_undone_and_nested_namespaces_are_refused(
     );
     assert_eq!(code, 0, "{output}");
     assert_eq!(
-        sandbox.undo_planted(),
+        sandbox.undo_planted(&absent),
         [keel_sandbox::Undone {
             path: fixture.workspace.join(".git/commondir"),
-            moved_to: None
+            how: keel_sandbox::Undo::Removed,
         }]
     );
     assert!(!fixture.workspace.join(".git/commondir").exists());
+    // One the user makes between commands (another terminal) is theirs: not undone.
+    std::fs::write(fixture.workspace.join(".git/commondir"), "../mine\n").unwrap();
+    let absent = sandbox.planted_absent_now();
+    let (code, output) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, "true");
+    assert_eq!(code, 0, "{output}");
+    assert!(sandbox.undo_planted(&absent).is_empty());
+    assert!(fixture.workspace.join(".git/commondir").exists());
+    std::fs::remove_file(fixture.workspace.join(".git/commondir")).unwrap();
     for attempt in [
         "unshare -U true",
         "python3 -c \"import os; os.unshare(os.CLONE_NEWUSER)\"",
@@ -524,7 +533,7 @@ fn a_sessions_commands_share_one_network_namespace_of_their_own() {
     assert_ne!(output.trim(), seen[0], "another session has its own");
     // A server (long-lived, third-party) shares no loopback with the commands or another.
     let policy = sandbox
-        .server_policy(keel_sandbox::ServerConfinement::WorkspaceWrite)
+        .server_policy(keel_sandbox::ServerConfinement::WorkspaceWrite, "files")
         .unwrap();
     assert_eq!(policy.network, keel_sandbox::Network::Off);
     let servers: Vec<String> = (0..2)
@@ -575,7 +584,10 @@ fn an_mcp_server_reads_the_hosts_tmp_but_not_its_sockets_and_writes_only_its_own
         .unwrap();
     std::fs::write(ticket.path(), "TICKET-GRANTING-TICKET").unwrap();
     let policy = sandbox
-        .server_policy(keel_sandbox::ServerConfinement::Mcp)
+        .server_policy(
+            keel_sandbox::ServerConfinement::Mcp,
+            "every\0config.toml\0node server.js",
+        )
         .unwrap();
     // The user's own caches, which the user's unconfined tools run code from.
     for cache in [".npm", ".cache"] {
@@ -620,8 +632,34 @@ fn an_mcp_server_reads_the_hosts_tmp_but_not_its_sockets_and_writes_only_its_own
     );
     assert!(text.contains("OWN-CACHES"), "{text}");
     assert!(!text.contains("TICKET-GRANTING"), "{text}");
-    assert!(fixture.keel_home.join("cache/mcp/npm/_npx").is_dir());
-    assert!(fixture.keel_home.join("cache/mcp/xdg/uv").is_dir());
+    let caches: Vec<PathBuf> = std::fs::read_dir(fixture.keel_home.join("cache/mcp"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .collect();
+    assert_eq!(caches.len(), 1, "{caches:?}");
+    assert!(
+        caches[0]
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("every-")
+    );
+    assert!(caches[0].join("npm/_npx").is_dir());
+    assert!(caches[0].join("xdg/uv").is_dir());
+    // Another server writes a cache of its own, not this one.
+    let other = sandbox
+        .server_policy(
+            keel_sandbox::ServerConfinement::Mcp,
+            "every\0.mcp.json\0node other.js",
+        )
+        .unwrap();
+    assert_eq!(other.writable.len(), 1);
+    assert!(
+        !other.writable[0].starts_with(&caches[0]),
+        "{:?}",
+        other.writable
+    );
 }
 
 #[test]
@@ -654,11 +692,24 @@ fn only_the_harmless_devices_open_and_procs_machine_wide_corners_are_read_only()
     if reachable.is_empty() {
         eprintln!("no device beyond the harmless ones opens here: the refusal is not exercised");
     }
-    for device in reachable {
-        let (code, output) = fixture.run(&format!(
+    let open = |device: &str| {
+        format!(
             "python3 -c \"import os; os.open('{device}', os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)\""
-        ));
+        )
+    };
+    for device in &reachable {
+        let (code, output) = fixture.run(&open(device));
         assert_ne!(code, 0, "{device} opened: {output}");
+    }
+    // One the user allows (`allow_write = ["/dev/kvm"]`) opens.
+    if let Some(device) = reachable.iter().find(|path| path.starts_with("/dev/loop")) {
+        let settings = SandboxSettings {
+            allow_write: vec![device.to_string()],
+            ..SandboxSettings::default()
+        };
+        let sandbox = fixture.sandbox(settings, false);
+        let (code, output) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, &open(device));
+        assert_eq!(code, 0, "{device} allowed: {output}");
     }
     // Whatever else refuses a write there, the mount itself is read-only.
     let (code, output) = fixture.run("cat /proc/self/mountinfo");

@@ -105,15 +105,24 @@ impl Capture {
     }
 }
 
-/// Undoes the git redirect and startup files a confined command made when dropped: also when the call is
-/// cancelled or times out, or keel unwinds (the normal path takes it, to report them).
-struct RedirectUndo(Option<Arc<keel_sandbox::Sandbox>>);
+/// Undoes the git redirect and startup files a confined command made (of those absent just
+/// before it) when dropped: also when the call is cancelled or times out, or keel unwinds (the
+/// normal path takes it, to report them).
+struct PlantedUndo(Option<(Arc<keel_sandbox::Sandbox>, Vec<std::path::PathBuf>)>);
 
-impl Drop for RedirectUndo {
+impl PlantedUndo {
+    /// What was undone, said (nothing more to undo when dropped).
+    fn report(&mut self) -> Vec<keel_sandbox::Undone> {
+        self.0
+            .take()
+            .map(|(sandbox, absent)| sandbox.undo_planted(&absent))
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for PlantedUndo {
     fn drop(&mut self) {
-        if let Some(sandbox) = self.0.take() {
-            sandbox.undo_planted();
-        }
+        self.report();
     }
 }
 
@@ -172,17 +181,21 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
     for name in ctx.secrets.env_names() {
         process.env_remove(name);
     }
+    let confined = ctx
+        .sandbox
+        .as_ref()
+        .filter(|sandbox| sandbox.mode != SandboxMode::Off);
+    let absent_before = confined.map(|sandbox| sandbox.sandbox.planted_absent_now());
     let mut child = match spawn(process, ctx.sandbox.as_ref()) {
         Ok(child) => child,
         Err(message) => return ToolOutput::error(message),
     };
     // Declared before the killer, so dropped after it: a cancelled or timed-out command is
-    // stopped first, then what it left for git is undone.
-    let mut undo = RedirectUndo(
-        ctx.sandbox
-            .as_ref()
-            .filter(|sandbox| sandbox.mode != SandboxMode::Off)
-            .map(|sandbox| sandbox.sandbox.clone()),
+    // stopped first, then what it left for git and the shell is undone.
+    let mut undo = PlantedUndo(
+        confined
+            .map(|sandbox| sandbox.sandbox.clone())
+            .zip(absent_before),
     );
     let killer = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
     // Recorded so that a keel killed outright can stop this group when it restarts.
@@ -257,10 +270,8 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
     } else {
         format!("{}\n{ending}", output.trim_end())
     };
-    if let Some(sandbox) = undo.0.take() {
-        for undone in sandbox.undo_planted() {
-            content.push_str(&format!("\n[keel sandbox: {}]", undone.describe()));
-        }
+    for undone in undo.report() {
+        content.push_str(&format!("\n[keel sandbox: {}]", undone.describe()));
     }
     if let Some(sandbox) = ctx.sandbox.as_ref().filter(|s| s.mode != SandboxMode::Off)
         && is_error
