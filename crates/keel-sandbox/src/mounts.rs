@@ -213,17 +213,7 @@ pub(crate) fn mounts(policy: &SandboxPolicy) -> Result<Mounts, SandboxError> {
                 .collect();
             ancestors.reverse();
             for ancestor in ancestors {
-                if !pinned.contains(&ancestor) {
-                    pinned.push(ancestor);
-                    let target = c_path(ancestor)?;
-                    mounts.push(
-                        MountOp::Bind {
-                            source: target.clone(),
-                            target,
-                        },
-                        format!("pinning {} in place", ancestor.display()),
-                    );
-                }
+                pin(&mut mounts, &mut pinned, ancestor)?;
             }
         }
         hide(&mut mounts, path)?;
@@ -318,17 +308,7 @@ fn protect(mounts: &mut Mounts, policy: &SandboxPolicy) -> Done {
             continue;
         }
         for ancestor in &protected.ancestors {
-            if !points.contains(&ancestor.as_path()) {
-                points.push(ancestor);
-                let target = c_path(ancestor)?;
-                mounts.push(
-                    MountOp::Bind {
-                        source: target.clone(),
-                        target,
-                    },
-                    format!("pinning {} in place", ancestor.display()),
-                );
-            }
+            pin(mounts, &mut points, ancestor)?;
         }
         let target = c_path(&protected.path)?;
         mounts.push(
@@ -345,6 +325,23 @@ fn protect(mounts: &mut Mounts, policy: &SandboxPolicy) -> Done {
             format!("making {} read-only", protected.path.display()),
         )?;
     }
+    Ok(())
+}
+
+/// `path` a mount point of its own (so it cannot be renamed or removed), once.
+fn pin<'a>(mounts: &mut Mounts, pinned: &mut Vec<&'a Path>, path: &'a Path) -> Done {
+    if pinned.contains(&path) {
+        return Ok(());
+    }
+    pinned.push(path);
+    let target = c_path(path)?;
+    mounts.push(
+        MountOp::Bind {
+            source: target.clone(),
+            target,
+        },
+        format!("pinning {} in place", path.display()),
+    );
     Ok(())
 }
 

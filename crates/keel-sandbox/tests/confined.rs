@@ -497,6 +497,19 @@ fn a_root_replaced_by_a_link_confines_nothing_to_where_it_leads() {
     assert!(refused.to_string().contains("no longer leads"), "{refused}");
 }
 
+/// The network namespace of a `readlink` confined by `confine`.
+fn network_of(
+    confine: impl FnOnce(&mut Command) -> Result<keel_sandbox::Confinement, keel_sandbox::SandboxError>,
+) -> String {
+    let mut command = Command::new("readlink");
+    command.arg("/proc/self/ns/net");
+    let confinement = confine(&mut command).unwrap();
+    let output = on_lasting_thread(move || command.output())
+        .unwrap()
+        .unwrap_or_else(|error| panic!("{}", confinement.explain(error)));
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
 #[test]
 fn a_sessions_commands_share_one_network_namespace_of_their_own() {
     let fixture = Fixture::new();
@@ -537,15 +550,7 @@ fn a_sessions_commands_share_one_network_namespace_of_their_own() {
         .unwrap();
     assert_eq!(policy.network, keel_sandbox::Network::Off);
     let servers: Vec<String> = (0..2)
-        .map(|_| {
-            let mut command = Command::new("readlink");
-            command.arg("/proc/self/ns/net");
-            let confinement = sandbox.confine_policy(&mut command, &policy).unwrap();
-            let output = on_lasting_thread(move || command.output())
-                .unwrap()
-                .unwrap_or_else(|error| panic!("{}", confinement.explain(error)));
-            String::from_utf8_lossy(&output.stdout).trim().to_string()
-        })
+        .map(|_| network_of(|command| sandbox.confine_policy(command, &policy)))
         .collect();
     assert!(!servers.contains(&seen[0]), "{servers:?} vs {}", seen[0]);
     assert_ne!(servers[0], servers[1]);
@@ -553,15 +558,9 @@ fn a_sessions_commands_share_one_network_namespace_of_their_own() {
     let without_pid = keel_sandbox::detected().without("pidns");
     let alone: Vec<String> = (0..2)
         .map(|_| {
-            let mut command = Command::new("readlink");
-            command.arg("/proc/self/ns/net");
-            let confinement = sandbox
-                .confine_with(&mut command, SandboxMode::WorkspaceWrite, &without_pid)
-                .unwrap();
-            let output = on_lasting_thread(move || command.output())
-                .unwrap()
-                .unwrap_or_else(|error| panic!("{}", confinement.explain(error)));
-            String::from_utf8_lossy(&output.stdout).trim().to_string()
+            network_of(|command| {
+                sandbox.confine_with(command, SandboxMode::WorkspaceWrite, &without_pid)
+            })
         })
         .collect();
     assert!(!alone.contains(&seen[0]), "{alone:?} vs {}", seen[0]);
