@@ -9,8 +9,8 @@
 //! - A prompt abandoned by a cancelled turn stops reading at once: it never takes the line the
 //!   person types next at the session's prompt.
 
-use crate::terminal_text::visible_line;
 use keel_agent::{Approval, ApprovalRequest, Approver};
+use keel_render::visible_line;
 use std::collections::HashSet;
 use std::future::Future;
 use std::io::Write;

@@ -12,13 +12,13 @@
 //! - Human output shows every cell with its control characters made visible.
 
 use crate::cli::CommonArgs;
-use crate::terminal_text::visible_line;
 use crate::{Outcome, settings};
 use keel_config::{
     IgnoredValue, ResolvedConfig, ResolvedProvider, ResolvedRetry, RuleList, Source, Sourced,
 };
 use keel_llm::profile::Account;
 use keel_llm::{EnvKeys, KeySource};
+use keel_render::visible_line;
 use keel_types::FailureKind;
 use serde::Serialize;
 use std::collections::BTreeMap;

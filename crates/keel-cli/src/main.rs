@@ -10,6 +10,7 @@ mod approval_prompt;
 mod cli;
 mod config_command;
 mod demo;
+mod live_answer;
 mod mcp_command;
 mod mock_command;
 mod render;
@@ -21,7 +22,6 @@ mod session_setup;
 mod sessions;
 mod settings;
 mod signals;
-mod terminal_text;
 mod trust_command;
 
 use clap::Parser;
@@ -79,7 +79,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Stopped(code) | Outcome::Exited(code)) => ExitCode::from(code),
         Err(error) => {
             // Errors name paths and config keys, which come from outside: shown escaped.
-            eprintln!("error: {}", terminal_text::visible(&format!("{error:#}")));
+            eprintln!("error: {}", keel_render::visible(&format!("{error:#}")));
             ExitCode::from(exit_code_of(&error))
         }
     }

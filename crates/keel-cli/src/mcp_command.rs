@@ -9,8 +9,8 @@
 
 use crate::cli::CommonArgs;
 use crate::session_setup::{MCP_START_TIMEOUT, mcp_servers, start_mcp};
-use crate::terminal_text::{visible, visible_line};
 use crate::{Outcome, settings};
+use keel_render::{visible, visible_line};
 
 pub async fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let workspace = settings::workspace(common)?;
@@ -18,7 +18,7 @@ pub async fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
     // The same rules as a session: a project's servers start in a trusted workspace only.
     let declared = mcp_servers(&config)?;
     for notice in &declared.notices {
-        eprintln!("note: {}", crate::terminal_text::visible(notice));
+        eprintln!("note: {}", keel_render::visible(notice));
     }
     for value in config
         .ignored()

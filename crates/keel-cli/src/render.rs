@@ -7,11 +7,12 @@
 //! - The answer goes to stdout; reasoning (when piped), notices, usage and errors to stderr,
 //!   so `keel run … > answer.txt` captures exactly the answer.
 //! - Styling only on a terminal, and never when `NO_COLOR` is set.
-//! - Text from the model, tools and providers goes through `terminal_text` first: no control
+//! - Text from the model, tools and providers goes through `keel_render` first: no control
 //!   sequence of theirs reaches the terminal.
 
-use crate::terminal_text::{visible, visible_line};
+use crate::live_answer::LiveAnswer;
 use crossterm::style::{Attribute, SetAttribute};
+use keel_render::{Colors, visible, visible_line};
 use keel_types::{Event, EventBody, FailureKind, InputKind, SourcesStatus, Usage};
 use std::io::{IsTerminal, Write};
 use unicode_width::UnicodeWidthStr;
@@ -19,9 +20,10 @@ use unicode_width::UnicodeWidthStr;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
     Json,
-    /// Stream deltas as they come and erase them if the attempt fails.
+    /// Stream deltas as they come (the answer rendered as markdown) and erase them if the
+    /// attempt fails.
     Live {
-        color: bool,
+        colors: Colors,
     },
     /// Print each answer once it is complete.
     Committed,
@@ -29,9 +31,11 @@ enum Mode {
 
 pub struct Renderer {
     mode: Mode,
-    /// What this attempt printed live, to erase it on a retry.
+    /// The reasoning this attempt printed live (and the gap after it), to erase it on a retry.
     shown: String,
     shown_kind: Option<Shown>,
+    /// The answer this attempt printed live, rendered.
+    answer: LiveAnswer,
     pending_text: String,
     pending_reasoning: String,
     /// Whether to print how to continue the session (not for the demo's private session).
@@ -51,8 +55,9 @@ impl Renderer {
         let mode = if json {
             Mode::Json
         } else if std::io::stdout().is_terminal() {
-            let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
-            Mode::Live { color: !no_color }
+            Mode::Live {
+                colors: Colors::from_env(),
+            }
         } else {
             Mode::Committed
         };
@@ -60,6 +65,7 @@ impl Renderer {
             mode,
             shown: String::new(),
             shown_kind: None,
+            answer: LiveAnswer::new(Colors::None),
             pending_text: String::new(),
             pending_reasoning: String::new(),
             session_hints: true,
@@ -147,13 +153,21 @@ impl Renderer {
                     .unwrap_or_default();
                 eprintln!("{}{context}", usage_line(usage, *cache_hit_ratio));
             }
-            EventBody::TurnFailed { diagnostic } => {
-                self.discard_attempt();
-                match diagnostic.kind {
-                    FailureKind::Cancelled => eprintln!("cancelled"),
-                    _ => eprintln!("error: {}", visible(&diagnostic.to_string())),
+            EventBody::TurnFailed { diagnostic } => match diagnostic.kind {
+                FailureKind::Cancelled => {
+                    // What streamed stays on screen, marked (it is never committed).
+                    let streamed = self.keep_attempt();
+                    if streamed {
+                        eprintln!("⏹ interrupted: the answer above is incomplete and not kept");
+                    } else {
+                        eprintln!("cancelled");
+                    }
                 }
-            }
+                _ => {
+                    self.discard_attempt();
+                    eprintln!("error: {}", visible(&diagnostic.to_string()));
+                }
+            },
             EventBody::ToolCall {
                 name,
                 arguments,
@@ -257,6 +271,9 @@ impl Renderer {
     fn start_attempt(&mut self) {
         self.shown.clear();
         self.shown_kind = None;
+        if let Mode::Live { colors } = self.mode {
+            self.answer = LiveAnswer::new(colors);
+        }
         self.pending_text.clear();
         self.pending_reasoning.clear();
     }
@@ -264,29 +281,39 @@ impl Renderer {
     fn delta(&mut self, kind: Shown, delta: &str) {
         match self.mode {
             Mode::Json => {}
-            // Piped: stdout gets exactly the answer; reasoning goes to stderr, which may be a
-            // terminal, so it is made safe.
+            // Piped: stdout gets the answer as text (newlines and tabs kept, every other
+            // control character visible); reasoning goes to stderr, which may be a terminal.
             Mode::Committed => match kind {
                 Shown::Reasoning => self.pending_reasoning.push_str(&visible(delta)),
-                Shown::Text => self.pending_text.push_str(delta),
+                Shown::Text => self.pending_text.push_str(&visible(delta)),
             },
-            Mode::Live { color } => {
+            Mode::Live { colors } => {
                 let mut out = String::new();
                 if self.shown_kind == Some(Shown::Reasoning) && kind == Shown::Text {
                     out.push_str("\n\n");
+                    self.shown.push_str("\n\n");
                 }
-                out.push_str(&visible(delta));
+                match kind {
+                    Shown::Reasoning => {
+                        let text = visible(delta);
+                        let dim = colors != Colors::None;
+                        if dim {
+                            out.push_str(&SetAttribute(Attribute::Dim).to_string());
+                        }
+                        out.push_str(&text);
+                        if dim {
+                            out.push_str(&SetAttribute(Attribute::Reset).to_string());
+                        }
+                        self.shown.push_str(&text);
+                    }
+                    Shown::Text => {
+                        let (width, height) = terminal_size();
+                        out.push_str(&self.answer.push(delta, width, height));
+                    }
+                }
                 let mut stdout = std::io::stdout().lock();
-                let dim = color && kind == Shown::Reasoning;
-                if dim {
-                    let _ = write!(stdout, "{}", SetAttribute(Attribute::Dim));
-                }
                 let _ = write!(stdout, "{out}");
-                if dim {
-                    let _ = write!(stdout, "{}", SetAttribute(Attribute::Reset));
-                }
                 let _ = stdout.flush();
-                self.shown.push_str(&out);
                 self.shown_kind = Some(kind);
             }
         }
@@ -294,16 +321,13 @@ impl Renderer {
 
     /// Drop what the failed attempt streamed.
     fn discard_attempt(&mut self) {
-        if matches!(self.mode, Mode::Live { .. }) && !self.shown.is_empty() {
-            let rows = screen_rows(&self.shown);
+        let streamed = !self.shown.is_empty() || !self.answer.is_empty();
+        if matches!(self.mode, Mode::Live { .. }) && streamed {
+            let rows = screen_rows(&self.shown) - 1 + self.answer.rows();
             let mut stdout = std::io::stdout().lock();
-            let _ = crossterm::queue!(
-                stdout,
-                crossterm::cursor::MoveToColumn(0),
-                crossterm::terminal::Clear(crossterm::terminal::ClearType::CurrentLine)
-            );
-            if rows > 1 {
-                let up = u16::try_from(rows - 1).unwrap_or(u16::MAX);
+            let _ = crossterm::queue!(stdout, crossterm::cursor::MoveToColumn(0));
+            if rows > 0 {
+                let up = u16::try_from(rows).unwrap_or(u16::MAX);
                 let _ = crossterm::queue!(stdout, crossterm::cursor::MoveUp(up));
             }
             let _ = crossterm::queue!(
@@ -313,6 +337,22 @@ impl Renderer {
             let _ = stdout.flush();
         }
         self.start_attempt();
+    }
+
+    /// Leave what the attempt streamed on screen, the answer's open block rendered for good;
+    /// whether anything had streamed.
+    fn keep_attempt(&mut self) -> bool {
+        let streamed = !self.shown.is_empty() || !self.answer.is_empty();
+        if matches!(self.mode, Mode::Live { .. }) {
+            let (width, height) = terminal_size();
+            let rest = self.answer.finish(width, height);
+            let mut stdout = std::io::stdout().lock();
+            let _ = write!(stdout, "{rest}");
+            let _ = stdout.flush();
+        }
+        self.end_live_line();
+        self.start_attempt();
+        streamed
     }
 
     /// The attempt completed: what it streamed is now the answer.
@@ -327,16 +367,24 @@ impl Renderer {
                 let _ = stdout.flush();
             }
         }
-        self.end_live_line();
-        self.start_attempt();
+        self.keep_attempt();
     }
 
+    /// End a line of reasoning left open (the answer always ends at the start of a row).
     fn end_live_line(&mut self) {
-        if matches!(self.mode, Mode::Live { .. }) && !self.shown.is_empty() {
+        if matches!(self.mode, Mode::Live { .. }) && self.shown_kind == Some(Shown::Reasoning) {
             println!();
             self.shown.clear();
             self.shown_kind = None;
         }
+    }
+}
+
+/// The terminal's columns and rows (80 × 24 when it cannot say, or says 0).
+fn terminal_size() -> (usize, usize) {
+    match crossterm::terminal::size() {
+        Ok((width, height)) if width > 0 && height > 0 => (usize::from(width), usize::from(height)),
+        _ => (80, 24),
     }
 }
 
@@ -381,10 +429,7 @@ fn argument_subject(name: &str, arguments: &str) -> String {
 
 /// How many terminal rows `text` occupies, wrapping at the terminal width.
 fn screen_rows(text: &str) -> usize {
-    let width = crossterm::terminal::size()
-        .map(|(w, _)| usize::from(w))
-        .unwrap_or(80)
-        .max(1);
+    let width = terminal_size().0;
     text.split('\n')
         .map(|line| line.width().div_ceil(width).max(1))
         .sum()

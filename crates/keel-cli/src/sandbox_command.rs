@@ -11,8 +11,8 @@
 //!   first: this is a tool for looking, which a user starts by hand.
 
 use crate::cli::{CommonArgs, SandboxArgs};
-use crate::terminal_text::visible_line;
 use crate::{Outcome, settings};
+use keel_render::visible_line;
 use keel_sandbox::{Places, Sandbox, SandboxMode};
 
 pub fn run(common: &CommonArgs, args: &SandboxArgs) -> anyhow::Result<Outcome> {

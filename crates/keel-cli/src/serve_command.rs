@@ -168,7 +168,7 @@ pub async fn run(common: &CommonArgs, args: ServeArgs) -> anyhow::Result<Outcome
         } else {
             "no token (--no-auth)"
         },
-        crate::terminal_text::visible_line(&workspace.display().to_string())
+        keel_render::visible_line(&workspace.display().to_string())
     );
     let mut access = Access::new(token.clone(), bound);
     if args.open {

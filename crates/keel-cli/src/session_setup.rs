@@ -285,7 +285,7 @@ pub fn args_for(base: &CommonArgs, choice: SessionChoice) -> CommonArgs {
 /// Print what `prepare` noticed (stderr, so `--json` stdout stays JSON).
 pub fn print_notices(setup: &Setup) {
     for notice in &setup.notices {
-        eprintln!("note: {}", crate::terminal_text::visible(notice));
+        eprintln!("note: {}", keel_render::visible(notice));
     }
 }
 
@@ -323,10 +323,8 @@ pub fn open_controller(
                 // The reason may hold the server's stderr: shown, never obeyed by the terminal.
                 _ => eprintln!(
                     "note: MCP server `{}` is not available, the session goes on without it: {}",
-                    crate::terminal_text::visible_line(&status.name),
-                    crate::terminal_text::visible(
-                        status.reason.as_deref().unwrap_or("it did not start")
-                    )
+                    keel_render::visible_line(&status.name),
+                    keel_render::visible(status.reason.as_deref().unwrap_or("it did not start"))
                 ),
             }
         }
@@ -462,7 +460,7 @@ pub fn parent_key_warning(config: &KeelConfig) -> Option<String> {
         "keel was started by `{}` (pid {parent}), whose environment holds {}: a command keel runs \
          can read it from /proc/{parent}/environ. Start keel from a shell, or unset the key in \
          the wrapper (docs/security.md)",
-        crate::terminal_text::visible_line(name),
+        keel_render::visible_line(name),
         held.join(", ")
     ))
 }

@@ -7,9 +7,9 @@
 
 use crate::cli::CommonArgs;
 use crate::session_setup::open_host;
-use crate::terminal_text::{visible, visible_line};
 use crate::{Outcome, UsageError, settings};
 use keel_agent::{RecordState, StoredRecord};
+use keel_render::{visible, visible_line};
 use keel_types::{Item, ReceiptState};
 use serde_json::json;
 

@@ -12,11 +12,11 @@
 //! - Every string from a project file (path, key, value) is shown escaped.
 
 use crate::cli::{CommonArgs, TrustArgs};
-use crate::terminal_text::visible_line;
 use crate::{Outcome, UsageError, settings};
 use keel_config::{
     IgnoredValue, KeelConfig, ProjectFiles, RecordState, TrustStore, WorkspaceTrust, state_of,
 };
+use keel_render::visible_line;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 

@@ -1,9 +1,10 @@
 //! A message arriving in deltas, split into blocks that are final and the block still open.
 //!
 //! Invariants:
-//! - A block is settled only once another top-level block has begun after it: nothing a later
-//!   delta adds can change how it renders (a growing list, a paragraph that may yet become a
-//!   setext heading or a table, an unclosed fence all stay open).
+//! - A block is settled only once another top-level block has begun after it, on a whole line:
+//!   nothing a later delta adds can change how it renders (a growing list, a paragraph that
+//!   may yet become a setext heading or a table, an unclosed fence, a line half arrived all
+//!   stay open).
 //! - Settled text is handed out once, in order, and together with `finish` it is the whole
 //!   message, byte for byte.
 
@@ -30,7 +31,10 @@ impl MarkdownStream {
     /// keep it (it is final).
     pub fn take_settled(&mut self) -> Option<String> {
         let open = &self.text[self.settled..];
-        let last_start = top_level_starts(open).into_iter().skip(1).last()?;
+        // A line still arriving may yet change what it is (`|` may become a table row, `-` a
+        // rule or a list): only whole lines decide.
+        let whole_lines = &open[..open.rfind('\n').map_or(0, |at| at + 1)];
+        let last_start = top_level_starts(whole_lines).into_iter().skip(1).last()?;
         let settled = open[..last_start].to_string();
         self.settled += last_start;
         Some(settled)
@@ -82,11 +86,18 @@ mod tests {
     fn a_block_settles_only_when_the_next_begins() {
         let mut stream = MarkdownStream::new();
         stream.push("# Title\n\nSome ");
-        assert_eq!(stream.take_settled().as_deref(), Some("# Title\n\n"));
-        assert_eq!(stream.open(), "Some ");
+        assert_eq!(
+            stream.take_settled(),
+            None,
+            "a line half arrived decides nothing"
+        );
         stream.push("text\n- a\n");
-        // The list continues the paragraph? No: a list interrupts it, so the paragraph settles.
-        assert_eq!(stream.take_settled().as_deref(), Some("Some text\n"));
+        // A list interrupts a paragraph: the heading and the paragraph are final.
+        assert_eq!(
+            stream.take_settled().as_deref(),
+            Some("# Title\n\nSome text\n")
+        );
+        assert_eq!(stream.open(), "- a\n");
         stream.push("- b\n\n");
         assert_eq!(stream.take_settled(), None, "the list may still grow");
         stream.push("```rust\nfn x() {}\n\nfn y() {}\n");
@@ -101,11 +112,33 @@ mod tests {
     }
 
     #[test]
+    fn a_table_arriving_in_any_chunks_settles_whole() {
+        let markdown = "x\n\n| Name | Size |\n|:-----|-----:|\n| keel | 19.5 MiB |\n| other | 618 MiB |\n\nafter\n";
+        let chars: Vec<char> = markdown.chars().collect();
+        for size in 1..=17 {
+            let mut stream = MarkdownStream::new();
+            let mut settled = Vec::new();
+            for chunk in chars.chunks(size) {
+                stream.push(&chunk.iter().collect::<String>());
+                settled.extend(stream.take_settled());
+            }
+            assert_eq!(
+                settled,
+                [
+                    "x\n\n",
+                    "| Name | Size |\n|:-----|-----:|\n| keel | 19.5 MiB |\n| other | 618 MiB |\n\n"
+                ],
+                "in chunks of {size}"
+            );
+        }
+    }
+
+    #[test]
     fn a_paragraph_that_becomes_a_table_was_never_settled() {
         let mut stream = MarkdownStream::new();
         stream.push("| a | b |\n");
         assert_eq!(stream.take_settled(), None);
-        stream.push("|---|---|\n| 1 | 2 |\n\nafter");
+        stream.push("|---|---|\n| 1 | 2 |\n\nafter\n");
         assert_eq!(
             stream.take_settled().as_deref(),
             Some("| a | b |\n|---|---|\n| 1 | 2 |\n\n")

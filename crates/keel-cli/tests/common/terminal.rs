@@ -154,3 +154,38 @@ pub fn keel_pid(home: &Path) -> Option<String> {
         })
         .map(str::to_string)
 }
+
+/// Run `keel ARGS` under `script`, which gives it a pseudo-terminal; returns what it drew.
+pub fn run_in_terminal(home: &Home, args: &[&str], no_color: bool) -> String {
+    let mut command_line = String::from(KEEL);
+    for arg in args {
+        command_line.push_str(&format!(" '{arg}'"));
+    }
+    let mut command = std::process::Command::new("script");
+    command
+        .args(["-qec", &command_line, "/dev/null"])
+        .current_dir(home.path())
+        .env("KEEL_HOME", home.path())
+        .env("DEEPSEEK_API_KEY", "test-key-1")
+        .env("TERM", "xterm")
+        .stdin(Stdio::null());
+    if no_color {
+        command.env("NO_COLOR", "1");
+    } else {
+        command.env_remove("NO_COLOR");
+    }
+    let output = command.output().expect("script(1) from util-linux");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// What an 80-column terminal shows after `bytes` (tall enough that nothing scrolls away).
+pub fn screen_of(bytes: &str) -> vt100::Screen {
+    let mut terminal = vt100::Parser::new(500, 80, 0);
+    terminal.process(bytes.as_bytes());
+    terminal.screen().clone()
+}
