@@ -186,6 +186,8 @@ pub(crate) struct Shared {
     pub resumed: bool,
     /// Tokens of the turns completed through this controller.
     usage: Mutex<keel_types::Usage>,
+    /// The session's totals from its stored turns, and the last event they counted.
+    session_usage: Mutex<(u64, keel_types::Usage)>,
     /// The session's temp dir, removed with the controller.
     _temp: Option<keel_sandbox::TempDir>,
 }
@@ -301,6 +303,7 @@ impl Controller {
             state: Arc::new(tokio::sync::Mutex::new(loaded)),
             resumed,
             usage: Mutex::new(keel_types::Usage::default()),
+            session_usage: Mutex::new((0, keel_types::Usage::default())),
             _temp: temp,
         };
         Ok(Controller {
@@ -495,6 +498,28 @@ impl Controller {
     /// Tokens used by the turns this controller completed.
     pub fn usage(&self) -> keel_types::Usage {
         *self.shared.lock_usage()
+    }
+
+    /// Tokens used by every completed turn of the session, in any process (from its stored
+    /// `turn/completed` events; each call reads only the events stored since the last).
+    pub fn session_usage(&self) -> Result<keel_types::Usage, AgentError> {
+        let mut counted = self
+            .shared
+            .session_usage
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (last, usage) = &mut *counted;
+        for stored in self
+            .shared
+            .store
+            .events_after(&self.shared.session.id, *last)?
+        {
+            if let keel_types::EventBody::TurnCompleted { usage: turn, .. } = &stored.event.body {
+                usage.add(turn);
+            }
+            *last = (*last).max(stored.event.id.unwrap_or(*last));
+        }
+        Ok(*usage)
     }
 
     /// How full the model's context is (after the last response, or estimated after a

@@ -207,6 +207,17 @@ fn the_compact_button_finishes_a_task_after_a_context_limit_rejection() {
     not(keel_e2e_browser),
     ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
 )]
+fn a_markdown_answer_is_the_renderers_html_live_and_after_a_reload() {
+    require_browser();
+    let answer = "## Results\n\n| Agent | Memory |\n|:--|--:|\n| keel | 19.5 MiB |\n| other | 618 MiB |\n\n```rust\nfn main() {}\n```\n\n3. third\n4. fourth\n\nSee [the docs](https://example.com/docs) or [this](javascript:alert(1)).\n\n<script>alert(1)</script>\n\nThe end.";
+    drive("markdown", json!({"steps": [{"say": answer}]}), "");
+}
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
 fn stop_during_a_slow_stream_shows_nothing_late() {
     require_browser();
     // The story streams as the reasoning of a tool call: had Stop not stopped the turn, the

@@ -349,3 +349,35 @@ fn the_context_recovery_is_offered_and_taken_over_http() {
     let log = std::fs::read_to_string(home.path().join("effects.log")).unwrap();
     assert_eq!(log.lines().count(), 30, "each effect once");
 }
+
+#[test]
+fn a_session_shows_its_own_totals_and_rendered_answers_after_a_restart() {
+    let steps = json!({"steps": [{"say": "## Done\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"}]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    // A turn in another process: `keel run` stores the session.
+    let run = home.run(&["run", "--json", "hi"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let server = Server::start(&home, &[]);
+    let (status, sessions) = server.api("GET", "/api/sessions", Value::Null);
+    assert_eq!(status, 200);
+    let id = sessions[0]["id"].as_str().unwrap().to_string();
+    let (status, session) = server.api("GET", &format!("/api/sessions/{id}"), Value::Null);
+    assert_eq!(status, 200, "{session}");
+    assert!(
+        session["usage"]["input"].as_u64().unwrap() > 0
+            && session["usage"]["output"].as_u64().unwrap() > 0,
+        "the earlier process's turn counts: {session}"
+    );
+    let (_, history) = server.api("GET", &format!("/api/sessions/{id}/history"), Value::Null);
+    let text_part = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|item| item["parts"].as_array().cloned().unwrap_or_default())
+        .find(|part| part["type"] == "text")
+        .unwrap();
+    assert_eq!(
+        text_part["html"],
+        "<h2>Done</h2>\n<table>\n<thead><tr><th>a</th><th>b</th></tr></thead>\n<tbody>\n<tr><td>1</td><td>2</td></tr>\n</tbody>\n</table>\n"
+    );
+}

@@ -50,10 +50,40 @@ const scenarios = {
     await page.screenshot({ path: `${out}/main.png` });
   },
 
+  // A markdown answer as keel's renderer wrote it: the same parse the terminal draws.
+  async markdown() {
+    await page.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(url).origin });
+    await ask("compare them");
+    await waitForText("The end.");
+    await page.locator(".md table").waitFor();
+    const check = async () => {
+      assert.equal(await page.locator(".md h2").innerText(), "Results");
+      assert.equal(await page.locator(".md table tbody tr").count(), 2);
+      assert.equal(await page.locator(".md td.al-right").first().innerText(), "19.5 MiB");
+      assert.equal(await page.locator(".md .code .code-lang").innerText(), "rust");
+      assert.equal(await page.locator(".md .code .hl-keyword").first().innerText(), "fn");
+      assert.equal(await page.locator('.md ol[start="3"] li').count(), 2);
+      assert.equal(await page.locator('.md a[href^="javascript"]').count(), 0, "no script link");
+      assert.equal(await page.locator('.md a[href="https://example.com/docs"][rel~="noopener"]').count(), 1);
+      assert.equal(await page.locator("#transcript script, #transcript img").count(), 0, "no markup from the model");
+      assert.ok((await text()).includes("<script>alert(1)</script>"), "raw HTML shown as text");
+    };
+    await check();
+    await page.locator(".md .code button.copy").click();
+    await page.waitForFunction(() => document.querySelector(".md .code button.copy").textContent === "copied");
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), "fn main() {}");
+    await page.screenshot({ path: `${out}/markdown.png` });
+    // From the history after a reload: the same rendering.
+    await page.reload();
+    await waitForText("The end.");
+    await check();
+  },
+
   // `ask` mode: allow one call from its card, deny the other.
   async approvals() {
     await ask("write the files");
     await page.getByRole("button", { name: "allow" }).first().waitFor();
+    assert.equal(await page.locator(".card .state").first().innerText(), "waiting for your approval");
     // A reload while the call waits: the card and its buttons come back.
     await page.reload();
     await page.getByRole("button", { name: "allow" }).first().click();
@@ -137,6 +167,10 @@ const scenarios = {
     await page.waitForTimeout(Number(process.env.LATE_AFTER_MS || "8000"));
     const shown = await text();
     assert.ok(!shown.includes("ENDWORD"), "no late text after Stop");
+    // What streamed before Stop stays, marked, above the note that it was not kept.
+    assert.ok(await page.locator(".interrupted").count() >= 1, "the streamed text is kept, marked");
+    assert.match(await page.locator(".stopped-note").last().innerText(), /incomplete and was not kept/);
+    assert.ok(shown.indexOf("Once upon a time") < shown.indexOf("incomplete"), "kept above the note");
     assert.equal(await page.locator(".card").count(), 0, "no tool started");
     assert.equal(await page.locator("#send").isDisabled(), false, "ready for the next prompt");
   },

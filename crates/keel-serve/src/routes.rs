@@ -164,7 +164,8 @@ async fn session_status(
     let pending = controller
         .pending_action()
         .map(|pending| json!({"recoveryId": pending.recovery_id, "action": pending.action}));
-    let usage = controller.usage();
+    // The session's own totals, its earlier processes' turns included.
+    let usage = controller.session_usage()?;
     Ok(axum::Json(json!({
         "id": id,
         "workspace": settings.workspace.display().to_string(),
@@ -299,6 +300,7 @@ async fn history(
             if let Some(object) = value.as_object_mut() {
                 object.insert("turn".into(), json!(stored.turn));
             }
+            with_html(&mut value);
             value
         })
         .collect();
@@ -336,6 +338,53 @@ async fn recovery(
     Ok(axum::Json(latest.map_or(Value::Null, |record| record.to_json())).into_response())
 }
 
+/// The renderer's HTML next to every text the page shows as markdown (an answer's text parts,
+/// a summary): the page renders no markdown itself, so it and the terminal never disagree.
+fn with_html(item: &mut Value) {
+    if item["role"] == "summary"
+        && let Some(text) = item["text"].as_str()
+    {
+        let html = keel_render::markdown_html(text);
+        item["html"] = Value::String(html);
+    }
+    if let Some(parts) = item.get_mut("parts").and_then(Value::as_array_mut) {
+        for part in parts {
+            if part["type"] == "text"
+                && let Some(text) = part["text"].as_str()
+            {
+                let html = keel_render::markdown_html(text);
+                part["html"] = Value::String(html);
+            }
+        }
+    }
+}
+
+/// The text an attempt streamed, for the `html` of its `llm/response` (one per SSE client:
+/// a client that joins mid-attempt gets the HTML of what it saw, and the page's history
+/// reload at the turn's end shows the whole answer).
+#[derive(Default)]
+struct AttemptText(String);
+
+impl AttemptText {
+    fn follow(&mut self, data: &mut Value) {
+        match data["type"].as_str() {
+            Some("llm/request" | "llm/retry") => self.0.clear(),
+            Some("llm/text") => {
+                if let Some(delta) = data["delta"].as_str() {
+                    self.0.push_str(delta);
+                }
+            }
+            Some("llm/response") => {
+                let text = std::mem::take(&mut self.0);
+                if !text.is_empty() {
+                    data["html"] = Value::String(keel_render::markdown_html(&text));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 struct EventsQuery {
     after: Option<u64>,
@@ -362,19 +411,20 @@ async fn events(
         .subscribe_after_bounded(after, CLIENT_BUFFER)?;
     let stopping = state.shutting_down.clone();
     let stream = futures_util::stream::unfold(
-        (receiver, stopping),
-        |(mut receiver, mut stopping)| async move {
+        (receiver, stopping, AttemptText::default()),
+        |(mut receiver, mut stopping, mut attempt)| async move {
             let event = tokio::select! {
                 event = receiver.recv() => event?,
                 _ = stopping.wait_for(|stop| *stop) => return None,
             };
-            let data = serde_json::to_value(&event).unwrap_or(Value::Null);
+            let mut data = serde_json::to_value(&event).unwrap_or(Value::Null);
+            attempt.follow(&mut data);
             let kind = data["type"].as_str().unwrap_or("message").to_string();
             let mut sse = SseEvent::default().event(kind).data(data.to_string());
             if let Some(id) = event.id {
                 sse = sse.id(id.to_string());
             }
-            Some((Ok(sse), (receiver, stopping)))
+            Some((Ok(sse), (receiver, stopping, attempt)))
         },
     );
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))

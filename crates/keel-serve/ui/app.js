@@ -39,41 +39,24 @@ function el(tag, className, text) {
 
 function scrollDown() { $("transcript").scrollTop = $("transcript").scrollHeight; }
 
-// A small, safe markdown: ``` fences, `code`, **bold**, # headings and - lists. Every piece
-// of text is a text node; no HTML from the model is ever parsed.
-function inline(parent, text) {
-  text.split(/(`[^`\n]+`|\*\*[^*\n]+\*\*)/).forEach((piece) => {
-    if (!piece) return;
-    if (piece.startsWith("`") && piece.endsWith("`") && piece.length > 2) parent.appendChild(el("code", "", piece.slice(1, -1)));
-    else if (piece.startsWith("**") && piece.endsWith("**") && piece.length > 4) parent.appendChild(el("strong", "", piece.slice(2, -2)));
-    else parent.appendChild(document.createTextNode(piece));
-  });
-}
-
-function rich(text) {
+// Markdown arrives rendered: keel's renderer writes the HTML (escaped text, fixed tags and
+// classes, links only to http(s)/mailto), the same parse the terminal draws. The page
+// renders no markdown of its own.
+function markdownBox(html) {
   const box = el("div", "msg md");
-  text.split(/```[^\n]*\n?/).forEach((part, index) => {
-    if (!part) return;
-    if (index % 2 === 1) {
-      const pre = el("pre"); pre.appendChild(el("code", "", part)); box.appendChild(pre);
-      return;
-    }
-    let list = null;
-    for (const line of part.split("\n")) {
-      const heading = /^(#{1,3})\s+(.*)$/.exec(line);
-      const item = /^\s*[-*]\s+(.*)$/.exec(line);
-      if (item) {
-        if (!list) { list = el("ul"); box.appendChild(list); }
-        const li = el("li"); inline(li, item[1]); list.appendChild(li);
-        continue;
-      }
-      list = null;
-      if (heading) { const h = el("h" + (heading[1].length + 2)); inline(h, heading[2]); box.appendChild(h); }
-      else { const p = el("div"); inline(p, line); box.appendChild(p); }
-    }
-  });
+  box.innerHTML = html;
   return box;
 }
+
+// A code block's copy button copies the code as text.
+document.addEventListener("click", (e) => {
+  const button = e.target.closest && e.target.closest("button.copy");
+  if (!button) return;
+  const code = button.closest(".code").querySelector("code");
+  navigator.clipboard.writeText(code.textContent).then(
+    () => { button.textContent = "copied"; setTimeout(() => { button.textContent = "copy"; }, 1500); },
+    () => { button.textContent = "select and copy"; });
+});
 
 function subjectOf(name, argumentsText, subject) {
   if (subject && name !== "web_fetch") return subject;
@@ -139,7 +122,7 @@ function askOnCard(event) {
   actions.appendChild(el("code", "ask-head", folded.head + count));
   actions.appendChild(el("span", "muted", "? "));
   for (const [decision, label] of choices) {
-    const button = el("button", "", label);
+    const button = el("button", "decision decision-" + decision, label);
     button.type = "button";
     button.addEventListener("click", async () => {
       actions.remove();
@@ -149,12 +132,20 @@ function askOnCard(event) {
     actions.appendChild(button);
   }
   entry.box.appendChild(actions);
+  const state = entry.state || entry.box.querySelector(".state");
+  if (state) { state.textContent = "waiting for your approval"; state.className = "state state-waiting"; }
   // A stray Enter never runs a command outside the sandbox: there, "deny" has the focus.
   const buttons = actions.querySelectorAll("button");
   buttons[event.unconfined ? buttons.length - 1 : 0].focus();
 }
 
 function endLive() { view.live = null; view.liveKind = null; }
+
+// The answer this attempt streamed as text, replaced by its rendering once complete.
+function settleText(html) {
+  if (view.liveText && html !== undefined) view.liveText.replaceWith(markdownBox(html));
+  view.liveText = null;
+}
 
 function delta(kind, text) {
   if (!view.live || view.liveKind !== kind) {
@@ -166,11 +157,25 @@ function delta(kind, text) {
       view.live = body;
     } else {
       view.live = el("div", "msg"); $("transcript").appendChild(view.live);
+      view.liveText = view.live;
     }
     view.liveKind = kind;
     view.attempt.push(view.live.closest("details") || view.live);
   }
   view.live.textContent += text;
+}
+
+// Put what a stopped attempt streamed back above its turn's "stopped" note.
+function keepStopped(nodes) {
+  if (!nodes.length) return;
+  const notes = $("transcript").querySelectorAll(".stopped-note");
+  const note = notes[notes.length - 1];
+  for (const node of nodes) {
+    node.classList.add("interrupted");
+    if (note) note.before(node); else $("transcript").appendChild(node);
+  }
+  if (note) note.textContent = "stopped: the text above is incomplete and was not kept";
+  scrollDown();
 }
 
 function setBusy(busy) {
@@ -184,15 +189,15 @@ function handle(event) {
   const t = $("transcript");
   switch (event.type) {
     case "turn/started": setBusy(true); view.attempt = []; break;
-    case "llm/request": view.attempt = []; endLive(); break;
+    case "llm/request": view.attempt = []; view.liveText = null; endLive(); break;
     case "llm/text": delta("text", event.delta); break;
     case "llm/reasoning": delta("reasoning", event.delta); break;
     case "llm/retry":
       // What the failed attempt streamed is dropped: the final answer has no duplicate.
-      (view.attempt || []).forEach((node) => node.remove()); view.attempt = []; endLive();
+      (view.attempt || []).forEach((node) => node.remove()); view.attempt = []; view.liveText = null; endLive();
       t.appendChild(el("div", "notice", `retry ${event.attempt}/${event.max_retries} in ${(event.delay_ms / 1000).toFixed(1)} s: ${event.kind}${event.status ? ", HTTP " + event.status : ""}`));
       break;
-    case "llm/response": endLive(); view.attempt = []; break;
+    case "llm/response": settleText(event.html); endLive(); view.attempt = []; break;
     case "tool/call": endLive(); card(event); break;
     case "approval/requested": askOnCard(event); break;
     case "tool/result": {
@@ -214,12 +219,16 @@ function handle(event) {
       t.appendChild(el("div", "notice", `web search "${event.query}" — ` + (event.sources_status === "not_provided"
         ? "the provider gave no structured sources; its summary is kept" : `${event.sources} source(s)`)));
       break;
-    case "turn/completed": case "turn/failed":
+    case "turn/completed": case "turn/failed": {
       // The ending is stored before it is sent: the history now shows it under its turn.
-      endLive(); setBusy(false);
-      reloadHistory();
+      // What a stopped attempt streamed is never committed, but stays on the page, marked.
+      const stopped = event.type === "turn/failed" && event.diagnostic && event.diagnostic.kind === "cancelled";
+      const kept = stopped ? (view.attempt || []).slice() : [];
+      endLive(); setBusy(false); view.attempt = []; view.liveText = null;
+      reloadHistory().then(() => keepStopped(kept));
       refreshStatus();
       break;
+    }
     case "recovery/offered": case "recovery/consumed": case "recovery/expired": refreshStatus(); break;
     case "history/rewritten":
       // A compaction rewrote the history: the transcript is rebuilt from it at once, and the
@@ -312,7 +321,7 @@ function endingNotes(event) {
     return notes;
   }
   const d = event.diagnostic;
-  if (d.kind === "cancelled") return [el("div", "notice", "stopped")];
+  if (d.kind === "cancelled") return [el("div", "notice stopped-note", "stopped")];
   return [el("div", "error", `failed: ${d.message || d.kind} (${d.kind}${d.status ? ", HTTP " + d.status : ""}${d.trace_id ? ", trace " + d.trace_id : ""})`)];
 }
 
@@ -334,7 +343,7 @@ function renderHistory(history) {
     else if (item.role === "summary") {
       const details = el("details", "summary-item");
       details.appendChild(el("summary", "", `summary of ${item.replaced} earlier messages (compacted)`));
-      details.appendChild(el("div", "msg", item.text));
+      details.appendChild(item.html !== undefined ? markdownBox(item.html) : el("div", "msg", item.text));
       t.appendChild(details);
     }
     else if (item.role === "assistant") {
@@ -344,7 +353,7 @@ function renderHistory(history) {
           details.appendChild(el("summary", "", "reasoning"));
           details.appendChild(el("div", "msg", part.text));
           t.appendChild(details);
-        } else if (part.type === "text") t.appendChild(rich(part.text));
+        } else if (part.type === "text") t.appendChild(part.html !== undefined ? markdownBox(part.html) : el("div", "msg", part.text));
         else if (part.type === "tool_call") card({ call_id: part.id, name: part.name, arguments: part.arguments });
       }
     } else if (item.role === "tool_result") {
