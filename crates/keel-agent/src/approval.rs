@@ -16,6 +16,9 @@ pub struct ApprovalRequest {
     /// Running it again outside the sandbox, after it failed inside: asked every time (no
     /// surface records an "always" for it), and every surface says "unconfined".
     pub unconfined: bool,
+    /// What a `write_file` or `edit_file` call would change (the exact bytes before and after),
+    /// for a surface to show as a diff before it asks.
+    pub preview: Option<keel_tools::Preview>,
 }
 
 /// The answer to an approval request. Why a call was not approved matters to the model: a

@@ -80,6 +80,7 @@ pub(crate) async fn offer(
         subject: command.clone(),
         arguments: call.arguments.clone(),
         unconfined: true,
+        preview: None,
     };
     let answer = shared.approver.approve(&request);
     run.emit(EventBody::ApprovalRequested {

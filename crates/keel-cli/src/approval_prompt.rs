@@ -10,7 +10,8 @@
 //!   person types next at the session's prompt.
 
 use keel_agent::{Approval, ApprovalRequest, Approver};
-use keel_render::visible_line;
+use keel_render::{Colors, FileDiff, visible_line};
+use keel_tools::Preview;
 use std::collections::HashSet;
 use std::future::Future;
 use std::io::Write;
@@ -100,6 +101,52 @@ impl Approver for TerminalApprover {
 /// counted, long lines cut with their length, nothing out of sight), each line with its control
 /// characters shown, and the command's head with its line count again next to the question.
 fn approval_question(request: &ApprovalRequest) -> String {
+    let mut question = change_shown(request, crate::render::terminal_width(), colors());
+    question.push_str(&ask(request));
+    question
+}
+
+/// Styles on stderr only where it is a terminal that shows them.
+fn colors() -> Colors {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        Colors::from_env()
+    } else {
+        Colors::None
+    }
+}
+
+/// The most diff lines shown at a question (the rest is counted).
+const LONGEST_DIFF_SHOWN: usize = 400;
+
+/// The change a write or an edit would make, as a diff with line numbers, before the question.
+fn change_shown(request: &ApprovalRequest, width: usize, colors: Colors) -> String {
+    let lines = match &request.preview {
+        None => return String::new(),
+        Some(Preview::Unavailable(why)) => {
+            return format!("  (no diff to show: {})\n", visible_line(why));
+        }
+        Some(Preview::Change { before, after }) => {
+            FileDiff::new(before.as_deref(), after).lines(width.saturating_sub(2))
+        }
+    };
+    let shown: Vec<_> = lines
+        .iter()
+        .take(LONGEST_DIFF_SHOWN)
+        .map(|line| line.clone().prefixed(&[keel_render::Span::plain("  ")]))
+        .collect();
+    let mut out = keel_render::to_ansi(&shown, colors);
+    if lines.len() > LONGEST_DIFF_SHOWN {
+        out.push_str(&format!(
+            "  … {} more lines of the diff not shown; say no unless you know them\n",
+            lines.len() - LONGEST_DIFF_SHOWN
+        ));
+    }
+    out
+}
+
+/// The question itself, after any diff.
+fn ask(request: &ApprovalRequest) -> String {
     let tool = visible_line(&request.tool);
     let subject = if request.subject.is_empty() {
         "(no arguments)"
@@ -153,7 +200,38 @@ mod tests {
             subject: subject.into(),
             arguments: String::new(),
             unconfined: false,
+            preview: None,
         })
+    }
+
+    #[test]
+    fn an_edit_is_asked_with_its_diff_and_line_numbers() {
+        let request = ApprovalRequest {
+            call_id: "call_1".into(),
+            tool: "edit_file".into(),
+            subject: "src/lib.rs".into(),
+            arguments: String::new(),
+            unconfined: false,
+            preview: Some(Preview::Change {
+                before: Some(b"fn a() {}\nfn b() {}\n".to_vec()),
+                after: b"fn a() {}\nfn b() { todo() }\n".to_vec(),
+            }),
+        };
+        let shown = change_shown(&request, 80, Colors::None);
+        assert_eq!(
+            shown,
+            "  +1 −1\n  @@ -1,2 +1,2 @@\n  1 1   fn a() {}\n  2   - fn b() {}\n    2 + fn b() { todo() }\n"
+        );
+        let unavailable = ApprovalRequest {
+            preview: Some(Preview::Unavailable(
+                "the file is 9 bytes, too large".into(),
+            )),
+            ..request
+        };
+        assert_eq!(
+            change_shown(&unavailable, 80, Colors::None),
+            "  (no diff to show: the file is 9 bytes, too large)\n"
+        );
     }
 
     #[test]

@@ -380,6 +380,11 @@ impl Renderer {
     }
 }
 
+/// The terminal's columns (80 when it cannot say).
+pub fn terminal_width() -> usize {
+    terminal_size().0
+}
+
 /// The terminal's columns and rows (80 × 24 when it cannot say, or says 0).
 fn terminal_size() -> (usize, usize) {
     match crossterm::terminal::size() {

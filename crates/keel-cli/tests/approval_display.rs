@@ -108,3 +108,41 @@ fn the_editors_permission_request_is_folded_too() {
     assert_eq!(tool_call["content"][0]["content"]["text"], FOLDED);
     assert!(!home.path().join("PWNED").exists());
 }
+
+#[test]
+fn an_edit_is_approved_after_its_diff_was_on_screen() {
+    let steps = json!({"steps": [
+        {"tool": "edit_file", "args": {"path": "notes.txt", "old_string": "color = red", "new_string": "color = blue"}},
+        {"say": "changed"},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    std::fs::write(
+        home.path().join("notes.txt"),
+        "name = keel\ncolor = red\nsize = 3\n",
+    )
+    .unwrap();
+    let bytes = interactive_until(
+        &home,
+        &[
+            ("make it blue\n", Some("[a]lways for edit_file"), 0),
+            ("y\n", Some("changed"), 0),
+            ("/quit\n", None, 300),
+        ],
+    );
+    let rows: Vec<String> = common::terminal::screen_of(&bytes).rows(0, 80).collect();
+    let at = |text: &str| {
+        rows.iter()
+            .position(|row| row.contains(text))
+            .unwrap_or_else(|| panic!("no {text:?} on screen:\n{}", rows.join("\n")))
+    };
+    let question = at("[a]lways for edit_file");
+    assert!(at("+1 −1") < question, "{}", rows.join("\n"));
+    assert!(at("@@ -1,3 +1,3 @@") < question);
+    assert!(at("2   - color = red") < question, "{}", rows.join("\n"));
+    assert!(at("2 + color = blue") < question);
+    assert!(at("1 1   name = keel") < question);
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("notes.txt")).unwrap(),
+        "name = keel\ncolor = blue\nsize = 3\n"
+    );
+}

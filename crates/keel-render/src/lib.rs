@@ -24,7 +24,7 @@ mod wrap;
 pub use diff::{DiffLine, FileDiff, Hunk, LineKind};
 pub use stream::MarkdownStream;
 pub use style::{Color, Colors, Line, Span, Style, line_to_ansi, to_ansi, to_plain};
-pub use text::{visible, visible_command_line, visible_line};
+pub use text::{visible, visible_line};
 
 /// `markdown` as styled lines at most `width` columns wide.
 pub fn markdown_lines(markdown: &str, width: usize) -> Vec<Line> {

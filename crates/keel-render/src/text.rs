@@ -7,8 +7,6 @@
 //!   line erases, window titles, clear-screen, hyperlinks) and no reordering can change what a
 //!   person sees, and what they approve is exactly what runs.
 //! - `visible_line` also shows newlines (`␊`), for one-line places such as tool cards.
-//! - `visible_command` also marks what a person cannot see: zero-width characters and long runs
-//!   of spaces, so a command cannot hide a second half past the edge of the screen.
 //! - Text without such characters is returned as is, without copying.
 
 use std::borrow::Cow;
@@ -81,50 +79,6 @@ pub(crate) fn visible_span(text: &str) -> Cow<'_, str> {
     make_visible(text, Keep::Span)
 }
 
-/// Characters that take no room on screen and carry no meaning a person can check.
-fn is_invisible(c: char) -> bool {
-    matches!(
-        c,
-        '\u{200b}'..='\u{200d}' | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{00ad}' | '\u{180e}'
-    )
-}
-
-/// The longest run of spaces a command line shows as is.
-const LONGEST_SHOWN_SPACES: usize = 8;
-
-/// One line of a command as it will run, for an approval: control characters as in
-/// `visible_line`, invisible characters as `⟨U+XXXX⟩`, and a run of more than eight spaces
-/// folded into `⟨N spaces⟩`.
-pub fn visible_command_line(line: &str) -> String {
-    let safe = visible_line(line);
-    let mut out = String::with_capacity(safe.len());
-    let mut spaces = 0usize;
-    let flush = |spaces: &mut usize, out: &mut String| {
-        if *spaces > LONGEST_SHOWN_SPACES {
-            out.push_str(&format!("⟨{spaces} spaces⟩"));
-        } else {
-            out.extend(std::iter::repeat_n(' ', *spaces));
-        }
-        *spaces = 0;
-    };
-    for c in safe.chars() {
-        if c == ' ' {
-            spaces += 1;
-            continue;
-        }
-        flush(&mut spaces, &mut out);
-        if is_invisible(c) {
-            out.push_str(&format!("⟨U+{:04X}⟩", c as u32));
-        } else if c == '\t' {
-            out.push_str("⟨tab⟩");
-        } else {
-            out.push(c);
-        }
-    }
-    flush(&mut spaces, &mut out);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,16 +107,5 @@ mod tests {
     #[test]
     fn safe_text_is_not_copied() {
         assert!(matches!(visible("plain text"), Cow::Borrowed(_)));
-    }
-
-    #[test]
-    fn a_command_cannot_hide_behind_spaces_or_invisible_characters() {
-        let hidden = format!("ls{}; rm -rf ~", " ".repeat(200));
-        assert_eq!(visible_command_line(&hidden), "ls⟨200 spaces⟩; rm -rf ~");
-        assert_eq!(visible_command_line("echo a  b"), "echo a  b");
-        assert_eq!(
-            visible_command_line("cur\u{200b}l x\tz"),
-            "cur⟨U+200B⟩l x⟨tab⟩z"
-        );
     }
 }

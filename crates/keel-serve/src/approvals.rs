@@ -191,6 +191,7 @@ mod tests {
             subject: "ls".into(),
             arguments: "{}".into(),
             unconfined: false,
+            preview: None,
         }
     }
 

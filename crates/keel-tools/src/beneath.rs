@@ -122,6 +122,16 @@ impl FileBeneath {
         })
     }
 
+    /// The file's contents now, for a preview: `Ok(None)` when nothing is there yet, and its
+    /// size alone when it is larger than `limit` bytes.
+    pub fn current(&self, limit: u64) -> Result<Option<Result<Vec<u8>, u64>>, BeneathError> {
+        match self.kind()? {
+            None => Ok(None),
+            Some((_, meta)) if meta.len() > limit => Ok(Some(Err(meta.len()))),
+            Some(_) => self.read().map(|bytes| Some(Ok(bytes))),
+        }
+    }
+
     /// What is at the file's name now, without following a symlink; `None` when nothing is.
     fn kind(&self) -> Result<Option<(FileKind, cap_std::fs::Metadata)>, BeneathError> {
         match self.parent.symlink_metadata(&self.name) {

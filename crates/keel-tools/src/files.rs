@@ -246,27 +246,13 @@ pub fn edit_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
         },
         (None, None) => return ToolOutput::error(format!("cannot open `{path}`")),
     };
-    let positions: Vec<usize> = text.match_indices(old).map(|(at, _)| at).collect();
-    let line_of = |at: usize| text[..at].matches('\n').count() + 1;
-    match positions.len() {
-        0 => ToolOutput::error(no_match_message(path, &text, old)),
-        n if n > 1 && !replace_all => {
-            let lines: Vec<String> = positions
-                .iter()
-                .map(|at| line_of(*at).to_string())
-                .collect();
-            ToolOutput::error(format!(
-                "`old_string` matches {n} times in `{path}` (lines {}); include more surrounding \
-                 text to make it unique, or set replace_all",
-                lines.join(", ")
-            ))
-        }
-        n => {
-            let updated = if replace_all {
-                text.replace(old, new)
-            } else {
-                text.replacen(old, new, 1)
-            };
+    match edited(path, &text, old, new, replace_all) {
+        Err(message) => ToolOutput::error(message),
+        Ok(Edited {
+            text: updated,
+            replacements: n,
+            first_line,
+        }) => {
             let saved = match (editor, &file) {
                 (Some(editor), _) => editor
                     .write(&target.resolved, &updated)
@@ -280,13 +266,57 @@ pub fn edit_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
             if let Err(error) = saved {
                 return ToolOutput::error(error);
             }
-            let first_line = positions.first().map_or(0, |at| line_of(*at));
             let shown = ctx.guard.display(&target.resolved);
             ToolOutput::ok(
                 format!("edited `{shown}`: {n} replacement(s), first at line {first_line}"),
                 format!("edited {shown} ({n}×)"),
             )
         }
+    }
+}
+
+/// A file's text after an edit.
+pub(crate) struct Edited {
+    pub text: String,
+    pub replacements: usize,
+    /// The line of the first replacement.
+    pub first_line: usize,
+}
+
+/// `text` with `old` replaced by `new` (once, or everywhere with `replace_all`), exactly as
+/// `edit_file` writes it; or why the edit cannot apply. The approval's preview uses it too, so
+/// the diff a person approves is the change the tool makes.
+pub(crate) fn edited(
+    path: &str,
+    text: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+) -> Result<Edited, String> {
+    let positions: Vec<usize> = text.match_indices(old).map(|(at, _)| at).collect();
+    let line_of = |at: usize| text[..at].matches('\n').count() + 1;
+    match positions.len() {
+        0 => Err(no_match_message(path, text, old)),
+        n if n > 1 && !replace_all => {
+            let lines: Vec<String> = positions
+                .iter()
+                .map(|at| line_of(*at).to_string())
+                .collect();
+            Err(format!(
+                "`old_string` matches {n} times in `{path}` (lines {}); include more surrounding \
+                 text to make it unique, or set replace_all",
+                lines.join(", ")
+            ))
+        }
+        n => Ok(Edited {
+            text: if replace_all {
+                text.replace(old, new)
+            } else {
+                text.replacen(old, new, 1)
+            },
+            replacements: n,
+            first_line: positions.first().map_or(0, |at| line_of(*at)),
+        }),
     }
 }
 

@@ -20,6 +20,7 @@ mod files;
 pub mod guard;
 pub mod output;
 pub mod permission;
+mod preview;
 pub mod process;
 mod sandboxed;
 mod search;
@@ -31,6 +32,7 @@ pub use guard::{GuardError, WorkspaceGuard, WriteTarget};
 pub use permission::{
     Decision, PermissionMode, PermissionPolicy, PermissionRule, Reach, RuleError,
 };
+pub use preview::{Preview, preview};
 pub use sandboxed::CommandSandbox;
 pub use specs::BuiltinTool;
 
