@@ -36,6 +36,13 @@ pub fn markdown_html(markdown: &str) -> String {
     html::render(&blocks::parse(markdown))
 }
 
+/// `text` as HTML text: control characters visible, `& < > " '` escaped.
+pub fn escaped(text: &str) -> String {
+    let mut out = String::new();
+    html::escape(text, &mut out);
+    out
+}
+
 /// A code block's lines, highlighted for `language`, broken at `width`.
 pub fn code_lines(language: Option<&str>, code: &str, width: usize) -> Vec<Line> {
     terminal::code_lines(language, code, width)

@@ -84,8 +84,16 @@ const scenarios = {
     await ask("write the files");
     await page.getByRole("button", { name: "allow" }).first().waitFor();
     assert.equal(await page.locator(".card .state").first().innerText(), "waiting for your approval");
-    // A reload while the call waits: the card and its buttons come back.
+    // The write's exact change, numbered, from keel's renderer.
+    const diff = async () => {
+      assert.equal(await page.locator(".card .filediff caption").first().innerText(), "new file, 1 line");
+      assert.equal(await page.locator(".card .filediff tr.add td.text").first().innerText(), "+ y");
+    };
+    await diff();
+    // A reload while the call waits: the card, its diff and its buttons come back.
     await page.reload();
+    await page.getByRole("button", { name: "allow" }).first().waitFor();
+    await diff();
     await page.getByRole("button", { name: "allow" }).first().click();
     await page.waitForSelector(".card:nth-of-type(2) .actions button, .card .actions button");
     await page.getByRole("button", { name: "deny" }).first().click();

@@ -45,6 +45,24 @@ pub struct WaitingCall {
     pub view: keel_types::ApprovalView,
     /// Running it again outside the sandbox: "always" is taken as allowing it once.
     pub unconfined: bool,
+    /// What a write or an edit would change, as keel-render's diff table (or why none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff_html: Option<String>,
+}
+
+/// The preview of a call as the page shows it.
+fn diff_html(preview: Option<&keel_tools::Preview>) -> Option<String> {
+    match preview? {
+        keel_tools::Preview::Change { before, after } => {
+            Some(keel_render::FileDiff::new(before.as_deref(), after).html())
+        }
+        keel_tools::Preview::Unavailable(why) => {
+            let mut html = String::from("<p class=\"muted\">no diff to show: ");
+            html.push_str(&keel_render::escaped(why));
+            html.push_str("</p>");
+            Some(html)
+        }
+    }
 }
 
 /// Calls waiting for a decision, across sessions.
@@ -87,6 +105,13 @@ impl Approvals {
     }
 
     /// The calls of `session` waiting for a decision (a reloaded page draws their buttons).
+    /// The call `call_id` of `session`, if it waits.
+    pub fn waiting_call(&self, session: &str, call_id: &str) -> Option<WaitingCall> {
+        lock(&self.waiting)
+            .get(&(session.to_string(), call_id.to_string()))
+            .map(|(_, call)| call.clone())
+    }
+
     pub fn waiting(&self, session: &str) -> Vec<WaitingCall> {
         let mut calls: Vec<WaitingCall> = lock(&self.waiting)
             .iter()
@@ -154,6 +179,7 @@ impl Approver for SessionApprover {
             subject: request.subject.clone(),
             view: keel_types::approval_view(&request.subject),
             unconfined: request.unconfined,
+            diff_html: diff_html(request.preview.as_ref()),
         };
         lock(&approvals.waiting).insert(key.clone(), (sender, call));
         let waiting = Waiting { approvals, key };

@@ -410,21 +410,36 @@ async fn events(
         .controller
         .subscribe_after_bounded(after, CLIENT_BUFFER)?;
     let stopping = state.shutting_down.clone();
+    let approvals = state.approvals.clone();
     let stream = futures_util::stream::unfold(
         (receiver, stopping, AttemptText::default()),
-        |(mut receiver, mut stopping, mut attempt)| async move {
-            let event = tokio::select! {
-                event = receiver.recv() => event?,
-                _ = stopping.wait_for(|stop| *stop) => return None,
-            };
-            let mut data = serde_json::to_value(&event).unwrap_or(Value::Null);
-            attempt.follow(&mut data);
-            let kind = data["type"].as_str().unwrap_or("message").to_string();
-            let mut sse = SseEvent::default().event(kind).data(data.to_string());
-            if let Some(id) = event.id {
-                sse = sse.id(id.to_string());
+        move |(mut receiver, mut stopping, mut attempt)| {
+            let approvals = approvals.clone();
+            let session = id.clone();
+            async move {
+                let event = tokio::select! {
+                    event = receiver.recv() => event?,
+                    _ = stopping.wait_for(|stop| *stop) => return None,
+                };
+                let mut data = serde_json::to_value(&event).unwrap_or(Value::Null);
+                attempt.follow(&mut data);
+                // The change a waiting write or edit would make, for its card (asked before
+                // announced, so the call is waiting by now).
+                if data["type"] == "approval/requested"
+                    && let Some(call) = data["call_id"]
+                        .as_str()
+                        .and_then(|call_id| approvals.waiting_call(&session, call_id))
+                    && let Some(diff) = call.diff_html
+                {
+                    data["diff_html"] = Value::String(diff);
+                }
+                let kind = data["type"].as_str().unwrap_or("message").to_string();
+                let mut sse = SseEvent::default().event(kind).data(data.to_string());
+                if let Some(id) = event.id {
+                    sse = sse.id(id.to_string());
+                }
+                Some((Ok(sse), (receiver, stopping, attempt)))
             }
-            Some((Ok(sse), (receiver, stopping, attempt)))
         },
     );
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))

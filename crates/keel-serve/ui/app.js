@@ -70,7 +70,7 @@ function diffOf(name, argumentsText) {
   let args;
   try { args = JSON.parse(argumentsText); } catch (_) { return null; }
   if (name !== "edit_file" && name !== "write_file") return null;
-  const pre = el("pre");
+  const pre = el("pre", "args-diff");
   const lines = (text, mark, cls) => (text || "").split("\n").forEach((line) =>
     pre.appendChild(el("div", cls, mark + line)));
   if (name === "edit_file") { lines(args.old_string, "- ", "diff-del"); lines(args.new_string, "+ ", "diff-add"); }
@@ -101,6 +101,13 @@ function askOnCard(event) {
   const folded = event.view || { lines: [event.subject || ""], line_count: 1, head: event.subject || "" };
   const subject = entry.box.querySelector(".subject");
   if (subject) subject.textContent = folded.lines.join("\n");
+  // The exact change a write or an edit would make, numbered (keel's renderer wrote it).
+  if (event.diff_html !== undefined && !entry.box.querySelector(".filediff")) {
+    entry.box.querySelectorAll("pre.args-diff").forEach((node) => node.remove());
+    const diff = el("div", "filediff");
+    diff.innerHTML = event.diff_html;
+    subject.after(diff);
+  }
   const actions = el("div", "actions");
   const count = (folded.line_count > 1 ? ` (${folded.line_count} lines)` : "")
     + (folded.hidden_chars ? ` — ${folded.hidden_chars} characters of long lines not shown` : "");
