@@ -149,6 +149,9 @@ pub(crate) struct SessionState {
     pub meter: context::ContextMeter,
     /// The MCP tools every request of the current turn offers (taken at the turn boundary).
     pub mcp_tools: Vec<keel_types::ToolSpec>,
+    /// The person stopped the model's last answer while it streamed: the next prompt tells
+    /// the model so, inside its user item (this process only).
+    pub interrupted: bool,
 }
 
 impl SessionState {

@@ -112,7 +112,7 @@ pub async fn run_turn(
             return complete(&run, state, keel_types::FinishReason::Stop, usage, false);
         }
     }
-    commit_input(&run, state, input.text)?;
+    commit_input(&run, state, input_kind, input.text)?;
     let mut progress = ProgressGuard::default();
     let mut ran_tools = false;
     // A compaction that leaves the history at the threshold again would run every round:
@@ -142,7 +142,10 @@ pub async fn run_turn(
             reply = request(&mut run, state, false).await?;
         }
         let completion = match reply {
-            Reply::Cancelled => return Ok(end_cancelled(&run)),
+            Reply::Cancelled => {
+                state.interrupted = true;
+                return Ok(end_cancelled(&run));
+            }
             Reply::Failed {
                 diagnostic,
                 sent_messages,
@@ -228,13 +231,25 @@ fn open(run: &TurnRun<'_>, kind: InputKind) -> Result<(), AgentError> {
     Ok(())
 }
 
-/// Commit the turn's input text.
+/// What the next prompt after a stopped answer says first, in its own user item (so every
+/// request before it keeps its bytes).
+pub(crate) const INTERRUPTED_NOTE: &str = "[keel: the user stopped your previous answer before \
+     it was complete; what it had produced was not kept.]";
+
+/// Commit the turn's input text; a prompt after a stopped answer carries the note first.
 fn commit_input(
     run: &TurnRun<'_>,
     state: &mut SessionState,
+    kind: InputKind,
     text: String,
 ) -> Result<(), AgentError> {
     let shared = run.shared;
+    let text = if kind == InputKind::User && state.interrupted {
+        state.interrupted = false;
+        format!("{INTERRUPTED_NOTE}\n\n{text}")
+    } else {
+        text
+    };
     let user = Item::User { text };
     shared
         .store

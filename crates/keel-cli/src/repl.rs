@@ -135,6 +135,10 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     };
     let _ = editor.save_history(&history_path);
     repl.rendering.abort();
+    if let Some(controller) = &repl.controller {
+        let id = &controller.session().id;
+        eprintln!("session {id} is saved · resume it with: keel -c   (or: keel --session {id})");
+    }
     Ok(outcome)
 }
 

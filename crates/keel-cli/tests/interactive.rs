@@ -286,3 +286,30 @@ fn sigterm_stops_the_interactive_session_during_a_turn_and_at_the_prompt() {
     assert!(screen.contains("stopped by SIGHUP"), "{screen}");
     assert_eq!(code, Some(129), "{screen}");
 }
+
+#[test]
+fn ctrl_d_quits_and_says_how_to_resume() {
+    let mock = MockProcess::start("basic");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let (screen, code) = interactive_session(
+        &home,
+        &[
+            ("what is the answer?\n", Some("tokens: "), 0),
+            // Ctrl-D at the prompt (once the line editor has the terminal again).
+            ("", None, 500),
+            ("\u{4}", Some("resume it with"), 0),
+        ],
+    );
+    assert_eq!(code, Some(0), "{screen}");
+    let sessions = home.run(&["sessions", "--json"]).stdout();
+    let id = serde_json::from_str::<serde_json::Value>(&sessions).unwrap()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        screen.contains(&format!(
+            "session {id} is saved · resume it with: keel -c   (or: keel --session {id})"
+        )),
+        "{screen}"
+    );
+}

@@ -112,5 +112,24 @@ fn an_interrupted_answer_stays_on_screen_marked() {
             .any(|row| row.contains("for a few seconds more")),
         "the rest never arrived"
     );
-    assert_eq!(mock.requests().len(), 2);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    // The next prompt tells the model, inside its own user item; the first request's bytes
+    // are the second's prefix up to that item.
+    let body = |index: usize| -> serde_json::Value {
+        serde_json::from_str(requests[index]["body"].as_str().unwrap()).unwrap()
+    };
+    let (first, second) = (body(0), body(1));
+    let messages = second["messages"].as_array().unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert_eq!(
+        last["content"],
+        "[keel: the user stopped your previous answer before it was complete; what it had produced was not kept.]\n\nok"
+    );
+    assert_eq!(
+        first["messages"].as_array().unwrap()[..],
+        messages[..messages.len() - 1],
+        "nothing of the stopped answer was committed"
+    );
 }
