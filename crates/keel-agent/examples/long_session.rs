@@ -132,6 +132,7 @@ fn settings() -> AgentSettings {
             native_web_search: false,
             max_event_bytes: keel_llm::profile::DEFAULT_MAX_EVENT_BYTES,
             context_window: None,
+            price: None,
         },
         model: "deepseek-chat".into(),
         policy: PermissionPolicy::mode_only(PermissionMode::Auto),

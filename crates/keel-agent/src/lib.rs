@@ -135,6 +135,13 @@ impl AgentError {
     }
 }
 
+/// What a session's completed turns used, and cost where they had a price.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionSpend {
+    pub usage: keel_types::Usage,
+    pub cost: Option<keel_types::Cost>,
+}
+
 pub(crate) struct SessionState {
     pub history: Vec<Item>,
     /// The store's history revision `history` is (a compaction names it as the one it replaces).
@@ -190,7 +197,7 @@ pub(crate) struct Shared {
     /// Tokens of the turns completed through this controller.
     usage: Mutex<keel_types::Usage>,
     /// The session's totals from its stored turns, and the last event they counted.
-    session_usage: Mutex<(u64, keel_types::Usage)>,
+    session_usage: Mutex<(u64, SessionSpend)>,
     /// The session's temp dir, removed with the controller.
     _temp: Option<keel_sandbox::TempDir>,
 }
@@ -306,7 +313,7 @@ impl Controller {
             state: Arc::new(tokio::sync::Mutex::new(loaded)),
             resumed,
             usage: Mutex::new(keel_types::Usage::default()),
-            session_usage: Mutex::new((0, keel_types::Usage::default())),
+            session_usage: Mutex::new((0, SessionSpend::default())),
             _temp: temp,
         };
         Ok(Controller {
@@ -505,24 +512,32 @@ impl Controller {
 
     /// Tokens used by every completed turn of the session, in any process (from its stored
     /// `turn/completed` events; each call reads only the events stored since the last).
-    pub fn session_usage(&self) -> Result<keel_types::Usage, AgentError> {
+    pub fn session_usage(&self) -> Result<SessionSpend, AgentError> {
         let mut counted = self
             .shared
             .session_usage
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let (last, usage) = &mut *counted;
+        let (last, spend) = &mut *counted;
         for stored in self
             .shared
             .store
             .events_after(&self.shared.session.id, *last)?
         {
-            if let keel_types::EventBody::TurnCompleted { usage: turn, .. } = &stored.event.body {
-                usage.add(turn);
+            if let keel_types::EventBody::TurnCompleted {
+                usage: turn, cost, ..
+            } = &stored.event.body
+            {
+                spend.usage.add(turn);
+                match (&mut spend.cost, cost) {
+                    (Some(total), Some(cost)) => total.add(cost),
+                    (total @ None, Some(cost)) => *total = Some(cost.clone()),
+                    (_, None) => {}
+                }
             }
             *last = (*last).max(stored.event.id.unwrap_or(*last));
         }
-        Ok(*usage)
+        Ok(spend.clone())
     }
 
     /// How full the model's context is (after the last response, or estimated after a

@@ -97,9 +97,13 @@ pub async fn run_turn(
     open(&run, input_kind)?;
     take_mcp_tools(&run, state).await;
     let mut usage = Usage::default();
+    let mut bill = Bill::for_model(shared);
     if let Some(reason) = compaction_of(input_kind) {
         match compaction::compact(&mut run, state, reason, input.focus.as_deref()).await? {
-            Compaction::Done { usage: spent, .. } => usage.add(&spent),
+            Compaction::Done { usage: spent, .. } => {
+                usage.add(&spent);
+                bill.charge(&spent);
+            }
             Compaction::Impossible(why) => {
                 let diagnostic =
                     FailureDiagnostic::with_message(FailureKind::Limit, None, why.to_string());
@@ -109,7 +113,8 @@ pub async fn run_turn(
             Compaction::Cancelled => return Ok(end_cancelled(&run)),
         }
         if input_kind == InputKind::Compaction {
-            return complete(&run, state, keel_types::FinishReason::Stop, usage, false);
+            let spent = (usage, bill.total());
+            return complete(&run, state, keel_types::FinishReason::Stop, spent, false);
         }
     }
     commit_input(&run, state, input_kind, input.text)?;
@@ -127,6 +132,7 @@ pub async fn run_turn(
                     tokens_after,
                 } => {
                     usage.add(&spent);
+                    bill.charge(&spent);
                     compaction_futile = compaction::threshold(shared, state)
                         .is_some_and(|threshold| tokens_after >= threshold);
                 }
@@ -174,11 +180,12 @@ pub async fn run_turn(
             return Ok(end_cancelled(&run));
         }
         usage.add(&completion.usage);
+        bill.charge(&completion.usage);
         let finish_reason = completion.finish_reason;
         let round = commit_reply(&run, state, completion)?;
         if round.calls.is_empty() {
             let may_offer = input_kind == InputKind::User || ran_tools;
-            return complete(&run, state, finish_reason, usage, may_offer);
+            return complete(&run, state, finish_reason, (usage, bill.total()), may_offer);
         }
         match run_tools(&mut run, state, round).await? {
             RoundEnd::Continue => ran_tools = true,
@@ -470,7 +477,7 @@ fn complete(
     run: &TurnRun<'_>,
     state: &SessionState,
     finish_reason: keel_types::FinishReason,
-    usage: Usage,
+    (usage, cost): (Usage, Option<keel_types::Cost>),
     may_offer: bool,
 ) -> Result<TurnOutcome, AgentError> {
     let readiness = Readiness::of(finish_reason, &state.history);
@@ -487,6 +494,7 @@ fn complete(
         ready: readiness.reason().is_none(),
         not_ready_reason: readiness.reason().map(str::to_string),
         context: state.meter.last_use(window),
+        cost,
     });
     if let Some(recovery_id) = offered {
         run.emit(EventBody::RecoveryOffered {
@@ -495,6 +503,37 @@ fn complete(
         });
     }
     Ok(TurnOutcome::Completed { usage, readiness })
+}
+
+/// What a turn's responses cost, each priced at the hour it completed (`None` without a price).
+struct Bill {
+    price: Option<keel_llm::price::Price>,
+    amount: f64,
+}
+
+impl Bill {
+    fn for_model(shared: &Shared) -> Bill {
+        Bill {
+            price: keel_llm::price::price_for(&shared.settings.profile, &shared.settings.model),
+            amount: 0.0,
+        }
+    }
+
+    fn charge(&mut self, usage: &Usage) {
+        if let Some(price) = &self.price {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_secs());
+            self.amount += price.cost(usage, now);
+        }
+    }
+
+    fn total(&self) -> Option<keel_types::Cost> {
+        self.price.as_ref().map(|price| keel_types::Cost {
+            amount: self.amount,
+            currency: price.currency.clone(),
+        })
+    }
 }
 
 fn end_failed(run: &TurnRun<'_>, diagnostic: FailureDiagnostic) -> TurnOutcome {

@@ -142,6 +142,7 @@ impl Renderer {
                 cache_hit_ratio,
                 not_ready_reason,
                 context,
+                cost,
                 ..
             } => {
                 self.end_live_line();
@@ -151,7 +152,11 @@ impl Renderer {
                 let context = context
                     .map(|context| format!(" · ctx {}%", context.percent()))
                     .unwrap_or_default();
-                eprintln!("{}{context}", usage_line(usage, *cache_hit_ratio));
+                let cost = cost
+                    .as_ref()
+                    .map(|cost| format!(" · {}", cost.display()))
+                    .unwrap_or_default();
+                eprintln!("{}{cost}{context}", usage_line(usage, *cache_hit_ratio));
             }
             EventBody::TurnFailed { diagnostic } => match diagnostic.kind {
                 FailureKind::Cancelled => {

@@ -230,11 +230,28 @@ impl Repl {
             SurfaceCommand::Cost => {
                 let mut usage = self.carried_usage;
                 let mut context = None;
+                let mut spent = None;
                 if let Some(controller) = &self.controller {
                     usage.add(&controller.usage());
                     context = controller.context_use();
+                    if let Ok(spend) = controller.session_usage() {
+                        spent = Some(spend);
+                    }
                 }
-                eprintln!("{}", usage_line(&usage, usage.cache_hit_ratio()));
+                eprintln!(
+                    "this terminal: {}",
+                    usage_line(&usage, usage.cache_hit_ratio())
+                );
+                if let Some(spend) = spent {
+                    let money = match &spend.cost {
+                        Some(cost) => cost.display(),
+                        None => "no price known for this model (tokens only; set [providers.NAME.price])".into(),
+                    };
+                    eprintln!(
+                        "this session: {} · {money}",
+                        usage_line(&spend.usage, spend.usage.cache_hit_ratio())
+                    );
+                }
                 match context {
                     Some(context) => eprintln!(
                         "context: {}% of the window ({} of {} tokens); /compact frees it",

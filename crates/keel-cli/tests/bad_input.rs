@@ -206,3 +206,25 @@ fn a_server_that_ignores_stream_is_read_as_json() {
         assert_eq!(run.stdout(), "Plain JSON answer.\n", "{protocol}");
     }
 }
+
+#[test]
+fn a_bad_price_names_what_is_wrong() {
+    let negative = "[providers.deepseek.price]\ninput_cache_hit = -1.0\ninput_cache_miss = 1.0\noutput = 1.0\ncurrency = \"USD\"\n";
+    assert_clean_failure(
+        &Home::new(negative).run(&["run", "hi"]),
+        2,
+        &["config.toml:1", "prices must be numbers of zero or more"],
+    );
+    let currency = "[providers.deepseek.price]\ninput_cache_hit = 1.0\ninput_cache_miss = 1.0\noutput = 1.0\ncurrency = \"$$\"\n";
+    assert_clean_failure(
+        &Home::new(currency).run(&["run", "hi"]),
+        2,
+        &["`currency` must be a currency code"],
+    );
+    let missing = "[providers.deepseek.price]\ninput_cache_hit = 1.0\ncurrency = \"USD\"\n";
+    assert_clean_failure(
+        &Home::new(missing).run(&["run", "hi"]),
+        2,
+        &["input_cache_miss"],
+    );
+}

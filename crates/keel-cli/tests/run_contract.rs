@@ -141,3 +141,34 @@ fn demo_runs_without_key_or_config() {
         "the demo writes only under KEEL_HOME/demo"
     );
 }
+
+#[test]
+fn a_priced_model_reports_what_each_turn_cost_and_an_unpriced_one_only_tokens() {
+    let steps = serde_json::json!({"steps": [{"say": "priced"}, {"say": "again"}]}).to_string();
+    // A price per million tokens the user set: 1 for a cache hit, 2 for a miss, 4 for output.
+    let price = "[providers.deepseek.price]\ninput_cache_hit = 1.0\ninput_cache_miss = 2.0\noutput = 4.0\ncurrency = \"EUR\"\n";
+    let (home, _mock) = scripted("chat", &steps, "");
+    home.append_config(price);
+    let run = home.run(&["run", "--json", "hi"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let completed = &run.events_of("turn/completed")[0];
+    let usage = &completed["usage"];
+    let count = |key: &str| usage[key].as_f64().unwrap();
+    let expected =
+        (count("cache_hit") * 1.0 + count("cache_miss") * 2.0 + count("output") * 4.0) / 1e6;
+    assert!(expected > 0.0, "{completed}");
+    assert_eq!(completed["cost"]["currency"], "EUR", "{completed}");
+    let amount = completed["cost"]["amount"].as_f64().unwrap();
+    assert!((amount - expected).abs() < 1e-12, "{amount} vs {expected}");
+    let human = home.run(&["run", "hi"]);
+    assert!(human.stderr().contains(" · €0.0"), "{}", human.stderr());
+
+    let (plain, _mock) = scripted("chat", &steps, "");
+    let run = plain.run(&["run", "--json", "hi"]);
+    let completed = &run.events_of("turn/completed")[0];
+    assert!(
+        completed.get("cost").is_none(),
+        "no price, no amount: {completed}"
+    );
+    assert!(!plain.run(&["run", "hi"]).stderr().contains('$'));
+}

@@ -91,6 +91,17 @@ pub(crate) struct RawProvider {
     pub max_event_bytes: Option<Spanned<u64>>,
     pub context_window: Option<Spanned<u64>>,
     pub retry: Option<RawRetry>,
+    /// What this provider charges per million tokens (overrides keel's table).
+    pub price: Option<Spanned<RawPrice>>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPrice {
+    pub input_cache_hit: f64,
+    pub input_cache_miss: f64,
+    pub output: f64,
+    pub currency: String,
 }
 
 #[derive(Clone, Debug, Deserialize)]

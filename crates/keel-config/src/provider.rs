@@ -14,6 +14,7 @@ use crate::config::KeelConfig;
 use crate::error::ConfigError;
 use crate::layer::{Layer, RawProvider, RawRetry};
 use crate::source::{Source, Sourced};
+use keel_llm::price::{Price, Rates};
 use keel_llm::profile::{
     self, Account, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_EVENT_BYTES,
     DEFAULT_MAX_OUTPUT_TOKENS, Preset, ProviderProfile,
@@ -39,6 +40,8 @@ pub struct ResolvedProvider {
     /// The model's context window in tokens; `None` when not configured.
     pub context_window: Sourced<Option<u64>>,
     pub retry: ResolvedRetry,
+    /// The user's price for this provider; `None` leaves it to keel's table.
+    pub price: Sourced<Option<Price>>,
 }
 
 impl ResolvedProvider {
@@ -57,6 +60,7 @@ impl ResolvedProvider {
             native_web_search: self.web_search.value,
             max_event_bytes: self.max_event_bytes.value,
             context_window: self.context_window.value,
+            price: self.price.value.clone(),
         }
     }
 }
@@ -162,6 +166,38 @@ impl KeelConfig {
             Some((layer, value)) => layer.sourced(value).map(Some),
             None => Sourced::default_value(None),
         };
+        let price = match self.provider_field(name, |p| p.price.as_ref()) {
+            Some((layer, value)) => {
+                let raw = value.get_ref();
+                let rates = [raw.input_cache_hit, raw.input_cache_miss, raw.output];
+                if rates.iter().any(|rate| !rate.is_finite() || *rate < 0.0) {
+                    return Err(layer.error(
+                        value.span(),
+                        "prices must be numbers of zero or more (per million tokens)",
+                    ));
+                }
+                let currency = raw.currency.trim();
+                if currency.is_empty()
+                    || currency.len() > 8
+                    || !currency.chars().all(|c| c.is_ascii_alphabetic())
+                {
+                    return Err(layer.error(
+                        value.span(),
+                        "`currency` must be a currency code such as \"USD\" or \"CNY\"",
+                    ));
+                }
+                let price = Price::flat(
+                    Rates {
+                        input_cache_hit: raw.input_cache_hit,
+                        input_cache_miss: raw.input_cache_miss,
+                        output: raw.output,
+                    },
+                    currency.to_ascii_uppercase(),
+                );
+                layer.sourced(value).map(|_| Some(price))
+            }
+            None => Sourced::default_value(None),
+        };
         Ok(ResolvedProvider {
             name: name.to_string(),
             protocol,
@@ -175,6 +211,7 @@ impl KeelConfig {
             web_search,
             max_event_bytes,
             context_window,
+            price,
         })
     }
 

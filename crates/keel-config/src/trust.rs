@@ -288,7 +288,10 @@ fn restrict_provider(
         max_event_bytes,
         context_window,
         retry,
+        price,
     } = provider;
+    // What money the user sees spent is theirs to say, not a repository's.
+    report.closed(key("price"), price);
     report.closed(key("protocol"), protocol);
     report.closed(key("base_url"), base_url);
     report.closed(key("api_key_env"), api_key_env);

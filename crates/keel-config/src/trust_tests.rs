@@ -136,6 +136,11 @@ const CASES: &[Case] = &[
         Ignored,
     ),
     case(
+        "providers.*.price",
+        "[providers.deepseek.price]\ninput_cache_hit = 0.0\ninput_cache_miss = 0.0\noutput = 0.0\ncurrency = \"USD\"\n",
+        Ignored,
+    ),
+    case(
         "providers.*.context_window",
         "[providers.mine]\ncontext_window = 2048\n",
         Applied,

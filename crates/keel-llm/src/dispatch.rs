@@ -258,6 +258,7 @@ mod tests {
             native_web_search: false,
             max_event_bytes: crate::profile::DEFAULT_MAX_EVENT_BYTES,
             context_window: None,
+            price: None,
         }
     }
 

@@ -12,6 +12,7 @@ pub mod classify;
 pub mod client;
 pub mod context;
 pub mod dispatch;
+pub mod price;
 pub mod profile;
 pub mod project;
 pub mod retry;

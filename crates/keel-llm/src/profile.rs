@@ -37,6 +37,8 @@ pub struct ProviderProfile {
     pub max_event_bytes: usize,
     /// The model's context window in tokens, when known (`context_window` in config).
     pub context_window: Option<u64>,
+    /// The user's price for this provider (`[providers.X.price]`), over keel's table.
+    pub price: Option<crate::price::Price>,
 }
 
 impl ProviderProfile {
@@ -142,6 +144,7 @@ mod tests {
             native_web_search: false,
             max_event_bytes: crate::profile::DEFAULT_MAX_EVENT_BYTES,
             context_window: None,
+            price: None,
         };
         assert_eq!(
             profile.endpoint(),

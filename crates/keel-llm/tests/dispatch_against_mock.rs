@@ -45,6 +45,7 @@ fn profile(
         native_web_search: false,
         max_event_bytes: keel_llm::profile::DEFAULT_MAX_EVENT_BYTES,
         context_window: None,
+        price: None,
     }
 }
 

@@ -165,7 +165,8 @@ async fn session_status(
         .pending_action()
         .map(|pending| json!({"recoveryId": pending.recovery_id, "action": pending.action}));
     // The session's own totals, its earlier processes' turns included.
-    let usage = controller.session_usage()?;
+    let spend = controller.session_usage()?;
+    let usage = spend.usage;
     Ok(axum::Json(json!({
         "id": id,
         "workspace": settings.workspace.display().to_string(),
@@ -175,6 +176,8 @@ async fn session_status(
         "waiting": state.approvals.waiting(&id),
         "usage": usage,
         "cache_hit_ratio": usage.cache_hit_ratio(),
+        "cost_display": spend.cost.as_ref().map(keel_types::Cost::display),
+        "cost": spend.cost,
         "context": controller.context_use(),
         // What the workspace's untrusted project files asked for and did not get.
         "untrusted": settings.untrusted,

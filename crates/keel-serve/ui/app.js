@@ -264,7 +264,8 @@ async function refreshStatus() {
   const status = await response.json();
   $("model").textContent = status.model;
   const context = status.context ? ` · ctx ${Math.floor(status.context.used * 100 / status.context.window)}%` : "";
-  $("usage").textContent = `tokens ${status.usage.input} in · ${status.usage.output} out · cache ${Math.round(status.cache_hit_ratio * 100)}%${context}`;
+  const money = status.cost_display ? ` · ${status.cost_display}` : "";
+  $("usage").textContent = `tokens ${status.usage.input} in · ${status.usage.output} out · cache ${Math.round(status.cache_hit_ratio * 100)}%${money}${context}`;
   setBusy(status.busy);
   // Calls still waiting for a decision (say, after a reload): their cards get the buttons.
   for (const call of status.waiting || []) {

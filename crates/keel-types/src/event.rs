@@ -163,6 +163,10 @@ pub enum EventBody {
         /// Context used / window after the turn, when the model's window is known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         context: Option<ContextUse>,
+        /// What the turn's tokens cost, where the model has a price (keel's table or the
+        /// user's `[providers.X.price]`); absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost: Option<crate::Cost>,
     },
     #[serde(rename = "turn/failed")]
     TurnFailed { diagnostic: FailureDiagnostic },

@@ -31,4 +31,4 @@ pub use receipt::{ReceiptState, ToolReceipt};
 pub use search::{SearchSource, SourcesStatus, WebSearch};
 pub use secrets::Secrets;
 pub use tool::ToolSpec;
-pub use usage::Usage;
+pub use usage::{Cost, Usage};

@@ -5,6 +5,44 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Money spent, in the currency of the provider's price (absent wherever keel has no price:
+/// tokens are shown alone, never a guessed amount).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    pub amount: f64,
+    pub currency: String,
+}
+
+impl Cost {
+    /// `12.3456 USD` → `$12.35`; small amounts keep four decimals (`$0.0012`).
+    pub fn display(&self) -> String {
+        let symbol = match self.currency.as_str() {
+            "USD" => "$",
+            "CNY" => "¥",
+            "EUR" => "€",
+            _ => "",
+        };
+        let digits = if self.amount != 0.0 && self.amount.abs() < 1.0 {
+            4
+        } else {
+            2
+        };
+        if symbol.is_empty() {
+            format!("{:.digits$} {}", self.amount, self.currency)
+        } else {
+            format!("{symbol}{:.digits$}", self.amount)
+        }
+    }
+
+    /// `other` added when it is in the same currency (amounts in two currencies are not
+    /// summed: the first stays).
+    pub fn add(&mut self, other: &Cost) {
+        if self.currency == other.currency {
+            self.amount += other.amount;
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub input: u64,
@@ -38,6 +76,22 @@ impl Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn money_is_shown_with_its_symbol_and_small_amounts_keep_four_decimals() {
+        let cost = |amount: f64, currency: &str| Cost {
+            amount,
+            currency: currency.into(),
+        };
+        assert_eq!(cost(12.3456, "USD").display(), "$12.35");
+        assert_eq!(cost(0.00123, "USD").display(), "$0.0012");
+        assert_eq!(cost(0.0, "CNY").display(), "¥0.00");
+        assert_eq!(cost(2.5, "GBP").display(), "2.50 GBP");
+        let mut total = cost(1.0, "USD");
+        total.add(&cost(0.5, "USD"));
+        total.add(&cost(100.0, "EUR"));
+        assert_eq!(total, cost(1.5, "USD"), "other currencies are not summed");
+    }
 
     #[test]
     fn ratio_is_zero_without_cache_report_and_exact_with_one() {

@@ -63,6 +63,7 @@ pub fn settings_for(base_url: &str, workspace: &Path) -> AgentSettings {
         native_web_search: false,
         max_event_bytes: keel_llm::profile::DEFAULT_MAX_EVENT_BYTES,
         context_window: None,
+        price: None,
     };
     AgentSettings {
         profile,

@@ -21,6 +21,7 @@ fn profile(protocol: WireProtocol, reasoning_protocol: ReasoningProtocol) -> Pro
         native_web_search: false,
         max_event_bytes: crate::profile::DEFAULT_MAX_EVENT_BYTES,
         context_window: None,
+        price: None,
     }
 }
 

@@ -1,0 +1,255 @@
+//! What tokens cost: a dated table of the providers' published prices, and the cost of a
+//! response at the time it was made.
+//!
+//! Invariants:
+//! - Prices are data, each with its source page and the date it was read; a model is priced
+//!   only where the table has it *at that provider's own host* (the same model id bought
+//!   through a reseller is not priced) or the user's `[providers.X.price]` says. Anything else
+//!   has no price: keel shows tokens, never a guessed amount.
+//! - Matched on the real model id (exact), never a display name.
+//! - DeepSeek bills peak and off-peak hours differently: a response is priced at the rate of
+//!   the hour (UTC) it completed in.
+//! - Where a provider does not split input into cache hits and misses, all input is priced as
+//!   misses (the higher rate: an amount never below the bill).
+
+use keel_types::Usage;
+
+/// Prices per million tokens, in one currency.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rates {
+    pub input_cache_hit: f64,
+    pub input_cache_miss: f64,
+    pub output: f64,
+}
+
+/// Hours (UTC, `[start, end)`) billed at the peak rates, on the given weekdays.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PeakHours {
+    pub hours: &'static [(u8, u8)],
+    /// Monday through Friday only (weekends off-peak), or every day.
+    pub weekdays_only: bool,
+    pub rates: Rates,
+}
+
+/// A model's price.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Price {
+    /// The rates outside peak hours (or always, without them).
+    pub rates: Rates,
+    pub peak: Option<PeakHours>,
+    pub currency: String,
+    /// Where the figures come from, and when they were read (`user config` for an override).
+    pub source: String,
+    pub checked: String,
+}
+
+const DEEPSEEK_SOURCE: &str = "https://api-docs.deepseek.com/quick_start/pricing";
+const DEEPSEEK_CHECKED: &str = "2026-11-15";
+/// 01:00–04:00 and 06:00–10:00 UTC (09:00–12:00 and 14:00–18:00 Beijing time), Monday to
+/// Friday: DeepSeek's peak hours since its V4.1 release notes.
+const DEEPSEEK_PEAK: &[(u8, u8)] = &[(1, 4), (6, 10)];
+
+struct Known {
+    host: &'static str,
+    models: &'static [&'static str],
+    off_peak: (f64, f64, f64),
+    peak: (f64, f64, f64),
+}
+
+/// USD per million tokens: (cache hit, cache miss, output).
+const KNOWN: &[Known] = &[
+    Known {
+        host: "api.deepseek.com",
+        // The legacy Flash names are still accepted and billed as Flash.
+        models: &[
+            "deepseek-flash",
+            "deepseek-v4-flash",
+            "deepseek-v4-flash-vision-exp",
+        ],
+        off_peak: (0.003, 0.15, 0.60),
+        peak: (0.006, 0.30, 1.20),
+    },
+    Known {
+        host: "api.deepseek.com",
+        models: &["deepseek-v4-pro"],
+        off_peak: (0.022, 0.66, 1.98),
+        peak: (0.044, 1.32, 3.96),
+    },
+];
+
+fn rates((input_cache_hit, input_cache_miss, output): (f64, f64, f64)) -> Rates {
+    Rates {
+        input_cache_hit,
+        input_cache_miss,
+        output,
+    }
+}
+
+/// The host of `base_url` (`https://api.deepseek.com/anthropic` → `api.deepseek.com`).
+fn host_of(base_url: &str) -> Option<String> {
+    url::Url::parse(base_url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
+}
+
+/// The published price of `model` bought from `base_url`, if the table has it.
+pub fn known_price(base_url: &str, model: &str) -> Option<Price> {
+    let host = host_of(base_url)?;
+    let known = KNOWN
+        .iter()
+        .find(|known| known.host == host && known.models.contains(&model))?;
+    Some(Price {
+        rates: rates(known.off_peak),
+        peak: Some(PeakHours {
+            hours: DEEPSEEK_PEAK,
+            weekdays_only: true,
+            rates: rates(known.peak),
+        }),
+        currency: "USD".into(),
+        source: DEEPSEEK_SOURCE.into(),
+        checked: DEEPSEEK_CHECKED.into(),
+    })
+}
+
+/// The price keel uses for `model` on `profile`: the user's, else the table's, else none.
+pub fn price_for(profile: &crate::ProviderProfile, model: &str) -> Option<Price> {
+    profile
+        .price
+        .clone()
+        .or_else(|| known_price(&profile.base_url, model))
+}
+
+/// Seconds since the Unix epoch → (weekday with Monday = 0, hour), in UTC.
+fn weekday_and_hour(unix_seconds: u64) -> (u64, u8) {
+    let days = unix_seconds / 86_400;
+    // 1970-01-01 was a Thursday (3 with Monday = 0).
+    let weekday = (days + 3) % 7;
+    let hour = u8::try_from((unix_seconds % 86_400) / 3_600).unwrap_or(0);
+    (weekday, hour)
+}
+
+impl Price {
+    /// A flat price (a user's override): the same rates at every hour.
+    pub fn flat(rates: Rates, currency: String) -> Price {
+        Price {
+            rates,
+            peak: None,
+            currency,
+            source: "user config".into(),
+            checked: String::new(),
+        }
+    }
+
+    /// The rates in force at `unix_seconds`.
+    pub fn rates_at(&self, unix_seconds: u64) -> &Rates {
+        let Some(peak) = &self.peak else {
+            return &self.rates;
+        };
+        let (weekday, hour) = weekday_and_hour(unix_seconds);
+        let on_a_peak_day = !peak.weekdays_only || weekday < 5;
+        let in_peak_hours = peak
+            .hours
+            .iter()
+            .any(|(start, end)| hour >= *start && hour < *end);
+        if on_a_peak_day && in_peak_hours {
+            &peak.rates
+        } else {
+            &self.rates
+        }
+    }
+
+    /// What `usage` cost, billed at `unix_seconds`.
+    pub fn cost(&self, usage: &Usage, unix_seconds: u64) -> f64 {
+        let rates = self.rates_at(unix_seconds);
+        let (hits, misses) = if usage.cache_hit + usage.cache_miss > 0 {
+            (usage.cache_hit, usage.cache_miss)
+        } else {
+            (0, usage.input)
+        };
+        let per_token = |count: u64, per_million: f64| count as f64 * per_million / 1_000_000.0;
+        per_token(hits, rates.input_cache_hit)
+            + per_token(misses, rates.input_cache_miss)
+            + per_token(usage.output, rates.output)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2026-12-02 was a Wednesday.
+    const WEDNESDAY_MIDNIGHT: u64 = 1_796_169_600;
+
+    fn usage() -> Usage {
+        Usage {
+            input: 1_000_000,
+            output: 1_000_000,
+            reasoning: 0,
+            cache_hit: 800_000,
+            cache_miss: 200_000,
+        }
+    }
+
+    #[test]
+    fn the_table_is_matched_on_the_providers_own_host_and_the_exact_id() {
+        assert!(known_price("https://api.deepseek.com", "deepseek-flash").is_some());
+        assert!(known_price("https://api.deepseek.com/anthropic", "deepseek-v4-pro").is_some());
+        assert_eq!(
+            known_price("https://openrouter.ai/api/v1", "deepseek-flash"),
+            None
+        );
+        assert_eq!(known_price("http://127.0.0.1:9", "deepseek-flash"), None);
+        assert_eq!(
+            known_price("https://api.deepseek.com", "deepseek-flash-x"),
+            None
+        );
+        assert_eq!(
+            known_price("https://api.deepseek.com", "DeepSeek Flash"),
+            None
+        );
+    }
+
+    #[test]
+    fn peak_hours_double_the_price_on_weekdays_only() {
+        let flash = known_price("https://api.deepseek.com", "deepseek-flash").unwrap();
+        let at = |day: u64, hour: u64| WEDNESDAY_MIDNIGHT + day * 86_400 + hour * 3_600;
+        // 0.8 M hits, 0.2 M misses, 1 M out.
+        let off_peak = 0.8 * 0.003 + 0.2 * 0.15 + 0.60;
+        let peak = 0.8 * 0.006 + 0.2 * 0.30 + 1.20;
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(flash.cost(&usage(), at(0, 0)), off_peak));
+        assert!(
+            close(flash.cost(&usage(), at(0, 1)), peak),
+            "01:00 Wednesday"
+        );
+        assert!(close(flash.cost(&usage(), at(0, 3)), peak));
+        assert!(
+            close(flash.cost(&usage(), at(0, 4)), off_peak),
+            "04:00 is off-peak"
+        );
+        assert!(close(flash.cost(&usage(), at(0, 9)), peak));
+        assert!(close(flash.cost(&usage(), at(0, 10)), off_peak));
+        assert!(close(flash.cost(&usage(), at(3, 2)), off_peak), "Saturday");
+        assert!(close(flash.cost(&usage(), at(4, 7)), off_peak), "Sunday");
+        assert!(close(flash.cost(&usage(), at(5, 7)), peak), "Monday");
+    }
+
+    #[test]
+    fn unsplit_input_is_priced_as_misses_and_a_flat_price_ignores_the_hour() {
+        let flat = Price::flat(
+            Rates {
+                input_cache_hit: 1.0,
+                input_cache_miss: 2.0,
+                output: 4.0,
+            },
+            "EUR".into(),
+        );
+        let unsplit = Usage {
+            cache_hit: 0,
+            cache_miss: 0,
+            ..usage()
+        };
+        assert!((flat.cost(&unsplit, 0) - 6.0).abs() < 1e-9);
+        assert!((flat.cost(&usage(), WEDNESDAY_MIDNIGHT + 7_200) - (0.8 + 0.4 + 4.0)).abs() < 1e-9);
+    }
+}
