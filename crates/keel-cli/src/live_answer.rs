@@ -9,14 +9,17 @@
 //!   line (never above the top of the screen: lines already scrolled away stay as they were).
 //! - The functions return the bytes to write; they never write themselves (so the redraw is
 //!   tested without a terminal).
+//! - An open code block is rendered a new line at a time (`OpenCode`) and compared from its
+//!   first changed row: a delta costs its own text, however long the block.
 
 use crossterm::cursor::{MoveToColumn, MoveUp};
 use crossterm::terminal::{Clear, ClearType};
-use keel_render::{Colors, MarkdownStream, line_to_ansi, markdown_lines};
+use keel_render::{Colors, MarkdownStream, OpenCode, line_to_ansi, markdown_lines};
 
-#[derive(Debug)]
 pub struct LiveAnswer {
     stream: MarkdownStream,
+    /// The open block's rendering while it is a fenced code block.
+    code: Option<OpenCode>,
     colors: Colors,
     /// The open block's lines as on screen (terminal bytes, one row each).
     live: Vec<String>,
@@ -28,6 +31,7 @@ impl LiveAnswer {
     pub fn new(colors: Colors) -> LiveAnswer {
         LiveAnswer {
             stream: MarkdownStream::new(),
+            code: None,
             colors,
             live: Vec::new(),
             final_rows: 0,
@@ -48,22 +52,42 @@ impl LiveAnswer {
         self.stream.push(delta);
         let mut out = String::new();
         if let Some(settled) = self.stream.take_settled() {
+            self.code = None;
             let lines = self.render(&settled, width);
-            out.push_str(&self.redraw(lines, height));
+            out.push_str(&self.redraw(0, lines, height));
             self.final_rows += self.live.len();
             self.live.clear();
         }
+        if let Some(fence) = self.stream.open_fence() {
+            let separator = usize::from(self.final_rows > 0);
+            let code = self
+                .code
+                .get_or_insert_with(|| OpenCode::new(fence.language.as_deref()));
+            let update = code.update(&self.stream.open()[fence.body_start..], width);
+            let mut tail: Vec<String> = Vec::with_capacity(update.rows.len() + 1);
+            let keep = if update.keep == 0 {
+                tail.extend((separator == 1).then(String::new));
+                0
+            } else {
+                separator + update.keep
+            };
+            tail.extend(update.rows.iter().map(|row| line_to_ansi(row, self.colors)));
+            out.push_str(&self.redraw(keep, tail, height));
+            return out;
+        }
+        self.code = None;
         let open = self.stream.open().to_string();
         let lines = self.render(&open, width);
-        out.push_str(&self.redraw(lines, height));
+        out.push_str(&self.redraw(0, lines, height));
         out
     }
 
     /// The bytes that show the rest of the answer for good.
     pub fn finish(&mut self, width: usize, height: usize) -> String {
         let rest = self.stream.finish();
+        self.code = None;
         let lines = self.render(&rest, width);
-        let out = self.redraw(lines, height);
+        let out = self.redraw(0, lines, height);
         self.final_rows += self.live.len();
         self.live.clear();
         out
@@ -86,21 +110,28 @@ impl LiveAnswer {
         lines
     }
 
-    /// Bytes that turn the open block's rows on screen into `lines`.
-    fn redraw(&mut self, lines: Vec<String>, height: usize) -> String {
-        let same = self
-            .live
-            .iter()
-            .zip(&lines)
-            .take_while(|(shown, new)| shown == new)
-            .count();
-        if same == self.live.len() && same == lines.len() {
+    /// Bytes that turn the open block's rows on screen into its first `keep` rows as they
+    /// are, then `tail` (rewritten from the first row that differs).
+    fn redraw(&mut self, keep: usize, tail: Vec<String>, height: usize) -> String {
+        let keep = keep.min(self.live.len());
+        let mut lines = std::mem::take(&mut self.live);
+        let shown_len = lines.len();
+        let same = keep
+            + lines[keep..]
+                .iter()
+                .zip(&tail)
+                .take_while(|(shown, new)| shown == new)
+                .count();
+        lines.truncate(keep);
+        lines.extend(tail);
+        if same == shown_len && same == lines.len() {
+            self.live = lines;
             return String::new();
         }
         // Rows above the screen cannot be reached: redraw from the top row at most.
         let reachable = height.saturating_sub(1).max(1);
-        let from = same.max(self.live.len().saturating_sub(reachable));
-        let up = self.live.len() - from;
+        let from = same.max(shown_len.saturating_sub(reachable));
+        let up = shown_len - from;
         let mut out = String::new();
         if up > 0 {
             out.push_str(&MoveUp(u16::try_from(up).unwrap_or(u16::MAX)).to_string());
@@ -186,6 +217,31 @@ mod tests {
         );
         assert_eq!(answer.rows(), 9);
         assert!(!bytes.contains("## ") && !bytes.contains("|---|"));
+    }
+
+    #[test]
+    fn an_open_code_block_is_drawn_as_it_grows_and_ends_as_rendered() {
+        let mut answer = LiveAnswer::new(Colors::None);
+        let mut bytes = String::new();
+        let code = "Intro.\n\n```rust\nfn a() {}\nfn b() {}\nfn c() {}\n```\nDone.\n";
+        let chars: Vec<char> = code.chars().collect();
+        for piece in chars.chunks(3) {
+            bytes.push_str(&answer.push(&piece.iter().collect::<String>(), 40, 50));
+        }
+        bytes.push_str(&answer.finish(40, 50));
+        assert_eq!(
+            screen(&bytes),
+            [
+                "Intro.",
+                "",
+                "fn a() {}",
+                "fn b() {}",
+                "fn c() {}",
+                "",
+                "Done.",
+                ""
+            ]
+        );
     }
 
     #[test]

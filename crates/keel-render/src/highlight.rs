@@ -128,7 +128,8 @@ fn kind_of(stack: &ScopeStack) -> Kind {
     Kind::Plain
 }
 
-/// Highlights a code block line by line.
+/// Highlights a code block line by line (a clone carries the state on separately).
+#[derive(Clone)]
 pub(crate) struct Highlighter {
     state: Option<(ParseState, ScopeStack)>,
 }

@@ -14,6 +14,7 @@ mod blocks;
 mod diff;
 mod highlight;
 mod html;
+mod open_code;
 mod stream;
 mod style;
 mod table;
@@ -22,7 +23,8 @@ mod text;
 mod wrap;
 
 pub use diff::{DiffLine, FileDiff, Hunk, LineKind};
-pub use stream::MarkdownStream;
+pub use open_code::{OpenCode, OpenRows};
+pub use stream::{MarkdownStream, OpenFence};
 pub use style::{Color, Colors, Line, Span, Style, line_to_ansi, to_ansi, to_plain};
 pub use text::{visible, visible_line};
 

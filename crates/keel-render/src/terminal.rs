@@ -119,15 +119,19 @@ pub(crate) fn code_lines(language: Option<&str>, text: &str, width: usize) -> Ve
     let mut highlighter = Highlighter::new(language);
     let text = text.strip_suffix('\n').unwrap_or(text);
     text.split('\n')
-        .flat_map(|line| {
-            let spans = highlighter
-                .line(&expand_tabs(line))
-                .into_iter()
-                .map(|(kind, token)| Span::new(&token, kind.style()))
-                .collect();
-            break_line(spans, width)
-        })
+        .flat_map(|line| code_line_rows(&mut highlighter, line, width))
         .collect()
+}
+
+/// One line of code (without its newline), highlighted on from `highlighter`'s state, as
+/// rows at most `width` wide.
+pub(crate) fn code_line_rows(highlighter: &mut Highlighter, line: &str, width: usize) -> Vec<Line> {
+    let spans = highlighter
+        .line(&expand_tabs(line))
+        .into_iter()
+        .map(|(kind, token)| Span::new(&token, kind.style()))
+        .collect();
+    break_line(spans, width)
 }
 
 const BULLETS: [&str; 3] = ["•", "◦", "▪"];

@@ -62,9 +62,18 @@ mod tests {
 
     #[test]
     fn model_text_is_never_written_as_html() {
-        assert!(
-            !SCRIPT.contains("innerHTML"),
-            "the UI sets text with textContent only"
+        // HTML is set in exactly two places, each from keel-render's sanitised output sent by
+        // the server (`html` of a message, `diff_html` of a waiting call); everything else is
+        // text (`textContent`).
+        let writes: Vec<&str> = SCRIPT
+            .lines()
+            .filter(|line| line.contains("innerHTML"))
+            .map(str::trim)
+            .collect();
+        assert_eq!(
+            writes,
+            ["box.innerHTML = html;", "diff.innerHTML = event.diff_html;"],
+            "the UI writes HTML only from the renderer"
         );
         assert!(!SCRIPT.contains("insertAdjacentHTML"));
         assert!(
