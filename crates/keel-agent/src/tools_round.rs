@@ -318,14 +318,7 @@ fn finish(
     };
     receipt.state = final_state;
     receipt.summary = Some(output.summary.clone());
-    let mut excerpt: String = output
-        .content
-        .chars()
-        .take(keel_types::event::OUTPUT_EXCERPT_CHARS)
-        .collect();
-    if excerpt.len() < output.content.len() {
-        excerpt.push('…');
-    }
+    let (excerpt, tail, lines) = keel_types::event::output_view(&output.content);
     let item = Item::ToolResult(ToolResult {
         call_id: call.id.clone(),
         name: call.name.clone(),
@@ -349,6 +342,8 @@ fn finish(
         state: final_state,
         summary: output.summary,
         output: excerpt,
+        tail,
+        lines,
     });
     Ok(())
 }

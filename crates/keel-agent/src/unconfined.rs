@@ -148,19 +148,16 @@ pub(crate) async fn offer(
     receipt.state = final_state;
     shared.store.put_receipt(&shared.session.id, &receipt)?;
     let summary = receipt.summary.clone().unwrap_or_default();
-    let excerpt: String = shared
-        .tool_context
-        .secrets
-        .redact(&text)
-        .chars()
-        .take(keel_types::event::OUTPUT_EXCERPT_CHARS)
-        .collect();
+    let (excerpt, tail, lines) =
+        keel_types::event::output_view(&shared.tool_context.secrets.redact(&text));
     run.emit(EventBody::ToolResult {
         call_id,
         name: call.name.clone(),
         state: final_state,
         summary,
         output: excerpt,
+        tail,
+        lines,
     });
     let mut output = confined;
     output.content.push_str(&format!(

@@ -183,8 +183,34 @@ impl Renderer {
                 let shown = call_subject(name, arguments, subject.as_deref());
                 eprintln!("● {} {shown}", visible_line(name));
             }
-            EventBody::ToolResult { state, summary, .. } => {
+            EventBody::ToolResult {
+                name,
+                state,
+                summary,
+                output,
+                tail,
+                lines,
+                ..
+            } => {
                 eprintln!("  ⎿ {state} · {}", visible_line(summary));
+                if name == "bash" {
+                    let shown = folded_tail(if tail.is_empty() { output } else { tail }, *lines);
+                    if !shown.is_empty() {
+                        let dim =
+                            matches!(self.mode, Mode::Live { colors } if colors != Colors::None);
+                        for line in shown {
+                            if dim {
+                                eprintln!(
+                                    "{}{line}{}",
+                                    SetAttribute(Attribute::Dim),
+                                    SetAttribute(Attribute::Reset)
+                                );
+                            } else {
+                                eprintln!("{line}");
+                            }
+                        }
+                    }
+                }
             }
             EventBody::RecoveryOffered {
                 recovery_id,
@@ -398,6 +424,44 @@ fn terminal_size() -> (usize, usize) {
     }
 }
 
+/// The most lines of a command's output shown under its card (the rest is counted).
+const TAIL_LINES: usize = 5;
+
+/// The last lines of a command's output (its closing `[exit code …]` line left out: the card
+/// says it), each on one line, cut at the terminal's width, after a count of those hidden.
+fn folded_tail(text: &str, total_lines: u64) -> Vec<String> {
+    let body: Vec<&str> = text
+        .trim_end_matches('…')
+        .lines()
+        .filter(|line| !(line.starts_with('[') && line.ends_with(']')))
+        .collect();
+    let shown: Vec<&str> = body.iter().rev().take(TAIL_LINES).rev().copied().collect();
+    let width = terminal_width().saturating_sub(4).max(10);
+    let mut out = Vec::new();
+    let notes = text
+        .lines()
+        .filter(|line| line.starts_with('[') && line.ends_with(']'))
+        .count();
+    let hidden = (total_lines as usize).saturating_sub(shown.len() + notes);
+    if hidden > 0 {
+        out.push(format!(
+            "    … {hidden} line{} above",
+            if hidden == 1 { "" } else { "s" }
+        ));
+    }
+    for line in shown {
+        let line = visible_line(line);
+        let cut: String = line.chars().take(width).collect();
+        let more = if cut.chars().count() < line.chars().count() {
+            "…"
+        } else {
+            ""
+        };
+        out.push(format!("    {cut}{more}"));
+    }
+    out
+}
+
 /// The one thing a person wants to see of a call: the command, the resolved path, or the
 /// pattern and where it searches; on one line with every control character shown (the
 /// approval prompt shows the whole command).
@@ -464,6 +528,28 @@ pub fn usage_line(usage: &Usage, cache_hit_ratio: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_commands_output_is_folded_to_its_last_lines() {
+        let output: String =
+            (1..=20).map(|n| format!("line {n}\n")).collect::<String>() + "[exit code 0]";
+        let shown = folded_tail(&output, 21);
+        assert_eq!(
+            shown,
+            [
+                "    … 15 lines above",
+                "    line 16",
+                "    line 17",
+                "    line 18",
+                "    line 19",
+                "    line 20"
+            ]
+        );
+        assert_eq!(folded_tail("one\n[exit code 1]", 2), ["    one"]);
+        assert!(folded_tail("[exit code 0]", 1).is_empty());
+        let hostile = folded_tail("\u{1b}]0;pwned\u{7}", 1);
+        assert_eq!(hostile, ["    ␛]0;pwned␇"]);
+    }
 
     #[test]
     fn usage_line_shows_cache_hits_only_when_reported() {

@@ -133,3 +133,31 @@ fn an_interrupted_answer_stays_on_screen_marked() {
         "nothing of the stopped answer was committed"
     );
 }
+
+#[test]
+fn a_commands_output_shows_under_its_card_folded_to_the_end() {
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "bash", "args": {"command": "for n in $(seq 1 300); do echo \"output line $n\"; done"}},
+        {"say": "listed"},
+    ]})
+    .to_string();
+    let (home, _mock) = scripted("chat", &scenario, "");
+    let run = home.run(&["run", "--yes", "count"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let stderr = run.stderr();
+    let card = stderr.find("⎿ completed · exit 0").expect(&stderr);
+    let after = &stderr[card..];
+    // The end of the output, though the event's excerpt starts at its first line.
+    assert!(after.contains("… 295 lines above"), "{stderr}");
+    for n in 296..=300 {
+        assert!(
+            after.contains(&format!("    output line {n}\n")),
+            "{stderr}"
+        );
+    }
+    assert!(!after.contains("output line 295\n"), "{stderr}");
+    assert!(
+        !after.contains("[exit code 0]"),
+        "the card says it: {stderr}"
+    );
+}

@@ -25,6 +25,26 @@ pub struct Event {
 /// The longest tool output excerpt an event carries.
 pub const OUTPUT_EXCERPT_CHARS: usize = 2000;
 
+/// What a `tool/result` event carries of a (redacted) result: its start (with `…` when cut),
+/// its end when the start does not reach it, and how many lines it has.
+pub fn output_view(content: &str) -> (String, String, u64) {
+    let mut start: String = content.chars().take(OUTPUT_EXCERPT_CHARS).collect();
+    let cut = start.len() < content.len();
+    let tail = if cut {
+        let skip = content.chars().count().saturating_sub(OUTPUT_EXCERPT_CHARS);
+        let end: String = content.chars().skip(skip).collect();
+        start.push('…');
+        end
+    } else {
+        String::new()
+    };
+    (start, tail, content.lines().count() as u64)
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
 /// What started a turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -132,6 +152,13 @@ pub enum EventBody {
         /// characters), for surfaces that show it; the whole result is in the history.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         output: String,
+        /// The end of what the tool returned, when `output` does not reach it (redacted, at
+        /// most `OUTPUT_EXCERPT_CHARS` characters): what a terminal shows folded.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        tail: String,
+        /// How many lines the whole result has.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        lines: u64,
     },
     /// A provider-native web search in a committed response.
     #[serde(rename = "search/result")]
