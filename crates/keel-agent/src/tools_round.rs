@@ -258,11 +258,13 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
                 subject: approval_subject(&valid, checked.subject.as_deref()),
                 arguments: call.arguments.clone(),
                 unconfined: false,
-                preview: keel_tools::preview(
-                    &call.name,
-                    &serde_json::from_str(&call.arguments).unwrap_or_default(),
-                    &shared.tool_context,
-                ),
+                // The very arguments the call will run with.
+                preview: match &valid {
+                    Valid::Builtin(builtin) => {
+                        keel_tools::preview(&call.name, &builtin.args, &shared.tool_context)
+                    }
+                    Valid::Mcp { .. } => None,
+                },
             };
             // Asked first, announced second: an approver that takes answers from elsewhere
             // (a browser) is ready for one before anyone hears of the call.

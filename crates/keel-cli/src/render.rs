@@ -430,11 +430,14 @@ const TAIL_LINES: usize = 5;
 /// The last lines of a command's output (its closing `[exit code …]` line left out: the card
 /// says it), each on one line, cut at the terminal's width, after a count of those hidden.
 fn folded_tail(text: &str, total_lines: u64) -> Vec<String> {
-    let body: Vec<&str> = text
-        .trim_end_matches('…')
-        .lines()
-        .filter(|line| !(line.starts_with('[') && line.ends_with(']')))
-        .collect();
+    let mut body: Vec<&str> = text.trim_end_matches('…').lines().collect();
+    // The closing `[exit code N]`: the card says it.
+    let closing = body
+        .last()
+        .is_some_and(|line| line.starts_with("[exit code ") && line.ends_with(']'));
+    if closing {
+        body.pop();
+    }
     let shown: Vec<&str> = body.iter().rev().take(TAIL_LINES).rev().copied().collect();
     let width = terminal_width().saturating_sub(4).max(10);
     let mut out = Vec::new();

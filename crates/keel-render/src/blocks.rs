@@ -6,6 +6,9 @@
 //!   kept as text, never lost silently as a whole block.
 //! - Raw HTML is kept as text (it is shown, never interpreted), in either output.
 //! - Extensions: tables, strikethrough and task lists (what models write); nothing else.
+//! - Nesting is bounded (`DEEPEST`): quotes, lists and inline markup nested deeper are kept
+//!   as the content of the level above, so rendering (which recurses) can never exhaust the
+//!   stack, whatever the input.
 
 use pulldown_cmark::{Alignment, CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 
@@ -82,7 +85,12 @@ enum BlocksKind {
     Root,
     Quote,
     Item(Option<bool>),
+    /// A container past `DEEPEST`: its blocks join the container above.
+    Flattened,
 }
+
+/// The deepest nesting of containers (and, apart, of inline markup) kept as such.
+const DEEPEST: usize = 16;
 
 enum Frame {
     Blocks(BlocksKind, Vec<Block>),
@@ -106,6 +114,8 @@ pub(crate) fn options() -> Options {
 pub(crate) fn parse(markdown: &str) -> Vec<Block> {
     let mut builder = Builder {
         stack: vec![Frame::Blocks(BlocksKind::Root, Vec::new())],
+        containers: 0,
+        inlines: 0,
     };
     for event in Parser::new_ext(markdown, options()) {
         builder.event(event);
@@ -115,6 +125,19 @@ pub(crate) fn parse(markdown: &str) -> Vec<Block> {
 
 struct Builder {
     stack: Vec<Frame>,
+    /// Open quotes, lists and items (not flattened ones).
+    containers: usize,
+    /// Open inline frames.
+    inlines: usize,
+}
+
+/// Which nesting count a frame adds to: (containers, inlines).
+fn counts(frame: &Frame) -> (usize, usize) {
+    match frame {
+        Frame::Inlines(..) => (0, 1),
+        Frame::Blocks(BlocksKind::Quote | BlocksKind::Item(_), _) | Frame::List(..) => (1, 0),
+        _ => (0, 0),
+    }
 }
 
 impl Builder {
@@ -147,7 +170,42 @@ impl Builder {
         }
     }
 
+    fn push(&mut self, frame: Frame) {
+        let (containers, inlines) = counts(&frame);
+        self.containers += containers;
+        self.inlines += inlines;
+        self.stack.push(frame);
+    }
+
+    fn pop(&mut self) -> Option<Frame> {
+        let frame = self.stack.pop()?;
+        let (containers, inlines) = counts(&frame);
+        self.containers -= containers;
+        self.inlines -= inlines;
+        Some(frame)
+    }
+
     fn start(&mut self, tag: Tag<'_>) {
+        let too_deep = match &tag {
+            Tag::BlockQuote(_) | Tag::List(_) | Tag::Item => self.containers >= DEEPEST,
+            Tag::Emphasis
+            | Tag::Strong
+            | Tag::Strikethrough
+            | Tag::Link { .. }
+            | Tag::Image { .. } => self.inlines >= DEEPEST,
+            _ => false,
+        };
+        if too_deep {
+            let frame = match tag {
+                Tag::BlockQuote(_) | Tag::List(_) | Tag::Item => {
+                    Frame::Blocks(BlocksKind::Flattened, Vec::new())
+                }
+                _ => Frame::Inlines(InlineKind::Transparent, Vec::new()),
+            };
+            self.close_implicit();
+            self.push(frame);
+            return;
+        }
         let frame = match tag {
             Tag::Paragraph => Frame::Inlines(InlineKind::Paragraph, Vec::new()),
             Tag::Heading { level, .. } => {
@@ -204,7 +262,7 @@ impl Builder {
         ) {
             self.close_implicit();
         }
-        self.stack.push(frame);
+        self.push(frame);
     }
 
     fn end(&mut self, tag: TagEnd) {
@@ -215,7 +273,7 @@ impl Builder {
         if self.stack.len() < 2 {
             return;
         }
-        let Some(frame) = self.stack.pop() else {
+        let Some(frame) = self.pop() else {
             return;
         };
         match frame {
@@ -227,7 +285,12 @@ impl Builder {
                 }
             }
             Frame::Blocks(BlocksKind::Root, blocks) => {
-                self.stack.push(Frame::Blocks(BlocksKind::Root, blocks));
+                self.push(Frame::Blocks(BlocksKind::Root, blocks));
+            }
+            Frame::Blocks(BlocksKind::Flattened, blocks) => {
+                for block in blocks {
+                    self.block(block);
+                }
             }
             Frame::Code(language, text) => self.block(Block::Code { language, text }),
             Frame::Html(text) => self.block(Block::Html(text)),
@@ -279,9 +342,7 @@ impl Builder {
                     text.push_str(&more);
                 }
             }
-            _ => self
-                .stack
-                .push(Frame::Inlines(InlineKind::Implicit, vec![inline])),
+            _ => self.push(Frame::Inlines(InlineKind::Implicit, vec![inline])),
         }
     }
 
@@ -300,7 +361,7 @@ impl Builder {
         ) {
             return;
         }
-        if let Some(Frame::Inlines(_, inlines)) = self.stack.pop()
+        if let Some(Frame::Inlines(_, inlines)) = self.pop()
             && let Some(Frame::Blocks(_, blocks)) = self.stack.last_mut()
         {
             blocks.push(Block::Paragraph(inlines));
@@ -313,7 +374,7 @@ impl Builder {
         while self.stack.len() > 1 {
             self.end(TagEnd::Paragraph);
         }
-        match self.stack.pop() {
+        match self.pop() {
             Some(Frame::Blocks(_, blocks)) => blocks,
             _ => Vec::new(),
         }
@@ -339,6 +400,37 @@ mod tests {
         assert_eq!(items[0].blocks, vec![Block::Paragraph(vec![text("done")])]);
         assert_eq!(items[1].blocks.len(), 2, "{:?}", items[1].blocks);
         assert!(matches!(items[1].blocks[1], Block::List { .. }));
+    }
+
+    #[test]
+    fn nesting_past_the_deepest_is_kept_flat_and_never_exhausts_the_stack() {
+        let quotes = format!("{}deep", "> ".repeat(50_000));
+        let blocks = parse(&quotes);
+        fn depth(blocks: &[Block]) -> usize {
+            blocks
+                .iter()
+                .map(|block| match block {
+                    Block::Quote(inner) => 1 + depth(inner),
+                    Block::List { items, .. } => {
+                        1 + items
+                            .iter()
+                            .map(|item| depth(&item.blocks))
+                            .max()
+                            .unwrap_or(0)
+                    }
+                    _ => 0,
+                })
+                .max()
+                .unwrap_or(0)
+        }
+        assert_eq!(depth(&blocks), DEEPEST);
+        assert!(crate::markdown_html(&quotes).contains("deep"));
+        let lists = format!("{}x", "- ".repeat(50_000));
+        assert!(depth(&parse(&lists)) <= DEEPEST);
+        let lines = crate::markdown_lines(&lists, 80);
+        assert!(lines.iter().all(|line| line.width() <= 80));
+        let emphasis = format!("{}x{}", "*_".repeat(20_000), "_*".repeat(20_000));
+        assert!(crate::markdown_html(&emphasis).contains('x'));
     }
 
     #[test]

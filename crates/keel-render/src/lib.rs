@@ -26,7 +26,7 @@ pub use diff::{DiffLine, FileDiff, Hunk, LineKind};
 pub use open_code::{OpenCode, OpenRows};
 pub use stream::{MarkdownStream, OpenFence};
 pub use style::{Color, Colors, Line, Span, Style, line_to_ansi, to_ansi, to_plain};
-pub use text::{visible, visible_line};
+pub use text::{visible, visible_exact, visible_line};
 
 /// `markdown` as styled lines at most `width` columns wide.
 pub fn markdown_lines(markdown: &str, width: usize) -> Vec<Line> {

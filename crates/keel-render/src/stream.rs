@@ -110,7 +110,8 @@ impl MarkdownStream {
         let open = &self.text[self.settled..];
         // A line still arriving may yet change what it is (`|` may become a table row, `-` a
         // rule or a list): only whole lines decide.
-        let whole = open.rfind('\n').map_or(0, |at| at + 1);
+        // A lone `\r` ends a line too (CommonMark reads it so).
+        let whole = open.rfind(['\n', '\r']).map_or(0, |at| at + 1);
         if whole == self.parsed {
             return None;
         }
@@ -145,7 +146,15 @@ impl MarkdownStream {
             .into_iter()
             .skip(1)
             .last()?;
-        Some(self.settle(last_start))
+        // The parser starts indented code (and an indented fence) after its indentation:
+        // the block begins at its line's start.
+        let line_start = open[..last_start]
+            .rfind(['\n', '\r'])
+            .map_or(0, |at| at + 1);
+        if line_start == 0 {
+            return None;
+        }
+        Some(self.settle(line_start))
     }
 
     /// Hand out the open text up to `end` (relative to it) as settled.

@@ -7,7 +7,31 @@
 //!   `Colors::None` nothing but the text and newlines.
 
 use crate::text::visible_span;
-use unicode_width::UnicodeWidthStr;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+/// The columns `c` adds after `previous`: a variation selector can widen the character
+/// before it (`❤` is one column, `❤️` two), so pairs are measured together.
+pub(crate) fn added_width(previous: Option<char>, c: char) -> usize {
+    let Some(previous) = previous else {
+        return c.width().unwrap_or(0);
+    };
+    let mut buffer = [0u8; 8];
+    let first = previous.encode_utf8(&mut buffer).len();
+    let second = c.encode_utf8(&mut buffer[first..]).len();
+    let pair = std::str::from_utf8(&buffer[..first + second]).unwrap_or("");
+    pair.width().saturating_sub(previous.width().unwrap_or(0))
+}
+
+/// The columns `text` takes, measured as the wrapper measures it (`added_width`).
+pub(crate) fn text_width(text: &str) -> usize {
+    let mut previous = None;
+    let mut width = 0;
+    for c in text.chars() {
+        width += added_width(previous, c);
+        previous = Some(c);
+    }
+    width
+}
 
 /// A colour: one of the terminal's own (so the user's theme decides what it looks like, on a
 /// dark or a light background alike).
@@ -103,6 +127,11 @@ impl Span {
         }
     }
 
+    /// `text` added at the end, made safe like `new` does.
+    pub fn extend(&mut self, text: &str) {
+        self.text.push_str(&visible_span(text));
+    }
+
     pub fn plain(text: &str) -> Span {
         Span::new(text, Style::PLAIN)
     }
@@ -112,7 +141,7 @@ impl Span {
     }
 
     pub fn width(&self) -> usize {
-        self.text.width()
+        text_width(&self.text)
     }
 }
 

@@ -1,8 +1,8 @@
 //! Blocks as styled terminal lines at a width.
 //!
 //! Invariants:
-//! - No line is wider than the width given (at least 20 columns are assumed: below that,
-//!   containers stop indenting further), and nothing in a line came from outside unescaped
+//! - No line is wider than the width given (for widths of 8 columns and more: a quote's bar or
+//!   a list's marker needs its columns), and nothing in a line came from outside unescaped
 //!   (every span goes through `Span::new`).
 //! - Markup is shown as what it means, never as its characters: headings, emphasis, lists,
 //!   quotes, rules, tables and code are styled or drawn; a link is its text then its URL in
@@ -14,9 +14,6 @@ use crate::highlight::Highlighter;
 use crate::style::{Color, Line, Span, Style};
 use crate::table;
 use crate::wrap::{Piece, break_line, wrap};
-
-/// The narrowest width containers indent into.
-const NARROWEST: usize = 20;
 
 /// `blocks` as lines at most `width` wide.
 pub(crate) fn render(blocks: &[Block], width: usize) -> Vec<Line> {
@@ -87,11 +84,7 @@ fn render_block(block: &Block, width: usize, depth: usize) -> Vec<Line> {
 }
 
 fn narrower(width: usize, by: usize) -> usize {
-    if width >= NARROWEST + by {
-        width - by
-    } else {
-        width.max(1)
-    }
+    width.saturating_sub(by).max(1)
 }
 
 /// Spaces every tab stop of four columns would give.

@@ -7,6 +7,10 @@
 //!   line erases, window titles, clear-screen, hyperlinks) and no reordering can change what a
 //!   person sees, and what they approve is exactly what runs.
 //! - `visible_line` also shows newlines (`␊`), for one-line places such as tool cards.
+//! - `visible_exact` also names every invisible character (zero-width, fillers, variation
+//!   selectors, tag characters: `keel_types::is_invisible`) as `⟨U+XXXX⟩`, for what a person
+//!   approves (a diff): two lines that look the same are shown different when they differ.
+//!   Running prose keeps them (an emoji's joiner and variation selector are part of it).
 //! - Text without such characters is returned as is, without copying.
 
 use std::borrow::Cow;
@@ -74,6 +78,23 @@ pub fn visible_line(text: &str) -> Cow<'_, str> {
     make_visible(text, Keep::OneLine)
 }
 
+/// `text` on one line with every invisible character named too.
+pub fn visible_exact(text: &str) -> Cow<'_, str> {
+    let safe = visible_line(text);
+    if !safe.chars().any(keel_types::is_invisible) {
+        return safe;
+    }
+    let mut out = String::with_capacity(safe.len() + 16);
+    for c in safe.chars() {
+        if keel_types::is_invisible(c) {
+            out.push_str(&format!("⟨U+{:04X}⟩", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// `text` for one styled span: on one line, tabs as a space (a span's width is its text's).
 pub(crate) fn visible_span(text: &str) -> Cow<'_, str> {
     make_visible(text, Keep::Span)
@@ -102,6 +123,13 @@ mod tests {
     fn c1_controls_and_bidi_overrides_are_named() {
         assert_eq!(visible("x\u{9b}2Jy"), "x⟨U+009B⟩2Jy");
         assert_eq!(visible("abc\u{202e}def"), "abc⟨U+202E⟩def");
+    }
+
+    #[test]
+    fn exact_text_names_what_cannot_be_seen() {
+        assert_eq!(visible_exact("foo\u{200b}"), "foo⟨U+200B⟩");
+        assert_eq!(visible_exact("a\u{fe0f}\u{e0041}"), "a⟨U+FE0F⟩⟨U+E0041⟩");
+        assert_eq!(visible("a\u{200d}b"), "a\u{200d}b", "prose keeps joiners");
     }
 
     #[test]

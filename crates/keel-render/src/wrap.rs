@@ -9,8 +9,7 @@
 //! - Greedy fill, hand-written rather than `textwrap`: words here are runs of styled spans
 //!   and the result is styled lines, which textwrap's string API does not carry.
 
-use crate::style::{Line, Span, Style};
-use unicode_width::UnicodeWidthChar;
+use crate::style::{Line, Span, Style, added_width};
 
 /// One piece of inline text in its style, or a forced line break.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,10 +32,7 @@ impl Word {
         let span = Span::new(text, style);
         self.width += span.width();
         match self.spans.last_mut() {
-            Some(last) if last.style == style => {
-                let joined = format!("{}{}", last.text(), span.text());
-                *last = Span::new(&joined, style);
-            }
+            Some(last) if last.style == style => last.extend(span.text()),
             _ => self.spans.push(span),
         }
     }
@@ -128,19 +124,7 @@ pub(crate) fn wrap(pieces: &[Piece], width: usize) -> Vec<Line> {
         }
         // Longer than a line: broken between characters.
         for span in word.spans {
-            let mut chunk = String::new();
-            for c in span.text().chars() {
-                let w = c.width().unwrap_or(0);
-                if used + w > width && used > 0 {
-                    line.push(Span::new(&chunk, span.style));
-                    chunk.clear();
-                    lines.push(std::mem::take(&mut line));
-                    used = 0;
-                }
-                chunk.push(c);
-                used += w;
-            }
-            line.push(Span::new(&chunk, span.style));
+            break_span(&span, width, &mut line, &mut used, &mut lines);
         }
     }
     if !line.spans.is_empty() || lines.is_empty() {
@@ -157,22 +141,31 @@ pub(crate) fn break_line(spans: Vec<Span>, width: usize) -> Vec<Line> {
     let mut line = Line::empty();
     let mut used = 0usize;
     for span in spans {
-        let mut chunk = String::new();
-        for c in span.text().chars() {
-            let w = c.width().unwrap_or(0);
-            if used + w > width && used > 0 {
-                line.push(Span::new(&chunk, span.style));
-                chunk.clear();
-                lines.push(std::mem::take(&mut line));
-                used = 0;
-            }
-            chunk.push(c);
-            used += w;
-        }
-        line.push(Span::new(&chunk, span.style));
+        break_span(&span, width, &mut line, &mut used, &mut lines);
     }
     lines.push(line);
     lines
+}
+
+/// Add `span` to `line` (`used` columns of `width` taken), starting new lines between its
+/// characters where it does not fit.
+fn break_span(span: &Span, width: usize, line: &mut Line, used: &mut usize, lines: &mut Vec<Line>) {
+    let mut chunk = String::new();
+    let mut previous = None;
+    for c in span.text().chars() {
+        let w = added_width(previous, c);
+        if *used + w > width && *used > 0 {
+            line.push(Span::new(&chunk, span.style));
+            chunk.clear();
+            lines.push(std::mem::take(line));
+            *used = 0;
+            previous = None;
+        }
+        chunk.push(c);
+        *used += added_width(previous, c);
+        previous = Some(c);
+    }
+    line.push(Span::new(&chunk, span.style));
 }
 
 #[cfg(test)]
@@ -220,6 +213,14 @@ mod tests {
             plain(&lines)
         );
         assert_eq!(plain(&lines).concat(), "漢字漢字漢字");
+    }
+
+    #[test]
+    fn a_variation_selector_widening_a_character_is_counted() {
+        let hearts = "❤\u{fe0f}".repeat(40);
+        let lines = break_line(vec![Span::plain(&hearts)], 40);
+        assert_eq!(lines.len(), 2, "{:?}", plain(&lines));
+        assert!(lines.iter().all(|line| line.width() <= 40));
     }
 
     #[test]

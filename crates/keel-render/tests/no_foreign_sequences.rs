@@ -171,3 +171,70 @@ fn the_checker_itself_catches_what_it_looks_for() {
         None
     );
 }
+
+/// Markdown without link reference definitions (they apply to the whole document, so a
+/// message split into blocks may render them differently: a documented limit).
+fn streamable() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        "[a-z ]{1,30}",
+        Just("\n".to_string()),
+        Just("\n\n".to_string()),
+        Just("\r".to_string()),
+        Just("\n# Title\n".to_string()),
+        Just("\n- item\n".to_string()),
+        Just("\n  - nested\n".to_string()),
+        Just("\n1. one\n".to_string()),
+        Just("\n> quoted\n".to_string()),
+        Just("\n```rust\nfn x() {}\n".to_string()),
+        Just("\n```\n".to_string()),
+        Just("\n~~~\n".to_string()),
+        Just("\n    indented code\n".to_string()),
+        Just("\n| a | b |\n|---|---|\n| 1 | 2 |\n".to_string()),
+        Just("\n---\n".to_string()),
+        Just("**bold** `code` [l](https://x.y)".to_string()),
+        Just("\n<div>\nhtml\n</div>\n".to_string()),
+    ];
+    proptest::collection::vec(piece, 0..16).prop_map(|parts| parts.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// What a streamed message shows, block by block as it settles, is what the whole
+    /// message renders to, whatever the deltas.
+    #[test]
+    fn a_streamed_message_ends_as_the_whole_message_renders(
+        markdown in streamable(),
+        chunk in 1usize..40,
+    ) {
+        let mut stream = keel_render::MarkdownStream::new();
+        let mut pieces: Vec<String> = Vec::new();
+        let chars: Vec<char> = markdown.chars().collect();
+        for delta in chars.chunks(chunk) {
+            stream.push(&delta.iter().collect::<String>());
+            pieces.extend(stream.take_settled());
+        }
+        pieces.push(stream.finish());
+        prop_assert_eq!(pieces.concat(), markdown.clone(), "nothing lost or doubled");
+        let mut shown: Vec<String> = Vec::new();
+        for piece in &pieces {
+            let lines = markdown_lines(piece, 60);
+            if lines.is_empty() {
+                continue;
+            }
+            if !shown.is_empty() {
+                shown.push(String::new());
+            }
+            shown.extend(lines.iter().map(keel_render::Line::plain));
+        }
+        let whole: Vec<String> = markdown_lines(&markdown, 60).iter().map(keel_render::Line::plain).collect();
+        prop_assert_eq!(shown, whole);
+    }
+
+    #[test]
+    fn every_line_fits_its_width(markdown in text(), width in 8usize..140) {
+        for line in markdown_lines(&markdown, width) {
+            prop_assert!(line.width() <= width, "{:?} is {} wide at {}", line.plain(), line.width(), width);
+        }
+    }
+}

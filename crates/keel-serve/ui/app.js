@@ -102,8 +102,9 @@ function askOnCard(event) {
   const subject = entry.box.querySelector(".subject");
   if (subject) subject.textContent = folded.lines.join("\n");
   // The exact change a write or an edit would make, numbered (keel's renderer wrote it).
-  if (event.diff_html !== undefined && !entry.box.querySelector(".filediff")) {
-    entry.box.querySelectorAll("pre.args-diff").forEach((node) => node.remove());
+  if (event.diff_html !== undefined) {
+    // This question's diff, never one left from an earlier call on the card.
+    entry.box.querySelectorAll("pre.args-diff, .filediff").forEach((node) => node.remove());
     const diff = el("div", "filediff");
     diff.innerHTML = event.diff_html;
     subject.after(diff);

@@ -88,7 +88,10 @@ pub fn read_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
 }
 
 /// The editor to go through for `resolved`, when there is one and the path is in a root.
-fn editor_for<'a>(ctx: &'a ToolContext, resolved: &std::path::Path) -> Option<&'a dyn EditorFiles> {
+pub(crate) fn editor_for<'a>(
+    ctx: &'a ToolContext,
+    resolved: &std::path::Path,
+) -> Option<&'a dyn EditorFiles> {
     ctx.editor
         .as_deref()
         .filter(|_| ctx.guard.is_inside(resolved))

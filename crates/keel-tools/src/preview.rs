@@ -43,7 +43,7 @@ pub fn preview(tool: &str, args: &Value, ctx: &ToolContext) -> Option<Preview> {
         Ok(target) => target,
         Err(error) => return Some(Preview::Unavailable(error.to_string())),
     };
-    if ctx.editor.is_some() {
+    if crate::files::editor_for(ctx, &target.resolved).is_some() {
         return Some(Preview::Unavailable(
             "the editor holds this file's contents".into(),
         ));

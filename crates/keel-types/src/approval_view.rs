@@ -44,10 +44,16 @@ pub struct ApprovalView {
 }
 
 /// Characters that show as nothing (or as blank) on a screen: whitespace but the newline,
-/// and the zero-width and direction-formatting characters.
+/// and the invisible ones (`is_invisible`).
 fn is_blank_or_invisible(c: char) -> bool {
-    (c.is_whitespace() && c != '\n')
-        || matches!(
+    (c.is_whitespace() && c != '\n') || is_invisible(c)
+}
+
+/// Characters that take no room and show nothing: zero-width and direction-formatting
+/// characters, fillers, variation selectors and tag characters. A person cannot check what
+/// they carry, so wherever keel shows what will run or be written it names each one.
+pub fn is_invisible(c: char) -> bool {
+    matches!(
             c,
             '\u{00ad}'
                 | '\u{034f}'
@@ -67,7 +73,7 @@ fn is_blank_or_invisible(c: char) -> bool {
                 | '\u{ffa0}'
                 | '\u{e0000}'..='\u{e007f}'
                 | '\u{e0100}'..='\u{e01ef}'
-        )
+    )
 }
 
 /// `1234567` as `1,234,567`.

@@ -19,7 +19,7 @@ pub mod startup_trace;
 pub mod tool;
 pub mod usage;
 
-pub use approval_view::{ApprovalView, approval_view};
+pub use approval_view::{ApprovalView, approval_view, is_invisible};
 pub use event::{ContextUse, Event, EventBody, IgnoredSetting, InputKind};
 pub use failure::{DEEPSEEK_CONTEXT_LIMIT_BODY, FailureDiagnostic, FailureKind, SubReason};
 pub use history::{
