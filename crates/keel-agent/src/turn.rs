@@ -251,9 +251,13 @@ fn commit_input(
     text: String,
 ) -> Result<(), AgentError> {
     let shared = run.shared;
-    let text = if kind == InputKind::User && state.interrupted {
-        state.interrupted = false;
-        format!("{INTERRUPTED_NOTE}\n\n{text}")
+    let text = if kind == InputKind::User {
+        let mut text = with_attachments(shared, text);
+        if state.interrupted {
+            state.interrupted = false;
+            text = format!("{INTERRUPTED_NOTE}\n\n{text}");
+        }
+        text
     } else {
         text
     };
@@ -263,6 +267,43 @@ fn commit_input(
         .append_items(&shared.session.id, run.turn, std::slice::from_ref(&user))?;
     state.history.push(user);
     Ok(())
+}
+
+/// The most files one prompt attaches, and the most characters of them.
+const MOST_ATTACHMENTS: usize = 8;
+const MOST_ATTACHED_CHARS: usize = 128 * 1024;
+
+/// A prompt with the files it mentions (`@path`) after it, each as `read_file` returns it
+/// (the same guard and redaction), in the order mentioned; a file that may not be read is
+/// named with the reason instead. Committed inside the prompt's own user item, so every
+/// earlier request keeps its bytes.
+fn with_attachments(shared: &Shared, text: String) -> String {
+    let mut attached = String::new();
+    let mut budget = MOST_ATTACHED_CHARS;
+    for path in keel_tools::mentions(&text)
+        .into_iter()
+        .take(MOST_ATTACHMENTS)
+    {
+        match keel_tools::attachment(path, &shared.tool_context) {
+            None => {}
+            Some(Ok(content)) if content.len() <= budget => {
+                budget -= content.len();
+                attached.push_str(&format!(
+                    "\n\n<attached path=\"{path}\">\n{content}\n</attached>"
+                ));
+            }
+            Some(Ok(content)) => attached.push_str(&format!(
+                "\n\n[keel: @{path} was not attached: its {} characters exceed what is left of \
+                 the {MOST_ATTACHED_CHARS} a prompt may attach]",
+                content.len()
+            )),
+            Some(Err(reason)) => {
+                attached.push_str(&format!("\n\n[keel: @{path} was not attached: {reason}]"))
+            }
+        }
+    }
+    let attached = shared.tool_context.secrets.redact(&attached).into_owned();
+    format!("{text}{attached}")
 }
 
 /// Project the committed history once and send it (bounded retries, account rotation); with

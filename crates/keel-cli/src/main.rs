@@ -8,6 +8,7 @@
 mod acp_command;
 mod approval_prompt;
 mod cli;
+mod completion;
 mod config_command;
 mod demo;
 mod live_answer;

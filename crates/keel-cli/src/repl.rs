@@ -9,6 +9,7 @@
 
 use crate::approval_prompt::TerminalApprover;
 use crate::cli::CommonArgs;
+use crate::completion::{LineHelper, bind_newline_keys};
 use crate::render::{Renderer, usage_line};
 use crate::session_setup::{Setup, open_controller, open_host, prepare, print_notices};
 use crate::signals::{Stop, StopSignals};
@@ -68,6 +69,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         always: Mutex::new(HashSet::new()),
     });
     let controller = open_controller(setup, approver.clone())?;
+    let workspace = controller.settings().workspace.clone();
     let rendering = start_rendering(&controller);
     // The question already listed what the project files asked for; otherwise say it now.
     if !asked {
@@ -75,7 +77,13 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     }
     let saved_terminal = save_terminal();
     let history_path = settings::keel_home()?.join("history.txt");
-    let mut editor = rustyline::DefaultEditor::new()?;
+    let config = rustyline::Config::builder()
+        .completion_type(rustyline::CompletionType::List)
+        .build();
+    let mut editor: rustyline::Editor<LineHelper, rustyline::history::FileHistory> =
+        rustyline::Editor::with_config(config)?;
+    editor.set_helper(Some(LineHelper::new(workspace)));
+    bind_newline_keys(&mut editor);
     let _ = editor.load_history(&history_path);
     // After the line editor, whose own SIGINT handler would otherwise take Ctrl-C from us.
     let signals = StopSignals::register()?;

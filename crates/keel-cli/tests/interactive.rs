@@ -313,3 +313,40 @@ fn ctrl_d_quits_and_says_how_to_resume() {
         "{screen}"
     );
 }
+
+#[test]
+fn tab_completes_a_mention_and_alt_enter_makes_a_multi_line_prompt() {
+    let (home, mock) = scripted("chat", r#"{"steps": [{"say": "Seen both lines."}]}"#, "");
+    std::fs::write(home.path().join("notes.txt"), "pumpkin\n").unwrap();
+    let screen = interactive_until(
+        &home,
+        &[
+            ("explain @notes", None, 300),
+            ("\t", Some("@notes.txt"), 0),
+            // Alt+Enter: a new line in the prompt, nothing sent yet.
+            ("\u{1b}\r", None, 300),
+            ("and the second line\n", Some("Seen both lines."), 0),
+            ("/quit\n", None, 300),
+        ],
+    );
+    assert_eq!(mock.requests().len(), 1, "{screen}");
+    let body: serde_json::Value =
+        serde_json::from_str(mock.requests()[0]["body"].as_str().unwrap()).unwrap();
+    let user = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        user.starts_with(
+            "explain @notes.txt\nand the second line\n\n<attached path=\"notes.txt\">"
+        ),
+        "{user}"
+    );
+    assert!(user.contains("pumpkin"), "{user}");
+}

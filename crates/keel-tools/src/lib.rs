@@ -18,6 +18,7 @@ mod command_words;
 mod fetch;
 mod files;
 pub mod guard;
+mod mention;
 pub mod output;
 pub mod permission;
 mod preview;
@@ -29,6 +30,7 @@ mod specs;
 
 pub use fetch::{MAX_BODY as WEB_FETCH_MAX_BODY, MAX_REDIRECTS as WEB_FETCH_MAX_REDIRECTS};
 pub use guard::{GuardError, WorkspaceGuard, WriteTarget};
+pub use mention::{attachment, mentions};
 pub use permission::{
     Decision, PermissionMode, PermissionPolicy, PermissionRule, Reach, RuleError,
 };

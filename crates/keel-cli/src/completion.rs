@@ -1,0 +1,185 @@
+//! Tab completion and multi-line input for the interactive session's line editor.
+//!
+//! Invariants:
+//! - Completion only suggests: nothing is read from a file and nothing is sent until Enter.
+//! - A slash command at the start of the line completes from the controller's list; `@path`
+//!   anywhere completes from the workspace's files (the `ignore` walker: `.gitignore`
+//!   respected, hidden files skipped), matched fuzzily (the typed characters in order),
+//!   best first. The file list is taken once, on the first `@` completion, and bounded.
+//! - Alt+Enter inserts a newline; a pasted text keeps its lines; Enter sends. (Ctrl-J stays
+//!   Enter in line mode: what is typed while a turn runs reaches the editor with its Enter
+//!   already turned into a line feed by the terminal, and must still send.)
+
+use keel_agent::SLASH_COMMANDS;
+use rustyline::completion::{Completer, Pair};
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::validate::Validator;
+use rustyline::{Cmd, Context, Helper, KeyCode, KeyEvent, Modifiers};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// The most files `@` completion looks at, and the most it offers.
+const MOST_FILES: usize = 20_000;
+const MOST_OFFERED: usize = 30;
+
+pub struct LineHelper {
+    workspace: PathBuf,
+    files: OnceLock<Vec<String>>,
+}
+
+impl LineHelper {
+    pub fn new(workspace: PathBuf) -> LineHelper {
+        LineHelper {
+            workspace,
+            files: OnceLock::new(),
+        }
+    }
+
+    fn files(&self) -> &[String] {
+        self.files.get_or_init(|| {
+            ignore::WalkBuilder::new(&self.workspace)
+                .build()
+                .flatten()
+                .filter(|entry| entry.file_type().is_some_and(|kind| kind.is_file()))
+                .filter_map(|entry| {
+                    entry
+                        .path()
+                        .strip_prefix(&self.workspace)
+                        .ok()
+                        .map(|relative| relative.to_string_lossy().into_owned())
+                })
+                .take(MOST_FILES)
+                .collect()
+        })
+    }
+}
+
+/// How well `candidate` matches `typed` (its characters in order, case-insensitive): lower is
+/// better; `None` when it does not match at all.
+fn fuzzy_score(typed: &str, candidate: &str) -> Option<usize> {
+    let lower = candidate.to_lowercase();
+    let mut at = 0;
+    let mut gaps = 0;
+    for c in typed.to_lowercase().chars() {
+        let found = lower[at..].find(c)?;
+        gaps += found;
+        at += found + c.len_utf8();
+    }
+    // Tighter matches first, then shorter paths, then matches in the file name.
+    let in_name = lower
+        .rsplit('/')
+        .next()
+        .is_some_and(|name| name.contains(&typed.to_lowercase()));
+    Some(gaps * 4 + candidate.len() + if in_name { 0 } else { 100 })
+}
+
+/// Candidates for `typed` among `files`, best first.
+pub fn path_candidates(typed: &str, files: &[String]) -> Vec<String> {
+    let mut scored: Vec<(usize, &String)> = files
+        .iter()
+        .filter_map(|file| fuzzy_score(typed, file).map(|score| (score, file)))
+        .collect();
+    scored.sort();
+    scored
+        .into_iter()
+        .take(MOST_OFFERED)
+        .map(|(_, file)| file.clone())
+        .collect()
+}
+
+/// The slash commands starting with `typed`.
+fn command_candidates(typed: &str) -> Vec<String> {
+    SLASH_COMMANDS
+        .iter()
+        .filter_map(|(usage, _)| usage.split_whitespace().next())
+        .filter(|name| name.starts_with(typed))
+        .map(str::to_string)
+        .collect()
+}
+
+impl Completer for LineHelper {
+    type Candidate = Pair;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _ctx: &Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let before = &line[..pos];
+        let start = before.rfind(char::is_whitespace).map_or(0, |at| {
+            at + before[at..].chars().next().map_or(1, char::len_utf8)
+        });
+        let word = &before[start..];
+        let pairs = |items: Vec<String>, prefix: &str| -> Vec<Pair> {
+            items
+                .into_iter()
+                .map(|item| Pair {
+                    display: item.clone(),
+                    replacement: format!("{prefix}{item}"),
+                })
+                .collect()
+        };
+        if start == 0 && word.starts_with('/') {
+            let mut found = pairs(command_candidates(word), "");
+            for pair in &mut found {
+                pair.replacement.push(' ');
+            }
+            return Ok((0, found));
+        }
+        if let Some(typed) = word.strip_prefix('@') {
+            return Ok((start, pairs(path_candidates(typed, self.files()), "@")));
+        }
+        Ok((pos, Vec::new()))
+    }
+}
+
+impl Hinter for LineHelper {
+    type Hint = String;
+}
+
+impl Highlighter for LineHelper {}
+
+impl Validator for LineHelper {}
+
+impl Helper for LineHelper {}
+
+/// Keys that insert a newline instead of sending.
+pub fn bind_newline_keys<H: Helper, I: rustyline::history::History>(
+    editor: &mut rustyline::Editor<H, I>,
+) {
+    editor.bind_sequence(KeyEvent(KeyCode::Enter, Modifiers::ALT), Cmd::Newline);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_match_fuzzily_best_first() {
+        let files: Vec<String> = [
+            "src/main.rs",
+            "src/render/markdown.rs",
+            "docs/readme.md",
+            "README.md",
+            "crates/keel-cli/src/main.rs",
+        ]
+        .iter()
+        .map(|file| file.to_string())
+        .collect();
+        let found = path_candidates("main", &files);
+        assert_eq!(found, ["src/main.rs", "crates/keel-cli/src/main.rs"]);
+        assert_eq!(path_candidates("rdme", &files)[0], "README.md");
+        assert!(path_candidates("zzz", &files).is_empty());
+    }
+
+    #[test]
+    fn commands_complete_from_the_controllers_list() {
+        assert_eq!(
+            command_candidates("/co"),
+            ["/cost", "/continue-checks", "/compact"]
+        );
+        assert!(command_candidates("/nope").is_empty());
+    }
+}

@@ -1,0 +1,67 @@
+//! `@path` in a prompt: the file's content attached to that prompt.
+//!
+//! Invariants:
+//! - A mention is a word that starts with `@` (at the start of the prompt or after
+//!   whitespace), so an address such as `user@example.com` is not one; trailing punctuation
+//!   (`,.;:!?)`) is not part of the path.
+//! - What is attached is exactly what `read_file` would return for the path, through the same
+//!   guard (`forbid_read`, the kernel's process files, the workspace's symlink rules),
+//!   bounds and redaction: a mention can read nothing a tool call could not.
+//! - A word naming nothing that exists is left as text; a file that exists but may not be
+//!   read is reported as not attached, with the reason.
+
+use crate::ToolContext;
+
+/// The paths a prompt mentions, in order, each once.
+pub fn mentions(prompt: &str) -> Vec<&str> {
+    let mut found: Vec<&str> = Vec::new();
+    for word in prompt.split_whitespace() {
+        let Some(path) = word.strip_prefix('@') else {
+            continue;
+        };
+        let path = path.trim_end_matches([',', '.', ';', ':', '!', '?', ')']);
+        if !path.is_empty() && !found.contains(&path) {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// The content to attach for a mention of `path`: `None` when it names nothing that exists,
+/// else what `read_file` returns, or why it may not be read.
+pub fn attachment(path: &str, ctx: &ToolContext) -> Option<Result<String, String>> {
+    let resolved = ctx.guard.resolve(path).ok()?;
+    std::fs::symlink_metadata(&resolved).ok()?;
+    let output = crate::files::read_file(&serde_json::json!({ "path": path }), ctx);
+    Some(if output.is_error {
+        Err(output.content)
+    } else {
+        Ok(output.content)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::WorkspaceGuard;
+
+    #[test]
+    fn mentions_are_words_starting_with_an_at_sign() {
+        assert_eq!(
+            mentions("look at @src/lib.rs, then @README.md. mail a@b.c @src/lib.rs @"),
+            ["src/lib.rs", "README.md"]
+        );
+    }
+
+    #[test]
+    fn an_attachment_is_what_read_file_returns_and_a_refusal_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "hello\n").unwrap();
+        let ctx = ToolContext::new(WorkspaceGuard::new(dir.path(), &[]).unwrap());
+        let attached = attachment("notes.txt", &ctx).unwrap().unwrap();
+        assert!(attached.contains("hello"), "{attached}");
+        assert_eq!(attachment("missing.txt", &ctx), None);
+        let refused = attachment("/proc/self/environ", &ctx).unwrap().unwrap_err();
+        assert!(refused.contains("kernel"), "{refused}");
+    }
+}
