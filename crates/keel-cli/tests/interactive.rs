@@ -330,18 +330,7 @@ fn tab_completes_a_mention_and_alt_enter_makes_a_multi_line_prompt() {
         ],
     );
     assert_eq!(mock.requests().len(), 1, "{screen}");
-    let body: serde_json::Value =
-        serde_json::from_str(mock.requests()[0]["body"].as_str().unwrap()).unwrap();
-    let user = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let user = last_user_message(&mock);
     assert!(
         user.starts_with(
             "explain @notes.txt\nand the second line\n\n<attached path=\"notes.txt\">"

@@ -5,16 +5,6 @@
 mod common;
 use common::*;
 
-/// The last user message of the request the mock received.
-fn last_user_message(mock: &MockProcess) -> String {
-    let requests = mock.requests();
-    let body: serde_json::Value =
-        serde_json::from_str(requests.last().unwrap()["body"].as_str().unwrap()).unwrap();
-    let messages = body["messages"].as_array().unwrap();
-    let last = messages.iter().rev().find(|m| m["role"] == "user").unwrap();
-    last["content"].as_str().unwrap().to_string()
-}
-
 #[test]
 fn a_mentioned_file_reaches_the_request_inside_the_prompt() {
     let steps = serde_json::json!({"steps": [{"say": "read it"}]}).to_string();

@@ -13,7 +13,7 @@
 
 use crate::blocks::{Align, Block, Inline, Item};
 use crate::highlight::Highlighter;
-use crate::terminal::plain_text;
+use crate::inline::plain_text;
 use crate::text::visible;
 
 /// `blocks` as HTML.

@@ -14,6 +14,7 @@ mod blocks;
 mod diff;
 mod highlight;
 mod html;
+mod inline;
 mod open_code;
 mod stream;
 mod style;

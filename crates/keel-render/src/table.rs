@@ -10,8 +10,8 @@
 //! - Cells are single-line in markdown; what they hold is styled as inline text anywhere.
 
 use crate::blocks::{Align, Inline};
+use crate::inline::{pieces, plain_text};
 use crate::style::{Color, Line, Span, Style};
-use crate::terminal::{pieces, plain_text};
 use crate::wrap::wrap;
 use unicode_width::UnicodeWidthStr;
 

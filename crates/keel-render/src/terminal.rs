@@ -9,11 +9,12 @@
 //!   parentheses (never a terminal hyperlink sequence).
 //! - Top-level blocks are separated by one empty line; blocks inside a list item are not.
 
-use crate::blocks::{Block, Inline, Item};
+use crate::blocks::{Block, Item};
 use crate::highlight::Highlighter;
+use crate::inline::pieces;
 use crate::style::{Color, Line, Span, Style};
 use crate::table;
-use crate::wrap::{Piece, break_line, wrap};
+use crate::wrap::{break_line, wrap};
 
 /// `blocks` as lines at most `width` wide.
 pub(crate) fn render(blocks: &[Block], width: usize) -> Vec<Line> {
@@ -167,74 +168,4 @@ fn list(start: Option<u64>, items: &[Item], width: usize, depth: usize) -> Vec<L
         }
     }
     lines
-}
-
-/// Inlines as styled pieces, `base` applied under their own styles.
-pub(crate) fn pieces(inlines: &[Inline], base: Style) -> Vec<Piece> {
-    let mut out = Vec::new();
-    for inline in inlines {
-        push_inline(inline, base, &mut out);
-    }
-    out
-}
-
-fn push_inline(inline: &Inline, style: Style, out: &mut Vec<Piece>) {
-    match inline {
-        Inline::Text(text) => out.push(Piece::Text(text.clone(), style)),
-        Inline::Code(code) => out.push(Piece::Text(code.clone(), style.with_fg(Color::Yellow))),
-        Inline::Emphasis(children) => {
-            for child in children {
-                push_inline(child, style.italic(), out);
-            }
-        }
-        Inline::Strong(children) => {
-            for child in children {
-                push_inline(child, style.bold(), out);
-            }
-        }
-        Inline::Strike(children) => {
-            for child in children {
-                push_inline(child, style.crossed(), out);
-            }
-        }
-        Inline::Link { url, children } => {
-            let linked = style.with_fg(Color::Blue).underline();
-            for child in children {
-                push_inline(child, linked, out);
-            }
-            let text = plain_text(children);
-            if text != *url && !url.is_empty() {
-                out.push(Piece::Text(format!(" ({url})"), Style::fg(Color::Gray)));
-            }
-        }
-        Inline::Image { url, alt } => {
-            let alt = plain_text(alt);
-            let label = if alt.is_empty() {
-                "[image]".to_string()
-            } else {
-                format!("[image: {alt}]")
-            };
-            out.push(Piece::Text(label, style.with_fg(Color::Blue)));
-            out.push(Piece::Text(format!(" ({url})"), Style::fg(Color::Gray)));
-        }
-        Inline::SoftBreak => out.push(Piece::Text(" ".into(), style)),
-        Inline::HardBreak => out.push(Piece::Break),
-    }
-}
-
-/// The text of inlines without any markup.
-pub(crate) fn plain_text(inlines: &[Inline]) -> String {
-    let mut out = String::new();
-    for inline in inlines {
-        match inline {
-            Inline::Text(text) | Inline::Code(text) => out.push_str(text),
-            Inline::Emphasis(children)
-            | Inline::Strong(children)
-            | Inline::Strike(children)
-            | Inline::Link { children, .. }
-            | Inline::Image { alt: children, .. } => out.push_str(&plain_text(children)),
-            Inline::SoftBreak | Inline::HardBreak => out.push(' '),
-        }
-    }
-    out
 }

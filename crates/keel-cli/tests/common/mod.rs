@@ -484,6 +484,16 @@ pub fn assert_each_effect_once(home: &Home, rounds: usize) {
     );
 }
 
+/// The text of the last user message in the last request the mock received (Chat protocol).
+pub fn last_user_message(mock: &MockProcess) -> String {
+    let requests = mock.requests();
+    let body: Value =
+        serde_json::from_str(requests.last().unwrap()["body"].as_str().unwrap()).unwrap();
+    let messages = body["messages"].as_array().unwrap();
+    let last = messages.iter().rev().find(|m| m["role"] == "user").unwrap();
+    last["content"].as_str().unwrap().to_string()
+}
+
 /// Whether some request the mock received asked for a summary focused on `focus`.
 pub fn asked_to_focus_on(mock: &MockProcess, focus: &str) -> bool {
     let wanted = format!("Focus the summary on: {focus}");
