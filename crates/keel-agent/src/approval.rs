@@ -23,27 +23,39 @@ pub struct ApprovalRequest {
 
 /// The answer to an approval request. Why a call was not approved matters to the model: a
 /// person who declined is not the same as nobody being there to ask.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Approval {
     Allow,
     /// The person asked said no.
     Declined,
+    /// The person said no, with a note for the model (what to do instead).
+    DeclinedWithNote(String),
     /// Nobody could be asked (a headless run without `--yes`).
     Unattended,
 }
 
+/// The longest note a person may give with a refusal (longer is cut, marked).
+pub const LONGEST_NOTE: usize = 2000;
+
 impl Approval {
     /// What the model is told about a call that was not approved; `None` when it was.
-    pub fn refusal(self) -> Option<&'static str> {
+    pub fn refusal(self) -> Option<String> {
+        let declined = "denied: the user declined this call when asked; it was not run. Do not \
+                        retry it as is";
         match self {
             Approval::Allow => None,
-            Approval::Declined => Some(
-                "denied: the user declined this call when asked; it was not run. Do not retry \
-                 it as is: ask the user or take another way",
-            ),
+            Approval::Declined => Some(format!("{declined}: ask the user or take another way")),
+            Approval::DeclinedWithNote(note) => {
+                let mut note: String = note.trim().chars().take(LONGEST_NOTE).collect();
+                if note.chars().count() == LONGEST_NOTE {
+                    note.push('…');
+                }
+                Some(format!("{declined}. The user's note: {note}"))
+            }
             Approval::Unattended => Some(
                 "denied: this call needs approval and there was nobody to ask (headless runs \
-                 need --yes or an allow rule); the call was not run",
+                 need --yes or an allow rule); the call was not run"
+                    .into(),
             ),
         }
     }

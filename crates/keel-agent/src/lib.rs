@@ -28,7 +28,7 @@ mod turn;
 mod turn_run;
 mod unconfined;
 
-pub use approval::{Approval, ApprovalRequest, Approver, HeadlessApprover};
+pub use approval::{Approval, ApprovalRequest, Approver, HeadlessApprover, LONGEST_NOTE};
 pub use confinement::SandboxSetup;
 pub use host::{Host, Transcript};
 pub use input::{Input, Line, SLASH_COMMANDS, SurfaceCommand};

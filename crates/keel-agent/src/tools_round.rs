@@ -283,7 +283,7 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
                 None => Prepared::Run(valid),
                 Some(refusal) => Prepared::Finished {
                     state: ReceiptState::Denied,
-                    output: ToolOutput::error(refusal.into()),
+                    output: ToolOutput::error(refusal),
                 },
             }
         }

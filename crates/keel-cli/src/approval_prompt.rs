@@ -3,7 +3,9 @@
 //! Invariants:
 //! - The prompt shows the exact subject of the call (every line, control characters visible,
 //!   blank runs folded, a line count in the header): what the person approves is what runs.
-//! - Anything but `y`/`yes`/`a`/`always` is a decline, and the model is told the user declined.
+//! - Anything but `y`/`yes`/`a`/`always` is a decline, and the model is told the user declined;
+//!   `N` declines with the person's note, which the model is given. "Always" lasts for this
+//!   session only and is never written to a file.
 //! - Running a command again outside the sandbox is asked as such ("UNCONFINED"), every time:
 //!   it has no "always".
 //! - A prompt abandoned by a cancelled turn stops reading at once: it never takes the line the
@@ -75,13 +77,35 @@ impl Approver for TerminalApprover {
             // the reader to stop before it takes a line meant for the next prompt.
             let abandoned = AbandonOnDrop(Arc::new(AtomicBool::new(false)));
             let stop = abandoned.0.clone();
-            let answer = tokio::task::spawn_blocking(move || {
-                eprint!("{question}");
-                let _ = std::io::stderr().flush();
-                read_answer(&stop)
-            })
-            .await
-            .unwrap_or_default();
+            let asked = move |question: String| {
+                let stop = stop.clone();
+                tokio::task::spawn_blocking(move || {
+                    eprint!("{question}");
+                    let _ = std::io::stderr().flush();
+                    read_answer(&stop)
+                })
+            };
+            let answer = asked(question.clone()).await.unwrap_or_default();
+            // `N` denies with a note for the model: on the same line (`N use the other file`)
+            // or asked for next.
+            if let Some(rest) = answer.trim().strip_prefix('N')
+                && (rest.is_empty() || rest.starts_with([' ', ':']))
+            {
+                let mut note = rest.trim_start_matches([' ', ':']).trim().to_string();
+                if note.is_empty() {
+                    note = asked("  note for the model: ".into())
+                        .await
+                        .unwrap_or_default()
+                        .trim()
+                        .to_string();
+                }
+                drop(abandoned);
+                return if note.is_empty() {
+                    Approval::Declined
+                } else {
+                    Approval::DeclinedWithNote(note)
+                };
+            }
             drop(abandoned);
             match answer.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" => Approval::Allow,
@@ -180,7 +204,7 @@ fn ask(request: &ApprovalRequest) -> String {
     let choices = if request.unconfined {
         "run it UNCONFINED? [y]es / [n]o".to_string()
     } else {
-        format!("[y]es / [n]o / [a]lways for {tool}")
+        format!("[y]es / [n]o / [N]o + note / [a]lways for {tool} (session)")
     };
     question.push_str(&format!(
         "  {tool}: {}{lines}{hidden} — {choices}: ",
@@ -245,7 +269,10 @@ mod tests {
         assert!(shown.contains("⋮ (199 blank lines)"), "{shown}");
         assert!(shown.lines().count() < 6, "{shown}");
         assert!(
-            shown.ends_with("bash: touch PWNED (201 lines) — [y]es / [n]o / [a]lways for bash: "),
+            shown.ends_with(
+                "bash: touch PWNED (201 lines) — [y]es / [n]o / [N]o + note / [a]lways for \
+                 bash (session): "
+            ),
             "{shown}"
         );
     }
@@ -254,7 +281,8 @@ mod tests {
     fn one_line_commands_are_shown_whole_and_visible() {
         assert_eq!(
             question("rm -rf x\r"),
-            "? allow bash:\n    rm -rf x␍\n  bash: rm -rf x␍ — [y]es / [n]o / [a]lways for bash: "
+            "? allow bash:\n    rm -rf x␍\n  bash: rm -rf x␍ — [y]es / [n]o / [N]o + note / \
+             [a]lways for bash (session): "
         );
     }
 

@@ -135,7 +135,7 @@ fn an_edit_is_approved_after_its_diff_was_on_screen() {
             .position(|row| row.contains(text))
             .unwrap_or_else(|| panic!("no {text:?} on screen:\n{}", rows.join("\n")))
     };
-    let question = at("[a]lways for edit_file");
+    let question = at("edit_file: notes.txt — [y]es");
     assert!(at("+1 −1") < question, "{}", rows.join("\n"));
     assert!(at("@@ -1,3 +1,3 @@") < question);
     assert!(at("2   - color = red") < question, "{}", rows.join("\n"));

@@ -137,6 +137,14 @@ fn approvals_from_the_card_allow_one_call_and_deny_another() {
             .to_string()
             .contains("the user declined")
     );
+    assert!(
+        mock.requests()
+            .last()
+            .unwrap()
+            .to_string()
+            .contains("The user's note: use the other file"),
+        "the note from the card reached the model"
+    );
 }
 
 #[test]

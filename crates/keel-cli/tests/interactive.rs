@@ -339,3 +339,34 @@ fn tab_completes_a_mention_and_alt_enter_makes_a_multi_line_prompt() {
     );
     assert!(user.contains("pumpkin"), "{user}");
 }
+
+#[test]
+fn a_refusal_with_a_note_reaches_the_model() {
+    let (home, mock) = scripted(
+        "chat",
+        r#"{"steps": [{"tool": "bash", "args": {"command": "rm -rf build"}}, {"say": "Understood."}]}"#,
+        "",
+    );
+    let screen = interactive_until(
+        &home,
+        &[
+            ("clean up\n", Some("[N]o + note"), 0),
+            ("N\n", Some("note for the model"), 0),
+            (
+                "keep the build directory, use cargo clean\n",
+                Some("Understood."),
+                0,
+            ),
+            ("/quit\n", None, 300),
+        ],
+    );
+    let body = mock.requests().last().unwrap()["body"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        body.contains("The user's note: keep the build directory, use cargo clean"),
+        "{body}\n{screen}"
+    );
+    assert!(screen.contains("denied"), "{screen}");
+}

@@ -381,3 +381,45 @@ fn a_session_shows_its_own_totals_and_rendered_answers_after_a_restart() {
         "<h2>Done</h2>\n<table>\n<thead><tr><th>a</th><th>b</th></tr></thead>\n<tbody>\n<tr><td>1</td><td>2</td></tr>\n</tbody>\n</table>\n"
     );
 }
+
+#[test]
+fn a_denial_from_a_client_can_carry_a_note_for_the_model() {
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": "rm -rf build"}},
+        {"say": "Noted."},
+    ]});
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    let server = Server::start(&home, &[]);
+    let session = server.new_session();
+    assert_eq!(server.submit(&session, json!({"input": "clean"})).0, 202);
+    let events = server.events(&session, None, "approval/requested", 100);
+    let call = events
+        .iter()
+        .find(|e| e["type"] == "approval/requested")
+        .unwrap()["call_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = format!("/api/sessions/{session}/approvals/{call}");
+    let (status, body) = server.api("POST", &path, json!({"decision": "allow", "note": "x"}));
+    assert_eq!(status, 400, "a note goes with deny only: {body}");
+    let long = "x".repeat(keel_agent::LONGEST_NOTE + 1);
+    assert_eq!(
+        server
+            .api("POST", &path, json!({"decision": "deny", "note": long}))
+            .0,
+        400
+    );
+    let (status, body) = server.api(
+        "POST",
+        &path,
+        json!({"decision": "deny", "note": "use cargo clean"}),
+    );
+    assert_eq!(status, 200, "{body}");
+    wait_until_idle(&server, &session);
+    let sent = mock.requests().last().unwrap()["body"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(sent.contains("The user's note: use cargo clean"), "{sent}");
+}

@@ -96,6 +96,8 @@ const scenarios = {
     await diff();
     await page.getByRole("button", { name: "allow" }).first().click();
     await page.waitForSelector(".card:nth-of-type(2) .actions button, .card .actions button");
+    // A denial with a note for the model.
+    await page.locator(".card .actions .deny-note").first().fill("use the other file");
     await page.getByRole("button", { name: "deny" }).first().click();
     await waitForText("done");
     const states = await page.locator(".card .state").allInnerTexts();

@@ -15,10 +15,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::oneshot;
 
 /// A browser's answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
     Allow,
-    Deny,
+    /// Deny, with the person's note for the model when they gave one.
+    Deny(Option<String>),
     Always,
 }
 
@@ -26,7 +27,7 @@ impl Decision {
     pub fn parse(text: &str) -> Option<Decision> {
         match text {
             "allow" => Some(Decision::Allow),
-            "deny" => Some(Decision::Deny),
+            "deny" => Some(Decision::Deny(None)),
             "always" => Some(Decision::Always),
             _ => None,
         }
@@ -193,7 +194,8 @@ impl Approver for SessionApprover {
                     }
                     Approval::Allow
                 }
-                Ok(Decision::Deny) => Approval::Declined,
+                Ok(Decision::Deny(None)) => Approval::Declined,
+                Ok(Decision::Deny(Some(note))) => Approval::DeclinedWithNote(note),
                 Err(_) => Approval::Unattended,
             }
         })
@@ -230,7 +232,7 @@ mod tests {
         let waiting = approver.approve(&call);
         tokio::pin!(waiting);
         assert!(still_waiting(&mut waiting).await);
-        assert_eq!(approvals.decide("s1", "c1", Decision::Deny), Ok(()));
+        assert_eq!(approvals.decide("s1", "c1", Decision::Deny(None)), Ok(()));
         assert!(approvals.decide("s1", "c1", Decision::Allow).is_err());
         assert_eq!(waiting.await, Approval::Declined);
         assert!(

@@ -452,6 +452,8 @@ async fn events(
 #[serde(deny_unknown_fields)]
 struct ApprovalBody {
     decision: String,
+    /// With `deny`: a note for the model (what to do instead).
+    note: Option<String>,
 }
 
 async fn approve(
@@ -461,11 +463,23 @@ async fn approve(
 ) -> Result<Response, ApiError> {
     valid_id(&id)?;
     let body: ApprovalBody = json_body(body)?;
-    let Some(decision) = Decision::parse(&body.decision) else {
+    let Some(mut decision) = Decision::parse(&body.decision) else {
         return Err(ApiError::bad_request(
             "`decision` must be \"allow\", \"deny\" or \"always\"",
         ));
     };
+    if let Some(note) = body.note.filter(|note| !note.trim().is_empty()) {
+        if decision != Decision::Deny(None) {
+            return Err(ApiError::bad_request("`note` goes with \"deny\" only"));
+        }
+        if note.chars().count() > keel_agent::LONGEST_NOTE {
+            return Err(ApiError::bad_request(format!(
+                "`note` is longer than {} characters",
+                keel_agent::LONGEST_NOTE
+            )));
+        }
+        decision = Decision::Deny(Some(note));
+    }
     session(&state, &id).await?;
     state
         .approvals

@@ -115,7 +115,7 @@ function askOnCard(event) {
   // Running it again outside the sandbox: said as such, and never "always".
   const choices = event.unconfined
     ? [["allow", "run it UNCONFINED"], ["deny", "deny"]]
-    : [["allow", "allow"], ["deny", "deny"], ["always", "always"]];
+    : [["allow", "allow"], ["deny", "deny"], ["always", "always (this session, never saved)"]];
   if (event.unconfined) {
     entry.box.classList.add("unconfined");
     actions.appendChild(el("div", "warning",
@@ -129,16 +129,24 @@ function askOnCard(event) {
   }
   actions.appendChild(el("code", "ask-head", folded.head + count));
   actions.appendChild(el("span", "muted", "? "));
+  // A note for the model goes with a denial (what to do instead).
+  const note = el("input", "deny-note");
+  note.type = "text";
+  note.placeholder = "note for the model (with deny)";
+  note.setAttribute("aria-label", "note for the model");
   for (const [decision, label] of choices) {
     const button = el("button", "decision decision-" + decision, label);
     button.type = "button";
     button.addEventListener("click", async () => {
       actions.remove();
+      const body = { decision };
+      if (decision === "deny" && note.value.trim()) body.note = note.value.trim();
       await api(`/api/sessions/${view.session}/approvals/${encodeURIComponent(event.call_id)}`,
-        { method: "POST", body: JSON.stringify({ decision }) });
+        { method: "POST", body: JSON.stringify(body) });
     });
     actions.appendChild(button);
   }
+  actions.appendChild(note);
   entry.box.appendChild(actions);
   const state = entry.state || entry.box.querySelector(".state");
   if (state) { state.textContent = "waiting for your approval"; state.className = "state state-waiting"; }
