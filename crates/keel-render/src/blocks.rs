@@ -106,6 +106,14 @@ enum Frame {
     Row(Vec<Vec<Inline>>),
 }
 
+/// The language a fence's info string names: its first word (`rust ignore`, `js,linenos`).
+pub(crate) fn fence_language(info: &str) -> Option<String> {
+    info.split(|c: char| c.is_whitespace() || c == ',' || c == '{')
+        .next()
+        .filter(|word| !word.is_empty())
+        .map(str::to_string)
+}
+
 pub(crate) fn options() -> Options {
     Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS
 }
@@ -214,11 +222,7 @@ impl Builder {
             Tag::BlockQuote(_) => Frame::Blocks(BlocksKind::Quote, Vec::new()),
             Tag::CodeBlock(kind) => {
                 let language = match kind {
-                    CodeBlockKind::Fenced(info) => info
-                        .split(|c: char| c.is_whitespace() || c == ',' || c == '{')
-                        .next()
-                        .filter(|word| !word.is_empty())
-                        .map(str::to_string),
+                    CodeBlockKind::Fenced(info) => fence_language(&info),
                     CodeBlockKind::Indented => None,
                 };
                 Frame::Code(language, String::new())

@@ -12,7 +12,7 @@
 //!   is often huge) is never parsed while it grows: each new line is only checked for the
 //!   closing fence, and the block settles as soon as that line is whole.
 
-use crate::blocks::options;
+use crate::blocks::{fence_language, options};
 use pulldown_cmark::{Event, Parser};
 
 /// A streaming message.
@@ -58,12 +58,7 @@ fn opening_fence(line: &str) -> Option<(char, usize, Option<String>)> {
     if marker == '`' && info.contains('`') {
         return None;
     }
-    let language = info
-        .split(|c: char| c.is_whitespace() || c == ',' || c == '{')
-        .next()
-        .filter(|word| !word.is_empty())
-        .map(str::to_string);
-    Some((marker, length, language))
+    Some((marker, length, fence_language(info)))
 }
 
 /// The first line of `whole_lines` that is not blank, as (start, end without its newline),
