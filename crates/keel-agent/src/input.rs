@@ -50,6 +50,8 @@ pub enum SurfaceCommand {
     Resume(Option<String>),
     /// `/mcp`: the session's MCP servers and their tools.
     Mcp,
+    /// `/transcript`: every answer, tool output and reasoning block of the session.
+    Transcript,
 }
 
 /// What a typed line means.
@@ -65,7 +67,7 @@ pub enum Line {
 }
 
 /// The slash commands, for help texts and editor completion.
-pub const SLASH_COMMANDS: [(&str, &str); 10] = [
+pub const SLASH_COMMANDS: [(&str, &str); 11] = [
     ("/help", "this list"),
     (
         "/model [PROVIDER/ID]",
@@ -75,6 +77,10 @@ pub const SLASH_COMMANDS: [(&str, &str); 10] = [
     ("/resume ID", "continue another session"),
     ("/cost", "tokens used in this session so far"),
     ("/mcp", "the MCP servers of this session and their tools"),
+    (
+        "/transcript",
+        "every answer, tool output and reasoning of the session (Ctrl-T)",
+    ),
     (
         "/recover-context [ID] [guidance]",
         "recover from a rejected replay, from valid history",
@@ -123,6 +129,7 @@ impl Line {
             "/cost" => Line::Command(SurfaceCommand::Cost),
             "/sessions" => Line::Command(SurfaceCommand::Sessions),
             "/mcp" => Line::Command(SurfaceCommand::Mcp),
+            "/transcript" => Line::Command(SurfaceCommand::Transcript),
             "/model" => Line::Command(SurfaceCommand::Model(first)),
             "/resume" => Line::Command(SurfaceCommand::Resume(first)),
             other => Line::Unknown(other.to_string()),

@@ -129,6 +129,10 @@ pub struct CommonArgs {
     /// How commands are confined, for this run: workspace-write | read-only | off.
     #[arg(long, global = true, value_enum, value_name = "MODE")]
     pub sandbox: Option<SandboxModeArg>,
+    /// The interactive session as plain lines instead of the live terminal UI (as when keel
+    /// is not on a terminal, or TERM=dumb).
+    #[arg(long, global = true)]
+    pub plain: bool,
 }
 
 #[derive(Debug, Args)]

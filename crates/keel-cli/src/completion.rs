@@ -36,6 +36,31 @@ impl LineHelper {
         }
     }
 
+    /// What can replace the word before `pos` in `line`: where it starts, and (shown,
+    /// replacement) pairs, best first. A slash command at the start of the line, or `@path`.
+    pub fn candidates(&self, line: &str, pos: usize) -> (usize, Vec<(String, String)>) {
+        let before = &line[..pos];
+        let start = before.rfind(char::is_whitespace).map_or(0, |at| {
+            at + before[at..].chars().next().map_or(1, char::len_utf8)
+        });
+        let word = &before[start..];
+        if start == 0 && word.starts_with('/') {
+            let found = command_candidates(word)
+                .into_iter()
+                .map(|name| (name.clone(), format!("{name} ")))
+                .collect();
+            return (0, found);
+        }
+        if let Some(typed) = word.strip_prefix('@') {
+            let found = path_candidates(typed, self.files())
+                .into_iter()
+                .map(|path| (path.clone(), format!("@{path}")))
+                .collect();
+            return (start, found);
+        }
+        (pos, Vec::new())
+    }
+
     fn files(&self) -> &[String] {
         self.files.get_or_init(|| {
             ignore::WalkBuilder::new(&self.workspace)
@@ -107,31 +132,17 @@ impl Completer for LineHelper {
         pos: usize,
         _ctx: &Context<'_>,
     ) -> rustyline::Result<(usize, Vec<Pair>)> {
-        let before = &line[..pos];
-        let start = before.rfind(char::is_whitespace).map_or(0, |at| {
-            at + before[at..].chars().next().map_or(1, char::len_utf8)
-        });
-        let word = &before[start..];
-        let pairs = |items: Vec<String>, prefix: &str| -> Vec<Pair> {
-            items
+        let (start, found) = self.candidates(line, pos);
+        Ok((
+            start,
+            found
                 .into_iter()
-                .map(|item| Pair {
-                    display: item.clone(),
-                    replacement: format!("{prefix}{item}"),
+                .map(|(display, replacement)| Pair {
+                    display,
+                    replacement,
                 })
-                .collect()
-        };
-        if start == 0 && word.starts_with('/') {
-            let mut found = pairs(command_candidates(word), "");
-            for pair in &mut found {
-                pair.replacement.push(' ');
-            }
-            return Ok((0, found));
-        }
-        if let Some(typed) = word.strip_prefix('@') {
-            return Ok((start, pairs(path_candidates(typed, self.files()), "@")));
-        }
-        Ok((pos, Vec::new()))
+                .collect(),
+        ))
     }
 }
 

@@ -24,6 +24,7 @@ mod sessions;
 mod settings;
 mod signals;
 mod trust_command;
+mod tui_session;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -133,6 +134,7 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
         }
         Some(cli::Command::Trust(args)) => trust_command::run(&cli.common, &args),
         Some(cli::Command::Sandbox(args)) => sandbox_command::run(&cli.common, &args),
+        None if tui_session::wanted(&cli.common) => tui_session::run(&cli.common).await,
         None => repl::run(&cli.common).await,
     }
 }

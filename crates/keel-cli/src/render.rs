@@ -13,7 +13,7 @@
 use crate::live_answer::LiveAnswer;
 use crossterm::style::{Attribute, SetAttribute};
 use keel_render::{Colors, visible, visible_line};
-use keel_types::{Event, EventBody, FailureKind, InputKind, SourcesStatus, Usage};
+use keel_types::{Event, EventBody, FailureKind};
 use std::io::{IsTerminal, Write};
 use unicode_width::UnicodeWidthStr;
 
@@ -107,56 +107,18 @@ impl Renderer {
             }
             EventBody::LlmReasoning { delta } => self.delta(Shown::Reasoning, delta),
             EventBody::LlmText { delta } => self.delta(Shown::Text, delta),
-            EventBody::LlmRetry {
-                attempt,
-                max_retries,
-                kind,
-                status,
-                delay_ms,
-            } => {
+            EventBody::LlmRetry { .. } | EventBody::AccountRotated { .. } => {
                 self.discard_attempt();
-                let status = status.map(|s| format!(", HTTP {s}")).unwrap_or_default();
-                eprintln!(
-                    "↻ retry {attempt}/{max_retries} in {:.1} s: {} ({kind}{status})",
-                    *delay_ms as f64 / 1000.0,
-                    kind.describe()
-                );
-            }
-            EventBody::AccountRotated {
-                provider,
-                from,
-                to,
-                reason,
-            } => {
-                self.discard_attempt();
-                eprintln!(
-                    "⇄ {}: account `{}` failed ({reason}); switching to `{}`",
-                    visible_line(provider),
-                    visible_line(from),
-                    visible_line(to)
-                );
+                if let Some(text) = keel_tui::notice(&event.body) {
+                    eprintln!("{text}");
+                }
             }
             EventBody::LlmResponse { .. } => self.commit_attempt(),
-            EventBody::TurnCompleted {
-                usage,
-                cache_hit_ratio,
-                not_ready_reason,
-                context,
-                cost,
-                ..
-            } => {
+            EventBody::TurnCompleted { .. } => {
                 self.end_live_line();
-                if let Some(reason) = not_ready_reason {
-                    eprintln!("not ready: {}", visible(reason));
+                if let Some(text) = keel_tui::notice(&event.body) {
+                    eprintln!("{text}");
                 }
-                let context = context
-                    .map(|context| format!(" · ctx {}%", context.percent()))
-                    .unwrap_or_default();
-                let cost = cost
-                    .as_ref()
-                    .map(|cost| format!(" · {}", cost.display()))
-                    .unwrap_or_default();
-                eprintln!("{}{cost}{context}", usage_line(usage, *cache_hit_ratio));
             }
             EventBody::TurnFailed { diagnostic } => match diagnostic.kind {
                 FailureKind::Cancelled => {
@@ -180,7 +142,7 @@ impl Renderer {
                 ..
             } => {
                 self.end_live_line();
-                let shown = call_subject(name, arguments, subject.as_deref());
+                let shown = keel_tui::cards::call_subject(name, arguments, subject.as_deref());
                 eprintln!("● {} {shown}", visible_line(name));
             }
             EventBody::ToolResult {
@@ -194,84 +156,40 @@ impl Renderer {
             } => {
                 eprintln!("  ⎿ {state} · {}", visible_line(summary));
                 if name == "bash" {
-                    let shown = folded_tail(if tail.is_empty() { output } else { tail }, *lines);
-                    if !shown.is_empty() {
-                        let dim =
-                            matches!(self.mode, Mode::Live { colors } if colors != Colors::None);
-                        for line in shown {
-                            if dim {
-                                eprintln!(
-                                    "{}{line}{}",
-                                    SetAttribute(Attribute::Dim),
-                                    SetAttribute(Attribute::Reset)
-                                );
-                            } else {
-                                eprintln!("{line}");
-                            }
+                    let text = if tail.is_empty() { output } else { tail };
+                    let shown = keel_tui::cards::folded_tail(text, *lines, terminal_width());
+                    let dim = matches!(self.mode, Mode::Live { colors } if colors != Colors::None);
+                    for line in shown {
+                        if dim {
+                            eprintln!(
+                                "{}{line}{}",
+                                SetAttribute(Attribute::Dim),
+                                SetAttribute(Attribute::Reset)
+                            );
+                        } else {
+                            eprintln!("{line}");
                         }
                     }
                 }
             }
-            EventBody::RecoveryOffered {
-                recovery_id,
-                action,
-            } => match action {
-                InputKind::FinalReadinessRecovery => {
-                    eprintln!("/continue-checks ({recovery_id}) goes on from here")
+            EventBody::ContextCompacted { .. }
+            | EventBody::SearchResult { .. }
+            | EventBody::PrefixChanged { .. } => {
+                self.end_live_line();
+                if let Some(text) = keel_tui::notice(&event.body) {
+                    eprintln!("{text}");
                 }
-                InputKind::ContextRecovery | InputKind::Compaction => eprintln!(
-                    "recovery {recovery_id} is available: /compact summarises the history so the task can go on"
-                ),
-                InputKind::ProtocolRecovery | InputKind::User => eprintln!(
-                    "recovery {recovery_id} is available: /recover-context replays the task from valid history"
-                ),
-            },
-            EventBody::ContextCompacted {
-                revision,
-                tokens_before,
-                tokens_after,
-                reason,
-            } => {
-                self.end_live_line();
-                eprintln!(
-                    "⟲ context compacted ({}): about {tokens_before} → {tokens_after} tokens, history revision {revision}",
-                    visible_line(reason)
-                );
             }
-            EventBody::RecoveryConsumed { recovery_id } => eprintln!("recovering ({recovery_id})…"),
-            EventBody::RecoveryExpired { recovery_id } => {
-                eprintln!("recovery {recovery_id} expired (new input or a new history)")
+            EventBody::RecoveryOffered { .. }
+            | EventBody::RecoveryConsumed { .. }
+            | EventBody::RecoveryExpired { .. }
+            | EventBody::TrustIgnored(_) => {
+                if let Some(text) = keel_tui::notice(&event.body) {
+                    eprintln!("{text}");
+                }
             }
-            EventBody::SearchResult {
-                query,
-                sources_status,
-                sources,
-            } => {
-                self.end_live_line();
-                let about = match sources_status {
-                    Some(SourcesStatus::Available) => format!("{sources} source(s)"),
-                    Some(SourcesStatus::NotProvided) => {
-                        "the provider gave no structured sources; its summary is kept".to_string()
-                    }
-                    None => "sources status not recorded".to_string(),
-                };
-                eprintln!("⌕ web search `{}` — {about}", visible_line(query));
-            }
-            // The terminal's approver prints its own prompt.
-            EventBody::PrefixChanged { reason } if reason == "mcp_tools_changed" => {
-                self.end_live_line();
-                eprintln!("⟲ MCP tools changed: this turn's requests offer the new list");
-            }
-            EventBody::TrustIgnored(ignored) => eprintln!(
-                "note: {}:{}: `{}` {}",
-                visible_line(&ignored.file),
-                ignored.line,
-                visible_line(&ignored.key),
-                ignored.reason
-            ),
             EventBody::SessionStarted { .. }
             | EventBody::HistoryRewritten { .. }
-            | EventBody::PrefixChanged { .. }
             | EventBody::TurnStarted { .. }
             | EventBody::ApprovalRequested { .. }
             | EventBody::ToolStarted { .. } => {}
@@ -424,86 +342,6 @@ fn terminal_size() -> (usize, usize) {
     }
 }
 
-/// The most lines of a command's output shown under its card (the rest is counted).
-const TAIL_LINES: usize = 5;
-
-/// The last lines of a command's output (its closing `[exit code …]` line left out: the card
-/// says it), each on one line, cut at the terminal's width, after a count of those hidden.
-fn folded_tail(text: &str, total_lines: u64) -> Vec<String> {
-    let mut body: Vec<&str> = text.trim_end_matches('…').lines().collect();
-    // The closing `[exit code N]`: the card says it.
-    let closing = body
-        .last()
-        .is_some_and(|line| line.starts_with("[exit code ") && line.ends_with(']'));
-    if closing {
-        body.pop();
-    }
-    let shown: Vec<&str> = body.iter().rev().take(TAIL_LINES).rev().copied().collect();
-    let width = terminal_width().saturating_sub(4).max(10);
-    let mut out = Vec::new();
-    let notes = text
-        .lines()
-        .filter(|line| line.starts_with('[') && line.ends_with(']'))
-        .count();
-    let hidden = (total_lines as usize).saturating_sub(shown.len() + notes);
-    if hidden > 0 {
-        out.push(format!(
-            "    … {hidden} line{} above",
-            if hidden == 1 { "" } else { "s" }
-        ));
-    }
-    for line in shown {
-        let line = visible_line(line);
-        let cut: String = line.chars().take(width).collect();
-        let more = if cut.chars().count() < line.chars().count() {
-            "…"
-        } else {
-            ""
-        };
-        out.push(format!("    {cut}{more}"));
-    }
-    out
-}
-
-/// The one thing a person wants to see of a call: the command, the resolved path, or the
-/// pattern and where it searches; on one line with every control character shown (the
-/// approval prompt shows the whole command).
-fn call_subject(name: &str, arguments: &str, resolved: Option<&str>) -> String {
-    let subject = match (name, resolved) {
-        ("web_fetch", _) => argument_subject(name, arguments),
-        ("glob" | "grep", Some(path)) => {
-            format!("{} in {path}", argument_subject(name, arguments))
-        }
-        (_, Some(resolved)) => resolved.to_string(),
-        (_, None) => argument_subject(name, arguments),
-    };
-    let lines = subject.lines().count();
-    let first_line = visible_line(subject.lines().next().unwrap_or(""));
-    let mut shown: String = first_line.chars().take(100).collect();
-    if shown.chars().count() < first_line.chars().count() {
-        shown.push('…');
-    }
-    if lines > 1 {
-        shown.push_str(&format!(" [+{} more lines]", lines - 1));
-    }
-    shown
-}
-
-/// The subject of a call as the model wrote it in its arguments (not yet made visible).
-fn argument_subject(name: &str, arguments: &str) -> String {
-    let parsed: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
-    let key = match name {
-        "bash" => "command",
-        "glob" | "grep" => "pattern",
-        "web_fetch" => "url",
-        _ => "path",
-    };
-    match parsed.get(key).and_then(serde_json::Value::as_str) {
-        Some(subject) => subject.to_string(),
-        None => arguments.to_string(),
-    }
-}
-
 /// How many terminal rows `text` occupies, wrapping at the terminal width.
 fn screen_rows(text: &str) -> usize {
     let width = terminal_size().0;
@@ -512,66 +350,13 @@ fn screen_rows(text: &str) -> usize {
         .sum()
 }
 
-pub fn usage_line(usage: &Usage, cache_hit_ratio: f64) -> String {
-    let mut line = format!("tokens: {} in", usage.input);
-    if usage.cache_hit + usage.cache_miss > 0 {
-        line.push_str(&format!(
-            " ({} cache hit, {:.0}%)",
-            usage.cache_hit,
-            cache_hit_ratio * 100.0
-        ));
-    }
-    line.push_str(&format!(" · {} out", usage.output));
-    if usage.reasoning > 0 {
-        line.push_str(&format!(" ({} reasoning)", usage.reasoning));
-    }
-    line
-}
+pub use keel_tui::usage_line;
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_commands_output_is_folded_to_its_last_lines() {
-        let output: String =
-            (1..=20).map(|n| format!("line {n}\n")).collect::<String>() + "[exit code 0]";
-        let shown = folded_tail(&output, 21);
-        assert_eq!(
-            shown,
-            [
-                "    … 15 lines above",
-                "    line 16",
-                "    line 17",
-                "    line 18",
-                "    line 19",
-                "    line 20"
-            ]
-        );
-        assert_eq!(folded_tail("one\n[exit code 1]", 2), ["    one"]);
-        assert!(folded_tail("[exit code 0]", 1).is_empty());
-        let hostile = folded_tail("\u{1b}]0;pwned\u{7}", 1);
-        assert_eq!(hostile, ["    ␛]0;pwned␇"]);
-    }
-
-    #[test]
-    fn usage_line_shows_cache_hits_only_when_reported() {
-        let usage = Usage {
-            input: 200,
-            output: 30,
-            reasoning: 10,
-            cache_hit: 150,
-            cache_miss: 50,
-        };
-        assert_eq!(
-            usage_line(&usage, usage.cache_hit_ratio()),
-            "tokens: 200 in (150 cache hit, 75%) · 30 out (10 reasoning)"
-        );
-        let bare = Usage {
-            input: 5,
-            output: 1,
-            ..Usage::default()
-        };
-        assert_eq!(usage_line(&bare, 0.0), "tokens: 5 in · 1 out");
+/// Styles on stderr only where it is a terminal that shows them.
+pub fn stderr_colors() -> Colors {
+    if std::io::stderr().is_terminal() {
+        Colors::from_env()
+    } else {
+        Colors::None
     }
 }

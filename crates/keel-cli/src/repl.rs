@@ -14,22 +14,23 @@ use crate::render::{Renderer, usage_line};
 use crate::session_setup::{Setup, open_controller, open_host, prepare, print_notices};
 use crate::signals::{Stop, StopSignals};
 use crate::{Outcome, settings};
-use keel_agent::{Controller, Input, Line, SLASH_COMMANDS, SurfaceCommand, TurnOutcome};
+use keel_agent::{Approver, Controller, Input, Line, SLASH_COMMANDS, SurfaceCommand, TurnOutcome};
 use keel_render::{visible, visible_line};
 use keel_types::Usage;
 use rustyline::error::ReadlineError;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-struct Repl {
-    common: CommonArgs,
+pub(crate) struct Repl {
+    pub(crate) common: CommonArgs,
     /// `None` only while switching.
-    controller: Option<Controller>,
-    approver: Arc<TerminalApprover>,
+    pub(crate) controller: Option<Controller>,
+    approver: Arc<dyn Approver>,
     /// Tokens of the controllers this session switched away from.
-    carried_usage: Usage,
-    rendering: tokio::task::JoinHandle<()>,
-    signals: StopSignals,
+    pub(crate) carried_usage: Usage,
+    /// The line mode's renderer of the controller's events (the live TUI reads them itself).
+    rendering: Option<tokio::task::JoinHandle<()>>,
+    pub(crate) signals: StopSignals,
 }
 
 fn start_rendering(controller: &Controller) -> tokio::task::JoinHandle<()> {
@@ -40,6 +41,25 @@ fn start_rendering(controller: &Controller) -> tokio::task::JoinHandle<()> {
             renderer.emit(&event);
         }
     })
+}
+
+impl Repl {
+    /// A session driven by the live TUI, which subscribes to the controller's events itself.
+    pub(crate) fn for_tui(
+        common: &CommonArgs,
+        controller: Controller,
+        approver: Arc<dyn Approver>,
+        signals: StopSignals,
+    ) -> Repl {
+        Repl {
+            common: common.clone(),
+            controller: Some(controller),
+            approver,
+            carried_usage: Usage::default(),
+            rendering: None,
+            signals,
+        }
+    }
 }
 
 /// The help text, from the controller's list of slash commands.
@@ -56,13 +76,18 @@ fn help_text() -> String {
     text
 }
 
-pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
-    // A new session in a workspace whose files ask for more than the user's settings: ask once.
-    let asked = if common.session.is_none() && !common.continue_latest {
-        crate::trust_command::ask_at_start(common, &settings::workspace(common)?)?
+/// A new session in a workspace whose files ask for more than the user's settings: ask once,
+/// before anything starts; whether the question was asked.
+pub(crate) fn ask_trust_first(common: &CommonArgs) -> anyhow::Result<bool> {
+    if common.session.is_none() && !common.continue_latest {
+        crate::trust_command::ask_at_start(common, &settings::workspace(common)?)
     } else {
-        false
-    };
+        Ok(false)
+    }
+}
+
+pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
+    let asked = ask_trust_first(common)?;
     let setup = prepare(common, "keel (interactive)")?;
     print_notices(&setup);
     let approver = Arc::new(TerminalApprover {
@@ -70,7 +95,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     });
     let controller = open_controller(setup, approver.clone())?;
     let workspace = controller.settings().workspace.clone();
-    let rendering = start_rendering(&controller);
+    let rendering = Some(start_rendering(&controller));
     // The question already listed what the project files asked for; otherwise say it now.
     if !asked {
         controller.announce();
@@ -142,7 +167,9 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         }
     };
     let _ = editor.save_history(&history_path);
-    repl.rendering.abort();
+    if let Some(rendering) = &repl.rendering {
+        rendering.abort();
+    }
     if let Some(controller) = &repl.controller {
         let id = &controller.session().id;
         eprintln!("session {id} is saved · resume it with: keel -c   (or: keel --session {id})");
@@ -166,7 +193,7 @@ fn restore_terminal(saved: Option<&nix::sys::termios::Termios>) {
 }
 
 impl Repl {
-    fn banner(&self) {
+    pub(crate) fn banner(&self) {
         let Some(controller) = &self.controller else {
             return;
         };
@@ -231,10 +258,29 @@ impl Repl {
     }
 
     /// Handle a surface command; returns how keel ends if it should.
-    async fn command(&mut self, command: SurfaceCommand) -> anyhow::Result<Option<Outcome>> {
+    pub(crate) async fn command(
+        &mut self,
+        command: SurfaceCommand,
+    ) -> anyhow::Result<Option<Outcome>> {
         match command {
             SurfaceCommand::Quit => return Ok(Some(Outcome::Completed)),
             SurfaceCommand::Help => eprintln!("{}", help_text()),
+            SurfaceCommand::Transcript => {
+                match self.controller.as_ref().map(Controller::transcript) {
+                    Some(Ok(transcript)) => eprint!(
+                        "{}",
+                        keel_render::to_ansi(
+                            &keel_tui::transcript_lines(
+                                transcript.items.iter().map(|stored| &stored.item),
+                                crate::render::terminal_width(),
+                            ),
+                            crate::render::stderr_colors(),
+                        )
+                    ),
+                    Some(Err(error)) => eprintln!("error: cannot read the transcript: {error}"),
+                    None => eprintln!("no session is open"),
+                }
+            }
             SurfaceCommand::Cost => {
                 let mut usage = self.carried_usage;
                 let mut context = None;
@@ -375,7 +421,10 @@ impl Repl {
         }
         // Drop the current controller first: it releases the session lease.
         self.controller = None;
-        self.rendering.abort();
+        let line_mode = self.rendering.take().is_some_and(|rendering| {
+            rendering.abort();
+            true
+        });
         match open_controller(setup, self.approver.clone()) {
             Ok(controller) => {
                 self.controller = Some(controller);
@@ -400,8 +449,10 @@ impl Repl {
                 }
             }
         }
-        if let Some(controller) = &self.controller {
-            self.rendering = start_rendering(controller);
+        if let Some(controller) = &self.controller
+            && line_mode
+        {
+            self.rendering = Some(start_rendering(controller));
         }
         self.banner();
     }

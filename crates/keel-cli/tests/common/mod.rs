@@ -4,6 +4,7 @@
 pub mod escapes;
 pub mod serve;
 pub mod terminal;
+pub mod tmux;
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -55,7 +55,8 @@ pub fn interactive_session_with_env(
     use std::io::Read;
     use std::sync::{Arc, Mutex};
     let mut child = std::process::Command::new("script")
-        .args(["-qec", KEEL, "/dev/null"])
+        // The line mode: these tests read its lines (the live TUI has tests of its own, under tmux).
+        .args(["-qec", &format!("{KEEL} --plain"), "/dev/null"])
         .envs(env.iter().copied())
         .current_dir(cwd)
         .env("KEEL_HOME", home.path())

@@ -1,0 +1,761 @@
+//! `keel` on a terminal: the live TUI (`keel_tui`). The session's finished output goes into the
+//! terminal's scrollback; the live region at the foot holds the streaming tail, running tools,
+//! the approval (one key), queued prompts, the multi-line input and the status line.
+//!
+//! Invariants:
+//! - The terminal is put back (raw mode off, cursor shown, region cleared) on every way out,
+//!   a panic included, before the resume hint is printed.
+//! - One turn at a time: what is typed while a turn runs is queued (shown, editable with Up,
+//!   cancellable with Esc twice) and sent when the turn ends, unless the turn offered a recovery
+//!   (then it waits, shown, for Enter).
+//! - Esc or Ctrl-C during a turn cancels it; what streamed stays on screen, marked interrupted
+//!   (never committed). Ctrl-C twice on an empty input, or Ctrl-D, quits.
+//! - An approval is answered by one key; an approval abandoned by its turn disappears.
+//! - Slash commands run with the region put away and the terminal in line mode, so their output
+//!   is the line mode's, word for word.
+
+use crate::cli::CommonArgs;
+use crate::completion::LineHelper;
+use crate::repl::Repl;
+use crate::session_setup::{open_controller, prepare, print_notices};
+use crate::signals::StopSignals;
+use crate::{Outcome, settings};
+use crossterm::event::{Event as TermEvent, KeyEvent};
+use keel_agent::{
+    AgentError, Approval, ApprovalRequest, Approver, Controller, Line as Parsed, SurfaceCommand,
+    TurnOutcome,
+};
+use keel_render::{Colors, Style};
+use keel_tui::{Action, Focus, InlineSurface, LiveView, Status, action};
+use std::collections::HashSet;
+use std::future::Future;
+use std::io::Write;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
+
+/// Whether the interactive session should be the live TUI.
+pub fn wanted(common: &CommonArgs) -> bool {
+    use std::io::IsTerminal;
+    !common.plain
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
+        && std::env::var("TERM").map_or(true, |term| term != "dumb")
+}
+
+/// A question for the person, and where the answer goes.
+type Asked = (ApprovalRequest, oneshot::Sender<Approval>);
+
+/// Sends each question to the live region; "always" is remembered for this session only.
+struct TuiApprover {
+    always: Mutex<HashSet<String>>,
+    questions: mpsc::UnboundedSender<Asked>,
+}
+
+impl Approver for TuiApprover {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
+        Box::pin(async move {
+            if crate::approval_prompt::allowed_always(&self.always, request) {
+                return Approval::Allow;
+            }
+            let (answer, answered) = oneshot::channel();
+            if self.questions.send((request.clone(), answer)).is_err() {
+                return Approval::Declined;
+            }
+            answered.await.unwrap_or(Approval::Declined)
+        })
+    }
+}
+
+/// Puts the terminal back when dropped.
+struct RawMode;
+
+impl RawMode {
+    fn enter() -> std::io::Result<RawMode> {
+        crossterm::terminal::enable_raw_mode()?;
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableBracketedPaste);
+        Ok(RawMode)
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = crossterm::execute!(
+            std::io::stdout(),
+            crossterm::event::DisableBracketedPaste,
+            crossterm::cursor::Show
+        );
+        let _ = crossterm::terminal::disable_raw_mode();
+    }
+}
+
+/// Reads the terminal's input on a thread of its own, unless paused (while `$EDITOR`, a pager
+/// or a slash command has the terminal).
+fn read_keys(paused: Arc<AtomicBool>) -> mpsc::UnboundedReceiver<TermEvent> {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        loop {
+            if paused.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            match crossterm::event::poll(Duration::from_millis(40)) {
+                Ok(true) => match crossterm::event::read() {
+                    Ok(event) => {
+                        if sender.send(event).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => return,
+                },
+                Ok(false) => {}
+                Err(_) => return,
+            }
+        }
+    });
+    receiver
+}
+
+/// The history file shared with the line mode (rustyline's format: `#V2`, then one entry per
+/// line, `\` and newlines escaped).
+fn load_history(path: &std::path::Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter(|line| *line != "#V2" && !line.is_empty())
+        .map(|line| {
+            let mut out = String::new();
+            let mut chars = line.chars();
+            while let Some(c) = chars.next() {
+                match (c, chars.clone().next()) {
+                    ('\\', Some('n')) => {
+                        out.push('\n');
+                        chars.next();
+                    }
+                    ('\\', Some('\\')) => {
+                        out.push('\\');
+                        chars.next();
+                    }
+                    _ => out.push(c),
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+fn save_history(path: &std::path::Path, entries: &[String]) {
+    let mut text = String::from("#V2\n");
+    for entry in entries.iter().rev().take(1000).rev() {
+        text.push_str(&entry.replace('\\', "\\\\").replace('\n', "\\n"));
+        text.push('\n');
+    }
+    let _ = std::fs::write(path, text);
+}
+
+struct Session {
+    repl: Repl,
+    view: LiveView,
+    surface: InlineSurface<std::io::Stdout>,
+    colors: Colors,
+    events: mpsc::UnboundedReceiver<keel_types::Event>,
+    turn: Option<tokio::task::JoinHandle<Result<TurnOutcome, AgentError>>>,
+    question: Option<(ApprovalRequest, oneshot::Sender<Approval>)>,
+    approver: Arc<TuiApprover>,
+    completion: LineHelper,
+    paused: Arc<AtomicBool>,
+    quit_armed: bool,
+    interrupts: u8,
+}
+
+pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
+    let asked = crate::repl::ask_trust_first(common)?;
+    let setup = prepare(common, "keel (interactive)")?;
+    print_notices(&setup);
+    let (questions, mut asked_rx) = mpsc::unbounded_channel();
+    let approver = Arc::new(TuiApprover {
+        always: Mutex::new(HashSet::new()),
+        questions,
+    });
+    let controller = open_controller(setup, approver.clone())?;
+    let workspace = controller.settings().workspace.clone();
+    let events = controller.subscribe();
+    let signals = StopSignals::register()?;
+    let repl = Repl::for_tui(common, controller.clone(), approver.clone(), signals);
+    repl.banner();
+    eprintln!("Enter sends · Alt+Enter newline · Esc stops a turn · Ctrl-T transcript");
+    let history_path = settings::keel_home()?.join("history.txt");
+    let colors = Colors::from_env();
+    let raw = RawMode::enter()?;
+    let (columns, rows) = crossterm::terminal::size().unwrap_or((80, 24));
+    let row = crossterm::cursor::position().map_or(rows.saturating_sub(1), |(_, row)| row);
+    let paused = Arc::new(AtomicBool::new(false));
+    let mut keys = read_keys(paused.clone());
+    let mut session = Session {
+        view: LiveView::new(
+            Status::default(),
+            load_history(&history_path),
+            usize::from(columns),
+            usize::from(rows),
+        ),
+        surface: InlineSurface::new(std::io::stdout(), (columns, rows), row, colors),
+        colors,
+        repl,
+        events,
+        turn: None,
+        question: None,
+        approver,
+        completion: LineHelper::new(workspace),
+        paused,
+        quit_armed: false,
+        interrupts: 0,
+    };
+    session.refresh_status();
+    if !asked {
+        controller.announce();
+    }
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let outcome = loop {
+        session.drain_events();
+        session.draw();
+        tokio::select! {
+            key = keys.recv() => match key {
+                Some(key) => if let Some(outcome) = session.on_terminal_event(key).await {
+                    break outcome;
+                },
+                None => break Outcome::Completed,
+            },
+            event = session.events.recv() => {
+                if let Some(event) = event {
+                    session.view.apply(&event, Instant::now());
+                }
+            }
+            question = asked_rx.recv() => {
+                if let Some((request, answer)) = question {
+                    session.view.ask(&request);
+                    session.question = Some((request, answer));
+                    // The bell: someone may be in another window.
+                    print!("\u{7}");
+                }
+            }
+            finished = async {
+                match session.turn.as_mut() {
+                    Some(turn) => turn.await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                session.turn = None;
+                session.turn_ended(finished);
+            }
+            stop = session.repl.signals.next_terminating() => {
+                if let Some(controller) = &session.repl.controller {
+                    controller.cancel();
+                }
+                if let Some(turn) = session.turn.take() {
+                    let _ = tokio::time::timeout(Duration::from_secs(5), turn).await;
+                }
+                session.drain_events();
+                session.draw();
+                break Outcome::Stopped(stop.exit_code());
+            }
+            _ = tick.tick() => {
+                if session.question.as_ref().is_some_and(|(_, answer)| answer.is_closed()) {
+                    session.question = None;
+                    session.view.drop_approval();
+                }
+            }
+        }
+    };
+    session.drain_events();
+    session.draw();
+    let _ = session.surface.finish();
+    drop(raw);
+    save_history(&history_path, session.view.editor.history());
+    if let Some(controller) = &session.repl.controller {
+        let id = &controller.session().id;
+        eprintln!("session {id} is saved · resume it with: keel -c   (or: keel --session {id})");
+    }
+    Ok(outcome)
+}
+
+impl Session {
+    fn controller(&self) -> Option<Controller> {
+        self.repl.controller.clone()
+    }
+
+    fn drain_events(&mut self) {
+        while let Ok(event) = self.events.try_recv() {
+            self.view.apply(&event, Instant::now());
+        }
+    }
+
+    fn draw(&mut self) {
+        let commits = self.view.take_commits();
+        let frame = self.view.frame(Instant::now());
+        let _ = self.surface.draw(&commits, &frame);
+    }
+
+    /// The status line from the controller's figures.
+    fn refresh_status(&mut self) {
+        let Some(controller) = self.controller() else {
+            return;
+        };
+        let settings = controller.settings();
+        let mut status = Status {
+            model: format!("{}/{}", settings.profile.name, settings.model),
+            mode: settings.policy.mode.as_str().to_string(),
+            context_percent: controller
+                .context_use()
+                .map(|context| u8::try_from(context.percent()).unwrap_or(100)),
+            ..Status::default()
+        };
+        if let Ok(spend) = controller.session_usage() {
+            status.tokens_in = spend.usage.input;
+            status.tokens_out = spend.usage.output;
+            if spend.usage.cache_hit + spend.usage.cache_miss > 0 {
+                status.cache_hit_percent = Some(
+                    (spend.usage.cache_hit_ratio() * 100.0)
+                        .round()
+                        .clamp(0.0, 100.0) as u8,
+                );
+            }
+            status.cost = spend.cost.as_ref().map(keel_types::Cost::display);
+        }
+        self.view.status = status;
+    }
+
+    fn turn_ended(
+        &mut self,
+        finished: Result<Result<TurnOutcome, AgentError>, tokio::task::JoinError>,
+    ) {
+        self.drain_events();
+        self.view.set_busy(false);
+        self.interrupts = 0;
+        match finished {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => self.view.say(
+                &format!("error: {error}"),
+                Style::fg(keel_render::Color::Red),
+            ),
+            Err(error) => self.view.say(
+                &format!("error: the turn stopped: {error}"),
+                Style::fg(keel_render::Color::Red),
+            ),
+        }
+        self.refresh_status();
+        if self.view.queued() > 0 {
+            let offered = self
+                .controller()
+                .is_some_and(|controller| controller.pending_recovery().is_some());
+            if offered {
+                self.view.set_notice(Some(
+                    "the queued prompt waits: this turn offers a recovery (above); Enter on an empty input sends it"
+                        .into(),
+                ));
+            } else if let Some(next) = self.view.next_queued() {
+                self.send(next);
+            }
+        }
+    }
+
+    /// Send a prompt (or run a slash command).
+    fn send(&mut self, text: String) -> Option<SurfaceCommand> {
+        let trimmed = text.trim().to_string();
+        match Parsed::parse(&trimmed) {
+            Parsed::Empty => None,
+            Parsed::Input(input) => {
+                let Some(controller) = self.controller() else {
+                    self.view
+                        .say("error: no session is open; /resume one", Style::PLAIN);
+                    return None;
+                };
+                self.view.said_by_user(&trimmed);
+                self.view.set_busy(true);
+                self.view.set_notice(None);
+                self.turn = Some(tokio::spawn(async move { controller.submit(input).await }));
+                None
+            }
+            Parsed::Command(command) => Some(command),
+            Parsed::Unknown(name) => {
+                self.view.say(
+                    &format!("unknown command `{name}`; /help lists them"),
+                    Style::fg(keel_render::Color::Yellow),
+                );
+                None
+            }
+        }
+    }
+
+    /// Put the region away and give the terminal back in line mode (for a slash command,
+    /// `$EDITOR` or a pager).
+    fn suspend(&mut self) {
+        self.draw();
+        self.paused.store(true, Ordering::SeqCst);
+        // Let the key reader finish a poll in progress.
+        std::thread::sleep(Duration::from_millis(60));
+        let _ = self.surface.finish();
+        let _ = crossterm::terminal::disable_raw_mode();
+    }
+
+    fn resume(&mut self) {
+        let _ = crossterm::terminal::enable_raw_mode();
+        let (columns, rows) = crossterm::terminal::size().unwrap_or((80, 24));
+        let row = crossterm::cursor::position().map_or(rows.saturating_sub(1), |(_, row)| row);
+        self.paused.store(false, Ordering::SeqCst);
+        self.surface = InlineSurface::new(std::io::stdout(), (columns, rows), row, self.colors);
+        self.view.resize(usize::from(columns), usize::from(rows));
+    }
+
+    async fn run_command(&mut self, command: SurfaceCommand) -> Option<Outcome> {
+        match command {
+            SurfaceCommand::Quit => return Some(Outcome::Completed),
+            SurfaceCommand::Transcript => {
+                self.transcript();
+                return None;
+            }
+            _ => {}
+        }
+        let switches = matches!(
+            command,
+            SurfaceCommand::Model(Some(_)) | SurfaceCommand::Resume(Some(_))
+        );
+        if switches && self.turn.is_some() {
+            self.view.say(
+                "a turn is running: switch after it ends (Esc stops it)",
+                Style::fg(keel_render::Color::Yellow),
+            );
+            return None;
+        }
+        self.suspend();
+        let outcome = match self.repl.command(command).await {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                eprintln!("error: {}", keel_render::visible(&format!("{error:#}")));
+                None
+            }
+        };
+        if switches && let Some(controller) = self.controller() {
+            self.events = controller.subscribe();
+        }
+        self.resume();
+        self.refresh_status();
+        outcome
+    }
+
+    /// Compose the prompt in `$VISUAL`/`$EDITOR` (the text so far to start from).
+    fn external_editor(&mut self) {
+        let editor = std::env::var("VISUAL")
+            .or_else(|_| std::env::var("EDITOR"))
+            .unwrap_or_else(|_| "vi".into());
+        let Ok(file) = tempfile_path() else {
+            return;
+        };
+        if std::fs::write(&file, self.view.editor.text()).is_err() {
+            return;
+        }
+        self.suspend();
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{editor} \"$1\""))
+            .arg("keel-editor")
+            .arg(&file)
+            .status();
+        self.resume();
+        match status {
+            Ok(status) if status.success() => {
+                if let Ok(text) = std::fs::read_to_string(&file) {
+                    self.view.editor.set(text.trim_end_matches('\n'));
+                }
+            }
+            _ => self.view.set_notice(Some(format!(
+                "the editor (`{}`) did not finish cleanly: the input is as it was",
+                keel_render::visible_line(&editor)
+            ))),
+        }
+        let _ = std::fs::remove_file(&file);
+    }
+
+    /// Every answer, card and reasoning block of the session, in a pager.
+    fn transcript(&mut self) {
+        let Some(controller) = self.controller() else {
+            return;
+        };
+        let text = match controller.transcript() {
+            Ok(transcript) => keel_render::to_ansi(
+                &keel_tui::transcript_lines(
+                    transcript.items.iter().map(|stored| &stored.item),
+                    self.view.width(),
+                ),
+                self.colors,
+            ),
+            Err(error) => {
+                self.view
+                    .set_notice(Some(format!("cannot read the transcript: {error}")));
+                return;
+            }
+        };
+        let Ok(file) = tempfile_path() else {
+            return;
+        };
+        if std::fs::write(&file, text).is_err() {
+            return;
+        }
+        let pager = std::env::var("PAGER").unwrap_or_else(|_| "less -R".into());
+        self.suspend();
+        let _ = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{pager} \"$1\""))
+            .arg("keel-pager")
+            .arg(&file)
+            .status();
+        self.resume();
+        let _ = std::fs::remove_file(&file);
+    }
+
+    fn answer(&mut self, approval: Approval, said: &str) {
+        if let Some((_, sender)) = self.question.take() {
+            let _ = sender.send(approval);
+        }
+        self.view.answered(said);
+    }
+
+    fn complete(&mut self) {
+        let before = self.view.editor.before_cursor().to_string();
+        let (start, found) = self.completion.candidates(&before, before.len());
+        match found.as_slice() {
+            [] => {}
+            [(_, replacement)] => {
+                let replacement = replacement.clone();
+                self.view.editor.complete_with(start, &replacement);
+                self.view.set_notice(None);
+            }
+            many => {
+                let common = common_prefix(many.iter().map(|(_, r)| r.as_str()));
+                if common.len() > before.len() - start {
+                    self.view.editor.complete_with(start, &common);
+                }
+                let shown: Vec<&str> = many.iter().take(8).map(|(d, _)| d.as_str()).collect();
+                let more = if many.len() > 8 {
+                    format!(" … {} more", many.len() - 8)
+                } else {
+                    String::new()
+                };
+                self.view
+                    .set_notice(Some(format!("{}{more}", shown.join("  "))));
+            }
+        }
+    }
+
+    /// One event from the terminal; returns how keel ends if it should.
+    async fn on_terminal_event(&mut self, event: TermEvent) -> Option<Outcome> {
+        match event {
+            TermEvent::Resize(columns, rows) => {
+                // Not asked of the terminal: a cursor-position query here races the key reader
+                // and can swallow what is being typed.
+                self.surface.resize((columns, rows), None);
+                self.view.resize(usize::from(columns), usize::from(rows));
+                None
+            }
+            TermEvent::Paste(text) => {
+                match self.view.focus() {
+                    Focus::Note => {
+                        if let Some(note) = self.view.note_mut() {
+                            note.insert_str(&text.replace('\n', " "));
+                        }
+                    }
+                    Focus::Input => self.view.editor.insert_str(&text),
+                    Focus::Approval => {}
+                }
+                None
+            }
+            TermEvent::Key(key) => self.on_key(&key).await,
+            _ => None,
+        }
+    }
+
+    async fn on_key(&mut self, key: &KeyEvent) -> Option<Outcome> {
+        let focus = self.view.focus();
+        let act = action(
+            key,
+            focus,
+            self.view.editor.is_empty(),
+            self.view.asking_unconfined(),
+        );
+        if !matches!(act, Action::Escape | Action::Ignore) {
+            self.view.disarm_escape();
+        }
+        if !matches!(act, Action::Interrupt | Action::Ignore) {
+            self.quit_armed = false;
+        }
+        if focus == Focus::Note {
+            let note = self.view.note_mut()?;
+            match act {
+                Action::Insert(c) => note.insert(c),
+                Action::Backspace => note.backspace(),
+                Action::Left => note.left(),
+                Action::Right => note.right(),
+                Action::Submit => {
+                    let text = note.text().trim().to_string();
+                    let text: String = text.chars().take(keel_agent::LONGEST_NOTE).collect();
+                    if text.is_empty() {
+                        self.answer(Approval::Declined, "denied");
+                    } else {
+                        let said = format!("denied with a note: {text}");
+                        self.answer(Approval::DeclinedWithNote(text), &said);
+                    }
+                }
+                Action::Escape | Action::Interrupt => self.answer(Approval::Declined, "denied"),
+                _ => {}
+            }
+            return None;
+        }
+        match act {
+            Action::Allow => self.answer(Approval::Allow, "allowed"),
+            Action::Deny => self.answer(Approval::Declined, "denied"),
+            Action::DenyWithNote => self.view.start_note(),
+            Action::Always => {
+                if let Some((request, _)) = &self.question
+                    && let Ok(mut always) = self.approver.always.lock()
+                {
+                    always.insert(request.tool.clone());
+                }
+                let tool = self
+                    .question
+                    .as_ref()
+                    .map(|(request, _)| keel_render::visible_line(&request.tool).into_owned())
+                    .unwrap_or_default();
+                self.answer(
+                    Approval::Allow,
+                    &format!("allowed, and {tool} is allowed for the rest of this session (never saved)"),
+                );
+            }
+            Action::Insert(c) => self.view.editor.insert(c),
+            Action::Newline => self.view.editor.newline(),
+            Action::Backspace => self.view.editor.backspace(),
+            Action::Delete => self.view.editor.delete(),
+            Action::Left => self.view.editor.left(),
+            Action::Right => self.view.editor.right(),
+            Action::Home => self.view.editor.home(),
+            Action::End => self.view.editor.end(),
+            Action::KillToStart => self.view.editor.kill_to_start(),
+            Action::Up => {
+                if self.view.editor.is_empty()
+                    && let Some(last) = self.view.unqueue_last()
+                {
+                    self.view.editor.set(&last);
+                } else {
+                    self.view.editor.up();
+                }
+            }
+            Action::Down => self.view.editor.down(),
+            Action::Complete => self.complete(),
+            Action::Submit => {
+                let text = self.view.editor.submit();
+                if text.trim().is_empty() {
+                    if !self.view.is_busy()
+                        && let Some(next) = self.view.next_queued()
+                    {
+                        self.view.set_notice(None);
+                        if let Some(command) = self.send(next) {
+                            return self.run_command(command).await;
+                        }
+                    }
+                    return None;
+                }
+                if self.view.is_busy() {
+                    self.view.queue(text);
+                    return None;
+                }
+                if let Some(command) = self.send(text) {
+                    return self.run_command(command).await;
+                }
+            }
+            Action::Escape => {
+                if self.view.is_busy() {
+                    self.cancel_turn();
+                } else {
+                    self.view.escape();
+                }
+            }
+            Action::Interrupt => {
+                if self.view.is_busy() {
+                    self.interrupts += 1;
+                    if self.interrupts >= 2 {
+                        return Some(Outcome::Cancelled);
+                    }
+                    self.cancel_turn();
+                    self.view
+                        .set_notice(Some("stopping the turn… (Ctrl-C again quits)".into()));
+                } else if !self.view.editor.is_empty() {
+                    self.view.editor.clear();
+                } else if self.quit_armed {
+                    return Some(Outcome::Completed);
+                } else {
+                    self.quit_armed = true;
+                    self.view
+                        .set_notice(Some("Ctrl-C again (or Ctrl-D) quits".into()));
+                }
+            }
+            Action::Quit => return Some(Outcome::Completed),
+            Action::Transcript => self.transcript(),
+            Action::ExternalEditor => self.external_editor(),
+            Action::CycleMode => self.view.set_notice(Some(
+                "the permission mode is set when the session starts: --permission-mode read-only|ask|auto"
+                    .into(),
+            )),
+            Action::Ignore => {}
+        }
+        None
+    }
+
+    fn cancel_turn(&mut self) {
+        if let Some(controller) = self.controller() {
+            controller.cancel();
+        }
+    }
+}
+
+/// The longest start all of `items` share.
+fn common_prefix<'a>(mut items: impl Iterator<Item = &'a str>) -> String {
+    let Some(first) = items.next() else {
+        return String::new();
+    };
+    let mut common = first.to_string();
+    for item in items {
+        let shared = common
+            .char_indices()
+            .zip(item.chars())
+            .take_while(|((_, a), b)| a == b)
+            .last()
+            .map_or(0, |((at, c), _)| at + c.len_utf8());
+        common.truncate(shared);
+    }
+    common
+}
+
+/// A fresh file for `$EDITOR` or the pager, private to this user.
+fn tempfile_path() -> std::io::Result<std::path::PathBuf> {
+    let dir = std::env::temp_dir();
+    for attempt in 0..100u32 {
+        let path = dir.join(format!("keel-{}-{attempt}.md", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(mut file) => {
+                file.flush()?;
+                return Ok(path);
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(error) => return Err(error),
+        }
+    }
+    Err(std::io::Error::other("no free temporary file name"))
+}

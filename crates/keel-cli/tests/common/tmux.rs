@@ -1,0 +1,147 @@
+//! `keel`'s live TUI under tmux: a real terminal emulator with a screen and a scrollback, typed
+//! at with tmux's own key names, read back with `capture-pane` (text, or text with colours).
+//! Each test gets a private tmux server (its own socket), killed when it ends.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use super::{Home, KEEL};
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+pub struct Tmux {
+    socket: tempfile::TempDir,
+}
+
+/// Whether tmux is here; under CI (`CI` set) its absence fails the test instead of skipping it.
+pub fn available() -> bool {
+    let found = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is missing: .ci/run installs it (apt-get install tmux)"
+        );
+        eprintln!("skipped: tmux is not installed");
+    }
+    found
+}
+
+impl Tmux {
+    /// `keel ARGS` in a `width` × `height` terminal, in `cwd`, with `home` as KEEL_HOME.
+    pub fn start(home: &Home, cwd: &Path, args: &[&str], size: (u16, u16)) -> Tmux {
+        let tmux = Tmux {
+            socket: tempfile::tempdir().unwrap(),
+        };
+        let command = format!(
+            "{KEEL} {}; echo \"[keel exited: $?]\"; sleep 60",
+            args.join(" ")
+        );
+        let out = tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "keel",
+            "-x",
+            &size.0.to_string(),
+            "-y",
+            &size.1.to_string(),
+            "-c",
+            cwd.to_str().unwrap(),
+            "-e",
+            &format!("KEEL_HOME={}", home.path().display()),
+            "-e",
+            "DEEPSEEK_API_KEY=test-key-1",
+            "-e",
+            "NO_COLOR=",
+            "sh",
+            "-c",
+            &command,
+        ]);
+        assert!(
+            out.status.success(),
+            "tmux: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tmux.run(&["set-option", "-g", "history-limit", "5000"]);
+        tmux
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-S")
+            .arg(self.socket.path().join("socket"))
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// Type `text` literally.
+    pub fn type_text(&self, text: &str) {
+        self.run(&["send-keys", "-t", "keel", "-l", text]);
+    }
+
+    /// Press keys by tmux's names (`Enter`, `Escape`, `C-d`, `M-Enter`, `Tab`, `y`).
+    pub fn press(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "keel"];
+        args.extend(keys);
+        self.run(&args);
+    }
+
+    /// What the screen shows now (text).
+    pub fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "keel"]).stdout)
+            .into_owned()
+    }
+
+    /// The screen with its colours (SGR sequences as tmux reproduces them).
+    pub fn screen_with_colors(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-e", "-p", "-t", "keel"]).stdout)
+            .into_owned()
+    }
+
+    /// The scrollback and the screen (text).
+    pub fn everything(&self) -> String {
+        String::from_utf8_lossy(
+            &self
+                .run(&["capture-pane", "-p", "-S", "-", "-t", "keel"])
+                .stdout,
+        )
+        .into_owned()
+    }
+
+    /// Wait until the scrollback and screen show `marker`; fail, showing them, after 20 s.
+    pub fn wait_for(&self, marker: &str) -> String {
+        let started = Instant::now();
+        loop {
+            let shown = self.everything();
+            if shown.contains(marker) {
+                return shown;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the terminal never showed {marker:?}; it showed:\n{shown}"
+            );
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+
+    pub fn resize(&self, width: u16, height: u16) {
+        self.run(&[
+            "resize-window",
+            "-t",
+            "keel",
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+        ]);
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+    }
+}

@@ -1,0 +1,210 @@
+//! The live TUI (`keel` on a terminal), end to end under tmux against `keel mock`: what a person
+//! sees, typed at with real keys.
+
+mod common;
+
+use common::tmux::{Tmux, available};
+use common::{last_user_message, scripted};
+
+const ANSWER: &str = "## Plan\n\nI will **edit** the file.\n\n| name | size |\n|---|---|\n| a.rs | 12 |\n\n```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n";
+
+#[test]
+fn an_answer_is_rendered_an_edit_is_approved_with_one_key_and_ctrl_d_says_how_to_resume() {
+    if !available() {
+        return;
+    }
+    let scenario = serde_json::json!({"steps": [
+        {"say": ANSWER},
+        {"tool": "write_file", "args": {"path": "notes.txt", "content": "hello\nworld\n"}},
+        {"tool": "bash", "args": {"command": "for n in $(seq 1 30); do echo output line $n; done"}},
+        {"say": "Done."}
+    ]})
+    .to_string();
+    let (home, _mock) = scripted("chat", &scenario, "");
+    let tmux = Tmux::start(&home, &home.path(), &[], (100, 40));
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("show me");
+    tmux.press(&["Enter"]);
+    let shown = tmux.wait_for("tokens:");
+    // Rendered, not raw: no `## ` or `|---|`, a box-drawn table.
+    assert!(
+        !shown.contains("## Plan") && shown.contains("Plan"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("|---|") && shown.contains("┌──────┬──────┐"),
+        "{shown}"
+    );
+    assert!(!shown.contains("**edit**"), "{shown}");
+    // Highlighted code: the code line carries colour on screen.
+    let colored = tmux.screen_with_colors();
+    let code_line = colored
+        .lines()
+        .find(|line| line.contains("println"))
+        .unwrap_or_else(|| panic!("{colored}"));
+    assert!(code_line.contains("\u{1b}["), "no colour on {code_line:?}");
+
+    tmux.type_text("now edit");
+    tmux.press(&["Enter"]);
+    let asked = tmux.wait_for("always for write_file");
+    // The diff was on screen before the question, and nothing ran yet.
+    assert!(
+        asked.contains("1 + hello") && asked.contains("2 + world"),
+        "{asked}"
+    );
+    assert!(!home.path().join("notes.txt").exists());
+    // One key, no Enter.
+    tmux.press(&["y"]);
+    tmux.wait_for("created notes.txt");
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("notes.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+    // The command is asked about, then its output's end shows under its card.
+    tmux.wait_for("always for bash");
+    tmux.press(&["y"]);
+    let shown = tmux.wait_for("Done.");
+    assert!(shown.contains("output line 30"), "{shown}");
+    assert!(shown.contains("lines above"), "{shown}");
+    // The status line: model and mode.
+    assert!(
+        tmux.screen().contains("deepseek/mock-model · ask"),
+        "{}",
+        tmux.screen()
+    );
+
+    tmux.press(&["C-d"]);
+    let shown = tmux.wait_for("[keel exited: 0]");
+    assert!(shown.contains("resume it with: keel -c"), "{shown}");
+}
+
+#[test]
+fn esc_stops_a_stream_keeps_its_text_and_the_next_request_says_so() {
+    if !available() {
+        return;
+    }
+    let long: String = (1..=60)
+        .map(|n| format!("Sentence number {n}.\n\n"))
+        .collect();
+    let scenario = serde_json::json!({
+        "chunk_delay_ms": 100,
+        "steps": [{"say": long}, {"say": "fine"}]
+    })
+    .to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    let tmux = Tmux::start(&home, &home.path(), &[], (90, 30));
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("tell me");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("Sentence number 2.");
+    tmux.press(&["Escape"]);
+    let shown = tmux.wait_for("interrupted");
+    assert!(shown.contains("Sentence number 1."), "{shown}");
+    assert!(!shown.contains("Sentence number 60."), "{shown}");
+    tmux.type_text("go on");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("fine");
+    let sent = last_user_message(&mock);
+    assert!(sent.contains("stopped your previous answer"), "{sent}");
+    assert!(sent.ends_with("go on"), "{sent}");
+}
+
+#[test]
+fn a_multi_line_prompt_with_a_file_mention_and_tab_completion() {
+    if !available() {
+        return;
+    }
+    let scenario = serde_json::json!({"steps": [{"say": "read it"}]}).to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    std::fs::write(
+        home.path().join("notes-for-keel.txt"),
+        "the secret word is marmalade\n",
+    )
+    .unwrap();
+    let tmux = Tmux::start(&home, &home.path(), &[], (90, 30));
+    tmux.wait_for("mock-model · ask");
+    // A slash command completes with Tab.
+    tmux.type_text("/transc");
+    tmux.press(&["Tab"]);
+    tmux.wait_for("› /transcript");
+    tmux.press(&["C-u"]);
+    // Two lines (Alt+Enter), the second with a file completed by Tab.
+    tmux.type_text("first line");
+    tmux.press(&["M-Enter"]);
+    tmux.type_text("see @notes-for");
+    tmux.press(&["Tab"]);
+    tmux.wait_for("@notes-for-keel.txt");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("read it");
+    let sent = last_user_message(&mock);
+    assert!(
+        sent.contains("first line\nsee @notes-for-keel.txt"),
+        "{sent}"
+    );
+    assert!(sent.contains("the secret word is marmalade"), "{sent}");
+}
+
+#[test]
+fn a_prompt_typed_during_a_turn_waits_and_is_sent_after_it() {
+    if !available() {
+        return;
+    }
+    let long: String = (1..=15).map(|n| format!("Part {n}.\n\n")).collect();
+    let scenario = serde_json::json!({
+        "chunk_delay_ms": 80,
+        "steps": [{"say": long}, {"say": "second answer"}]
+    })
+    .to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    let tmux = Tmux::start(&home, &home.path(), &[], (90, 30));
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("first");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("Part 1.");
+    tmux.type_text("then this");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("queued › then this");
+    tmux.wait_for("second answer");
+    assert_eq!(mock.requests().len(), 2);
+    assert_eq!(last_user_message(&mock), "then this");
+}
+
+#[test]
+fn a_resize_mid_stream_wraps_the_answer_at_the_new_width() {
+    if !available() {
+        return;
+    }
+    let words: Vec<String> = (1..=40).map(|n| format!("word{n}")).collect();
+    let paragraph = words.join(" ");
+    let scenario = serde_json::json!({
+        "chunk_delay_ms": 60,
+        "steps": [{"say": format!("{paragraph}\n\n{paragraph}\n")}]
+    })
+    .to_string();
+    let (home, _mock) = scripted("chat", &scenario, "");
+    let tmux = Tmux::start(&home, &home.path(), &[], (120, 30));
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("go");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("word3 ");
+    tmux.resize(50, 30);
+    let shown = tmux.wait_for("tokens:");
+    // Wrapped by keel at 50 columns between words, never cut inside one by the terminal.
+    let answer: Vec<&str> = shown
+        .lines()
+        .filter(|line| line.starts_with("word"))
+        .collect();
+    assert!(answer.len() >= 8, "{shown}");
+    for line in answer {
+        assert!(line.trim_end().chars().count() <= 50, "{line:?}\n{shown}");
+        for token in line.split_whitespace() {
+            let number = token
+                .strip_prefix("word")
+                .unwrap_or_else(|| panic!("{line:?}"));
+            assert!(
+                number.parse::<u32>().is_ok(),
+                "cut inside a word: {line:?}\n{shown}"
+            );
+        }
+    }
+}

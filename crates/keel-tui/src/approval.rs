@@ -1,0 +1,256 @@
+//! What a person is shown before a call runs: the change a write or an edit makes, as a diff,
+//! and the exact command, every line, with the question. The line mode and the live region
+//! both build their prompt from here.
+//!
+//! Invariants:
+//! - The subject is shown folded as on every surface (`approval_view`: blank runs counted, long
+//!   lines cut with their length, nothing out of sight), each line with its control characters
+//!   shown, and the head of the command with its line count next to the question.
+//! - A diff longer than `LONGEST_DIFF_SHOWN` lines says how many lines were not shown.
+//! - Running a command again outside the sandbox is asked as such ("UNCONFINED"), and has no
+//!   "always".
+
+use keel_agent::ApprovalRequest;
+use keel_render::{FileDiff, Line, Span, Style, visible_line};
+use keel_tools::Preview;
+
+/// The most diff lines shown at a question (the rest is counted).
+pub const LONGEST_DIFF_SHOWN: usize = 400;
+
+/// The change a write or an edit would make, as a diff with line numbers, indented by two.
+pub fn change_lines(preview: Option<&Preview>, width: usize) -> Vec<Line> {
+    let lines = match preview {
+        None => return Vec::new(),
+        Some(Preview::Unavailable(why)) => {
+            return vec![Line::from_text(
+                &format!("  (no diff to show: {})", visible_line(why)),
+                Style::PLAIN,
+            )];
+        }
+        Some(Preview::Change { before, after }) => {
+            FileDiff::new(before.as_deref(), after).lines(width.saturating_sub(2))
+        }
+    };
+    let mut shown: Vec<Line> = lines
+        .iter()
+        .take(LONGEST_DIFF_SHOWN)
+        .map(|line| line.clone().prefixed(&[Span::plain("  ")]))
+        .collect();
+    if lines.len() > LONGEST_DIFF_SHOWN {
+        shown.push(Line::from_text(
+            &format!(
+                "  … {} more lines of the diff not shown; say no unless you know them",
+                lines.len() - LONGEST_DIFF_SHOWN
+            ),
+            Style::PLAIN,
+        ));
+    }
+    shown
+}
+
+/// The question about one call, in its parts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Question {
+    /// `? allow bash (3 lines):`, or the unconfined warning.
+    pub title: String,
+    /// The subject's lines, folded and made visible, indented by four.
+    pub subject: Vec<String>,
+    /// `bash: head (3 lines)`, with a warning when long lines were cut: what sits next to the
+    /// keys.
+    pub head: String,
+    /// The tool's name, made visible.
+    pub tool: String,
+    pub unconfined: bool,
+}
+
+impl Question {
+    pub fn new(request: &ApprovalRequest) -> Question {
+        let tool = visible_line(&request.tool).into_owned();
+        let subject = if request.subject.is_empty() {
+            "(no arguments)"
+        } else {
+            request.subject.as_str()
+        };
+        let view = keel_types::approval_view(subject);
+        let title = match (request.unconfined, view.line_count) {
+            (true, _) => format!(
+                "? the command failed inside keel's sandbox, and its output suggests the sandbox \
+                 refused something (the output is the command's own: keel cannot verify it). Run \
+                 it again OUTSIDE the sandbox — unconfined, with your full access, running the \
+                 workspace's code as the sandboxed run may have left it ({} line{}):",
+                view.line_count,
+                if view.line_count == 1 { "" } else { "s" }
+            ),
+            (false, 1) => format!("? allow {tool}:"),
+            (false, lines) => format!("? allow {tool} ({lines} lines):"),
+        };
+        let lines = match view.line_count {
+            1 => String::new(),
+            n => format!(" ({n} lines)"),
+        };
+        let hidden = match view.hidden_chars {
+            0 => String::new(),
+            n => {
+                format!(" — ⚠ {n} characters of long lines not shown; say no unless you know them")
+            }
+        };
+        Question {
+            subject: view
+                .lines
+                .iter()
+                .map(|line| format!("    {}", visible_line(line)))
+                .collect(),
+            head: format!("{tool}: {}{lines}{hidden}", visible_line(&view.head)),
+            title,
+            tool,
+            unconfined: request.unconfined,
+        }
+    }
+
+    /// The question as the line mode asks it (typed answer, then Enter).
+    pub fn typed(&self) -> String {
+        let mut question = format!("{}\n", self.title);
+        for line in &self.subject {
+            question.push_str(line);
+            question.push('\n');
+        }
+        let choices = if self.unconfined {
+            "run it UNCONFINED? [y]es / [n]o".to_string()
+        } else {
+            format!(
+                "[y]es / [n]o / [N]o + note / [a]lways for {} (session)",
+                self.tool
+            )
+        };
+        question.push_str(&format!("  {} — {choices}: ", self.head));
+        question
+    }
+
+    /// The keys of the live region's question (one key, no Enter), on one line where it fits,
+    /// else the "always" choice on lines of its own (never cut: what "always" means stays said).
+    pub fn keys(&self, width: usize) -> Vec<Line> {
+        let key = |k: &str| Span::new(k, Style::PLAIN.bold());
+        let mut line = Line::new(vec![
+            key("y"),
+            Span::plain(" yes · "),
+            key("n"),
+            Span::plain("/"),
+            key("Esc"),
+            Span::plain(" no"),
+        ]);
+        if self.unconfined {
+            line.push(Span::new(
+                " · runs UNCONFINED",
+                Style::fg(keel_render::Color::Red),
+            ));
+            return vec![line];
+        }
+        line.push(Span::plain(" · "));
+        line.push(key("N"));
+        line.push(Span::plain(" no + note"));
+        let always = format!(" always for {} (this session, never saved)", self.tool);
+        let one_line = line.width() + 3 + 1 + always.chars().count();
+        if one_line <= width {
+            line.push(Span::plain(" · "));
+            line.push(key("a"));
+            line.push(Span::plain(&always));
+            return vec![line];
+        }
+        let mut lines = vec![line];
+        lines.extend(crate::rows::wrapped(
+            &format!("a{always}"),
+            width,
+            Style::PLAIN,
+        ));
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn question(subject: &str) -> String {
+        Question::new(&ApprovalRequest {
+            call_id: "call_1".into(),
+            tool: "bash".into(),
+            subject: subject.into(),
+            arguments: String::new(),
+            unconfined: false,
+            preview: None,
+        })
+        .typed()
+    }
+
+    #[test]
+    fn an_edit_is_asked_with_its_diff_and_line_numbers() {
+        let change = Preview::Change {
+            before: Some(b"fn a() {}\nfn b() {}\n".to_vec()),
+            after: b"fn a() {}\nfn b() { todo() }\n".to_vec(),
+        };
+        let shown = keel_render::to_plain(&change_lines(Some(&change), 80));
+        assert_eq!(
+            shown,
+            "  +1 −1\n  @@ -1,2 +1,2 @@\n  1 1   fn a() {}\n  2   - fn b() {}\n    2 + fn b() { todo() }\n"
+        );
+        let unavailable = Preview::Unavailable("the file is 9 bytes, too large".into());
+        assert_eq!(
+            keel_render::to_plain(&change_lines(Some(&unavailable), 80)),
+            "  (no diff to show: the file is 9 bytes, too large)\n"
+        );
+        let long = Preview::Change {
+            before: None,
+            after: "x\n".repeat(500).into_bytes(),
+        };
+        let lines = change_lines(Some(&long), 80);
+        assert_eq!(lines.len(), LONGEST_DIFF_SHOWN + 1);
+        assert!(
+            lines[LONGEST_DIFF_SHOWN]
+                .plain()
+                .contains("more lines of the diff not shown")
+        );
+    }
+
+    #[test]
+    fn blank_lines_cannot_scroll_the_dangerous_line_away() {
+        let hidden = format!("touch PWNED{}echo harmless", "\n".repeat(200));
+        let shown = question(&hidden);
+        assert!(
+            shown.starts_with("? allow bash (201 lines):\n    touch PWNED\n"),
+            "{shown}"
+        );
+        assert!(shown.contains("⋮ (199 blank lines)"), "{shown}");
+        assert!(shown.lines().count() < 6, "{shown}");
+        assert!(
+            shown.ends_with(
+                "bash: touch PWNED (201 lines) — [y]es / [n]o / [N]o + note / [a]lways for \
+                 bash (session): "
+            ),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn one_line_commands_are_shown_whole_and_visible() {
+        assert_eq!(
+            question("rm -rf x\r"),
+            "? allow bash:\n    rm -rf x␍\n  bash: rm -rf x␍ — [y]es / [n]o / [N]o + note / \
+             [a]lways for bash (session): "
+        );
+    }
+
+    #[test]
+    fn a_run_of_spaces_cannot_hide_the_command_at_the_question() {
+        let shown = question(&format!("touch PWNED;{}echo harmless", " ".repeat(9000)));
+        assert!(shown.len() < 300, "{shown}");
+        assert!(
+            shown.contains("touch PWNED;⟨9,000 spaces⟩echo harmless"),
+            "{shown}"
+        );
+        let last = shown.lines().last().unwrap_or_default();
+        assert!(
+            last.contains("bash: touch PWNED;"),
+            "next to the question: {last}"
+        );
+    }
+}

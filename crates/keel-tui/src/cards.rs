@@ -1,0 +1,253 @@
+//! Tool cards: what a person sees of each call, while it runs and once it ended.
+//!
+//! Invariants:
+//! - Every line fits the width it was made for, and everything from the model or a tool goes
+//!   through `keel_render`'s `Span`s (made visible), so no text of theirs is a control sequence.
+//! - The state's colour is distinct for each end (completed, failed, denied, cancelled,
+//!   unknown), and the state's name is always written too (colour is never the only signal).
+//! - A command's output is folded to its last `TAIL_LINES` lines after a count of the lines
+//!   hidden; the whole output is in the history (and the transcript pager).
+
+use keel_render::{Color, Line, Span, Style, visible_line};
+use keel_types::ReceiptState;
+use std::time::Duration;
+use unicode_width::UnicodeWidthChar;
+
+/// The most lines of a command's output shown under its card (the rest is counted).
+pub const TAIL_LINES: usize = 5;
+
+/// The colour of a call in `state`.
+pub fn state_color(state: ReceiptState) -> Color {
+    match state {
+        ReceiptState::Completed => Color::Green,
+        ReceiptState::Failed => Color::Red,
+        ReceiptState::Denied => Color::Yellow,
+        ReceiptState::Unknown => Color::Magenta,
+        ReceiptState::Cancelled | ReceiptState::NotStarted => Color::Gray,
+        ReceiptState::Pending | ReceiptState::Started => Color::Cyan,
+    }
+}
+
+/// `text` cut to `width` columns, `…` marking a cut.
+pub fn cut(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut used = 0;
+    let total: usize = text.chars().map(|c| c.width().unwrap_or(0)).sum();
+    if total <= width {
+        return text.to_string();
+    }
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > width {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    if width > 0 {
+        out.push('…');
+    }
+    out
+}
+
+/// The last lines of a command's output (its closing `[exit code …]` line left out: the card
+/// says it), each on one line cut to `width`, after a count of those hidden.
+pub fn folded_tail(text: &str, total_lines: u64, width: usize) -> Vec<String> {
+    let mut body: Vec<&str> = text.trim_end_matches('…').lines().collect();
+    let closing = body
+        .last()
+        .is_some_and(|line| line.starts_with("[exit code ") && line.ends_with(']'));
+    if closing {
+        body.pop();
+    }
+    let shown: Vec<&str> = body.iter().rev().take(TAIL_LINES).rev().copied().collect();
+    let width = width.saturating_sub(4).max(10);
+    let mut out = Vec::new();
+    let notes = text
+        .lines()
+        .filter(|line| line.starts_with('[') && line.ends_with(']'))
+        .count();
+    let hidden = (total_lines as usize).saturating_sub(shown.len() + notes);
+    if hidden > 0 {
+        out.push(format!(
+            "    … {hidden} line{} above",
+            if hidden == 1 { "" } else { "s" }
+        ));
+    }
+    for line in shown {
+        out.push(format!("    {}", cut(&visible_line(line), width)));
+    }
+    out
+}
+
+/// The one thing a person wants to see of a call: the command, the resolved path, or the
+/// pattern and where it searches; on one line with every control character shown (the
+/// approval shows the whole command).
+pub fn call_subject(name: &str, arguments: &str, resolved: Option<&str>) -> String {
+    let subject = match (name, resolved) {
+        ("web_fetch", _) => argument_subject(name, arguments),
+        ("glob" | "grep", Some(path)) => {
+            format!("{} in {path}", argument_subject(name, arguments))
+        }
+        (_, Some(resolved)) => resolved.to_string(),
+        (_, None) => argument_subject(name, arguments),
+    };
+    let lines = subject.lines().count();
+    let first_line = visible_line(subject.lines().next().unwrap_or(""));
+    let mut shown: String = first_line.chars().take(100).collect();
+    if shown.chars().count() < first_line.chars().count() {
+        shown.push('…');
+    }
+    if lines > 1 {
+        shown.push_str(&format!(" [+{} more lines]", lines - 1));
+    }
+    shown
+}
+
+/// The subject of a call as the model wrote it in its arguments (not yet made visible).
+fn argument_subject(name: &str, arguments: &str) -> String {
+    let parsed: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
+    let key = match name {
+        "bash" => "command",
+        "glob" | "grep" => "pattern",
+        "web_fetch" => "url",
+        _ => "path",
+    };
+    match parsed.get(key).and_then(serde_json::Value::as_str) {
+        Some(subject) => subject.to_string(),
+        None => arguments.to_string(),
+    }
+}
+
+/// A call the model made, as its card shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Call {
+    pub call_id: String,
+    pub name: String,
+    /// `call_subject` of the call.
+    pub subject: String,
+}
+
+/// How a call ended, as its card shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ended {
+    pub state: ReceiptState,
+    pub summary: String,
+    /// The end of the output (or all of it when short).
+    pub output: String,
+    /// How many lines the whole output has.
+    pub lines: u64,
+}
+
+/// The card's first line: `● name subject`, the dot in the state's colour.
+fn header(call: &Call, state: ReceiptState, suffix: &str, width: usize) -> Line {
+    let name = visible_line(&call.name).into_owned();
+    let mut line = Line::new(vec![
+        Span::new("● ", Style::fg(state_color(state))),
+        Span::new(&name, Style::PLAIN.bold()),
+    ]);
+    let room = width.saturating_sub(name.chars().count() + 3 + suffix.chars().count());
+    if !call.subject.is_empty() {
+        line.push(Span::plain(" "));
+        line.push(Span::plain(&cut(&call.subject, room)));
+    }
+    if !suffix.is_empty() {
+        line.push(Span::new(suffix, Style::PLAIN.dim()));
+    }
+    line
+}
+
+/// The card of a call still running: its header with the time it has taken.
+pub fn running(call: &Call, elapsed: Duration, waiting: bool, width: usize) -> Vec<Line> {
+    let suffix = if waiting {
+        " · waiting for your answer".to_string()
+    } else {
+        format!(" · {:.1} s", elapsed.as_secs_f64())
+    };
+    vec![header(call, ReceiptState::Started, &suffix, width)]
+}
+
+/// The card of a call that ended: header, state and summary, and a command's folded output.
+pub fn ended(call: &Call, end: &Ended, width: usize) -> Vec<Line> {
+    let mut lines = vec![header(call, end.state, "", width)];
+    let state = end.state.as_str();
+    let summary = cut(
+        &visible_line(&end.summary),
+        width.saturating_sub(7 + state.len()),
+    );
+    lines.push(Line::new(vec![
+        Span::plain("  ⎿ "),
+        Span::new(state, Style::fg(state_color(end.state))),
+        Span::plain(" · "),
+        Span::plain(&summary),
+    ]));
+    if call.name == "bash" {
+        for row in folded_tail(&end.output, end.lines, width) {
+            lines.push(Line::from_text(&row, Style::PLAIN.dim()));
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_commands_output_is_folded_to_its_last_lines() {
+        let output: String =
+            (1..=20).map(|n| format!("line {n}\n")).collect::<String>() + "[exit code 0]";
+        let shown = folded_tail(&output, 21, 80);
+        assert_eq!(
+            shown,
+            [
+                "    … 15 lines above",
+                "    line 16",
+                "    line 17",
+                "    line 18",
+                "    line 19",
+                "    line 20"
+            ]
+        );
+        assert_eq!(folded_tail("one\n[exit code 1]", 2, 80), ["    one"]);
+        assert!(folded_tail("[exit code 0]", 1, 80).is_empty());
+        let hostile = folded_tail("\u{1b}]0;pwned\u{7}", 1, 80);
+        assert_eq!(hostile, ["    ␛]0;pwned␇"]);
+        assert_eq!(
+            folded_tail(&"x".repeat(50), 1, 20),
+            ["    xxxxxxxxxxxxxxx…"]
+        );
+    }
+
+    #[test]
+    fn cut_keeps_short_text_and_marks_a_cut() {
+        assert_eq!(cut("abc", 3), "abc");
+        assert_eq!(cut("abcd", 3), "ab…");
+        assert_eq!(cut("日本語", 4), "日…");
+    }
+
+    #[test]
+    fn every_card_line_fits_its_width() {
+        let call = Call {
+            call_id: "c".into(),
+            name: "bash".into(),
+            subject: "x".repeat(300),
+        };
+        let end = Ended {
+            state: ReceiptState::Failed,
+            summary: "y".repeat(300),
+            output: format!("{}\n[exit code 1]", "z".repeat(300)),
+            lines: 2,
+        };
+        for width in [20, 40, 80] {
+            for line in ended(&call, &end, width).iter().chain(&running(
+                &call,
+                Duration::from_millis(1500),
+                false,
+                width,
+            )) {
+                assert!(line.width() <= width, "{width}: {}", line.plain());
+            }
+        }
+    }
+}

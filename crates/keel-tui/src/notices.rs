@@ -1,0 +1,159 @@
+//! The one-line notices a session prints between answers (retries, recoveries, compactions,
+//! searches, ignored project settings, a turn's usage), in the words both terminal modes use.
+//!
+//! Invariants:
+//! - Text from outside (provider and account names, reasons, queries, file names) is made
+//!   visible before it is placed in a notice.
+//! - Pure: the caller decides where a notice goes (stderr in line mode, the scrollback in the
+//!   live region).
+
+use keel_render::{visible, visible_line};
+use keel_types::{EventBody, InputKind, SourcesStatus, Usage};
+
+/// Tokens of a turn or a session, as a person reads them.
+pub fn usage_line(usage: &Usage, cache_hit_ratio: f64) -> String {
+    let mut line = format!("tokens: {} in", usage.input);
+    if usage.cache_hit + usage.cache_miss > 0 {
+        line.push_str(&format!(
+            " ({} cache hit, {:.0}%)",
+            usage.cache_hit,
+            cache_hit_ratio * 100.0
+        ));
+    }
+    line.push_str(&format!(" · {} out", usage.output));
+    if usage.reasoning > 0 {
+        line.push_str(&format!(" ({} reasoning)", usage.reasoning));
+    }
+    line
+}
+
+/// The notice an event stands for, if it is one of the simple ones (a line or two of text).
+pub fn notice(body: &EventBody) -> Option<String> {
+    let text = match body {
+        EventBody::LlmRetry {
+            attempt,
+            max_retries,
+            kind,
+            status,
+            delay_ms,
+        } => {
+            let status = status.map(|s| format!(", HTTP {s}")).unwrap_or_default();
+            format!(
+                "↻ retry {attempt}/{max_retries} in {:.1} s: {} ({kind}{status})",
+                *delay_ms as f64 / 1000.0,
+                kind.describe()
+            )
+        }
+        EventBody::AccountRotated {
+            provider,
+            from,
+            to,
+            reason,
+        } => format!(
+            "⇄ {}: account `{}` failed ({reason}); switching to `{}`",
+            visible_line(provider),
+            visible_line(from),
+            visible_line(to)
+        ),
+        EventBody::TurnCompleted {
+            usage,
+            cache_hit_ratio,
+            not_ready_reason,
+            context,
+            cost,
+            ..
+        } => {
+            let context = context
+                .map(|context| format!(" · ctx {}%", context.percent()))
+                .unwrap_or_default();
+            let cost = cost
+                .as_ref()
+                .map(|cost| format!(" · {}", cost.display()))
+                .unwrap_or_default();
+            let usage = format!("{}{cost}{context}", usage_line(usage, *cache_hit_ratio));
+            match not_ready_reason {
+                Some(reason) => format!("not ready: {}\n{usage}", visible(reason)),
+                None => usage,
+            }
+        }
+        EventBody::RecoveryOffered {
+            recovery_id,
+            action,
+        } => match action {
+            InputKind::FinalReadinessRecovery => {
+                format!("/continue-checks ({recovery_id}) goes on from here")
+            }
+            InputKind::ContextRecovery | InputKind::Compaction => format!(
+                "recovery {recovery_id} is available: /compact summarises the history so the task can go on"
+            ),
+            InputKind::ProtocolRecovery | InputKind::User => format!(
+                "recovery {recovery_id} is available: /recover-context replays the task from valid history"
+            ),
+        },
+        EventBody::ContextCompacted {
+            revision,
+            tokens_before,
+            tokens_after,
+            reason,
+        } => format!(
+            "⟲ context compacted ({}): about {tokens_before} → {tokens_after} tokens, history revision {revision}",
+            visible_line(reason)
+        ),
+        EventBody::RecoveryConsumed { recovery_id } => format!("recovering ({recovery_id})…"),
+        EventBody::RecoveryExpired { recovery_id } => {
+            format!("recovery {recovery_id} expired (new input or a new history)")
+        }
+        EventBody::SearchResult {
+            query,
+            sources_status,
+            sources,
+        } => {
+            let about = match sources_status {
+                Some(SourcesStatus::Available) => format!("{sources} source(s)"),
+                Some(SourcesStatus::NotProvided) => {
+                    "the provider gave no structured sources; its summary is kept".to_string()
+                }
+                None => "sources status not recorded".to_string(),
+            };
+            format!("⌕ web search `{}` — {about}", visible_line(query))
+        }
+        EventBody::PrefixChanged { reason } if reason == "mcp_tools_changed" => {
+            "⟲ MCP tools changed: this turn's requests offer the new list".to_string()
+        }
+        EventBody::TrustIgnored(ignored) => format!(
+            "note: {}:{}: `{}` {}",
+            visible_line(&ignored.file),
+            ignored.line,
+            visible_line(&ignored.key),
+            ignored.reason
+        ),
+        _ => return None,
+    };
+    Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_line_shows_cache_hits_only_when_reported() {
+        let usage = Usage {
+            input: 200,
+            output: 30,
+            reasoning: 10,
+            cache_hit: 150,
+            cache_miss: 50,
+        };
+        assert_eq!(
+            usage_line(&usage, usage.cache_hit_ratio()),
+            "tokens: 200 in (150 cache hit, 75%) · 30 out (10 reasoning)"
+        );
+        let bare = Usage {
+            input: 5,
+            output: 1,
+            ..Usage::default()
+        };
+        assert_eq!(usage_line(&bare, 0.0), "tokens: 5 in · 1 out");
+    }
+}

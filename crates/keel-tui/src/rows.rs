@@ -1,0 +1,48 @@
+//! Text laid out in rows for the live region: wrapped or cut to a width.
+//!
+//! Invariants: every row returned fits the width; text is made visible (`keel_render`) first,
+//! so no control character reaches a row.
+
+use keel_render::{Line, Span, Style, visible};
+use unicode_width::UnicodeWidthChar;
+
+/// `text` as lines of at most `width` columns (hard wrapped), made visible, in `style`.
+pub fn wrapped(text: &str, width: usize, style: Style) -> Vec<Line> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    for raw in text.split('\n') {
+        let shown = visible(raw);
+        let mut row = String::new();
+        let mut used = 0;
+        for c in shown.chars() {
+            let columns = c.width().unwrap_or(0);
+            if used + columns > width {
+                lines.push(Line::from_text(&std::mem::take(&mut row), style));
+                used = 0;
+            }
+            row.push(c);
+            used += columns;
+        }
+        lines.push(Line::from_text(&row, style));
+    }
+    lines
+}
+
+/// `line` cut to `width` columns.
+pub fn fit(line: Line, width: usize) -> Line {
+    if line.width() <= width {
+        return line;
+    }
+    let mut out = Line::empty();
+    let mut used = 0;
+    for span in line.spans {
+        let room = width.saturating_sub(used);
+        if room == 0 {
+            break;
+        }
+        let text = crate::cards::cut(span.text(), room);
+        used += unicode_width::UnicodeWidthStr::width(text.as_str());
+        out.push(Span::new(&text, span.style));
+    }
+    out
+}

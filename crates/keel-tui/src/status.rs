@@ -1,0 +1,154 @@
+//! The status line at the foot of the live region: model · mode · context % · cache-hit % ·
+//! tokens · cost of the session.
+//!
+//! Invariants:
+//! - It fits the width: parts are dropped least-important first (tokens, then cache, then
+//!   cost, then context), never cut mid-word; the model and the mode always stay.
+//! - Money is shown only where a price is known: no price, no figure (never a guess).
+
+use keel_render::{Color, Line, Span, Style, visible_line};
+
+/// What the status line shows.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Status {
+    /// `provider/model`.
+    pub model: String,
+    /// The permission mode (`read-only`, `ask`, `auto`).
+    pub mode: String,
+    /// How full the context window is, when known.
+    pub context_percent: Option<u8>,
+    /// The session's cache-hit share of input tokens, when the provider reports it.
+    pub cache_hit_percent: Option<u8>,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    /// The session's cost, displayed (`$0.0123`), when a price is known.
+    pub cost: Option<String>,
+}
+
+/// Tokens in a few characters: `950`, `12.3k`, `4.1M`.
+pub fn short_count(count: u64) -> String {
+    match count {
+        0..=999 => count.to_string(),
+        1_000..=999_999 => format!("{:.1}k", count as f64 / 1_000.0),
+        _ => format!("{:.1}M", count as f64 / 1_000_000.0),
+    }
+}
+
+impl Status {
+    /// The line at `width` columns.
+    pub fn line(&self, width: usize) -> Line {
+        let mode_color = match self.mode.as_str() {
+            "auto" => Color::Red,
+            "read-only" => Color::Blue,
+            "plan" => Color::Cyan,
+            _ => Color::Green,
+        };
+        // (priority: lower is dropped first, text, style)
+        let mut parts: Vec<(u8, String, Style)> = vec![
+            (
+                9,
+                visible_line(&self.model).into_owned(),
+                Style::PLAIN.bold(),
+            ),
+            (9, self.mode.clone(), Style::fg(mode_color)),
+        ];
+        if let Some(percent) = self.context_percent {
+            let style = if percent >= 80 {
+                Style::fg(Color::Yellow)
+            } else {
+                Style::PLAIN
+            };
+            parts.push((5, format!("ctx {percent}%"), style));
+        }
+        if let Some(percent) = self.cache_hit_percent {
+            parts.push((2, format!("cache {percent}%"), Style::PLAIN));
+        }
+        if self.tokens_in + self.tokens_out > 0 {
+            parts.push((
+                1,
+                format!(
+                    "↑{} ↓{}",
+                    short_count(self.tokens_in),
+                    short_count(self.tokens_out)
+                ),
+                Style::PLAIN,
+            ));
+        }
+        if let Some(cost) = &self.cost {
+            parts.push((3, cost.clone(), Style::PLAIN));
+        }
+        const SEPARATOR: &str = " · ";
+        let total = |parts: &[(u8, String, Style)]| -> usize {
+            parts
+                .iter()
+                .map(|(_, text, _)| unicode_width::UnicodeWidthStr::width(text.as_str()))
+                .sum::<usize>()
+                + 3 * parts.len().saturating_sub(1)
+        };
+        for priority in 0..9 {
+            if total(&parts) <= width {
+                break;
+            }
+            parts.retain(|(p, _, _)| *p > priority);
+        }
+        let mut line = Line::empty();
+        for (index, (_, text, style)) in parts.iter().enumerate() {
+            if index > 0 {
+                line.push(Span::new(SEPARATOR, Style::PLAIN.dim()));
+            }
+            line.push(Span::new(text, *style));
+        }
+        if line.width() > width {
+            // Only the model and the mode are left and still too wide: cut the model.
+            let plain = crate::cards::cut(&line.plain(), width);
+            return Line::from_text(&plain, Style::PLAIN);
+        }
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status() -> Status {
+        Status {
+            model: "deepseek/deepseek-v4-flash".into(),
+            mode: "ask".into(),
+            context_percent: Some(12),
+            cache_hit_percent: Some(87),
+            tokens_in: 12_345,
+            tokens_out: 678,
+            cost: Some("$0.0042".into()),
+        }
+    }
+
+    #[test]
+    fn everything_fits_at_120_and_parts_drop_in_order_when_narrow() {
+        assert_eq!(
+            status().line(120).plain(),
+            "deepseek/deepseek-v4-flash · ask · ctx 12% · cache 87% · ↑12.3k ↓678 · $0.0042"
+        );
+        assert_eq!(
+            status().line(60).plain(),
+            "deepseek/deepseek-v4-flash · ask · ctx 12% · $0.0042"
+        );
+        assert_eq!(
+            status().line(36).plain(),
+            "deepseek/deepseek-v4-flash · ask"
+        );
+        assert_eq!(status().line(20).plain(), "deepseek/deepseek-v…");
+        for width in [10, 20, 40, 60, 80, 120] {
+            assert!(status().line(width).width() <= width);
+        }
+    }
+
+    #[test]
+    fn no_price_no_money() {
+        let mut unknown = status();
+        unknown.cost = None;
+        assert!(!unknown.line(200).plain().contains('$'));
+        assert_eq!(short_count(999), "999");
+        assert_eq!(short_count(4_100_000), "4.1M");
+    }
+}

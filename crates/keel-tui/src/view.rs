@@ -1,0 +1,511 @@
+//! The live region's state and what it shows: the attempt streaming now, running tool cards,
+//! queued prompts, the approval or the input, a notice and the status line. Events from the
+//! session change it; what is finished becomes lines for the terminal's scrollback.
+//!
+//! Invariants:
+//! - An attempt's text stays in the region until it is the answer (`llm/response`) or was
+//!   interrupted; a retry drops it whole (attempt isolation, as in line mode).
+//! - Finished things (answers, ended cards, notices, the question of an approval with its
+//!   diff) leave through `take_commits` exactly once, in the order they happened.
+//! - `frame` never returns more lines than the screen has rows, and every line fits the width:
+//!   the answer's tail gives way first; the status line and the input (or the approval's keys)
+//!   are always shown.
+
+use crate::answer::StreamedAnswer;
+use crate::approval::{Question, change_lines};
+use crate::cards::{self, Call, Ended};
+use crate::editor::Editor;
+use crate::keymap::Focus;
+use crate::notices::notice;
+use crate::rows::{fit, wrapped};
+use crate::status::Status;
+use keel_agent::ApprovalRequest;
+use keel_render::{Color, Line, Span, Style};
+use keel_types::{Event, EventBody, FailureKind};
+use std::collections::VecDeque;
+use std::time::Instant;
+
+/// The most lines of reasoning shown while it streams (all of it is in the transcript).
+const REASONING_SHOWN: usize = 3;
+/// The most queued prompts listed (the rest are counted).
+const QUEUED_SHOWN: usize = 3;
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// What the region shows, top to bottom, and where the cursor is (column, row).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Frame {
+    pub lines: Vec<Line>,
+    pub cursor: Option<(u16, u16)>,
+}
+
+struct Running {
+    call: Call,
+    since: Instant,
+    asked: bool,
+}
+
+pub struct LiveView {
+    pub status: Status,
+    pub editor: Editor,
+    width: usize,
+    rows: usize,
+    reasoning: String,
+    answer: StreamedAnswer,
+    /// A request was sent and nothing has streamed back yet: since when, which attempt.
+    waiting: Option<(Instant, u32)>,
+    running: Vec<Running>,
+    approval: Option<Question>,
+    note: Option<Editor>,
+    queued: VecDeque<String>,
+    notice: Option<String>,
+    commits: Vec<Line>,
+    busy: bool,
+    /// Esc was pressed once at a non-empty input.
+    escape_armed: bool,
+}
+
+impl LiveView {
+    pub fn new(status: Status, history: Vec<String>, width: usize, rows: usize) -> LiveView {
+        LiveView {
+            status,
+            editor: Editor::new(history),
+            width: width.max(10),
+            rows: rows.max(3),
+            reasoning: String::new(),
+            answer: StreamedAnswer::new(width.max(10)),
+            waiting: None,
+            running: Vec::new(),
+            approval: None,
+            note: None,
+            queued: VecDeque::new(),
+            notice: None,
+            commits: Vec::new(),
+            busy: false,
+            escape_armed: false,
+        }
+    }
+
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    pub fn resize(&mut self, width: usize, rows: usize) {
+        self.width = width.max(10);
+        self.rows = rows.max(3);
+        self.answer.set_width(self.width);
+    }
+
+    pub fn focus(&self) -> Focus {
+        match (&self.approval, &self.note) {
+            (Some(_), Some(_)) => Focus::Note,
+            (Some(_), None) => Focus::Approval,
+            _ => Focus::Input,
+        }
+    }
+
+    /// Whether the approval waiting (if any) is for a run outside the sandbox.
+    pub fn asking_unconfined(&self) -> bool {
+        self.approval.as_ref().is_some_and(|q| q.unconfined)
+    }
+
+    pub fn is_busy(&self) -> bool {
+        self.busy
+    }
+
+    /// Whether something on screen moves with the clock (a spinner, an elapsed time).
+    pub fn is_ticking(&self) -> bool {
+        self.waiting.is_some() || !self.running.is_empty()
+    }
+
+    pub fn set_busy(&mut self, busy: bool) {
+        self.busy = busy;
+        if !busy {
+            self.waiting = None;
+            self.running.clear();
+        }
+    }
+
+    pub fn set_notice(&mut self, notice: Option<String>) {
+        self.notice = notice;
+    }
+
+    /// Esc at the input: the first press arms, the second clears. Returns whether it cleared.
+    pub fn escape(&mut self) -> bool {
+        if self.editor.is_empty() {
+            self.escape_armed = false;
+            return false;
+        }
+        if self.escape_armed {
+            self.editor.clear();
+            self.escape_armed = false;
+            self.notice = None;
+            return true;
+        }
+        self.escape_armed = true;
+        self.notice = Some("Esc again clears the input".into());
+        false
+    }
+
+    /// Any other key disarms Esc.
+    pub fn disarm_escape(&mut self) {
+        if self.escape_armed {
+            self.escape_armed = false;
+            self.notice = None;
+        }
+    }
+
+    /// Lines for the scrollback: `text` (several lines allowed), wrapped, in `style`.
+    pub fn say(&mut self, text: &str, style: Style) {
+        let lines = wrapped(text, self.width, style);
+        self.commits.extend(lines);
+    }
+
+    /// The person's prompt, as sent, into the scrollback.
+    pub fn said_by_user(&mut self, text: &str) {
+        self.commits.push(Line::empty());
+        let mut first = true;
+        for line in wrapped(text, self.width.saturating_sub(2), Style::PLAIN.bold()) {
+            let prefix = if first { "› " } else { "  " };
+            first = false;
+            self.commits
+                .push(line.prefixed(&[Span::new(prefix, Style::fg(Color::Cyan).bold())]));
+        }
+    }
+
+    pub fn queue(&mut self, text: String) {
+        self.queued.push_back(text);
+    }
+
+    pub fn queued(&self) -> usize {
+        self.queued.len()
+    }
+
+    pub fn next_queued(&mut self) -> Option<String> {
+        self.queued.pop_front()
+    }
+
+    /// The last queued prompt, taken back to edit.
+    pub fn unqueue_last(&mut self) -> Option<String> {
+        self.queued.pop_back()
+    }
+
+    /// An approval waits: its diff and question go to the scrollback; the keys stay here.
+    pub fn ask(&mut self, request: &ApprovalRequest) {
+        let question = Question::new(request);
+        self.commits
+            .extend(change_lines(request.preview.as_ref(), self.width));
+        self.say(&question.title, Style::fg(Color::Yellow).bold());
+        for line in &question.subject {
+            let lines = wrapped(line, self.width, Style::PLAIN);
+            self.commits.extend(lines);
+        }
+        if let Some(running) = self
+            .running
+            .iter_mut()
+            .find(|running| running.call.call_id == request.call_id)
+        {
+            running.asked = true;
+        }
+        self.approval = Some(question);
+        self.note = None;
+    }
+
+    /// `N` at an approval: the note is typed next.
+    pub fn start_note(&mut self) {
+        if self.approval.is_some() {
+            self.note = Some(Editor::default());
+        }
+    }
+
+    pub fn note_mut(&mut self) -> Option<&mut Editor> {
+        self.note.as_mut()
+    }
+
+    /// The approval was answered (`answer` says how, for the scrollback).
+    pub fn answered(&mut self, answer: &str) {
+        self.approval = None;
+        self.note = None;
+        for running in &mut self.running {
+            running.asked = false;
+        }
+        self.say(&format!("  ↳ {answer}"), Style::PLAIN.dim());
+    }
+
+    /// The approval went away without an answer (the turn was cancelled).
+    pub fn drop_approval(&mut self) {
+        self.approval = None;
+        self.note = None;
+    }
+
+    fn start_attempt(&mut self) {
+        self.reasoning.clear();
+        self.answer = StreamedAnswer::new(self.width);
+    }
+
+    /// The attempt's text for good: a line about its reasoning, then the answer.
+    fn commit_attempt(&mut self) {
+        let reasoning_lines = self.reasoning.trim().lines().count();
+        if reasoning_lines > 0 {
+            self.say(
+                &format!(
+                    "✻ reasoned for {reasoning_lines} line{} (Ctrl-T shows it)",
+                    if reasoning_lines == 1 { "" } else { "s" }
+                ),
+                Style::PLAIN.dim().italic(),
+            );
+        }
+        let answer = std::mem::replace(&mut self.answer, StreamedAnswer::new(self.width));
+        if !answer.is_empty() {
+            self.commits.extend(answer.finish());
+        }
+        self.reasoning.clear();
+    }
+
+    /// Apply one event of the session.
+    pub fn apply(&mut self, event: &Event, now: Instant) {
+        match &event.body {
+            EventBody::TurnStarted { .. } => self.busy = true,
+            EventBody::LlmRequest { attempt, .. } => {
+                self.start_attempt();
+                self.waiting = Some((now, *attempt));
+            }
+            EventBody::LlmReasoning { delta } => {
+                self.waiting = None;
+                self.reasoning.push_str(delta);
+            }
+            EventBody::LlmText { delta } => {
+                self.waiting = None;
+                self.answer.push(delta);
+            }
+            EventBody::LlmRetry { .. } | EventBody::AccountRotated { .. } => {
+                self.waiting = None;
+                self.start_attempt();
+                if let Some(text) = notice(&event.body) {
+                    self.say(&text, Style::fg(Color::Yellow));
+                }
+            }
+            EventBody::LlmResponse { .. } => {
+                self.waiting = None;
+                self.commit_attempt();
+            }
+            EventBody::TurnCompleted { .. } => {
+                self.waiting = None;
+                if let Some(text) = notice(&event.body) {
+                    self.say(&text, Style::PLAIN.dim());
+                }
+            }
+            EventBody::TurnFailed { diagnostic } => {
+                self.waiting = None;
+                self.drop_approval();
+                match diagnostic.kind {
+                    FailureKind::Cancelled => {
+                        let streamed = !self.answer.is_empty() || !self.reasoning.is_empty();
+                        self.commit_attempt();
+                        if streamed {
+                            self.say(
+                                "⏹ interrupted: the answer above is incomplete and not kept",
+                                Style::fg(Color::Yellow),
+                            );
+                        } else {
+                            self.say("⏹ cancelled", Style::fg(Color::Yellow));
+                        }
+                    }
+                    _ => {
+                        self.start_attempt();
+                        self.say(
+                            &format!("error: {}", diagnostic),
+                            Style::fg(Color::Red).bold(),
+                        );
+                    }
+                }
+            }
+            EventBody::ToolCall {
+                call_id,
+                name,
+                arguments,
+                subject,
+            } => {
+                self.waiting = None;
+                self.running.push(Running {
+                    call: Call {
+                        call_id: call_id.clone(),
+                        name: name.clone(),
+                        subject: cards::call_subject(name, arguments, subject.as_deref()),
+                    },
+                    since: now,
+                    asked: false,
+                });
+            }
+            EventBody::ToolStarted { call_id, .. } => {
+                if let Some(running) = self.running.iter_mut().find(|r| &r.call.call_id == call_id)
+                {
+                    running.since = now;
+                    running.asked = false;
+                }
+            }
+            EventBody::ToolResult {
+                call_id,
+                name,
+                state,
+                summary,
+                output,
+                tail,
+                lines,
+                ..
+            } => {
+                let call = match self.running.iter().position(|r| &r.call.call_id == call_id) {
+                    Some(index) => self.running.remove(index).call,
+                    None => Call {
+                        call_id: call_id.clone(),
+                        name: name.clone(),
+                        subject: String::new(),
+                    },
+                };
+                let end = Ended {
+                    state: *state,
+                    summary: summary.clone(),
+                    output: if tail.is_empty() {
+                        output.clone()
+                    } else {
+                        tail.clone()
+                    },
+                    lines: *lines,
+                };
+                let card = cards::ended(&call, &end, self.width);
+                self.commits.extend(card);
+            }
+            EventBody::ApprovalRequested { .. }
+            | EventBody::SessionStarted { .. }
+            | EventBody::HistoryRewritten { .. } => {}
+            other => {
+                if let Some(text) = notice(other) {
+                    self.say(&text, Style::PLAIN.dim());
+                }
+            }
+        }
+    }
+
+    /// Lines for the scrollback since the last call.
+    pub fn take_commits(&mut self) -> Vec<Line> {
+        std::mem::take(&mut self.commits)
+    }
+
+    /// What the region shows at `now`.
+    pub fn frame(&self, now: Instant) -> Frame {
+        let width = self.width;
+        let mut foot: Vec<Line> = Vec::new();
+        let mut cursor = None;
+        foot.push(Line::from_text(&"─".repeat(width), Style::PLAIN.dim()));
+        match (&self.approval, &self.note) {
+            (Some(question), None) => {
+                foot.extend(wrapped(
+                    &format!("? {}", question.head),
+                    width,
+                    Style::fg(Color::Yellow).bold(),
+                ));
+                foot.extend(question.keys(width));
+            }
+            (Some(_), Some(note)) => {
+                let layout = note.layout("note for the model › ", width);
+                cursor = Some((layout.cursor.0, layout.cursor.1 + len16(&foot)));
+                foot.extend(layout.rows);
+            }
+            (None, _) => {
+                let layout = self.editor.layout("› ", width);
+                cursor = Some((layout.cursor.0, layout.cursor.1 + len16(&foot)));
+                foot.extend(layout.rows);
+            }
+        }
+        if let Some(notice) = &self.notice {
+            foot.extend(wrapped(notice, width, Style::fg(Color::Yellow)));
+        }
+        foot.push(self.status.line(width));
+
+        let mut middle: Vec<Line> = Vec::new();
+        if let Some((since, attempt)) = self.waiting {
+            let elapsed = now.saturating_duration_since(since);
+            let spin = SPINNER[(elapsed.as_millis() / 100) as usize % SPINNER.len()];
+            let attempt = if attempt > 1 {
+                format!(" (attempt {attempt})")
+            } else {
+                String::new()
+            };
+            middle.push(Line::new(vec![
+                Span::new(spin, Style::fg(Color::Cyan)),
+                Span::plain(&format!(
+                    " waiting for the model{attempt} · {:.1} s · Esc stops",
+                    elapsed.as_secs_f64()
+                )),
+            ]));
+        }
+        for running in &self.running {
+            let elapsed = now.saturating_duration_since(running.since);
+            middle.extend(cards::running(&running.call, elapsed, running.asked, width));
+        }
+        for text in self.queued.iter().take(QUEUED_SHOWN) {
+            let first = text.lines().next().unwrap_or("");
+            let more = if text.lines().count() > 1 { " …" } else { "" };
+            middle.push(fit(
+                Line::new(vec![
+                    Span::new("queued › ", Style::fg(Color::Cyan).dim()),
+                    Span::plain(&format!("{first}{more}")),
+                ]),
+                width,
+            ));
+        }
+        if self.queued.len() > QUEUED_SHOWN {
+            middle.push(Line::from_text(
+                &format!("… and {} more queued", self.queued.len() - QUEUED_SHOWN),
+                Style::PLAIN.dim(),
+            ));
+        }
+        if !self.queued.is_empty() {
+            middle.push(Line::from_text(
+                "sent when this turn ends · Up on an empty input edits the last",
+                Style::PLAIN.dim(),
+            ));
+        }
+        let middle: Vec<Line> = middle.into_iter().map(|line| fit(line, width)).collect();
+
+        let limit = self.rows.saturating_sub(1).max(2);
+        let room = limit.saturating_sub(foot.len() + middle.len());
+        let mut top: Vec<Line> = Vec::new();
+        if room > 0 {
+            if !self.reasoning.trim().is_empty() {
+                let reasoning = wrapped(
+                    self.reasoning.trim_end(),
+                    width,
+                    Style::PLAIN.dim().italic(),
+                );
+                let shown = REASONING_SHOWN.min(room);
+                top.extend(
+                    reasoning[reasoning.len().saturating_sub(shown)..]
+                        .iter()
+                        .cloned(),
+                );
+            }
+            let answer_room = room.saturating_sub(top.len());
+            if answer_room > 0 && !self.answer.is_empty() {
+                top.extend(self.answer.tail(answer_room));
+            }
+        }
+        let mut lines = top;
+        lines.extend(middle);
+        let offset = len16(&lines);
+        lines.extend(foot);
+        // Too many rows even without the answer: the top goes first (the foot stays).
+        let excess = lines.len().saturating_sub(limit);
+        let lines: Vec<Line> = lines.into_iter().skip(excess).collect();
+        let cursor = cursor.and_then(|(column, row): (u16, u16)| {
+            let row = usize::from(row) + usize::from(offset);
+            row.checked_sub(excess)
+                .and_then(|row| u16::try_from(row).ok())
+                .map(|row| (column, row))
+        });
+        Frame { lines, cursor }
+    }
+}
+
+fn len16(lines: &[Line]) -> u16 {
+    u16::try_from(lines.len()).unwrap_or(u16::MAX)
+}
