@@ -10,6 +10,7 @@
 use keel_mcp::McpHub;
 use keel_tools::{ToolContext, ToolOutput, ValidCall};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use std::time::Duration;
 
 /// How long one MCP call may take before it is cancelled.
@@ -70,4 +71,12 @@ pub fn validate_mcp(
         args,
         trusted_read_only,
     }))
+}
+
+/// SHA-256 (hex) of a call's raw argument string: what its receipt records.
+pub(crate) fn digest(arguments: &str) -> String {
+    Sha256::digest(arguments.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }

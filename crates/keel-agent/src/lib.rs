@@ -16,6 +16,7 @@ mod call;
 mod compaction;
 mod confinement;
 mod context;
+mod exchange;
 mod host;
 mod input;
 mod leftovers;
@@ -435,7 +436,7 @@ impl Controller {
             });
         };
         let input = match input {
-            Input::Prompt(text) => turn::TurnInput {
+            Input::Prompt(text) => turn_run::TurnInput {
                 text,
                 kind: keel_types::InputKind::User,
                 focus: None,
@@ -480,7 +481,7 @@ impl Controller {
 
     /// The latest recovery record of this session (any state), decoded.
     pub fn latest_recovery(&self) -> Result<Option<StoredRecord>, AgentError> {
-        Ok(recovery::admission::load_records(&self.shared)?.pop())
+        Ok(recovery::stored::load_records(&self.shared)?.pop())
     }
 
     /// The session's history and receipts as stored.
@@ -666,7 +667,7 @@ impl Subscriber {
 pub struct AdmittedTurn {
     shared: Arc<Shared>,
     state: tokio::sync::OwnedMutexGuard<SessionState>,
-    input: turn::TurnInput,
+    input: turn_run::TurnInput,
     /// The generation current at admission: a cancel after it cancels this turn.
     generation: u64,
 }

@@ -15,29 +15,22 @@
 //! - A context-limit rejection offers the compaction recovery only when compaction can make
 //!   the request fit; otherwise the diagnostic says why nothing is offered.
 
+use crate::call::digest;
 use crate::compaction::{self, Compaction};
+use crate::exchange::{Deltas, Reply, send_items};
 use crate::progress::ProgressGuard;
 use crate::recovery;
 use crate::recovery::readiness::Readiness;
 use crate::tools_round::{RoundEnd, ToolRound, run_tools};
+use crate::turn_run::TurnInput;
 use crate::turn_run::TurnRun;
 use crate::{AgentError, SessionState, Shared};
-use keel_llm::{Completion, Dispatcher};
+use keel_llm::Completion;
 use keel_types::kill_point::kill_point;
 use keel_types::{
     AssistantPart, EventBody, FailureDiagnostic, FailureKind, InputKind, Item, ReceiptState,
     ToolReceipt, Usage,
 };
-use sha2::{Digest, Sha256};
-
-/// What starts a turn.
-pub(crate) struct TurnInput {
-    /// The user text the turn commits (none for a compaction-only turn).
-    pub text: String,
-    pub kind: InputKind,
-    /// What a compaction's summary should focus on (`/compact [focus]`).
-    pub focus: Option<String>,
-}
 
 /// The generation a turn admitted now belongs to.
 pub(crate) fn current_generation(shared: &Shared) -> u64 {
@@ -56,32 +49,6 @@ pub enum TurnOutcome {
         recovery_id: Option<String>,
     },
     Cancelled,
-}
-
-pub(crate) fn digest(arguments: &str) -> String {
-    Sha256::digest(arguments.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
-}
-
-/// How one model request of a turn ended.
-pub(crate) enum Reply {
-    Completed {
-        completion: Completion,
-        /// Bytes of the request body (calibrates the token estimate).
-        sent_bytes: usize,
-    },
-    Failed {
-        diagnostic: FailureDiagnostic,
-        /// Provider-visible messages of the request that failed, when it was projected.
-        sent_messages: Option<usize>,
-        /// Bytes of the request that failed, when it was projected.
-        sent_bytes: Option<usize>,
-    },
-    Cancelled,
-    /// The projected request reached `compact_at`: nothing was sent.
-    CompactionDue,
 }
 
 pub async fn run_turn(
@@ -232,7 +199,7 @@ fn compaction_of(kind: InputKind) -> Option<compaction::Reason> {
 /// Open the turn: new user input (a prompt, or `/compact` by hand) expires pending offers.
 fn open(run: &TurnRun<'_>, kind: InputKind) -> Result<(), AgentError> {
     if matches!(kind, InputKind::User | InputKind::Compaction) {
-        recovery::admission::expire_pending(run.shared, run.turn)?;
+        recovery::stored::expire_pending(run.shared, run.turn)?;
     }
     run.emit(EventBody::TurnStarted { input_kind: kind });
     Ok(())
@@ -326,84 +293,6 @@ async fn request(
         Deltas::Shown,
     )
     .await
-}
-
-/// Whether a request's streamed text reaches subscribers as it arrives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Deltas {
-    Shown,
-    /// A summarising request: its text becomes the summary, not an answer to show.
-    Hidden,
-}
-
-/// Project `history` with the session's system prompt and tools, and send it — unless its
-/// estimated size reaches `due_at` tokens.
-pub(crate) async fn send_items(
-    run: &mut TurnRun<'_>,
-    history: &[Item],
-    mcp_tools: &[keel_types::ToolSpec],
-    due_at: Option<u64>,
-    meter: &crate::context::ContextMeter,
-    deltas: Deltas,
-) -> Result<Reply, AgentError> {
-    let shared = run.shared;
-    let settings = &shared.settings;
-    let dispatcher = Dispatcher {
-        client: &shared.client,
-        profile: &settings.profile,
-        keys: shared.keys.as_ref(),
-    };
-    let request = match shared.project(history, mcp_tools) {
-        Ok(request) => request,
-        Err(error) => {
-            return Ok(Reply::Failed {
-                diagnostic: FailureDiagnostic::with_message(
-                    FailureKind::InvalidRequest,
-                    None,
-                    error.to_string(),
-                ),
-                sent_messages: None,
-                sent_bytes: None,
-            });
-        }
-    };
-    if due_at.is_some_and(|due_at| meter.tokens_of_bytes(request.body.len()) >= due_at) {
-        return Ok(Reply::CompactionDue);
-    }
-    let sent_messages = Some(request.message_count);
-    let sent_bytes = request.body.len();
-    let turn = run.turn;
-    let mut emit = |body: EventBody| {
-        let is_delta = matches!(
-            body,
-            EventBody::LlmText { .. } | EventBody::LlmReasoning { .. }
-        );
-        if deltas == Deltas::Shown || !is_delta {
-            shared.emit(Some(turn), body);
-        }
-    };
-    let mut accounts = run.accounts.clone();
-    let result = {
-        let sending = dispatcher.send(request, &settings.model, &mut accounts, &mut emit);
-        tokio::select! {
-            biased;
-            () = run.cancelled() => None,
-            result = sending => Some(result),
-        }
-    };
-    run.accounts = accounts;
-    Ok(match result {
-        None => Reply::Cancelled,
-        Some(Err(diagnostic)) => Reply::Failed {
-            diagnostic,
-            sent_messages,
-            sent_bytes: Some(sent_bytes),
-        },
-        Some(Ok(outcome)) => Reply::Completed {
-            completion: outcome.completion,
-            sent_bytes,
-        },
-    })
 }
 
 /// A request failed: record an incident if a different projection could change it, then end

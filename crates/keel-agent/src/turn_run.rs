@@ -9,9 +9,18 @@
 
 use crate::Shared;
 use keel_llm::AccountCursor;
-use keel_types::EventBody;
+use keel_types::{EventBody, InputKind};
 use std::sync::atomic::Ordering;
 use tokio::sync::watch;
+
+/// What starts a turn.
+pub(crate) struct TurnInput {
+    /// The user text the turn commits (none for a compaction-only turn).
+    pub text: String,
+    pub kind: InputKind,
+    /// What a compaction's summary should focus on (`/compact [focus]`).
+    pub focus: Option<String>,
+}
 
 pub struct TurnRun<'a> {
     pub shared: &'a Shared,

@@ -110,7 +110,7 @@ pub(crate) async fn offer(
     let mut receipt = ToolReceipt {
         call_id: call_id.clone(),
         tool: call.name.clone(),
-        args_digest: crate::turn::digest(&call.arguments),
+        args_digest: crate::call::digest(&call.arguments),
         state: ReceiptState::Started,
         turn: run.turn,
         seq,

@@ -15,7 +15,7 @@
 use crate::error::ConfigError;
 use crate::layer::{Layer, LayerKind};
 use crate::project::ProjectFiles;
-use crate::provider::ResolvedProvider;
+use crate::resolved::ResolvedProvider;
 use crate::source::{Source, Sourced};
 use crate::trust::{self, IgnoredValue, UserBaseline, WorkspaceTrust};
 use keel_llm::profile;

@@ -22,6 +22,7 @@ mod layer;
 mod mcp;
 mod project;
 mod provider;
+mod resolved;
 mod sandbox;
 mod source;
 mod trust;

@@ -12,6 +12,7 @@ pub mod config;
 pub mod hub;
 pub mod result;
 mod server;
+mod types;
 
 pub use config::{
     ConfigError, ServerConfig, Transport, parse_acp_servers, parse_mcp_json, valid_server_name,

@@ -15,7 +15,7 @@
 //!   `MAX_SCHEMA_BYTES`; what is left out is noted.
 
 use crate::config::{ServerConfig, Transport, resolve_value};
-use crate::hub::{McpTool, PREFIX, StartOptions};
+use crate::types::{McpTool, PREFIX, StartOptions};
 use rmcp::handler::client::ClientHandler;
 use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;

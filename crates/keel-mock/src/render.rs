@@ -8,7 +8,6 @@
 //!   `function_call_arguments.delta`).
 //! - Text is cut into several deltas so clients really assemble.
 
-use crate::scenario::{ScriptedCall, Step};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -26,6 +25,14 @@ pub enum Frame {
     Sleep(Duration),
     /// Cut the connection without finishing the body.
     Abort,
+}
+
+/// A tool call an answering step makes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScriptedCall {
+    pub name: String,
+    /// The raw argument text sent to the client (valid JSON unless `tool_args_raw` was used).
+    pub arguments: String,
 }
 
 /// What one answer says.
@@ -56,62 +63,6 @@ pub struct ScriptedAnswer {
 }
 
 impl ScriptedAnswer {
-    /// `None` for a fault step.
-    pub fn of(step: &Step) -> Option<ScriptedAnswer> {
-        match step {
-            Step::Search {
-                query,
-                sources,
-                text,
-            } => Some(ScriptedAnswer {
-                search: Some((query.clone(), sources.clone())),
-                reason: None,
-                text: Some(text.clone()),
-                calls: Vec::new(),
-                finish_reason: None,
-                usage: None,
-            }),
-            Step::Say {
-                text,
-                reason,
-                finish_reason,
-                usage,
-            } => Some(ScriptedAnswer {
-                search: None,
-                reason: reason.clone(),
-                text: Some(text.clone()),
-                calls: Vec::new(),
-                finish_reason: finish_reason.clone(),
-                usage: usage.clone(),
-            }),
-            Step::Tools {
-                calls,
-                reason,
-                finish_reason,
-            } => Some(ScriptedAnswer {
-                search: None,
-                reason: reason.clone(),
-                text: None,
-                calls: calls.clone(),
-                finish_reason: finish_reason.clone(),
-                usage: None,
-            }),
-            Step::Compact {
-                text,
-                finish_reason,
-                ..
-            } => Some(ScriptedAnswer {
-                search: None,
-                reason: None,
-                text: Some(text.clone()),
-                calls: Vec::new(),
-                finish_reason: finish_reason.clone(),
-                usage: None,
-            }),
-            Step::Fault(_) => None,
-        }
-    }
-
     pub fn answer(&self, request_number: usize) -> Answer<'_> {
         Answer {
             search: self

@@ -7,6 +7,8 @@
 //!   and a summarising request consumes a step only when the next one is a `compact` step.
 //! - A scenario that cannot be parsed is an error naming the step and what is wrong.
 
+use crate::render::ScriptedAnswer;
+pub use crate::render::ScriptedCall;
 use crate::stage::Stage;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -62,11 +64,62 @@ pub enum Step {
     },
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct ScriptedCall {
-    pub name: String,
-    /// The raw argument text sent to the client (valid JSON unless `tool_args_raw` was used).
-    pub arguments: String,
+impl ScriptedAnswer {
+    /// `None` for a fault step.
+    pub fn of(step: &Step) -> Option<ScriptedAnswer> {
+        match step {
+            Step::Search {
+                query,
+                sources,
+                text,
+            } => Some(ScriptedAnswer {
+                search: Some((query.clone(), sources.clone())),
+                reason: None,
+                text: Some(text.clone()),
+                calls: Vec::new(),
+                finish_reason: None,
+                usage: None,
+            }),
+            Step::Say {
+                text,
+                reason,
+                finish_reason,
+                usage,
+            } => Some(ScriptedAnswer {
+                search: None,
+                reason: reason.clone(),
+                text: Some(text.clone()),
+                calls: Vec::new(),
+                finish_reason: finish_reason.clone(),
+                usage: usage.clone(),
+            }),
+            Step::Tools {
+                calls,
+                reason,
+                finish_reason,
+            } => Some(ScriptedAnswer {
+                search: None,
+                reason: reason.clone(),
+                text: None,
+                calls: calls.clone(),
+                finish_reason: finish_reason.clone(),
+                usage: None,
+            }),
+            Step::Compact {
+                text,
+                finish_reason,
+                ..
+            } => Some(ScriptedAnswer {
+                search: None,
+                reason: None,
+                text: Some(text.clone()),
+                calls: Vec::new(),
+                finish_reason: finish_reason.clone(),
+                usage: None,
+            }),
+            Step::Fault(_) => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -13,8 +13,7 @@
 //!   there it is the first frame of the body (no opening frame). `after_headers` is the headers
 //!   and the opening frame.
 
-use crate::render::{self, Frame, MockUsage, Protocol, ScriptedAnswer};
-use crate::scenario::ScriptedCall;
+use crate::render::{self, Frame, MockUsage, Protocol, ScriptedAnswer, ScriptedCall};
 
 /// The places a stream fault can strike.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,14 +8,10 @@
 //! - A rewrite names the revision it replaces and is refused if the history moved meanwhile.
 //! - Receipts, events and recovery records are not touched by a rewrite.
 
-use crate::sessions::{StoredItem, append_in, to_i64, to_u64};
+use crate::sessions::{CURRENT_REVISION_OF_1, StoredItem, append_in, to_i64, to_u64};
 use crate::{Store, StoreError, now_ms};
 use keel_types::Item;
 use rusqlite::{Connection, params};
-
-/// SQL for the current history revision of the session bound to `?1`.
-pub(crate) const CURRENT_REVISION_OF_1: &str =
-    "(SELECT coalesce(max(revision), 1) FROM history_revisions WHERE session_id = ?1)";
 
 /// One revision of a session's history, as `keel session show` lists it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

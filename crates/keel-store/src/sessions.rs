@@ -12,6 +12,10 @@ use crate::{Store, StoreError, now_ms};
 use keel_types::{Event, Item, ReceiptState, ToolReceipt};
 use rusqlite::{OptionalExtension, Transaction, params};
 
+/// SQL for the current history revision of the session bound to `?1`.
+pub(crate) const CURRENT_REVISION_OF_1: &str =
+    "(SELECT coalesce(max(revision), 1) FROM history_revisions WHERE session_id = ?1)";
+
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct SessionInfo {
     pub id: String,
@@ -353,7 +357,7 @@ pub(crate) fn append_in(
             &format!(
                 "INSERT INTO items (session_id, revision, turn, item, created_at, history_revision) \
                  VALUES (?1, ?2, ?3, ?4, ?5, {})",
-                crate::history::CURRENT_REVISION_OF_1
+                CURRENT_REVISION_OF_1
             ),
             params![session, revision, to_i64(turn), serde_json::to_string(item)?, now],
         )?;

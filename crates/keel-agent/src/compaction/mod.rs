@@ -17,7 +17,7 @@
 
 pub mod text;
 
-use crate::turn::{Deltas, Reply, send_items};
+use crate::exchange::{Deltas, Reply, send_items};
 use crate::turn_run::TurnRun;
 use crate::{AgentError, SessionState, Shared};
 use keel_store::HistoryRewrite;
@@ -361,7 +361,7 @@ pub(crate) async fn compact(
         reason: "compaction".into(),
     });
     // The history a pending recovery was recorded against is gone.
-    crate::recovery::admission::expire_pending(shared, run.turn)?;
+    crate::recovery::stored::expire_pending(shared, run.turn)?;
     Ok(Compaction::Done {
         usage,
         tokens_after,

@@ -14,25 +14,17 @@
 //!   the controller runs it (data flows one way: controller → admission, never back).
 
 use super::readiness::continue_prompt;
-use super::record::{self, RECORD_VERSION, RecordState, RecoveryRecord, StoredRecord};
+use super::record::{RECORD_VERSION, RecordState, RecoveryRecord, StoredRecord};
 use super::refusal::RecoveryRefusal;
+use super::stored::{load_records, save};
 use super::{
     anchor, apply_repair, boundary_of, evidence, fingerprint, projection_could_change,
     recovery_prompt, scope,
 };
-use crate::turn::TurnInput;
+use crate::turn_run::TurnInput;
 use crate::{AgentError, SessionState, Shared};
 use keel_types::kill_point::kill_point;
 use keel_types::{EventBody, FailureDiagnostic, FailureKind, InputKind, Item};
-
-pub(crate) fn load_records(shared: &Shared) -> Result<Vec<StoredRecord>, AgentError> {
-    Ok(shared
-        .store
-        .recovery_records(&shared.session.id)?
-        .into_iter()
-        .map(|(id, raw)| record::decode(&id, &raw))
-        .collect())
-}
 
 fn current_scope(shared: &Shared) -> String {
     settings_scope(&shared.session.id, &shared.settings)
@@ -67,25 +59,6 @@ pub(crate) fn rejected_tokens(records: &[StoredRecord], scope: &str) -> Option<u
             StoredRecord::Known(_) | StoredRecord::Unrecoverable { .. } => None,
         })
         .min()
-}
-
-/// New user input: every pending record expires.
-pub(crate) fn expire_pending(shared: &Shared, turn: u64) -> Result<(), AgentError> {
-    for stored in load_records(shared)? {
-        if let StoredRecord::Known(mut record) = stored
-            && record.state == RecordState::Pending
-        {
-            record.state = RecordState::Expired;
-            save(shared, &record)?;
-            shared.emit(
-                Some(turn),
-                EventBody::RecoveryExpired {
-                    recovery_id: record.id,
-                },
-            );
-        }
-    }
-    Ok(())
 }
 
 /// After a failed request: record an incident if a different projection could change it.
@@ -458,14 +431,6 @@ fn pending_record(
 fn store_new(shared: &Shared, record: RecoveryRecord) -> Result<Option<String>, AgentError> {
     save(shared, &record)?;
     Ok(Some(record.id))
-}
-
-/// Write a record (insert or replace) under its id.
-fn save(shared: &Shared, record: &RecoveryRecord) -> Result<(), AgentError> {
-    let raw = record::encode(record).map_err(keel_store::StoreError::from)?;
-    Ok(shared
-        .store
-        .put_recovery_record(&shared.session.id, &record.id, &raw)?)
 }
 
 /// The pending record a front end may offer, if no turn is running.

@@ -11,6 +11,7 @@ pub mod admission;
 pub mod readiness;
 pub mod record;
 pub mod refusal;
+pub mod stored;
 
 use keel_types::{Item, ReceiptState, ToolReceipt};
 use sha2::{Digest, Sha256};
