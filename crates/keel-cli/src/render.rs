@@ -156,7 +156,7 @@ impl Renderer {
             } => {
                 eprintln!("  ⎿ {state} · {}", visible_line(summary));
                 if name == "bash" {
-                    let text = if tail.is_empty() { output } else { tail };
+                    let text = keel_tui::cards::output_end(output, tail);
                     let shown = keel_tui::cards::folded_tail(text, *lines, terminal_width());
                     let dim = matches!(self.mode, Mode::Live { colors } if colors != Colors::None);
                     for line in shown {

@@ -172,7 +172,11 @@ struct Session {
     paused: Arc<AtomicBool>,
     quit_armed: bool,
     interrupts: u8,
+    last_draw: Instant,
 }
+
+/// The shortest time between two frames (60 a second).
+const FRAME: Duration = Duration::from_millis(16);
 
 pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let asked = crate::repl::ask_trust_first(common)?;
@@ -215,6 +219,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         paused,
         quit_armed: false,
         interrupts: 0,
+        last_draw: Instant::now().checked_sub(FRAME).unwrap_or_else(Instant::now),
     };
     session.refresh_status();
     if !asked {
@@ -223,8 +228,14 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let outcome = loop {
         session.drain_events();
-        session.draw();
+        // At most one frame per `FRAME`: a fast stream is drawn at the screen's pace, not once
+        // per delta; the sleep below draws what arrived meanwhile.
+        let wait = FRAME.saturating_sub(session.last_draw.elapsed());
+        if wait.is_zero() {
+            session.draw();
+        }
         tokio::select! {
+            () = tokio::time::sleep(wait), if !wait.is_zero() => {}
             key = keys.recv() => match key {
                 Some(key) => if let Some(outcome) = session.on_terminal_event(key).await {
                     break outcome;
@@ -296,6 +307,7 @@ impl Session {
     }
 
     fn draw(&mut self) {
+        self.last_draw = Instant::now();
         let commits = self.view.take_commits();
         let frame = self.view.frame(Instant::now());
         let _ = self.surface.draw(&commits, &frame);
@@ -741,12 +753,15 @@ fn common_prefix<'a>(mut items: impl Iterator<Item = &'a str>) -> String {
 
 /// A fresh file for `$EDITOR` or the pager, private to this user.
 fn tempfile_path() -> std::io::Result<std::path::PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
     let dir = std::env::temp_dir();
     for attempt in 0..100u32 {
         let path = dir.join(format!("keel-{}-{attempt}.md", std::process::id()));
+        // Only this user may read it: it holds the conversation.
         match std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(&path)
         {
             Ok(mut file) => {

@@ -80,6 +80,12 @@ pub fn folded_tail(text: &str, total_lines: u64, width: usize) -> Vec<String> {
     out
 }
 
+/// What a card folds of a result event: the end of the output (`tail`) when the event's
+/// excerpt (`output`) does not reach it, else the excerpt.
+pub fn output_end<'a>(output: &'a str, tail: &'a str) -> &'a str {
+    if tail.is_empty() { output } else { tail }
+}
+
 /// The one thing a person wants to see of a call: the command, the resolved path, or the
 /// pattern and where it searches; on one line with every control character shown (the
 /// approval shows the whole command).

@@ -364,11 +364,7 @@ impl LiveView {
                 let end = Ended {
                     state: *state,
                     summary: summary.clone(),
-                    output: if tail.is_empty() {
-                        output.clone()
-                    } else {
-                        tail.clone()
-                    },
+                    output: cards::output_end(output, tail).to_string(),
                     lines: *lines,
                 };
                 let card = cards::ended(&call, &end, self.width);
