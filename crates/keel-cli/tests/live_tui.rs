@@ -208,3 +208,47 @@ fn a_resize_mid_stream_wraps_the_answer_at_the_new_width() {
         }
     }
 }
+
+#[test]
+fn a_denial_takes_one_key_and_n_sends_a_note_to_the_model() {
+    if !available() {
+        return;
+    }
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "bash", "args": {"command": "touch first-file"}},
+        {"say": "Not run."},
+        {"tool": "bash", "args": {"command": "touch second-file"}},
+        {"say": "Understood."}
+    ]})
+    .to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    let tmux = Tmux::start(&home, &home.path(), &[], (90, 30));
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("make one");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("always for bash");
+    // Keys that are not answers do nothing: Enter and a stray letter.
+    tmux.press(&["Enter", "x"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(tmux.screen().contains("always for bash"), "{}", tmux.screen());
+    tmux.press(&["Escape"]);
+    tmux.wait_for("Not run.");
+    assert!(!home.path().join("first-file").exists());
+
+    tmux.type_text("make another");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("touch second-file");
+    tmux.wait_for("always for bash");
+    tmux.press(&["N"]);
+    tmux.wait_for("note for the model ›");
+    tmux.type_text("use the tmp dir");
+    tmux.press(&["Enter"]);
+    let shown = tmux.wait_for("Understood.");
+    assert!(shown.contains("denied with a note: use the tmp dir"), "{shown}");
+    assert!(!home.path().join("second-file").exists());
+    let body = mock.requests().last().unwrap()["body"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(body.contains("The user's note: use the tmp dir"), "{body}");
+}
