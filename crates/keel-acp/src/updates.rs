@@ -276,7 +276,10 @@ impl Translator {
             | EventBody::TurnCompleted { .. }
             | EventBody::TurnFailed { .. }
             | EventBody::RecoveryConsumed { .. }
-            | EventBody::RecoveryExpired { .. } => Vec::new(),
+            | EventBody::RecoveryExpired { .. }
+            // A client gets a command's output with its result (ACP's tool content replaces,
+            // it does not append).
+            | EventBody::ToolOutput { .. } => Vec::new(),
         }
     }
 }

@@ -635,7 +635,9 @@ impl Shared {
         };
         let is_delta = matches!(
             event.body,
-            EventBody::LlmText { .. } | EventBody::LlmReasoning { .. }
+            EventBody::LlmText { .. }
+                | EventBody::LlmReasoning { .. }
+                | EventBody::ToolOutput { .. }
         );
         let mut subscribers = self.lock_subscribers();
         if !is_delta {

@@ -109,23 +109,47 @@ pub async fn run_tools(
                 name: round.calls[*position].name.clone(),
             });
         }
-        // Each call's commands are recorded under its id (a restart after a crash stops them).
+        // Each call's commands are recorded under its id (a restart after a crash stops them),
+        // and their output is shown live as `tool/output` (redacted by the tool, never stored).
+        let (live_sender, mut live) = tokio::sync::mpsc::unbounded_channel::<(String, String)>();
         let contexts: Vec<_> = batch
             .iter()
             .map(|(position, _)| {
+                let call_id = round.calls[*position].id.clone();
+                let sender = live_sender.clone();
                 crate::leftovers::context_for_call(
                     &shared.tool_context,
                     &shared.store,
                     &shared.session.id,
-                    &round.calls[*position].id,
+                    &call_id,
                 )
+                .with_live_output(keel_tools::LiveOutput(std::sync::Arc::new(
+                    move |text: &str| {
+                        let _ = sender.send((call_id.clone(), text.to_string()));
+                    },
+                )))
             })
             .collect();
-        let outputs = tokio::select! {
-            biased;
-            () = run.cancelled() => None,
-            outputs = join_all(batch.iter().zip(&contexts).map(|((_, valid), context)| valid.run(context, &shared.settings.mcp))) => Some(outputs),
+        drop(live_sender);
+        let running = join_all(
+            batch
+                .iter()
+                .zip(&contexts)
+                .map(|((_, valid), context)| valid.run(context, &shared.settings.mcp)),
+        );
+        tokio::pin!(running);
+        let outputs = loop {
+            tokio::select! {
+                biased;
+                () = run.cancelled() => break None,
+                outputs = &mut running => break Some(outputs),
+                Some((call_id, delta)) = live.recv() => emit_live(run, &mut live, call_id, delta),
+            }
         };
+        // What arrived after the last pass, before the results.
+        while let Ok((call_id, delta)) = live.try_recv() {
+            emit_live(run, &mut live, call_id, delta);
+        }
         let end = index + batch.len();
         let Some(outputs) = outputs else {
             settle(run, state, &mut round, index..end, ReceiptState::Cancelled)?;
@@ -151,6 +175,34 @@ pub async fn run_tools(
         index = end;
     }
     Ok(RoundEnd::Continue)
+}
+
+/// The most text one `tool/output` event carries (what waits is joined up to it).
+const LIVE_EVENT_BYTES: usize = 16 * 1024;
+
+/// One `tool/output` event for `call_id`: `delta` and what else of the same call is already
+/// waiting (so a noisy command sends few large events, not many small ones).
+fn emit_live(
+    run: &TurnRun<'_>,
+    live: &mut tokio::sync::mpsc::UnboundedReceiver<(String, String)>,
+    call_id: String,
+    mut delta: String,
+) {
+    let mut other = None;
+    while delta.len() < LIVE_EVENT_BYTES {
+        match live.try_recv() {
+            Ok((id, more)) if id == call_id => delta.push_str(&more),
+            Ok(next) => {
+                other = Some(next);
+                break;
+            }
+            Err(_) => break,
+        }
+    }
+    run.emit(EventBody::ToolOutput { call_id, delta });
+    if let Some((call_id, delta)) = other {
+        run.emit(EventBody::ToolOutput { call_id, delta });
+    }
 }
 
 /// Validate, pin the path, compute the subject: once per call.

@@ -192,7 +192,9 @@ impl Renderer {
             | EventBody::HistoryRewritten { .. }
             | EventBody::TurnStarted { .. }
             | EventBody::ApprovalRequested { .. }
-            | EventBody::ToolStarted { .. } => {}
+            | EventBody::ToolStarted { .. }
+            // Line mode shows a command's output under its card when it ends.
+            | EventBody::ToolOutput { .. } => {}
         }
     }
 

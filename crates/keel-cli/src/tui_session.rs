@@ -219,7 +219,9 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         paused,
         quit_armed: false,
         interrupts: 0,
-        last_draw: Instant::now().checked_sub(FRAME).unwrap_or_else(Instant::now),
+        last_draw: Instant::now()
+            .checked_sub(FRAME)
+            .unwrap_or_else(Instant::now),
     };
     session.refresh_status();
     if !asked {

@@ -230,7 +230,11 @@ fn a_denial_takes_one_key_and_n_sends_a_note_to_the_model() {
     // Keys that are not answers do nothing: Enter and a stray letter.
     tmux.press(&["Enter", "x"]);
     std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(tmux.screen().contains("always for bash"), "{}", tmux.screen());
+    assert!(
+        tmux.screen().contains("always for bash"),
+        "{}",
+        tmux.screen()
+    );
     tmux.press(&["Escape"]);
     tmux.wait_for("Not run.");
     assert!(!home.path().join("first-file").exists());
@@ -244,11 +248,43 @@ fn a_denial_takes_one_key_and_n_sends_a_note_to_the_model() {
     tmux.type_text("use the tmp dir");
     tmux.press(&["Enter"]);
     let shown = tmux.wait_for("Understood.");
-    assert!(shown.contains("denied with a note: use the tmp dir"), "{shown}");
+    assert!(
+        shown.contains("denied with a note: use the tmp dir"),
+        "{shown}"
+    );
     assert!(!home.path().join("second-file").exists());
     let body = mock.requests().last().unwrap()["body"]
         .as_str()
         .unwrap()
         .to_string();
     assert!(body.contains("The user's note: use the tmp dir"), "{body}");
+}
+
+#[test]
+fn a_commands_output_shows_under_its_card_while_it_runs() {
+    if !available() {
+        return;
+    }
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "bash", "args": {"command": "for n in 1 2 3 4 5 6 7 8; do echo tick $n; sleep 0.4; done"}},
+        {"say": "Counted."}
+    ]})
+    .to_string();
+    let (home, _mock) = scripted("chat", &scenario, "");
+    let tmux = Tmux::start(&home, &home.path(), &["--yes"], (90, 30));
+    tmux.wait_for("mock-model · auto");
+    tmux.type_text("count");
+    tmux.press(&["Enter"]);
+    // While it runs: its output and its clock under the card, and no result yet.
+    let running = tmux.wait_for("tick 2");
+    assert!(!running.contains("⎿ completed"), "{running}");
+    let screen = tmux.screen();
+    let card = screen
+        .lines()
+        .find(|line| line.contains("● bash for n in"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(card.trim_end().ends_with(" s"), "no elapsed time: {card:?}");
+    let shown = tmux.wait_for("Counted.");
+    assert!(shown.contains("⎿ completed · exit 0"), "{shown}");
+    assert!(shown.contains("tick 8"), "{shown}");
 }

@@ -208,10 +208,20 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
     let filling = capture.clone();
     // Every byte passes the redactor before it is kept, so the cut comes after redaction.
     let mut redactor = ctx.secrets.stream();
+    // The live view gets the same redacted bytes, in whole characters.
+    let live = ctx.live_output.clone();
     let reading = tokio::task::spawn_blocking(move || {
         let mut reader = reader;
         let mut buffer = [0u8; 8192];
         let mut safe = Vec::with_capacity(buffer.len());
+        let mut carry = crate::live::Utf8Carry::default();
+        let hand_on = |text: String| {
+            if let Some(live) = &live
+                && !text.is_empty()
+            {
+                (live.0)(&text);
+            }
+        };
         loop {
             match reader.read(&mut buffer) {
                 Ok(0) | Err(_) => break,
@@ -219,12 +229,15 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
                     safe.clear();
                     redactor.push(&buffer[..n], &mut safe);
                     lock(&filling).push(&safe);
+                    hand_on(carry.push(&safe));
                 }
             }
         }
         safe.clear();
         redactor.finish(&mut safe);
         lock(&filling).push(&safe);
+        hand_on(carry.push(&safe));
+        hand_on(carry.finish());
     });
     let status = tokio::time::timeout(timeout, child.wait()).await;
     drop(killer); // ends the group: on timeout the command, and any background leftovers

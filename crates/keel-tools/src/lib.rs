@@ -18,6 +18,7 @@ mod command_words;
 mod fetch;
 mod files;
 pub mod guard;
+mod live;
 mod mention;
 pub mod output;
 pub mod permission;
@@ -30,6 +31,7 @@ mod specs;
 
 pub use fetch::{MAX_BODY as WEB_FETCH_MAX_BODY, MAX_REDIRECTS as WEB_FETCH_MAX_REDIRECTS};
 pub use guard::{GuardError, WorkspaceGuard, WriteTarget};
+pub use live::LiveOutput;
 pub use mention::{attachment, mentions};
 pub use permission::{
     Decision, PermissionMode, PermissionPolicy, PermissionRule, Reach, RuleError,
@@ -105,6 +107,9 @@ pub struct ToolContext {
     /// How commands are confined, and the paths file tools may not use (`None`: commands run
     /// unconfined and every path is open, as in the tools' own unit tests).
     pub sandbox: Option<CommandSandbox>,
+    /// Where a command's output goes as it arrives (redacted), for a live view (`None`: only
+    /// the result has it).
+    pub live_output: Option<LiveOutput>,
 }
 
 /// A test on host names (the hosts the user's rules allow).
@@ -148,6 +153,7 @@ impl ToolContext {
             internal_hosts: HostRule::none(),
             process_log: None,
             sandbox: None,
+            live_output: None,
         }
     }
 
@@ -170,6 +176,14 @@ impl ToolContext {
         ToolContext {
             process_log: Some(log),
             ..self.clone()
+        }
+    }
+
+    /// The same context, handing a command's output to `live` as it arrives.
+    pub fn with_live_output(self, live: LiveOutput) -> ToolContext {
+        ToolContext {
+            live_output: Some(live),
+            ..self
         }
     }
 

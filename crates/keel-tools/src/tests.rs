@@ -469,6 +469,49 @@ async fn bash_output_is_redacted_even_where_it_is_cut() {
 }
 
 #[tokio::test]
+async fn a_commands_output_reaches_the_live_view_as_it_arrives_and_redacted() {
+    let (_dir, ctx) = context();
+    let secrets = keel_types::Secrets::from_names(["CANARY_KEY".to_string()], |_| {
+        Some("sk-canary-0123456789abcdef".into())
+    });
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(
+        Vec::<(std::time::Instant, String)>::new(),
+    ));
+    let sink = seen.clone();
+    let live = crate::LiveOutput(std::sync::Arc::new(move |text: &str| {
+        sink.lock()
+            .unwrap()
+            .push((std::time::Instant::now(), text.to_string()));
+    }));
+    let ctx = ToolContext { secrets, ..ctx }.with_live_output(live);
+    // The key is written in two halves, a pause apart; a line comes well before the end.
+    let command = "echo first; sleep 0.4; printf sk-canary-0123; sleep 0.2; printf '456789abcdef\\n'; echo last";
+    let started = std::time::Instant::now();
+    let out = call(
+        &ctx,
+        "bash",
+        &serde_json::json!({ "command": command }).to_string(),
+    )
+    .await;
+    let ended = std::time::Instant::now();
+    let seen = seen.lock().unwrap().clone();
+    let text: String = seen.iter().map(|(_, text)| text.as_str()).collect();
+    assert_eq!(text, "first\n[redacted $CANARY_KEY]\nlast\n", "{seen:?}");
+    assert!(out.content.starts_with(&text), "{}", out.content);
+    // Live: the first line was handed on before the command ended.
+    let first = seen
+        .iter()
+        .find(|(_, text)| text.contains("first"))
+        .unwrap()
+        .0;
+    assert!(ended.duration_since(first) > std::time::Duration::from_millis(300));
+    assert!(first.duration_since(started) < std::time::Duration::from_millis(300));
+    for (_, piece) in &seen {
+        assert!(!piece.contains("sk-canary"), "{seen:?}");
+    }
+}
+
+#[tokio::test]
 async fn grep_cannot_probe_a_secret_a_character_at_a_time() {
     let (dir, ctx) = context();
     let key = "sk-4f9a1c2e7b3d5a60";

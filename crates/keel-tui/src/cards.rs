@@ -163,14 +163,38 @@ fn header(call: &Call, state: ReceiptState, suffix: &str, width: usize) -> Line 
     line
 }
 
-/// The card of a call still running: its header with the time it has taken.
-pub fn running(call: &Call, elapsed: Duration, waiting: bool, width: usize) -> Vec<Line> {
+/// The most lines of a running command's output shown under its card.
+pub const LIVE_LINES: usize = 4;
+
+/// The card of a call still running: its header with the time it has taken, then the last
+/// lines of what it printed so far (a line rewritten with `\r`, as a progress bar does, shows
+/// as it stands now).
+pub fn running(
+    call: &Call,
+    elapsed: Duration,
+    waiting: bool,
+    recent: &str,
+    width: usize,
+) -> Vec<Line> {
     let suffix = if waiting {
         " · waiting for your answer".to_string()
     } else {
         format!(" · {:.1} s", elapsed.as_secs_f64())
     };
-    vec![header(call, ReceiptState::Started, &suffix, width)]
+    let mut lines = vec![header(call, ReceiptState::Started, &suffix, width)];
+    let shown: Vec<&str> = recent
+        .lines()
+        .map(|line| line.rsplit('\r').next().unwrap_or(""))
+        .filter(|line| !line.trim().is_empty())
+        .collect();
+    let room = width.saturating_sub(4).max(10);
+    for line in &shown[shown.len().saturating_sub(LIVE_LINES)..] {
+        lines.push(Line::from_text(
+            &format!("    {}", cut(&visible_line(line), room)),
+            Style::PLAIN.dim(),
+        ));
+    }
+    lines
 }
 
 /// The card of a call that ended: header, state and summary, and a command's folded output.
@@ -250,6 +274,7 @@ mod tests {
                 &call,
                 Duration::from_millis(1500),
                 false,
+                &format!("{}\n日本語{}\n", "w".repeat(300), "x".repeat(300)),
                 width,
             )) {
                 assert!(line.width() <= width, "{width}: {}", line.plain());

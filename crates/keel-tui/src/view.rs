@@ -42,7 +42,12 @@ struct Running {
     call: Call,
     since: Instant,
     asked: bool,
+    /// The end of what it printed so far (at most `RECENT_BYTES`).
+    recent: String,
 }
+
+/// How much of a running command's output is kept for its card.
+const RECENT_BYTES: usize = 4096;
 
 pub struct LiveView {
     pub status: Status,
@@ -334,6 +339,7 @@ impl LiveView {
                     },
                     since: now,
                     asked: false,
+                    recent: String::new(),
                 });
             }
             EventBody::ToolStarted { call_id, .. } => {
@@ -341,6 +347,19 @@ impl LiveView {
                 {
                     running.since = now;
                     running.asked = false;
+                }
+            }
+            EventBody::ToolOutput { call_id, delta } => {
+                if let Some(running) = self.running.iter_mut().find(|r| &r.call.call_id == call_id)
+                {
+                    running.recent.push_str(delta);
+                    if running.recent.len() > RECENT_BYTES {
+                        let mut cut = running.recent.len() - RECENT_BYTES;
+                        while !running.recent.is_char_boundary(cut) {
+                            cut += 1;
+                        }
+                        running.recent.drain(..cut);
+                    }
                 }
             }
             EventBody::ToolResult {
@@ -436,7 +455,13 @@ impl LiveView {
         }
         for running in &self.running {
             let elapsed = now.saturating_duration_since(running.since);
-            middle.extend(cards::running(&running.call, elapsed, running.asked, width));
+            middle.extend(cards::running(
+                &running.call,
+                elapsed,
+                running.asked,
+                &running.recent,
+                width,
+            ));
         }
         for text in self.queued.iter().take(QUEUED_SHOWN) {
             let first = text.lines().next().unwrap_or("");

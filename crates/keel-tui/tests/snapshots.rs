@@ -80,12 +80,14 @@ fn every_card_state() {
             &call("bash", "cargo test"),
             Duration::from_millis(3400),
             false,
+            "   Compiling keel v0.1.0\ntest a ... ok\ntest b ... ok\nprogress 10%\rprogress 80%\n",
             width,
         );
         lines.extend(cards::running(
             &call("edit_file", "src/lib.rs"),
             Duration::ZERO,
             true,
+            "",
             width,
         ));
         for (state, name, subject, summary) in [

@@ -127,6 +127,11 @@ pub enum EventBody {
     /// A call's tool starts running (its receipt is durably `started`).
     #[serde(rename = "tool/started")]
     ToolStarted { call_id: String, name: String },
+    /// Output of a running command as it arrives (redacted before it is sent), for surfaces
+    /// that show it live. Transient like `llm/text`: never stored; the whole result is in
+    /// `tool/result` and the history.
+    #[serde(rename = "tool/output")]
+    ToolOutput { call_id: String, delta: String },
     /// A call waits for the user's decision (a surface shows it on the call's card).
     #[serde(rename = "approval/requested")]
     ApprovalRequested {

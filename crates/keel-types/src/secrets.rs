@@ -10,8 +10,9 @@
 //!   text); their variables are still removed from tool environments.
 //! - Redaction happens before any cut, and only whole occurrences are replaced: what is shown
 //!   of a cut output never depends on whether the bytes at the cut are part of a secret (no
-//!   oracle a model could probe one character at a time). `StreamRedactor` holds back at most
-//!   (longest value − 1) bytes, and releases held bytes unchanged when no value completes.
+//!   oracle a model could probe one character at a time). `StreamRedactor` holds back only an end
+//!   of the stream that could begin a value (at most longest value − 1 bytes), and releases
+//!   held bytes unchanged when no value completes.
 
 use std::borrow::Cow;
 
@@ -128,8 +129,9 @@ pub fn shares_run(a: &str, b: &str, run: usize) -> bool {
 }
 
 /// Redacts a stream of bytes: whole occurrences of secret values are replaced, everything
-/// else passes through unchanged, in order. At most (longest value − 1) bytes are held back
-/// between `push`es, so a value split across reads is still found.
+/// else passes through unchanged, in order. Between `push`es only an end that could begin a
+/// value is held back (at most longest value − 1 bytes), so a value split across reads is
+/// still found and other output is not delayed.
 pub struct StreamRedactor {
     secrets: Secrets,
     held: Vec<u8>,
@@ -145,10 +147,25 @@ impl StreamRedactor {
         }
         self.held.extend_from_slice(bytes);
         let rest = self.replace_whole(out);
-        // What remains may end in the start of a value: keep (longest − 1) bytes back.
-        let release = rest.len().saturating_sub(self.hold);
+        // What remains may end in the start of a value: keep back only such an end (at most
+        // longest − 1 bytes), so output that cannot begin a value is released at once.
+        let release = rest.len() - self.unfinished_value_start(&rest);
         out.extend_from_slice(&rest[..release]);
         self.held = rest[release..].to_vec();
+    }
+
+    /// The length of the longest end of `rest` that is the start (not the whole) of a value.
+    fn unfinished_value_start(&self, rest: &[u8]) -> usize {
+        (1..=self.hold.min(rest.len()))
+            .rev()
+            .find(|&len| {
+                let end = &rest[rest.len() - len..];
+                self.secrets
+                    .values
+                    .iter()
+                    .any(|(value, _)| value.len() > len && value.as_bytes().starts_with(end))
+            })
+            .unwrap_or(0)
     }
 
     /// The end of the stream: whatever is held is released (it completes no value).
@@ -222,7 +239,8 @@ mod tests {
     #[test]
     fn a_stream_is_redacted_whatever_the_read_boundaries() {
         let s = secrets(&[("K1", "sk-canary-123456"), ("K2", "tok-777777")]);
-        let text = b"a sk-canary-123456 b tok-777777sk-canary-12 sk-canary-123456";
+        let text =
+            b"a sk-canary-123456 b tok-777777sk-canary-12 sk-canary-123456 sk-sk-canary-123456";
         for split in 0..text.len() {
             for second in split..text.len() {
                 let mut redactor = s.stream();
@@ -233,11 +251,24 @@ mod tests {
                 redactor.finish(&mut out);
                 assert_eq!(
                     String::from_utf8(out).unwrap(),
-                    "a [redacted $K1] b [redacted $K2]sk-canary-12 [redacted $K1]",
+                    "a [redacted $K1] b [redacted $K2]sk-canary-12 [redacted $K1] sk-[redacted $K1]",
                     "split at {split}, {second}"
                 );
             }
         }
+    }
+
+    #[test]
+    fn only_an_end_that_could_begin_a_value_is_held_back() {
+        let s = secrets(&[("K1", "sk-canary-123456")]);
+        let mut redactor = s.stream();
+        let mut out = Vec::new();
+        redactor.push(b"line one\n", &mut out);
+        assert_eq!(out, b"line one\n");
+        redactor.push(b"next sk-can", &mut out);
+        assert_eq!(out, b"line one\nnext ");
+        redactor.push(b"dy\n", &mut out);
+        assert_eq!(out, b"line one\nnext sk-candy\n");
     }
 
     #[test]
