@@ -49,11 +49,7 @@ pub(crate) fn open(
         socket_dirs: Vec::new(),
     };
     let sandbox = Sandbox::new(setup.settings.clone(), places);
-    let mode = match (setup.settings.mode, permission_mode) {
-        (SandboxMode::Off, _) => SandboxMode::Off,
-        (_, PermissionMode::ReadOnly) => SandboxMode::ReadOnly,
-        (mode, PermissionMode::Ask | PermissionMode::Auto) => mode,
-    };
+    let mode = effective_mode(setup.settings.mode, permission_mode);
     Ok((
         CommandSandbox {
             sandbox: Arc::new(sandbox),
@@ -61,6 +57,19 @@ pub(crate) fn open(
         },
         temp,
     ))
+}
+
+/// The mode commands run under: the configured one, read-only while keel is in read-only mode
+/// (`off` stays off: only the user's settings turn the sandbox off).
+pub(crate) fn effective_mode(
+    configured: SandboxMode,
+    permission_mode: PermissionMode,
+) -> SandboxMode {
+    match (configured, permission_mode) {
+        (SandboxMode::Off, _) => SandboxMode::Off,
+        (_, PermissionMode::ReadOnly) => SandboxMode::ReadOnly,
+        (mode, PermissionMode::Ask | PermissionMode::Auto) => mode,
+    }
 }
 
 /// The decision for a `bash` call running `command`.

@@ -45,7 +45,7 @@ pub use turn::TurnOutcome;
 use keel_llm::client::HttpClient;
 use keel_llm::{KeySource, ProviderProfile};
 use keel_store::{Lease, Store};
-use keel_tools::{PermissionPolicy, ToolContext, ToolRegistry, WorkspaceGuard};
+use keel_tools::{PermissionMode, PermissionPolicy, ToolContext, ToolRegistry, WorkspaceGuard};
 use keel_types::{Event, EventBody, FailureDiagnostic, Item};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -179,6 +179,14 @@ impl SessionState {
     }
 }
 
+/// The permission mode in force, and the one the model was last told of (a change is told
+/// inside the next user item, never by rewriting what was sent).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ModeState {
+    pub now: PermissionMode,
+    pub told: PermissionMode,
+}
+
 pub(crate) struct Shared {
     pub store: Store,
     pub session: SessionInfo,
@@ -188,6 +196,8 @@ pub(crate) struct Shared {
     pub client: HttpClient,
     pub registry: ToolRegistry,
     pub tool_context: ToolContext,
+    /// The permission mode in force (the person may change it during the session).
+    permission: Mutex<ModeState>,
     pub keys: Arc<dyn KeySource>,
     pub approver: Arc<dyn Approver>,
     subscribers: Mutex<Vec<Subscriber>>,
@@ -297,7 +307,12 @@ impl Controller {
             })),
             ..ToolContext::new(guard)
         };
+        let permission = Mutex::new(ModeState {
+            now: settings.policy.mode,
+            told: settings.policy.mode,
+        });
         let shared = Shared {
+            permission,
             store,
             session,
             _lease: lease,
@@ -326,13 +341,25 @@ impl Controller {
         &self.shared.session
     }
 
+    /// The permission mode in force.
+    pub fn permission_mode(&self) -> PermissionMode {
+        self.shared.permission_mode()
+    }
+
+    /// Change the permission mode for the rest of the session: later tool calls are decided
+    /// (and commands confined) under it, and the model is told in the next user item. Nothing
+    /// sent before changes, so the requests stay prefix-stable.
+    pub fn set_permission_mode(&self, mode: PermissionMode) {
+        self.shared.mode_state().now = mode;
+    }
+
     pub fn settings(&self) -> &AgentSettings {
         &self.shared.settings
     }
 
     /// How this session's commands are confined, in one line (`None`: no sandbox is set up).
     pub fn sandbox_summary(&self) -> Option<String> {
-        let sandbox = self.shared.tool_context.sandbox.as_ref()?;
+        let sandbox = self.shared.sandbox_now()?;
         let enforcement = sandbox.enforcement();
         let mut line = enforcement.summary(sandbox.mode);
         if let keel_sandbox::Enforcement::BelowMinimum { .. } = enforcement {
@@ -626,6 +653,46 @@ impl Shared {
     /// Send an event to every subscriber; index all but streaming deltas in the store, and
     /// stamp them with their index. Indexing and sending happen under the subscribers' lock,
     /// so a replaying subscriber never misses or repeats an event.
+    pub(crate) fn mode_state(&self) -> std::sync::MutexGuard<'_, ModeState> {
+        self.permission
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The permission mode in force now.
+    pub(crate) fn permission_mode(&self) -> PermissionMode {
+        self.mode_state().now
+    }
+
+    /// The mode to tell the model of in the next user item, if it changed since it was last
+    /// told (it counts as told from here).
+    pub(crate) fn take_mode_change(&self) -> Option<PermissionMode> {
+        let mut state = self.mode_state();
+        (state.now != state.told).then(|| {
+            state.told = state.now;
+            state.now
+        })
+    }
+
+    /// The permission rules with the mode in force now.
+    pub(crate) fn policy_now(&self) -> PermissionPolicy {
+        let mut policy = self.settings.policy.clone();
+        policy.mode = self.permission_mode();
+        policy
+    }
+
+    /// The command sandbox as the mode in force now confines commands.
+    pub(crate) fn sandbox_now(&self) -> Option<keel_tools::CommandSandbox> {
+        let mut sandbox = self.tool_context.sandbox.clone()?;
+        let configured = self
+            .settings
+            .sandbox
+            .as_ref()
+            .map_or(keel_sandbox::SandboxMode::Off, |setup| setup.settings.mode);
+        sandbox.mode = confinement::effective_mode(configured, self.permission_mode());
+        Some(sandbox)
+    }
+
     pub(crate) fn emit(&self, turn: Option<u64>, body: EventBody) {
         let mut event = Event {
             id: None,

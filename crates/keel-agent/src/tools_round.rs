@@ -19,7 +19,7 @@ use crate::load::interrupted_result;
 use crate::turn_run::TurnRun;
 use crate::{AgentError, SessionState, Shared};
 use futures_util::future::join_all;
-use keel_tools::{Decision, Reach, ToolOutput, ValidationError};
+use keel_tools::{Decision, Reach, ToolContext, ToolOutput, ValidationError};
 use keel_types::kill_point::kill_point;
 use keel_types::{EventBody, Item, ReceiptState, ToolCall, ToolReceipt, ToolResult};
 use std::ops::Range;
@@ -89,12 +89,16 @@ pub async fn run_tools(
             Prepared::Run(valid) => valid,
         };
         let batch = gather_batch(run, &state.mcp_tools, &round, index, first);
+        // The batch runs under the mode in force as it starts (the person may change it).
+        let base_context = ToolContext {
+            sandbox: shared.sandbox_now(),
+            ..shared.tool_context.clone()
+        };
         for (position, _) in &batch {
             round.receipts[*position].state = ReceiptState::Started;
             // The sandbox a command runs under is part of what was done.
             if round.calls[*position].name == keel_tools::BuiltinTool::Bash.name() {
-                round.receipts[*position].sandbox = shared
-                    .tool_context
+                round.receipts[*position].sandbox = base_context
                     .sandbox
                     .as_ref()
                     .map(|sandbox| sandbox.mode.name().to_string());
@@ -118,7 +122,7 @@ pub async fn run_tools(
                 let call_id = round.calls[*position].id.clone();
                 let sender = live_sender.clone();
                 crate::leftovers::context_for_call(
-                    &shared.tool_context,
+                    &base_context,
                     &shared.store,
                     &shared.session.id,
                     &call_id,
@@ -274,14 +278,10 @@ fn decide(shared: &Shared, valid: &Valid, subject: Option<&str>) -> Decision {
     } else {
         Reach::ReadsWorkspace
     };
-    let policy = &shared.settings.policy;
+    let policy = &shared.policy_now();
     let subject = subject.unwrap_or("");
     if valid.tool_name() == keel_tools::BuiltinTool::Bash.name() {
-        return crate::confinement::decide_command(
-            policy,
-            shared.tool_context.sandbox.as_ref(),
-            subject,
-        );
+        return crate::confinement::decide_command(policy, shared.sandbox_now().as_ref(), subject);
     }
     policy.decide(valid.tool_name(), subject, reach)
 }

@@ -210,6 +210,23 @@ fn open(run: &TurnRun<'_>, kind: InputKind) -> Result<(), AgentError> {
 pub(crate) const INTERRUPTED_NOTE: &str = "[keel: the user stopped your previous answer before \
      it was complete; what it had produced was not kept.]";
 
+/// What the next prompt says first after the person changed the permission mode.
+pub(crate) fn mode_note(mode: keel_tools::PermissionMode) -> String {
+    let meaning = match mode {
+        keel_tools::PermissionMode::ReadOnly => {
+            "tools that change files or run commands outside a read-only sandbox are refused"
+        }
+        keel_tools::PermissionMode::Ask => "changes need the user's approval",
+        keel_tools::PermissionMode::Auto => {
+            "changes inside the workspace run without asking; the rules still apply"
+        }
+    };
+    format!(
+        "[keel: the user switched the permission mode to {}: {meaning}.]",
+        mode.as_str()
+    )
+}
+
 /// Commit the turn's input text; a prompt after a stopped answer carries the note first.
 fn commit_input(
     run: &TurnRun<'_>,
@@ -219,12 +236,21 @@ fn commit_input(
 ) -> Result<(), AgentError> {
     let shared = run.shared;
     let text = if kind == InputKind::User {
-        let mut text = with_attachments(shared, text);
+        // In a fixed order: the interruption, the mode change, then the prompt and its files.
+        let mut notes = Vec::new();
         if state.interrupted {
             state.interrupted = false;
-            text = format!("{INTERRUPTED_NOTE}\n\n{text}");
+            notes.push(INTERRUPTED_NOTE.to_string());
         }
-        text
+        if let Some(mode) = shared.take_mode_change() {
+            notes.push(mode_note(mode));
+        }
+        let text = with_attachments(shared, text);
+        if notes.is_empty() {
+            text
+        } else {
+            format!("{}\n\n{text}", notes.join("\n"))
+        }
     } else {
         text
     };

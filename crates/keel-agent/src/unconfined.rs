@@ -37,13 +37,13 @@ const REFUSAL_SIGNS: &[&str] = &[
 /// Whether `output` of `call` is one to offer an unconfined run for.
 pub(crate) fn worth_offering(run: &TurnRun<'_>, call: &ToolCall, output: &ToolOutput) -> bool {
     let shared = run.shared;
-    let Some(sandbox) = &shared.tool_context.sandbox else {
+    let Some(sandbox) = &shared.sandbox_now() else {
         return false;
     };
     call.name == keel_tools::BuiltinTool::Bash.name()
         && !run.unconfined_offered
         && shared.approver.asks_a_person()
-        && shared.settings.policy.mode == PermissionMode::Ask
+        && shared.permission_mode() == PermissionMode::Ask
         && sandbox.mode != SandboxMode::Off
         && sandbox.enforcement() == Enforcement::Enforced
         && output.is_error

@@ -193,7 +193,9 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let signals = StopSignals::register()?;
     let repl = Repl::for_tui(common, controller.clone(), approver.clone(), signals);
     repl.banner();
-    eprintln!("Enter sends · Alt+Enter newline · Esc stops a turn · Ctrl-T transcript");
+    eprintln!(
+        "Enter sends · Alt+Enter newline · Esc stops a turn · Shift+Tab mode · Ctrl-T transcript"
+    );
     let history_path = settings::keel_home()?.join("history.txt");
     let colors = Colors::from_env();
     let raw = RawMode::enter()?;
@@ -323,7 +325,7 @@ impl Session {
         let settings = controller.settings();
         let mut status = Status {
             model: format!("{}/{}", settings.profile.name, settings.model),
-            mode: settings.policy.mode.as_str().to_string(),
+            mode: controller.permission_mode().as_str().to_string(),
             context_percent: controller
                 .context_use()
                 .map(|context| u8::try_from(context.percent()).unwrap_or(100)),
@@ -646,7 +648,9 @@ impl Session {
                     .unwrap_or_default();
                 self.answer(
                     Approval::Allow,
-                    &format!("allowed, and {tool} is allowed for the rest of this session (never saved)"),
+                    &format!(
+                        "allowed, and {tool} is allowed for the rest of this session (never saved)"
+                    ),
                 );
             }
             Action::Insert(c) => self.view.editor.insert(c),
@@ -719,13 +723,35 @@ impl Session {
             Action::Quit => return Some(Outcome::Completed),
             Action::Transcript => self.transcript(),
             Action::ExternalEditor => self.external_editor(),
-            Action::CycleMode => self.view.set_notice(Some(
-                "the permission mode is set when the session starts: --permission-mode read-only|ask|auto"
-                    .into(),
-            )),
+            Action::CycleMode => self.cycle_mode(),
             Action::Ignore => {}
         }
         None
+    }
+
+    /// Shift+Tab: read-only → ask → auto → read-only. Later calls are decided under the new
+    /// mode; the model is told with the next prompt.
+    fn cycle_mode(&mut self) {
+        use keel_tools::PermissionMode;
+        let Some(controller) = self.controller() else {
+            return;
+        };
+        let next = match controller.permission_mode() {
+            PermissionMode::ReadOnly => PermissionMode::Ask,
+            PermissionMode::Ask => PermissionMode::Auto,
+            PermissionMode::Auto => PermissionMode::ReadOnly,
+        };
+        controller.set_permission_mode(next);
+        let meaning = match next {
+            PermissionMode::ReadOnly => "nothing is changed, commands run read-only",
+            PermissionMode::Ask => "changes wait for your approval",
+            PermissionMode::Auto => "changes inside the workspace run without asking",
+        };
+        self.view.set_notice(Some(format!(
+            "mode {}: {meaning} (Shift+Tab cycles; the model is told with your next prompt)",
+            next.as_str()
+        )));
+        self.refresh_status();
     }
 
     fn cancel_turn(&mut self) {

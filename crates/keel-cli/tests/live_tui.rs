@@ -288,3 +288,60 @@ fn a_commands_output_shows_under_its_card_while_it_runs() {
     assert!(shown.contains("⎿ completed · exit 0"), "{shown}");
     assert!(shown.contains("tick 8"), "{shown}");
 }
+
+#[test]
+fn shift_tab_changes_the_mode_and_the_next_prompt_tells_the_model() {
+    if !available() {
+        return;
+    }
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "write_file", "args": {"path": "auto.txt", "content": "written\n"}},
+        {"say": "Wrote it."},
+        {"tool": "write_file", "args": {"path": "read-only.txt", "content": "no\n"}},
+        {"say": "Could not."}
+    ]})
+    .to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    let tmux = Tmux::start(&home, &home.path(), &[], (100, 30));
+    tmux.wait_for("mock-model · ask");
+    // ask → auto: the write runs without a question.
+    tmux.press(&["BTab"]);
+    tmux.wait_for("mock-model · auto");
+    tmux.type_text("write it");
+    tmux.press(&["Enter"]);
+    let shown = tmux.wait_for("Wrote it.");
+    assert!(!shown.contains("always for write_file"), "{shown}");
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("auto.txt")).unwrap(),
+        "written\n"
+    );
+    let sent = last_user_message(&mock);
+    assert!(
+        sent.starts_with("[keel: the user switched the permission mode to auto")
+            && sent.ends_with("write it"),
+        "{sent}"
+    );
+    // auto → read-only: the next write is refused, and said so once.
+    tmux.press(&["BTab"]);
+    tmux.wait_for("mock-model · read-only");
+    tmux.type_text("write another");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("Could not.");
+    assert!(!home.path().join("read-only.txt").exists());
+    let requests = mock.requests();
+    let body: serde_json::Value =
+        serde_json::from_str(requests[2]["body"].as_str().unwrap()).unwrap();
+    let users: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or(""))
+        .collect();
+    assert!(
+        users[1].contains("permission mode to read-only"),
+        "{users:?}"
+    );
+    // The first prompt's bytes are as they were sent: the prefix holds.
+    assert!(users[0].starts_with("[keel: the user switched the permission mode to auto"));
+}
