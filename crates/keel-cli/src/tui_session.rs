@@ -94,9 +94,13 @@ impl Drop for RawMode {
     }
 }
 
+/// What the terminal said: an event, and for a resize where the cursor is now (asked by the
+/// reader itself, the one thread that reads the terminal, so no typed key is lost to it).
+type Said = (TermEvent, Option<u16>);
+
 /// Reads the terminal's input on a thread of its own, unless paused (while `$EDITOR`, a pager
 /// or a slash command has the terminal).
-fn read_keys(paused: Arc<AtomicBool>) -> mpsc::UnboundedReceiver<TermEvent> {
+fn read_keys(paused: Arc<AtomicBool>) -> mpsc::UnboundedReceiver<Said> {
     let (sender, receiver) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
         loop {
@@ -107,7 +111,10 @@ fn read_keys(paused: Arc<AtomicBool>) -> mpsc::UnboundedReceiver<TermEvent> {
             match crossterm::event::poll(Duration::from_millis(40)) {
                 Ok(true) => match crossterm::event::read() {
                     Ok(event) => {
-                        if sender.send(event).is_err() {
+                        let cursor = matches!(event, TermEvent::Resize(..))
+                            .then(|| crossterm::cursor::position().ok().map(|(_, row)| row))
+                            .flatten();
+                        if sender.send((event, cursor)).is_err() {
                             return;
                         }
                     }
@@ -241,7 +248,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         tokio::select! {
             () = tokio::time::sleep(wait), if !wait.is_zero() => {}
             key = keys.recv() => match key {
-                Some(key) => if let Some(outcome) = session.on_terminal_event(key).await {
+                Some((key, cursor)) => if let Some(outcome) = session.on_terminal_event(key, cursor).await {
                     break outcome;
                 },
                 None => break Outcome::Completed,
@@ -569,12 +576,15 @@ impl Session {
     }
 
     /// One event from the terminal; returns how keel ends if it should.
-    async fn on_terminal_event(&mut self, event: TermEvent) -> Option<Outcome> {
+    async fn on_terminal_event(
+        &mut self,
+        event: TermEvent,
+        cursor: Option<u16>,
+    ) -> Option<Outcome> {
         match event {
             TermEvent::Resize(columns, rows) => {
-                // Not asked of the terminal: a cursor-position query here races the key reader
-                // and can swallow what is being typed.
-                self.surface.resize((columns, rows), None);
+                // Where the terminal moved the cursor as it reflowed the screen.
+                self.surface.resize((columns, rows), cursor);
                 self.view.resize(usize::from(columns), usize::from(rows));
                 None
             }

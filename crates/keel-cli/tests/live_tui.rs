@@ -53,6 +53,21 @@ fn an_answer_is_rendered_an_edit_is_approved_with_one_key_and_ctrl_d_says_how_to
         "{asked}"
     );
     assert!(!home.path().join("notes.txt").exists());
+    // Narrower while it waits: the terminal reflows, and the live region is found again and
+    // drawn once (nothing of the old one left above it).
+    tmux.resize(70, 40);
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let screen = tmux.screen();
+    assert_eq!(
+        screen.matches("waiting for your answer").count(),
+        1,
+        "{screen}"
+    );
+    assert_eq!(
+        screen.matches("? write_file: notes.txt").count(),
+        1,
+        "{screen}"
+    );
     // One key, no Enter.
     tmux.press(&["y"]);
     tmux.wait_for("created notes.txt");

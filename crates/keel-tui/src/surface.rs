@@ -200,12 +200,19 @@ impl<W: Write> InlineSurface<W> {
         }
         let writer = &mut self.backend;
         match frame.cursor {
-            Some((column, row)) if row < height => queue!(
-                writer,
-                MoveTo(column.min(self.width - 1), self.top + row),
-                Show
-            )?,
-            _ => queue!(writer, Hide)?,
+            Some((column, row)) if row < height => {
+                self.cursor_row = row;
+                queue!(
+                    writer,
+                    MoveTo(column.min(self.width - 1), self.top + row),
+                    Show
+                )?
+            }
+            _ => {
+                // Parked at the region's first row: where a resize looks for it.
+                self.cursor_row = 0;
+                queue!(writer, MoveTo(0, self.top), Hide)?
+            }
         }
         queue!(writer, EndSynchronizedUpdate)?;
         self.shown = Some(next);
