@@ -596,7 +596,7 @@ impl Session {
                         }
                     }
                     Focus::Input => self.view.editor.insert_str(&text),
-                    Focus::Approval => {}
+                    Focus::Approval | Focus::Search => {}
                 }
                 None
             }
@@ -618,6 +618,17 @@ impl Session {
         }
         if !matches!(act, Action::Interrupt | Action::Ignore) {
             self.quit_armed = false;
+        }
+        if focus == Focus::Search {
+            match act {
+                Action::Insert(c) => self.view.edit_search(Some(c)),
+                Action::Backspace => self.view.edit_search(None),
+                Action::HistorySearch => self.view.search_history(),
+                Action::Submit => self.view.end_search(true),
+                Action::Escape | Action::Interrupt => self.view.end_search(false),
+                _ => {}
+            }
+            return None;
         }
         if focus == Focus::Note {
             let note = self.view.note_mut()?;
@@ -732,6 +743,7 @@ impl Session {
             }
             Action::Quit => return Some(Outcome::Completed),
             Action::Transcript => self.transcript(),
+            Action::HistorySearch => self.view.search_history(),
             Action::ExternalEditor => self.external_editor(),
             Action::CycleMode => self.cycle_mode(),
             Action::Ignore => {}

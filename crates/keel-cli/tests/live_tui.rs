@@ -360,3 +360,39 @@ fn shift_tab_changes_the_mode_and_the_next_prompt_tells_the_model() {
     // The first prompt's bytes are as they were sent: the prefix holds.
     assert!(users[0].starts_with("[keel: the user switched the permission mode to auto"));
 }
+
+#[test]
+fn ctrl_r_finds_an_earlier_prompt_to_send_again() {
+    if !available() {
+        return;
+    }
+    let scenario = serde_json::json!({"steps": [
+        {"say": "one"}, {"say": "two"}, {"say": "three"}
+    ]})
+    .to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    let tmux = Tmux::start(&home, &home.path(), &[], (90, 30));
+    tmux.wait_for("mock-model · ask");
+    for prompt in ["explain the parser", "list the tests"] {
+        tmux.type_text(prompt);
+        tmux.press(&["Enter"]);
+        tmux.wait_for(&format!("› {prompt}"));
+    }
+    tmux.wait_for("two");
+    tmux.press(&["C-r"]);
+    tmux.type_text("pars");
+    tmux.wait_for("history `pars` › explain the parser");
+    // Enter takes the match into the input; a second Enter sends it.
+    tmux.press(&["Enter"]);
+    tmux.press(&["Enter"]);
+    tmux.wait_for("three");
+    assert_eq!(last_user_message(&mock), "explain the parser");
+    // Esc leaves the input as it was.
+    tmux.type_text("draft");
+    tmux.press(&["C-r"]);
+    tmux.type_text("zzz");
+    tmux.wait_for("(no match)");
+    tmux.press(&["Escape"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(tmux.screen().contains("› draft"), "{}", tmux.screen());
+}

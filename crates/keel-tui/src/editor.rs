@@ -209,6 +209,21 @@ impl Editor {
         self.cursor = self.text.len();
     }
 
+    /// The newest history entry older than `before` (all of them when `None`) that contains
+    /// `query`, case-insensitively.
+    pub fn search(&self, query: &str, before: Option<usize>) -> Option<usize> {
+        let query = query.to_lowercase();
+        let end = before.unwrap_or(self.history.len()).min(self.history.len());
+        self.history[..end]
+            .iter()
+            .rposition(|entry| entry.to_lowercase().contains(&query))
+    }
+
+    /// The history entry at `index`.
+    pub fn entry(&self, index: usize) -> Option<&str> {
+        self.history.get(index).map(String::as_str)
+    }
+
     /// The text, taken for sending; it joins the history (once, not twice in a row).
     pub fn submit(&mut self) -> String {
         let text = std::mem::take(&mut self.text);
@@ -335,6 +350,21 @@ mod tests {
         for row in full.layout("› ", 6).rows {
             assert!(row.width() <= 6);
         }
+    }
+
+    #[test]
+    fn history_search_finds_the_newest_match_then_older_ones() {
+        let editor = Editor::new(vec![
+            "cargo build".into(),
+            "git status".into(),
+            "Cargo test --release".into(),
+        ]);
+        assert_eq!(editor.search("cargo", None), Some(2));
+        assert_eq!(editor.search("cargo", Some(2)), Some(0));
+        assert_eq!(editor.search("cargo", Some(0)), None);
+        assert_eq!(editor.search("", None), Some(2));
+        assert_eq!(editor.search("nothing", None), None);
+        assert_eq!(editor.entry(1), Some("git status"));
     }
 
     #[test]

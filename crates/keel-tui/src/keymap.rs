@@ -21,6 +21,8 @@ pub enum Focus {
     Approval,
     /// The note for a denial is being typed.
     Note,
+    /// Ctrl-R: the history is searched for what is typed.
+    Search,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,6 +51,8 @@ pub enum Action {
     DenyWithNote,
     Always,
     Transcript,
+    /// Ctrl-R: start searching the history, or find the next older match.
+    HistorySearch,
     CycleMode,
     ExternalEditor,
     Ignore,
@@ -80,7 +84,19 @@ pub fn action(key: &KeyEvent, focus: Focus, input_empty: bool, unconfined: bool)
             _ => Action::Ignore,
         };
     }
+    if focus == Focus::Search {
+        return match key.code {
+            KeyCode::Char('r') if control => Action::HistorySearch,
+            KeyCode::Char('g') if control => Action::Escape,
+            KeyCode::Char(c) if !control && !alt => Action::Insert(c),
+            KeyCode::Backspace => Action::Backspace,
+            KeyCode::Enter => Action::Submit,
+            KeyCode::Esc => Action::Escape,
+            _ => Action::Ignore,
+        };
+    }
     match key.code {
+        KeyCode::Char('r') if control && focus == Focus::Input => Action::HistorySearch,
         KeyCode::Enter if alt || shift || control => Action::Newline,
         KeyCode::Enter => Action::Submit,
         KeyCode::Char('j') if control => Action::Newline,
@@ -175,5 +191,24 @@ mod tests {
             Action::Interrupt
         );
         assert_eq!(at(KeyCode::Esc, KeyModifiers::NONE), Action::Escape);
+        assert_eq!(
+            at(KeyCode::Char('r'), KeyModifiers::CONTROL),
+            Action::HistorySearch
+        );
+        let searching = |code, modifiers| action(&key(code, modifiers), Focus::Search, true, false);
+        assert_eq!(
+            searching(KeyCode::Char('r'), KeyModifiers::CONTROL),
+            Action::HistorySearch
+        );
+        assert_eq!(
+            searching(KeyCode::Char('x'), KeyModifiers::NONE),
+            Action::Insert('x')
+        );
+        assert_eq!(
+            searching(KeyCode::Enter, KeyModifiers::NONE),
+            Action::Submit
+        );
+        assert_eq!(searching(KeyCode::Esc, KeyModifiers::NONE), Action::Escape);
+        assert_eq!(searching(KeyCode::Tab, KeyModifiers::NONE), Action::Ignore);
     }
 }

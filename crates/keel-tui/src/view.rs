@@ -67,6 +67,8 @@ pub struct LiveView {
     busy: bool,
     /// Esc was pressed once at a non-empty input.
     escape_armed: bool,
+    /// Ctrl-R: what is searched for, and the history entry it found.
+    search: Option<(String, Option<usize>)>,
 }
 
 impl LiveView {
@@ -87,6 +89,7 @@ impl LiveView {
             commits: Vec::new(),
             busy: false,
             escape_armed: false,
+            search: None,
         }
     }
 
@@ -104,6 +107,7 @@ impl LiveView {
         match (&self.approval, &self.note) {
             (Some(_), Some(_)) => Focus::Note,
             (Some(_), None) => Focus::Approval,
+            _ if self.search.is_some() => Focus::Search,
             _ => Focus::Input,
         }
     }
@@ -132,6 +136,41 @@ impl LiveView {
 
     pub fn set_notice(&mut self, notice: Option<String>) {
         self.notice = notice;
+    }
+
+    /// Ctrl-R: start a history search, or go on to the next older match.
+    pub fn search_history(&mut self) {
+        match &mut self.search {
+            None => self.search = Some((String::new(), self.editor.search("", None))),
+            Some((query, found)) => {
+                if let Some(older) = self.editor.search(query, *found) {
+                    *found = Some(older);
+                }
+            }
+        }
+    }
+
+    /// A character typed into, or taken from (`None`), the search.
+    pub fn edit_search(&mut self, typed: Option<char>) {
+        if let Some((query, found)) = &mut self.search {
+            match typed {
+                Some(c) => query.push(c),
+                None => {
+                    query.pop();
+                }
+            }
+            *found = self.editor.search(query, None);
+        }
+    }
+
+    /// Enter: the match becomes the input (to edit or send); Esc: the input stays as it was.
+    pub fn end_search(&mut self, accept: bool) {
+        if let Some((_, Some(found))) = self.search.take()
+            && accept
+            && let Some(entry) = self.editor.entry(found).map(str::to_string)
+        {
+            self.editor.set(&entry);
+        }
     }
 
     /// Esc at the input: the first press arms, the second clears. Returns whether it cleared.
@@ -422,6 +461,22 @@ impl LiveView {
             }
             (Some(_), Some(note)) => {
                 let layout = note.layout("note for the model › ", width);
+                cursor = Some((layout.cursor.0, layout.cursor.1 + len16(&foot)));
+                foot.extend(layout.rows);
+            }
+            (None, _) if self.search.is_some() => {
+                let (query, found) = self.search.clone().unwrap_or_default();
+                let mut shown = Editor::default();
+                shown.set(found.and_then(|at| self.editor.entry(at)).unwrap_or(""));
+                let prompt = if found.is_some() || query.is_empty() {
+                    format!("history `{}` › ", crate::cards::cut(&query, width / 3))
+                } else {
+                    format!(
+                        "history `{}` (no match) › ",
+                        crate::cards::cut(&query, width / 3)
+                    )
+                };
+                let layout = shown.layout(&prompt, width);
                 cursor = Some((layout.cursor.0, layout.cursor.1 + len16(&foot)));
                 foot.extend(layout.rows);
             }
