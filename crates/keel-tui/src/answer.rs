@@ -17,6 +17,9 @@ pub struct StreamedAnswer {
     width: usize,
     /// The open block while it is a fenced code block: its renderer and rows.
     code: Option<(OpenCode, Vec<Line>)>,
+    /// The open fence grew since its rows were brought up to date (done once per frame, not
+    /// once per delta: the line still arriving is highlighted again on each update).
+    code_stale: bool,
 }
 
 impl StreamedAnswer {
@@ -27,6 +30,7 @@ impl StreamedAnswer {
             settled: Vec::new(),
             width: width.max(1),
             code: None,
+            code_stale: false,
         }
     }
 
@@ -44,17 +48,29 @@ impl StreamedAnswer {
             self.code = None;
             self.add_settled(&settled);
         }
-        if let Some(fence) = self.stream.open_fence() {
-            let body = &self.stream.open()[fence.body_start..];
-            let (code, rows) = self
-                .code
-                .get_or_insert_with(|| (OpenCode::new(fence.language.as_deref()), Vec::new()));
-            let update = code.update(body, self.width);
-            rows.truncate(update.keep);
-            rows.extend(update.rows);
+        if self.stream.open_fence().is_some() {
+            self.code_stale = true;
         } else {
             self.code = None;
+            self.code_stale = false;
         }
+    }
+
+    /// Bring an open fence's rows up to date with the text.
+    fn refresh(&mut self) {
+        if !std::mem::take(&mut self.code_stale) {
+            return;
+        }
+        let Some(fence) = self.stream.open_fence() else {
+            return;
+        };
+        let body = &self.stream.open()[fence.body_start..];
+        let (code, rows) = self
+            .code
+            .get_or_insert_with(|| (OpenCode::new(fence.language.as_deref()), Vec::new()));
+        let update = code.update(body, self.width);
+        rows.truncate(update.keep);
+        rows.extend(update.rows);
     }
 
     fn add_settled(&mut self, markdown: &str) {
@@ -115,7 +131,8 @@ impl StreamedAnswer {
     }
 
     /// The last `count` lines so far.
-    pub fn tail(&self, count: usize) -> Vec<Line> {
+    pub fn tail(&mut self, count: usize) -> Vec<Line> {
+        self.refresh();
         let open = self.open_markdown();
         let parts = self.parts(&open);
         let total: usize = parts.iter().map(|part| part.len()).sum();
@@ -130,7 +147,8 @@ impl StreamedAnswer {
     }
 
     /// How many lines the answer has so far.
-    pub fn len(&self) -> usize {
+    pub fn len(&mut self) -> usize {
+        self.refresh();
         let open = self.open_markdown();
         self.parts(&open).iter().map(|part| part.len()).sum()
     }

@@ -445,7 +445,7 @@ impl LiveView {
     }
 
     /// What the region shows at `now`.
-    pub fn frame(&self, now: Instant) -> Frame {
+    pub fn frame(&mut self, now: Instant) -> Frame {
         let width = self.width;
         let mut foot: Vec<Line> = Vec::new();
         let mut cursor = None;
