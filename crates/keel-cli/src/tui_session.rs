@@ -262,8 +262,9 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
                 if let Some((request, answer)) = question {
                     session.view.ask(&request);
                     session.question = Some((request, answer));
-                    // The bell: someone may be in another window.
-                    print!("\u{7}");
+                    // Someone may be in another window: the bell, and a desktop notification
+                    // where the terminal shows OSC 9 (fixed text: nothing from the model).
+                    print!("{}\u{7}", if osc9_supported() { OSC9_APPROVAL } else { "" });
                 }
             }
             finished = async {
@@ -783,6 +784,22 @@ impl Session {
     }
 }
 
+/// The desktop notification for a waiting approval (OSC 9).
+const OSC9_APPROVAL: &str = "\u{1b}]9;keel: a tool call is waiting for your approval\u{7}";
+
+/// Whether the terminal shows OSC 9 notifications (iTerm2, WezTerm, Ghostty, kitty); others
+/// could print it, so it is sent only to those.
+fn osc9_supported() -> bool {
+    shows_osc9(
+        &std::env::var("TERM_PROGRAM").unwrap_or_default(),
+        &std::env::var("TERM").unwrap_or_default(),
+    )
+}
+
+fn shows_osc9(program: &str, term: &str) -> bool {
+    matches!(program, "iTerm.app" | "WezTerm" | "ghostty") || term.contains("kitty")
+}
+
 /// The longest start all of `items` share.
 fn common_prefix<'a>(mut items: impl Iterator<Item = &'a str>) -> String {
     let Some(first) = items.next() else {
@@ -823,4 +840,30 @@ fn tempfile_path() -> std::io::Result<std::path::PathBuf> {
         }
     }
     Err(std::io::Error::other("no free temporary file name"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn osc9_goes_only_to_terminals_that_show_it() {
+        assert!(shows_osc9("WezTerm", "xterm-256color"));
+        assert!(shows_osc9("", "xterm-kitty"));
+        assert!(!shows_osc9("", "xterm-256color"));
+        assert!(!shows_osc9("tmux", "screen"));
+        // One sequence, ours: the text has no control character of its own.
+        let text = &OSC9_APPROVAL[4..OSC9_APPROVAL.len() - 1];
+        assert!(!text.chars().any(char::is_control), "{text:?}");
+    }
+
+    #[test]
+    fn completion_fills_what_every_candidate_shares() {
+        assert_eq!(
+            common_prefix(["/resume ", "/recover-context "].into_iter()),
+            "/re"
+        );
+        assert_eq!(common_prefix(["@src/a.rs"].into_iter()), "@src/a.rs");
+        assert_eq!(common_prefix(std::iter::empty()), "");
+    }
 }

@@ -125,6 +125,9 @@ fn argument_subject(name: &str, arguments: &str) -> String {
     }
 }
 
+/// The tools whose completed card is one line.
+const READS: [&str; 4] = ["read_file", "list_dir", "glob", "grep"];
+
 /// A call the model made, as its card shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Call {
@@ -199,6 +202,12 @@ pub fn running(
 
 /// The card of a call that ended: header, state and summary, and a command's folded output.
 pub fn ended(call: &Call, end: &Ended, width: usize) -> Vec<Line> {
+    // A read that went well is one line: what was read, and how much.
+    if end.state == ReceiptState::Completed && READS.contains(&call.name.as_str()) {
+        let summary = format!(" · {}", visible_line(&end.summary));
+        let room = width.saturating_sub(call.name.chars().count() + 3 + call.subject.chars().count());
+        return vec![header(call, end.state, &cut(&summary, room.max(12)), width)];
+    }
     let mut lines = vec![header(call, end.state, "", width)];
     let state = end.state.as_str();
     let summary = cut(
