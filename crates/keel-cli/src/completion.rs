@@ -39,11 +39,35 @@ impl LineHelper {
     /// What can replace the word before `pos` in `line`: where it starts, and (shown,
     /// replacement) pairs, best first. A slash command at the start of the line, or `@path`.
     pub fn candidates(&self, line: &str, pos: usize) -> (usize, Vec<(String, String)>) {
+        self.candidates_with(line, pos, &|_| Vec::new())
+    }
+
+    /// `candidates`, and a slash command's argument from `arguments(command)` (session ids,
+    /// models, recovery ids: what the surface knows).
+    pub fn candidates_with(
+        &self,
+        line: &str,
+        pos: usize,
+        arguments: &dyn Fn(&str) -> Vec<String>,
+    ) -> (usize, Vec<(String, String)>) {
         let before = &line[..pos];
         let start = before.rfind(char::is_whitespace).map_or(0, |at| {
             at + before[at..].chars().next().map_or(1, char::len_utf8)
         });
         let word = &before[start..];
+        let mut words = before[..start].split_whitespace();
+        if let (Some(command), None) = (words.next(), words.next())
+            && command.starts_with('/')
+            && before.starts_with('/')
+            && !word.starts_with('@')
+        {
+            let found: Vec<(String, String)> = arguments(command)
+                .into_iter()
+                .filter(|item| item.starts_with(word))
+                .map(|item| (item.clone(), item))
+                .collect();
+            return (start, found);
+        }
         if start == 0 && word.starts_with('/') {
             let found = command_candidates(word)
                 .into_iter()
@@ -183,6 +207,36 @@ mod tests {
         assert_eq!(found, ["src/main.rs", "crates/keel-cli/src/main.rs"]);
         assert_eq!(path_candidates("rdme", &files)[0], "README.md");
         assert!(path_candidates("zzz", &files).is_empty());
+    }
+
+    #[test]
+    fn a_commands_argument_completes_from_what_the_surface_knows() {
+        let helper = LineHelper::new(PathBuf::from("/nonexistent"));
+        let arguments = |command: &str| match command {
+            "/resume" => vec![
+                "0a1b2c".to_string(),
+                "0a9f00".to_string(),
+                "77ee11".to_string(),
+            ],
+            _ => Vec::new(),
+        };
+        let (start, found) = helper.candidates_with("/resume 0a", 10, &arguments);
+        assert_eq!(start, 8);
+        let shown: Vec<&str> = found.iter().map(|(shown, _)| shown.as_str()).collect();
+        assert_eq!(shown, ["0a1b2c", "0a9f00"]);
+        // Only the first argument, only after a command.
+        assert!(
+            helper
+                .candidates_with("/resume 0a1b2c 0a", 17, &arguments)
+                .1
+                .is_empty()
+        );
+        assert!(
+            helper
+                .candidates_with("tell 0a", 7, &arguments)
+                .1
+                .is_empty()
+        );
     }
 
     #[test]

@@ -551,7 +551,43 @@ impl Session {
 
     fn complete(&mut self) {
         let before = self.view.editor.before_cursor().to_string();
-        let (start, found) = self.completion.candidates(&before, before.len());
+        let controller = self.controller();
+        let arguments = |command: &str| -> Vec<String> {
+            let Some(controller) = &controller else {
+                return Vec::new();
+            };
+            match command {
+                "/resume" => crate::session_setup::open_host()
+                    .ok()
+                    .and_then(|host| {
+                        let workspace = controller.settings().workspace.display().to_string();
+                        host.sessions_for_workspace(&workspace).ok()
+                    })
+                    .map(|sessions| sessions.into_iter().map(|session| session.id).collect())
+                    .unwrap_or_default(),
+                "/model" => {
+                    let settings = controller.settings();
+                    let provider = &settings.profile.name;
+                    let mut models: Vec<String> =
+                        keel_llm::price::known_models(&settings.profile.base_url)
+                            .into_iter()
+                            .map(|model| format!("{provider}/{model}"))
+                            .collect();
+                    let current = format!("{provider}/{}", settings.model);
+                    if !models.contains(&current) {
+                        models.insert(0, current);
+                    }
+                    models
+                }
+                "/recover-context" | "/continue-checks" => {
+                    controller.pending_recovery().into_iter().collect()
+                }
+                _ => Vec::new(),
+            }
+        };
+        let (start, found) = self
+            .completion
+            .candidates_with(&before, before.len(), &arguments);
         match found.as_slice() {
             [] => {}
             [(_, replacement)] => {

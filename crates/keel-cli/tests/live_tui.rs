@@ -396,3 +396,32 @@ fn ctrl_r_finds_an_earlier_prompt_to_send_again() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(tmux.screen().contains("› draft"), "{}", tmux.screen());
 }
+
+#[test]
+fn tab_completes_a_session_id_after_resume() {
+    if !available() {
+        return;
+    }
+    let scenario = serde_json::json!({"steps": [{"say": "hello"}]}).to_string();
+    let (home, _mock) = scripted("chat", &scenario, "");
+    // A first session, ended: its id is in the resume hint.
+    let first = Tmux::start(&home, &home.path(), &[], (100, 30));
+    first.wait_for("mock-model · ask");
+    first.type_text("hi");
+    first.press(&["Enter"]);
+    first.wait_for("hello");
+    first.press(&["C-d"]);
+    let shown = first.wait_for("[keel exited: 0]");
+    let id = shown
+        .split("keel --session ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap_or_else(|| panic!("{shown}"))
+        .to_string();
+    drop(first);
+    let second = Tmux::start(&home, &home.path(), &[], (100, 30));
+    second.wait_for("mock-model · ask");
+    second.type_text(&format!("/resume {}", &id[..4]));
+    second.press(&["Tab"]);
+    second.wait_for(&format!("› /resume {id}"));
+}

@@ -92,6 +92,18 @@ fn host_of(base_url: &str) -> Option<String> {
         .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
 }
 
+/// The models the price table knows at `base_url`'s host (for completing `/model`).
+pub fn known_models(base_url: &str) -> Vec<&'static str> {
+    let Some(host) = host_of(base_url) else {
+        return Vec::new();
+    };
+    KNOWN
+        .iter()
+        .filter(|known| known.host == host)
+        .flat_map(|known| known.models.iter().copied())
+        .collect()
+}
+
 /// The published price of `model` bought from `base_url`, if the table has it.
 pub fn known_price(base_url: &str, model: &str) -> Option<Price> {
     let host = host_of(base_url)?;

@@ -64,7 +64,10 @@ fn deltas(text: &str) -> Vec<&str> {
 /// Where both the region and the raw copy are written: `/dev/null`, a write per frame as to a
 /// terminal, without a terminal's own cost.
 fn null() -> std::fs::File {
-    std::fs::OpenOptions::new().write(true).open("/dev/null").unwrap()
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .unwrap()
 }
 
 fn event(body: EventBody) -> Event {

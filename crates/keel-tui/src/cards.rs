@@ -205,7 +205,8 @@ pub fn ended(call: &Call, end: &Ended, width: usize) -> Vec<Line> {
     // A read that went well is one line: what was read, and how much.
     if end.state == ReceiptState::Completed && READS.contains(&call.name.as_str()) {
         let summary = format!(" · {}", visible_line(&end.summary));
-        let room = width.saturating_sub(call.name.chars().count() + 3 + call.subject.chars().count());
+        let room =
+            width.saturating_sub(call.name.chars().count() + 3 + call.subject.chars().count());
         return vec![header(call, end.state, &cut(&summary, room.max(12)), width)];
     }
     let mut lines = vec![header(call, end.state, "", width)];
