@@ -59,7 +59,8 @@ for _ in range(runs):
         env = dict(os.environ, KEEL_HOME=home, DEEPSEEK_API_KEY="sk-bench", TERM="xterm-256color")
         env.pop("NO_COLOR", None)
         os.chdir(work)
-        keel_times.append(time_to([keel], b"deepseek/bench", env, stop=b"\x04"))
+        # The status line: the model in bold (the banner printed before it names it plainly).
+        keel_times.append(time_to([keel], b"\x1b[1mdeepseek/bench", env, stop=b"\x04"))
         shell_times.append(time_to(["/bin/sh", "-c", "echo ready-word"], b"ready-word", env))
 
 

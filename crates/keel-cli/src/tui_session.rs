@@ -180,6 +180,8 @@ struct Session {
     quit_armed: bool,
     interrupts: u8,
     last_draw: Instant,
+    /// Something changed since the last frame.
+    dirty: bool,
 }
 
 /// The shortest time between two frames (60 a second).
@@ -206,7 +208,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let history_path = settings::keel_home()?.join("history.txt");
     let colors = Colors::from_env();
     let raw = RawMode::enter()?;
-    let (columns, rows) = crossterm::terminal::size().unwrap_or((80, 24));
+    let (columns, rows) = screen_size();
     let row = crossterm::cursor::position().map_or(rows.saturating_sub(1), |(_, row)| row);
     let paused = Arc::new(AtomicBool::new(false));
     let mut keys = read_keys(paused.clone());
@@ -231,6 +233,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         last_draw: Instant::now()
             .checked_sub(FRAME)
             .unwrap_or_else(Instant::now),
+        dirty: true,
     };
     session.refresh_status();
     if !asked {
@@ -239,26 +242,32 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let outcome = loop {
         session.drain_events();
-        // At most one frame per `FRAME`: a fast stream is drawn at the screen's pace, not once
-        // per delta; the sleep below draws what arrived meanwhile.
+        // Only what changed is drawn, at most one frame per `FRAME`: a fast stream is drawn at
+        // the screen's pace, not once per delta; the sleep below draws what arrived meanwhile.
         let wait = FRAME.saturating_sub(session.last_draw.elapsed());
-        if wait.is_zero() {
+        if session.dirty && wait.is_zero() {
             session.draw();
         }
+        let pending = session.dirty && !wait.is_zero();
         tokio::select! {
-            () = tokio::time::sleep(wait), if !wait.is_zero() => {}
-            key = keys.recv() => match key {
-                Some((key, cursor)) => if let Some(outcome) = session.on_terminal_event(key, cursor).await {
-                    break outcome;
-                },
-                None => break Outcome::Completed,
-            },
+            () = tokio::time::sleep(wait), if pending => {}
+            key = keys.recv() => {
+                session.dirty = true;
+                match key {
+                    Some((key, cursor)) => if let Some(outcome) = session.on_terminal_event(key, cursor).await {
+                        break outcome;
+                    },
+                    None => break Outcome::Completed,
+                }
+            }
             event = session.events.recv() => {
                 if let Some(event) = event {
                     session.view.apply(&event, Instant::now());
+                    session.dirty = true;
                 }
             }
             question = asked_rx.recv() => {
+                session.dirty = true;
                 if let Some((request, answer)) = question {
                     session.view.ask(&request);
                     session.question = Some((request, answer));
@@ -274,6 +283,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
                 }
             } => {
                 session.turn = None;
+                session.dirty = true;
                 session.turn_ended(finished);
             }
             stop = session.repl.signals.next_terminating() => {
@@ -291,7 +301,10 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
                 if session.question.as_ref().is_some_and(|(_, answer)| answer.is_closed()) {
                     session.question = None;
                     session.view.drop_approval();
+                    session.dirty = true;
                 }
+                // A spinner or a running tool's clock moves.
+                session.dirty |= session.view.is_ticking();
             }
         }
     };
@@ -315,11 +328,13 @@ impl Session {
     fn drain_events(&mut self) {
         while let Ok(event) = self.events.try_recv() {
             self.view.apply(&event, Instant::now());
+            self.dirty = true;
         }
     }
 
     fn draw(&mut self) {
         self.last_draw = Instant::now();
+        self.dirty = false;
         let commits = self.view.take_commits();
         let frame = self.view.frame(Instant::now());
         let _ = self.surface.draw(&commits, &frame);
@@ -429,7 +444,7 @@ impl Session {
 
     fn resume(&mut self) {
         let _ = crossterm::terminal::enable_raw_mode();
-        let (columns, rows) = crossterm::terminal::size().unwrap_or((80, 24));
+        let (columns, rows) = screen_size();
         let row = crossterm::cursor::position().map_or(rows.saturating_sub(1), |(_, row)| row);
         self.paused.store(false, Ordering::SeqCst);
         self.surface = InlineSurface::new(std::io::stdout(), (columns, rows), row, self.colors);
@@ -817,6 +832,15 @@ impl Session {
         if let Some(controller) = self.controller() {
             controller.cancel();
         }
+    }
+}
+
+/// The terminal's columns and rows (80 × 24 when it cannot say, or says 0, as a
+/// pseudo-terminal nobody sized does).
+fn screen_size() -> (u16, u16) {
+    match crossterm::terminal::size() {
+        Ok((columns, rows)) if columns > 0 && rows > 0 => (columns, rows),
+        _ => (80, 24),
     }
 }
 
