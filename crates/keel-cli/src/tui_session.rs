@@ -647,7 +647,10 @@ impl Session {
                             note.insert_str(&text.replace('\n', " "));
                         }
                     }
-                    Focus::Input => self.view.editor.insert_str(&text),
+                    Focus::Input => {
+                        self.view.editor.insert_str(&text);
+                        self.update_chips();
+                    }
                     Focus::Approval | Focus::Search => {}
                 }
                 None
@@ -657,7 +660,26 @@ impl Session {
         }
     }
 
+    /// The chips of the files the input mentions (`@path`), looked up in the workspace.
+    fn update_chips(&mut self) {
+        let Some(controller) = self.controller() else {
+            return;
+        };
+        let workspace = &controller.settings().workspace;
+        let chips = keel_tools::mentions(self.view.editor.text())
+            .into_iter()
+            .map(|path| (path.to_string(), workspace.join(path).exists()))
+            .collect();
+        self.view.set_chips(chips);
+    }
+
     async fn on_key(&mut self, key: &KeyEvent) -> Option<Outcome> {
+        let outcome = self.on_key_action(key).await;
+        self.update_chips();
+        outcome
+    }
+
+    async fn on_key_action(&mut self, key: &KeyEvent) -> Option<Outcome> {
         let focus = self.view.focus();
         let act = action(
             key,

@@ -149,11 +149,15 @@ fn a_multi_line_prompt_with_a_file_mention_and_tab_completion() {
     tmux.type_text("see @notes-for");
     tmux.press(&["Tab"]);
     tmux.wait_for("@notes-for-keel.txt");
+    // Shown as a chip before it is sent; a mention of nothing is said to be nothing.
+    tmux.wait_for("attaches [notes-for-keel.txt]");
+    tmux.type_text(" and @missing.txt");
+    tmux.wait_for("[missing.txt] not found");
     tmux.press(&["Enter"]);
     tmux.wait_for("read it");
     let sent = last_user_message(&mock);
     assert!(
-        sent.contains("first line\nsee @notes-for-keel.txt"),
+        sent.contains("first line\nsee @notes-for-keel.txt and @missing.txt"),
         "{sent}"
     );
     assert!(sent.contains("the secret word is marmalade"), "{sent}");

@@ -69,6 +69,8 @@ pub struct LiveView {
     escape_armed: bool,
     /// Ctrl-R: what is searched for, and the history entry it found.
     search: Option<(String, Option<usize>)>,
+    /// The files the input mentions (`@path`) and whether each exists: shown as chips.
+    chips: Vec<(String, bool)>,
 }
 
 impl LiveView {
@@ -90,6 +92,7 @@ impl LiveView {
             busy: false,
             escape_armed: false,
             search: None,
+            chips: Vec::new(),
         }
     }
 
@@ -136,6 +139,11 @@ impl LiveView {
 
     pub fn set_notice(&mut self, notice: Option<String>) {
         self.notice = notice;
+    }
+
+    /// The files the input mentions, each with whether it exists (the caller looks).
+    pub fn set_chips(&mut self, chips: Vec<(String, bool)>) {
+        self.chips = chips;
     }
 
     /// Ctrl-R: start a history search, or go on to the next older match.
@@ -439,6 +447,22 @@ impl LiveView {
         }
     }
 
+    /// `attaches [a.rs] [b.md] · [gone.txt] not found`: what Enter will send with the prompt.
+    fn chip_line(&self) -> Line {
+        let mut line = Line::from_text("attaches ", Style::PLAIN.dim());
+        for (path, exists) in &self.chips {
+            if *exists {
+                line.push(Span::new(&format!("[{path}] "), Style::fg(Color::Cyan)));
+            } else {
+                line.push(Span::new(
+                    &format!("[{path}] not found "),
+                    Style::PLAIN.dim(),
+                ));
+            }
+        }
+        line
+    }
+
     /// Lines for the scrollback since the last call.
     pub fn take_commits(&mut self) -> Vec<Line> {
         std::mem::take(&mut self.commits)
@@ -484,6 +508,9 @@ impl LiveView {
                 let layout = self.editor.layout("› ", width);
                 cursor = Some((layout.cursor.0, layout.cursor.1 + len16(&foot)));
                 foot.extend(layout.rows);
+                if !self.chips.is_empty() {
+                    foot.push(fit(self.chip_line(), width));
+                }
             }
         }
         if let Some(notice) = &self.notice {
