@@ -76,6 +76,19 @@ fn help_text() -> String {
     text
 }
 
+/// Every prompt, reasoning block, answer and whole tool result of the session, as terminal text.
+pub(crate) fn transcript_text(
+    controller: &Controller,
+    width: usize,
+    colors: keel_render::Colors,
+) -> Result<String, keel_agent::AgentError> {
+    let transcript = controller.transcript()?;
+    Ok(keel_render::to_ansi(
+        &keel_tui::transcript_lines(transcript.items.iter().map(|stored| &stored.item), width),
+        colors,
+    ))
+}
+
 /// A new session in a workspace whose files ask for more than the user's settings: ask once,
 /// before anything starts; whether the question was asked.
 pub(crate) fn ask_trust_first(common: &CommonArgs) -> anyhow::Result<bool> {
@@ -266,17 +279,14 @@ impl Repl {
             SurfaceCommand::Quit => return Ok(Some(Outcome::Completed)),
             SurfaceCommand::Help => eprintln!("{}", help_text()),
             SurfaceCommand::Transcript => {
-                match self.controller.as_ref().map(Controller::transcript) {
-                    Some(Ok(transcript)) => eprint!(
-                        "{}",
-                        keel_render::to_ansi(
-                            &keel_tui::transcript_lines(
-                                transcript.items.iter().map(|stored| &stored.item),
-                                crate::render::terminal_width(),
-                            ),
-                            crate::render::stderr_colors(),
-                        )
-                    ),
+                let width = crate::render::terminal_width();
+                let colors = crate::render::stderr_colors();
+                match self
+                    .controller
+                    .as_ref()
+                    .map(|c| transcript_text(c, width, colors))
+                {
+                    Some(Ok(text)) => eprint!("{text}"),
                     Some(Err(error)) => eprintln!("error: cannot read the transcript: {error}"),
                     None => eprintln!("no session is open"),
                 }
@@ -353,9 +363,11 @@ impl Repl {
                     } else {
                         " "
                     };
+                    // Stored names come from config files: shown escaped.
                     eprintln!(
-                        "{mark} {}  {}/{}",
-                        session.id, session.provider, session.model
+                        "{mark} {}  {}",
+                        session.id,
+                        visible_line(&format!("{}/{}", session.provider, session.model))
                     );
                 }
             }

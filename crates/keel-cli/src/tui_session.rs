@@ -3,14 +3,17 @@
 //! the approval (one key), queued prompts, the multi-line input and the status line.
 //!
 //! Invariants:
-//! - The terminal is put back (raw mode off, cursor shown, region cleared) on every way out,
-//!   a panic included, before the resume hint is printed.
+//! - The terminal is put back (raw mode off, cursor shown) on every way out, a panic included
+//!   (its hook does it before the message is printed); the region is cleared on every way out
+//!   but a panic, before the resume hint is printed. Leaving while a turn runs cancels it and
+//!   waits (bounded) for it to settle.
 //! - One turn at a time: what is typed while a turn runs is queued (shown, editable with Up,
 //!   cancellable with Esc twice) and sent when the turn ends, unless the turn offered a recovery
 //!   (then it waits, shown, for Enter).
 //! - Esc or Ctrl-C during a turn cancels it; what streamed stays on screen, marked interrupted
 //!   (never committed). Ctrl-C twice on an empty input, or Ctrl-D, quits.
-//! - An approval is answered by one key; an approval abandoned by its turn disappears.
+//! - An approval is answered by one key, but not by keys pressed in its first `ANSWER_DELAY`
+//!   (typed ahead for the input); an approval abandoned by its turn disappears.
 //! - Slash commands run with the region put away and the terminal in line mode, so their output
 //!   is the line mode's, word for word.
 
@@ -128,42 +131,24 @@ fn read_keys(paused: Arc<AtomicBool>) -> mpsc::UnboundedReceiver<Said> {
     receiver
 }
 
-/// The history file shared with the line mode (rustyline's format: `#V2`, then one entry per
-/// line, `\` and newlines escaped).
+/// The history file shared with the line mode, read and written by the line editor's own
+/// history type (so the two modes agree on its format).
 fn load_history(path: &std::path::Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    use rustyline::history::{FileHistory, History};
+    let mut history = FileHistory::new();
+    if history.load(path).is_err() {
         return Vec::new();
-    };
-    text.lines()
-        .filter(|line| *line != "#V2" && !line.is_empty())
-        .map(|line| {
-            let mut out = String::new();
-            let mut chars = line.chars();
-            while let Some(c) = chars.next() {
-                match (c, chars.clone().next()) {
-                    ('\\', Some('n')) => {
-                        out.push('\n');
-                        chars.next();
-                    }
-                    ('\\', Some('\\')) => {
-                        out.push('\\');
-                        chars.next();
-                    }
-                    _ => out.push(c),
-                }
-            }
-            out
-        })
-        .collect()
+    }
+    history.iter().cloned().collect()
 }
 
 fn save_history(path: &std::path::Path, entries: &[String]) {
-    let mut text = String::from("#V2\n");
-    for entry in entries.iter().rev().take(1000).rev() {
-        text.push_str(&entry.replace('\\', "\\\\").replace('\n', "\\n"));
-        text.push('\n');
+    use rustyline::history::{FileHistory, History};
+    let mut history = FileHistory::new();
+    for entry in entries {
+        let _ = history.add(entry);
     }
-    let _ = std::fs::write(path, text);
+    let _ = history.save(path);
 }
 
 struct Session {
@@ -208,6 +193,18 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let history_path = settings::keel_home()?.join("history.txt");
     let colors = Colors::from_env();
     let raw = RawMode::enter()?;
+    // A panic puts the terminal back before its message is printed.
+    let previous_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = crossterm::terminal::disable_raw_mode();
+        let _ = crossterm::execute!(
+            std::io::stdout(),
+            crossterm::event::DisableBracketedPaste,
+            crossterm::cursor::Show
+        );
+        eprint!("\r\n");
+        previous_hook(info);
+    }));
     let (columns, rows) = screen_size();
     let row = crossterm::cursor::position().map_or(rows.saturating_sub(1), |(_, row)| row);
     let paused = Arc::new(AtomicBool::new(false));
@@ -284,7 +281,11 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
             } => {
                 session.turn = None;
                 session.dirty = true;
-                session.turn_ended(finished);
+                if let Some(command) = session.turn_ended(finished)
+                    && let Some(outcome) = session.run_command(command).await
+                {
+                    break outcome;
+                }
             }
             stop = session.repl.signals.next_terminating() => {
                 if let Some(controller) = &session.repl.controller {
@@ -308,6 +309,14 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
             }
         }
     };
+    // Leaving while a turn runs: it is cancelled and given time to settle its receipts, and
+    // what it streamed stays on screen, marked.
+    if let Some(turn) = session.turn.take() {
+        if let Some(controller) = session.controller() {
+            controller.cancel();
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(5), turn).await;
+    }
     session.drain_events();
     session.draw();
     let _ = session.surface.finish();
@@ -369,13 +378,17 @@ impl Session {
         self.view.status = status;
     }
 
+    /// The turn ended: say how if it failed, and send the next queued prompt (a queued slash
+    /// command is returned, to run).
     fn turn_ended(
         &mut self,
         finished: Result<Result<TurnOutcome, AgentError>, tokio::task::JoinError>,
-    ) {
+    ) -> Option<SurfaceCommand> {
         self.drain_events();
         self.view.set_busy(false);
         self.interrupts = 0;
+        // "Ctrl-C again quits" was about the turn that just ended.
+        self.view.set_notice(None);
         match finished {
             Ok(Ok(_)) => {}
             Ok(Err(error)) => self.view.say(
@@ -398,9 +411,10 @@ impl Session {
                         .into(),
                 ));
             } else if let Some(next) = self.view.next_queued() {
-                self.send(next);
+                return self.send(next);
             }
         }
+        None
     }
 
     /// Send a prompt (or run a slash command).
@@ -444,6 +458,9 @@ impl Session {
 
     fn resume(&mut self) {
         let _ = crossterm::terminal::enable_raw_mode();
+        // An editor or pager may have turned bracketed paste off as it left.
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableBracketedPaste);
+        self.dirty = true;
         let (columns, rows) = screen_size();
         let row = crossterm::cursor::position().map_or(rows.saturating_sub(1), |(_, row)| row);
         self.paused.store(false, Ordering::SeqCst);
@@ -471,6 +488,9 @@ impl Session {
             );
             return None;
         }
+        let mode = self
+            .controller()
+            .map(|controller| controller.permission_mode());
         self.suspend();
         let outcome = match self.repl.command(command).await {
             Ok(outcome) => outcome,
@@ -481,6 +501,11 @@ impl Session {
         };
         if switches && let Some(controller) = self.controller() {
             self.events = controller.subscribe();
+            // The mode chosen with Shift+Tab holds across a model or session switch (the
+            // model is told with the next prompt).
+            if let Some(mode) = mode {
+                controller.set_permission_mode(mode);
+            }
         }
         self.resume();
         self.refresh_status();
@@ -525,14 +550,8 @@ impl Session {
         let Some(controller) = self.controller() else {
             return;
         };
-        let text = match controller.transcript() {
-            Ok(transcript) => keel_render::to_ansi(
-                &keel_tui::transcript_lines(
-                    transcript.items.iter().map(|stored| &stored.item),
-                    self.view.width(),
-                ),
-                self.colors,
-            ),
+        let text = match crate::repl::transcript_text(&controller, self.view.width(), self.colors) {
+            Ok(text) => text,
             Err(error) => {
                 self.view
                     .set_notice(Some(format!("cannot read the transcript: {error}")));
@@ -724,6 +743,16 @@ impl Session {
                 Action::Escape | Action::Interrupt => self.answer(Approval::Declined, "denied"),
                 _ => {}
             }
+            return None;
+        }
+        // Keys typed just as the question appeared were meant for the input, not as answers.
+        if focus == Focus::Approval
+            && matches!(
+                act,
+                Action::Allow | Action::Deny | Action::DenyWithNote | Action::Always
+            )
+            && !self.view.answerable(Instant::now())
+        {
             return None;
         }
         match act {

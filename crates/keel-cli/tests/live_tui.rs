@@ -69,7 +69,7 @@ fn an_answer_is_rendered_an_edit_is_approved_with_one_key_and_ctrl_d_says_how_to
         "{screen}"
     );
     // One key, no Enter.
-    tmux.press(&["y"]);
+    tmux.answer("y");
     tmux.wait_for("created notes.txt");
     assert_eq!(
         std::fs::read_to_string(home.path().join("notes.txt")).unwrap(),
@@ -77,7 +77,7 @@ fn an_answer_is_rendered_an_edit_is_approved_with_one_key_and_ctrl_d_says_how_to
     );
     // The command is asked about, then its output's end shows under its card.
     tmux.wait_for("always for bash");
-    tmux.press(&["y"]);
+    tmux.answer("y");
     let shown = tmux.wait_for("Done.");
     assert!(shown.contains("output line 30"), "{shown}");
     assert!(shown.contains("lines above"), "{shown}");
@@ -254,7 +254,7 @@ fn a_denial_takes_one_key_and_n_sends_a_note_to_the_model() {
         "{}",
         tmux.screen()
     );
-    tmux.press(&["Escape"]);
+    tmux.answer("Escape");
     tmux.wait_for("Not run.");
     assert!(!home.path().join("first-file").exists());
 
@@ -262,7 +262,7 @@ fn a_denial_takes_one_key_and_n_sends_a_note_to_the_model() {
     tmux.press(&["Enter"]);
     tmux.wait_for("touch second-file");
     tmux.wait_for("always for bash");
-    tmux.press(&["N"]);
+    tmux.answer("N");
     tmux.wait_for("note for the model ›");
     tmux.type_text("use the tmp dir");
     tmux.press(&["Enter"]);
@@ -428,4 +428,48 @@ fn tab_completes_a_session_id_after_resume() {
     second.type_text(&format!("/resume {}", &id[..4]));
     second.press(&["Tab"]);
     second.wait_for(&format!("› /resume {id}"));
+}
+
+#[test]
+fn leaving_during_a_turn_stops_it_keeps_its_text_and_gives_the_terminal_back() {
+    if !available() {
+        return;
+    }
+    let long: String = (1..=60).map(|n| format!("Paragraph {n}.\n\n")).collect();
+    let scenario = serde_json::json!({"chunk_delay_ms": 100, "steps": [{"say": long}]}).to_string();
+    let (home, _mock) = scripted("chat", &scenario, "");
+    let tmux = Tmux::start(&home, &home.path(), &[], (90, 30));
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("go");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("Paragraph 2.");
+    // Ctrl-D leaves at once, turn running or not.
+    tmux.press(&["C-d"]);
+    let shown = tmux.wait_for("[terminal:");
+    assert!(shown.contains("[keel exited: 0]"), "{shown}");
+    assert!(!shown.contains("Paragraph 60."), "{shown}");
+    assert!(shown.contains("interrupted"), "{shown}");
+    assert!(shown.contains("Paragraph 1."), "{shown}");
+    assert!(shown.contains("[terminal: icanon echo ]"), "{shown}");
+}
+
+#[test]
+fn a_slash_command_typed_during_a_turn_runs_after_it() {
+    if !available() {
+        return;
+    }
+    let long: String = (1..=12).map(|n| format!("Part {n}.\n\n")).collect();
+    let scenario = serde_json::json!({"chunk_delay_ms": 60, "steps": [{"say": long}]}).to_string();
+    let (home, _mock) = scripted("chat", &scenario, "");
+    let tmux = Tmux::start(&home, &home.path(), &[], (90, 30));
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("go");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("Part 1.");
+    tmux.type_text("/cost");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("queued › /cost");
+    let shown = tmux.wait_for("this session:");
+    let answer_end = shown.find("Part 12.").unwrap_or_else(|| panic!("{shown}"));
+    assert!(shown.find("this session:").unwrap() > answer_end, "{shown}");
 }

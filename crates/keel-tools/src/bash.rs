@@ -208,12 +208,15 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
     let filling = capture.clone();
     // Every byte passes the redactor before it is kept, so the cut comes after redaction.
     let mut redactor = ctx.secrets.stream();
-    // The live view gets the same redacted bytes, in whole characters.
+    // The live view is redacted on its own: its redactor releases output at once, which the
+    // model's must not (what it holds would depend on whether an end begins a secret).
     let live = ctx.live_output.clone();
+    let mut live_redactor = ctx.secrets.live_stream();
     let reading = tokio::task::spawn_blocking(move || {
         let mut reader = reader;
         let mut buffer = [0u8; 8192];
         let mut safe = Vec::with_capacity(buffer.len());
+        let mut live_safe = Vec::with_capacity(buffer.len());
         let mut carry = crate::live::Utf8Carry::default();
         let hand_on = |text: String| {
             if let Some(live) = &live
@@ -229,14 +232,20 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
                     safe.clear();
                     redactor.push(&buffer[..n], &mut safe);
                     lock(&filling).push(&safe);
-                    hand_on(carry.push(&safe));
+                    if live.is_some() {
+                        live_safe.clear();
+                        live_redactor.push(&buffer[..n], &mut live_safe);
+                        hand_on(carry.push(&live_safe));
+                    }
                 }
             }
         }
         safe.clear();
         redactor.finish(&mut safe);
         lock(&filling).push(&safe);
-        hand_on(carry.push(&safe));
+        live_safe.clear();
+        live_redactor.finish(&mut live_safe);
+        hand_on(carry.push(&live_safe));
         hand_on(carry.finish());
     });
     let status = tokio::time::timeout(timeout, child.wait()).await;

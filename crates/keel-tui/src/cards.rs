@@ -30,6 +30,8 @@ pub fn state_color(state: ReceiptState) -> Color {
 
 /// `text` cut to `width` columns, `…` marking a cut.
 pub fn cut(text: &str, width: usize) -> String {
+    // A tab shows as one space (as `Span` writes it): measured as one.
+    let text = &text.replace('\t', " ");
     let mut out = String::new();
     let mut used = 0;
     let total: usize = text.chars().map(|c| c.width().unwrap_or(0)).sum();

@@ -11,7 +11,8 @@ pub fn wrapped(text: &str, width: usize, style: Style) -> Vec<Line> {
     let width = width.max(1);
     let mut lines = Vec::new();
     for raw in text.split('\n') {
-        let shown = visible(raw);
+        // A tab shows as one space (as `Span` writes it): measured as one.
+        let shown = visible(raw).replace('\t', " ");
         let mut row = String::new();
         let mut used = 0;
         for c in shown.chars() {

@@ -71,7 +71,13 @@ pub struct LiveView {
     search: Option<(String, Option<usize>)>,
     /// The files the input mentions (`@path`) and whether each exists: shown as chips.
     chips: Vec<(String, bool)>,
+    /// When the approval on screen appeared (keys typed just before are not answers).
+    asked_at: Option<Instant>,
 }
+
+/// How long after an approval appears its keys start to count: someone typing the next
+/// prompt as the question shows up must not answer it by accident.
+pub const ANSWER_DELAY: std::time::Duration = std::time::Duration::from_millis(300);
 
 impl LiveView {
     pub fn new(status: Status, history: Vec<String>, width: usize, rows: usize) -> LiveView {
@@ -93,6 +99,7 @@ impl LiveView {
             escape_armed: false,
             search: None,
             chips: Vec::new(),
+            asked_at: None,
         }
     }
 
@@ -260,6 +267,13 @@ impl LiveView {
         }
         self.approval = Some(question);
         self.note = None;
+        self.asked_at = Some(std::time::Instant::now());
+    }
+
+    /// Whether a key pressed at `now` may answer the approval on screen.
+    pub fn answerable(&self, now: Instant) -> bool {
+        self.asked_at
+            .is_none_or(|asked| now.saturating_duration_since(asked) >= ANSWER_DELAY)
     }
 
     /// `N` at an approval: the note is typed next.
@@ -611,4 +625,35 @@ impl LiveView {
 
 fn len16(lines: &[Line]) -> u16 {
     u16::try_from(lines.len()).unwrap_or(u16::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_pressed_as_an_approval_appears_do_not_answer_it() {
+        let mut view = LiveView::new(Status::default(), Vec::new(), 80, 24);
+        assert!(view.answerable(Instant::now()));
+        view.ask(&ApprovalRequest {
+            call_id: "c".into(),
+            tool: "bash".into(),
+            subject: "rm -rf build".into(),
+            arguments: String::new(),
+            unconfined: false,
+            preview: None,
+        });
+        let now = Instant::now();
+        assert!(!view.answerable(now));
+        assert!(view.answerable(now + ANSWER_DELAY));
+    }
+
+    #[test]
+    fn a_tab_counts_as_the_space_it_is_drawn_as() {
+        for line in wrapped("a\tb\tc", 3, Style::PLAIN) {
+            assert!(line.width() <= 3, "{line:?}");
+        }
+        assert_eq!(wrapped("a\tb", 3, Style::PLAIN)[0].plain(), "a b");
+        assert_eq!(crate::cards::cut("\t\t\t\tx", 3), "  …");
+    }
 }

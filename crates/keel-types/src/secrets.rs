@@ -10,9 +10,10 @@
 //!   text); their variables are still removed from tool environments.
 //! - Redaction happens before any cut, and only whole occurrences are replaced: what is shown
 //!   of a cut output never depends on whether the bytes at the cut are part of a secret (no
-//!   oracle a model could probe one character at a time). `StreamRedactor` holds back only an end
-//!   of the stream that could begin a value (at most longest value − 1 bytes), and releases
-//!   held bytes unchanged when no value completes.
+//!   oracle a model could probe one character at a time). `StreamRedactor` holds back (longest
+//!   value − 1) bytes whatever they are (a live view's redactor, never the model's, holds only
+//!   an end that could begin a value), and releases held bytes unchanged when no value
+//!   completes.
 
 use std::borrow::Cow;
 
@@ -89,6 +90,18 @@ impl Secrets {
             secrets: self.clone(),
             held: Vec::new(),
             hold: self.hold(),
+            minimal: false,
+        }
+    }
+
+    /// A redactor for a live view of a stream (a person watching a command run): it holds
+    /// back only an end that could begin a value, so output shows at once. Never for what the
+    /// model is given: what it holds depends on the bytes, and a stream cut short would tell
+    /// whether its end begins a secret.
+    pub fn live_stream(&self) -> StreamRedactor {
+        StreamRedactor {
+            minimal: true,
+            ..self.stream()
         }
     }
 
@@ -129,13 +142,15 @@ pub fn shares_run(a: &str, b: &str, run: usize) -> bool {
 }
 
 /// Redacts a stream of bytes: whole occurrences of secret values are replaced, everything
-/// else passes through unchanged, in order. Between `push`es only an end that could begin a
-/// value is held back (at most longest value − 1 bytes), so a value split across reads is
-/// still found and other output is not delayed.
+/// else passes through unchanged, in order. Between `push`es (longest value − 1) bytes are
+/// held back (`live_stream`: only an end that could begin a value), so a value split across
+/// reads is still found.
 pub struct StreamRedactor {
     secrets: Secrets,
     held: Vec<u8>,
     hold: usize,
+    /// Hold back only an end that could begin a value (`live_stream`), not a fixed length.
+    minimal: bool,
 }
 
 impl StreamRedactor {
@@ -147,9 +162,14 @@ impl StreamRedactor {
         }
         self.held.extend_from_slice(bytes);
         let rest = self.replace_whole(out);
-        // What remains may end in the start of a value: keep back only such an end (at most
-        // longest − 1 bytes), so output that cannot begin a value is released at once.
-        let release = rest.len() - self.unfinished_value_start(&rest);
+        // What remains may end in the start of a value: keep back (longest − 1) bytes, or for a
+        // live view only an end that could begin a value, so it shows at once.
+        let kept = if self.minimal {
+            self.unfinished_value_start(&rest)
+        } else {
+            self.hold.min(rest.len())
+        };
+        let release = rest.len() - kept;
         out.extend_from_slice(&rest[..release]);
         self.held = rest[release..].to_vec();
     }
@@ -261,7 +281,7 @@ mod tests {
     #[test]
     fn only_an_end_that_could_begin_a_value_is_held_back() {
         let s = secrets(&[("K1", "sk-canary-123456")]);
-        let mut redactor = s.stream();
+        let mut redactor = s.live_stream();
         let mut out = Vec::new();
         redactor.push(b"line one\n", &mut out);
         assert_eq!(out, b"line one\n");
@@ -269,6 +289,18 @@ mod tests {
         assert_eq!(out, b"line one\nnext ");
         redactor.push(b"dy\n", &mut out);
         assert_eq!(out, b"line one\nnext sk-candy\n");
+    }
+
+    #[test]
+    fn what_the_model_gets_never_depends_on_whether_an_end_begins_a_value() {
+        let s = secrets(&[("K1", "sk-canary-123456")]);
+        // The same length held back after a guess that begins the key and one that does not.
+        for guess in [&b"output sk-can"[..], &b"output xx-can"[..]] {
+            let mut redactor = s.stream();
+            let mut out = Vec::new();
+            redactor.push(guess, &mut out);
+            assert_eq!(out.len(), guess.len().saturating_sub(s.hold()), "{guess:?}");
+        }
     }
 
     #[test]

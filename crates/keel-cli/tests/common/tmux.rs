@@ -35,7 +35,8 @@ impl Tmux {
             socket: tempfile::tempdir().unwrap(),
         };
         let command = format!(
-            "{KEEL} {}; echo \"[keel exited: $?]\"; sleep 60",
+            // After keel: its exit code, and whether it gave the terminal back in line mode.
+            "{KEEL} {}; echo \"[keel exited: $?]\"; echo \"[terminal: $(stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' ')]\"; sleep 60",
             args.join(" ")
         );
         let out = tmux.run(&[
@@ -87,6 +88,13 @@ impl Tmux {
         let mut args = vec!["send-keys", "-t", "keel"];
         args.extend(keys);
         self.run(&args);
+    }
+
+    /// Answer the approval on screen with `key`, after the pause in which keys typed as it
+    /// appeared do not count as answers.
+    pub fn answer(&self, key: &str) {
+        std::thread::sleep(Duration::from_millis(350));
+        self.press(&[key]);
     }
 
     /// What the screen shows now (text).
