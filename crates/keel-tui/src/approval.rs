@@ -126,42 +126,47 @@ impl Question {
         question
     }
 
-    /// The keys of the live region's question (one key, no Enter), on one line where it fits,
-    /// else the "always" choice on lines of its own (never cut: what "always" means stays said).
+    /// The keys of the live region's question (one key, no Enter), packed into lines of the
+    /// width; a choice never cut (what "always" means stays said), only wrapped when a single
+    /// one is wider than the screen.
     pub fn keys(&self, width: usize) -> Vec<Line> {
-        let key = |k: &str| Span::new(k, Style::PLAIN.bold());
-        let mut line = Line::new(vec![
-            key("y"),
-            Span::plain(" yes · "),
-            key("n"),
-            Span::plain("/"),
-            key("Esc"),
-            Span::plain(" no"),
-        ]);
+        let choice = |key: &str, what: &str, style: Style| {
+            Line::new(vec![
+                Span::new(key, Style::PLAIN.bold()),
+                Span::new(what, style),
+            ])
+        };
+        let mut choices = vec![
+            choice("y", " yes", Style::PLAIN),
+            choice("n", "/", Style::PLAIN),
+            choice("N", " no + note", Style::PLAIN),
+        ];
+        // `n/Esc no` as one choice.
+        choices[1].push(Span::new("Esc", Style::PLAIN.bold()));
+        choices[1].push(Span::plain(" no"));
         if self.unconfined {
-            line.push(Span::new(
-                " · runs UNCONFINED",
+            choices[2] = Line::new(vec![Span::new(
+                "runs UNCONFINED",
                 Style::fg(keel_render::Color::Red),
+            )]);
+        } else {
+            choices.push(choice(
+                "a",
+                &format!(" always for {} (this session, never saved)", self.tool),
+                Style::PLAIN,
             ));
-            return vec![line];
         }
-        line.push(Span::plain(" · "));
-        line.push(key("N"));
-        line.push(Span::plain(" no + note"));
-        let always = format!(" always for {} (this session, never saved)", self.tool);
-        let one_line = line.width() + 3 + 1 + always.chars().count();
-        if one_line <= width {
-            line.push(Span::plain(" · "));
-            line.push(key("a"));
-            line.push(Span::plain(&always));
-            return vec![line];
+        let mut lines: Vec<Line> = Vec::new();
+        for choice in choices {
+            match lines.last_mut() {
+                Some(line) if line.width() + 3 + choice.width() <= width => {
+                    line.push(Span::plain(" · "));
+                    line.spans.extend(choice.spans);
+                }
+                _ if choice.width() <= width => lines.push(choice),
+                _ => lines.extend(crate::rows::wrapped(&choice.plain(), width, Style::PLAIN)),
+            }
         }
-        let mut lines = vec![line];
-        lines.extend(crate::rows::wrapped(
-            &format!("a{always}"),
-            width,
-            Style::PLAIN,
-        ));
         lines
     }
 }

@@ -8,10 +8,10 @@
 //! - A command's output is folded to its last `TAIL_LINES` lines after a count of the lines
 //!   hidden; the whole output is in the history (and the transcript pager).
 
+use crate::rows::{cut, fit};
 use keel_render::{Color, Line, Span, Style, visible_line};
 use keel_types::ReceiptState;
 use std::time::Duration;
-use unicode_width::UnicodeWidthChar;
 
 /// The most lines of a command's output shown under its card (the rest is counted).
 pub const TAIL_LINES: usize = 5;
@@ -26,30 +26,6 @@ pub fn state_color(state: ReceiptState) -> Color {
         ReceiptState::Cancelled | ReceiptState::NotStarted => Color::Gray,
         ReceiptState::Pending | ReceiptState::Started => Color::Cyan,
     }
-}
-
-/// `text` cut to `width` columns, `…` marking a cut.
-pub fn cut(text: &str, width: usize) -> String {
-    // A tab shows as one space (as `Span` writes it): measured as one.
-    let text = &text.replace('\t', " ");
-    let mut out = String::new();
-    let mut used = 0;
-    let total: usize = text.chars().map(|c| c.width().unwrap_or(0)).sum();
-    if total <= width {
-        return text.to_string();
-    }
-    for c in text.chars() {
-        let w = c.width().unwrap_or(0);
-        if used + w + 1 > width {
-            break;
-        }
-        out.push(c);
-        used += w;
-    }
-    if width > 0 {
-        out.push('…');
-    }
-    out
 }
 
 /// The last lines of a command's output (its closing `[exit code …]` line left out: the card
@@ -165,7 +141,8 @@ fn header(call: &Call, state: ReceiptState, suffix: &str, width: usize) -> Line 
     if !suffix.is_empty() {
         line.push(Span::new(suffix, Style::PLAIN.dim()));
     }
-    line
+    // A name too long for the width (a hostile MCP tool's) is cut too.
+    fit(line, width)
 }
 
 /// The most lines of a running command's output shown under its card.

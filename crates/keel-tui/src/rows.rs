@@ -41,9 +41,33 @@ pub fn fit(line: Line, width: usize) -> Line {
         if room == 0 {
             break;
         }
-        let text = crate::cards::cut(span.text(), room);
+        let text = cut(span.text(), room);
         used += unicode_width::UnicodeWidthStr::width(text.as_str());
         out.push(Span::new(&text, span.style));
+    }
+    out
+}
+
+/// `text` cut to `width` columns, `…` marking a cut.
+pub fn cut(text: &str, width: usize) -> String {
+    // A tab shows as one space (as `Span` writes it): measured as one.
+    let text = &text.replace('\t', " ");
+    let mut out = String::new();
+    let mut used = 0;
+    let total: usize = text.chars().map(|c| c.width().unwrap_or(0)).sum();
+    if total <= width {
+        return text.to_string();
+    }
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > width {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    if width > 0 {
+        out.push('…');
     }
     out
 }

@@ -100,7 +100,7 @@ impl Status {
         }
         if line.width() > width {
             // Only the model and the mode are left and still too wide: cut the model.
-            let plain = crate::cards::cut(&line.plain(), width);
+            let plain = crate::rows::cut(&line.plain(), width);
             return Line::from_text(&plain, Style::PLAIN);
         }
         line

@@ -507,11 +507,11 @@ impl LiveView {
                 let mut shown = Editor::default();
                 shown.set(found.and_then(|at| self.editor.entry(at)).unwrap_or(""));
                 let prompt = if found.is_some() || query.is_empty() {
-                    format!("history `{}` › ", crate::cards::cut(&query, width / 3))
+                    format!("history `{}` › ", crate::rows::cut(&query, width / 3))
                 } else {
                     format!(
                         "history `{}` (no match) › ",
-                        crate::cards::cut(&query, width / 3)
+                        crate::rows::cut(&query, width / 3)
                     )
                 };
                 let layout = shown.layout(&prompt, width);
@@ -654,6 +654,6 @@ mod tests {
             assert!(line.width() <= 3, "{line:?}");
         }
         assert_eq!(wrapped("a\tb", 3, Style::PLAIN)[0].plain(), "a b");
-        assert_eq!(crate::cards::cut("\t\t\t\tx", 3), "  …");
+        assert_eq!(crate::rows::cut("\t\t\t\tx", 3), "  …");
     }
 }
