@@ -322,6 +322,8 @@ impl LiveView {
         }
         let answer = std::mem::replace(&mut self.answer, StreamedAnswer::new(self.width));
         if !answer.is_empty() {
+            // An answer stands apart from the cards and notices around it.
+            self.commits.push(Line::empty());
             self.commits.extend(answer.finish());
         }
         self.reasoning.clear();
