@@ -56,18 +56,11 @@ fn an_answer_is_rendered_an_edit_is_approved_with_one_key_and_ctrl_d_says_how_to
     // Narrower while it waits: the terminal reflows, and the live region is found again and
     // drawn once (nothing of the old one left above it).
     tmux.resize(70, 40);
-    std::thread::sleep(std::time::Duration::from_millis(400));
-    let screen = tmux.screen();
-    assert_eq!(
-        screen.matches("waiting for your answer").count(),
-        1,
-        "{screen}"
-    );
-    assert_eq!(
-        screen.matches("? write_file: notes.txt").count(),
-        1,
-        "{screen}"
-    );
+    tmux.wait_until_screen("the region once, at 70 columns", |screen| {
+        screen.matches("waiting for your answer").count() == 1
+            && screen.matches("? write_file: notes.txt").count() == 1
+            && screen.lines().all(|line| line.chars().count() <= 70)
+    });
     // One key, no Enter.
     tmux.answer("y");
     tmux.wait_for("created notes.txt");

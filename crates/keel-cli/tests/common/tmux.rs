@@ -135,6 +135,22 @@ impl Tmux {
         }
     }
 
+    /// Wait until the screen (not the scrollback) satisfies `test`; fail, showing it, after 10 s.
+    pub fn wait_until_screen(&self, what: &str, test: impl Fn(&str) -> bool) -> String {
+        let started = Instant::now();
+        loop {
+            let screen = self.screen();
+            if test(&screen) {
+                return screen;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the screen never showed {what}; it showed:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+
     pub fn resize(&self, width: u16, height: u16) {
         self.run(&[
             "resize-window",
