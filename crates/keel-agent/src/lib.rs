@@ -341,6 +341,18 @@ impl Controller {
         &self.shared.session
     }
 
+    /// The files `prompt` mentions (`@path`), each with whether it names something that
+    /// exists, as the attachment will see it (the same guard).
+    pub fn mentions(&self, prompt: &str) -> Vec<(String, bool)> {
+        keel_tools::mentions(prompt)
+            .into_iter()
+            .map(|path| {
+                let found = keel_tools::names_something(path, &self.shared.tool_context);
+                (path.to_string(), found)
+            })
+            .collect()
+    }
+
     /// The permission mode in force.
     pub fn permission_mode(&self) -> PermissionMode {
         self.shared.permission_mode()

@@ -684,11 +684,7 @@ impl Session {
         let Some(controller) = self.controller() else {
             return;
         };
-        let workspace = &controller.settings().workspace;
-        let chips = keel_tools::mentions(self.view.editor.text())
-            .into_iter()
-            .map(|path| (path.to_string(), workspace.join(path).exists()))
-            .collect();
+        let chips = controller.mentions(self.view.editor.text());
         self.view.set_chips(chips);
     }
 

@@ -27,11 +27,20 @@ pub fn mentions(prompt: &str) -> Vec<&str> {
     found
 }
 
+/// Whether a mention of `path` names something that exists (as the guard resolves it): what
+/// decides whether it is attached (or its refusal named) or ignored.
+pub fn names_something(path: &str, ctx: &ToolContext) -> bool {
+    ctx.guard
+        .resolve(path)
+        .is_ok_and(|resolved| std::fs::symlink_metadata(resolved).is_ok())
+}
+
 /// The content to attach for a mention of `path`: `None` when it names nothing that exists,
 /// else what `read_file` returns, or why it may not be read.
 pub fn attachment(path: &str, ctx: &ToolContext) -> Option<Result<String, String>> {
-    let resolved = ctx.guard.resolve(path).ok()?;
-    std::fs::symlink_metadata(&resolved).ok()?;
+    if !names_something(path, ctx) {
+        return None;
+    }
     let output = crate::files::read_file(&serde_json::json!({ "path": path }), ctx);
     Some(if output.is_error {
         Err(output.content)
