@@ -279,7 +279,8 @@ impl Translator {
             | EventBody::RecoveryExpired { .. }
             // A client gets a command's output with its result (ACP's tool content replaces,
             // it does not append).
-            | EventBody::ToolOutput { .. } => Vec::new(),
+            | EventBody::ToolOutput { .. }
+            | EventBody::ToolPreview { .. } => Vec::new(),
         }
     }
 }

@@ -717,6 +717,7 @@ impl Shared {
             EventBody::LlmText { .. }
                 | EventBody::LlmReasoning { .. }
                 | EventBody::ToolOutput { .. }
+                | EventBody::ToolPreview { .. }
         );
         let mut subscribers = self.lock_subscribers();
         if !is_delta {

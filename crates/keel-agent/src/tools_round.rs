@@ -298,7 +298,10 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
         }
     };
     match decide(shared, &valid, checked.subject.as_deref()) {
-        Decision::Allow => Prepared::Run(valid),
+        Decision::Allow => {
+            announce_change(shared, turn, call, &valid);
+            Prepared::Run(valid)
+        }
         Decision::Deny(reason) => Prepared::Finished {
             state: ReceiptState::Denied,
             output: ToolOutput::error(format!("{reason}; the call was not run")),
@@ -340,6 +343,42 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
             }
         }
     }
+}
+
+/// A write or an edit allowed without a question: what it is about to change, for a surface
+/// to show as a diff (transient; text files up to `PREVIEW_EVENT_BYTES`, redacted).
+fn announce_change(shared: &Shared, turn: u64, call: &ToolCall, valid: &Valid) {
+    let Valid::Builtin(builtin) = valid else {
+        return;
+    };
+    let Some(keel_tools::Preview::Change { before, after }) =
+        keel_tools::preview(&call.name, &builtin.args, &shared.tool_context)
+    else {
+        return;
+    };
+    let limit = keel_types::event::PREVIEW_EVENT_BYTES;
+    let text = |bytes: &[u8]| {
+        (bytes.len() <= limit)
+            .then(|| std::str::from_utf8(bytes).ok())
+            .flatten()
+            .map(|text| shared.tool_context.secrets.redact(text).into_owned())
+    };
+    let before = match before.as_deref().map(text) {
+        None => None,
+        Some(Some(text)) => Some(text),
+        Some(None) => return,
+    };
+    let Some(after) = text(&after) else {
+        return;
+    };
+    shared.emit(
+        Some(turn),
+        EventBody::ToolPreview {
+            call_id: call.id.clone(),
+            before,
+            after,
+        },
+    );
 }
 
 /// Commit the result and final receipt of the call at `position` together, then announce it.

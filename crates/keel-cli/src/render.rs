@@ -194,7 +194,8 @@ impl Renderer {
             | EventBody::ApprovalRequested { .. }
             | EventBody::ToolStarted { .. }
             // Line mode shows a command's output under its card when it ends.
-            | EventBody::ToolOutput { .. } => {}
+            | EventBody::ToolOutput { .. }
+            | EventBody::ToolPreview { .. } => {}
         }
     }
 

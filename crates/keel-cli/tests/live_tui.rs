@@ -466,3 +466,29 @@ fn a_slash_command_typed_during_a_turn_runs_after_it() {
     let answer_end = shown.find("Part 12.").unwrap_or_else(|| panic!("{shown}"));
     assert!(shown.find("this session:").unwrap() > answer_end, "{shown}");
 }
+
+#[test]
+fn an_edit_that_runs_without_a_question_shows_its_diff_under_its_card() {
+    if !available() {
+        return;
+    }
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "edit_file", "args": {"path": "lib.rs", "old_string": "fn b() {}", "new_string": "fn b() { todo() }"}},
+        {"say": "Edited."}
+    ]})
+    .to_string();
+    let (home, _mock) = scripted("chat", &scenario, "");
+    std::fs::write(home.path().join("lib.rs"), "fn a() {}\nfn b() {}\n").unwrap();
+    let tmux = Tmux::start(&home, &home.path(), &["--yes"], (90, 30));
+    tmux.wait_for("mock-model · auto");
+    tmux.type_text("edit it");
+    tmux.press(&["Enter"]);
+    let shown = tmux.wait_for("Edited.");
+    let card = shown
+        .find("⎿ completed · edited lib.rs")
+        .unwrap_or_else(|| panic!("{shown}"));
+    let after = &shown[card..];
+    assert!(after.contains("2   - fn b() {}"), "{shown}");
+    assert!(after.contains("2 + fn b() { todo() }"), "{shown}");
+    assert!(!shown.contains("always for edit_file"), "asked: {shown}");
+}

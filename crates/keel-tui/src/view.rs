@@ -21,7 +21,7 @@ use crate::rows::{fit, wrapped};
 use crate::status::Status;
 use keel_agent::ApprovalRequest;
 use keel_render::{Color, Line, Span, Style};
-use keel_types::{Event, EventBody, FailureKind};
+use keel_types::{Event, EventBody, FailureKind, ReceiptState};
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -44,7 +44,12 @@ struct Running {
     asked: bool,
     /// The end of what it printed so far (at most `RECENT_BYTES`).
     recent: String,
+    /// What a write or an edit allowed without a question changes (before, after).
+    change: Option<(Option<String>, String)>,
 }
+
+/// The most diff lines a write's card shows (the rest is counted; the transcript has all).
+const CARD_DIFF_LINES: usize = 40;
 
 /// How much of a running command's output is kept for its card.
 const RECENT_BYTES: usize = 4096;
@@ -403,6 +408,7 @@ impl LiveView {
                     since: now,
                     asked: false,
                     recent: String::new(),
+                    change: None,
                 });
             }
             EventBody::ToolStarted { call_id, .. } => {
@@ -410,6 +416,16 @@ impl LiveView {
                 {
                     running.since = now;
                     running.asked = false;
+                }
+            }
+            EventBody::ToolPreview {
+                call_id,
+                before,
+                after,
+            } => {
+                if let Some(running) = self.running.iter_mut().find(|r| &r.call.call_id == call_id)
+                {
+                    running.change = Some((before.clone(), after.clone()));
                 }
             }
             EventBody::ToolOutput { call_id, delta } => {
@@ -435,14 +451,21 @@ impl LiveView {
                 lines,
                 ..
             } => {
-                let call = match self.running.iter().position(|r| &r.call.call_id == call_id) {
-                    Some(index) => self.running.remove(index).call,
-                    None => Call {
-                        call_id: call_id.clone(),
-                        name: name.clone(),
-                        subject: String::new(),
-                    },
-                };
+                let (call, change) =
+                    match self.running.iter().position(|r| &r.call.call_id == call_id) {
+                        Some(index) => {
+                            let running = self.running.remove(index);
+                            (running.call, running.change)
+                        }
+                        None => (
+                            Call {
+                                call_id: call_id.clone(),
+                                name: name.clone(),
+                                subject: String::new(),
+                            },
+                            None,
+                        ),
+                    };
                 let end = Ended {
                     state: *state,
                     summary: summary.clone(),
@@ -451,6 +474,29 @@ impl LiveView {
                 };
                 let card = cards::ended(&call, &end, self.width);
                 self.commits.extend(card);
+                // A change made without a question: its diff under the card.
+                if let (ReceiptState::Completed, Some((before, after))) = (*state, change) {
+                    let diff = keel_render::FileDiff::new(
+                        before.as_deref().map(str::as_bytes),
+                        after.as_bytes(),
+                    )
+                    .lines(self.width.saturating_sub(4));
+                    let shown = diff.len().min(CARD_DIFF_LINES);
+                    self.commits.extend(
+                        diff[..shown]
+                            .iter()
+                            .map(|line| line.clone().prefixed(&[Span::plain("    ")])),
+                    );
+                    if diff.len() > shown {
+                        self.say(
+                            &format!(
+                                "    … {} more lines of the diff (the call in the transcript has the whole change)",
+                                diff.len() - shown
+                            ),
+                            Style::PLAIN.dim(),
+                        );
+                    }
+                }
             }
             EventBody::ApprovalRequested { .. }
             | EventBody::SessionStarted { .. }

@@ -61,6 +61,20 @@ fn body() -> impl Strategy<Value = EventBody> {
             tail: String::new(),
             lines: 3,
         }),
+        (text(), text()).prop_map(|(before, after)| EventBody::ToolPreview {
+            call_id: "c".into(),
+            before: Some(before),
+            after,
+        }),
+        text().prop_map(|summary| EventBody::ToolResult {
+            call_id: "c".into(),
+            name: "edit_file".into(),
+            state: ReceiptState::Completed,
+            summary,
+            output: String::new(),
+            tail: String::new(),
+            lines: 1,
+        }),
         (text(), text()).prop_map(|(query, _)| EventBody::SearchResult {
             query,
             sources_status: None,

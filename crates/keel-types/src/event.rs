@@ -22,6 +22,9 @@ pub struct Event {
     pub body: EventBody,
 }
 
+/// The largest file text (before or after) a `tool/preview` event carries.
+pub const PREVIEW_EVENT_BYTES: usize = 64 * 1024;
+
 /// The longest tool output excerpt an event carries.
 pub const OUTPUT_EXCERPT_CHARS: usize = 2000;
 
@@ -132,6 +135,16 @@ pub enum EventBody {
     /// `tool/result` and the history.
     #[serde(rename = "tool/output")]
     ToolOutput { call_id: String, delta: String },
+    /// What a write or an edit allowed without a question is about to change (the text before,
+    /// absent for a new file, and after; redacted; only for text files of at most
+    /// `PREVIEW_EVENT_BYTES` each), for surfaces that show it as a diff. Transient: never stored.
+    #[serde(rename = "tool/preview")]
+    ToolPreview {
+        call_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        before: Option<String>,
+        after: String,
+    },
     /// A call waits for the user's decision (a surface shows it on the call's card).
     #[serde(rename = "approval/requested")]
     ApprovalRequested {
