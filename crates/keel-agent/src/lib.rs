@@ -24,6 +24,7 @@ mod load;
 mod progress;
 mod prompt;
 mod recovery;
+mod subscribers;
 mod tools_round;
 mod turn;
 mod turn_run;
@@ -50,6 +51,7 @@ use keel_types::{Event, EventBody, FailureDiagnostic, Item};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use subscribers::Subscriber;
 use tokio::sync::{mpsc, watch};
 
 /// Everything a session needs besides its history.
@@ -725,23 +727,6 @@ impl Shared {
             event.id = self.store.append_event(&event).ok();
         }
         subscribers.retain(|subscriber| subscriber.deliver(&event));
-    }
-}
-
-/// Where a subscriber's events go.
-enum Subscriber {
-    Unbounded(mpsc::UnboundedSender<Event>),
-    /// Dropped when full: a consumer that fell behind resumes from its last event id.
-    Bounded(mpsc::Sender<Event>),
-}
-
-impl Subscriber {
-    /// Send `event`; false when the subscriber is gone (or fell behind) and must be dropped.
-    fn deliver(&self, event: &Event) -> bool {
-        match self {
-            Subscriber::Unbounded(sender) => sender.send(event.clone()).is_ok(),
-            Subscriber::Bounded(sender) => sender.try_send(event.clone()).is_ok(),
-        }
     }
 }
 

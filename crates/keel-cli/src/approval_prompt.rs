@@ -1,4 +1,5 @@
-//! The approval prompt of the interactive session.
+//! The approval prompt of the interactive session: asked on the line (`TerminalApprover`) or
+//! sent to the live TUI's region over a channel, answered there by one key (`TuiApprover`).
 //!
 //! Invariants:
 //! - The prompt shows the exact subject of the call (every line, control characters visible,
@@ -131,4 +132,31 @@ fn approval_question(request: &ApprovalRequest) -> String {
     let mut question = keel_render::to_ansi(&diff, crate::render::stderr_colors());
     question.push_str(&Question::new(request).typed());
     question
+}
+
+/// A question for the person, and where the answer goes.
+pub(crate) type Asked = (ApprovalRequest, tokio::sync::oneshot::Sender<Approval>);
+
+/// Sends each question to the live region; "always" is remembered for this session only.
+pub(crate) struct TuiApprover {
+    pub(crate) always: Mutex<HashSet<String>>,
+    pub(crate) questions: tokio::sync::mpsc::UnboundedSender<Asked>,
+}
+
+impl Approver for TuiApprover {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
+        Box::pin(async move {
+            if crate::approval_prompt::allowed_always(&self.always, request) {
+                return Approval::Allow;
+            }
+            let (answer, answered) = tokio::sync::oneshot::channel();
+            if self.questions.send((request.clone(), answer)).is_err() {
+                return Approval::Declined;
+            }
+            answered.await.unwrap_or(Approval::Declined)
+        })
+    }
 }

@@ -187,6 +187,57 @@ pub fn bind_newline_keys<H: Helper, I: rustyline::history::History>(
     editor.bind_sequence(KeyEvent(KeyCode::Enter, Modifiers::ALT), Cmd::Newline);
 }
 
+/// What a slash command's argument may be, from the session: `/resume` the workspace's session
+/// ids, `/model` the price table's models of this provider (and the current one), the recovery
+/// commands the pending recovery id.
+pub fn argument_candidates(controller: &keel_agent::Controller, command: &str) -> Vec<String> {
+    match command {
+        "/resume" => crate::session_setup::open_host()
+            .ok()
+            .and_then(|host| {
+                let workspace = controller.settings().workspace.display().to_string();
+                host.sessions_for_workspace(&workspace).ok()
+            })
+            .map(|sessions| sessions.into_iter().map(|session| session.id).collect())
+            .unwrap_or_default(),
+        "/model" => {
+            let settings = controller.settings();
+            let provider = &settings.profile.name;
+            let mut models: Vec<String> = keel_llm::price::known_models(&settings.profile.base_url)
+                .into_iter()
+                .map(|model| format!("{provider}/{model}"))
+                .collect();
+            let current = format!("{provider}/{}", settings.model);
+            if !models.contains(&current) {
+                models.insert(0, current);
+            }
+            models
+        }
+        "/recover-context" | "/continue-checks" => {
+            controller.pending_recovery().into_iter().collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The longest start all of `items` share.
+pub fn common_prefix<'a>(mut items: impl Iterator<Item = &'a str>) -> String {
+    let Some(first) = items.next() else {
+        return String::new();
+    };
+    let mut common = first.to_string();
+    for item in items {
+        let shared = common
+            .char_indices()
+            .zip(item.chars())
+            .take_while(|((_, a), b)| a == b)
+            .last()
+            .map_or(0, |((at, c), _)| at + c.len_utf8());
+        common.truncate(shared);
+    }
+    common
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,5 +297,15 @@ mod tests {
             ["/cost", "/continue-checks", "/compact"]
         );
         assert!(command_candidates("/nope").is_empty());
+    }
+
+    #[test]
+    fn completion_fills_what_every_candidate_shares() {
+        assert_eq!(
+            common_prefix(["/resume ", "/recover-context "].into_iter()),
+            "/re"
+        );
+        assert_eq!(common_prefix(["@src/a.rs"].into_iter()), "@src/a.rs");
+        assert_eq!(common_prefix(std::iter::empty()), "");
     }
 }

@@ -25,6 +25,7 @@ mod settings;
 mod signals;
 mod trust_command;
 mod tui_session;
+mod tui_terminal;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -17,23 +17,24 @@
 //! - Slash commands run with the region put away and the terminal in line mode, so their output
 //!   is the line mode's, word for word.
 
+use crate::approval_prompt::TuiApprover;
 use crate::cli::CommonArgs;
 use crate::completion::LineHelper;
 use crate::repl::Repl;
 use crate::session_setup::{open_controller, prepare, print_notices};
 use crate::signals::StopSignals;
+use crate::tui_terminal::{
+    OSC9_APPROVAL, RawMode, load_history, osc9_supported, read_keys, save_history, screen_size,
+    tempfile_path,
+};
 use crate::{Outcome, settings};
 use crossterm::event::{Event as TermEvent, KeyEvent};
 use keel_agent::{
-    AgentError, Approval, ApprovalRequest, Approver, Controller, Line as Parsed, SurfaceCommand,
-    TurnOutcome,
+    AgentError, Approval, ApprovalRequest, Controller, Line as Parsed, SurfaceCommand, TurnOutcome,
 };
 use keel_render::{Colors, Style};
 use keel_tui::{Action, Focus, InlineSurface, LiveView, Status, action};
 use std::collections::HashSet;
-use std::future::Future;
-use std::io::Write;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -46,109 +47,6 @@ pub fn wanted(common: &CommonArgs) -> bool {
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal()
         && std::env::var("TERM").map_or(true, |term| term != "dumb")
-}
-
-/// A question for the person, and where the answer goes.
-type Asked = (ApprovalRequest, oneshot::Sender<Approval>);
-
-/// Sends each question to the live region; "always" is remembered for this session only.
-struct TuiApprover {
-    always: Mutex<HashSet<String>>,
-    questions: mpsc::UnboundedSender<Asked>,
-}
-
-impl Approver for TuiApprover {
-    fn approve<'a>(
-        &'a self,
-        request: &'a ApprovalRequest,
-    ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
-        Box::pin(async move {
-            if crate::approval_prompt::allowed_always(&self.always, request) {
-                return Approval::Allow;
-            }
-            let (answer, answered) = oneshot::channel();
-            if self.questions.send((request.clone(), answer)).is_err() {
-                return Approval::Declined;
-            }
-            answered.await.unwrap_or(Approval::Declined)
-        })
-    }
-}
-
-/// Puts the terminal back when dropped.
-struct RawMode;
-
-impl RawMode {
-    fn enter() -> std::io::Result<RawMode> {
-        crossterm::terminal::enable_raw_mode()?;
-        let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableBracketedPaste);
-        Ok(RawMode)
-    }
-}
-
-impl Drop for RawMode {
-    fn drop(&mut self) {
-        let _ = crossterm::execute!(
-            std::io::stdout(),
-            crossterm::event::DisableBracketedPaste,
-            crossterm::cursor::Show
-        );
-        let _ = crossterm::terminal::disable_raw_mode();
-    }
-}
-
-/// What the terminal said: an event, and for a resize where the cursor is now (asked by the
-/// reader itself, the one thread that reads the terminal, so no typed key is lost to it).
-type Said = (TermEvent, Option<u16>);
-
-/// Reads the terminal's input on a thread of its own, unless paused (while `$EDITOR`, a pager
-/// or a slash command has the terminal).
-fn read_keys(paused: Arc<AtomicBool>) -> mpsc::UnboundedReceiver<Said> {
-    let (sender, receiver) = mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        loop {
-            if paused.load(Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(20));
-                continue;
-            }
-            match crossterm::event::poll(Duration::from_millis(40)) {
-                Ok(true) => match crossterm::event::read() {
-                    Ok(event) => {
-                        let cursor = matches!(event, TermEvent::Resize(..))
-                            .then(|| crossterm::cursor::position().ok().map(|(_, row)| row))
-                            .flatten();
-                        if sender.send((event, cursor)).is_err() {
-                            return;
-                        }
-                    }
-                    Err(_) => return,
-                },
-                Ok(false) => {}
-                Err(_) => return,
-            }
-        }
-    });
-    receiver
-}
-
-/// The history file shared with the line mode, read and written by the line editor's own
-/// history type (so the two modes agree on its format).
-fn load_history(path: &std::path::Path) -> Vec<String> {
-    use rustyline::history::{FileHistory, History};
-    let mut history = FileHistory::new();
-    if history.load(path).is_err() {
-        return Vec::new();
-    }
-    history.iter().cloned().collect()
-}
-
-fn save_history(path: &std::path::Path, entries: &[String]) {
-    use rustyline::history::{FileHistory, History};
-    let mut history = FileHistory::new();
-    for entry in entries {
-        let _ = history.add(entry);
-    }
-    let _ = history.save(path);
 }
 
 struct Session {
@@ -586,38 +484,9 @@ impl Session {
     fn complete(&mut self) {
         let before = self.view.editor.before_cursor().to_string();
         let controller = self.controller();
-        let arguments = |command: &str| -> Vec<String> {
-            let Some(controller) = &controller else {
-                return Vec::new();
-            };
-            match command {
-                "/resume" => crate::session_setup::open_host()
-                    .ok()
-                    .and_then(|host| {
-                        let workspace = controller.settings().workspace.display().to_string();
-                        host.sessions_for_workspace(&workspace).ok()
-                    })
-                    .map(|sessions| sessions.into_iter().map(|session| session.id).collect())
-                    .unwrap_or_default(),
-                "/model" => {
-                    let settings = controller.settings();
-                    let provider = &settings.profile.name;
-                    let mut models: Vec<String> =
-                        keel_llm::price::known_models(&settings.profile.base_url)
-                            .into_iter()
-                            .map(|model| format!("{provider}/{model}"))
-                            .collect();
-                    let current = format!("{provider}/{}", settings.model);
-                    if !models.contains(&current) {
-                        models.insert(0, current);
-                    }
-                    models
-                }
-                "/recover-context" | "/continue-checks" => {
-                    controller.pending_recovery().into_iter().collect()
-                }
-                _ => Vec::new(),
-            }
+        let arguments = |command: &str| match &controller {
+            Some(controller) => crate::completion::argument_candidates(controller, command),
+            None => Vec::new(),
         };
         let (start, found) = self
             .completion
@@ -630,7 +499,7 @@ impl Session {
                 self.view.set_notice(None);
             }
             many => {
-                let common = common_prefix(many.iter().map(|(_, r)| r.as_str()));
+                let common = crate::completion::common_prefix(many.iter().map(|(_, r)| r.as_str()));
                 if common.len() > before.len() - start {
                     self.view.editor.complete_with(start, &common);
                 }
@@ -879,98 +748,5 @@ impl Session {
         if let Some(controller) = self.controller() {
             controller.cancel();
         }
-    }
-}
-
-/// The terminal's columns and rows (80 × 24 when it cannot say, or says 0, as a
-/// pseudo-terminal nobody sized does).
-fn screen_size() -> (u16, u16) {
-    match crossterm::terminal::size() {
-        Ok((columns, rows)) if columns > 0 && rows > 0 => (columns, rows),
-        _ => (80, 24),
-    }
-}
-
-/// The desktop notification for a waiting approval (OSC 9).
-const OSC9_APPROVAL: &str = "\u{1b}]9;keel: a tool call is waiting for your approval\u{7}";
-
-/// Whether the terminal shows OSC 9 notifications (iTerm2, WezTerm, Ghostty, kitty); others
-/// could print it, so it is sent only to those.
-fn osc9_supported() -> bool {
-    shows_osc9(
-        &std::env::var("TERM_PROGRAM").unwrap_or_default(),
-        &std::env::var("TERM").unwrap_or_default(),
-    )
-}
-
-fn shows_osc9(program: &str, term: &str) -> bool {
-    matches!(program, "iTerm.app" | "WezTerm" | "ghostty") || term.contains("kitty")
-}
-
-/// The longest start all of `items` share.
-fn common_prefix<'a>(mut items: impl Iterator<Item = &'a str>) -> String {
-    let Some(first) = items.next() else {
-        return String::new();
-    };
-    let mut common = first.to_string();
-    for item in items {
-        let shared = common
-            .char_indices()
-            .zip(item.chars())
-            .take_while(|((_, a), b)| a == b)
-            .last()
-            .map_or(0, |((at, c), _)| at + c.len_utf8());
-        common.truncate(shared);
-    }
-    common
-}
-
-/// A fresh file for `$EDITOR` or the pager, private to this user.
-fn tempfile_path() -> std::io::Result<std::path::PathBuf> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = std::env::temp_dir();
-    for attempt in 0..100u32 {
-        let path = dir.join(format!("keel-{}-{attempt}.md", std::process::id()));
-        // Only this user may read it: it holds the conversation.
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-        {
-            Ok(mut file) => {
-                file.flush()?;
-                return Ok(path);
-            }
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(error) => return Err(error),
-        }
-    }
-    Err(std::io::Error::other("no free temporary file name"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn osc9_goes_only_to_terminals_that_show_it() {
-        assert!(shows_osc9("WezTerm", "xterm-256color"));
-        assert!(shows_osc9("", "xterm-kitty"));
-        assert!(!shows_osc9("", "xterm-256color"));
-        assert!(!shows_osc9("tmux", "screen"));
-        // One sequence, ours: the text has no control character of its own.
-        let text = &OSC9_APPROVAL[4..OSC9_APPROVAL.len() - 1];
-        assert!(!text.chars().any(char::is_control), "{text:?}");
-    }
-
-    #[test]
-    fn completion_fills_what_every_candidate_shares() {
-        assert_eq!(
-            common_prefix(["/resume ", "/recover-context "].into_iter()),
-            "/re"
-        );
-        assert_eq!(common_prefix(["@src/a.rs"].into_iter()), "@src/a.rs");
-        assert_eq!(common_prefix(std::iter::empty()), "");
     }
 }

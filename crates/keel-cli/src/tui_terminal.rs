@@ -1,0 +1,158 @@
+//! The terminal under the live TUI: raw mode and its restoring guard, the one thread that reads
+//! the terminal, the size, desktop notifications, the shared history file and private
+//! temporary files for `$EDITOR` and the pager.
+//!
+//! Invariants:
+//! - `RawMode` puts the terminal back (raw mode off, bracketed paste off, cursor shown) when
+//!   dropped; the key reader is the only reader of the terminal, and stops reading while paused
+//!   (another program has the terminal).
+//! - Notifications carry fixed text only: nothing from the model reaches an OSC sequence.
+
+use crossterm::event::Event as TermEvent;
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Puts the terminal back when dropped.
+pub(crate) struct RawMode;
+
+impl RawMode {
+    pub(crate) fn enter() -> std::io::Result<RawMode> {
+        crossterm::terminal::enable_raw_mode()?;
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableBracketedPaste);
+        Ok(RawMode)
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = crossterm::execute!(
+            std::io::stdout(),
+            crossterm::event::DisableBracketedPaste,
+            crossterm::cursor::Show
+        );
+        let _ = crossterm::terminal::disable_raw_mode();
+    }
+}
+
+/// What the terminal said: an event, and for a resize where the cursor is now (asked by the
+/// reader itself, the one thread that reads the terminal, so no typed key is lost to it).
+pub(crate) type Said = (TermEvent, Option<u16>);
+
+/// Reads the terminal's input on a thread of its own, unless paused (while `$EDITOR`, a pager
+/// or a slash command has the terminal).
+pub(crate) fn read_keys(paused: Arc<AtomicBool>) -> mpsc::UnboundedReceiver<Said> {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        loop {
+            if paused.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            match crossterm::event::poll(Duration::from_millis(40)) {
+                Ok(true) => match crossterm::event::read() {
+                    Ok(event) => {
+                        let cursor = matches!(event, TermEvent::Resize(..))
+                            .then(|| crossterm::cursor::position().ok().map(|(_, row)| row))
+                            .flatten();
+                        if sender.send((event, cursor)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => return,
+                },
+                Ok(false) => {}
+                Err(_) => return,
+            }
+        }
+    });
+    receiver
+}
+
+/// The history file shared with the line mode, read and written by the line editor's own
+/// history type (so the two modes agree on its format).
+pub(crate) fn load_history(path: &std::path::Path) -> Vec<String> {
+    use rustyline::history::{FileHistory, History};
+    let mut history = FileHistory::new();
+    if history.load(path).is_err() {
+        return Vec::new();
+    }
+    history.iter().cloned().collect()
+}
+
+pub(crate) fn save_history(path: &std::path::Path, entries: &[String]) {
+    use rustyline::history::{FileHistory, History};
+    let mut history = FileHistory::new();
+    for entry in entries {
+        let _ = history.add(entry);
+    }
+    let _ = history.save(path);
+}
+
+/// The terminal's columns and rows (80 × 24 when it cannot say, or says 0, as a
+/// pseudo-terminal nobody sized does).
+pub(crate) fn screen_size() -> (u16, u16) {
+    match crossterm::terminal::size() {
+        Ok((columns, rows)) if columns > 0 && rows > 0 => (columns, rows),
+        _ => (80, 24),
+    }
+}
+
+/// The desktop notification for a waiting approval (OSC 9).
+pub(crate) const OSC9_APPROVAL: &str =
+    "\u{1b}]9;keel: a tool call is waiting for your approval\u{7}";
+
+/// Whether the terminal shows OSC 9 notifications (iTerm2, WezTerm, Ghostty, kitty); others
+/// could print it, so it is sent only to those.
+pub(crate) fn osc9_supported() -> bool {
+    shows_osc9(
+        &std::env::var("TERM_PROGRAM").unwrap_or_default(),
+        &std::env::var("TERM").unwrap_or_default(),
+    )
+}
+
+fn shows_osc9(program: &str, term: &str) -> bool {
+    matches!(program, "iTerm.app" | "WezTerm" | "ghostty") || term.contains("kitty")
+}
+
+/// A fresh file for `$EDITOR` or the pager, private to this user.
+pub(crate) fn tempfile_path() -> std::io::Result<std::path::PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::env::temp_dir();
+    for attempt in 0..100u32 {
+        let path = dir.join(format!("keel-{}-{attempt}.md", std::process::id()));
+        // Only this user may read it: it holds the conversation.
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(mut file) => {
+                file.flush()?;
+                return Ok(path);
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(error) => return Err(error),
+        }
+    }
+    Err(std::io::Error::other("no free temporary file name"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn osc9_goes_only_to_terminals_that_show_it() {
+        assert!(shows_osc9("WezTerm", "xterm-256color"));
+        assert!(shows_osc9("", "xterm-kitty"));
+        assert!(!shows_osc9("", "xterm-256color"));
+        assert!(!shows_osc9("tmux", "screen"));
+        // One sequence, ours: the text has no control character of its own.
+        let text = &OSC9_APPROVAL[4..OSC9_APPROVAL.len() - 1];
+        assert!(!text.chars().any(char::is_control), "{text:?}");
+    }
+}
