@@ -3,7 +3,9 @@ spawn to the live region's status line on screen (the first frame a person sees)
 shell that prints a word under the same pseudo-terminal (the floor of a process start here).
 
 Each run uses a fresh KEEL_HOME whose config names a provider (nothing is sent: the frame does
-not wait for the network, MCP servers, git or the highlighter), then Ctrl-D ends keel.
+not wait for the network, MCP servers, git or the highlighter), then Ctrl-D ends keel. Each run
+is made twice: without an MCP server, and with one that never answers (`sleep`): the first
+frame must not wait for it.
 """
 import os, pty, select, statistics, sys, tempfile, time
 
@@ -50,18 +52,21 @@ def time_to(argv, marker, env, stop=b""):
     return shown_at - started
 
 
-keel_times, shell_times = [], []
+SILENT_SERVER = '[mcp_servers.silent]\ncommand = "sh"\nargs = ["-c", "sleep 30"]\n'
+keel_times, mcp_times, shell_times = [], [], []
 for _ in range(runs):
-    with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as work:
-        with open(os.path.join(home, "config.toml"), "w") as config:
-            config.write('model = "deepseek/bench"\n[providers.deepseek]\n'
-                         'base_url = "http://127.0.0.1:9"\n')
-        env = dict(os.environ, KEEL_HOME=home, DEEPSEEK_API_KEY="sk-bench", TERM="xterm-256color")
-        env.pop("NO_COLOR", None)
-        os.chdir(work)
-        # The status line: the model in bold (the banner printed before it names it plainly).
-        keel_times.append(time_to([keel], b"\x1b[1mdeepseek/bench", env, stop=b"\x04"))
-        shell_times.append(time_to(["/bin/sh", "-c", "echo ready-word"], b"ready-word", env))
+    for extra, times in (("", keel_times), (SILENT_SERVER, mcp_times)):
+        with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as work:
+            with open(os.path.join(home, "config.toml"), "w") as config:
+                config.write('model = "deepseek/bench"\n' + extra + '[providers.deepseek]\n'
+                             'base_url = "http://127.0.0.1:9"\n')
+            env = dict(os.environ, KEEL_HOME=home, DEEPSEEK_API_KEY="sk-bench",
+                       TERM="xterm-256color")
+            env.pop("NO_COLOR", None)
+            os.chdir(work)
+            # The status line: the model in bold (the banner names it plainly before).
+            times.append(time_to([keel], b"\x1b[1mdeepseek/bench", env, stop=b"\x04"))
+    shell_times.append(time_to(["/bin/sh", "-c", "echo ready-word"], b"ready-word", env))
 
 
 def figures(times):
@@ -70,8 +75,10 @@ def figures(times):
 
 
 keel_median, keel_p90 = figures(keel_times)
+mcp_median, mcp_p90 = figures(mcp_times)
 shell_median, shell_p90 = figures(shell_times)
 print(f"runs: {runs}")
 print(f"keel: launch to first frame (status line on screen): median {keel_median:.1f} ms, p90 {keel_p90:.1f} ms")
+print(f"keel with an MCP server that never answers: median {mcp_median:.1f} ms, p90 {mcp_p90:.1f} ms")
 print(f"sh -c echo under the same terminal: median {shell_median:.1f} ms, p90 {shell_p90:.1f} ms")
 print(f"keel minus the shell floor: {keel_median - shell_median:.1f} ms (target: first frame <= 30 ms)")

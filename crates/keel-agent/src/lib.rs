@@ -159,6 +159,9 @@ pub(crate) struct SessionState {
     pub meter: context::ContextMeter,
     /// The MCP tools every request of the current turn offers (taken at the turn boundary).
     pub mcp_tools: Vec<keel_types::ToolSpec>,
+    /// The session opened while its MCP servers were still starting: the first boundary takes
+    /// their tools as the session's own, not as a change of a prefix already sent.
+    pub mcp_opening: bool,
     /// The person stopped the model's last answer while it streamed: the next prompt tells
     /// the model so, inside its user item (this process only).
     pub interrupted: bool,
@@ -267,6 +270,7 @@ impl Controller {
             loaded.meter.rejected(tokens);
         }
         loaded.mcp_tools = settings.mcp.specs();
+        loaded.mcp_opening = settings.mcp.first_start_pending();
         let guard =
             WorkspaceGuard::new(&settings.workspace, &settings.extra_dirs).map_err(|source| {
                 AgentError::Workspace {

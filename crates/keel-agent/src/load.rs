@@ -86,6 +86,7 @@ pub fn load_session(store: &Store, session: &str) -> Result<SessionState, AgentE
         spent: Default::default(),
         meter: Default::default(),
         mcp_tools: Vec::new(),
+        mcp_opening: false,
         interrupted: false,
     })
 }

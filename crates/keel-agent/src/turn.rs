@@ -173,17 +173,23 @@ pub async fn run_turn(
     Ok(end_failed(&run, diagnostic))
 }
 
-/// At the turn boundary: the MCP tools this turn offers. A server that came up late or said
-/// its list changed changes the request prefix here, never mid-turn, and the break is named.
+/// At the turn boundary: the MCP tools this turn offers. The session's first request waits
+/// for servers still in their first start (at most `first_wait` after their launch). A server
+/// that came up late or said its list changed changes the request prefix here, never
+/// mid-turn, and the break is named.
 async fn take_mcp_tools(run: &TurnRun<'_>, state: &mut SessionState) {
     let hub = &run.shared.settings.mcp;
+    hub.first_start().await;
     hub.refresh().await;
     let now = hub.specs();
+    let opening = std::mem::take(&mut state.mcp_opening);
     if now != state.mcp_tools {
         state.mcp_tools = now;
-        run.emit(EventBody::PrefixChanged {
-            reason: "mcp_tools_changed".into(),
-        });
+        if !opening {
+            run.emit(EventBody::PrefixChanged {
+                reason: "mcp_tools_changed".into(),
+            });
+        }
     }
 }
 

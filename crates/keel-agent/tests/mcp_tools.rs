@@ -31,6 +31,18 @@ fn changing_server() -> ServerConfig {
     }
 }
 
+/// Servers started for `workspace`, 20 s to start, nothing of keel's environment passed on.
+fn start_options(workspace: &Path) -> StartOptions {
+    StartOptions {
+        base_env: StartOptions::base_env_from_process(),
+        lookup: Arc::new(|_| None),
+        start_timeout: Duration::from_secs(20),
+        first_wait: Duration::from_secs(20),
+        workspace: workspace.to_path_buf(),
+        sandbox: None,
+    }
+}
+
 /// Fail, saying what to install, when node is missing. Without it this test is ignored
 /// (`keel_e2e_node` unset); under CI it runs regardless, and fails here.
 fn require_node() {
@@ -58,14 +70,7 @@ async fn a_changed_tool_list_changes_the_prefix_only_at_the_next_turn_and_says_s
         .await
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let options = StartOptions {
-        base_env: StartOptions::base_env_from_process(),
-        lookup: Arc::new(|_| None),
-        start_timeout: Duration::from_secs(20),
-        first_wait: Duration::from_secs(20),
-        workspace: dir.path().to_path_buf(),
-        sandbox: None,
-    };
+    let options = start_options(dir.path());
     let hub = McpHub::start(vec![changing_server()], &options).await;
     let mut settings = settings_for(&server.base_url(), dir.path());
     settings.mcp = Arc::new(hub);
@@ -106,6 +111,49 @@ async fn a_changed_tool_list_changes_the_prefix_only_at_the_next_turn_and_says_s
         }
     }
     assert_eq!(breaks, [(Some(2), "mcp_tools_changed".to_string())]);
+}
+
+/// A session opened while its server is still starting (the live TUI draws first): its first
+/// request waits for the server and offers its tools, and that is no change of a prefix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_e2e_node),
+    ignore = "needs node on PATH (.ci/run installs it)"
+)]
+async fn a_session_opened_before_its_server_is_up_offers_its_tools_from_the_first_request() {
+    require_node();
+    let scenario = Scenario::parse(r#"{"steps": [{"say": "one"}]}"#).unwrap();
+    let server = MockServer::start(([127, 0, 0, 1], 0).into(), scenario)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let mut late = changing_server();
+    if let Transport::Stdio { args, .. } = &mut late.transport {
+        args.extend(["late".to_string(), gate.display().to_string()]);
+    }
+    let options = start_options(dir.path());
+    let hub = McpHub::launch(vec![late], &options);
+    let mut settings = settings_for(&server.base_url(), dir.path());
+    settings.mcp = Arc::new(hub);
+    let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
+    let controller = open(&host, SessionChoice::New, settings);
+    let mut events = controller.subscribe();
+    let opener = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        std::fs::write(gate, "").unwrap();
+    });
+    let first = controller.submit(Input::Prompt("hi".into())).await.unwrap();
+    assert!(matches!(first, TurnOutcome::Completed { .. }), "{first:?}");
+    opener.await.unwrap();
+    let requests = server.requests();
+    assert!(requests[0].body.contains("mcp__quick__grow"), "it waited");
+    while let Ok(event) = events.try_recv() {
+        assert!(
+            !matches!(event.body, EventBody::PrefixChanged { .. }),
+            "no prefix was sent before: {event:?}"
+        );
+    }
 }
 
 /// Read-only calls of one message run at once, proven by a barrier rather than by timing:
@@ -163,14 +211,7 @@ async fn trusted_read_only_calls_of_one_message_run_at_once() {
         literal_values: false,
         sandbox: keel_sandbox::ServerConfinement::default(),
     };
-    let options = StartOptions {
-        base_env: StartOptions::base_env_from_process(),
-        lookup: Arc::new(|_| None),
-        start_timeout: Duration::from_secs(20),
-        first_wait: Duration::from_secs(20),
-        workspace: dir.path().to_path_buf(),
-        sandbox: None,
-    };
+    let options = start_options(dir.path());
     let hub = McpHub::start(names.iter().map(|name| barrier(name)).collect(), &options).await;
     let mut settings = settings_for(&server.base_url(), dir.path());
     settings.mcp = Arc::new(hub);

@@ -289,9 +289,48 @@ pub fn print_notices(setup: &Setup) {
     }
 }
 
-pub fn open_controller(
+pub fn open_controller(setup: Setup, approver: Arc<dyn Approver>) -> anyhow::Result<Controller> {
+    let controller = open_controller_with(setup, approver, McpStart::Wait)?;
+    for note in mcp_notes(&controller.settings().mcp) {
+        eprintln!("note: {note}");
+    }
+    Ok(controller)
+}
+
+/// Whether opening a session waits for its MCP servers' first start.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum McpStart {
+    /// At most `MCP_FIRST_WAIT`, then say which are still starting or not available.
+    Wait,
+    /// Not at all: a screen is drawn first; the session's first request waits for them
+    /// (`McpHub::first_start`), and `mcp_notes` says afterwards how they came up.
+    Background,
+}
+
+/// What the user is told about the MCP servers that are not running (names and reasons made
+/// visible: a reason may hold a server's stderr).
+pub fn mcp_notes(hub: &keel_mcp::McpHub) -> Vec<String> {
+    hub.statuses()
+        .into_iter()
+        .filter_map(|status| match status.state {
+            "running" => None,
+            "starting" => Some(format!(
+                "MCP server `{}` is still starting; its tools join at the next turn once it is up",
+                keel_render::visible_line(&status.name)
+            )),
+            _ => Some(format!(
+                "MCP server `{}` is not available, the session goes on without it: {}",
+                keel_render::visible_line(&status.name),
+                keel_render::visible(status.reason.as_deref().unwrap_or("it did not start"))
+            )),
+        })
+        .collect()
+}
+
+pub fn open_controller_with(
     mut setup: Setup,
     approver: Arc<dyn Approver>,
+    mcp_start: McpStart,
 ) -> anyhow::Result<Controller> {
     if !setup.mcp_servers.is_empty() {
         let servers = std::mem::take(&mut setup.mcp_servers);
@@ -303,31 +342,14 @@ pub fn open_controller(
             &workspace,
             &setup.settings.extra_dirs,
         )?;
-        let hub = tokio::task::block_in_place(|| {
-            tokio::runtime::Handle::current().block_on(start_mcp(
-                servers,
-                workspace,
-                MCP_FIRST_WAIT,
-                secret_names,
-                sandbox,
-            ))
-        });
-        for status in hub.statuses() {
-            match status.state {
-                "running" => {}
-                "starting" => eprintln!(
-                    "note: MCP server `{}` is still starting; its tools join at the next turn \
-                     once it is up",
-                    status.name
-                ),
-                // The reason may hold the server's stderr: shown, never obeyed by the terminal.
-                _ => eprintln!(
-                    "note: MCP server `{}` is not available, the session goes on without it: {}",
-                    keel_render::visible_line(&status.name),
-                    keel_render::visible(status.reason.as_deref().unwrap_or("it did not start"))
-                ),
-            }
-        }
+        let options = mcp_options(workspace, MCP_FIRST_WAIT, secret_names, sandbox);
+        let hub = match mcp_start {
+            McpStart::Background => keel_mcp::McpHub::launch(servers, &options),
+            McpStart::Wait => tokio::task::block_in_place(|| {
+                tokio::runtime::Handle::current()
+                    .block_on(keel_mcp::McpHub::start(servers, &options))
+            }),
+        };
         setup.settings.mcp = Arc::new(hub);
     }
     Ok(setup
@@ -380,7 +402,17 @@ pub async fn start_mcp(
     secret_names: Vec<String>,
     sandbox: Option<Arc<keel_sandbox::Sandbox>>,
 ) -> keel_mcp::McpHub {
-    let options = keel_mcp::StartOptions {
+    let options = mcp_options(workspace, first_wait, secret_names, sandbox);
+    keel_mcp::McpHub::start(servers, &options).await
+}
+
+fn mcp_options(
+    workspace: PathBuf,
+    first_wait: std::time::Duration,
+    secret_names: Vec<String>,
+    sandbox: Option<Arc<keel_sandbox::Sandbox>>,
+) -> keel_mcp::StartOptions {
+    keel_mcp::StartOptions {
         base_env: keel_mcp::StartOptions::base_env_from_process(),
         // keel's own keys are never handed to a server, whatever a declaration asks for.
         lookup: Arc::new(move |name| {
@@ -394,8 +426,7 @@ pub async fn start_mcp(
         first_wait,
         workspace,
         sandbox,
-    };
-    keel_mcp::McpHub::start(servers, &options).await
+    }
 }
 
 /// The MCP servers a session may start, and what the user must be told about the others.

@@ -13,7 +13,8 @@
 //! - Esc or Ctrl-C during a turn cancels it; what streamed stays on screen, marked interrupted
 //!   (never committed). Ctrl-C twice on an empty input, or Ctrl-D, quits.
 //! - An approval is answered by one key, but not by keys pressed in its first `ANSWER_DELAY`
-//!   (typed ahead for the input); an approval abandoned by its turn disappears.
+//!   or in a burst of typing that went on as it appeared (typed for the input: only a key
+//!   after a pause answers); an approval abandoned by its turn disappears.
 //! - Slash commands run with the region put away and the terminal in line mode, so their output
 //!   is the line mode's, word for word.
 
@@ -21,7 +22,7 @@ use crate::approval_prompt::TuiApprover;
 use crate::cli::CommonArgs;
 use crate::completion::LineHelper;
 use crate::repl::Repl;
-use crate::session_setup::{open_controller, prepare, print_notices};
+use crate::session_setup::{McpStart, mcp_notes, open_controller_with, prepare, print_notices};
 use crate::signals::StopSignals;
 use crate::tui_terminal::{
     OSC9_APPROVAL, RawMode, load_history, osc9_supported, read_keys, save_history, screen_size,
@@ -79,7 +80,11 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         always: Mutex::new(HashSet::new()),
         questions,
     });
-    let controller = open_controller(setup, approver.clone())?;
+    // The first frame waits for no MCP server: they start behind it, the first request waits
+    // for them, and how they came up is said when it is known.
+    let controller = open_controller_with(setup, approver.clone(), McpStart::Background)?;
+    let mcp = controller.settings().mcp.clone();
+    let mut mcp_told = mcp.statuses().is_empty();
     let workspace = controller.settings().workspace.clone();
     let events = controller.subscribe();
     let signals = StopSignals::register()?;
@@ -195,6 +200,13 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
                 session.drain_events();
                 session.draw();
                 break Outcome::Stopped(stop.exit_code());
+            }
+            () = mcp.first_start(), if !mcp_told => {
+                mcp_told = true;
+                for note in mcp_notes(&mcp) {
+                    session.view.say(&format!("note: {note}"), Style::fg(keel_render::Color::Yellow));
+                }
+                session.dirty = true;
             }
             _ = tick.tick() => {
                 if session.question.as_ref().is_some_and(|(_, answer)| answer.is_closed()) {
@@ -529,6 +541,7 @@ impl Session {
                 None
             }
             TermEvent::Paste(text) => {
+                self.view.key_pressed(Instant::now());
                 match self.view.focus() {
                     Focus::Note => {
                         if let Some(note) = self.view.note_mut() {
@@ -564,6 +577,9 @@ impl Session {
     }
 
     async fn on_key_action(&mut self, key: &KeyEvent) -> Option<Outcome> {
+        let now = Instant::now();
+        let answerable = self.view.answerable(now);
+        self.view.key_pressed(now);
         let focus = self.view.focus();
         let act = action(
             key,
@@ -616,7 +632,7 @@ impl Session {
                 act,
                 Action::Allow | Action::Deny | Action::DenyWithNote | Action::Always
             )
-            && !self.view.answerable(Instant::now())
+            && !answerable
         {
             return None;
         }

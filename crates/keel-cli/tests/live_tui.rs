@@ -492,3 +492,56 @@ fn an_edit_that_runs_without_a_question_shows_its_diff_under_its_card() {
     assert!(after.contains("2 + fn b() { todo() }"), "{shown}");
     assert!(!shown.contains("always for edit_file"), "asked: {shown}");
 }
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_node),
+    ignore = "needs node on PATH (.ci/run installs it)"
+)]
+fn the_screen_waits_for_no_mcp_server_and_the_first_request_waits_for_it() {
+    if !available() {
+        return;
+    }
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../keel-mcp/tests/fixtures/changing-mcp-server.mjs");
+    let scenario = serde_json::json!({"steps": [{"say": "hello"}]}).to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    let outside = tempfile::tempdir().unwrap();
+    let gate = outside.path().join("gate");
+    home.append_config(&format!(
+        // Unconfined: the gate lives in a temporary directory its sandbox keeps read-only.
+        "[mcp_servers.late]\ncommand = \"node\"\nargs = [\"{}\", \"late\", \"{}\"]\nsandbox = \"off\"\n",
+        script.display(),
+        gate.display()
+    ));
+    let launched = std::time::Instant::now();
+    let tmux = Tmux::start(&home, &home.path(), &[], (90, 30));
+    // The server is asked to start but does not answer: the screen is up all the same, well
+    // before the 5 s a session would wait for its servers.
+    tmux.wait_for("mock-model · ask");
+    assert!(
+        launched.elapsed() < std::time::Duration::from_secs(4),
+        "the screen waited {:?}",
+        launched.elapsed()
+    );
+    let asked = std::time::Instant::now();
+    while !outside.path().join("gate.asked").exists() {
+        assert!(
+            asked.elapsed() < std::time::Duration::from_secs(20),
+            "the server was never started: {}",
+            tmux.screen()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    tmux.type_text("hi");
+    tmux.press(&["Enter"]);
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert!(
+        mock.requests().is_empty(),
+        "the first request waits for the server still starting"
+    );
+    std::fs::write(&gate, "").unwrap();
+    tmux.wait_for("hello");
+    let request = mock.requests()[0]["body"].as_str().unwrap().to_string();
+    assert!(request.contains("mcp__late__grow"), "{request}");
+}

@@ -2,8 +2,10 @@
 //! calls made with a timeout, one at a time per server.
 //!
 //! Invariants:
-//! - Opening a session waits for its servers at most `StartOptions::first_wait`; a server still
-//!   starting then keeps starting in the background, and its tools join the list when it is up.
+//! - A session's first request waits for its servers at most `StartOptions::first_wait` after
+//!   they were launched (`first_start`); `start` waits there too, `launch` does not, so a
+//!   screen can be drawn first. A server still starting then keeps starting in the
+//!   background, and its tools join the list when it is up.
 //! - The tool list changes only through `refresh` (a late server came up, or a server sent
 //!   `notifications/tools/list_changed`), which the agent calls at turn boundaries, so a turn's
 //!   requests always offer the same tools.
@@ -93,6 +95,10 @@ pub struct McpHub {
     /// The servers' sandbox, kept as long as they run: its temp dir is their `/tmp`, and
     /// removing it would pull the mounts of their sandbox from under them.
     _sandbox: Option<Arc<keel_sandbox::Sandbox>>,
+    /// How many servers' first start has not settled yet…
+    unsettled: tokio::sync::watch::Receiver<usize>,
+    /// …and until when the first request waits for them.
+    first_deadline: tokio::time::Instant,
 }
 
 impl McpHub {
@@ -102,12 +108,36 @@ impl McpHub {
             servers: Vec::new(),
             start_timeout: Duration::from_secs(1),
             _sandbox: None,
+            unsettled: tokio::sync::watch::channel(0).1,
+            first_deadline: tokio::time::Instant::now(),
         }
     }
 
     /// Start every server at once and wait for them at most `options.first_wait`; the slow
     /// ones go on starting in the background.
-    pub async fn start(mut configs: Vec<ServerConfig>, options: &StartOptions) -> McpHub {
+    pub async fn start(configs: Vec<ServerConfig>, options: &StartOptions) -> McpHub {
+        let hub = McpHub::launch(configs, options);
+        hub.first_start().await;
+        hub
+    }
+
+    /// Wait until every server's first start settled (up or failed), or `first_wait` after
+    /// the launch passed, whichever comes first.
+    pub async fn first_start(&self) {
+        let mut unsettled = self.unsettled.clone();
+        let settled = unsettled.wait_for(|count| *count == 0);
+        let _ = tokio::time::timeout_at(self.first_deadline, settled).await;
+    }
+
+    /// Whether `first_start` would still wait.
+    pub fn first_start_pending(&self) -> bool {
+        *self.unsettled.borrow() > 0 && tokio::time::Instant::now() < self.first_deadline
+    }
+
+    /// Start every server at once, in the background, without waiting (must be called inside
+    /// a tokio runtime).
+    pub fn launch(mut configs: Vec<ServerConfig>, options: &StartOptions) -> McpHub {
+        let first_deadline = tokio::time::Instant::now() + options.first_wait;
         configs.sort_by(|a, b| a.name.cmp(&b.name));
         let servers: Vec<Arc<Server>> = configs
             .into_iter()
@@ -123,26 +153,26 @@ impl McpHub {
                 })
             })
             .collect();
-        let tasks: Vec<_> = servers
-            .iter()
-            .map(|server| {
-                let (server, options) = (server.clone(), options.clone());
-                tokio::spawn(async move {
-                    let listener = Listener {
-                        changed: server.changed.clone(),
-                        group: Arc::default(),
-                    };
-                    let started = start(&server.config, &options, listener).await;
-                    server.settle(started);
-                })
-            })
-            .collect();
-        let _ =
-            tokio::time::timeout(options.first_wait, futures_util::future::join_all(tasks)).await;
+        let (count, unsettled) = tokio::sync::watch::channel(servers.len());
+        let count = Arc::new(count);
+        for server in &servers {
+            let (server, options, count) = (server.clone(), options.clone(), count.clone());
+            tokio::spawn(async move {
+                let listener = Listener {
+                    changed: server.changed.clone(),
+                    group: Arc::default(),
+                };
+                let started = start(&server.config, &options, listener).await;
+                server.settle(started);
+                count.send_modify(|count| *count = count.saturating_sub(1));
+            });
+        }
         McpHub {
             servers,
             start_timeout: options.start_timeout,
             _sandbox: options.sandbox.clone(),
+            unsettled,
+            first_deadline,
         }
     }
 

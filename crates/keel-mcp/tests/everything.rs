@@ -447,6 +447,55 @@ async fn a_late_server_joins_and_a_changed_tool_list_is_read_again_on_refresh() 
     assert!(!hub.refresh().await, "nothing new");
 }
 
+#[tokio::test]
+#[cfg_attr(
+    not(keel_e2e_node),
+    ignore = "needs node on PATH (.ci/run installs it)"
+)]
+async fn a_launched_hub_returns_at_once_and_the_first_start_waits_until_its_servers_settle() {
+    require_node();
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/changing-mcp-server.mjs");
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let late = || {
+        vec![stdio(
+            "late",
+            "node",
+            &[script.to_str().unwrap(), "late", gate.to_str().unwrap()],
+            &[],
+        )]
+    };
+    let state = |hub: &McpHub| hub.statuses()[0].state;
+    // Launched: nothing waited for; the first request would.
+    let hub = McpHub::launch(late(), &options(Duration::from_secs(20)));
+    assert_eq!(state(&hub), "starting");
+    assert!(hub.first_start_pending());
+    let opener = {
+        let gate = gate.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            std::fs::write(gate, "").unwrap();
+        })
+    };
+    tokio::time::timeout(Duration::from_secs(20), hub.first_start())
+        .await
+        .expect("the first start ends when the server is up");
+    assert_eq!(state(&hub), "running", "it waited for the server");
+    assert!(!hub.first_start_pending());
+    opener.await.unwrap();
+    // A server that never comes up is waited for until `first_wait` after the launch only.
+    std::fs::remove_file(&gate).unwrap();
+    let mut options = options(Duration::from_secs(20));
+    options.first_wait = Duration::from_millis(400);
+    let hub = McpHub::launch(late(), &options);
+    let started = std::time::Instant::now();
+    hub.first_start().await;
+    assert!(started.elapsed() >= Duration::from_millis(350));
+    assert_eq!(state(&hub), "starting");
+    assert!(!hub.first_start_pending(), "the wait is over");
+}
+
 /// Whether `pid` is a live process (a zombie waiting for its reaper is not).
 fn alive(pid: &str) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {

@@ -12,7 +12,7 @@
 //!   text); highlighting is `hl-*` classes of the same kinds the terminal colours.
 
 use crate::blocks::{Align, Block, Inline, Item};
-use crate::highlight::Highlighter;
+use crate::highlight::highlight_lines;
 use crate::inline::plain_text;
 use crate::text::visible;
 
@@ -139,13 +139,13 @@ fn push_code(language: Option<&str>, text: &str, out: &mut String) {
     out.push_str("<div class=\"code\"><div class=\"code-head\"><span class=\"code-lang\">");
     escape(language.unwrap_or(""), out);
     out.push_str("</span><button type=\"button\" class=\"copy\">copy</button></div><pre><code>");
-    let mut highlighter = Highlighter::new(language);
     let text = text.strip_suffix('\n').unwrap_or(text);
-    for (index, line) in text.split('\n').enumerate() {
+    let lines: Vec<&str> = text.split('\n').collect();
+    for (index, tokens) in highlight_lines(language, &lines).into_iter().enumerate() {
         if index > 0 {
             out.push('\n');
         }
-        for (kind, token) in highlighter.line(line) {
+        for (kind, token) in tokens {
             match kind.class() {
                 Some(class) => {
                     out.push_str(&format!("<span class=\"{class}\">"));

@@ -3,8 +3,8 @@
 //! the two surfaces never disagree.
 //!
 //! Invariants:
-//! - Pure functions of their input (and the width): no terminal, no I/O, no clock. The syntax
-//!   definitions load once, on the first highlighted code block.
+//! - Pure functions of their input (and the width): no terminal, no I/O, no clock. Nothing is
+//!   loaded to highlight code: the grammars are static tables in the binary.
 //! - Nothing from outside reaches a terminal or a page as control or markup: text is made
 //!   visible (`text`) and, for HTML, escaped (`html`); the only escape sequences in
 //!   `to_ansi`'s output are the SGR styles it writes itself.

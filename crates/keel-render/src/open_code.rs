@@ -1,15 +1,16 @@
-//! The open fenced code block of a streaming message, rendered one new line at a time.
+//! The open fenced code block of a streaming message, rendered a chunk at a time.
 //!
 //! Invariants:
-//! - Each whole line of code is highlighted and wrapped once, carrying the highlighter's state
-//!   to the next; only the line still arriving is rendered again on each update (from a copy
-//!   of that state), so an update costs the new text, not the block.
-//! - The rows are exactly `code_lines` of the same text at the same width; a new width renders
-//!   the block again from its start.
+//! - Highlighting works in chunks of whole lines (`highlight::chunk_end`); a chunk the lines
+//!   have closed, and that does not hold the last line (which may still grow), is highlighted
+//!   and wrapped once and kept. Only the open chunk is rendered again on each update, so an
+//!   update costs at most a chunk, not the block.
+//! - The rows are exactly `code_lines` of the same text at the same width; a new width (or a
+//!   text that is not the old one grown) renders the block again from its start.
 
-use crate::highlight::Highlighter;
+use crate::highlight::{Highlighter, chunk_end};
 use crate::style::Line;
-use crate::terminal::code_line_rows;
+use crate::terminal::{expand_tabs, token_rows};
 
 /// The rows of an open code block after an update: the first `keep` rows of the previous
 /// update stay as they were, then `rows` follow.
@@ -23,12 +24,11 @@ pub struct OpenRows {
 pub struct OpenCode {
     language: Option<String>,
     width: usize,
-    /// The state after the whole lines rendered.
     highlighter: Highlighter,
-    /// Bytes of the code rendered as whole lines.
-    consumed: usize,
-    /// Rows those whole lines took.
-    rows: usize,
+    /// Bytes of the code in kept chunks (each of their lines with its newline).
+    kept_bytes: usize,
+    /// Rows those chunks took.
+    kept_rows: usize,
 }
 
 impl OpenCode {
@@ -37,31 +37,39 @@ impl OpenCode {
             language: language.map(str::to_string),
             width: 0,
             highlighter: Highlighter::new(language),
-            consumed: 0,
-            rows: 0,
+            kept_bytes: 0,
+            kept_rows: 0,
         }
     }
 
     /// The rows of `code` (the block's text so far, growing only) at `width`.
     pub fn update(&mut self, code: &str, width: usize) -> OpenRows {
-        if width != self.width || code.len() < self.consumed {
+        if width != self.width || code.len() < self.kept_bytes {
             *self = OpenCode::new(self.language.as_deref());
             self.width = width;
         }
-        let keep = self.rows;
+        let keep = self.kept_rows;
+        // The lines after the kept chunks, split as `code_lines` splits the whole block.
+        let rest = code.get(self.kept_bytes..).unwrap_or_default();
+        let rest = rest.strip_suffix('\n').unwrap_or(rest);
+        let originals: Vec<&str> = rest.split('\n').collect();
+        let expanded: Vec<String> = originals.iter().map(|line| expand_tabs(line)).collect();
+        let lines: Vec<&str> = expanded.iter().map(String::as_str).collect();
         let mut rows = Vec::new();
-        let whole = code.rfind('\n').map_or(0, |at| at + 1);
-        if whole > self.consumed {
-            for line in code[self.consumed..whole - 1].split('\n') {
-                rows.extend(code_line_rows(&mut self.highlighter, line, width));
+        let mut from = 0;
+        while let Some(end) = chunk_end(&lines, from).filter(|end| *end < lines.len()) {
+            for tokens in self.highlighter.chunk(&lines[from..end]) {
+                rows.extend(token_rows(tokens, width));
             }
-            self.consumed = whole;
-            self.rows += rows.len();
+            self.kept_bytes += originals[from..end]
+                .iter()
+                .map(|line| line.len() + 1)
+                .sum::<usize>();
+            from = end;
         }
-        let partial = &code[whole..];
-        if !partial.is_empty() {
-            let mut ahead = self.highlighter.clone();
-            rows.extend(code_line_rows(&mut ahead, partial, width));
+        self.kept_rows += rows.len();
+        for tokens in self.highlighter.chunk(&lines[from..]) {
+            rows.extend(token_rows(tokens, width));
         }
         OpenRows { keep, rows }
     }
@@ -90,6 +98,36 @@ mod tests {
                 assert_eq!(shown, expected, "after {text:?} in chunks of {chunk}");
             }
         }
+    }
+
+    #[test]
+    fn a_long_block_keeps_its_closed_chunks_and_still_matches_the_whole() {
+        let mut code = String::new();
+        for n in 0..150 {
+            code.push_str(&format!("\tlet x{n} = \"s{n}\"; // {n}\n"));
+            if n % 20 == 19 {
+                code.push('\n');
+            }
+        }
+        let mut open = OpenCode::new(Some("rust"));
+        let mut shown: Vec<Line> = Vec::new();
+        let mut kept_any = false;
+        for end in (1..=code.len()).step_by(37).chain([code.len()]) {
+            let text = &code[..end];
+            let update = open.update(text, 24);
+            assert!(update.keep <= shown.len());
+            kept_any |= update.keep > 0;
+            // Kept rows are never re-rendered: an update sends at most a chunk and a bit.
+            assert!(update.rows.len() < 3 * 64, "{} rows", update.rows.len());
+            shown.truncate(update.keep);
+            shown.extend(update.rows);
+            assert_eq!(
+                shown,
+                code_lines(Some("rust"), text, 24),
+                "after {end} bytes"
+            );
+        }
+        assert!(kept_any, "closed chunks were kept");
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! - Top-level blocks are separated by one empty line; blocks inside a list item are not.
 
 use crate::blocks::{Block, Item};
-use crate::highlight::Highlighter;
+use crate::highlight::{Tokens, highlight_lines};
 use crate::inline::pieces;
 use crate::style::{Color, Line, Span, Style};
 use crate::table;
@@ -110,18 +110,18 @@ pub(crate) fn expand_tabs(line: &str) -> String {
 
 /// A code block's lines, highlighted, each broken at the width (code is never re-flowed).
 pub(crate) fn code_lines(language: Option<&str>, text: &str, width: usize) -> Vec<Line> {
-    let mut highlighter = Highlighter::new(language);
     let text = text.strip_suffix('\n').unwrap_or(text);
-    text.split('\n')
-        .flat_map(|line| code_line_rows(&mut highlighter, line, width))
+    let lines: Vec<String> = text.split('\n').map(expand_tabs).collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    highlight_lines(language, &lines)
+        .into_iter()
+        .flat_map(|tokens| token_rows(tokens, width))
         .collect()
 }
 
-/// One line of code (without its newline), highlighted on from `highlighter`'s state, as
-/// rows at most `width` wide.
-pub(crate) fn code_line_rows(highlighter: &mut Highlighter, line: &str, width: usize) -> Vec<Line> {
-    let spans = highlighter
-        .line(&expand_tabs(line))
+/// One highlighted line of code as rows at most `width` wide.
+pub(crate) fn token_rows(tokens: Tokens, width: usize) -> Vec<Line> {
+    let spans = tokens
         .into_iter()
         .map(|(kind, token)| Span::new(&token, kind.style()))
         .collect();

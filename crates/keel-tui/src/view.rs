@@ -78,6 +78,8 @@ pub struct LiveView {
     chips: Vec<(String, bool)>,
     /// When the approval on screen appeared (keys typed just before are not answers).
     asked_at: Option<Instant>,
+    /// When the last key (or paste) came.
+    last_key: Option<Instant>,
 }
 
 /// How long after an approval appears its keys start to count: someone typing the next
@@ -105,6 +107,7 @@ impl LiveView {
             search: None,
             chips: Vec::new(),
             asked_at: None,
+            last_key: None,
         }
     }
 
@@ -275,10 +278,19 @@ impl LiveView {
         self.asked_at = Some(std::time::Instant::now());
     }
 
-    /// Whether a key pressed at `now` may answer the approval on screen.
+    /// Whether a key pressed at `now` may answer the approval on screen: it has been shown for
+    /// `ANSWER_DELAY`, and the key follows a pause as long (a key in a burst of typing that
+    /// went on as the question appeared was meant for the input, however long the burst).
     pub fn answerable(&self, now: Instant) -> bool {
-        self.asked_at
-            .is_none_or(|asked| now.saturating_duration_since(asked) >= ANSWER_DELAY)
+        let quiet_since = |at: Option<Instant>| {
+            at.is_none_or(|at| now.saturating_duration_since(at) >= ANSWER_DELAY)
+        };
+        quiet_since(self.asked_at) && quiet_since(self.last_key)
+    }
+
+    /// A key was pressed (or text pasted) at `at`; ask `answerable` first.
+    pub fn key_pressed(&mut self, at: Instant) {
+        self.last_key = Some(at);
     }
 
     /// `N` at an approval: the note is typed next.
@@ -694,6 +706,16 @@ mod tests {
         let now = Instant::now();
         assert!(!view.answerable(now));
         assert!(view.answerable(now + ANSWER_DELAY));
+        // Typing that goes on after the question appeared: no key of the burst answers it,
+        // the first key after a pause does.
+        let mut at = now;
+        for _ in 0..10 {
+            at += ANSWER_DELAY / 2;
+            assert!(!view.answerable(at), "a key in the burst");
+            view.key_pressed(at);
+        }
+        assert!(!view.answerable(at + ANSWER_DELAY / 2));
+        assert!(view.answerable(at + ANSWER_DELAY));
     }
 
     #[test]
