@@ -159,8 +159,9 @@ pub(crate) struct SessionState {
     pub meter: context::ContextMeter,
     /// The MCP tools every request of the current turn offers (taken at the turn boundary).
     pub mcp_tools: Vec<keel_types::ToolSpec>,
-    /// The session opened while its MCP servers were still starting: the first boundary takes
-    /// their tools as the session's own, not as a change of a prefix already sent.
+    /// No turn boundary has passed in this process: the first takes the MCP tools as the
+    /// session's own (servers may still have been starting when it opened), not as a change
+    /// of a prefix already sent — nothing was sent yet.
     pub mcp_opening: bool,
     /// The person stopped the model's last answer while it streamed: the next prompt tells
     /// the model so, inside its user item (this process only).
@@ -270,7 +271,7 @@ impl Controller {
             loaded.meter.rejected(tokens);
         }
         loaded.mcp_tools = settings.mcp.specs();
-        loaded.mcp_opening = settings.mcp.first_start_pending();
+        loaded.mcp_opening = true;
         let guard =
             WorkspaceGuard::new(&settings.workspace, &settings.extra_dirs).map_err(|source| {
                 AgentError::Workspace {

@@ -62,7 +62,9 @@ pub async fn run_turn(
     let mut run = TurnRun::start(shared, turn, generation);
     let input_kind = input.kind;
     open(&run, input_kind)?;
-    take_mcp_tools(&run, state).await;
+    if !take_mcp_tools(&mut run, state).await {
+        return Ok(end_cancelled(&run));
+    }
     let mut usage = Usage::default();
     let mut bill = Bill::for_model(shared);
     if let Some(reason) = compaction_of(input_kind) {
@@ -174,12 +176,15 @@ pub async fn run_turn(
 }
 
 /// At the turn boundary: the MCP tools this turn offers. The session's first request waits
-/// for servers still in their first start (at most `first_wait` after their launch). A server
-/// that came up late or said its list changed changes the request prefix here, never
-/// mid-turn, and the break is named.
-async fn take_mcp_tools(run: &TurnRun<'_>, state: &mut SessionState) {
-    let hub = &run.shared.settings.mcp;
-    hub.first_start().await;
+/// for servers still in their first start (at most `first_wait` after their launch; a cancel
+/// ends the wait and the turn: `false`). A server that came up late or said its list changed
+/// changes the request prefix here, never mid-turn, and the break is named.
+async fn take_mcp_tools(run: &mut TurnRun<'_>, state: &mut SessionState) -> bool {
+    let hub = run.shared.settings.mcp.clone();
+    tokio::select! {
+        () = hub.first_start() => {}
+        () = run.cancelled() => return false,
+    }
     hub.refresh().await;
     let now = hub.specs();
     let opening = std::mem::take(&mut state.mcp_opening);
@@ -191,6 +196,7 @@ async fn take_mcp_tools(run: &TurnRun<'_>, state: &mut SessionState) {
             });
         }
     }
+    true
 }
 
 /// The compaction a turn of this kind starts with.

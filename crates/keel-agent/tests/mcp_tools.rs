@@ -31,6 +31,26 @@ fn changing_server() -> ServerConfig {
     }
 }
 
+/// The changing server in its `late` mode: it answers `initialize` only once `gate` exists.
+fn late_server(gate: &Path) -> ServerConfig {
+    let mut late = changing_server();
+    if let Transport::Stdio { args, .. } = &mut late.transport {
+        args.extend(["late".to_string(), gate.display().to_string()]);
+    }
+    late
+}
+
+/// A model that says "one", a directory, and a gate path in it (not created).
+async fn saying_one() -> (MockServer, tempfile::TempDir, std::path::PathBuf) {
+    let scenario = Scenario::parse(r#"{"steps": [{"say": "one"}]}"#).unwrap();
+    let server = MockServer::start(([127, 0, 0, 1], 0).into(), scenario)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    (server, dir, gate)
+}
+
 /// Servers started for `workspace`, 20 s to start, nothing of keel's environment passed on.
 fn start_options(workspace: &Path) -> StartOptions {
     StartOptions {
@@ -122,18 +142,8 @@ async fn a_changed_tool_list_changes_the_prefix_only_at_the_next_turn_and_says_s
 )]
 async fn a_session_opened_before_its_server_is_up_offers_its_tools_from_the_first_request() {
     require_node();
-    let scenario = Scenario::parse(r#"{"steps": [{"say": "one"}]}"#).unwrap();
-    let server = MockServer::start(([127, 0, 0, 1], 0).into(), scenario)
-        .await
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let gate = dir.path().join("gate");
-    let mut late = changing_server();
-    if let Transport::Stdio { args, .. } = &mut late.transport {
-        args.extend(["late".to_string(), gate.display().to_string()]);
-    }
-    let options = start_options(dir.path());
-    let hub = McpHub::launch(vec![late], &options);
+    let (server, dir, gate) = saying_one().await;
+    let hub = McpHub::launch(vec![late_server(&gate)], &start_options(dir.path()));
     let mut settings = settings_for(&server.base_url(), dir.path());
     settings.mcp = Arc::new(hub);
     let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
@@ -154,6 +164,41 @@ async fn a_session_opened_before_its_server_is_up_offers_its_tools_from_the_firs
             "no prefix was sent before: {event:?}"
         );
     }
+}
+
+/// Esc while the first request waits for a server still starting: the turn ends at once,
+/// cancelled, and nothing is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_e2e_node),
+    ignore = "needs node on PATH (.ci/run installs it)"
+)]
+async fn a_cancel_ends_the_wait_for_a_starting_server() {
+    require_node();
+    // The gate is never opened.
+    let (server, dir, gate) = saying_one().await;
+    let hub = McpHub::launch(vec![late_server(&gate)], &start_options(dir.path()));
+    let mut settings = settings_for(&server.base_url(), dir.path());
+    settings.mcp = Arc::new(hub);
+    let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
+    let controller = open(&host, SessionChoice::New, settings);
+    let canceller = {
+        let controller = controller.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            controller.cancel();
+        })
+    };
+    let started = std::time::Instant::now();
+    let outcome = controller.submit(Input::Prompt("hi".into())).await.unwrap();
+    canceller.await.unwrap();
+    assert!(matches!(outcome, TurnOutcome::Cancelled), "{outcome:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "it waited {:?} of the 20 s",
+        started.elapsed()
+    );
+    assert!(server.requests().is_empty());
 }
 
 /// Read-only calls of one message run at once, proven by a barrier rather than by timing:

@@ -83,8 +83,9 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     // The first frame waits for no MCP server: they start behind it, the first request waits
     // for them, and how they came up is said when it is known.
     let controller = open_controller_with(setup, approver.clone(), McpStart::Background)?;
-    let mcp = controller.settings().mcp.clone();
-    let mut mcp_told = mcp.statuses().is_empty();
+    // Watched, not held: `/new` or `/resume` drops this session's hub, and its servers with it.
+    let mut mcp_starting = (!controller.settings().mcp.statuses().is_empty())
+        .then(|| Arc::downgrade(&controller.settings().mcp));
     let workspace = controller.settings().workspace.clone();
     let events = controller.subscribe();
     let signals = StopSignals::register()?;
@@ -139,9 +140,15 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     if !asked {
         controller.announce();
     }
+    // From here the session is the REPL's: `/new` or `/resume` drops it, and its MCP servers.
+    drop(controller);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let outcome = loop {
         session.drain_events();
+        let mcp_hub = mcp_starting.as_ref().and_then(std::sync::Weak::upgrade);
+        if mcp_hub.is_none() {
+            mcp_starting = None;
+        }
         // Only what changed is drawn, at most one frame per `FRAME`: a fast stream is drawn at
         // the screen's pace, not once per delta; the sleep below draws what arrived meanwhile.
         let wait = FRAME.saturating_sub(session.last_draw.elapsed());
@@ -201,9 +208,17 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
                 session.draw();
                 break Outcome::Stopped(stop.exit_code());
             }
-            () = mcp.first_start(), if !mcp_told => {
-                mcp_told = true;
-                for note in mcp_notes(&mcp) {
+            notes = async move {
+                match mcp_hub {
+                    Some(hub) => {
+                        hub.first_start().await;
+                        mcp_notes(&hub)
+                    }
+                    None => std::future::pending().await,
+                }
+            }, if mcp_starting.is_some() => {
+                mcp_starting = None;
+                for note in notes {
                     session.view.say(&format!("note: {note}"), Style::fg(keel_render::Color::Yellow));
                 }
                 session.dirty = true;
@@ -490,6 +505,7 @@ impl Session {
         if let Some((_, sender)) = self.question.take() {
             let _ = sender.send(approval);
         }
+        self.view.set_notice(None);
         self.view.answered(said);
     }
 
@@ -577,9 +593,6 @@ impl Session {
     }
 
     async fn on_key_action(&mut self, key: &KeyEvent) -> Option<Outcome> {
-        let now = Instant::now();
-        let answerable = self.view.answerable(now);
-        self.view.key_pressed(now);
         let focus = self.view.focus();
         let act = action(
             key,
@@ -587,6 +600,11 @@ impl Session {
             self.view.editor.is_empty(),
             self.view.asking_unconfined(),
         );
+        let now = Instant::now();
+        let answerable = self.view.answerable(now);
+        if act != Action::Ignore {
+            self.view.key_pressed(now);
+        }
         if !matches!(act, Action::Escape | Action::Ignore) {
             self.view.disarm_escape();
         }
@@ -634,6 +652,10 @@ impl Session {
             )
             && !answerable
         {
+            self.view.set_notice(Some(
+                "that key came with others or as the question appeared: press it again to answer"
+                    .into(),
+            ));
             return None;
         }
         match act {

@@ -502,18 +502,8 @@ fn the_screen_waits_for_no_mcp_server_and_the_first_request_waits_for_it() {
     if !available() {
         return;
     }
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../keel-mcp/tests/fixtures/changing-mcp-server.mjs");
     let scenario = serde_json::json!({"steps": [{"say": "hello"}]}).to_string();
-    let (home, mock) = scripted("chat", &scenario, "");
-    let outside = tempfile::tempdir().unwrap();
-    let gate = outside.path().join("gate");
-    home.append_config(&format!(
-        // Unconfined: the gate lives in a temporary directory its sandbox keeps read-only.
-        "[mcp_servers.late]\ncommand = \"node\"\nargs = [\"{}\", \"late\", \"{}\"]\nsandbox = \"off\"\n",
-        script.display(),
-        gate.display()
-    ));
+    let (home, mock, outside, gate) = with_late_server(&scenario);
     let launched = std::time::Instant::now();
     let tmux = Tmux::start(&home, &home.path(), &[], (90, 30));
     // The server is asked to start but does not answer: the screen is up all the same, well
@@ -544,4 +534,70 @@ fn the_screen_waits_for_no_mcp_server_and_the_first_request_waits_for_it() {
     tmux.wait_for("hello");
     let request = mock.requests()[0]["body"].as_str().unwrap().to_string();
     assert!(request.contains("mcp__late__grow"), "{request}");
+}
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_node),
+    ignore = "needs node on PATH (.ci/run installs it)"
+)]
+fn a_session_reopened_stops_the_servers_of_the_one_it_replaces() {
+    if !available() {
+        return;
+    }
+    let (home, _mock, outside, gate) = with_late_server(r#"{"steps": []}"#);
+    let tmux = Tmux::start(&home, &home.path(), &[], (90, 30));
+    tmux.wait_for("mock-model · ask");
+    // Below the 20 s a server has to start: a server stopped only by that timeout fails here.
+    let until = |what: &str, test: &dyn Fn() -> bool| {
+        let started = std::time::Instant::now();
+        while !test() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "still waiting until {what}: {}",
+                tmux.screen()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    until("the server is started", &|| {
+        outside.path().join("gate.asked").exists()
+    });
+    let first = common::pid_of(gate.to_str().unwrap());
+    // The session again (`/resume` of itself): a new controller, and a new hub.
+    let screen = tmux.screen();
+    let id = screen
+        .split("session ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap();
+    tmux.type_text(&format!("/resume {id}"));
+    tmux.press(&["Enter"]);
+    until("the first session's server is stopped", &|| {
+        common::process_gone(&first)
+    });
+}
+
+/// A home scripted with `scenario` whose config declares the `late` MCP server: it answers
+/// `initialize` only once the returned gate path exists (in the returned directory).
+fn with_late_server(
+    scenario: &str,
+) -> (
+    common::Home,
+    common::MockProcess,
+    tempfile::TempDir,
+    std::path::PathBuf,
+) {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../keel-mcp/tests/fixtures/changing-mcp-server.mjs");
+    let (home, mock) = scripted("chat", scenario, "");
+    let outside = tempfile::tempdir().unwrap();
+    let gate = outside.path().join("gate");
+    home.append_config(&format!(
+        // Unconfined: the gate lives in a temporary directory its sandbox keeps read-only.
+        "[mcp_servers.late]\ncommand = \"node\"\nargs = [\"{}\", \"late\", \"{}\"]\nsandbox = \"off\"\n",
+        script.display(),
+        gate.display()
+    ));
+    (home, mock, outside, gate)
 }

@@ -11,7 +11,7 @@
 //!   requests always offer the same tools.
 //! - Tools are listed by server, then tool name (`server` documents how each list is built).
 //! - Dropping a call (a timeout, a cancelled turn) cancels it at the server: the SDK sends
-//!   `notifications/cancelled`.
+//!   `notifications/cancelled`. Dropping the hub stops a server still starting.
 
 use crate::config::ServerConfig;
 use crate::result::to_output;
@@ -88,6 +88,24 @@ impl Server {
     }
 }
 
+/// Counts a server's first start as settled when dropped: after `settle`, or when its start
+/// task ended any other way (a panic), then with the server marked failed.
+struct Settling {
+    server: Arc<Server>,
+    count: Arc<tokio::sync::watch::Sender<usize>>,
+}
+
+impl Drop for Settling {
+    fn drop(&mut self) {
+        if self.server.read().starting {
+            self.server
+                .settle(Started::Failed("its start failed inside keel".into()));
+        }
+        self.count
+            .send_modify(|count| *count = count.saturating_sub(1));
+    }
+}
+
 /// The MCP servers of a session.
 pub struct McpHub {
     servers: Vec<Arc<Server>>,
@@ -99,6 +117,17 @@ pub struct McpHub {
     unsettled: tokio::sync::watch::Receiver<usize>,
     /// …and until when the first request waits for them.
     first_deadline: tokio::time::Instant,
+    /// The servers' start tasks: a hub dropped while one still starts (its session was
+    /// replaced) stops it, and the process it started with it.
+    starts: Vec<tokio::task::AbortHandle>,
+}
+
+impl Drop for McpHub {
+    fn drop(&mut self) {
+        for start in &self.starts {
+            start.abort();
+        }
+    }
 }
 
 impl McpHub {
@@ -110,6 +139,7 @@ impl McpHub {
             _sandbox: None,
             unsettled: tokio::sync::watch::channel(0).1,
             first_deadline: tokio::time::Instant::now(),
+            starts: Vec::new(),
         }
     }
 
@@ -154,18 +184,24 @@ impl McpHub {
             })
             .collect();
         let (count, unsettled) = tokio::sync::watch::channel(servers.len());
+        let mut starts = Vec::with_capacity(servers.len());
         let count = Arc::new(count);
         for server in &servers {
-            let (server, options, count) = (server.clone(), options.clone(), count.clone());
-            tokio::spawn(async move {
+            let (options, server) = (options.clone(), server.clone());
+            let settling = Settling {
+                server: server.clone(),
+                count: count.clone(),
+            };
+            let task = tokio::spawn(async move {
                 let listener = Listener {
                     changed: server.changed.clone(),
                     group: Arc::default(),
                 };
                 let started = start(&server.config, &options, listener).await;
                 server.settle(started);
-                count.send_modify(|count| *count = count.saturating_sub(1));
+                drop(settling);
             });
+            starts.push(task.abort_handle());
         }
         McpHub {
             servers,
@@ -173,6 +209,7 @@ impl McpHub {
             _sandbox: options.sandbox.clone(),
             unsettled,
             first_deadline,
+            starts,
         }
     }
 

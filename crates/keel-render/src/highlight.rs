@@ -556,6 +556,20 @@ mod tests {
                 "const a = `x${1 + /* c */ 2}`;\nfunction g() { return 'y' }\n",
             ),
             ("rust", "/* open\n comment */ fn f() -> u8 { b'x' }\n"),
+            ("ts", "let x: Map<string, number> = new Map(); // c\n"),
+            ("tsx", "const a = <div className=\"x\">{1}</div>;\n"),
+            ("json", "{\"a\": [1, {\"b\": \"c\"}], \"d\": null}\n"),
+            (
+                "go",
+                "func f(s string) error {\n\treturn fmt.Errorf(`x %s`, s)\n}\n",
+            ),
+            (
+                "c",
+                "#include <stdio.h>\nint main(void) { printf(\"%d\", 1); }\n",
+            ),
+            ("cpp", "template <typename T> class A { T x; };\n"),
+            ("toml", "[a.b]\nc = [1, \"d\"] # e\n"),
+            ("yaml", "a:\n  - b: 'c'\n  - d # e\n"),
         ];
         for (language, code) in blocks {
             let mut reused = Highlighter::new(Some(language));

@@ -5,8 +5,9 @@
 //!   have closed, and that does not hold the last line (which may still grow), is highlighted
 //!   and wrapped once and kept. Only the open chunk is rendered again on each update, so an
 //!   update costs at most a chunk, not the block.
-//! - The rows are exactly `code_lines` of the same text at the same width; a new width (or a
-//!   text that is not the old one grown) renders the block again from its start.
+//! - The rows are exactly `code_lines` of the same text at the same width, for a text that only
+//!   grows; a new width, or a text shorter than the kept chunks, renders the block again from
+//!   its start.
 
 use crate::highlight::{Highlighter, chunk_end};
 use crate::style::Line;
