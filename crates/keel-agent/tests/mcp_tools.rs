@@ -40,15 +40,35 @@ fn late_server(gate: &Path) -> ServerConfig {
     late
 }
 
-/// A model that says "one", a directory, and a gate path in it (not created).
-async fn saying_one() -> (MockServer, tempfile::TempDir, std::path::PathBuf) {
+/// A new session, opened as soon as its one server (the late one, its gate closed) was
+/// launched, against a model that says "one".
+struct LateSession {
+    server: MockServer,
+    gate: std::path::PathBuf,
+    controller: keel_agent::Controller,
+    _host: keel_agent::Host,
+    _dir: tempfile::TempDir,
+}
+
+async fn late_session() -> LateSession {
     let scenario = Scenario::parse(r#"{"steps": [{"say": "one"}]}"#).unwrap();
     let server = MockServer::start(([127, 0, 0, 1], 0).into(), scenario)
         .await
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let gate = dir.path().join("gate");
-    (server, dir, gate)
+    let hub = McpHub::launch(vec![late_server(&gate)], &start_options(dir.path()));
+    let mut settings = settings_for(&server.base_url(), dir.path());
+    settings.mcp = Arc::new(hub);
+    let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
+    let controller = open(&host, SessionChoice::New, settings);
+    LateSession {
+        server,
+        gate,
+        controller,
+        _host: host,
+        _dir: dir,
+    }
 }
 
 /// Servers started for `workspace`, 20 s to start, nothing of keel's environment passed on.
@@ -142,12 +162,13 @@ async fn a_changed_tool_list_changes_the_prefix_only_at_the_next_turn_and_says_s
 )]
 async fn a_session_opened_before_its_server_is_up_offers_its_tools_from_the_first_request() {
     require_node();
-    let (server, dir, gate) = saying_one().await;
-    let hub = McpHub::launch(vec![late_server(&gate)], &start_options(dir.path()));
-    let mut settings = settings_for(&server.base_url(), dir.path());
-    settings.mcp = Arc::new(hub);
-    let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
-    let controller = open(&host, SessionChoice::New, settings);
+    let LateSession {
+        server,
+        gate,
+        controller,
+        _host,
+        _dir,
+    } = late_session().await;
     let mut events = controller.subscribe();
     let opener = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -176,12 +197,13 @@ async fn a_session_opened_before_its_server_is_up_offers_its_tools_from_the_firs
 async fn a_cancel_ends_the_wait_for_a_starting_server() {
     require_node();
     // The gate is never opened.
-    let (server, dir, gate) = saying_one().await;
-    let hub = McpHub::launch(vec![late_server(&gate)], &start_options(dir.path()));
-    let mut settings = settings_for(&server.base_url(), dir.path());
-    settings.mcp = Arc::new(hub);
-    let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
-    let controller = open(&host, SessionChoice::New, settings);
+    let LateSession {
+        server,
+        controller,
+        _host,
+        _dir,
+        ..
+    } = late_session().await;
     let canceller = {
         let controller = controller.clone();
         tokio::spawn(async move {

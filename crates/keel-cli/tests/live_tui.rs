@@ -1,5 +1,6 @@
 //! The live TUI (`keel` on a terminal), end to end under tmux against `keel mock`: what a person
 //! sees, typed at with real keys.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
