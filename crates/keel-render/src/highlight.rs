@@ -26,6 +26,9 @@ pub(crate) enum Kind {
     Keyword,
     Function,
     Type,
+    /// A line a diff adds, or removes.
+    Inserted,
+    Deleted,
 }
 
 impl Kind {
@@ -38,6 +41,8 @@ impl Kind {
             Kind::Keyword => Style::fg(Color::Magenta),
             Kind::Function => Style::fg(Color::Blue),
             Kind::Type => Style::fg(Color::Cyan),
+            Kind::Inserted => Style::fg(Color::Green),
+            Kind::Deleted => Style::fg(Color::Red),
         }
     }
 
@@ -51,6 +56,8 @@ impl Kind {
             Kind::Keyword => Some("hl-keyword"),
             Kind::Function => Some("hl-function"),
             Kind::Type => Some("hl-type"),
+            Kind::Inserted => Some("hl-inserted"),
+            Kind::Deleted => Some("hl-deleted"),
         }
     }
 }
@@ -116,8 +123,35 @@ fn grammar_for(language: &str) -> Option<Language> {
     Some(grammar.into())
 }
 
+/// Whether a fence's language names a unified diff (coloured line by line, no grammar).
+fn is_diff(language: &str) -> bool {
+    matches!(
+        language.trim().to_ascii_lowercase().as_str(),
+        "diff" | "patch" | "udiff"
+    )
+}
+
+/// The kind of a unified diff's line, from how it starts.
+fn diff_line(line: &str) -> Kind {
+    if line.starts_with("+++ ") || line.starts_with("--- ") {
+        Kind::Keyword
+    } else if line.starts_with("@@") {
+        Kind::Function
+    } else if line.starts_with('+') {
+        Kind::Inserted
+    } else if line.starts_with('-') {
+        Kind::Deleted
+    } else if line.starts_with("diff ") || line.starts_with("index ") {
+        Kind::Comment
+    } else {
+        Kind::Plain
+    }
+}
+
 /// Parses a block's chunks in one language.
 pub(crate) struct Highlighter {
+    /// A unified diff: each line by its first characters.
+    diff: bool,
     /// `None`: no language, an unknown one, or a grammar the parser refused.
     parser: Option<Parser>,
     /// The last chunk parsed and its tree: a chunk that only grew since (the open chunk of a
@@ -132,7 +166,11 @@ impl Highlighter {
             let mut parser = Parser::new();
             parser.set_language(&grammar).ok().map(|()| parser)
         });
-        Highlighter { parser, last: None }
+        Highlighter {
+            diff: language.is_some_and(is_diff),
+            parser,
+            last: None,
+        }
     }
 
     /// The tokens of each of `lines`, parsed together as one chunk.
@@ -143,6 +181,12 @@ impl Highlighter {
                 .map(|line| vec![(Kind::Plain, (*line).to_string())])
                 .collect()
         };
+        if self.diff {
+            return lines
+                .iter()
+                .map(|line| vec![(diff_line(line), (*line).to_string())])
+                .collect();
+        }
         let bytes: usize = lines.iter().map(|line| line.len() + 1).sum();
         let Some(parser) = self.parser.as_mut().filter(|_| bytes <= MAX_CHUNK_BYTES) else {
             return plain();
@@ -518,6 +562,38 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_diff_is_coloured_line_by_line() {
+        let lines = [
+            "diff --git a/x b/x",
+            "--- a/x",
+            "+++ b/x",
+            "@@ -1,2 +1,2 @@",
+            " same",
+            "-old",
+            "+new",
+        ];
+        let kinds: Vec<Kind> = highlight_lines(Some("diff"), &lines)
+            .into_iter()
+            .map(|tokens| {
+                assert_eq!(tokens.len(), 1);
+                tokens[0].0
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                Kind::Comment,
+                Kind::Keyword,
+                Kind::Keyword,
+                Kind::Function,
+                Kind::Plain,
+                Kind::Deleted,
+                Kind::Inserted
+            ]
+        );
     }
 
     #[test]
