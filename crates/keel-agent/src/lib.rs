@@ -11,6 +11,7 @@
 //! - Events reach every subscriber in one order; all but the streaming deltas are also indexed
 //!   in the store for replay.
 
+mod admitted;
 mod approval;
 mod call;
 mod compaction;
@@ -30,6 +31,7 @@ mod turn;
 mod turn_run;
 mod unconfined;
 
+pub use admitted::AdmittedTurn;
 pub use approval::{Approval, ApprovalRequest, Approver, HeadlessApprover, LONGEST_NOTE};
 pub use confinement::SandboxSetup;
 pub use host::{Host, Transcript};
@@ -47,7 +49,7 @@ use keel_llm::client::HttpClient;
 use keel_llm::{KeySource, ProviderProfile};
 use keel_store::{Lease, Store};
 use keel_tools::{PermissionMode, PermissionPolicy, ToolContext, ToolRegistry, WorkspaceGuard};
-use keel_types::{Event, EventBody, FailureDiagnostic, Item};
+use keel_types::{Event, EventBody, Item};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -271,7 +273,6 @@ impl Controller {
             loaded.meter.rejected(tokens);
         }
         loaded.mcp_tools = settings.mcp.specs();
-        loaded.mcp_opening = true;
         let guard =
             WorkspaceGuard::new(&settings.workspace, &settings.extra_dirs).map_err(|source| {
                 AgentError::Workspace {
@@ -732,71 +733,6 @@ impl Shared {
             event.id = self.store.append_event(&event).ok();
         }
         subscribers.retain(|subscriber| subscriber.deliver(&event));
-    }
-}
-
-/// A turn that was admitted and holds its session until it has run.
-pub struct AdmittedTurn {
-    shared: Arc<Shared>,
-    state: tokio::sync::OwnedMutexGuard<SessionState>,
-    input: turn_run::TurnInput,
-    /// The generation current at admission: a cancel after it cancels this turn.
-    generation: u64,
-}
-
-impl AdmittedTurn {
-    /// Run the turn to its end. Every turn ends with `turn/completed` or `turn/failed`, even
-    /// one that stops on an error or a bug (a panic is caught here and the turn fails; the
-    /// session stays usable and its history is what was committed).
-    pub async fn run(self) -> Result<TurnOutcome, AgentError> {
-        use futures_util::FutureExt;
-        let AdmittedTurn {
-            shared,
-            mut state,
-            input,
-            generation,
-        } = self;
-        let before = state.last_turn;
-        let ran =
-            std::panic::AssertUnwindSafe(turn::run_turn(&shared, &mut state, input, generation))
-                .catch_unwind()
-                .await;
-        // The number `run_turn` gave this turn (it may not have got that far).
-        let turn = state.last_turn.max(before + 1);
-        state.last_turn = turn;
-        let internal = |what: &str| {
-            FailureDiagnostic::with_message(
-                keel_types::FailureKind::Unknown,
-                None,
-                format!("keel stopped the turn: {what}; the history committed so far is kept"),
-            )
-        };
-        match ran {
-            Ok(Ok(outcome)) => {
-                if let TurnOutcome::Completed { usage, .. } = &outcome {
-                    shared.lock_usage().add(usage);
-                }
-                Ok(outcome)
-            }
-            Ok(Err(error)) => {
-                let diagnostic = internal(&error.to_string());
-                shared.emit(Some(turn), EventBody::TurnFailed { diagnostic });
-                Err(error)
-            }
-            Err(_panic) => {
-                let diagnostic = internal("an internal error (a bug in keel)");
-                shared.emit(
-                    Some(turn),
-                    EventBody::TurnFailed {
-                        diagnostic: diagnostic.clone(),
-                    },
-                );
-                Ok(TurnOutcome::Failed {
-                    diagnostic,
-                    recovery_id: None,
-                })
-            }
-        }
     }
 }
 

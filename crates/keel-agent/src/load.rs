@@ -86,7 +86,8 @@ pub fn load_session(store: &Store, session: &str) -> Result<SessionState, AgentE
         spent: Default::default(),
         meter: Default::default(),
         mcp_tools: Vec::new(),
-        mcp_opening: false,
+        // Loaded when a session opens: no boundary has passed in this process.
+        mcp_opening: true,
         interrupted: false,
     })
 }

@@ -148,12 +148,18 @@ fn diff_line(line: &str) -> Kind {
     }
 }
 
+/// How a block's lines get their kinds.
+enum Mode {
+    /// No language, an unknown one, or a grammar the parser refused.
+    Plain,
+    /// A unified diff: each line by its first characters.
+    Diff,
+    Parsed(Parser),
+}
+
 /// Parses a block's chunks in one language.
 pub(crate) struct Highlighter {
-    /// A unified diff: each line by its first characters.
-    diff: bool,
-    /// `None`: no language, an unknown one, or a grammar the parser refused.
-    parser: Option<Parser>,
+    mode: Mode,
     /// The last chunk parsed and its tree: a chunk that only grew since (the open chunk of a
     /// streaming block) is parsed again from it, re-reading only what changed.
     last: Option<(String, Tree)>,
@@ -162,15 +168,17 @@ pub(crate) struct Highlighter {
 impl Highlighter {
     /// For a block in `language` (`None` or unknown: plain text).
     pub(crate) fn new(language: Option<&str>) -> Highlighter {
-        let parser = language.and_then(grammar_for).and_then(|grammar| {
-            let mut parser = Parser::new();
-            parser.set_language(&grammar).ok().map(|()| parser)
-        });
-        Highlighter {
-            diff: language.is_some_and(is_diff),
-            parser,
-            last: None,
-        }
+        let mode = match language {
+            Some(language) if is_diff(language) => Mode::Diff,
+            Some(language) => grammar_for(language)
+                .and_then(|grammar| {
+                    let mut parser = Parser::new();
+                    parser.set_language(&grammar).ok().map(|()| parser)
+                })
+                .map_or(Mode::Plain, Mode::Parsed),
+            None => Mode::Plain,
+        };
+        Highlighter { mode, last: None }
     }
 
     /// The tokens of each of `lines`, parsed together as one chunk.
@@ -181,15 +189,16 @@ impl Highlighter {
                 .map(|line| vec![(Kind::Plain, (*line).to_string())])
                 .collect()
         };
-        if self.diff {
-            return lines
-                .iter()
-                .map(|line| vec![(diff_line(line), (*line).to_string())])
-                .collect();
-        }
         let bytes: usize = lines.iter().map(|line| line.len() + 1).sum();
-        let Some(parser) = self.parser.as_mut().filter(|_| bytes <= MAX_CHUNK_BYTES) else {
-            return plain();
+        let parser = match &mut self.mode {
+            Mode::Diff => {
+                return lines
+                    .iter()
+                    .map(|line| vec![(diff_line(line), (*line).to_string())])
+                    .collect();
+            }
+            Mode::Parsed(parser) if bytes <= MAX_CHUNK_BYTES => parser,
+            Mode::Parsed(_) | Mode::Plain => return plain(),
         };
         let mut text = String::with_capacity(bytes);
         for line in lines {

@@ -1,0 +1,77 @@
+//! A turn admitted by `Controller::begin`, run to its end.
+//!
+//! Invariants:
+//! - It holds its session's state for as long as it runs: one turn at a time per session.
+//! - Every turn ends with `turn/completed` or `turn/failed`, even one that stops on an error
+//!   or a panic (caught here); the history is what was committed.
+
+use crate::turn::{self, TurnOutcome};
+use crate::turn_run::TurnInput;
+use crate::{AgentError, SessionState, Shared};
+use keel_types::{EventBody, FailureDiagnostic};
+use std::sync::Arc;
+
+/// A turn that was admitted and holds its session until it has run.
+pub struct AdmittedTurn {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) state: tokio::sync::OwnedMutexGuard<SessionState>,
+    pub(crate) input: TurnInput,
+    /// The generation current at admission: a cancel after it cancels this turn.
+    pub(crate) generation: u64,
+}
+
+impl AdmittedTurn {
+    /// Run the turn to its end. Every turn ends with `turn/completed` or `turn/failed`, even
+    /// one that stops on an error or a bug (a panic is caught here and the turn fails; the
+    /// session stays usable and its history is what was committed).
+    pub async fn run(self) -> Result<TurnOutcome, AgentError> {
+        use futures_util::FutureExt;
+        let AdmittedTurn {
+            shared,
+            mut state,
+            input,
+            generation,
+        } = self;
+        let before = state.last_turn;
+        let ran =
+            std::panic::AssertUnwindSafe(turn::run_turn(&shared, &mut state, input, generation))
+                .catch_unwind()
+                .await;
+        // The number `run_turn` gave this turn (it may not have got that far).
+        let turn = state.last_turn.max(before + 1);
+        state.last_turn = turn;
+        let internal = |what: &str| {
+            FailureDiagnostic::with_message(
+                keel_types::FailureKind::Unknown,
+                None,
+                format!("keel stopped the turn: {what}; the history committed so far is kept"),
+            )
+        };
+        match ran {
+            Ok(Ok(outcome)) => {
+                if let TurnOutcome::Completed { usage, .. } = &outcome {
+                    shared.lock_usage().add(usage);
+                }
+                Ok(outcome)
+            }
+            Ok(Err(error)) => {
+                let diagnostic = internal(&error.to_string());
+                shared.emit(Some(turn), EventBody::TurnFailed { diagnostic });
+                Err(error)
+            }
+            Err(_panic) => {
+                let diagnostic = internal("an internal error (a bug in keel)");
+                shared.emit(
+                    Some(turn),
+                    EventBody::TurnFailed {
+                        diagnostic: diagnostic.clone(),
+                    },
+                );
+                Ok(TurnOutcome::Failed {
+                    diagnostic,
+                    recovery_id: None,
+                })
+            }
+        }
+    }
+}
