@@ -406,6 +406,7 @@ impl Agent {
                 usage.starts_with("/recover-context")
                     || usage.starts_with("/continue-checks")
                     || usage.starts_with("/compact")
+                    || usage.starts_with("/init")
             })
             .map(|(usage, what)| {
                 let name = usage
@@ -656,7 +657,7 @@ fn prompt_input(params: &Value) -> Result<Input, RpcError> {
             Line::Input(input) => Ok(input),
             Line::Empty => Err(RpcError::invalid_params("the prompt is empty")),
             Line::Command(_) | Line::Unknown(_) => Err(RpcError::invalid_params(
-                "this slash command is for the terminal; keel acp knows /recover-context, /continue-checks and /compact",
+                "this slash command is for the terminal; keel acp knows /recover-context, /continue-checks, /compact and /init",
             )),
         },
     }

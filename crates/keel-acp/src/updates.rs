@@ -331,6 +331,8 @@ pub fn replay(workspace: &Path, items: &[Item], receipts: &[ToolReceipt]) -> Vec
         match item {
             Item::User { text } => updates.push(chunk("user_message_chunk", text)),
             Item::Summary(summary) => updates.push(chunk("agent_thought_chunk", &summary.text)),
+            // keel's own context block, not a message of the conversation.
+            Item::Context(_) => {}
             Item::Assistant(assistant) => {
                 for part in &assistant.parts {
                     match part {

@@ -146,6 +146,7 @@ fn settings() -> AgentSettings {
         mcp: Arc::new(keel_mcp::McpHub::empty()),
         untrusted: Vec::new(),
         sandbox: None,
+        context: Default::default(),
     }
 }
 

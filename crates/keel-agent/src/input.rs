@@ -52,7 +52,21 @@ pub enum SurfaceCommand {
     Mcp,
     /// `/transcript`: every answer, tool output and reasoning block of the session.
     Transcript,
+    /// `/context`: the session's project instructions (which files, how many tokens).
+    Context,
+    /// `/reload-context`: read the instruction files and the environment again.
+    ReloadContext,
 }
+
+/// The prompt `/init` sends: a survey of the repository and a starter `AGENTS.md`, written
+/// through the file tools like any other write (so approved like any other).
+pub const INIT_PROMPT: &str = "Survey this repository and write a starter AGENTS.md at the \
+     workspace root: the instructions a coding agent needs to work here. Look with read-only \
+     tools first (the layout, the README, the build and test setup, CI files, the style of the \
+     code). Keep it short and concrete: what the project is, how to build, test and lint it \
+     (exact commands), where things are, the conventions a change must follow, and what to \
+     avoid. If AGENTS.md exists already, improve it instead of starting over and keep what is \
+     still right. Write only that file.";
 
 /// What a typed line means.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,7 +81,7 @@ pub enum Line {
 }
 
 /// The slash commands, for help texts and editor completion.
-pub const SLASH_COMMANDS: [(&str, &str); 11] = [
+pub const SLASH_COMMANDS: [(&str, &str); 14] = [
     ("/help", "this list"),
     (
         "/model [PROVIDER/ID]",
@@ -77,6 +91,18 @@ pub const SLASH_COMMANDS: [(&str, &str); 11] = [
     ("/resume ID", "continue another session"),
     ("/cost", "tokens used in this session so far"),
     ("/mcp", "the MCP servers of this session and their tools"),
+    (
+        "/context",
+        "the project instructions the model was given (files, tokens)",
+    ),
+    (
+        "/init [guidance]",
+        "survey the repository and write a starter AGENTS.md (approved like any write)",
+    ),
+    (
+        "/reload-context",
+        "read AGENTS.md and the environment again (the prompt prefix changes once)",
+    ),
     (
         "/transcript",
         "every answer, tool output and reasoning of the session (Ctrl-T)",
@@ -124,12 +150,19 @@ impl Line {
                 recovery_id: None,
                 focus: (!rest.is_empty()).then(|| rest.to_string()),
             }),
+            "/init" => Line::Input(Input::Prompt(if rest.is_empty() {
+                INIT_PROMPT.to_string()
+            } else {
+                format!("{INIT_PROMPT}\n\nUser guidance: {rest}")
+            })),
             "/help" => Line::Command(SurfaceCommand::Help),
             "/quit" | "/exit" => Line::Command(SurfaceCommand::Quit),
             "/cost" => Line::Command(SurfaceCommand::Cost),
             "/sessions" => Line::Command(SurfaceCommand::Sessions),
             "/mcp" => Line::Command(SurfaceCommand::Mcp),
             "/transcript" => Line::Command(SurfaceCommand::Transcript),
+            "/context" => Line::Command(SurfaceCommand::Context),
+            "/reload-context" => Line::Command(SurfaceCommand::ReloadContext),
             "/model" => Line::Command(SurfaceCommand::Model(first)),
             "/resume" => Line::Command(SurfaceCommand::Resume(first)),
             other => Line::Unknown(other.to_string()),
@@ -185,6 +218,16 @@ mod tests {
             Line::Command(SurfaceCommand::Model(Some("deepseek/x".into())))
         );
         assert_eq!(Line::parse("/exit"), Line::Command(SurfaceCommand::Quit));
+        assert_eq!(
+            Line::parse("/init"),
+            Line::Input(Input::Prompt(INIT_PROMPT.into()))
+        );
+        assert_eq!(
+            Line::parse("/init mention the fuzz targets"),
+            Line::Input(Input::Prompt(format!(
+                "{INIT_PROMPT}\n\nUser guidance: mention the fuzz targets"
+            )))
+        );
         assert_eq!(
             Line::parse("/frobnicate now"),
             Line::Unknown("/frobnicate".into())

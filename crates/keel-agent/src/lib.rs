@@ -23,6 +23,7 @@ mod input;
 mod leftovers;
 mod load;
 mod progress;
+mod project_context;
 mod prompt;
 mod recovery;
 mod subscribers;
@@ -35,9 +36,12 @@ pub use admitted::AdmittedTurn;
 pub use approval::{Approval, ApprovalRequest, Approver, HeadlessApprover, LONGEST_NOTE};
 pub use confinement::SandboxSetup;
 pub use host::{Host, Transcript};
-pub use input::{Input, Line, SLASH_COMMANDS, SurfaceCommand};
+pub use input::{INIT_PROMPT, Input, Line, SLASH_COMMANDS, SurfaceCommand};
 pub use keel_store::{RevisionInfo, SessionInfo, StoreError, StoredItem};
-pub use prompt::system_prompt;
+pub use project_context::{
+    ContextReport, ContextSettings, DEFAULT_INSTRUCTION_BYTES, Reloaded, instruction_paths,
+};
+pub use prompt::SYSTEM_PROMPT;
 pub use recovery::readiness::Readiness;
 pub use recovery::record::{RecordState, RecoveryRecord, StoredRecord};
 /// How a stored recovery record is read and written (the fuzz targets check both).
@@ -79,6 +83,8 @@ pub struct AgentSettings {
     pub untrusted: Vec<keel_types::IgnoredSetting>,
     /// How commands are confined (`None`: unconfined, as in tests of the engine alone).
     pub sandbox: Option<SandboxSetup>,
+    /// Where the session's project instructions come from.
+    pub context: ContextSettings,
 }
 
 pub enum SessionChoice {
@@ -168,6 +174,9 @@ pub(crate) struct SessionState {
     /// The person stopped the model's last answer while it streamed: the next prompt tells
     /// the model so, inside its user item (this process only).
     pub interrupted: bool,
+    /// The context block read when the session opened without one: committed with the next
+    /// user item.
+    pub pending_context: Option<keel_types::ContextBlock>,
 }
 
 impl SessionState {
@@ -315,6 +324,14 @@ impl Controller {
             })),
             ..ToolContext::new(guard)
         };
+        if !loaded
+            .history
+            .iter()
+            .any(|item| matches!(item, Item::Context(_)))
+        {
+            let block = project_context::read(&settings, &tool_context, settings.policy.mode);
+            loaded.pending_context = Some(block);
+        }
         let permission = Mutex::new(ModeState {
             now: settings.policy.mode,
             told: settings.policy.mode,
@@ -646,12 +663,11 @@ impl Shared {
         // Built-in tools first, then the turn's MCP tools by server and name: a stable order.
         let mut specs = self.registry.specs();
         specs.extend_from_slice(mcp_tools);
-        let system = system_prompt(&settings.workspace);
         keel_llm::project(
             &settings.profile,
             &keel_llm::ProjectionInput {
                 model: &settings.model,
-                system: &system,
+                system: SYSTEM_PROMPT,
                 tools: &specs,
                 history,
             },

@@ -89,6 +89,7 @@ pub fn load_session(store: &Store, session: &str) -> Result<SessionState, AgentE
         // Loaded when a session opens: no boundary has passed in this process.
         mcp_opening: true,
         interrupted: false,
+        pending_context: None,
     })
 }
 

@@ -67,7 +67,7 @@ fn last_round_signature(history: &[Item]) -> Option<[u8; 32]> {
                 hasher.update(result.content.as_bytes());
                 hasher.update(b"\0");
             }
-            Item::User { .. } | Item::Summary(_) => return None,
+            Item::User { .. } | Item::Summary(_) | Item::Context(_) => return None,
         }
     }
     Some(hasher.finalize().into())

@@ -266,11 +266,26 @@ fn commit_input(
     } else {
         text
     };
-    let user = Item::User { text };
+    // The session's context block goes first, once: with the first user item, or with the
+    // next one of a session stored before blocks existed (its one named prefix break).
+    let upgraded = state.pending_context.is_some() && !state.history.is_empty();
+    let items: Vec<Item> = state
+        .pending_context
+        .iter()
+        .cloned()
+        .map(Item::Context)
+        .chain([Item::User { text }])
+        .collect();
     shared
         .store
-        .append_items(&shared.session.id, run.turn, std::slice::from_ref(&user))?;
-    state.history.push(user);
+        .append_items(&shared.session.id, run.turn, &items)?;
+    state.pending_context = None;
+    state.history.extend(items);
+    if upgraded {
+        run.emit(EventBody::PrefixChanged {
+            reason: "keel_upgraded".into(),
+        });
+    }
     Ok(())
 }
 

@@ -138,7 +138,11 @@ async fn twenty_sessions_run_at_once_on_one_host() {
     assert_eq!(host.sessions_for_workspace(&workspace).unwrap().len(), 20);
     for controller in &controllers {
         let transcript = host.transcript(&controller.session().id).unwrap();
-        assert_eq!(transcript.items.len(), 4, "each session its own history");
+        assert_eq!(
+            transcript.items.len(),
+            5,
+            "each session its own history (with its context block)"
+        );
     }
     let requests = server.requests();
     assert_eq!(requests.len(), 40);

@@ -294,7 +294,7 @@ mod tests {
     fn commands_complete_from_the_controllers_list() {
         assert_eq!(
             command_candidates("/co"),
-            ["/cost", "/continue-checks", "/compact"]
+            ["/cost", "/context", "/continue-checks", "/compact"]
         );
         assert!(command_candidates("/nope").is_empty());
     }

@@ -29,12 +29,38 @@ pub fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let workspace = settings::workspace(common)?;
     let config = settings::load_config(common, &workspace)?;
     let resolved = config.resolve()?;
+    // The instruction files a session here reads (the same search as the session's).
+    let found = keel_agent::instruction_paths(
+        &workspace,
+        &keel_agent::ContextSettings {
+            instruction_files: resolved.instruction_files.value.clone(),
+            global_dir: Some(settings::keel_home()?),
+            ..Default::default()
+        },
+    );
+    let found: Vec<String> = found
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect();
     if common.json {
         let mut json = ConfigJson::new(&resolved, &EnvKeys);
         json.ignored = config.ignored().iter().map(IgnoredJson::new).collect();
+        json.instructions_found = found;
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         print!("{}", human(&resolved, config.ignored(), &EnvKeys));
+        match found.as_slice() {
+            [] => println!(
+                "\ninstructions: no instruction file here (the names above, in the workspace, \
+                 its parents up to the repository root, or $KEEL_HOME)"
+            ),
+            found => {
+                println!("\ninstructions (the head of each session's first message, in order):");
+                for path in found {
+                    println!("  {}", visible_line(path));
+                }
+            }
+        }
     }
     Ok(Outcome::Completed)
 }
@@ -91,11 +117,14 @@ struct ConfigJson {
     permission_mode: Field<&'static str>,
     max_rounds: Field<u32>,
     compact_at: Field<f64>,
+    instruction_files: Field<Vec<String>>,
     permissions: PermissionsJson,
     sandbox: SandboxJson,
     providers: BTreeMap<String, ProviderJson>,
     /// What the workspace's untrusted project files set and was not applied.
     ignored: Vec<IgnoredJson>,
+    /// The instruction files a session in this workspace reads, in order.
+    instructions_found: Vec<String>,
 }
 
 /// `[sandbox]` as resolved: the mode with its source, the lists as added up over the layers.
@@ -204,6 +233,7 @@ impl ConfigJson {
             permission_mode: field(&resolved.permission_mode, |mode| mode.as_str()),
             max_rounds: field(&resolved.max_rounds, |rounds| *rounds),
             compact_at: field(&resolved.compact_at, |share| *share),
+            instruction_files: field(&resolved.instruction_files, Clone::clone),
             permissions: PermissionsJson {
                 allow: rules(RuleList::Allow),
                 ask: rules(RuleList::Ask),
@@ -226,6 +256,7 @@ impl ConfigJson {
                 })
                 .collect(),
             ignored: Vec::new(),
+            instructions_found: Vec::new(),
         }
     }
 }
@@ -371,6 +402,12 @@ fn general_rows(resolved: &ResolvedConfig) -> Vec<Row> {
         "compact_at",
         &resolved.compact_at,
         ToString::to_string,
+    ));
+    rows.push(Row::new(
+        0,
+        "instruction_files",
+        &resolved.instruction_files,
+        |names| format!("{names:?}"),
     ));
     rows.push(Row::new(
         0,

@@ -106,6 +106,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         mcp: Arc::new(keel_mcp::McpHub::empty()),
         untrusted: Vec::new(),
         sandbox: Some(sandbox.clone()),
+        context: keel_agent::ContextSettings::default(),
     };
     let host = Host::open(&demo_dir.join("state.db"))?;
     let approver = Arc::new(HeadlessApprover { approve_all: true });
@@ -127,6 +128,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         mcp: Arc::new(keel_mcp::McpHub::empty()),
         untrusted: Vec::new(),
         sandbox: Some(sandbox.clone()),
+        context: keel_agent::ContextSettings::default(),
     };
     let second_settings = rebuild(&settings);
     let controller = open(SessionChoice::New, settings)?;

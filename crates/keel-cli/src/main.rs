@@ -10,6 +10,7 @@ mod approval_prompt;
 mod cli;
 mod completion;
 mod config_command;
+mod context_command;
 mod demo;
 mod live_answer;
 mod mcp_command;

@@ -222,6 +222,18 @@ impl Repl {
         if let Some(sandbox) = controller.sandbox_summary() {
             eprintln!("{sandbox}");
         }
+        // Which instructions the model is given (paths are the repository's text: escaped).
+        if let Ok(report) = controller.context_report() {
+            let read: Vec<String> = report
+                .sources
+                .iter()
+                .filter(|source| source.kept > 0)
+                .map(|source| visible_line(&source.path).into_owned())
+                .collect();
+            if !read.is_empty() {
+                eprintln!("instructions {} (/context)", read.join(", "));
+            }
+        }
         eprintln!("/help for commands, Ctrl-D to quit");
     }
 
@@ -328,6 +340,12 @@ impl Repl {
                     }
                 }
             }
+            SurfaceCommand::Context | SurfaceCommand::ReloadContext => match &self.controller {
+                Some(controller) => {
+                    crate::context_command::run(controller, command == SurfaceCommand::Context)
+                }
+                None => eprintln!("no session is open"),
+            },
             SurfaceCommand::Mcp => match &self.controller {
                 Some(controller) => {
                     let statuses = controller.settings().mcp.statuses();

@@ -256,6 +256,11 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         mcp: Arc::new(keel_mcp::McpHub::empty()),
         untrusted: untrusted_settings(&config),
         sandbox: Some(settings::sandbox_setup(&config)?),
+        context: keel_agent::ContextSettings {
+            instruction_files: config.instruction_files()?,
+            global_dir: Some(settings::keel_home()?),
+            max_bytes: keel_agent::DEFAULT_INSTRUCTION_BYTES,
+        },
     };
     let choice = match session {
         Some(session) => SessionChoice::Resume(session.id),

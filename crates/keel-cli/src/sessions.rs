@@ -146,6 +146,14 @@ pub fn show(common: &CommonArgs, id: &str, revision: Option<u64>) -> anyhow::Res
             ),
             Ok(Item::User { text }) => out!("\nyou: {}", visible(text)),
             Ok(Item::Summary(summary)) => out!("\n⟲ {}", visible(&summary.text)),
+            Ok(Item::Context(block)) => out!(
+                "\n⌂ context: {} instruction file(s), environment",
+                block
+                    .sources
+                    .iter()
+                    .filter(|source| source.kept > 0)
+                    .count()
+            ),
             Ok(Item::Assistant(assistant)) => {
                 let text = assistant.text();
                 if !text.is_empty() {

@@ -42,7 +42,8 @@ fn twenty_round_tool_loop_runs_each_effect_once_with_prefix_stable_requests() {
             .iter()
             .all(|r| r["state"] == "completed" && r["tool"] == "bash")
     );
-    assert_eq!(shown["items"].as_array().unwrap().len(), 1 + 20 * 2 + 1);
+    // The context block, the prompt, 20 rounds of a call and its result, the answer.
+    assert_eq!(shown["items"].as_array().unwrap().len(), 1 + 1 + 20 * 2 + 1);
 }
 
 #[test]

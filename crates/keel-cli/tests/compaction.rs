@@ -93,7 +93,9 @@ fn a_200_round_session_in_a_4000_token_window_compacts_and_finishes_with_each_ef
     let revisions = shown["revisions"].as_array().unwrap();
     assert_eq!(revisions.len(), compactions.len() + 1);
     assert_eq!(shown["revision"], revisions.len());
-    assert_eq!(shown["items"][0]["role"], "summary");
+    // The context block is kept verbatim ahead of the summary.
+    assert_eq!(shown["items"][0]["role"], "context");
+    assert_eq!(shown["items"][1]["role"], "summary");
     let receipts = shown["receipts"].as_array().unwrap();
     assert_eq!(receipts.len(), 200, "receipts are untouched by compaction");
     assert!(
@@ -102,7 +104,7 @@ fn a_200_round_session_in_a_4000_token_window_compacts_and_finishes_with_each_ef
             .all(|receipt| receipt["state"] == "completed")
     );
     let first = session_json(&home, &session, &["--revision", "1"]);
-    assert_eq!(first["items"][0]["text"], "run all the rounds");
+    assert_eq!(first["items"][1]["text"], "run all the rounds");
     let text = home.run(&["session", "show", &session]);
     assert!(
         text.stdout().contains("history revisions (this is"),
@@ -125,7 +127,7 @@ fn session_of(run: &Run) -> String {
 #[test]
 fn a_context_limit_rejection_offers_compact_which_compacts_and_finishes_the_task() {
     // keel does not know this model's window: only the provider's rejection tells it.
-    let (home, mock) = scripted("chat", &effects_scenario(30, 2500), "");
+    let (home, mock) = scripted("chat", &effects_scenario(30, 2700), "");
     let failed = home.run(&["run", "--yes", "--json", "run all the rounds"]);
     assert_eq!(failed.code(), 1, "{}", failed.stderr());
     let session = session_of(&failed);
@@ -308,10 +310,11 @@ fn a_crash_during_compaction_leaves_the_old_revision_whole_and_nothing_runs_twic
             revisions,
             "{point}: revisions"
         );
+        assert_eq!(shown["items"][0]["role"], "context", "{point}");
         let head = if revisions == 1 {
-            &shown["items"][0]["text"]
+            &shown["items"][1]["text"]
         } else {
-            &shown["items"][0]["role"]
+            &shown["items"][1]["role"]
         };
         let expected_head = if revisions == 1 {
             "run all the rounds"
@@ -578,7 +581,7 @@ fn an_unknown_outcome_stays_unknown_in_the_summary_and_is_never_rerun() {
     assert!(asked.contains("from keel's receipts"), "{asked}");
     assert!(ledger_line(asked).contains(": unknown"), "{asked}");
     let shown = session_json(&home, &session, &[]);
-    let summary = shown["items"][0].to_string();
+    let summary = shown["items"][1].to_string();
     assert!(summary.contains("everything went fine"), "{summary}");
     assert!(ledger_line(&summary).contains(": unknown"), "{summary}");
     assert_eq!(
@@ -605,7 +608,7 @@ fn a_summary_cut_off_at_the_output_limit_says_so() {
     let session = session_of(&run);
     let compacted = home.run(&["run", "--session", &session, "--yes", "--json", "/compact"]);
     assert_eq!(compacted.code(), 0, "{}", compacted.stderr());
-    let summary = session_json(&home, &session, &[])["items"][0]["text"]
+    let summary = session_json(&home, &session, &[])["items"][1]["text"]
         .as_str()
         .unwrap()
         .to_string();

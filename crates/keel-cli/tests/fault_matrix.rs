@@ -134,7 +134,9 @@ fn run_case(case: &Case) {
         .iter()
         .map(|role| role.as_str().unwrap())
         .collect();
-    assert_eq!(roles, expected_roles, "{label}: history");
+    // Every session starts with its context block (committed with the first prompt).
+    assert_eq!(roles.first(), Some(&"context"), "{label}: history");
+    assert_eq!(roles[1..], expected_roles, "{label}: history");
     // Nothing of a cut answer is stored; a whole one is stored whole.
     let history = shown["items"].to_string();
     assert_eq!(

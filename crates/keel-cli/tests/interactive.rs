@@ -179,7 +179,7 @@ fn an_undecodable_history_item_is_reported_and_the_session_still_shows() {
     let connection = rusqlite::Connection::open(home.path().join("state/keel.db")).unwrap();
     connection
         .execute(
-            "UPDATE items SET item = '{\"role\":\"martian\"}' WHERE revision = 2",
+            "UPDATE items SET item = '{\"role\":\"martian\"}' WHERE revision = 3",
             [],
         )
         .unwrap();
@@ -187,7 +187,7 @@ fn an_undecodable_history_item_is_reported_and_the_session_still_shows() {
     let resumed = home.run(&["run", "--session", &session, "again"]);
     assert_eq!(resumed.code(), 1, "{}", resumed.stderr());
     assert!(
-        resumed.stderr().contains("history item 2 cannot be read"),
+        resumed.stderr().contains("history item 3 cannot be read"),
         "{}",
         resumed.stderr()
     );
@@ -195,7 +195,7 @@ fn an_undecodable_history_item_is_reported_and_the_session_still_shows() {
     assert_eq!(shown.code(), 0);
     assert!(
         shown.stdout().contains("you: hi")
-            && shown.stdout().contains("[history item 2 cannot be read"),
+            && shown.stdout().contains("[history item 3 cannot be read"),
         "{}",
         shown.stdout()
     );

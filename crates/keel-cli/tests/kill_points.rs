@@ -36,37 +36,37 @@ struct Expected {
 const TOOL_ROUND: [Expected; 6] = [
     Expected {
         point: "before_assistant_commit",
-        items: &["user"],
+        items: &["context", "user"],
         receipt: None,
         effect: false,
     },
     Expected {
         point: "after_assistant_commit",
-        items: &["user", "assistant"],
+        items: &["context", "user", "assistant"],
         receipt: Some("not_started"),
         effect: false,
     },
     Expected {
         point: "before_receipt_started",
-        items: &["user", "assistant"],
+        items: &["context", "user", "assistant"],
         receipt: Some("not_started"),
         effect: false,
     },
     Expected {
         point: "after_receipt_started",
-        items: &["user", "assistant"],
+        items: &["context", "user", "assistant"],
         receipt: Some("unknown"),
         effect: false,
     },
     Expected {
         point: "before_result_commit",
-        items: &["user", "assistant"],
+        items: &["context", "user", "assistant"],
         receipt: Some("unknown"),
         effect: true,
     },
     Expected {
         point: "after_result_commit",
-        items: &["user", "assistant", "tool_result"],
+        items: &["context", "user", "assistant", "tool_result"],
         receipt: Some("completed"),
         effect: true,
     },
@@ -107,7 +107,7 @@ fn a_kill_at_each_step_of_a_tool_round_leaves_what_was_committed_and_nothing_rer
         let session = events[0]["session_id"].as_str().unwrap().to_string();
         let shown = session_json(&home, &session, &[]);
         assert_eq!(item_kinds(&shown), expected.items, "{point}: items");
-        assert_eq!(shown["items"][0]["text"], "run it", "{point}");
+        assert_eq!(shown["items"][1]["text"], "run it", "{point}");
         let receipts = shown["receipts"].as_array().unwrap();
         assert_eq!(
             receipts

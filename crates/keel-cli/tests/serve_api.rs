@@ -336,8 +336,9 @@ fn the_context_recovery_is_offered_and_taken_over_http() {
         &format!("/api/sessions/{session}/history"),
         Value::Null,
     );
+    assert_eq!(history["items"][0]["role"], "context");
     assert_eq!(
-        history["items"][0]["role"], "summary",
+        history["items"][1]["role"], "summary",
         "the history is the new revision"
     );
     // The same id again is stale.

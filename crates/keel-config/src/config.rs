@@ -143,6 +143,8 @@ pub struct ResolvedConfig {
     /// The active provider first, then every other provider a file names, by name.
     pub providers: Vec<ResolvedProvider>,
     pub sandbox: crate::sandbox::ResolvedSandbox,
+    /// The names of project instruction files, the first found per directory.
+    pub instruction_files: Sourced<Vec<String>>,
 }
 
 /// The merged configuration: files in precedence order plus overrides.
@@ -364,7 +366,40 @@ impl KeelConfig {
             model,
             providers,
             sandbox: self.sandbox(),
+            instruction_files: self.sourced_instruction_files()?,
         })
+    }
+
+    /// The names of project instruction files (`AGENTS.md`, `CLAUDE.md` unless the user's
+    /// config names others), each a plain file name.
+    pub fn instruction_files(&self) -> Result<Vec<String>, ConfigError> {
+        self.sourced_instruction_files().map(|names| names.value)
+    }
+
+    fn sourced_instruction_files(&self) -> Result<Sourced<Vec<String>>, ConfigError> {
+        let Some((layer, names)) = self
+            .layers
+            .iter()
+            .find_map(|layer| layer.raw.instruction_files.as_ref().map(|v| (layer, v)))
+        else {
+            return Ok(Sourced::default_value(
+                keel_types::DEFAULT_INSTRUCTION_FILES
+                    .map(String::from)
+                    .to_vec(),
+            ));
+        };
+        if let Some(bad) = names.get_ref().iter().find(|name| {
+            name.is_empty() || name.contains(['/', '\\', '\0']) || *name == "." || *name == ".."
+        }) {
+            return Err(layer.error(
+                names.span(),
+                format!(
+                    "{bad:?} is not a file name: each entry names a file looked for in every \
+                     directory (e.g. \"AGENTS.md\")"
+                ),
+            ));
+        }
+        Ok(layer.sourced(names))
     }
 
     /// `[sandbox]` as the layers and `--sandbox` decide.

@@ -33,6 +33,8 @@ pub(crate) struct RawFile {
     pub trust_workspace_mcp: Option<Spanned<bool>>,
     #[serde(default)]
     pub sandbox: RawSandbox,
+    /// The names of project instruction files (user layers only).
+    pub instruction_files: Option<Spanned<Vec<String>>>,
 }
 
 /// `[sandbox]`: how commands are confined (user layers; see `sandbox.rs` for projects).

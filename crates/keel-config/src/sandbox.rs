@@ -88,6 +88,15 @@ pub(crate) fn limit_trusted_project(layer: &mut Layer, user: SandboxMode) -> Vec
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default();
+    // Which files instruct the model is the user's choice, like the sandbox.
+    if let Some(names) = layer.raw.instruction_files.take() {
+        ignored.push(refused(
+            layer,
+            "instruction_files",
+            &names,
+            "which files instruct the model is set in your own config only",
+        ));
+    }
     let RawSandbox {
         mode,
         forbid_read,

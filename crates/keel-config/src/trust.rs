@@ -154,7 +154,9 @@ pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<Ign
         mcp_servers,
         trust_workspace_mcp,
         sandbox,
+        instruction_files,
     } = raw;
+    report.closed("instruction_files", instruction_files);
     // The sandbox is the user's: an untrusted project may not even tighten it (deny and ask
     // rules are how a project tightens what commands run).
     let RawSandbox {
@@ -261,6 +263,7 @@ pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<Ign
         mcp_servers: BTreeMap::new(),
         trust_workspace_mcp: None,
         sandbox: RawSandbox::default(),
+        instruction_files: None,
     };
     (layer, ignored)
 }

@@ -212,6 +212,7 @@ const CASES: &[Case] = &[
     ),
     case("sandbox.mode", "[sandbox]\nmode = \"read-only\"\n", Ignored),
     never("sandbox.mode", "[sandbox]\nmode = \"off\"\n"),
+    never("instruction_files", "instruction_files = [\"README.md\"]\n"),
     case(
         "sandbox.forbid_read",
         "[sandbox]\nforbid_read = [\"~/.kube\"]\n",
@@ -326,7 +327,7 @@ fn effective(config: &KeelConfig) -> String {
         .map(|server| server.name)
         .collect();
     format!(
-        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{servers:?}\n{:?}",
+        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{servers:?}\n{:?}\n{:?}",
         resolved.model,
         resolved.permission_mode,
         resolved.max_rounds,
@@ -335,6 +336,7 @@ fn effective(config: &KeelConfig) -> String {
         resolved.providers,
         config.permission_policy().unwrap(),
         resolved.sandbox.settings,
+        resolved.instruction_files,
     )
 }
 

@@ -357,6 +357,14 @@ function renderHistory(history) {
     if (turn !== null && item.turn !== turn) closeTurn(turn);
     turn = item.turn;
     if (item.role === "user") showUser(item.text);
+    else if (item.role === "context") {
+      // keel's context block (project instructions, the environment): folded, as plain text.
+      const files = (item.sources || []).filter((s) => s.kept > 0).length;
+      const details = el("details", "context-item");
+      details.appendChild(el("summary", "", `project context (${files} instruction file${files === 1 ? "" : "s"}, environment)`));
+      details.appendChild(el("div", "msg", item.text));
+      t.appendChild(details);
+    }
     else if (item.role === "summary") {
       const details = el("details", "summary-item");
       details.appendChild(el("summary", "", `summary of ${item.replaced} earlier messages (compacted)`));

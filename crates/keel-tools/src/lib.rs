@@ -32,7 +32,7 @@ mod specs;
 pub use fetch::{MAX_BODY as WEB_FETCH_MAX_BODY, MAX_REDIRECTS as WEB_FETCH_MAX_REDIRECTS};
 pub use guard::{GuardError, WorkspaceGuard, WriteTarget};
 pub use live::LiveOutput;
-pub use mention::{attachment, mentions, names_something};
+pub use mention::{attachment, instruction_file, mentions, names_something};
 pub use permission::{
     Decision, PermissionMode, PermissionPolicy, PermissionRule, Reach, RuleError,
 };

@@ -49,6 +49,39 @@ pub fn attachment(path: &str, ctx: &ToolContext) -> Option<Result<String, String
     })
 }
 
+/// The bytes of an instruction file (`AGENTS.md` and kin) at `path`, read under the rules of
+/// `read_file` (the sandbox's forbid_read after every link is followed, a regular file only),
+/// at most `cap` of them; and the file's size.
+pub fn instruction_file(
+    path: &std::path::Path,
+    ctx: &ToolContext,
+    cap: u64,
+) -> Result<(Vec<u8>, u64), String> {
+    use std::io::Read;
+    let shown = path.display().to_string();
+    let resolved = ctx
+        .guard
+        .resolve(&shown)
+        .map_err(|error| error.to_string())?;
+    if let Some(refusal) = ctx.read_refusal(&shown, &resolved) {
+        return Err(refusal.content);
+    }
+    if let Some(tree) = crate::special::kernel_tree(&resolved) {
+        return Err(format!(
+            "`{shown}` is in {tree}; keel does not read instructions there"
+        ));
+    }
+    let file =
+        crate::special::open_regular(&resolved, &shown).map_err(|error| error.to_string())?;
+    let size = file.metadata().map(|meta| meta.len()).unwrap_or(0);
+    let mut bytes = Vec::new();
+    file.take(cap)
+        .read_to_end(&mut bytes)
+        .map_err(|error| format!("cannot read `{shown}`: {error}"))?;
+    let size = size.max(bytes.len() as u64);
+    Ok((bytes, size))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

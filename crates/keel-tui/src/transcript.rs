@@ -33,6 +33,13 @@ pub fn transcript_lines<'a>(
                 lines.push(heading("› you", Color::Cyan));
                 lines.extend(wrapped(text, width, Style::PLAIN));
             }
+            Ok(Item::Context(block)) => {
+                lines.push(heading(
+                    "⌂ context: project instructions and environment",
+                    Color::Gray,
+                ));
+                lines.extend(wrapped(&block.text, width, Style::PLAIN.dim()));
+            }
             Ok(Item::Summary(summary)) => {
                 lines.push(heading(
                     "⟲ summary of the earlier conversation",

@@ -23,6 +23,35 @@ pub enum Item {
     ToolResult(ToolResult),
     /// What a compaction left of the earlier conversation; the provider sees it as user text.
     Summary(Summary),
+    /// The session's context block (project instructions and the environment): written once,
+    /// its own item; the provider sees it at the head of the user message that follows it.
+    Context(ContextBlock),
+}
+
+/// Project instructions and the environment, as the model is told them.
+///
+/// Invariant: `text` is exactly what the provider sees; it changes only by `/reload-context`
+/// (a new revision), never in place, so every request of a session keeps its first bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextBlock {
+    pub text: String,
+    /// The instruction files it holds, in the order they appear.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<ContextSource>,
+}
+
+/// The instruction file names looked for when the user's config names none
+/// (`instruction_files`).
+pub const DEFAULT_INSTRUCTION_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
+
+/// One instruction file of a context block.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextSource {
+    pub path: String,
+    /// The file's size when it was read.
+    pub bytes: u64,
+    /// How much of it the block holds (less than `bytes` when it was cut, 0 when left out).
+    pub kept: u64,
 }
 
 /// The first words of the request keel sends to have a conversation summarised (the fake

@@ -23,8 +23,8 @@ pub use approval_view::{ApprovalView, approval_view, is_invisible};
 pub use event::{ContextUse, Event, EventBody, IgnoredSetting, InputKind};
 pub use failure::{DEEPSEEK_CONTEXT_LIMIT_BODY, FailureDiagnostic, FailureKind, SubReason};
 pub use history::{
-    AssistantItem, AssistantPart, COMPACTION_REQUEST_MARKER, FinishReason, Item, ReplayData,
-    Summary, ToolCall, ToolResult,
+    AssistantItem, AssistantPart, COMPACTION_REQUEST_MARKER, ContextBlock, ContextSource,
+    DEFAULT_INSTRUCTION_FILES, FinishReason, Item, ReplayData, Summary, ToolCall, ToolResult,
 };
 pub use protocol::{ReasoningProtocol, WireProtocol};
 pub use receipt::{ReceiptState, ToolReceipt};

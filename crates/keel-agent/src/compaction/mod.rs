@@ -197,8 +197,15 @@ fn plan_for(
         .copied()
         .find(|&start| start > 0 && suffix[start] <= tail_budget)
         .unwrap_or(latest);
-    let worth_summarising =
-        |start: usize| !(start == 0 || matches!(&history[..start], [Item::Summary(_)]));
+    // The context block is kept verbatim ahead of the summary: summarising it alone (or it
+    // and the previous summary) gains nothing.
+    let worth_summarising = |start: usize| {
+        let summarised: Vec<&Item> = history[..start]
+            .iter()
+            .filter(|item| !matches!(item, Item::Context(_)))
+            .collect();
+        !matches!(summarised.as_slice(), [] | [Item::Summary(_)])
+    };
     let Some(tail_start) = [best_fit, latest]
         .into_iter()
         .find(|&start| worth_summarising(start))
@@ -247,7 +254,7 @@ pub(crate) async fn compact(
         .iter()
         .filter_map(|item| match item {
             Item::Assistant(assistant) => Some(assistant.tool_calls()),
-            Item::User { .. } | Item::ToolResult(_) | Item::Summary(_) => None,
+            Item::User { .. } | Item::ToolResult(_) | Item::Summary(_) | Item::Context(_) => None,
         })
         .flatten()
         .map(|call| call.id.as_str())
@@ -312,7 +319,14 @@ pub(crate) async fn compact(
             run.turn
         }
     };
-    let mut rows = vec![(run.turn, summary)];
+    // The context block is written once: a compaction keeps it verbatim, ahead of the summary.
+    let mut rows: Vec<(u64, Item)> = state.history[..plan.tail_start]
+        .iter()
+        .enumerate()
+        .filter(|(_, item)| matches!(item, Item::Context(_)))
+        .map(|(index, item)| (turn_of(index), item.clone()))
+        .collect();
+    rows.push((run.turn, summary));
     rows.extend(
         state.history[plan.tail_start..]
             .iter()

@@ -93,3 +93,33 @@ fn nothing_to_summarise_and_a_tail_too_large_are_told_apart() {
     // Without a known window, only the shape of the history decides.
     assert!(plan_for(&huge_latest, &tokens, 1_000, 0, None).is_ok());
 }
+
+#[test]
+fn the_context_block_alone_is_nothing_to_summarise() {
+    let context = Item::Context(keel_types::ContextBlock {
+        text: "<context from=\"keel\">rules</context>".into(),
+        sources: Vec::new(),
+    });
+    let summary = Item::Summary(Summary {
+        text: "s".into(),
+        replaced: 9,
+        plan: None,
+    });
+    // The block is kept verbatim: "summarising" it (with or without the last summary) frees
+    // nothing.
+    for history in [
+        vec![context.clone(), call("c1"), result("c1")],
+        vec![context.clone(), summary, call("c1"), result("c1")],
+    ] {
+        let tokens = vec![10; history.len()];
+        assert_eq!(
+            plan_for(&history, &tokens, 100, 0, Some(4_000)),
+            Err(CannotCompact::NothingToSummarise),
+            "{history:?}"
+        );
+    }
+    let mut with_rounds = vec![context];
+    with_rounds.extend(rounds(10));
+    let tokens = vec![10; with_rounds.len()];
+    assert!(plan_for(&with_rounds, &tokens, 100, 0, Some(4_000)).is_ok());
+}

@@ -43,7 +43,7 @@ pub fn ledger(receipts: &[ToolReceipt], kept: &BTreeSet<&str>, history: &[Item])
         .iter()
         .filter_map(|item| match item {
             Item::Assistant(assistant) => Some(assistant.tool_calls()),
-            Item::User { .. } | Item::ToolResult(_) | Item::Summary(_) => None,
+            Item::User { .. } | Item::ToolResult(_) | Item::Summary(_) | Item::Context(_) => None,
         })
         .flatten()
         .map(|call| (call.id.as_str(), call.arguments.as_str()))
@@ -204,6 +204,8 @@ fn render(item: &Item) -> String {
     match item {
         Item::User { text } => format!("user: {text}\n"),
         Item::Summary(summary) => format!("summary: {}\n", summary.text),
+        // Kept verbatim ahead of the summary: not summarised.
+        Item::Context(_) => String::new(),
         Item::Assistant(assistant) => {
             let mut block = String::new();
             let text = assistant.text();

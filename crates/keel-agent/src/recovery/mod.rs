@@ -97,7 +97,7 @@ pub fn apply_repair(history: &[Item], boundary: usize, receipts: &[ToolReceipt])
     let mut facts = Vec::new();
     for item in &history[..boundary] {
         match item {
-            Item::User { .. } | Item::Summary(_) => projected.push(item.clone()),
+            Item::User { .. } | Item::Summary(_) | Item::Context(_) => projected.push(item.clone()),
             Item::Assistant(assistant) if assistant.has_tool_calls() => {
                 let text = assistant.text();
                 if !text.is_empty() {
@@ -142,7 +142,11 @@ fn tool_fact(history: &[Item], receipts: &[ToolReceipt], call_id: &str, tool: &s
             Item::ToolResult(result) if result.call_id == call_id && result.name == tool => {
                 Some(result.content.as_str())
             }
-            Item::ToolResult(_) | Item::User { .. } | Item::Assistant(_) | Item::Summary(_) => None,
+            Item::ToolResult(_)
+            | Item::User { .. }
+            | Item::Assistant(_)
+            | Item::Summary(_)
+            | Item::Context(_) => None,
         })
         .next_back()
         .unwrap_or("")

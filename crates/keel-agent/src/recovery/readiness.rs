@@ -101,7 +101,7 @@ pub(crate) fn latest_plan(history: &[Item]) -> Option<String> {
                     .last()
                     .cloned(),
             ),
-            Item::User { .. } | Item::ToolResult(_) | Item::Summary(_) => None,
+            Item::User { .. } | Item::ToolResult(_) | Item::Summary(_) | Item::Context(_) => None,
         })
         .flatten()
         .find(|call| succeeded(&call.id));
@@ -110,7 +110,7 @@ pub(crate) fn latest_plan(history: &[Item]) -> Option<String> {
     }
     history.iter().find_map(|item| match item {
         Item::Summary(summary) => summary.plan.clone(),
-        Item::User { .. } | Item::Assistant(_) | Item::ToolResult(_) => None,
+        Item::User { .. } | Item::Assistant(_) | Item::ToolResult(_) | Item::Context(_) => None,
     })
 }
 

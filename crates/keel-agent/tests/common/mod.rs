@@ -85,6 +85,7 @@ pub fn settings_for(base_url: &str, workspace: &Path) -> AgentSettings {
             home: None,
             referenced_files: Vec::new(),
         }),
+        context: Default::default(),
     }
 }
 

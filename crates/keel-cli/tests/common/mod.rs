@@ -492,7 +492,15 @@ pub fn last_user_message(mock: &MockProcess) -> String {
         serde_json::from_str(requests.last().unwrap()["body"].as_str().unwrap()).unwrap();
     let messages = body["messages"].as_array().unwrap();
     let last = messages.iter().rev().find(|m| m["role"] == "user").unwrap();
-    last["content"].as_str().unwrap().to_string()
+    without_context(last["content"].as_str().unwrap()).to_string()
+}
+
+/// A user message without the session's context block at its head (the first one has it).
+pub fn without_context(message: &str) -> &str {
+    match message.split_once("</context>\n\n") {
+        Some((head, rest)) if head.starts_with("<context from=\"keel\">") => rest,
+        _ => message,
+    }
 }
 
 /// Whether some request the mock received asked for a summary focused on `focus`.

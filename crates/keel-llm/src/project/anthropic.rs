@@ -80,8 +80,12 @@ pub(super) fn project(
 ) -> Result<(Vec<u8>, usize), ProjectionError> {
     let mut messages: Vec<AnthropicMessage<'_>> = Vec::with_capacity(input.history.len());
     for item in input.history {
+        // A context block is a text block of the user message after it (same-role items
+        // merge below).
         let (role, blocks) = match item {
-            Item::User { text } | Item::Summary(keel_types::Summary { text, .. }) => {
+            Item::User { text }
+            | Item::Summary(keel_types::Summary { text, .. })
+            | Item::Context(keel_types::ContextBlock { text, .. }) => {
                 ("user", vec![Block::Text { text }])
             }
             Item::ToolResult(result) => (

@@ -47,7 +47,7 @@ enum ChatMessage<'a> {
         content: &'a str,
     },
     User {
-        content: &'a str,
+        content: std::borrow::Cow<'a, str>,
     },
     Assistant {
         content: String,
@@ -85,16 +85,33 @@ pub(super) fn project(
             content: input.system,
         });
     }
+    // A context block goes at the head of the user message after it (one message: some
+    // providers refuse two user messages in a row).
+    let mut context: Option<&str> = None;
     for item in input.history {
         messages.push(match item {
+            Item::Context(block) => {
+                context = Some(&block.text);
+                continue;
+            }
             Item::User { text } | Item::Summary(keel_types::Summary { text, .. }) => {
-                ChatMessage::User { content: text }
+                ChatMessage::User {
+                    content: match context.take() {
+                        Some(head) => format!("{head}\n\n{text}").into(),
+                        None => text.as_str().into(),
+                    },
+                }
             }
             Item::Assistant(assistant) => assistant_message(profile, assistant),
             Item::ToolResult(result) => ChatMessage::Tool {
                 tool_call_id: &result.call_id,
                 content: &result.content,
             },
+        });
+    }
+    if let Some(head) = context {
+        messages.push(ChatMessage::User {
+            content: head.into(),
         });
     }
     let count = messages.len();

@@ -86,12 +86,20 @@ pub(super) fn project(
     input: &ProjectionInput<'_>,
 ) -> Result<(Vec<u8>, usize), ProjectionError> {
     let mut items = Vec::with_capacity(input.history.len() * 2);
+    // A context block is the first text part of the user message after it.
+    let mut context: Option<&str> = None;
     for item in input.history {
         match item {
+            Item::Context(block) => context = Some(&block.text),
             Item::User { text } | Item::Summary(keel_types::Summary { text, .. }) => {
+                let mut content = Vec::with_capacity(2);
+                if let Some(head) = context.take() {
+                    content.push(ContentPart::InputText { text: head });
+                }
+                content.push(ContentPart::InputText { text });
                 items.push(InputItem::Message {
                     role: "user",
-                    content: vec![ContentPart::InputText { text }],
+                    content,
                 })
             }
             Item::ToolResult(result) => items.push(InputItem::FunctionCallOutput {
@@ -100,6 +108,12 @@ pub(super) fn project(
             }),
             Item::Assistant(assistant) => push_assistant(profile, assistant, &mut items),
         }
+    }
+    if let Some(text) = context {
+        items.push(InputItem::Message {
+            role: "user",
+            content: vec![ContentPart::InputText { text }],
+        });
     }
     let count = items.len();
     let request = ResponsesRequest {

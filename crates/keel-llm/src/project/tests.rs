@@ -262,29 +262,34 @@ fn append_only_history_gives_prefix_stable_requests_for_every_protocol() {
     ];
     let full = history(no_replay);
     for (protocol, reasoning) in cases {
-        let profile = profile(protocol, reasoning);
-        let tools = tools();
-        let mut previous: Option<ProjectedRequest> = None;
-        for cut in REQUEST_BOUNDARIES {
-            let input = ProjectionInput {
-                model: "m",
-                system: "You are keel.",
-                tools: &tools,
-                history: &full[..cut],
-            };
-            let request = project(&profile, &input).unwrap();
-            let again = project(&profile, &input).unwrap();
-            assert_eq!(request, again, "projection must be deterministic");
-            if let Some(previous) = &previous {
-                assert!(
-                    request.body.starts_with(previous.stable_prefix()),
-                    "{protocol:?}/{reasoning:?}: request at {cut} does not extend the previous one"
-                );
-                assert!(request.message_count > previous.message_count);
-                assert_ne!(request.prefix_hash, previous.prefix_hash);
-            }
-            previous = Some(request);
+        assert_append_only(&profile(protocol, reasoning), &full, REQUEST_BOUNDARIES);
+    }
+}
+
+/// Each request of `full` cut at `boundaries` is deterministic and extends the one before.
+fn assert_append_only(profile: &ProviderProfile, full: &[Item], boundaries: [usize; 4]) {
+    let tools = tools();
+    let mut previous: Option<ProjectedRequest> = None;
+    for cut in boundaries {
+        let input = ProjectionInput {
+            model: "m",
+            system: "You are keel.",
+            tools: &tools,
+            history: &full[..cut],
+        };
+        let request = project(profile, &input).unwrap();
+        let again = project(profile, &input).unwrap();
+        assert_eq!(request, again, "projection must be deterministic");
+        if let Some(previous) = &previous {
+            let label = (profile.protocol, profile.reasoning_protocol);
+            assert!(
+                request.body.starts_with(previous.stable_prefix()),
+                "{label:?}: request at {cut} does not extend the previous one"
+            );
+            assert!(request.message_count > previous.message_count);
+            assert_ne!(request.prefix_hash, previous.prefix_hash);
         }
+        previous = Some(request);
     }
 }
 
@@ -458,4 +463,32 @@ fn responses_request_with_the_real_tools() {
         Some(replay),
     );
     insta::assert_snapshot!("real_tools_responses", request);
+}
+
+/// `history` with the session's context block before its first prompt.
+fn with_context(history: Vec<Item>) -> Vec<Item> {
+    let mut items = vec![Item::Context(keel_types::ContextBlock {
+        text: "<context from=\"keel\">\nAlways answer in French.\n</context>".into(),
+        sources: Vec::new(),
+    })];
+    items.extend(history);
+    items
+}
+
+#[test]
+fn a_context_block_heads_the_first_user_message_in_every_protocol() {
+    let cases = [
+        (WireProtocol::Chat, "context_chat"),
+        (WireProtocol::Anthropic, "context_anthropic"),
+        (WireProtocol::Responses, "context_responses"),
+    ];
+    let full = with_context(history(no_replay));
+    for (protocol, name) in cases {
+        let profile = profile(protocol, ReasoningProtocol::None);
+        // The block and the first prompt: one user message, the block first.
+        let body = body_of(&profile, &full[..2]);
+        insta::assert_snapshot!(name, body);
+        // Append-only with the block at its head: each request extends the one before.
+        assert_append_only(&profile, &full, REQUEST_BOUNDARIES.map(|cut| cut + 1));
+    }
 }

@@ -1,0 +1,537 @@
+//! The session's context block: project instructions (`AGENTS.md` and kin) and the
+//! environment, written once as its own history item at the head of the session.
+//!
+//! Invariants:
+//! - The block is model input, never config: nothing in it changes a setting or a permission.
+//! - It is never part of the system prompt, so the system prompt and the tool specs are the
+//!   same bytes in every project and providers' prefix caches share them.
+//! - It is read once, when a session without one opens, and committed with the session's
+//!   first user item. A session stored before blocks existed takes it with its next user item:
+//!   one prefix break, named `keel_upgraded`. Only `/reload-context` replaces it — a new
+//!   history revision named `instructions_changed`; a compaction keeps it verbatim.
+//! - Instruction files are read under the file tools' rules (the sandbox's `forbid_read`
+//!   after every link is followed, regular files only), bounded and redacted: a repository's
+//!   `AGENTS.md` linked to `~/.ssh/id_rsa` is refused, never sent.
+//! - The bound cuts the farthest file first: the workspace's own instructions keep their text
+//!   longest, then its parents' up to the repository root, the global file goes first.
+
+use crate::{AgentError, AgentSettings, Controller};
+use keel_tools::{PermissionMode, ToolContext};
+use keel_types::{ContextBlock, ContextSource, EventBody, Item};
+use std::path::{Path, PathBuf};
+
+/// Where a session's instructions come from.
+#[derive(Clone, Debug)]
+pub struct ContextSettings {
+    /// File names looked for in each directory, the first found wins (`instruction_files`).
+    pub instruction_files: Vec<String>,
+    /// The directory of the global instructions (`$KEEL_HOME`); none: no global file.
+    pub global_dir: Option<PathBuf>,
+    /// The most bytes of instructions a block holds, all files together.
+    pub max_bytes: usize,
+}
+
+/// The bound on instructions when the settings give none (32 KiB).
+pub const DEFAULT_INSTRUCTION_BYTES: usize = 32 * 1024;
+
+impl Default for ContextSettings {
+    fn default() -> ContextSettings {
+        ContextSettings {
+            instruction_files: keel_types::DEFAULT_INSTRUCTION_FILES
+                .map(String::from)
+                .to_vec(),
+            global_dir: None,
+            max_bytes: DEFAULT_INSTRUCTION_BYTES,
+        }
+    }
+}
+
+/// What `/context` shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContextReport {
+    pub sources: Vec<ContextSource>,
+    /// The block's size in tokens (estimated from its bytes).
+    pub tokens: u64,
+    /// In the history already (false: it goes with the next prompt).
+    pub sent: bool,
+}
+
+/// What `/reload-context` did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reloaded {
+    /// The files and environment read the same: nothing changed.
+    Unchanged,
+    /// Nothing was sent yet: the next prompt carries the new block.
+    BeforeFirstPrompt,
+    /// The history took the new block as revision `revision`.
+    Rewritten { revision: u64 },
+}
+
+/// One instruction file found, read or refused.
+struct Found {
+    path: PathBuf,
+    read: Result<(Vec<u8>, u64), String>,
+}
+
+/// The directories whose instructions apply, farthest first: the repository root down to
+/// the workspace (outside a repository, the workspace alone).
+fn instruction_dirs(workspace: &Path) -> Vec<PathBuf> {
+    let root = workspace
+        .ancestors()
+        .find(|dir| dir.join(".git").symlink_metadata().is_ok());
+    let mut dirs: Vec<PathBuf> = match root {
+        Some(root) => workspace
+            .ancestors()
+            .take_while(|dir| dir.starts_with(root))
+            .map(Path::to_path_buf)
+            .collect(),
+        None => vec![workspace.to_path_buf()],
+    };
+    dirs.reverse();
+    dirs
+}
+
+/// The first instruction file of `dir` by `names` (a name with a path in it is no name).
+fn first_named(dir: &Path, names: &[String]) -> Option<PathBuf> {
+    names
+        .iter()
+        .filter(|name| {
+            !name.is_empty() && !name.contains('/') && name.as_str() != ".." && *name != "."
+        })
+        .map(|name| dir.join(name))
+        .find(|path| path.symlink_metadata().is_ok())
+}
+
+/// The instruction files a session in `workspace` reads, in the order the model is given
+/// them: the global one, then the repository root down to the workspace (`keel config` lists
+/// them too).
+pub fn instruction_paths(workspace: &Path, settings: &ContextSettings) -> Vec<PathBuf> {
+    let names = &settings.instruction_files;
+    let mut places: Vec<PathBuf> = Vec::new();
+    if let Some(global) = settings
+        .global_dir
+        .as_deref()
+        .and_then(|dir| first_named(dir, names))
+    {
+        places.push(global);
+    }
+    // A global file that is also a repository's (keel's home inside the workspace) once.
+    let same_file = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    for path in instruction_dirs(workspace)
+        .iter()
+        .filter_map(|dir| first_named(dir, names))
+    {
+        places.retain(|known| !same_file(known, &path));
+        places.push(path);
+    }
+    places
+}
+
+/// Read the block: the instruction files (global, then the repository root down to the
+/// workspace) and the environment, as the model is told them.
+pub(crate) fn read(
+    settings: &AgentSettings,
+    tools: &ToolContext,
+    mode: PermissionMode,
+) -> ContextBlock {
+    let workspace = tools.guard.workspace();
+    let places = instruction_paths(workspace, &settings.context);
+    let cap = settings.context.max_bytes as u64 + 1;
+    let found: Vec<Found> = places
+        .into_iter()
+        .map(|path| Found {
+            read: keel_tools::instruction_file(&path, tools, cap),
+            path,
+        })
+        .collect();
+    let environment = environment(settings, workspace, mode);
+    let (text, sources) = compose(&found, settings.context.max_bytes, &environment);
+    ContextBlock {
+        text: tools.secrets.redact(&text).into_owned(),
+        sources,
+    }
+}
+
+/// The block's text and its sources: each file's share of `max_bytes` given nearest first.
+fn compose(found: &[Found], max_bytes: usize, environment: &str) -> (String, Vec<ContextSource>) {
+    let mut left = max_bytes;
+    let mut kept: Vec<Option<String>> = vec![None; found.len()];
+    for (index, file) in found.iter().enumerate().rev() {
+        if let Ok((bytes, _)) = &file.read {
+            let text = String::from_utf8_lossy(bytes);
+            let mut end = text.len().min(left);
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            left -= end;
+            kept[index] = Some(text[..end].to_string());
+        }
+    }
+    let mut text = String::from(
+        "<context from=\"keel\">\nThe project's instructions and this session's environment. \
+         Follow the instructions for the work; they cannot change keel's permissions or \
+         settings.\n",
+    );
+    let mut sources = Vec::with_capacity(found.len());
+    for (file, kept) in found.iter().zip(kept) {
+        let path = file.path.display().to_string();
+        match (&file.read, kept) {
+            (Ok((_, size)), Some(body)) => {
+                let size = *size;
+                let kept_bytes = body.len() as u64;
+                if !body.is_empty() {
+                    text.push_str(&format!(
+                        "\n<instructions path=\"{path}\">\n{}\n</instructions>\n",
+                        body.trim_end()
+                    ));
+                }
+                if kept_bytes < size {
+                    text.push_str(&format!(
+                        "[keel: {path} was cut to {kept_bytes} of its {size} bytes: project \
+                         instructions are limited to {max_bytes} bytes in all, the nearest \
+                         directory's kept first]\n"
+                    ));
+                }
+                sources.push(ContextSource {
+                    path,
+                    bytes: size,
+                    kept: kept_bytes,
+                });
+            }
+            _ => {
+                let reason = match &file.read {
+                    Err(reason) => reason.as_str(),
+                    Ok(_) => "not read",
+                };
+                text.push_str(&format!("[keel: {path} was not read: {reason}]\n"));
+                sources.push(ContextSource {
+                    path,
+                    bytes: 0,
+                    kept: 0,
+                });
+            }
+        }
+    }
+    text.push_str(environment);
+    text.push_str("</context>");
+    (text, sources)
+}
+
+/// The environment part of the block (no instruction file in it).
+fn environment(settings: &AgentSettings, workspace: &Path, mode: PermissionMode) -> String {
+    let mut lines = vec![format!("workspace: {}", workspace.display())];
+    if !settings.extra_dirs.is_empty() {
+        let dirs: Vec<String> = settings
+            .extra_dirs
+            .iter()
+            .map(|dir| dir.display().to_string())
+            .collect();
+        lines.push(format!("added directories: {}", dirs.join(", ")));
+    }
+    lines.push(format!("permission mode at the start: {}", mode.as_str()));
+    lines.push(format!(
+        "os: {} {}",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    ));
+    lines.push("shell: bash (the bash tool runs `bash -c COMMAND`)".to_string());
+    match git_branch(workspace) {
+        Some(branch) => lines.push(format!("git branch: {branch}")),
+        None if instruction_dirs(workspace).len() == 1
+            && workspace.join(".git").symlink_metadata().is_err() =>
+        {
+            lines.push("git: not a git repository".to_string())
+        }
+        None => {}
+    }
+    lines.push(format!(
+        "session started: {} (UTC)",
+        utc_date(std::time::SystemTime::now())
+    ));
+    format!("\n<environment>\n{}\n</environment>\n", lines.join("\n"))
+}
+
+/// The branch checked out in the repository around `workspace`, read from its `HEAD` (keel
+/// runs no git command for it: a repository's config must not run code through keel).
+fn git_branch(workspace: &Path) -> Option<String> {
+    use std::io::Read;
+    let root = workspace
+        .ancestors()
+        .find(|dir| dir.join(".git").symlink_metadata().is_ok())?;
+    let dot_git = root.join(".git");
+    let read_small = |path: &Path| -> Option<String> {
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .ok()?
+            .take(512)
+            .read_to_string(&mut text)
+            .ok()?;
+        Some(text)
+    };
+    let git_dir = if dot_git.is_dir() {
+        dot_git
+    } else {
+        // A worktree or submodule: `.git` is a file naming the real directory.
+        let pointer = read_small(&dot_git)?;
+        let named = pointer.trim().strip_prefix("gitdir:")?.trim();
+        root.join(named)
+    };
+    let head = read_small(&git_dir.join("HEAD"))?;
+    let head = head.trim();
+    let shown = match head.strip_prefix("ref: refs/heads/") {
+        Some(branch) => branch.to_string(),
+        None if head.len() >= 12 && head.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            format!("(detached at {})", &head[..12])
+        }
+        None => return None,
+    };
+    // A name is the repository's text: printable, bounded, one line.
+    shown
+        .chars()
+        .all(|c| !c.is_control())
+        .then(|| shown.chars().take(120).collect())
+}
+
+/// `YYYY-MM-DD` of `time` in UTC (the civil-from-days conversion; one function is not worth a
+/// date crate).
+fn utc_date(time: std::time::SystemTime) -> String {
+    let days = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs() / 86_400) as i64;
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+impl Controller {
+    /// The context block this session holds or will send with its next prompt.
+    pub fn context_report(&self) -> Result<ContextReport, AgentError> {
+        let shared = &self.shared;
+        let Ok(state) = shared.state.try_lock() else {
+            return Err(AgentError::Busy(shared.session.id.clone()));
+        };
+        let (block, sent) = match state.history.iter().find_map(|item| match item {
+            Item::Context(block) => Some(block),
+            _ => None,
+        }) {
+            Some(block) => (block.clone(), true),
+            None => (
+                state.pending_context.clone().unwrap_or_else(|| {
+                    read(
+                        &shared.settings,
+                        &shared.tool_context,
+                        shared.permission_mode(),
+                    )
+                }),
+                false,
+            ),
+        };
+        Ok(ContextReport {
+            tokens: state.meter.tokens_of_bytes(block.text.len()),
+            sources: block.sources,
+            sent,
+        })
+    }
+
+    /// Read the instruction files and the environment again; a block already sent is
+    /// replaced in a new history revision (`instructions_changed`: the prefix changes there).
+    pub fn reload_context(&self) -> Result<Reloaded, AgentError> {
+        let shared = &self.shared;
+        let Ok(mut state) = shared.state.try_lock() else {
+            return Err(AgentError::Busy(shared.session.id.clone()));
+        };
+        let fresh = read(
+            &shared.settings,
+            &shared.tool_context,
+            shared.permission_mode(),
+        );
+        let Some(at) = state
+            .history
+            .iter()
+            .position(|item| matches!(item, Item::Context(_)))
+        else {
+            let unchanged = state.pending_context.as_ref() == Some(&fresh);
+            state.pending_context = Some(fresh);
+            return Ok(if unchanged {
+                Reloaded::Unchanged
+            } else {
+                Reloaded::BeforeFirstPrompt
+            });
+        };
+        if matches!(&state.history[at], Item::Context(old) if same_but_date(old, &fresh)) {
+            return Ok(Reloaded::Unchanged);
+        }
+        let stored = shared.store.items(&shared.session.id)?;
+        let turn_of = |index: usize| {
+            stored
+                .get(index)
+                .filter(|_| stored.len() == state.history.len())
+                .map_or(state.last_turn, |row| row.turn)
+        };
+        let mut items = state.history.clone();
+        items[at] = Item::Context(fresh);
+        let rows: Vec<(u64, Item)> = items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| (turn_of(index), item.clone()))
+            .collect();
+        let tokens: u64 = items
+            .iter()
+            .map(|item| state.meter.tokens_of_item(item))
+            .sum();
+        let revision = shared.store.rewrite_history(
+            &shared.session.id,
+            &keel_store::HistoryRewrite {
+                replaces: state.revision,
+                items: &rows,
+                reason: "instructions_changed",
+                tokens_before: tokens,
+                tokens_after: tokens,
+                replaced: 0,
+            },
+        )?;
+        state.history = items;
+        state.revision = revision;
+        let turn = Some(state.last_turn);
+        drop(state);
+        shared.emit(
+            turn,
+            EventBody::HistoryRewritten {
+                revision,
+                reason: "instructions_changed".into(),
+            },
+        );
+        shared.emit(
+            turn,
+            EventBody::PrefixChanged {
+                reason: "instructions_changed".into(),
+            },
+        );
+        Ok(Reloaded::Rewritten { revision })
+    }
+}
+
+/// Whether two blocks differ only in the session's start date (a reload on a later day
+/// with nothing else changed changes nothing).
+fn same_but_date(old: &ContextBlock, fresh: &ContextBlock) -> bool {
+    let without_date = |text: &str| -> String {
+        text.lines()
+            .filter(|line| !line.starts_with("session started: "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    old.sources == fresh.sources && without_date(&old.text) == without_date(&fresh.text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_civil_utc_dates() {
+        let at = |secs: u64| utc_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs));
+        assert_eq!(at(0), "1970-01-01");
+        assert_eq!(at(951_782_400), "2000-02-29");
+        assert_eq!(at(1_796_169_600), "2026-12-02");
+        assert_eq!(at(4_107_542_399), "2100-02-28");
+    }
+
+    fn found(path: &str, text: &str) -> Found {
+        Found {
+            path: PathBuf::from(path),
+            read: Ok((text.as_bytes().to_vec(), text.len() as u64)),
+        }
+    }
+
+    #[test]
+    fn the_bound_cuts_the_farthest_file_first() {
+        let files = [
+            found("/home/u/.keel/AGENTS.md", "global rules\n"),
+            found("/repo/AGENTS.md", "root rules\n"),
+            found("/repo/sub/AGENTS.md", "workspace rules\n"),
+        ];
+        let (text, sources) = compose(&files, 20, "");
+        assert!(text.contains("workspace rules"), "{text}");
+        assert!(text.contains("root"), "{text}");
+        assert!(!text.contains("root rules"), "{text}");
+        assert!(!text.contains("global rules"), "{text}");
+        assert_eq!(
+            sources.iter().map(|s| s.kept).collect::<Vec<_>>(),
+            [0, 4, 16]
+        );
+        assert!(text.contains("[keel: /repo/AGENTS.md was cut to 4 of its 11 bytes"));
+        assert!(text.contains("[keel: /home/u/.keel/AGENTS.md was cut to 0 of its 13 bytes"));
+        // Global, root, workspace: the order the model reads them in.
+        let global = text.find("/home/u/.keel").unwrap();
+        let root = text.find("/repo/AGENTS.md").unwrap();
+        let workspace = text.find("/repo/sub/AGENTS.md").unwrap();
+        assert!(global < root && root < workspace);
+    }
+
+    #[test]
+    fn a_cut_never_splits_a_character_and_a_refusal_is_said() {
+        let files = [
+            Found {
+                path: PathBuf::from("/repo/AGENTS.md"),
+                read: Err("keel sandbox: reading is forbidden".into()),
+            },
+            found("/repo/sub/AGENTS.md", "ééé"),
+        ];
+        let (text, sources) = compose(&files, 3, "");
+        assert!(text.contains("<instructions path=\"/repo/sub/AGENTS.md\">\né\n"));
+        assert_eq!(sources[1].kept, 2);
+        assert!(
+            text.contains(
+                "[keel: /repo/AGENTS.md was not read: keel sandbox: reading is forbidden]"
+            )
+        );
+    }
+
+    #[test]
+    fn instructions_come_from_the_repository_root_down_to_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let workspace = root.join("a/b");
+        std::fs::create_dir_all(&workspace).unwrap();
+        assert_eq!(
+            instruction_dirs(&workspace),
+            std::slice::from_ref(&workspace)
+        );
+        std::fs::create_dir(root.join("a/.git")).unwrap();
+        assert_eq!(
+            instruction_dirs(&workspace),
+            [root.join("a"), workspace.clone()]
+        );
+        std::fs::write(root.join("a/.git/HEAD"), "ref: refs/heads/topic/x\n").unwrap();
+        assert_eq!(git_branch(&workspace).as_deref(), Some("topic/x"));
+        std::fs::write(root.join("a/.git/HEAD"), "ref: refs/heads/bad\u{1b}[2J\n").unwrap();
+        assert_eq!(git_branch(&workspace), None);
+        let names = vec!["AGENTS.md".to_string(), "CLAUDE.md".to_string()];
+        std::fs::write(workspace.join("CLAUDE.md"), "c").unwrap();
+        assert_eq!(
+            first_named(&workspace, &names),
+            Some(workspace.join("CLAUDE.md"))
+        );
+        std::fs::write(workspace.join("AGENTS.md"), "a").unwrap();
+        assert_eq!(
+            first_named(&workspace, &names),
+            Some(workspace.join("AGENTS.md"))
+        );
+        assert_eq!(first_named(&workspace, &["../x".to_string()]), None);
+    }
+}

@@ -1,0 +1,57 @@
+//! `/context` and `/reload-context`: the project instructions the model was given.
+//!
+//! Invariant: only paths and counts are printed (escaped: a path is the repository's text),
+//! never the instructions themselves — `/transcript` shows the block whole.
+
+use keel_agent::{Controller, Reloaded};
+use keel_render::visible_line;
+
+/// Show the session's context block (`show`), or read it again.
+pub fn run(controller: &Controller, show: bool) {
+    if !show {
+        match controller.reload_context() {
+            Ok(Reloaded::Unchanged) => eprintln!("context: unchanged"),
+            Ok(Reloaded::BeforeFirstPrompt) => {
+                eprintln!("context: read again; the first prompt carries it")
+            }
+            Ok(Reloaded::Rewritten { revision }) => eprintln!(
+                "context: replaced (history revision {revision}); the prompt prefix changes once \
+                 (instructions_changed)"
+            ),
+            Err(error) => {
+                eprintln!("error: {}", visible_line(&error.to_string()));
+                return;
+            }
+        }
+    }
+    match controller.context_report() {
+        Ok(report) => {
+            let state = if report.sent {
+                "sent at the head of the session"
+            } else {
+                "goes with the next prompt"
+            };
+            eprintln!("context block: ~{} tokens, {state}", report.tokens);
+            if report.sources.is_empty() {
+                eprintln!(
+                    "  no instruction files (AGENTS.md, or the names in instruction_files, in \
+                     the workspace, its parents up to the repository root, or $KEEL_HOME)"
+                );
+            }
+            for source in &report.sources {
+                let path = visible_line(&source.path);
+                if source.kept == 0 && source.bytes == 0 {
+                    eprintln!("  {path}: not read (see /transcript for why)");
+                } else if source.kept < source.bytes {
+                    eprintln!(
+                        "  {path}: {} of {} bytes (cut: instructions are bounded)",
+                        source.kept, source.bytes
+                    );
+                } else {
+                    eprintln!("  {path}: {} bytes", source.bytes);
+                }
+            }
+        }
+        Err(error) => eprintln!("error: {}", visible_line(&error.to_string())),
+    }
+}
