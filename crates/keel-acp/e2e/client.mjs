@@ -70,6 +70,27 @@ function statusesByCall(updates) {
 }
 
 const scenarios = {
+  // Custom commands are announced with the built-in ones, and `/NAME args` sends their prompt.
+  async commands() {
+    const client = connect();
+    await client.app.connectWith(client.stream, async (agent) => {
+      const sessionId = await start(agent);
+      const result = await prompt(agent, sessionId, "/review lib.rs");
+      assert.equal(result.stopReason, "end_turn");
+    });
+    client.child.kill();
+    const announced = client.updates.filter((u) => u.sessionUpdate === "available_commands_update");
+    assert.ok(announced.length >= 1, "available_commands_update was sent");
+    const commands = announced[announced.length - 1].availableCommands;
+    const names = commands.map((c) => c.name);
+    assert.ok(names.includes("compact") && names.includes("init"), names.join(","));
+    const review = commands.find((c) => c.name === "review");
+    assert.ok(review, names.join(","));
+    assert.equal(review.description, "Review a file");
+    assert.match(messageText(client.updates), /reviewed/);
+    return {};
+  },
+
   // The editor owns the files: reads see its unsaved buffer, writes go to it, not the disk;
   // the workspace guard still refuses a path outside.
   async editor_files() {

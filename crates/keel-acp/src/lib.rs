@@ -400,7 +400,23 @@ impl Agent {
     }
 
     fn announce_commands(&self, session: &str) {
-        let commands: Vec<Value> = keel_agent::SLASH_COMMANDS
+        // The session's custom commands (prompts from `.keel/commands/` and the user's).
+        let custom: Vec<Value> = lock(&self.sessions)
+            .get(session)
+            .map(|open| {
+                open.controller
+                    .settings()
+                    .commands
+                    .list()
+                    .map(|command| {
+                        json!({"name": command.name,
+                            "description": command.description.clone().unwrap_or_else(|| format!("custom command ({})", command.path.display())),
+                            "input": {"hint": "arguments"}})
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut commands: Vec<Value> = keel_agent::SLASH_COMMANDS
             .iter()
             .filter(|(usage, _)| {
                 usage.starts_with("/recover-context")
@@ -418,6 +434,7 @@ impl Agent {
                 json!({"name": name, "description": what, "input": {"hint": hint}})
             })
             .collect();
+        commands.extend(custom);
         self.update(
             session,
             json!({"sessionUpdate": "available_commands_update",
@@ -515,7 +532,7 @@ impl Agent {
     /// Admit a prompt's turn (synchronously, in read order) and subscribe to its events.
     fn begin_prompt(&self, params: &Value) -> Result<StartedPrompt, RpcError> {
         let session = self.session(params)?;
-        let input = prompt_input(params)?;
+        let input = prompt_input(params, &session.controller)?;
         let events = session.controller.subscribe();
         let admitted = session.controller.begin(input).map_err(refusal)?;
         Ok(StartedPrompt {
@@ -599,7 +616,7 @@ fn string_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {
 
 /// The turn a prompt asks for: a recovery action from `_meta`, or the prompt's text (with
 /// embedded resources), parsed like a typed line.
-fn prompt_input(params: &Value) -> Result<Input, RpcError> {
+fn prompt_input(params: &Value, controller: &Controller) -> Result<Input, RpcError> {
     let blocks = params
         .get("prompt")
         .and_then(Value::as_array)
@@ -653,7 +670,7 @@ fn prompt_input(params: &Value) -> Result<Input, RpcError> {
             "unknown keel/action `{}`",
             other.escape_default()
         ))),
-        None => match Line::parse(&text) {
+        None => match controller.parse_line(&text) {
             Line::Input(input) => Ok(input),
             Line::Empty => Err(RpcError::invalid_params("the prompt is empty")),
             Line::Command(_) | Line::Unknown(_) => Err(RpcError::invalid_params(

@@ -147,6 +147,7 @@ fn settings() -> AgentSettings {
         untrusted: Vec::new(),
         sandbox: None,
         context: Default::default(),
+        commands: Default::default(),
     }
 }
 

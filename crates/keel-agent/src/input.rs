@@ -8,6 +8,7 @@
 //!   like one (`r-` and 16 hex digits); guidance is plain text, never parsed further.
 //! - Parsing never fails: an unknown command is returned as such for the surface to report.
 
+use crate::custom_commands::CustomCommands;
 use crate::recovery::{parse_command, parse_continue_command};
 
 /// The input of one turn.
@@ -56,6 +57,16 @@ pub enum SurfaceCommand {
     Context,
     /// `/reload-context`: read the instruction files and the environment again.
     ReloadContext,
+}
+
+/// The names of the built-in commands, which no custom command may take.
+pub fn builtin_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = SLASH_COMMANDS
+        .iter()
+        .filter_map(|(usage, _)| usage.split_whitespace().next())
+        .collect();
+    names.extend(["/exit", "/recover-context", "/continue-checks"]);
+    names
 }
 
 /// The prompt `/init` sends: a survey of the repository and a starter `AGENTS.md`, written
@@ -123,7 +134,13 @@ pub const SLASH_COMMANDS: [(&str, &str); 14] = [
 ];
 
 impl Line {
+    /// A typed line, with no custom command (see `parse_with`).
     pub fn parse(text: &str) -> Line {
+        Line::parse_with(text, &CustomCommands::default())
+    }
+
+    /// A typed line; a `/NAME` no built-in command takes is `commands`' prompt, if it has one.
+    pub fn parse_with(text: &str, commands: &CustomCommands) -> Line {
         let trimmed = text.trim();
         if trimmed.is_empty() {
             return Line::Empty;
@@ -165,7 +182,10 @@ impl Line {
             "/reload-context" => Line::Command(SurfaceCommand::ReloadContext),
             "/model" => Line::Command(SurfaceCommand::Model(first)),
             "/resume" => Line::Command(SurfaceCommand::Resume(first)),
-            other => Line::Unknown(other.to_string()),
+            other => match commands.expand(other, rest) {
+                Some(prompt) => Line::Input(Input::Prompt(prompt)),
+                None => Line::Unknown(other.to_string()),
+            },
         }
     }
 }

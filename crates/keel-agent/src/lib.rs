@@ -17,6 +17,7 @@ mod call;
 mod compaction;
 mod confinement;
 mod context;
+mod custom_commands;
 mod exchange;
 mod host;
 mod input;
@@ -35,8 +36,9 @@ mod unconfined;
 pub use admitted::AdmittedTurn;
 pub use approval::{Approval, ApprovalRequest, Approver, HeadlessApprover, LONGEST_NOTE};
 pub use confinement::SandboxSetup;
+pub use custom_commands::{CommandLayer, CustomCommand, CustomCommands};
 pub use host::{Host, Transcript};
-pub use input::{INIT_PROMPT, Input, Line, SLASH_COMMANDS, SurfaceCommand};
+pub use input::{INIT_PROMPT, Input, Line, SLASH_COMMANDS, SurfaceCommand, builtin_names};
 pub use keel_store::{RevisionInfo, SessionInfo, StoreError, StoredItem};
 pub use project_context::{
     ContextReport, ContextSettings, DEFAULT_INSTRUCTION_BYTES, Reloaded, instruction_paths,
@@ -85,6 +87,8 @@ pub struct AgentSettings {
     pub sandbox: Option<SandboxSetup>,
     /// Where the session's project instructions come from.
     pub context: ContextSettings,
+    /// The session's custom slash commands (`.keel/commands/`, `$KEEL_HOME/commands/`).
+    pub commands: Arc<CustomCommands>,
 }
 
 pub enum SessionChoice {
@@ -388,6 +392,11 @@ impl Controller {
     /// sent before changes, so the requests stay prefix-stable.
     pub fn set_permission_mode(&self, mode: PermissionMode) {
         self.shared.mode_state().now = mode;
+    }
+
+    /// What a typed line means in this session (its custom commands included).
+    pub fn parse_line(&self, text: &str) -> Line {
+        Line::parse_with(text, &self.shared.settings.commands)
     }
 
     pub fn settings(&self) -> &AgentSettings {

@@ -65,21 +65,37 @@ pub enum Reloaded {
     BeforeFirstPrompt,
     /// The history took the new block as revision `revision`.
     Rewritten { revision: u64 },
+    /// Not replaced, for the reason given.
+    NotNow(String),
 }
 
-/// One instruction file found, read or refused.
+/// One instruction file found: its text (decoded and redacted, at most a little over the
+/// bound) and its size, or why it was not read.
 struct Found {
     path: PathBuf,
-    read: Result<(Vec<u8>, u64), String>,
+    read: Result<(String, u64), String>,
+}
+
+/// Longer than any secret keel redacts: read past the bound by this much, so a secret that
+/// straddles the cut is whole when redaction sees it.
+const REDACTION_MARGIN: u64 = 4096;
+
+/// The repository around `workspace` (the nearest ancestor with a `.git`), if it belongs to
+/// whoever owns the workspace: another user's `/tmp/.git` does not instruct sessions below it.
+fn repository_root(workspace: &Path) -> Option<&Path> {
+    use std::os::unix::fs::MetadataExt;
+    let owner = workspace.metadata().ok()?.uid();
+    workspace.ancestors().find(|dir| {
+        dir.join(".git")
+            .symlink_metadata()
+            .is_ok_and(|meta| meta.uid() == owner)
+    })
 }
 
 /// The directories whose instructions apply, farthest first: the repository root down to
 /// the workspace (outside a repository, the workspace alone).
 fn instruction_dirs(workspace: &Path) -> Vec<PathBuf> {
-    let root = workspace
-        .ancestors()
-        .find(|dir| dir.join(".git").symlink_metadata().is_ok());
-    let mut dirs: Vec<PathBuf> = match root {
+    let mut dirs: Vec<PathBuf> = match repository_root(workspace) {
         Some(root) => workspace
             .ancestors()
             .take_while(|dir| dir.starts_with(root))
@@ -102,32 +118,72 @@ fn first_named(dir: &Path, names: &[String]) -> Option<PathBuf> {
         .find(|path| path.symlink_metadata().is_ok())
 }
 
-/// The instruction files a session in `workspace` reads, in the order the model is given
-/// them: the global one, then the repository root down to the workspace (`keel config` lists
-/// them too).
-pub fn instruction_paths(workspace: &Path, settings: &ContextSettings) -> Vec<PathBuf> {
+/// The global instruction file, and the repository's from its root down to `workspace`.
+fn found_paths(workspace: &Path, settings: &ContextSettings) -> (Option<PathBuf>, Vec<PathBuf>) {
     let names = &settings.instruction_files;
-    let mut places: Vec<PathBuf> = Vec::new();
-    if let Some(global) = settings
+    let mut global = settings
         .global_dir
         .as_deref()
-        .and_then(|dir| first_named(dir, names))
-    {
-        places.push(global);
-    }
-    // A global file that is also a repository's (keel's home inside the workspace) once.
+        .and_then(|dir| first_named(dir, names));
+    let local: Vec<PathBuf> = instruction_dirs(workspace)
+        .iter()
+        .filter_map(|dir| first_named(dir, names))
+        .collect();
+    // A global file that is also a repository's (keel's home inside the workspace): once.
     let same_file = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => a == b,
     };
-    for path in instruction_dirs(workspace)
-        .iter()
-        .filter_map(|dir| first_named(dir, names))
+    if global
+        .as_deref()
+        .is_some_and(|global| local.iter().any(|path| same_file(global, path)))
     {
-        places.retain(|known| !same_file(known, &path));
-        places.push(path);
+        global = None;
     }
-    places
+    (global, local)
+}
+
+/// The instruction files a session in `workspace` reads, in the order the model is given
+/// them: the global one, then the repository root down to the workspace (`keel config` lists
+/// them too).
+pub fn instruction_paths(workspace: &Path, settings: &ContextSettings) -> Vec<PathBuf> {
+    let (global, local) = found_paths(workspace, settings);
+    global.into_iter().chain(local).collect()
+}
+
+/// The text of the instruction file at `path`: read under the file tools' rules, UTF-8,
+/// redacted; a repository's file must stay inside the repository (or the workspace) after
+/// its links are followed, whatever the sandbox says.
+fn read_one(path: &Path, within: Option<&Path>, tools: &ToolContext, cap: u64) -> Found {
+    let read = (|| {
+        if let Some(root) = within {
+            let resolved = tools
+                .guard
+                .resolve(&path.display().to_string())
+                .map_err(|error| error.to_string())?;
+            if !resolved.starts_with(root) {
+                return Err(format!(
+                    "it leads outside {} (a repository's instructions are its own files)",
+                    root.display()
+                ));
+            }
+        }
+        let (bytes, size) = keel_tools::instruction_file(path, tools, cap)?;
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(text) => text,
+            // Cut by the read mid-character: the whole characters before it.
+            Err(error) if error.error_len().is_none() => {
+                let valid = error.valid_up_to();
+                std::str::from_utf8(&bytes[..valid]).unwrap_or_default()
+            }
+            Err(_) => return Err("it is not UTF-8 text".to_string()),
+        };
+        Ok((tools.secrets.redact(text).into_owned(), size))
+    })();
+    Found {
+        path: path.to_path_buf(),
+        read,
+    }
 }
 
 /// Read the block: the instruction files (global, then the repository root down to the
@@ -138,18 +194,25 @@ pub(crate) fn read(
     mode: PermissionMode,
 ) -> ContextBlock {
     let workspace = tools.guard.workspace();
-    let places = instruction_paths(workspace, &settings.context);
-    let cap = settings.context.max_bytes as u64 + 1;
-    let found: Vec<Found> = places
-        .into_iter()
-        .map(|path| Found {
-            read: keel_tools::instruction_file(&path, tools, cap),
-            path,
-        })
+    let (global, local) = found_paths(workspace, &settings.context);
+    let cap = settings.context.max_bytes as u64 + 1 + REDACTION_MARGIN;
+    let root = repository_root(workspace)
+        .unwrap_or(workspace)
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf());
+    let found: Vec<Found> = global
+        .iter()
+        .map(|path| read_one(path, None, tools, cap))
+        .chain(
+            local
+                .iter()
+                .map(|path| read_one(path, Some(&root), tools, cap)),
+        )
         .collect();
-    let environment = environment(settings, workspace, mode);
+    let environment = environment(settings, workspace, mode, tools);
     let (text, sources) = compose(&found, settings.context.max_bytes, &environment);
     ContextBlock {
+        // Each file was redacted whole before its cut; the rest is keel's own text and paths.
         text: tools.secrets.redact(&text).into_owned(),
         sources,
     }
@@ -158,16 +221,15 @@ pub(crate) fn read(
 /// The block's text and its sources: each file's share of `max_bytes` given nearest first.
 fn compose(found: &[Found], max_bytes: usize, environment: &str) -> (String, Vec<ContextSource>) {
     let mut left = max_bytes;
-    let mut kept: Vec<Option<String>> = vec![None; found.len()];
+    let mut kept: Vec<Option<&str>> = vec![None; found.len()];
     for (index, file) in found.iter().enumerate().rev() {
-        if let Ok((bytes, _)) = &file.read {
-            let text = String::from_utf8_lossy(bytes);
+        if let Ok((text, _)) = &file.read {
             let mut end = text.len().min(left);
             while !text.is_char_boundary(end) {
                 end -= 1;
             }
             left -= end;
-            kept[index] = Some(text[..end].to_string());
+            kept[index] = Some(&text[..end]);
         }
     }
     let mut text = String::from(
@@ -179,8 +241,7 @@ fn compose(found: &[Found], max_bytes: usize, environment: &str) -> (String, Vec
     for (file, kept) in found.iter().zip(kept) {
         let path = file.path.display().to_string();
         match (&file.read, kept) {
-            (Ok((_, size)), Some(body)) => {
-                let size = *size;
+            (Ok((whole, size)), Some(body)) => {
                 let kept_bytes = body.len() as u64;
                 if !body.is_empty() {
                     text.push_str(&format!(
@@ -188,7 +249,7 @@ fn compose(found: &[Found], max_bytes: usize, environment: &str) -> (String, Vec
                         body.trim_end()
                     ));
                 }
-                if kept_bytes < size {
+                if body.len() < whole.len() || (whole.len() as u64) < *size {
                     text.push_str(&format!(
                         "[keel: {path} was cut to {kept_bytes} of its {size} bytes: project \
                          instructions are limited to {max_bytes} bytes in all, the nearest \
@@ -197,22 +258,21 @@ fn compose(found: &[Found], max_bytes: usize, environment: &str) -> (String, Vec
                 }
                 sources.push(ContextSource {
                     path,
-                    bytes: size,
+                    bytes: *size,
                     kept: kept_bytes,
+                    refused: None,
                 });
             }
-            _ => {
-                let reason = match &file.read {
-                    Err(reason) => reason.as_str(),
-                    Ok(_) => "not read",
-                };
+            (Err(reason), _) => {
                 text.push_str(&format!("[keel: {path} was not read: {reason}]\n"));
                 sources.push(ContextSource {
                     path,
                     bytes: 0,
                     kept: 0,
+                    refused: Some(reason.clone()),
                 });
             }
+            (Ok(_), None) => {}
         }
     }
     text.push_str(environment);
@@ -221,7 +281,12 @@ fn compose(found: &[Found], max_bytes: usize, environment: &str) -> (String, Vec
 }
 
 /// The environment part of the block (no instruction file in it).
-fn environment(settings: &AgentSettings, workspace: &Path, mode: PermissionMode) -> String {
+fn environment(
+    settings: &AgentSettings,
+    workspace: &Path,
+    mode: PermissionMode,
+    tools: &ToolContext,
+) -> String {
     let mut lines = vec![format!("workspace: {}", workspace.display())];
     if !settings.extra_dirs.is_empty() {
         let dirs: Vec<String> = settings
@@ -238,11 +303,9 @@ fn environment(settings: &AgentSettings, workspace: &Path, mode: PermissionMode)
         std::env::consts::ARCH
     ));
     lines.push("shell: bash (the bash tool runs `bash -c COMMAND`)".to_string());
-    match git_branch(workspace) {
+    match git_branch(workspace, tools) {
         Some(branch) => lines.push(format!("git branch: {branch}")),
-        None if instruction_dirs(workspace).len() == 1
-            && workspace.join(".git").symlink_metadata().is_err() =>
-        {
+        None if repository_root(workspace).is_none() => {
             lines.push("git: not a git repository".to_string())
         }
         None => {}
@@ -255,22 +318,15 @@ fn environment(settings: &AgentSettings, workspace: &Path, mode: PermissionMode)
 }
 
 /// The branch checked out in the repository around `workspace`, read from its `HEAD` (keel
-/// runs no git command for it: a repository's config must not run code through keel).
-fn git_branch(workspace: &Path) -> Option<String> {
-    use std::io::Read;
-    let root = workspace
-        .ancestors()
-        .find(|dir| dir.join(".git").symlink_metadata().is_ok())?;
-    let dot_git = root.join(".git");
+/// runs no git command for it: a repository's config must not run code through keel). Both
+/// files are read like instruction files (regular files only, never blocking, bounded).
+fn git_branch(workspace: &Path, tools: &ToolContext) -> Option<String> {
+    let root = repository_root(workspace)?;
     let read_small = |path: &Path| -> Option<String> {
-        let mut text = String::new();
-        std::fs::File::open(path)
-            .ok()?
-            .take(512)
-            .read_to_string(&mut text)
-            .ok()?;
-        Some(text)
+        let (bytes, _) = keel_tools::instruction_file(path, tools, 512).ok()?;
+        String::from_utf8(bytes).ok()
     };
+    let dot_git = root.join(".git");
     let git_dir = if dot_git.is_dir() {
         dot_git
     } else {
@@ -355,10 +411,11 @@ impl Controller {
         let Ok(mut state) = shared.state.try_lock() else {
             return Err(AgentError::Busy(shared.session.id.clone()));
         };
-        let fresh = read(
+        // The mode and date the block states are the session's start's, whatever happened since.
+        let mut fresh = read(
             &shared.settings,
             &shared.tool_context,
-            shared.permission_mode(),
+            shared.settings.policy.mode,
         );
         let Some(at) = state
             .history
@@ -373,8 +430,18 @@ impl Controller {
                 Reloaded::BeforeFirstPrompt
             });
         };
-        if matches!(&state.history[at], Item::Context(old) if same_but_date(old, &fresh)) {
-            return Ok(Reloaded::Unchanged);
+        if let Item::Context(old) = &state.history[at] {
+            fresh.text = with_date_of(old, &fresh.text);
+            if old == &fresh {
+                return Ok(Reloaded::Unchanged);
+            }
+        }
+        if state.repair.is_some() {
+            return Ok(Reloaded::NotNow(
+                "this session's history holds a recovered (repaired) prefix, which a rewrite \
+                 would lose; /compact first, or start a new session to use the new instructions"
+                    .into(),
+            ));
         }
         let stored = shared.store.items(&shared.session.id)?;
         let turn_of = |index: usize| {
@@ -407,8 +474,12 @@ impl Controller {
         )?;
         state.history = items;
         state.revision = revision;
-        let turn = Some(state.last_turn);
+        let last_turn = state.last_turn;
         drop(state);
+        // An offer was made against the history just replaced.
+        crate::recovery::stored::expire_pending(shared, last_turn)?;
+        // Between turns: the events belong to no turn.
+        let turn = None;
         shared.emit(
             turn,
             EventBody::HistoryRewritten {
@@ -426,16 +497,26 @@ impl Controller {
     }
 }
 
-/// Whether two blocks differ only in the session's start date (a reload on a later day
-/// with nothing else changed changes nothing).
-fn same_but_date(old: &ContextBlock, fresh: &ContextBlock) -> bool {
-    let without_date = |text: &str| -> String {
-        text.lines()
-            .filter(|line| !line.starts_with("session started: "))
-            .collect::<Vec<_>>()
-            .join("\n")
+/// `fresh` with the start date `old` states (the session started when it started).
+fn with_date_of(old: &ContextBlock, fresh: &str) -> String {
+    const DATE: &str = "\nsession started: ";
+    let date_line = |text: &str| {
+        text.find(DATE).map(|at| {
+            let end = text[at + 1..].find('\n').map_or(text.len(), |n| at + 1 + n);
+            at..end
+        })
     };
-    old.sources == fresh.sources && without_date(&old.text) == without_date(&fresh.text)
+    match (date_line(&old.text), date_line(fresh)) {
+        (Some(old_at), Some(fresh_at)) => {
+            format!(
+                "{}{}{}",
+                &fresh[..fresh_at.start],
+                &old.text[old_at],
+                &fresh[fresh_at.end..]
+            )
+        }
+        _ => fresh.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -454,7 +535,7 @@ mod tests {
     fn found(path: &str, text: &str) -> Found {
         Found {
             path: PathBuf::from(path),
-            read: Ok((text.as_bytes().to_vec(), text.len() as u64)),
+            read: Ok((text.to_string(), text.len() as u64)),
         }
     }
 
@@ -495,10 +576,88 @@ mod tests {
         let (text, sources) = compose(&files, 3, "");
         assert!(text.contains("<instructions path=\"/repo/sub/AGENTS.md\">\né\n"));
         assert_eq!(sources[1].kept, 2);
+        assert_eq!(
+            sources[0].refused.as_deref(),
+            Some("keel sandbox: reading is forbidden")
+        );
         assert!(
             text.contains(
                 "[keel: /repo/AGENTS.md was not read: keel sandbox: reading is forbidden]"
             )
+        );
+    }
+
+    fn mkfifo(path: &Path) {
+        let made = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+    }
+
+    /// A tool context over `dir` whose one secret is `value`.
+    fn tools_with_secret(dir: &Path, value: &str) -> ToolContext {
+        let mut tools = ToolContext::new(keel_tools::WorkspaceGuard::new(dir, &[]).unwrap());
+        tools.secrets =
+            keel_types::Secrets::from_names(["API_KEY".to_string()], |_| Some(value.to_string()));
+        tools
+    }
+
+    #[test]
+    fn a_secret_straddling_the_cut_is_redacted_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let secret = "sk-0123456789abcdefghij";
+        let text = format!("{}{secret} and more\n", "a".repeat(95));
+        std::fs::write(root.join("AGENTS.md"), &text).unwrap();
+        let tools = tools_with_secret(&root, secret);
+        let file = read_one(
+            &root.join("AGENTS.md"),
+            Some(&root),
+            &tools,
+            101 + REDACTION_MARGIN,
+        );
+        let (block, _) = compose(&[file], 100, "");
+        assert!(
+            !block.contains("sk-0"),
+            "no part of the key goes out: {block}"
+        );
+        assert!(block.contains(&"a".repeat(95)), "{block}");
+    }
+
+    #[test]
+    fn a_repositorys_file_may_not_lead_out_of_it_and_must_be_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let repo = root.join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        std::fs::write(root.join("bashrc"), "export TOKEN=abc\n").unwrap();
+        std::os::unix::fs::symlink(root.join("bashrc"), repo.join("AGENTS.md")).unwrap();
+        let tools = tools_with_secret(&repo, "unrelated-secret-value");
+        let refused = read_one(&repo.join("AGENTS.md"), Some(&repo), &tools, 100);
+        assert!(
+            refused
+                .read
+                .as_ref()
+                .is_err_and(|why| why.contains("leads outside")),
+            "{:?}",
+            refused.read
+        );
+        std::fs::remove_file(repo.join("AGENTS.md")).unwrap();
+        std::fs::write(repo.join("AGENTS.md"), b"\xff\xfe binary").unwrap();
+        let binary = read_one(&repo.join("AGENTS.md"), Some(&repo), &tools, 100);
+        assert_eq!(binary.read.unwrap_err(), "it is not UTF-8 text");
+        // A FIFO is refused at once, never waited on.
+        std::fs::remove_file(repo.join("AGENTS.md")).unwrap();
+        mkfifo(&repo.join("AGENTS.md"));
+        let fifo = read_one(&repo.join("AGENTS.md"), Some(&repo), &tools, 100);
+        assert!(fifo.read.is_err(), "{:?}", fifo.read);
+        std::fs::create_dir(repo.join(".git")).unwrap();
+        mkfifo(&repo.join(".git/HEAD"));
+        assert_eq!(
+            git_branch(&repo, &tools),
+            None,
+            "a FIFO HEAD is no branch, and no hang"
         );
     }
 
@@ -517,10 +676,20 @@ mod tests {
             instruction_dirs(&workspace),
             [root.join("a"), workspace.clone()]
         );
+        let tools = ToolContext::new(keel_tools::WorkspaceGuard::new(&workspace, &[]).unwrap());
         std::fs::write(root.join("a/.git/HEAD"), "ref: refs/heads/topic/x\n").unwrap();
-        assert_eq!(git_branch(&workspace).as_deref(), Some("topic/x"));
+        assert_eq!(git_branch(&workspace, &tools).as_deref(), Some("topic/x"));
         std::fs::write(root.join("a/.git/HEAD"), "ref: refs/heads/bad\u{1b}[2J\n").unwrap();
-        assert_eq!(git_branch(&workspace), None);
+        assert_eq!(git_branch(&workspace, &tools), None);
+        // Someone else's repository around the workspace instructs nothing (as root, this
+        // machine can make one; elsewhere the part is skipped).
+        if std::os::unix::fs::chown(root.join("a/.git"), Some(12_345), None).is_ok() {
+            assert_eq!(
+                instruction_dirs(&workspace),
+                std::slice::from_ref(&workspace)
+            );
+            std::os::unix::fs::chown(root.join("a/.git"), Some(0), None).unwrap();
+        }
         let names = vec!["AGENTS.md".to_string(), "CLAUDE.md".to_string()];
         std::fs::write(workspace.join("CLAUDE.md"), "c").unwrap();
         assert_eq!(

@@ -26,14 +26,29 @@ const MOST_OFFERED: usize = 30;
 pub struct LineHelper {
     workspace: PathBuf,
     files: OnceLock<Vec<String>>,
+    /// The session's custom commands, with their slash.
+    custom: Vec<String>,
 }
 
 impl LineHelper {
-    pub fn new(workspace: PathBuf) -> LineHelper {
+    /// Completion in `workspace`, where `custom` are the session's custom commands.
+    pub fn new(workspace: PathBuf, custom: Vec<String>) -> LineHelper {
         LineHelper {
             workspace,
             files: OnceLock::new(),
+            custom,
         }
+    }
+
+    /// Completion for `controller`'s session.
+    pub fn for_session(controller: &keel_agent::Controller) -> LineHelper {
+        let custom = controller
+            .settings()
+            .commands
+            .list()
+            .map(|command| format!("/{}", command.name))
+            .collect();
+        LineHelper::new(controller.settings().workspace.clone(), custom)
     }
 
     /// What can replace the word before `pos` in `line`: where it starts, and (shown,
@@ -69,7 +84,7 @@ impl LineHelper {
             return (start, found);
         }
         if start == 0 && word.starts_with('/') {
-            let found = command_candidates(word)
+            let found = command_candidates(word, &self.custom)
                 .into_iter()
                 .map(|name| (name.clone(), format!("{name} ")))
                 .collect();
@@ -137,11 +152,12 @@ pub fn path_candidates(typed: &str, files: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// The slash commands starting with `typed`.
-fn command_candidates(typed: &str) -> Vec<String> {
+/// The slash commands starting with `typed`: the built-in ones, then `custom`.
+fn command_candidates(typed: &str, custom: &[String]) -> Vec<String> {
     SLASH_COMMANDS
         .iter()
         .filter_map(|(usage, _)| usage.split_whitespace().next())
+        .chain(custom.iter().map(String::as_str))
         .filter(|name| name.starts_with(typed))
         .map(str::to_string)
         .collect()
@@ -262,7 +278,7 @@ mod tests {
 
     #[test]
     fn a_commands_argument_completes_from_what_the_surface_knows() {
-        let helper = LineHelper::new(PathBuf::from("/nonexistent"));
+        let helper = LineHelper::new(PathBuf::from("/nonexistent"), Vec::new());
         let arguments = |command: &str| match command {
             "/resume" => vec![
                 "0a1b2c".to_string(),
@@ -293,10 +309,16 @@ mod tests {
     #[test]
     fn commands_complete_from_the_controllers_list() {
         assert_eq!(
-            command_candidates("/co"),
-            ["/cost", "/context", "/continue-checks", "/compact"]
+            command_candidates("/co", &["/commit".to_string(), "/review".to_string()]),
+            [
+                "/cost",
+                "/context",
+                "/continue-checks",
+                "/compact",
+                "/commit"
+            ]
         );
-        assert!(command_candidates("/nope").is_empty());
+        assert!(command_candidates("/nope", &[]).is_empty());
     }
 
     #[test]

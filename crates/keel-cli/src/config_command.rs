@@ -30,8 +30,11 @@ pub fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let config = settings::load_config(common, &workspace)?;
     let resolved = config.resolve()?;
     // The instruction files a session here reads (the same search as the session's).
+    // The canonical workspace, as a session's guard sees it.
     let found = keel_agent::instruction_paths(
-        &workspace,
+        &workspace
+            .canonicalize()
+            .unwrap_or_else(|_| workspace.clone()),
         &keel_agent::ContextSettings {
             instruction_files: resolved.instruction_files.value.clone(),
             global_dir: Some(settings::keel_home()?),

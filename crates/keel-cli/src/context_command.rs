@@ -14,6 +14,7 @@ pub fn run(controller: &Controller, show: bool) {
             Ok(Reloaded::BeforeFirstPrompt) => {
                 eprintln!("context: read again; the first prompt carries it")
             }
+            Ok(Reloaded::NotNow(why)) => eprintln!("context: not replaced: {why}"),
             Ok(Reloaded::Rewritten { revision }) => eprintln!(
                 "context: replaced (history revision {revision}); the prompt prefix changes once \
                  (instructions_changed)"
@@ -40,8 +41,8 @@ pub fn run(controller: &Controller, show: bool) {
             }
             for source in &report.sources {
                 let path = visible_line(&source.path);
-                if source.kept == 0 && source.bytes == 0 {
-                    eprintln!("  {path}: not read (see /transcript for why)");
+                if let Some(why) = &source.refused {
+                    eprintln!("  {path}: not read: {}", visible_line(why));
                 } else if source.kept < source.bytes {
                     eprintln!(
                         "  {path}: {} of {} bytes (cut: instructions are bounded)",

@@ -107,6 +107,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         untrusted: Vec::new(),
         sandbox: Some(sandbox.clone()),
         context: keel_agent::ContextSettings::default(),
+        commands: Default::default(),
     };
     let host = Host::open(&demo_dir.join("state.db"))?;
     let approver = Arc::new(HeadlessApprover { approve_all: true });
@@ -129,6 +130,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         untrusted: Vec::new(),
         sandbox: Some(sandbox.clone()),
         context: keel_agent::ContextSettings::default(),
+        commands: Default::default(),
     };
     let second_settings = rebuild(&settings);
     let controller = open(SessionChoice::New, settings)?;

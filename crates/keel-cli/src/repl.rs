@@ -76,6 +76,24 @@ fn help_text() -> String {
     text
 }
 
+/// The session's custom commands, for `/help` (names, descriptions and paths are files'
+/// text: shown escaped).
+fn custom_help(controller: &Controller) {
+    let commands: Vec<_> = controller.settings().commands.list().collect();
+    if commands.is_empty() {
+        return;
+    }
+    eprintln!("custom commands (prompts; $ARGUMENTS and $1…$9 are what follows the name):");
+    for command in commands {
+        let what = match &command.description {
+            Some(description) => visible_line(description).into_owned(),
+            None => visible_line(&command.path.display().to_string()).into_owned(),
+        };
+        let usage = format!("/{}", command.name);
+        eprintln!("  {usage:<22}{what}");
+    }
+}
+
 /// Every prompt, reasoning block, answer and whole tool result of the session, as terminal text.
 pub(crate) fn transcript_text(
     controller: &Controller,
@@ -107,7 +125,6 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         always: Mutex::new(HashSet::new()),
     });
     let controller = open_controller(setup, approver.clone())?;
-    let workspace = controller.settings().workspace.clone();
     let rendering = Some(start_rendering(&controller));
     // The question already listed what the project files asked for; otherwise say it now.
     if !asked {
@@ -120,7 +137,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         .build();
     let mut editor: rustyline::Editor<LineHelper, rustyline::history::FileHistory> =
         rustyline::Editor::with_config(config)?;
-    editor.set_helper(Some(LineHelper::new(workspace)));
+    editor.set_helper(Some(LineHelper::for_session(&controller)));
     bind_newline_keys(&mut editor);
     let _ = editor.load_history(&history_path);
     // After the line editor, whose own SIGINT handler would otherwise take Ctrl-C from us.
@@ -152,7 +169,11 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         match line {
             Ok(line) => {
                 let text = line.trim();
-                let quit = match Line::parse(text) {
+                let line = match &repl.controller {
+                    Some(controller) => controller.parse_line(text),
+                    None => Line::parse(text),
+                };
+                let quit = match line {
                     Line::Empty => continue,
                     Line::Input(input) => {
                         let _ = editor.add_history_entry(text);
@@ -289,7 +310,12 @@ impl Repl {
     ) -> anyhow::Result<Option<Outcome>> {
         match command {
             SurfaceCommand::Quit => return Ok(Some(Outcome::Completed)),
-            SurfaceCommand::Help => eprintln!("{}", help_text()),
+            SurfaceCommand::Help => {
+                eprintln!("{}", help_text());
+                if let Some(controller) = &self.controller {
+                    custom_help(controller);
+                }
+            }
             SurfaceCommand::Transcript => {
                 let width = crate::render::terminal_width();
                 let colors = crate::render::stderr_colors();

@@ -17,21 +17,27 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Outcome> {
-    let input = match Line::parse(prompt) {
-        Line::Input(input) => input,
+    let unknown = || {
+        let name = prompt.split_whitespace().next().unwrap_or("");
+        UsageError(format!(
+            "unknown slash command `{}`: `keel run` knows `/recover-context [ID] [guidance]`, \
+             `/continue-checks [ID]`, `/compact [focus]`, `/init [guidance]` and the custom \
+             commands of `.keel/commands/` and `$KEEL_HOME/commands/`",
+            keel_render::visible_line(name)
+        ))
+    };
+    // A `/NAME` no built-in command takes may be a custom one: known once the session is set up.
+    let built_in = match Line::parse(prompt) {
+        Line::Input(input) => Some(input),
         Line::Empty => {
             return Err(UsageError("the prompt is empty: say what keel should do".into()).into());
         }
-        Line::Command(_) | Line::Unknown(_) => {
-            let name = prompt.split_whitespace().next().unwrap_or("");
-            return Err(UsageError(format!(
-                "unknown slash command `{name}`: `keel run` knows `/recover-context [ID] \
-                 [guidance]`, `/continue-checks [ID]` and `/compact [focus]`"
-            ))
-            .into());
-        }
+        Line::Command(_) => return Err(unknown().into()),
+        Line::Unknown(_) => None,
     };
-    let is_action = !matches!(input, Input::Prompt(_));
+    let is_action = built_in
+        .as_ref()
+        .is_some_and(|input| !matches!(input, Input::Prompt(_)));
     if is_action && common.session.is_none() && !common.continue_latest {
         return Err(UsageError(
             "/recover-context, /continue-checks and /compact need the session: keel run --session ID \"/recover-context\""
@@ -40,7 +46,15 @@ pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Ou
         .into());
     }
     let setup = prepare(common, "keel run")?;
+    // First: why a command file was left out is part of what an unknown name means.
     print_notices(&setup);
+    let input = match built_in {
+        Some(input) => input,
+        None => match Line::parse_with(prompt, &setup.settings.commands) {
+            Line::Input(input) => input,
+            Line::Empty | Line::Command(_) | Line::Unknown(_) => return Err(unknown().into()),
+        },
+    };
     if setup
         .settings
         .sandbox

@@ -239,6 +239,12 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         }
         extra_dirs.push(absolute);
     }
+    let commands = keel_agent::CustomCommands::load(
+        &workspace,
+        Some(&settings::keel_home()?),
+        &keel_agent::builtin_names(),
+    );
+    notices.extend(commands.notices.iter().cloned());
     let declared = mcp_servers(&config)?;
     notices.extend(declared.notices);
     let mcp_servers = declared.trusted;
@@ -261,6 +267,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
             global_dir: Some(settings::keel_home()?),
             max_bytes: keel_agent::DEFAULT_INSTRUCTION_BYTES,
         },
+        commands: Arc::new(commands),
     };
     let choice = match session {
         Some(session) => SessionChoice::Resume(session.id),

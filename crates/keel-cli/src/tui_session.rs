@@ -86,7 +86,6 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     // Watched, not held: `/new` or `/resume` drops this session's hub, and its servers with it.
     let mut mcp_starting = (!controller.settings().mcp.statuses().is_empty())
         .then(|| Arc::downgrade(&controller.settings().mcp));
-    let workspace = controller.settings().workspace.clone();
     let events = controller.subscribe();
     let signals = StopSignals::register()?;
     let repl = Repl::for_tui(common, controller.clone(), approver.clone(), signals);
@@ -127,7 +126,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         turn: None,
         question: None,
         approver,
-        completion: LineHelper::new(workspace),
+        completion: LineHelper::for_session(&controller),
         paused,
         quit_armed: false,
         interrupts: 0,
@@ -345,7 +344,11 @@ impl Session {
     /// Send a prompt (or run a slash command).
     fn send(&mut self, text: String) -> Option<SurfaceCommand> {
         let trimmed = text.trim().to_string();
-        match Parsed::parse(&trimmed) {
+        let parsed = match self.controller() {
+            Some(controller) => controller.parse_line(&trimmed),
+            None => Parsed::parse(&trimmed),
+        };
+        match parsed {
             Parsed::Empty => None,
             Parsed::Input(input) => {
                 let Some(controller) = self.controller() else {

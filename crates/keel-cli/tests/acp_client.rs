@@ -416,3 +416,19 @@ fn an_oversized_message_is_refused_and_the_agent_keeps_serving() {
     );
     assert!(answer(&answers, 3)["result"].is_object(), "still serving");
 }
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_acp),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+)]
+fn custom_commands_are_announced_and_run_through_acp() {
+    let (home, mock) = scripted(
+        "chat",
+        &json!({"steps": [{"say": "reviewed"}]}).to_string(),
+        "",
+    );
+    write_review_command(&home, "Review $1 with care.");
+    drive_client("commands", &home, &[]);
+    assert_eq!(last_user_message(&mock), "Review lib.rs with care.");
+}

@@ -151,7 +151,8 @@ fn the_prefix_holds_across_twenty_rounds_with_instructions() {
 
 #[test]
 fn a_huge_agents_md_is_cut_with_a_note_and_a_linked_secret_is_refused() {
-    let steps = serde_json::json!({"steps": [{"say": "ok"}, {"say": "ok"}]}).to_string();
+    let steps =
+        serde_json::json!({"steps": [{"say": "ok"}, {"say": "ok"}, {"say": "ok"}]}).to_string();
     let (home, mock) = scripted("chat", &steps, "");
     let workspace = home.path().join("big");
     std::fs::create_dir_all(&workspace).unwrap();
@@ -177,7 +178,7 @@ fn a_huge_agents_md_is_cut_with_a_note_and_a_linked_secret_is_refused() {
         "{}",
         &message[message.len() - 600..]
     );
-    // A repository's AGENTS.md that links to keel's own config (hidden from tools).
+    // A project's AGENTS.md that links out of it (to keel's own config, here).
     let linked = home.path().join("linked");
     std::fs::create_dir_all(&linked).unwrap();
     std::os::unix::fs::symlink(home.path().join("config.toml"), linked.join("AGENTS.md")).unwrap();
@@ -187,13 +188,29 @@ fn a_huge_agents_md_is_cut_with_a_note_and_a_linked_secret_is_refused() {
     let second = body(&requests[1]);
     let message = second["messages"][1]["content"].as_str().unwrap();
     assert!(
-        message.contains("AGENTS.md was not read: keel sandbox"),
+        message.contains("AGENTS.md was not read: it leads outside"),
         "{message}"
     );
     assert!(
         !message.contains("base_url"),
         "the config's text never goes out: {message}"
     );
+    // Inside the workspace, a link to a file the sandbox hides (keel's config, when keel's
+    // home is the workspace) is refused by the file tools' rule.
+    std::os::unix::fs::symlink(
+        home.path().join("config.toml"),
+        home.path().join("AGENTS.md"),
+    )
+    .unwrap();
+    let run = home.run(&["run", "go"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let third = body(&mock.requests()[2]);
+    let message = third["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        message.contains("AGENTS.md was not read: keel sandbox"),
+        "{message}"
+    );
+    assert!(!message.contains("base_url"), "{message}");
 }
 
 /// Remove the context block from a stored session, as a store written before blocks existed.

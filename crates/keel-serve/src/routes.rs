@@ -196,10 +196,10 @@ struct SubmitBody {
 }
 
 /// The turn a submit body asks for (CONTRACT.md's rules on `action`, `recoveryId`, `format`).
-fn input_of(body: SubmitBody) -> Result<Input, ApiError> {
+fn input_of(body: SubmitBody, controller: &keel_agent::Controller) -> Result<Input, ApiError> {
     let Some(action) = body.action else {
         let text = body.input.unwrap_or_default();
-        return match Line::parse(&text) {
+        return match controller.parse_line(&text) {
             Line::Input(input) => Ok(input),
             Line::Empty => Err(ApiError::bad_request(
                 "`input` is empty: say what keel should do",
@@ -246,7 +246,7 @@ async fn submit(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     valid_id(&id)?;
-    let input = input_of(json_body(body)?)?;
+    let body = json_body(body)?;
     session(&state, &id).await?;
     // Admitted under the sessions lock: a model switch (which takes the same lock) sees the
     // turn as running, or the submit sees the switched controller; never half of each.
@@ -255,6 +255,7 @@ async fn submit(
         let open = sessions
             .get(&id)
             .ok_or_else(|| ApiError::not_found(format!("no session `{id}`")))?;
+        let input = input_of(body, &open.controller)?;
         open.controller.begin(input)?
     };
     let turn = tokio::spawn(async move {

@@ -52,6 +52,9 @@ pub struct ContextSource {
     pub bytes: u64,
     /// How much of it the block holds (less than `bytes` when it was cut, 0 when left out).
     pub kept: u64,
+    /// Why it was not read (a link out of the repository, a forbidden path, not text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// The first words of the request keel sends to have a conversation summarised (the fake

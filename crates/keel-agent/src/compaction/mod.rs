@@ -302,7 +302,11 @@ pub(crate) async fn compact(
         )));
     }
     keel_types::kill_point::kill_point("compaction_summarised");
-    let replaced = plan.tail_start as u64;
+    // The context block is kept, not replaced.
+    let replaced = state.history[..plan.tail_start]
+        .iter()
+        .filter(|item| !matches!(item, Item::Context(_)))
+        .count() as u64;
     let plan_in_force = crate::recovery::readiness::latest_plan(&state.history[..plan.tail_start]);
     let cut_off = match completion.finish_reason {
         FinishReason::Length => Some("at the output limit"),

@@ -86,6 +86,7 @@ pub fn settings_for(base_url: &str, workspace: &Path) -> AgentSettings {
             referenced_files: Vec::new(),
         }),
         context: Default::default(),
+        commands: Default::default(),
     }
 }
 

@@ -541,3 +541,15 @@ pub fn dir_outside_tmp() -> tempfile::TempDir {
         .or_else(|_| tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")))
         .unwrap()
 }
+
+/// A project command `/review` in `home` (also the workspace): `Review a file` is its
+/// description, `text` the prompt after the front matter.
+pub fn write_review_command(home: &Home, text: &str) {
+    let dir = home.path().join(".keel/commands");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("review.md"),
+        format!("---\ndescription: Review a file\nallowed-tools: bash\n---\n{text}"),
+    )
+    .unwrap();
+}

@@ -89,6 +89,15 @@ pub(super) fn project(
     // providers refuse two user messages in a row).
     let mut context: Option<&str> = None;
     for item in input.history {
+        // Only a user message right after it takes the block; otherwise it stands alone, in
+        // place (it never moves into a later message).
+        if let Some(head) =
+            context.take_if(|_| !matches!(item, Item::User { .. } | Item::Summary(_)))
+        {
+            messages.push(ChatMessage::User {
+                content: head.into(),
+            });
+        }
         messages.push(match item {
             Item::Context(block) => {
                 context = Some(&block.text);

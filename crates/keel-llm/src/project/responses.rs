@@ -89,6 +89,15 @@ pub(super) fn project(
     // A context block is the first text part of the user message after it.
     let mut context: Option<&str> = None;
     for item in input.history {
+        // Only a user message right after it takes the block; otherwise it stands alone.
+        if let Some(text) =
+            context.take_if(|_| !matches!(item, Item::User { .. } | Item::Summary(_)))
+        {
+            items.push(InputItem::Message {
+                role: "user",
+                content: vec![ContentPart::InputText { text }],
+            });
+        }
         match item {
             Item::Context(block) => context = Some(&block.text),
             Item::User { text } | Item::Summary(keel_types::Summary { text, .. }) => {

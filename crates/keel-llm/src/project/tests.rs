@@ -492,3 +492,29 @@ fn a_context_block_heads_the_first_user_message_in_every_protocol() {
         assert_append_only(&profile, &full, REQUEST_BOUNDARIES.map(|cut| cut + 1));
     }
 }
+
+#[test]
+fn a_context_block_not_followed_by_a_prompt_stays_where_it_is() {
+    let block = Item::Context(keel_types::ContextBlock {
+        text: "<context from=\"keel\">b</context>".into(),
+        sources: Vec::new(),
+    });
+    let mut full = history(no_replay);
+    // A block before an assistant item (a history shaped by a rewrite): its own user message,
+    // in place, in every protocol.
+    full.insert(3, block);
+    for protocol in [
+        WireProtocol::Chat,
+        WireProtocol::Responses,
+        WireProtocol::Anthropic,
+    ] {
+        let body = body_of(&profile(protocol, ReasoningProtocol::None), &full);
+        let at = body.find("<context from").unwrap();
+        assert!(
+            body.find("pritnln!(); }").unwrap() < at,
+            "{protocol:?}: {body}"
+        );
+        assert!(at < body.find("lib.rs").unwrap(), "{protocol:?}: {body}");
+        assert_eq!(body.matches("<context from").count(), 1);
+    }
+}
