@@ -27,6 +27,7 @@ mod progress;
 mod project_context;
 mod prompt;
 mod recovery;
+mod rewrite;
 mod subscribers;
 mod tools_round;
 mod turn;

@@ -17,7 +17,7 @@
 
 use crate::{AgentError, AgentSettings, Controller};
 use keel_tools::{PermissionMode, ToolContext};
-use keel_types::{ContextBlock, ContextSource, EventBody, Item};
+use keel_types::{ContextBlock, ContextSource, Item};
 use std::path::{Path, PathBuf};
 
 /// Where a session's instructions come from.
@@ -450,49 +450,29 @@ impl Controller {
                 .filter(|_| stored.len() == state.history.len())
                 .map_or(state.last_turn, |row| row.turn)
         };
-        let mut items = state.history.clone();
-        items[at] = Item::Context(fresh);
-        let rows: Vec<(u64, Item)> = items
+        let mut rows: Vec<(u64, Item)> = state
+            .history
             .iter()
             .enumerate()
             .map(|(index, item)| (turn_of(index), item.clone()))
             .collect();
-        let tokens: u64 = items
-            .iter()
-            .map(|item| state.meter.tokens_of_item(item))
-            .sum();
-        let revision = shared.store.rewrite_history(
-            &shared.session.id,
-            &keel_store::HistoryRewrite {
-                replaces: state.revision,
-                items: &rows,
-                reason: "instructions_changed",
-                tokens_before: tokens,
-                tokens_after: tokens,
-                replaced: 0,
-            },
-        )?;
-        state.history = items;
-        state.revision = revision;
-        let last_turn = state.last_turn;
-        drop(state);
-        // An offer was made against the history just replaced.
-        crate::recovery::stored::expire_pending(shared, last_turn)?;
+        rows[at].1 = Item::Context(fresh);
+        let tokens: u64 = crate::compaction::fixed_tokens(shared, &state)
+            + rows
+                .iter()
+                .map(|(_, item)| state.meter.tokens_of_item(item))
+                .sum::<u64>();
+        let rewrite = crate::rewrite::Rewrite {
+            rows,
+            reason: "instructions_changed",
+            announced: "instructions_changed",
+            tokens_before: tokens,
+            tokens_after: tokens,
+            replaced: 0,
+            kill_point: None,
+        };
         // Between turns: the events belong to no turn.
-        let turn = None;
-        shared.emit(
-            turn,
-            EventBody::HistoryRewritten {
-                revision,
-                reason: "instructions_changed".into(),
-            },
-        );
-        shared.emit(
-            turn,
-            EventBody::PrefixChanged {
-                reason: "instructions_changed".into(),
-            },
-        );
+        let revision = crate::rewrite::commit(shared, &mut state, rewrite, None, |_| Vec::new())?;
         Ok(Reloaded::Rewritten { revision })
     }
 }

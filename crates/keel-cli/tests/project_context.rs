@@ -311,6 +311,19 @@ fn context_shows_the_files_and_reload_context_replaces_the_block_as_a_new_revisi
     let revisions = shown["revisions"].as_array().unwrap();
     assert_eq!(revisions.len(), 2, "{shown}");
     assert_eq!(revisions[1]["reason"], "instructions_changed");
+    // Announced as a rewrite and a named prefix break, in that order, once.
+    let db = rusqlite::Connection::open(home.path().join("state/keel.db")).unwrap();
+    let mut query = db
+        .prepare("SELECT event FROM events WHERE session_id = ?1 ORDER BY seq")
+        .unwrap();
+    let kinds: Vec<String> = query
+        .query_map([session], |row| row.get::<_, String>(0))
+        .unwrap()
+        .map(|event| serde_json::from_str::<Value>(&event.unwrap()).unwrap())
+        .filter(|event| event["reason"] == "instructions_changed")
+        .map(|event| event["type"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, ["history/rewritten", "prefix/changed"]);
     let first_revision = session_json(&home, session, &["--revision", "1"]);
     assert!(
         first_revision["items"][0]["text"]

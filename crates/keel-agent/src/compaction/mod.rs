@@ -18,9 +18,9 @@
 pub mod text;
 
 use crate::exchange::{Deltas, Reply, send_items};
+use crate::rewrite::Rewrite;
 use crate::turn_run::TurnRun;
 use crate::{AgentError, SessionState, Shared};
-use keel_store::HistoryRewrite;
 use keel_types::{EventBody, FailureDiagnostic, FailureKind, FinishReason, Item, Usage};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -130,7 +130,7 @@ pub(crate) fn threshold(shared: &Shared, state: &SessionState) -> Option<u64> {
 }
 
 /// Tokens of the stable prefix (system prompt and tool specs) of this session's requests.
-fn fixed_tokens(shared: &Shared, state: &SessionState) -> u64 {
+pub(crate) fn fixed_tokens(shared: &Shared, state: &SessionState) -> u64 {
     let bytes = shared
         .project(&[], &state.mcp_tools)
         .map_or(0, |request| request.body.len());
@@ -337,11 +337,10 @@ pub(crate) async fn compact(
             .enumerate()
             .map(|(offset, item)| (turn_of(plan.tail_start + offset), item.clone())),
     );
-    let items: Vec<Item> = rows.iter().map(|(_, item)| item.clone()).collect();
     let tokens_after = plan.fixed
-        + items
+        + rows
             .iter()
-            .map(|item| state.meter.tokens_of_item(item))
+            .map(|(_, item)| state.meter.tokens_of_item(item))
             .sum::<u64>();
     if tokens_after >= plan.tokens_before {
         return Ok(Compaction::Impossible(CannotCompact::NoGain {
@@ -349,37 +348,24 @@ pub(crate) async fn compact(
             after: tokens_after,
         }));
     }
-    let revision = shared.store.rewrite_history(
-        &shared.session.id,
-        &HistoryRewrite {
-            replaces: state.revision,
-            items: &rows,
-            reason: reason.as_str(),
-            tokens_before: plan.tokens_before,
-            tokens_after,
-            replaced,
-        },
-    )?;
-    keel_types::kill_point::kill_point("after_compaction_commit");
-    state.history = items;
-    state.revision = revision;
-    state.repair = None;
-    state.meter.set_estimate(tokens_after);
-    run.emit(EventBody::HistoryRewritten {
-        revision,
-        reason: "compaction".into(),
-    });
-    run.emit(EventBody::ContextCompacted {
-        revision,
+    let rewrite = Rewrite {
+        rows,
+        reason: reason.as_str(),
+        announced: "compaction",
         tokens_before: plan.tokens_before,
         tokens_after,
-        reason: reason.as_str().into(),
-    });
-    run.emit(EventBody::PrefixChanged {
-        reason: "compaction".into(),
-    });
-    // The history a pending recovery was recorded against is gone.
-    crate::recovery::stored::expire_pending(shared, run.turn)?;
+        replaced,
+        kill_point: Some("after_compaction_commit"),
+    };
+    let tokens_before = plan.tokens_before;
+    crate::rewrite::commit(shared, state, rewrite, Some(run.turn), |revision| {
+        vec![EventBody::ContextCompacted {
+            revision,
+            tokens_before,
+            tokens_after,
+            reason: reason.as_str().into(),
+        }]
+    })?;
     Ok(Compaction::Done {
         usage,
         tokens_after,
