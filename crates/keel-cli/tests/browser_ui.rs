@@ -77,8 +77,20 @@ fn drive_with(
     top: &str,
     env: &[(&str, &str)],
 ) -> (Home, MockProcess) {
+    drive_prepared(scenario, steps, top, env, &|_| {})
+}
+
+/// `drive_with`, with `prepare` done to the home (also the workspace) before keel starts.
+fn drive_prepared(
+    scenario: &str,
+    steps: serde_json::Value,
+    top: &str,
+    env: &[(&str, &str)],
+    prepare: &dyn Fn(&Home),
+) -> (Home, MockProcess) {
     let (home, mock) = scripted("chat", &steps.to_string(), "");
     home.prepend_config(top);
+    prepare(&home);
     let served = serve(&home);
     let out = e2e_dir().join("out");
     let output = Command::new("node")
@@ -276,4 +288,18 @@ fn a_transient_503_shows_a_retry_notice_and_no_duplicated_text() {
     ]});
     let (_home, mock) = drive("retry", steps, "");
     assert_eq!(mock.requests().len(), 2);
+}
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
+fn typing_a_slash_lists_the_commands_and_a_custom_one_runs() {
+    require_browser();
+    let steps = json!({"steps": [{"say": "reviewed"}]});
+    let (_home, mock) = drive_prepared("commands", steps, "", &[], &|home| {
+        write_review_command(home, "Review $1 for the browser.");
+    });
+    assert_eq!(last_user_message(&mock), "Review app.rs for the browser.");
 }

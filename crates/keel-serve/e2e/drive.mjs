@@ -33,6 +33,21 @@ async function waitForText(needle, timeout = 20000) {
 }
 
 const scenarios = {
+  // Typing `/` lists the slash commands with the session's custom ones; one runs as a prompt.
+  async commands() {
+    await page.locator("#prompt").pressSequentially("/re");
+    await page.locator("#commands").waitFor();
+    const listed = await page.locator("#commands").innerText();
+    assert.match(listed, /\/review \[arguments\] — Review a file/);
+    assert.match(listed, /\/recover-context/);
+    assert.doesNotMatch(listed, /\/compact/);
+    await page.screenshot({ path: `${out}/commands.png` });
+    await page.fill("#prompt", "");
+    await ask("/review app.rs");
+    await waitForText("reviewed");
+    assert.ok(await page.locator("#commands").isHidden());
+  },
+
   // Tool rounds show as cards with their states; the answer follows.
   async cards() {
     await ask("make two files");

@@ -154,6 +154,24 @@ async fn list_sessions(State(state): State<Arc<AppState>>) -> Result<Response, A
     Ok(axum::Json(sessions).into_response())
 }
 
+/// The slash commands a submit's `input` may start with: name and what it does.
+fn commands(settings: &keel_agent::AgentSettings) -> Vec<serde_json::Value> {
+    let built_in = keel_agent::SLASH_COMMANDS.iter().filter(|(usage, _)| {
+        ["/compact", "/init", "/recover-context", "/continue-checks"]
+            .iter()
+            .any(|name| usage.split_whitespace().next() == Some(name))
+    });
+    built_in
+        .map(|(usage, what)| json!({"name": usage, "description": what}))
+        .chain(settings.commands.list().map(|command| {
+            json!({
+                "name": format!("/{} [arguments]", command.name),
+                "description": command.description.clone().unwrap_or_else(|| "custom command".into()),
+            })
+        }))
+        .collect()
+}
+
 async fn session_status(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -181,6 +199,8 @@ async fn session_status(
         "context": controller.context_use(),
         // What the workspace's untrusted project files asked for and did not get.
         "untrusted": settings.untrusted,
+        // The slash commands `input` takes here: keel's, then the session's custom ones.
+        "commands": commands(settings),
     }))
     .into_response())
 }

@@ -272,6 +272,7 @@ async function refreshStatus() {
   if (!response.ok) return;
   const status = await response.json();
   $("model").textContent = status.model;
+  view.commands = status.commands || [];
   const context = status.context ? ` · ctx ${Math.floor(status.context.used * 100 / status.context.window)}%` : "";
   const money = status.cost_display ? ` · ${status.cost_display}` : "";
   $("usage").textContent = `tokens ${status.usage.input} in · ${status.usage.output} out · cache ${Math.round(status.cache_hit_ratio * 100)}%${money}${context}`;
@@ -463,6 +464,17 @@ $("continue-checks").addEventListener("click", () => {
   if (!view.pending) return;
   $("recovery").hidden = true;
   submit({ action: "final_readiness_recovery", recoveryId: view.pending.recoveryId });
+});
+// Typing a slash command lists the ones that match (keel's and the session's own), as text.
+$("prompt").addEventListener("input", () => {
+  const typed = $("prompt").value;
+  const box = $("commands");
+  box.textContent = "";
+  const word = typed.split(/\s/)[0];
+  const matching = typed.startsWith("/") && !/\s/.test(typed)
+    ? (view.commands || []).filter((c) => c.name.startsWith(word)) : [];
+  for (const c of matching) box.appendChild(el("div", "", `${c.name} — ${c.description}`));
+  box.hidden = matching.length === 0;
 });
 $("prompt").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); send(); }
