@@ -57,6 +57,14 @@ pub enum SurfaceCommand {
     Context,
     /// `/reload-context`: read the instruction files and the environment again.
     ReloadContext,
+    /// `/undo` (the last turn, files and conversation) and `/rewind [TURN] [--code |
+    /// --conversation] [--force]`.
+    Rewind {
+        to: Option<u64>,
+        code: bool,
+        conversation: bool,
+        force: bool,
+    },
 }
 
 /// The names of the built-in commands, which no custom command may take.
@@ -92,7 +100,7 @@ pub enum Line {
 }
 
 /// The slash commands, for help texts and editor completion.
-pub const SLASH_COMMANDS: [(&str, &str); 14] = [
+pub const SLASH_COMMANDS: [(&str, &str); 16] = [
     ("/help", "this list"),
     (
         "/model [PROVIDER/ID]",
@@ -105,6 +113,14 @@ pub const SLASH_COMMANDS: [(&str, &str); 14] = [
     (
         "/context",
         "the project instructions the model was given (files, tokens)",
+    ),
+    (
+        "/undo",
+        "undo the last turn: its file edits and the conversation",
+    ),
+    (
+        "/rewind [TURN] [--code|--conversation] [--force]",
+        "files and/or conversation as before TURN (the last one by default)",
     ),
     (
         "/init [guidance]",
@@ -179,6 +195,31 @@ impl Line {
             "/mcp" => Line::Command(SurfaceCommand::Mcp),
             "/transcript" => Line::Command(SurfaceCommand::Transcript),
             "/context" => Line::Command(SurfaceCommand::Context),
+            "/undo" => Line::Command(SurfaceCommand::Rewind {
+                to: None,
+                code: true,
+                conversation: true,
+                force: false,
+            }),
+            "/rewind" => {
+                let words: Vec<&str> = rest.split_whitespace().collect();
+                // A word it does not know (a misspelt flag) is no rewind at all.
+                let known = |word: &&str| {
+                    word.parse::<u64>().is_ok()
+                        || ["--code", "--conversation", "--both", "--force"].contains(word)
+                };
+                if let Some(unknown) = words.iter().find(|word| !known(word)) {
+                    return Line::Unknown(format!("/rewind {unknown}"));
+                }
+                let flag = |name: &str| words.contains(&name);
+                let (code_only, conversation_only) = (flag("--code"), flag("--conversation"));
+                Line::Command(SurfaceCommand::Rewind {
+                    to: words.iter().find_map(|word| word.parse().ok()),
+                    code: !conversation_only || code_only,
+                    conversation: !code_only || conversation_only,
+                    force: flag("--force"),
+                })
+            }
             "/reload-context" => Line::Command(SurfaceCommand::ReloadContext),
             "/model" => Line::Command(SurfaceCommand::Model(first)),
             "/resume" => Line::Command(SurfaceCommand::Resume(first)),
@@ -238,6 +279,19 @@ mod tests {
             Line::Command(SurfaceCommand::Model(Some("deepseek/x".into())))
         );
         assert_eq!(Line::parse("/exit"), Line::Command(SurfaceCommand::Quit));
+        assert_eq!(
+            Line::parse("/rewind 3 --code --force"),
+            Line::Command(SurfaceCommand::Rewind {
+                to: Some(3),
+                code: true,
+                conversation: false,
+                force: true,
+            })
+        );
+        assert_eq!(
+            Line::parse("/rewind --conversaton"),
+            Line::Unknown("/rewind --conversaton".into())
+        );
         assert_eq!(
             Line::parse("/init"),
             Line::Input(Input::Prompt(INIT_PROMPT.into()))

@@ -14,6 +14,7 @@
 mod admitted;
 mod approval;
 mod call;
+mod checkpoint;
 mod compaction;
 mod confinement;
 mod context;
@@ -27,6 +28,7 @@ mod progress;
 mod project_context;
 mod prompt;
 mod recovery;
+mod rewind;
 mod rewrite;
 mod subscribers;
 mod tools_round;
@@ -50,6 +52,7 @@ pub use recovery::record::{RecordState, RecoveryRecord, StoredRecord};
 /// How a stored recovery record is read and written (the fuzz targets check both).
 pub use recovery::record::{decode as decode_record, encode as encode_record};
 pub use recovery::refusal::RecoveryRefusal;
+pub use rewind::{RewindReport, RewindScope};
 pub use turn::TurnOutcome;
 
 use keel_llm::client::HttpClient;
@@ -128,6 +131,8 @@ pub enum AgentError {
     RecoveryRefused(RecoveryRefusal),
     #[error("cannot compact: {0}")]
     CannotCompact(String),
+    #[error("cannot rewind: {0}")]
+    CannotRewind(String),
     #[error("cannot build the request: {0}")]
     Projection(String),
 }
@@ -141,7 +146,8 @@ impl AgentError {
             | AgentError::Workspace { .. }
             | AgentError::SessionTemp { .. }
             | AgentError::RecoveryRefused(_)
-            | AgentError::CannotCompact(_) => true,
+            | AgentError::CannotCompact(_)
+            | AgentError::CannotRewind(_) => true,
             AgentError::Busy(_)
             | AgentError::UndecodableHistory { .. }
             | AgentError::Tools(_)

@@ -94,7 +94,7 @@ pub async fn run_tools(
             sandbox: shared.sandbox_now(),
             ..shared.tool_context.clone()
         };
-        for (position, _) in &batch {
+        for (position, valid) in &batch {
             round.receipts[*position].state = ReceiptState::Started;
             // The sandbox a command runs under is part of what was done.
             if round.calls[*position].name == keel_tools::BuiltinTool::Bash.name() {
@@ -104,9 +104,18 @@ pub async fn run_tools(
                     .map(|sandbox| sandbox.mode.name().to_string());
             }
             kill_point("before_receipt_started");
-            shared
-                .store
-                .put_receipt(&shared.session.id, &round.receipts[*position])?;
+            // What a file tool may change, as it is now: committed with `started`.
+            let pre_images = crate::checkpoint::pre_images(
+                valid,
+                &base_context,
+                &shared.store,
+                &shared.session.id,
+            )?;
+            shared.store.start_with_pre_images(
+                &shared.session.id,
+                &round.receipts[*position],
+                &pre_images,
+            )?;
             kill_point("after_receipt_started");
             run.emit(EventBody::ToolStarted {
                 call_id: round.calls[*position].id.clone(),
@@ -419,9 +428,11 @@ fn finish(
         is_error: output.is_error,
     });
     kill_point("before_result_commit");
+    // What a file tool left, with its result: a later difference is someone else's edit.
+    let afters = crate::checkpoint::afters(&shared.store, &shared.session.id, receipt.seq)?;
     shared
         .store
-        .append_result(&shared.session.id, run.turn, &item, receipt)?;
+        .append_result_after(&shared.session.id, run.turn, &item, receipt, &afters)?;
     kill_point("after_result_commit");
     if call.name == keel_tools::BuiltinTool::Bash.name() {
         shared

@@ -89,6 +89,26 @@ pub enum SessionCommand {
     },
     /// The latest recovery record of a session (any state), or `null`.
     Recovery { id: String },
+    /// Restore files and/or the conversation to before a turn (the turn's number as in
+    /// `keel session show` and the events).
+    Rewind {
+        id: String,
+        /// The first turn to undo: it and every later one.
+        #[arg(long, value_name = "TURN")]
+        to: u64,
+        /// Files only.
+        #[arg(long, conflicts_with_all = ["conversation", "both"])]
+        code: bool,
+        /// The conversation only.
+        #[arg(long, conflicts_with_all = ["code", "both"])]
+        conversation: bool,
+        /// Files and conversation (the default).
+        #[arg(long)]
+        both: bool,
+        /// Also restore files changed since the turn that last wrote them.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Debug, Args, Clone, Default)]

@@ -17,6 +17,7 @@ mod mcp_command;
 mod mock_command;
 mod render;
 mod repl;
+mod rewind_command;
 mod run;
 mod sandbox_command;
 mod serve_command;
@@ -133,6 +134,20 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
         }
         Some(cli::Command::Session(cli::SessionCommand::Recovery { id })) => {
             sessions::recovery(&cli.common, &id)
+        }
+        Some(cli::Command::Session(cli::SessionCommand::Rewind {
+            id,
+            to,
+            code,
+            conversation,
+            both: _,
+            force,
+        })) => {
+            let scope = keel_agent::RewindScope {
+                code: !conversation,
+                conversation: !code,
+            };
+            rewind_command::run(&cli.common, &id, to, scope, force)
         }
         Some(cli::Command::Trust(args)) => trust_command::run(&cli.common, &args),
         Some(cli::Command::Sandbox(args)) => sandbox_command::run(&cli.common, &args),

@@ -366,6 +366,20 @@ impl Repl {
                     }
                 }
             }
+            SurfaceCommand::Rewind {
+                to,
+                code,
+                conversation,
+                force,
+            } => match &self.controller {
+                Some(controller) => crate::rewind_command::interactive(
+                    controller,
+                    to,
+                    keel_agent::RewindScope { code, conversation },
+                    force,
+                ),
+                None => eprintln!("no session is open"),
+            },
             SurfaceCommand::Context | SurfaceCommand::ReloadContext => match &self.controller {
                 Some(controller) => {
                     crate::context_command::run(controller, command == SurfaceCommand::Context)

@@ -15,6 +15,7 @@
 //!   is never modified or overwritten.
 //! - One process writes a session at a time (`Lease`); a second gets an error naming the holder.
 
+mod checkpoints;
 mod error;
 mod history;
 mod lease;
@@ -22,6 +23,7 @@ mod processes;
 mod schema;
 mod sessions;
 
+pub use checkpoints::{Before, Checkpoint, PreImage, content_hash};
 pub use error::StoreError;
 pub use history::{HistoryRewrite, RevisionInfo};
 pub use lease::Lease;

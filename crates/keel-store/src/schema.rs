@@ -14,7 +14,7 @@ use crate::StoreError;
 use rusqlite::Connection;
 use std::path::Path;
 
-pub const CURRENT_VERSION: i64 = 4;
+pub const CURRENT_VERSION: i64 = 5;
 
 pub(crate) const SCHEMA_V1: &str = "
 CREATE TABLE sessions (
@@ -103,7 +103,8 @@ const SCHEMA_V4: &str = "
 ALTER TABLE receipts ADD COLUMN sandbox TEXT;
 ";
 
-/// The tables each schema version has (version 2 and 3 each add one; 4 adds a column).
+/// The tables each schema version has (version 2 and 3 each add one; 4 adds a column; 5 adds
+/// the checkpoint tables).
 fn expected_tables(version: i64) -> &'static [&'static str] {
     const TABLES: &[&str] = &[
         "sessions",
@@ -114,10 +115,13 @@ fn expected_tables(version: i64) -> &'static [&'static str] {
         "leases",
         "history_revisions",
         "tool_processes",
+        "blobs",
+        "checkpoints",
     ];
     match version {
         i64::MIN..=1 => &TABLES[..6],
         2 => &TABLES[..7],
+        3 | 4 => &TABLES[..8],
         _ => TABLES,
     }
 }
@@ -185,6 +189,14 @@ fn prepare_once(connection: &Connection, path: &Path) -> Result<(), StoreError> 
         if version < 4 {
             connection
                 .execute_batch(&format!("{SCHEMA_V4} PRAGMA user_version = 4;"))
+                .map_err(fail)?;
+        }
+        if version < 5 {
+            connection
+                .execute_batch(&format!(
+                    "{} PRAGMA user_version = 5;",
+                    crate::checkpoints::SCHEMA_V5
+                ))
                 .map_err(fail)?;
         }
         connection.execute_batch("COMMIT").map_err(fail)

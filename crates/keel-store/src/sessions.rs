@@ -373,7 +373,7 @@ pub(crate) fn append_in(
     Ok(revisions)
 }
 
-fn put_receipt_in(
+pub(crate) fn put_receipt_in(
     transaction: &Transaction<'_>,
     session: &str,
     receipt: &ToolReceipt,

@@ -501,3 +501,100 @@ fn a_deferred_write_runs_unsynced_and_one_that_panics_leaves_no_write_unsynced()
         .unwrap();
     assert_eq!(inside_full, 2, "the next write is synchronous all the same");
 }
+
+#[test]
+fn a_pre_image_commits_with_its_started_receipt_and_contents_are_stored_once() {
+    let (_dir, store) = store();
+    store.create_session("s1", "/w", "deepseek", "m").unwrap();
+    let same = Before::Bytes(b"fn main() {}\n".to_vec());
+    store
+        .start_with_pre_images(
+            "s1",
+            &receipt(1, ReceiptState::Started),
+            &[
+                PreImage {
+                    path: "/w/a.rs".into(),
+                    before: same.clone(),
+                },
+                PreImage {
+                    path: "/w/new.rs".into(),
+                    before: Before::Absent,
+                },
+            ],
+        )
+        .unwrap();
+    store
+        .start_with_pre_images(
+            "s1",
+            &receipt(2, ReceiptState::Started),
+            &[PreImage {
+                path: "/w/b.rs".into(),
+                before: same,
+            }],
+        )
+        .unwrap();
+    assert_eq!(
+        store.receipts("s1").unwrap()[0].state,
+        ReceiptState::Started,
+        "the receipt is in the same write"
+    );
+    let checkpoints = store.checkpoints("s1").unwrap();
+    let states: Vec<(&str, &str)> = checkpoints
+        .iter()
+        .map(|c| (c.path.as_str(), c.state.as_str()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("/w/a.rs", "stored"),
+            ("/w/new.rs", "absent"),
+            ("/w/b.rs", "stored")
+        ]
+    );
+    let hash = checkpoints[0].hash.clone().unwrap();
+    assert_eq!(checkpoints[2].hash.as_deref(), Some(hash.as_str()));
+    assert_eq!(store.blob(&hash).unwrap().unwrap(), b"fn main() {}\n");
+    let blobs: i64 = store
+        .connection()
+        .query_row("SELECT COUNT(*) FROM blobs", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(blobs, 1, "the same bytes once");
+    assert_eq!(
+        checkpoints[0].after, None,
+        "nothing recorded before the result"
+    );
+    let result = Item::ToolResult(keel_types::ToolResult {
+        call_id: "c1".into(),
+        name: "write_file".into(),
+        content: "ok".into(),
+        is_error: false,
+    });
+    store
+        .append_result_after(
+            "s1",
+            1,
+            &result,
+            &receipt(1, ReceiptState::Completed),
+            &[
+                ("/w/a.rs".into(), Some("h1".into())),
+                ("/w/new.rs".into(), None),
+            ],
+        )
+        .unwrap();
+    let checkpoints = store.checkpoints("s1").unwrap();
+    assert_eq!(checkpoints[0].after, Some(Some("h1".into())));
+    assert_eq!(checkpoints[1].after, Some(None));
+    assert_eq!(checkpoints[2].after, None);
+    assert_eq!(
+        store.checkpointed_paths("s1", 1).unwrap(),
+        ["/w/a.rs", "/w/new.rs"]
+    );
+    store.mark_undone("s1", "/w/b.rs", &[2]).unwrap();
+    let undone: Vec<bool> = store
+        .checkpoints("s1")
+        .unwrap()
+        .iter()
+        .map(|c| c.undone)
+        .collect();
+    assert_eq!(undone, [false, false, true]);
+}

@@ -133,6 +133,20 @@ impl FileBeneath {
     }
 
     /// What is at the file's name now, without following a symlink; `None` when nothing is.
+    /// Remove the file if a regular file is there (nothing there: done); a link, a directory
+    /// or anything else is refused, never followed.
+    pub fn remove_regular(&self) -> Result<(), BeneathError> {
+        match self.kind()? {
+            None => Ok(()),
+            Some((FileKind::Regular, _)) => {
+                self.parent.remove_file(&self.name).map_err(|e| self.io(e))
+            }
+            Some(_) => Err(self.io(std::io::Error::other(
+                "something other than a regular file is there now",
+            ))),
+        }
+    }
+
     fn kind(&self) -> Result<Option<(FileKind, cap_std::fs::Metadata)>, BeneathError> {
         match self.parent.symlink_metadata(&self.name) {
             Ok(meta) => Ok(Some((FileKind::of_cap(&meta.file_type()), meta))),

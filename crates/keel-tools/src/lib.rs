@@ -24,6 +24,7 @@ pub mod output;
 pub mod permission;
 mod preview;
 pub mod process;
+mod restore;
 mod sandboxed;
 mod search;
 mod special;
@@ -37,6 +38,7 @@ pub use permission::{
     Decision, PermissionMode, PermissionPolicy, PermissionRule, Reach, RuleError,
 };
 pub use preview::{Preview, preview};
+pub use restore::restore_file;
 pub use sandboxed::CommandSandbox;
 pub use specs::BuiltinTool;
 
@@ -222,6 +224,11 @@ impl ValidCall {
             self.resolved = Some(resolved);
         }
         self
+    }
+
+    /// The path this call acts on, as pinned (see `pinned`).
+    pub fn resolved(&self) -> Option<&std::path::Path> {
+        self.resolved.as_deref()
     }
 
     /// The `path` argument of the path tools (`"."` when absent); `None` for other tools.

@@ -1,0 +1,133 @@
+//! Checkpoints of the files a turn's file tools change: the pre-image of each `write_file`
+//! and `edit_file` target, committed with the call's `started` receipt, and what the call
+//! left there, committed with its result.
+//!
+//! Invariants:
+//! - No file tool writes without its undo record: the pre-image is in the transaction that
+//!   marks the call started (`Store::start_with_pre_images`), before the tool runs.
+//! - Nothing the file tools may not change is read for a checkpoint (hidden and protected
+//!   paths: the tool refuses the call anyway), and no content that holds one of keel's
+//!   secrets is stored (the store never holds a secret): such a file is recorded as not kept.
+//! - Only a regular file up to `MOST_KEPT_BYTES`, within the session's budget, is kept;
+//!   anything else is recorded as not kept, and a rewind says it cannot restore it.
+
+use crate::call::Valid;
+use keel_store::{Before, PreImage, Store, StoreError};
+use keel_tools::{BuiltinTool, ToolContext};
+use std::path::Path;
+
+/// The largest file kept as a pre-image.
+pub(crate) const MOST_KEPT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The most bytes of pre-images one session keeps (distinct contents).
+pub(crate) const SESSION_CHECKPOINT_BYTES: u64 = 256 * 1024 * 1024;
+
+/// What `valid` may change, as it is now (file tools only; a path the tool will refuse has
+/// nothing to keep).
+pub(crate) fn pre_images(
+    valid: &Valid,
+    ctx: &ToolContext,
+    store: &Store,
+    session: &str,
+) -> Result<Vec<PreImage>, StoreError> {
+    let Valid::Builtin(call) = valid else {
+        return Ok(Vec::new());
+    };
+    if !matches!(call.tool, BuiltinTool::WriteFile | BuiltinTool::EditFile) {
+        return Ok(Vec::new());
+    }
+    let Some(path) = call.resolved().filter(|path| ctx.guard.is_inside(path)) else {
+        return Ok(Vec::new());
+    };
+    let shown = path.display().to_string();
+    if ctx.change_refusal(&shown, path).is_some() {
+        return Ok(Vec::new());
+    }
+    let before = match before(path, ctx) {
+        Before::Bytes(bytes)
+            if store.checkpoint_bytes(session)? + bytes.len() as u64 > SESSION_CHECKPOINT_BYTES =>
+        {
+            Before::NotKept(format!(
+                "the session's checkpoints reached {} MiB",
+                SESSION_CHECKPOINT_BYTES / (1024 * 1024)
+            ))
+        }
+        before => before,
+    };
+    Ok(vec![PreImage {
+        path: shown,
+        before,
+    }])
+}
+
+/// What is at `path` now.
+fn before(path: &Path, ctx: &ToolContext) -> Before {
+    let meta = match path.symlink_metadata() {
+        Ok(meta) => meta,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Before::Absent,
+        Err(error) => return Before::NotKept(format!("unreadable: {error}")),
+    };
+    if !meta.is_file() {
+        return Before::NotKept("not a regular file".into());
+    }
+    if meta.len() > MOST_KEPT_BYTES {
+        return Before::NotKept(format!("larger than {MOST_KEPT_BYTES} bytes"));
+    }
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            if ctx.secrets.redact(&text) != text {
+                return Before::NotKept("it holds a secret keel keeps out of its store".into());
+            }
+            Before::Bytes(bytes)
+        }
+        Err(error) => Before::NotKept(format!("unreadable: {error}")),
+    }
+}
+
+/// A name for what is at `path` now: the hash of a regular file's content (`None`: nothing
+/// there). Anything else, or a file too large to read, gets a name no content hash equals.
+pub(crate) fn current_hash(path: &Path) -> Option<String> {
+    let meta = match path.symlink_metadata() {
+        Ok(meta) => meta,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(error) => return Some(format!("(unreadable: {error})")),
+    };
+    if !meta.is_file() {
+        let kind = if meta.file_type().is_symlink() {
+            "a link"
+        } else if meta.is_dir() {
+            "a directory"
+        } else {
+            "something other than a regular file"
+        };
+        return Some(format!("({kind})"));
+    }
+    if meta.len() > MOST_KEPT_BYTES {
+        return Some(format!(
+            "(large file: {} bytes, {:?})",
+            meta.len(),
+            meta.modified().ok()
+        ));
+    }
+    Some(match std::fs::read(path) {
+        Ok(bytes) => keel_store::content_hash(&bytes),
+        Err(error) => format!("(unreadable: {error})"),
+    })
+}
+
+/// What the call `seq` left at each path it checkpointed, for its result's transaction.
+pub(crate) fn afters(
+    store: &Store,
+    session: &str,
+    seq: u64,
+) -> Result<Vec<(String, Option<String>)>, StoreError> {
+    Ok(store
+        .checkpointed_paths(session, seq)?
+        .into_iter()
+        .map(|path| {
+            let hash = current_hash(Path::new(&path));
+            (path, hash)
+        })
+        .collect())
+}

@@ -1,0 +1,326 @@
+//! Rewind: the files and the conversation of a session as they were before a turn.
+//!
+//! Invariants:
+//! - Files come back from the checkpoints of the file tools: the earliest pre-image of each
+//!   path the undone turns changed. A file that differs from what the last of those turns left
+//!   is the user's (or another program's) later edit: a conflict, listed and left alone unless
+//!   forced. What `bash` and MCP tools did is not checkpointed yet: named, never guessed.
+//! - The conversation becomes a new history revision (through `rewrite::commit`): the items of
+//!   the turns before, the context block always; old revisions stay readable and receipts are
+//!   untouched, so nothing that ran is forgotten or run again.
+//! - One turn at a time: a rewind waits for no turn and is refused while one runs.
+
+use crate::checkpoint::current_hash;
+use crate::rewrite::{Rewrite, commit};
+use crate::{AgentError, Controller};
+use keel_store::Checkpoint;
+use keel_types::Item;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// What a rewind restores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RewindScope {
+    pub code: bool,
+    pub conversation: bool,
+}
+
+impl RewindScope {
+    pub const BOTH: RewindScope = RewindScope {
+        code: true,
+        conversation: true,
+    };
+}
+
+/// What a rewind did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RewindReport {
+    /// The files written back, or removed (they did not exist before).
+    pub restored: Vec<String>,
+    /// Files left alone: they changed after the turn that last wrote them (path, why).
+    pub conflicts: Vec<(String, String)>,
+    /// What keel cannot undo: commands and MCP calls of the undone turns, files not kept.
+    pub not_restorable: Vec<String>,
+    /// The history revision the conversation now is (none: not rewound, or nothing to drop).
+    pub revision: Option<u64>,
+}
+
+impl Controller {
+    /// The latest turn the conversation still holds (what `/undo` undoes); none when every
+    /// turn was undone or there was none.
+    pub fn last_turn_in_history(&self) -> Result<Option<u64>, AgentError> {
+        let shared = &self.shared;
+        if shared.state.try_lock().is_err() {
+            return Err(AgentError::Busy(shared.session.id.clone()));
+        }
+        Ok(shared
+            .store
+            .items(&shared.session.id)?
+            .into_iter()
+            .filter(|row| !matches!(row.item, Ok(Item::Context(_))))
+            .map(|row| row.turn)
+            .max())
+    }
+
+    /// Undo turn `to` and every turn after it: files, conversation, or both (`force`: also
+    /// files changed since).
+    pub fn rewind(
+        &self,
+        to: u64,
+        scope: RewindScope,
+        force: bool,
+    ) -> Result<RewindReport, AgentError> {
+        let shared = &self.shared;
+        let Ok(mut state) = shared.state.try_lock() else {
+            return Err(AgentError::Busy(shared.session.id.clone()));
+        };
+        if to == 0 || to > state.last_turn {
+            return Err(AgentError::CannotRewind(if state.last_turn == 0 {
+                "this session has no turn yet".into()
+            } else {
+                format!(
+                    "no turn {to}: this session's turns are 1 to {}",
+                    state.last_turn
+                )
+            }));
+        }
+        let session = shared.session.id.as_str();
+        let stored = shared.store.items(session)?;
+        let mut rows: Vec<(u64, Item)> = Vec::with_capacity(stored.len());
+        for row in stored {
+            let item = row.item.map_err(|reason| AgentError::UndecodableHistory {
+                session: session.to_string(),
+                revision: row.revision,
+                reason,
+            })?;
+            rows.push((row.turn, item));
+        }
+        if scope.conversation
+            && let Some((turn, _)) = rows
+                .iter()
+                .find(|(turn, item)| *turn >= to && matches!(item, Item::Summary(_)))
+        {
+            return Err(AgentError::CannotRewind(format!(
+                "turn {to} is before the compaction of turn {turn}; rewinding into a compacted \
+                 history is not supported yet (the earlier revision stays readable: `keel \
+                 session show ID --revision N`)"
+            )));
+        }
+        let mut report = RewindReport::default();
+        if scope.code {
+            self.restore_files(to, force, &rows, &mut report)?;
+        }
+        // Only calls that ran (a denied or never-started one changed nothing).
+        let ran: Vec<String> = shared
+            .store
+            .receipts(session)?
+            .into_iter()
+            .filter(|receipt| {
+                !matches!(
+                    receipt.state,
+                    keel_types::ReceiptState::Denied
+                        | keel_types::ReceiptState::NotStarted
+                        | keel_types::ReceiptState::Pending
+                )
+            })
+            .map(|receipt| receipt.call_id)
+            .collect();
+        report
+            .not_restorable
+            .extend(unrestorable_calls(&rows, to, &ran));
+        if scope.conversation {
+            // The context block stays whatever the turn: rewind never removes it.
+            let kept: Vec<(u64, Item)> = rows
+                .iter()
+                .filter(|(turn, item)| *turn < to || matches!(item, Item::Context(_)))
+                .cloned()
+                .collect();
+            if kept.len() < rows.len() {
+                let tokens = crate::compaction::fixed_tokens(shared, &state)
+                    + kept
+                        .iter()
+                        .map(|(_, item)| state.meter.tokens_of_item(item))
+                        .sum::<u64>();
+                let rewrite = Rewrite {
+                    rows: kept,
+                    reason: "rewind",
+                    announced: "rewind",
+                    tokens_before: tokens,
+                    tokens_after: tokens,
+                    replaced: 0,
+                    kill_point: None,
+                };
+                report.revision = Some(commit(shared, &mut state, rewrite, None, |_| Vec::new())?);
+                state.interrupted = false;
+            }
+        }
+        Ok(report)
+    }
+
+    /// Write back (or remove) what the turns from `to` on changed through the file tools.
+    fn restore_files(
+        &self,
+        to: u64,
+        force: bool,
+        rows: &[(u64, Item)],
+        report: &mut RewindReport,
+    ) -> Result<(), AgentError> {
+        let shared = &self.shared;
+        let session = shared.session.id.as_str();
+        // Per path: its checkpoints from `to` on that no rewind restored yet, in order.
+        let mut by_path: BTreeMap<String, Vec<Checkpoint>> = BTreeMap::new();
+        for checkpoint in shared.store.checkpoints(session)? {
+            if checkpoint.turn >= to && !checkpoint.undone {
+                by_path
+                    .entry(checkpoint.path.clone())
+                    .or_default()
+                    .push(checkpoint);
+            }
+        }
+        for (path, chain) in by_path {
+            let seqs: Vec<u64> = chain.iter().map(|checkpoint| checkpoint.seq).collect();
+            let (Some(first), Some(last)) = (chain.first(), chain.last()) else {
+                continue;
+            };
+            let content = match (first.state.as_str(), &first.hash) {
+                ("absent", _) => None,
+                ("stored", Some(hash)) => match shared.store.blob(hash)? {
+                    Some(bytes) => Some(bytes),
+                    None => {
+                        report
+                            .not_restorable
+                            .push(format!("{path}: its checkpoint is missing"));
+                        continue;
+                    }
+                },
+                (why, _) => {
+                    report.not_restorable.push(format!("{path}: {why}"));
+                    continue;
+                }
+            };
+            let now = current_hash(Path::new(&path));
+            // Already as it was (a rewind done twice): nothing to do.
+            if now == first.hash {
+                shared.store.mark_undone(session, &path, &seqs)?;
+                continue;
+            }
+            if let Some(odd) = now.as_deref().filter(|name| name.starts_with('(')) {
+                // Never replaced, even forced: a link or a directory there now is not a file
+                // the turn left.
+                let odd = odd.trim_matches(|c| c == '(' || c == ')');
+                report.conflicts.push((
+                    path,
+                    format!("{odd} is there now; keel does not replace it"),
+                ));
+                continue;
+            }
+            if let Some(why) = conflict(&chain, last, &now, rows)
+                && !force
+            {
+                report
+                    .conflicts
+                    .push((path, format!("{why}; --force restores it anyway")));
+                continue;
+            }
+            match keel_tools::restore_file(&shared.tool_context, &path, content.as_deref()) {
+                Ok(()) => {
+                    shared.store.mark_undone(session, &path, &seqs)?;
+                    report.restored.push(path);
+                }
+                Err(why) => report.not_restorable.push(format!("{path}: {why}")),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why the file at a checkpointed path is not simply what the undone calls left: someone
+/// changed it between the calls or after the last one (`None`: it is theirs to undo).
+fn conflict(
+    chain: &[Checkpoint],
+    last: &Checkpoint,
+    now: &Option<String>,
+    rows: &[(u64, Item)],
+) -> Option<String> {
+    for pair in chain.windows(2) {
+        let [earlier, later] = pair else { continue };
+        let comparable = matches!(later.state.as_str(), "absent" | "stored");
+        if let Some(left) = &earlier.after
+            && comparable
+            && *left != later.hash
+        {
+            return Some(format!(
+                "it changed between turn {} and turn {} (that edit would be lost)",
+                earlier.turn, later.turn
+            ));
+        }
+    }
+    let expected = match &last.after {
+        Some(left) => *left == *now,
+        // A crash cut the call short: the write happened or it did not.
+        None => {
+            *now == last.hash
+                || intended(rows, &last.call_id).is_some_and(|meant| Some(meant) == *now)
+        }
+    };
+    (!expected).then(|| format!("it changed after turn {} wrote it", last.turn))
+}
+
+/// The content hash a `write_file` call meant to leave (none for other calls).
+fn intended(rows: &[(u64, Item)], call_id: &str) -> Option<String> {
+    rows.iter()
+        .filter_map(|(_, item)| match item {
+            Item::Assistant(assistant) => Some(assistant.tool_calls()),
+            _ => None,
+        })
+        .flatten()
+        .find(|call| call.id == call_id && call.name == "write_file")
+        .and_then(|call| serde_json::from_str::<serde_json::Value>(&call.arguments).ok())
+        .and_then(|args| {
+            args.get("content")
+                .and_then(|content| content.as_str())
+                .map(|content| keel_store::content_hash(content.as_bytes()))
+        })
+}
+
+/// The calls of turns from `to` on whose effects keel has no checkpoint of: `bash` commands
+/// and MCP tools (what they changed stays as it is).
+fn unrestorable_calls(rows: &[(u64, Item)], to: u64, ran: &[String]) -> Vec<String> {
+    let checkpointed = ["write_file", "edit_file"];
+    let read_only = [
+        "read_file",
+        "list_dir",
+        "glob",
+        "grep",
+        "web_fetch",
+        "todo_write",
+    ];
+    rows.iter()
+        .filter(|(turn, _)| *turn >= to)
+        .filter_map(|(_, item)| match item {
+            Item::Assistant(assistant) => Some(assistant.tool_calls()),
+            _ => None,
+        })
+        .flatten()
+        .filter(|call| {
+            ran.contains(&call.id)
+                && !checkpointed.contains(&call.name.as_str())
+                && !read_only.contains(&call.name.as_str())
+        })
+        .map(|call| {
+            let command = serde_json::from_str::<serde_json::Value>(&call.arguments)
+                .ok()
+                .and_then(|args| args.get("command").and_then(|c| c.as_str()).map(str::to_string));
+            match command {
+                Some(command) => format!(
+                    "{}: `{command}` — what it changed is not restored (keel keeps no checkpoint of commands yet)",
+                    call.name
+                ),
+                None => format!(
+                    "{} — what it changed is not restored (keel keeps no checkpoint of it)",
+                    call.name
+                ),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,74 @@
+//! `keel session rewind ID --to TURN`, and `/undo` and `/rewind` in the interactive session:
+//! files and conversation as they were before a turn.
+//!
+//! Invariant: what could not be restored is always said (conflicts, commands, files not
+//! kept), each path and command escaped; a conflict makes the command exit 1.
+
+use crate::cli::CommonArgs;
+use crate::session_setup::{open_controller, prepare};
+use crate::{Outcome, UsageError};
+use keel_agent::{Controller, HeadlessApprover, RewindReport, RewindScope};
+use keel_render::visible_line;
+use std::sync::Arc;
+
+/// Rewind session `id` from turn `to` on.
+pub fn run(
+    common: &CommonArgs,
+    id: &str,
+    to: u64,
+    scope: RewindScope,
+    force: bool,
+) -> anyhow::Result<Outcome> {
+    let mut common = common.clone();
+    common.session = Some(id.to_string());
+    let mut setup = prepare(&common, "keel session rewind")?;
+    // A rewind runs no tool: no MCP server is started for it.
+    setup.mcp_servers.clear();
+    let controller = open_controller(setup, Arc::new(HeadlessApprover { approve_all: false }))?;
+    let report = controller
+        .rewind(to, scope, force)
+        .map_err(|error| UsageError(error.to_string()))?;
+    print_report(&report, to);
+    Ok(if report.conflicts.is_empty() {
+        Outcome::Completed
+    } else {
+        Outcome::Stopped(1)
+    })
+}
+
+/// Rewind from the interactive session (`/undo`: the last turn).
+pub fn interactive(controller: &Controller, to: Option<u64>, scope: RewindScope, force: bool) {
+    let last = match controller.last_turn_in_history() {
+        Ok(last) => last,
+        Err(error) => {
+            eprintln!("error: {}", visible_line(&error.to_string()));
+            return;
+        }
+    };
+    let Some(to) = to.or(last) else {
+        eprintln!("nothing to undo: the conversation holds no turn");
+        return;
+    };
+    match controller.rewind(to, scope, force) {
+        Ok(report) => print_report(&report, to),
+        Err(error) => eprintln!("error: {}", visible_line(&error.to_string())),
+    }
+}
+
+fn print_report(report: &RewindReport, to: u64) {
+    for path in &report.restored {
+        eprintln!("restored {}", visible_line(path));
+    }
+    for (path, why) in &report.conflicts {
+        eprintln!("conflict {}: {}", visible_line(path), visible_line(why));
+    }
+    for what in &report.not_restorable {
+        eprintln!("not restored: {}", visible_line(what));
+    }
+    match report.revision {
+        Some(revision) => eprintln!(
+            "conversation: back to before turn {to} (history revision {revision}; the earlier one stays readable)"
+        ),
+        None => eprintln!("conversation: unchanged"),
+    }
+}

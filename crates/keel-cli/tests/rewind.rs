@@ -1,0 +1,316 @@
+//! Rewind and `/undo`: the files a turn's file tools changed come back from their
+//! checkpoints, the conversation becomes a new history revision, receipts stay, and what
+//! commands did is named, never guessed.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+
+/// A turn that writes a new file, edits an existing one and runs a command that makes a
+/// third; then a second answer for the prompt after the rewind.
+fn one_changing_turn() -> String {
+    json!({"steps": [
+        {"tool": "write_file", "args": {"path": "new.txt", "content": "hello\n"}},
+        {"tool": "edit_file", "args": {"path": "kept.txt", "old_string": "old", "new_string": "new"}},
+        {"tool": "bash", "args": {"command": "echo made > made.txt"}},
+        {"say": "Changed three files."},
+        {"say": "Fresh start."},
+    ]})
+    .to_string()
+}
+
+fn read(home: &Home, name: &str) -> Option<String> {
+    std::fs::read_to_string(home.path().join(name)).ok()
+}
+
+fn body(request: &Value) -> Value {
+    serde_json::from_str(request["body"].as_str().unwrap()).unwrap()
+}
+
+#[test]
+fn rewind_restores_a_turns_files_and_conversation_and_names_what_it_cannot() {
+    let (home, mock) = scripted("chat", &one_changing_turn(), "");
+    std::fs::write(home.path().join("kept.txt"), "old text\n").unwrap();
+    let run = home.run(&["run", "--yes", "--json", "change things"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(read(&home, "new.txt").as_deref(), Some("hello\n"));
+    assert_eq!(read(&home, "kept.txt").as_deref(), Some("new text\n"));
+    let session = run.events()[0]["session_id"].as_str().unwrap().to_string();
+    let before = session_json(&home, &session, &[]);
+
+    let rewound = home.run(&["session", "rewind", &session, "--to", "1"]);
+    assert_eq!(rewound.code(), 0, "{}", rewound.stderr());
+    assert_eq!(
+        read(&home, "new.txt"),
+        None,
+        "a file the turn created is gone"
+    );
+    assert_eq!(read(&home, "kept.txt").as_deref(), Some("old text\n"));
+    assert_eq!(
+        read(&home, "made.txt").as_deref(),
+        Some("made\n"),
+        "a command's effect is not guessed at"
+    );
+    let said = rewound.stderr();
+    assert!(
+        said.contains("not restored: bash: `echo made > made.txt`"),
+        "{said}"
+    );
+    assert!(
+        said.contains("conversation: back to before turn 1"),
+        "{said}"
+    );
+
+    let after = session_json(&home, &session, &[]);
+    let revisions = after["revisions"].as_array().unwrap();
+    assert_eq!(revisions.len(), 2);
+    assert_eq!(revisions[1]["reason"], "rewind");
+    let roles: Vec<&str> = after["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["context"], "the context block stays");
+    assert_eq!(
+        after["receipts"], before["receipts"],
+        "receipts are untouched"
+    );
+
+    // The next request starts from the pre-turn prefix: system, tools and the context block.
+    let next = home.run(&["run", "--json", "--session", &session, "start over"]);
+    assert_eq!(next.code(), 0, "{}", next.stderr());
+    let requests = mock.requests();
+    let (first, last) = (body(&requests[0]), body(requests.last().unwrap()));
+    assert_eq!(first["tools"], last["tools"]);
+    let messages = last["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0], first["messages"][0]);
+    let head = first["messages"][1]["content"].as_str().unwrap();
+    let context = head.strip_suffix("change things").unwrap();
+    assert_eq!(
+        messages[1]["content"].as_str().unwrap(),
+        format!("{context}start over")
+    );
+}
+
+#[test]
+fn a_file_changed_after_the_turn_is_a_conflict_left_alone_unless_forced() {
+    let (home, _mock) = scripted("chat", &one_changing_turn(), "");
+    std::fs::write(home.path().join("kept.txt"), "old text\n").unwrap();
+    let run = home.run(&["run", "--yes", "--json", "change things"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let session = run.events()[0]["session_id"].as_str().unwrap().to_string();
+    std::fs::write(home.path().join("kept.txt"), "my own edit\n").unwrap();
+
+    let code_only = home.run(&["session", "rewind", &session, "--to", "1", "--code"]);
+    assert_eq!(code_only.code(), 1, "{}", code_only.stderr());
+    assert!(
+        code_only
+            .stderr()
+            .contains("kept.txt: it changed after turn 1 wrote it"),
+        "{}",
+        code_only.stderr()
+    );
+    assert_eq!(read(&home, "kept.txt").as_deref(), Some("my own edit\n"));
+    assert_eq!(read(&home, "new.txt"), None, "the rest is restored");
+    assert!(code_only.stderr().contains("conversation: unchanged"));
+    assert_eq!(
+        session_json(&home, &session, &[])["revisions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1,
+        "--code leaves the conversation"
+    );
+
+    let forced = home.run(&[
+        "session", "rewind", &session, "--to", "1", "--code", "--force",
+    ]);
+    assert_eq!(forced.code(), 0, "{}", forced.stderr());
+    assert_eq!(read(&home, "kept.txt").as_deref(), Some("old text\n"));
+}
+
+#[test]
+fn a_crash_around_a_file_write_can_still_be_rewound_and_nothing_reruns() {
+    for point in ["after_receipt_started", "before_result_commit"] {
+        let steps = json!({"steps": [
+            {"tool": "write_file", "args": {"path": "notes.txt", "content": "rewritten\n"}},
+            {"say": "Done."},
+        ]});
+        let (home, mock) = scripted("chat", &steps.to_string(), "");
+        std::fs::write(home.path().join("notes.txt"), "original\n").unwrap();
+        let killed = home
+            .keel(&["run", "--yes", "--json", "rewrite notes"])
+            .env("KEEL_KILL_AT", point)
+            .output()
+            .unwrap();
+        assert!(
+            killed.status.code().is_none(),
+            "{point}: killed by the signal"
+        );
+        let sessions: Value =
+            serde_json::from_str(&home.run(&["sessions", "--json"]).stdout()).unwrap();
+        let session = sessions[0]["id"].as_str().unwrap().to_string();
+        let rewound = home.run(&["session", "rewind", &session, "--to", "1"]);
+        assert_eq!(rewound.code(), 0, "{point}: {}", rewound.stderr());
+        assert_eq!(
+            read(&home, "notes.txt").as_deref(),
+            Some("original\n"),
+            "{point}"
+        );
+        let shown = session_json(&home, &session, &[]);
+        assert_eq!(shown["receipts"][0]["state"], "unknown", "{point}");
+        assert_eq!(mock.requests().len(), 1, "{point}: nothing was sent again");
+    }
+}
+
+#[test]
+fn undo_in_the_interactive_session_rewinds_the_last_turn() {
+    let (home, _mock) = scripted("chat", &one_changing_turn(), "");
+    home.prepend_config("permission_mode = \"auto\"");
+    std::fs::write(home.path().join("kept.txt"), "old text\n").unwrap();
+    let screen = common::terminal::interactive_until(
+        &home,
+        &[
+            ("change things\n", Some("Changed three files."), 0),
+            ("/undo\n", Some("conversation: back to before turn 1"), 0),
+            ("/undo\n", Some("nothing to undo"), 0),
+            ("/quit\n", None, 300),
+        ],
+    );
+    assert!(screen.contains("restored"), "{screen}");
+    assert_eq!(read(&home, "kept.txt").as_deref(), Some("old text\n"));
+    assert_eq!(read(&home, "new.txt"), None);
+}
+
+/// Two turns that each write `a.txt`.
+fn two_writes() -> String {
+    json!({"steps": [
+        {"tool": "write_file", "args": {"path": "a.txt", "content": "one\n"}},
+        {"say": "First."},
+        {"tool": "write_file", "args": {"path": "a.txt", "content": "two\n"}},
+        {"say": "Second."},
+    ]})
+    .to_string()
+}
+
+fn session_of(run: &Run) -> String {
+    run.events()[0]["session_id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn undoing_turn_by_turn_finds_no_false_conflict_and_an_edit_between_turns_is_one() {
+    let (home, _mock) = scripted("chat", &two_writes(), "");
+    std::fs::write(home.path().join("a.txt"), "zero\n").unwrap();
+    let first = home.run(&["run", "--yes", "--json", "one"]);
+    let session = session_of(&first);
+    let second = home.run(&["run", "--yes", "--json", "--session", &session, "two"]);
+    assert_eq!(second.code(), 0, "{}", second.stderr());
+    assert_eq!(read(&home, "a.txt").as_deref(), Some("two\n"));
+    let undo_two = home.run(&["session", "rewind", &session, "--to", "2"]);
+    assert_eq!(undo_two.code(), 0, "{}", undo_two.stderr());
+    assert_eq!(read(&home, "a.txt").as_deref(), Some("one\n"));
+    let undo_one = home.run(&["session", "rewind", &session, "--to", "1"]);
+    assert_eq!(
+        undo_one.code(),
+        0,
+        "no false conflict: {}",
+        undo_one.stderr()
+    );
+    assert_eq!(read(&home, "a.txt").as_deref(), Some("zero\n"));
+
+    // The user's edit between two turns would be lost by going back past both: a conflict.
+    let (home, _mock) = scripted("chat", &two_writes(), "");
+    let first = home.run(&["run", "--yes", "--json", "one"]);
+    let session = session_of(&first);
+    std::fs::write(home.path().join("a.txt"), "mine\n").unwrap();
+    let second = home.run(&["run", "--yes", "--json", "--session", &session, "two"]);
+    assert_eq!(second.code(), 0, "{}", second.stderr());
+    let back = home.run(&["session", "rewind", &session, "--to", "1", "--code"]);
+    assert_eq!(back.code(), 1, "{}", back.stderr());
+    assert!(
+        back.stderr()
+            .contains("it changed between turn 1 and turn 2"),
+        "{}",
+        back.stderr()
+    );
+    assert_eq!(read(&home, "a.txt").as_deref(), Some("two\n"));
+}
+
+#[test]
+fn a_rewind_never_follows_a_link_swapped_into_the_path() {
+    let steps = json!({"steps": [
+        {"tool": "write_file", "args": {"path": "sub/target.txt", "content": "made\n"}},
+        {"tool": "write_file", "args": {"path": "linked.txt", "content": "made\n"}},
+        {"say": "Made."},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    let run = home.run(&["run", "--yes", "--json", "make them"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let session = session_of(&run);
+    // After the turn: `sub` becomes a link to a directory outside with the same file, and
+    // `linked.txt` a link to a file outside.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("target.txt"), "made\n").unwrap();
+    std::fs::write(outside.path().join("precious.txt"), "keep me\n").unwrap();
+    std::fs::remove_dir_all(home.path().join("sub")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), home.path().join("sub")).unwrap();
+    std::fs::remove_file(home.path().join("linked.txt")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("precious.txt"),
+        home.path().join("linked.txt"),
+    )
+    .unwrap();
+    let rewound = home.run(&["session", "rewind", &session, "--to", "1", "--force"]);
+    let said = rewound.stderr();
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("target.txt")).unwrap(),
+        "made\n",
+        "nothing outside the workspace is removed: {said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("precious.txt")).unwrap(),
+        "keep me\n",
+        "{said}"
+    );
+    assert!(
+        said.contains("not restored: ") && said.contains("sub/target.txt: "),
+        "{said}"
+    );
+    assert!(
+        said.contains("linked.txt: a link is there now; keel does not replace it"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_file_holding_keels_key_is_not_kept_and_says_so() {
+    let steps = json!({"steps": [
+        {"tool": "edit_file", "args": {"path": "deploy.env", "old_string": "A=1", "new_string": "A=2"}},
+        {"say": "Edited."},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    std::fs::write(home.path().join("deploy.env"), "A=1\nKEY=test-key-1\n").unwrap();
+    let run = home.run(&["run", "--yes", "--json", "bump A"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let session = session_of(&run);
+    let db = std::fs::read(home.path().join("state/keel.db")).unwrap();
+    assert!(
+        !db.windows(b"test-key-1".len()).any(|w| w == b"test-key-1"),
+        "the store never holds the key"
+    );
+    let rewound = home.run(&["session", "rewind", &session, "--to", "1"]);
+    assert!(
+        rewound
+            .stderr()
+            .contains("it holds a secret keel keeps out of its store"),
+        "{}",
+        rewound.stderr()
+    );
+    assert_eq!(
+        read(&home, "deploy.env").as_deref(),
+        Some("A=2\nKEY=test-key-1\n")
+    );
+}
