@@ -86,6 +86,33 @@ impl Host {
         transcript_at(&self.store, id, Some(revision))
     }
 
+    /// A new session that starts with `source`'s history (and the receipts of its calls) up
+    /// to turn `up_to` (all of it when `None`): its requests begin with the source's bytes.
+    pub fn fork(&self, source: &str, up_to: Option<u64>) -> Result<SessionInfo, AgentError> {
+        self.store.require_session(source)?;
+        if let Some(up_to) = up_to {
+            let items = self.store.items(source)?;
+            let last = items.iter().map(|row| row.turn).max().unwrap_or(0);
+            if up_to == 0 || up_to > last {
+                return Err(AgentError::CannotFork(format!(
+                    "no turn {up_to} in session {source} (its history holds turns up to {last})"
+                )));
+            }
+            if let Some(row) = items.iter().find(|row| {
+                row.turn > up_to && matches!(row.item, Ok(keel_types::Item::Summary(_)))
+            }) {
+                return Err(AgentError::CannotFork(format!(
+                    "turn {up_to} is before the compaction of turn {}; forking inside a \
+                     compacted history is not supported yet",
+                    row.turn
+                )));
+            }
+        }
+        Ok(self
+            .store
+            .fork_session(source, &crate::new_session_id(), up_to)?)
+    }
+
     /// The latest recovery record of session `id` (any state), decoded.
     pub fn latest_recovery(&self, id: &str) -> Result<Option<StoredRecord>, AgentError> {
         self.store.require_session(id)?;

@@ -57,6 +57,8 @@ pub enum SurfaceCommand {
     Context,
     /// `/reload-context`: read the instruction files and the environment again.
     ReloadContext,
+    /// `/fork [TURN]`: continue in a new session sharing this one's history (up to TURN).
+    Fork(Option<u64>),
     /// `/undo` (the last turn, files and conversation) and `/rewind [TURN] [--code |
     /// --conversation] [--force]`.
     Rewind {
@@ -100,7 +102,7 @@ pub enum Line {
 }
 
 /// The slash commands, for help texts and editor completion.
-pub const SLASH_COMMANDS: [(&str, &str); 16] = [
+pub const SLASH_COMMANDS: [(&str, &str); 17] = [
     ("/help", "this list"),
     (
         "/model [PROVIDER/ID]",
@@ -121,6 +123,10 @@ pub const SLASH_COMMANDS: [(&str, &str); 16] = [
     (
         "/rewind [TURN] [--code|--conversation] [--force]",
         "files and/or conversation as before TURN (the last one by default)",
+    ),
+    (
+        "/fork [TURN]",
+        "continue in a new session with this one's history (up to TURN)",
     ),
     (
         "/init [guidance]",
@@ -195,6 +201,13 @@ impl Line {
             "/mcp" => Line::Command(SurfaceCommand::Mcp),
             "/transcript" => Line::Command(SurfaceCommand::Transcript),
             "/context" => Line::Command(SurfaceCommand::Context),
+            "/fork" => match rest {
+                "" => Line::Command(SurfaceCommand::Fork(None)),
+                turn => match turn.parse() {
+                    Ok(turn) => Line::Command(SurfaceCommand::Fork(Some(turn))),
+                    Err(_) => Line::Unknown(format!("/fork {turn}")),
+                },
+            },
             "/undo" => Line::Command(SurfaceCommand::Rewind {
                 to: None,
                 code: true,

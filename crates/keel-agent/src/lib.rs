@@ -133,6 +133,8 @@ pub enum AgentError {
     CannotCompact(String),
     #[error("cannot rewind: {0}")]
     CannotRewind(String),
+    #[error("cannot fork: {0}")]
+    CannotFork(String),
     #[error("cannot build the request: {0}")]
     Projection(String),
 }
@@ -147,7 +149,8 @@ impl AgentError {
             | AgentError::SessionTemp { .. }
             | AgentError::RecoveryRefused(_)
             | AgentError::CannotCompact(_)
-            | AgentError::CannotRewind(_) => true,
+            | AgentError::CannotRewind(_)
+            | AgentError::CannotFork(_) => true,
             AgentError::Busy(_)
             | AgentError::UndecodableHistory { .. }
             | AgentError::Tools(_)

@@ -89,6 +89,14 @@ pub enum SessionCommand {
     },
     /// The latest recovery record of a session (any state), or `null`.
     Recovery { id: String },
+    /// A new session sharing another's history up to a turn (its requests begin with the same
+    /// bytes, so the provider's cache serves them).
+    Fork {
+        id: String,
+        /// The last turn to keep (all of them by default).
+        #[arg(long, value_name = "TURN")]
+        at: Option<u64>,
+    },
     /// Restore files and/or the conversation to before a turn (the turn's number as in
     /// `keel session show` and the events).
     Rewind {

@@ -366,6 +366,24 @@ impl Repl {
                     }
                 }
             }
+            SurfaceCommand::Fork(at) => {
+                let Some(controller) = &self.controller else {
+                    eprintln!("no session is open");
+                    return Ok(None);
+                };
+                let id = controller.session().id.clone();
+                match open_host()?.fork(&id, at) {
+                    Ok(forked) => {
+                        eprintln!(
+                            "forked {id} as {}; now in the fork (files are as they are now)",
+                            forked.id
+                        );
+                        let common = self.resuming(&forked.id);
+                        self.switch(common).await;
+                    }
+                    Err(error) => eprintln!("error: {}", visible_line(&error.to_string())),
+                }
+            }
             SurfaceCommand::Rewind {
                 to,
                 code,

@@ -36,6 +36,29 @@ pub fn run(
     })
 }
 
+/// `keel session fork ID [--at TURN]`: the new session's id on stdout, what to do with it on
+/// stderr.
+pub fn fork(id: &str, at: Option<u64>) -> anyhow::Result<Outcome> {
+    let host = crate::session_setup::open_host()?;
+    let forked = host.fork(id, at).map_err(|error| match error {
+        keel_agent::AgentError::CannotFork(_) => anyhow::Error::from(UsageError(error.to_string())),
+        keel_agent::AgentError::Store(store) if store.is_for_the_user() => {
+            UsageError(store.to_string()).into()
+        }
+        other => other.into(),
+    })?;
+    println!("{}", forked.id);
+    eprintln!(
+        "forked {id}{} as {}: continue it with `keel --session {}`. Files are as they are now \
+         (`keel session rewind` restores them).",
+        at.map(|turn| format!(" at turn {turn}"))
+            .unwrap_or_default(),
+        forked.id,
+        forked.id
+    );
+    Ok(Outcome::Completed)
+}
+
 /// Rewind from the interactive session (`/undo`: the last turn).
 pub fn interactive(controller: &Controller, to: Option<u64>, scope: RewindScope, force: bool) {
     let last = match controller.last_turn_in_history() {

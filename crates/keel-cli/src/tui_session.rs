@@ -407,7 +407,9 @@ impl Session {
         }
         let switches = matches!(
             command,
-            SurfaceCommand::Model(Some(_)) | SurfaceCommand::Resume(Some(_))
+            SurfaceCommand::Model(Some(_))
+                | SurfaceCommand::Resume(Some(_))
+                | SurfaceCommand::Fork(_)
         );
         if switches && self.turn.is_some() {
             self.view.say(

@@ -314,3 +314,121 @@ fn a_file_holding_keels_key_is_not_kept_and_says_so() {
         Some("A=2\nKEY=test-key-1\n")
     );
 }
+
+#[test]
+fn a_fork_starts_with_the_originals_bytes_and_carries_its_receipts() {
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": "echo 1 >> effects.log"}},
+        {"say": "first answer"},
+        {"say": "second answer"},
+        {"say": "forked answer"},
+    ]});
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    let first = home.run(&["run", "--yes", "--json", "first"]);
+    assert_eq!(first.code(), 0, "{}", first.stderr());
+    let session = session_of(&first);
+    let second = home.run(&["run", "--json", "--session", &session, "second"]);
+    assert_eq!(second.code(), 0, "{}", second.stderr());
+
+    let forked = home.run(&["session", "fork", &session, "--at", "1"]);
+    assert_eq!(forked.code(), 0, "{}", forked.stderr());
+    let fork = forked.stdout().trim().to_string();
+    assert_ne!(fork, session);
+    assert!(
+        forked.stderr().contains("Files are as they are now"),
+        "{}",
+        forked.stderr()
+    );
+    let run = home.run(&["run", "--json", "--session", &fork, "forked"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+
+    // Byte for byte, the fork's request begins like the original's turn-2 request.
+    let requests = mock.requests();
+    let original = requests[2]["body"].as_str().unwrap();
+    let from_fork = requests.last().unwrap()["body"].as_str().unwrap();
+    let before = |body: &str, prompt: &str| {
+        let at = body
+            .find(&format!("{{\"role\":\"user\",\"content\":\"{prompt}\""))
+            .unwrap();
+        body[..at].to_string()
+    };
+    assert_eq!(before(original, "second"), before(from_fork, "forked"));
+    let shown = session_json(&home, &fork, &[]);
+    let receipts = shown["receipts"].as_array().unwrap();
+    assert_eq!(receipts.len(), 1, "{shown}");
+    assert_eq!(receipts[0]["state"], "completed");
+    assert_eq!(
+        read(&home, "effects.log").as_deref(),
+        Some("1\n"),
+        "nothing ran again"
+    );
+    let original_shown = session_json(&home, &session, &[]);
+    assert_eq!(
+        original_shown["items"].as_array().unwrap().len(),
+        7,
+        "the original is unchanged: context, two prompts, a call, its result, two answers"
+    );
+
+    let beyond = home.run(&["session", "fork", &session, "--at", "5"]);
+    assert_eq!(beyond.code(), 2, "{}", beyond.stderr());
+    assert!(beyond.stderr().contains("no turn 5"), "{}", beyond.stderr());
+}
+
+#[test]
+fn fork_in_the_interactive_session_continues_in_the_new_session() {
+    let steps = json!({"steps": [{"say": "first answer"}, {"say": "in the fork"}]});
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    let screen = common::terminal::interactive_until(
+        &home,
+        &[
+            ("hello\n", Some("first answer"), 0),
+            ("/fork\n", Some("now in the fork"), 0),
+            ("again\n", Some("in the fork"), 0),
+            ("/quit\n", None, 300),
+        ],
+    );
+    let sessions: Value =
+        serde_json::from_str(&home.run(&["sessions", "--json"]).stdout()).unwrap();
+    assert_eq!(sessions.as_array().unwrap().len(), 2, "{screen}");
+    let requests = mock.requests();
+    let first = body(&requests[0]);
+    let last = body(&requests[1]);
+    assert_eq!(
+        last["messages"][1], first["messages"][1],
+        "the same first message"
+    );
+    assert_eq!(last["messages"].as_array().unwrap().len(), 4);
+    // The second prompt went to the fork; the original kept its one turn.
+    let counts: Vec<usize> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|session| {
+            let id = session["id"].as_str().unwrap();
+            session_json(&home, id, &[])["items"]
+                .as_array()
+                .unwrap()
+                .len()
+        })
+        .collect();
+    let mut sorted = counts.clone();
+    sorted.sort();
+    assert_eq!(sorted, [3, 5], "{counts:?}");
+    let fork = screen
+        .split("forked ")
+        .nth(1)
+        .and_then(|rest| rest.split(" as ").nth(1))
+        .map(|rest| {
+            rest.chars()
+                .take_while(char::is_ascii_hexdigit)
+                .collect::<String>()
+        })
+        .unwrap();
+    assert_eq!(
+        session_json(&home, &fork, &[])["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        5
+    );
+}

@@ -54,6 +54,7 @@ impl From<AgentError> for ApiError {
             AgentError::Busy(_) | AgentError::AlreadyOpen(_) => ApiError::conflict("busy", message),
             AgentError::CannotCompact(_) => ApiError::conflict("cannot_compact", message),
             AgentError::CannotRewind(_) => ApiError::conflict("cannot_rewind", message),
+            AgentError::CannotFork(_) => ApiError::conflict("cannot_fork", message),
             AgentError::RecoveryRefused(refusal) => match refusal {
                 RecoveryRefusal::TurnRunning => ApiError::conflict("busy", message),
                 RecoveryRefusal::NoSuchRecord { .. }

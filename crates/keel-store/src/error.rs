@@ -56,6 +56,15 @@ pub enum StoreError {
         holder: String,
         since_ms: i64,
     },
+    #[error(
+        "session {session}: history item {revision} cannot be read ({reason}); `keel session \
+         show` still shows the rest"
+    )]
+    UnreadableItem {
+        session: String,
+        revision: u64,
+        reason: String,
+    },
     #[error("state database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
     #[error("cannot encode a record for the store: {0}")]
@@ -72,7 +81,8 @@ impl StoreError {
             | StoreError::Busy { .. }
             | StoreError::NewerSchema { .. }
             | StoreError::NoSuchSession(_)
-            | StoreError::NoSuchRevision { .. } => true,
+            | StoreError::NoSuchRevision { .. }
+            | StoreError::UnreadableItem { .. } => true,
             StoreError::HistoryMoved { .. } => false,
             StoreError::Io { .. } | StoreError::Sqlite(_) | StoreError::Encode(_) => false,
         }

@@ -17,6 +17,7 @@
 
 mod checkpoints;
 mod error;
+mod fork;
 mod history;
 mod lease;
 mod processes;
