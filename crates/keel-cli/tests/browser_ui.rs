@@ -303,3 +303,21 @@ fn typing_a_slash_lists_the_commands_and_a_custom_one_runs() {
     });
     assert_eq!(last_user_message(&mock), "Review app.rs for the browser.");
 }
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
+fn undo_from_the_browser_puts_the_files_and_messages_back() {
+    require_browser();
+    let steps = json!({"steps": [
+        {"tool": "write_file", "args": {"path": "notes.md", "content": "# Notes\n"}},
+        {"say": "Changed."},
+    ]});
+    let (home, _mock) = drive("undo", steps, "permission_mode = \"auto\"");
+    assert!(
+        !home.path().join("notes.md").exists(),
+        "the created file is gone"
+    );
+}

@@ -424,3 +424,52 @@ fn a_denial_from_a_client_can_carry_a_note_for_the_model() {
         .to_string();
     assert!(sent.contains("The user's note: use cargo clean"), "{sent}");
 }
+
+#[test]
+fn rewind_over_http_undoes_the_last_turn_and_says_what_it_did() {
+    let steps = json!({"steps": [
+        {"tool": "write_file", "args": {"path": "notes.md", "content": "# Notes\n"}},
+        {"say": "Changed."},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    home.prepend_config("permission_mode = \"auto\"");
+    let server = Server::start(&home, &[]);
+    let session = server.new_session();
+    let (status, _) = server.submit(&session, json!({"input": "change things"}));
+    assert_eq!(status, 202);
+    wait_until_idle(&server, &session);
+    assert!(home.path().join("notes.md").exists());
+    let (_, state) = server.api("GET", &format!("/api/sessions/{session}"), Value::Null);
+    assert_eq!(state["last_turn"], 1);
+    let rewind = format!("/api/sessions/{session}/rewind");
+    let (status, report) = server.api("POST", &rewind, json!({}));
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["to"], 1);
+    assert!(
+        report["restored"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("notes.md"),
+        "{report}"
+    );
+    assert_eq!(report["revision"], 2);
+    assert!(!home.path().join("notes.md").exists());
+    let (_, history) = server.api(
+        "GET",
+        &format!("/api/sessions/{session}/history"),
+        Value::Null,
+    );
+    let roles: Vec<&str> = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["context"]);
+    // Nothing left to undo; a field nobody knows is a bad request.
+    let (status, again) = server.api("POST", &rewind, json!({}));
+    assert_eq!(status, 409, "{again}");
+    assert_eq!(again["error"]["code"], "cannot_rewind");
+    let (status, _) = server.api("POST", &rewind, json!({"too": 1}));
+    assert_eq!(status, 400);
+}

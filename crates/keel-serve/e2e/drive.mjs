@@ -33,6 +33,20 @@ async function waitForText(needle, timeout = 20000) {
 }
 
 const scenarios = {
+  // Undo the last turn from the header: files and messages back, what could not be said.
+  async undo() {
+    await ask("change things");
+    await waitForText("Changed.");
+    await page.locator("#undo:not([disabled])").waitFor();
+    await page.click("#undo");
+    await page.locator("#undo-report").waitFor();
+    await page.waitForFunction(() => document.getElementById("undo-report").innerText.includes("undid turn 1"));
+    assert.match(await page.locator("#undo-report").innerText(), /restored .*notes\.md/);
+    assert.doesNotMatch(await text(), /change things/, "the prompt left the conversation");
+    await page.screenshot({ path: `${out}/undo.png` });
+    await page.locator("#undo[disabled]").waitFor();
+  },
+
   // Typing `/` lists the slash commands with the session's custom ones; one runs as a prompt.
   async commands() {
     await page.locator("#prompt").pressSequentially("/re");

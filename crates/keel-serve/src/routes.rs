@@ -36,6 +36,7 @@ pub(crate) fn router(state: Arc<AppState>, access: Arc<access::Access>) -> Route
         .route("/api/sessions/{id}", get(session_status))
         .route("/api/sessions/{id}/submit", post(submit))
         .route("/api/sessions/{id}/cancel", post(cancel))
+        .route("/api/sessions/{id}/rewind", post(rewind))
         .route("/api/sessions/{id}/history", get(history))
         .route("/api/sessions/{id}/recovery", get(recovery))
         .route("/api/sessions/{id}/events", get(events))
@@ -201,6 +202,63 @@ async fn session_status(
         "untrusted": settings.untrusted,
         // The slash commands `input` takes here: keel's, then the session's custom ones.
         "commands": commands(settings),
+        // The latest turn the conversation holds (what an undo undoes), if any.
+        "last_turn": controller.last_turn_in_history().ok().flatten(),
+    }))
+    .into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RewindBody {
+    /// The first turn to undo (the conversation's latest when absent: an undo).
+    to: Option<u64>,
+    code: Option<bool>,
+    conversation: Option<bool>,
+    force: Option<bool>,
+}
+
+/// `POST /api/sessions/{id}/rewind`: files and/or conversation as before a turn; what could
+/// not be restored is in the answer (a conflict is not an error: it is listed).
+async fn rewind(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    valid_id(&id)?;
+    let body: RewindBody = json_body(body)?;
+    session(&state, &id).await?;
+    let sessions = state.sessions.lock().await;
+    let open = sessions
+        .get(&id)
+        .ok_or_else(|| ApiError::not_found(format!("no session `{id}`")))?;
+    let to = match body.to {
+        Some(to) => to,
+        None => open.controller.last_turn_in_history()?.ok_or_else(|| {
+            ApiError::conflict(
+                "cannot_rewind",
+                "nothing to undo: the conversation holds no turn",
+            )
+        })?,
+    };
+    let scope = keel_agent::RewindScope {
+        code: body.code.unwrap_or(true),
+        conversation: body.conversation.unwrap_or(true),
+    };
+    let report = open
+        .controller
+        .rewind(to, scope, body.force.unwrap_or(false))?;
+    let conflicts: Vec<serde_json::Value> = report
+        .conflicts
+        .iter()
+        .map(|(path, why)| json!({"path": path, "why": why}))
+        .collect();
+    Ok(axum::Json(json!({
+        "to": to,
+        "restored": report.restored,
+        "conflicts": conflicts,
+        "not_restored": report.not_restorable,
+        "revision": report.revision,
     }))
     .into_response())
 }

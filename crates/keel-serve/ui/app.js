@@ -273,6 +273,8 @@ async function refreshStatus() {
   const status = await response.json();
   $("model").textContent = status.model;
   view.commands = status.commands || [];
+  view.lastTurn = status.last_turn;
+  $("undo").disabled = status.busy || status.last_turn === null || status.last_turn === undefined;
   const context = status.context ? ` · ctx ${Math.floor(status.context.used * 100 / status.context.window)}%` : "";
   const money = status.cost_display ? ` · ${status.cost_display}` : "";
   $("usage").textContent = `tokens ${status.usage.input} in · ${status.usage.output} out · cache ${Math.round(status.cache_hit_ratio * 100)}%${money}${context}`;
@@ -437,6 +439,7 @@ async function submit(body) {
 }
 
 function send() {
+  $("undo-report").hidden = true;
   const text = $("prompt").value.trim();
   if (!text || view.busy) return;
   $("prompt").value = "";
@@ -475,6 +478,26 @@ $("prompt").addEventListener("input", () => {
     ? (view.commands || []).filter((c) => c.name.startsWith(word)) : [];
   for (const c of matching) box.appendChild(el("div", "", `${c.name} — ${c.description}`));
   box.hidden = matching.length === 0;
+});
+// Undo the last turn: its file edits and its messages; what could not be undone is said.
+$("undo").addEventListener("click", async () => {
+  $("undo").disabled = true;
+  const response = await api(`/api/sessions/${view.session}/rewind`, { method: "POST", body: "{}" });
+  const report = await response.json().catch(() => ({}));
+  await reloadHistory();
+  // Outside the transcript, which is redrawn from the history; it stays until the next prompt.
+  const box = $("undo-report");
+  box.textContent = "";
+  const lines = response.ok ? [`undid turn ${report.to}`] :
+    [`undo failed: ${(report.error && report.error.message) || response.status}`];
+  if (response.ok) {
+    for (const path of report.restored) lines.push(`restored ${path}`);
+    for (const c of report.conflicts) lines.push(`conflict ${c.path}: ${c.why}`);
+    for (const what of report.not_restored) lines.push(`not restored: ${what}`);
+  }
+  for (const line of lines) box.appendChild(el("div", response.ok ? "notice" : "error", line));
+  box.hidden = false;
+  refreshStatus();
 });
 $("prompt").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); send(); }
