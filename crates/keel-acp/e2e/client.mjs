@@ -70,6 +70,25 @@ function statusesByCall(updates) {
 }
 
 const scenarios = {
+  // `/undo` is done by the agent itself: no model turn, its report as the message.
+  async undo() {
+    const client = connect();
+    await client.app.connectWith(client.stream, async (agent) => {
+      const sessionId = await start(agent);
+      assert.equal((await prompt(agent, sessionId, "change things")).stopReason, "end_turn");
+      const before = client.updates.length;
+      assert.equal((await prompt(agent, sessionId, "/undo")).stopReason, "end_turn");
+      const said = messageText(client.updates.slice(before));
+      assert.match(said, /Rewound to before turn 1\./);
+      assert.match(said, /restored .*notes\.md/);
+    });
+    client.child.kill();
+    const announced = client.updates.filter((u) => u.sessionUpdate === "available_commands_update");
+    const names = announced[announced.length - 1].availableCommands.map((c) => c.name);
+    assert.ok(names.includes("undo") && names.includes("rewind"), names.join(","));
+    return {};
+  },
+
   // Custom commands are announced with the built-in ones, and `/NAME args` sends their prompt.
   async commands() {
     const client = connect();

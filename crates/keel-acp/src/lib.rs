@@ -12,6 +12,7 @@
 //! - When stdin closes, running turns are cancelled (receipts settle) and `run` returns.
 
 mod client_calls;
+mod rewind;
 mod rpc;
 mod updates;
 
@@ -207,6 +208,10 @@ impl Agent {
             }
             // Admitted here, in read order: a `session/cancel` read next finds the turn.
             (Some(method), Some(id)) if method == "session/prompt" && *lock(&self.initialized) => {
+                if let Some(answer) = self.local_command(&params) {
+                    self.connection.respond(id, answer);
+                    return;
+                }
                 match self.begin_prompt(&params) {
                     Err(error) => self.connection.respond(id, Err(error)),
                     Ok(started) => {
@@ -286,6 +291,9 @@ impl Agent {
             "session/new" => self.new_session(&params),
             "session/load" => self.load_session(&params),
             "session/prompt" => {
+                if let Some(answer) = self.local_command(&params) {
+                    return answer;
+                }
                 let started = self.begin_prompt(&params)?;
                 self.finish_prompt(started).await
             }
@@ -423,6 +431,8 @@ impl Agent {
                     || usage.starts_with("/continue-checks")
                     || usage.starts_with("/compact")
                     || usage.starts_with("/init")
+                    || usage.starts_with("/undo")
+                    || usage.starts_with("/rewind")
             })
             .map(|(usage, what)| {
                 let name = usage
@@ -527,6 +537,31 @@ impl Agent {
             json!({"sessionUpdate": "current_mode_update", "currentModeId": mode.as_str()}),
         );
         Ok(json!({}))
+    }
+
+    /// A prompt that is `/undo` or `/rewind`: done now, no model turn; its report is the
+    /// agent's message.
+    fn local_command(&self, params: &Value) -> Option<Result<Value, RpcError>> {
+        let text: String = params
+            .get("prompt")
+            .and_then(Value::as_array)?
+            .iter()
+            .map(|block| block.get("text").and_then(Value::as_str))
+            .collect::<Option<String>>()?;
+        let session = match self.session(params) {
+            Ok(session) => session,
+            Err(error) => return Some(Err(error)),
+        };
+        let answer = rewind::rewind_reply(&session.controller, &text)?;
+        Some(answer.map_err(refusal).map(|message| {
+            let id = session.controller.session().id.clone();
+            self.update(
+                &id,
+                json!({"sessionUpdate": "agent_message_chunk",
+                       "content": {"type": "text", "text": message}}),
+            );
+            json!({"stopReason": "end_turn"})
+        }))
     }
 
     /// Admit a prompt's turn (synchronously, in read order) and subscribe to its events.
@@ -674,7 +709,7 @@ fn prompt_input(params: &Value, controller: &Controller) -> Result<Input, RpcErr
             Line::Input(input) => Ok(input),
             Line::Empty => Err(RpcError::invalid_params("the prompt is empty")),
             Line::Command(_) | Line::Unknown(_) => Err(RpcError::invalid_params(
-                "this slash command is for the terminal; keel acp knows /recover-context, /continue-checks, /compact and /init",
+                "this slash command is for the terminal; keel acp knows /recover-context, /continue-checks, /compact, /init, /undo and /rewind",
             )),
         },
     }

@@ -432,3 +432,25 @@ fn custom_commands_are_announced_and_run_through_acp() {
     drive_client("commands", &home, &[]);
     assert_eq!(last_user_message(&mock), "Review lib.rs with care.");
 }
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_acp),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+)]
+fn undo_over_acp_restores_the_files_without_a_model_turn() {
+    let steps = json!({"steps": [
+        {"tool": "write_file", "args": {"path": "notes.md", "content": "# Notes\n"}},
+        {"say": "Changed."},
+    ]});
+    let (home, mock) = client("undo", steps, "permission_mode = \"auto\"");
+    assert!(
+        !home.path().join("notes.md").exists(),
+        "the created file is gone"
+    );
+    assert_eq!(
+        mock.requests().len(),
+        2,
+        "the undo sent nothing to the model"
+    );
+}
