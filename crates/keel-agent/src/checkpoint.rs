@@ -19,17 +19,13 @@ use std::path::Path;
 /// The largest file kept as a pre-image.
 pub(crate) const MOST_KEPT_BYTES: u64 = 16 * 1024 * 1024;
 
-/// The most bytes of pre-images one session keeps (distinct contents).
+/// The most bytes of pre-images one session keeps (distinct contents; the oldest are pruned
+/// to make room).
 pub(crate) const SESSION_CHECKPOINT_BYTES: u64 = 256 * 1024 * 1024;
 
 /// What `valid` may change, as it is now (file tools only; a path the tool will refuse has
 /// nothing to keep).
-pub(crate) fn pre_images(
-    valid: &Valid,
-    ctx: &ToolContext,
-    store: &Store,
-    session: &str,
-) -> Result<Vec<PreImage>, StoreError> {
+pub(crate) fn pre_images(valid: &Valid, ctx: &ToolContext) -> Result<Vec<PreImage>, StoreError> {
     let Valid::Builtin(call) = valid else {
         return Ok(Vec::new());
     };
@@ -43,20 +39,9 @@ pub(crate) fn pre_images(
     if ctx.change_refusal(&shown, path).is_some() {
         return Ok(Vec::new());
     }
-    let before = match before(path, ctx) {
-        Before::Bytes(bytes)
-            if store.checkpoint_bytes(session)? + bytes.len() as u64 > SESSION_CHECKPOINT_BYTES =>
-        {
-            Before::NotKept(format!(
-                "the session's checkpoints reached {} MiB",
-                SESSION_CHECKPOINT_BYTES / (1024 * 1024)
-            ))
-        }
-        before => before,
-    };
     Ok(vec![PreImage {
         path: shown,
-        before,
+        before: before(path, ctx),
     }])
 }
 

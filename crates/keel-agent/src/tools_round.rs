@@ -105,16 +105,12 @@ pub async fn run_tools(
             }
             kill_point("before_receipt_started");
             // What a file tool may change, as it is now: committed with `started`.
-            let pre_images = crate::checkpoint::pre_images(
-                valid,
-                &base_context,
-                &shared.store,
-                &shared.session.id,
-            )?;
+            let pre_images = crate::checkpoint::pre_images(valid, &base_context)?;
             shared.store.start_with_pre_images(
                 &shared.session.id,
                 &round.receipts[*position],
                 &pre_images,
+                crate::checkpoint::SESSION_CHECKPOINT_BYTES,
             )?;
             kill_point("after_receipt_started");
             run.emit(EventBody::ToolStarted {

@@ -16,7 +16,7 @@
 use crate::sessions::{append_in, put_receipt_in, to_i64};
 use crate::{Store, StoreError};
 use keel_types::{Item, ToolReceipt};
-use rusqlite::{Transaction, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 use sha2::{Digest, Sha256};
 
 /// Version 5: content-addressed blobs and pre-images with what their calls left.
@@ -82,6 +82,56 @@ pub fn content_hash(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// The bytes of the distinct contents `session`'s checkpoints hold.
+fn session_bytes(transaction: &Transaction<'_>, session: &str) -> Result<u64, StoreError> {
+    let total: i64 = transaction.query_row(
+        "SELECT COALESCE(SUM(LENGTH(bytes)), 0) FROM blobs WHERE hash IN \
+         (SELECT hash FROM checkpoints WHERE session_id = ?1 AND hash IS NOT NULL)",
+        [session],
+        |row| row.get(0),
+    )?;
+    Ok(u64::try_from(total).unwrap_or(0))
+}
+
+/// Prune `session`'s oldest stored pre-images until `needed` more bytes fit in `max_bytes`;
+/// a content no checkpoint holds any more is deleted.
+fn make_room(
+    transaction: &Transaction<'_>,
+    session: &str,
+    needed: u64,
+    max_bytes: u64,
+) -> Result<(), StoreError> {
+    while session_bytes(transaction, session)? + needed > max_bytes {
+        let oldest: Option<(i64, String, String)> = transaction
+            .query_row(
+                "SELECT seq, path, hash FROM checkpoints WHERE session_id = ?1 AND hash IS NOT \
+                 NULL ORDER BY seq, path LIMIT 1",
+                [session],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .optional()?;
+        let Some((seq, path, hash)) = oldest else {
+            return Ok(());
+        };
+        transaction.execute(
+            "UPDATE checkpoints SET hash = NULL, state = ?4 \
+             WHERE session_id = ?1 AND seq = ?2 AND path = ?3",
+            params![
+                session,
+                seq,
+                path,
+                format!("pruned: the session's checkpoints reached their {max_bytes} bytes")
+            ],
+        )?;
+        transaction.execute(
+            "DELETE FROM blobs WHERE hash = ?1 AND NOT EXISTS \
+             (SELECT 1 FROM checkpoints WHERE hash = ?1)",
+            [hash],
+        )?;
+    }
+    Ok(())
+}
+
 fn put_blob(transaction: &Transaction<'_>, bytes: &[u8]) -> Result<String, StoreError> {
     let hash = content_hash(bytes);
     transaction.execute(
@@ -94,17 +144,27 @@ fn put_blob(transaction: &Transaction<'_>, bytes: &[u8]) -> Result<String, Store
 impl Store {
     /// The receipt of a call that starts now, with what it may change as it was: one
     /// transaction.
+    /// The session keeps at most `max_bytes` of distinct contents: older pre-images are
+    /// pruned, oldest first, to make room (a rewind then names them as pruned).
     pub fn start_with_pre_images(
         &self,
         session: &str,
         receipt: &ToolReceipt,
         pre_images: &[PreImage],
+        max_bytes: u64,
     ) -> Result<(), StoreError> {
         self.write(|transaction| {
             for image in pre_images {
                 let (state, hash) = match &image.before {
                     Before::Absent => ("absent".to_string(), None),
-                    Before::Bytes(bytes) => ("stored".to_string(), Some(put_blob(transaction, bytes)?)),
+                    Before::Bytes(bytes) if bytes.len() as u64 > max_bytes => (
+                        format!("not kept: larger than the session's {max_bytes} bytes of checkpoints"),
+                        None,
+                    ),
+                    Before::Bytes(bytes) => {
+                        make_room(transaction, session, bytes.len() as u64, max_bytes)?;
+                        ("stored".to_string(), Some(put_blob(transaction, bytes)?))
+                    }
                     Before::NotKept(why) => (format!("not kept: {why}"), None),
                 };
                 transaction.execute(

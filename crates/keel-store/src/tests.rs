@@ -521,6 +521,7 @@ fn a_pre_image_commits_with_its_started_receipt_and_contents_are_stored_once() {
                     before: Before::Absent,
                 },
             ],
+            1 << 20,
         )
         .unwrap();
     store
@@ -531,6 +532,7 @@ fn a_pre_image_commits_with_its_started_receipt_and_contents_are_stored_once() {
                 path: "/w/b.rs".into(),
                 before: same,
             }],
+            1 << 20,
         )
         .unwrap();
     assert_eq!(
@@ -597,4 +599,47 @@ fn a_pre_image_commits_with_its_started_receipt_and_contents_are_stored_once() {
         .map(|c| c.undone)
         .collect();
     assert_eq!(undone, [false, false, true]);
+}
+
+#[test]
+fn the_oldest_checkpoints_are_pruned_to_make_room_and_say_so() {
+    let (_dir, store) = store();
+    store.create_session("s1", "/w", "deepseek", "m").unwrap();
+    let keep = |seq: u64, path: &str, bytes: &[u8]| {
+        store
+            .start_with_pre_images(
+                "s1",
+                &receipt(seq, ReceiptState::Started),
+                &[PreImage {
+                    path: path.into(),
+                    before: Before::Bytes(bytes.to_vec()),
+                }],
+                20,
+            )
+            .unwrap();
+    };
+    keep(1, "/w/a", b"aaaaaaaaaaaa");
+    keep(2, "/w/b", b"bbbbbbbbbbbb");
+    keep(3, "/w/c", &[b'c'; 30]);
+    let checkpoints = store.checkpoints("s1").unwrap();
+    assert!(
+        checkpoints[0].state.starts_with("pruned: "),
+        "{checkpoints:?}"
+    );
+    assert_eq!(checkpoints[0].hash, None);
+    assert_eq!(checkpoints[1].state, "stored");
+    assert!(
+        checkpoints[2].state.starts_with("not kept: larger than"),
+        "{checkpoints:?}"
+    );
+    assert_eq!(
+        store.checkpoint_bytes("s1").unwrap(),
+        12,
+        "within the budget"
+    );
+    let blobs: i64 = store
+        .connection()
+        .query_row("SELECT COUNT(*) FROM blobs", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(blobs, 1, "a content nobody holds is deleted");
 }
