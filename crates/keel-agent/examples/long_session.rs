@@ -148,6 +148,7 @@ fn settings() -> AgentSettings {
         sandbox: None,
         context: Default::default(),
         commands: Default::default(),
+        checkpoint_max_bytes: 256 * 1024 * 1024,
     }
 }
 

@@ -75,3 +75,48 @@ impl AdmittedTurn {
         }
     }
 }
+
+/// The session's state, unless a turn holds it. A reader (a status request estimating the
+/// context, `/context`) holds it for moments only: wait those out (a turn holds it for its
+/// whole run, so it still answers busy within `BETWEEN_TURNS_WAIT`).
+pub(crate) fn lock_between_turns<T>(
+    state: &Arc<tokio::sync::Mutex<T>>,
+) -> Option<tokio::sync::OwnedMutexGuard<T>> {
+    const BETWEEN_TURNS_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+    let started = std::time::Instant::now();
+    loop {
+        if let Ok(guard) = state.clone().try_lock_owned() {
+            return Some(guard);
+        }
+        if started.elapsed() >= BETWEEN_TURNS_WAIT {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_moment_of_reading_is_waited_out_and_a_turn_is_not() {
+        let state = Arc::new(tokio::sync::Mutex::new(0u32));
+        // A reader holding the state for a moment (a status request): admitted after it.
+        let (locked, on_lock) = std::sync::mpsc::channel();
+        let reader = {
+            let state = state.clone();
+            std::thread::spawn(move || {
+                let _guard = state.try_lock().unwrap();
+                locked.send(()).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            })
+        };
+        on_lock.recv().unwrap();
+        assert!(lock_between_turns(&state).is_some(), "waited out");
+        reader.join().unwrap();
+        // A turn holds it throughout: busy.
+        let _turn = state.clone().try_lock_owned().unwrap();
+        assert!(lock_between_turns(&state).is_none());
+    }
+}

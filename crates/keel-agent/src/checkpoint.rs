@@ -19,10 +19,6 @@ use std::path::Path;
 /// The largest file kept as a pre-image.
 pub(crate) const MOST_KEPT_BYTES: u64 = 16 * 1024 * 1024;
 
-/// The most bytes of pre-images one session keeps (distinct contents; the oldest are pruned
-/// to make room).
-pub(crate) const SESSION_CHECKPOINT_BYTES: u64 = 256 * 1024 * 1024;
-
 /// What `valid` may change, as it is now (file tools only; a path the tool will refuse has
 /// nothing to keep).
 pub(crate) fn pre_images(valid: &Valid, ctx: &ToolContext) -> Result<Vec<PreImage>, StoreError> {

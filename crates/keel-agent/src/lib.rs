@@ -93,6 +93,8 @@ pub struct AgentSettings {
     pub context: ContextSettings,
     /// The session's custom slash commands (`.keel/commands/`, `$KEEL_HOME/commands/`).
     pub commands: Arc<CustomCommands>,
+    /// The most bytes of file checkpoints the session keeps (`checkpoint_max_bytes`).
+    pub checkpoint_max_bytes: u64,
 }
 
 pub enum SessionChoice {
@@ -508,7 +510,7 @@ impl Controller {
     pub fn begin(&self, input: Input) -> Result<AdmittedTurn, AgentError> {
         let shared = &self.shared;
         let generation = turn::current_generation(shared);
-        let Ok(mut state) = shared.state.clone().try_lock_owned() else {
+        let Some(mut state) = admitted::lock_between_turns(&shared.state) else {
             return Err(match input {
                 Input::Prompt(_) => AgentError::Busy(shared.session.id.clone()),
                 Input::ProtocolRecovery { .. }

@@ -110,7 +110,7 @@ pub async fn run_tools(
                 &shared.session.id,
                 &round.receipts[*position],
                 &pre_images,
-                crate::checkpoint::SESSION_CHECKPOINT_BYTES,
+                shared.settings.checkpoint_max_bytes,
             )?;
             kill_point("after_receipt_started");
             run.emit(EventBody::ToolStarted {

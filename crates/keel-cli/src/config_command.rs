@@ -121,6 +121,7 @@ struct ConfigJson {
     max_rounds: Field<u32>,
     compact_at: Field<f64>,
     instruction_files: Field<Vec<String>>,
+    checkpoint_max_bytes: Field<u64>,
     permissions: PermissionsJson,
     sandbox: SandboxJson,
     providers: BTreeMap<String, ProviderJson>,
@@ -237,6 +238,7 @@ impl ConfigJson {
             max_rounds: field(&resolved.max_rounds, |rounds| *rounds),
             compact_at: field(&resolved.compact_at, |share| *share),
             instruction_files: field(&resolved.instruction_files, Clone::clone),
+            checkpoint_max_bytes: field(&resolved.checkpoint_max_bytes, |bytes| *bytes),
             permissions: PermissionsJson {
                 allow: rules(RuleList::Allow),
                 ask: rules(RuleList::Ask),
@@ -404,6 +406,12 @@ fn general_rows(resolved: &ResolvedConfig) -> Vec<Row> {
         0,
         "compact_at",
         &resolved.compact_at,
+        ToString::to_string,
+    ));
+    rows.push(Row::new(
+        0,
+        "checkpoint_max_bytes",
+        &resolved.checkpoint_max_bytes,
         ToString::to_string,
     ));
     rows.push(Row::new(

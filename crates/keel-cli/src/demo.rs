@@ -108,6 +108,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         sandbox: Some(sandbox.clone()),
         context: keel_agent::ContextSettings::default(),
         commands: Default::default(),
+        checkpoint_max_bytes: 256 * 1024 * 1024,
     };
     let host = Host::open(&demo_dir.join("state.db"))?;
     let approver = Arc::new(HeadlessApprover { approve_all: true });
@@ -131,6 +132,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         sandbox: Some(sandbox.clone()),
         context: keel_agent::ContextSettings::default(),
         commands: Default::default(),
+        checkpoint_max_bytes: 256 * 1024 * 1024,
     };
     let second_settings = rebuild(&settings);
     let controller = open(SessionChoice::New, settings)?;

@@ -268,6 +268,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
             max_bytes: keel_agent::DEFAULT_INSTRUCTION_BYTES,
         },
         commands: Arc::new(commands),
+        checkpoint_max_bytes: config.checkpoint_max_bytes(),
     };
     let choice = match session {
         Some(session) => SessionChoice::Resume(session.id),

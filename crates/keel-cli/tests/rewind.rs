@@ -432,3 +432,25 @@ fn fork_in_the_interactive_session_continues_in_the_new_session() {
         5
     );
 }
+
+#[test]
+fn checkpoint_max_bytes_bounds_what_a_session_keeps_and_a_rewind_says_so() {
+    let steps = json!({"steps": [
+        {"tool": "write_file", "args": {"path": "big.txt", "content": "small now\n"}},
+        {"say": "Rewritten."},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    home.prepend_config("checkpoint_max_bytes = 10");
+    std::fs::write(home.path().join("big.txt"), "twenty bytes of text").unwrap();
+    let run = home.run(&["run", "--yes", "--json", "rewrite it"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let rewound = home.run(&["session", "rewind", &session_of(&run), "--to", "1"]);
+    assert!(
+        rewound
+            .stderr()
+            .contains("big.txt: not kept: larger than the session's 10 bytes of checkpoints"),
+        "{}",
+        rewound.stderr()
+    );
+    assert_eq!(read(&home, "big.txt").as_deref(), Some("small now\n"));
+}

@@ -32,6 +32,9 @@ pub const DEFAULT_MAX_ROUNDS: u32 = 500;
 /// Compact when the context is this full (a share of the window).
 pub const DEFAULT_COMPACT_AT: f64 = 0.85;
 
+/// The most bytes of file checkpoints a session keeps when no file says (256 MiB).
+pub const DEFAULT_CHECKPOINT_MAX_BYTES: u64 = 256 * 1024 * 1024;
+
 /// How the permission mode was given on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModeFlag {
@@ -145,6 +148,8 @@ pub struct ResolvedConfig {
     pub sandbox: crate::sandbox::ResolvedSandbox,
     /// The names of project instruction files, the first found per directory.
     pub instruction_files: Sourced<Vec<String>>,
+    /// The most bytes of file checkpoints one session keeps (the oldest are pruned).
+    pub checkpoint_max_bytes: Sourced<u64>,
 }
 
 /// The merged configuration: files in precedence order plus overrides.
@@ -367,7 +372,26 @@ impl KeelConfig {
             providers,
             sandbox: self.sandbox(),
             instruction_files: self.sourced_instruction_files()?,
+            checkpoint_max_bytes: self.sourced_checkpoint_max_bytes(),
         })
+    }
+
+    /// The most bytes of file checkpoints one session keeps.
+    pub fn checkpoint_max_bytes(&self) -> u64 {
+        self.sourced_checkpoint_max_bytes().value
+    }
+
+    fn sourced_checkpoint_max_bytes(&self) -> Sourced<u64> {
+        self.layers
+            .iter()
+            .find_map(|layer| {
+                layer
+                    .raw
+                    .checkpoint_max_bytes
+                    .as_ref()
+                    .map(|value| layer.sourced(value))
+            })
+            .unwrap_or(Sourced::default_value(DEFAULT_CHECKPOINT_MAX_BYTES))
     }
 
     /// The names of project instruction files (`AGENTS.md`, `CLAUDE.md` unless the user's

@@ -35,6 +35,8 @@ pub(crate) struct RawFile {
     pub sandbox: RawSandbox,
     /// The names of project instruction files (user layers only).
     pub instruction_files: Option<Spanned<Vec<String>>>,
+    /// The most bytes of file checkpoints one session keeps.
+    pub checkpoint_max_bytes: Option<Spanned<u64>>,
 }
 
 /// `[sandbox]`: how commands are confined (user layers; see `sandbox.rs` for projects).

@@ -31,8 +31,8 @@ mod trust_store;
 mod trust_tests;
 
 pub use config::{
-    ConfiguredRule, DEFAULT_COMPACT_AT, DEFAULT_MAX_ROUNDS, DEFAULT_MODEL, KeelConfig, ModeFlag,
-    ModelRef, Overrides, ResolvedConfig, RuleList,
+    ConfiguredRule, DEFAULT_CHECKPOINT_MAX_BYTES, DEFAULT_COMPACT_AT, DEFAULT_MAX_ROUNDS,
+    DEFAULT_MODEL, KeelConfig, ModeFlag, ModelRef, Overrides, ResolvedConfig, RuleList,
 };
 pub use error::ConfigError;
 pub use project::{PROJECT_CONFIG_FILE, ProjectFile, ProjectFiles, SHARED_MCP_FILE};

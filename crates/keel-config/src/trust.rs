@@ -155,8 +155,10 @@ pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<Ign
         trust_workspace_mcp,
         sandbox,
         instruction_files,
+        checkpoint_max_bytes,
     } = raw;
     report.closed("instruction_files", instruction_files);
+    report.closed("checkpoint_max_bytes", checkpoint_max_bytes);
     // The sandbox is the user's: an untrusted project may not even tighten it (deny and ask
     // rules are how a project tightens what commands run).
     let RawSandbox {
@@ -264,6 +266,7 @@ pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<Ign
         trust_workspace_mcp: None,
         sandbox: RawSandbox::default(),
         instruction_files: None,
+        checkpoint_max_bytes: None,
     };
     (layer, ignored)
 }

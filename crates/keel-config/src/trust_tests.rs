@@ -214,6 +214,11 @@ const CASES: &[Case] = &[
     never("sandbox.mode", "[sandbox]\nmode = \"off\"\n"),
     never("instruction_files", "instruction_files = [\"README.md\"]\n"),
     case(
+        "checkpoint_max_bytes",
+        "checkpoint_max_bytes = 1000\n",
+        Ignored,
+    ),
+    case(
         "sandbox.forbid_read",
         "[sandbox]\nforbid_read = [\"~/.kube\"]\n",
         Ignored,
@@ -327,7 +332,7 @@ fn effective(config: &KeelConfig) -> String {
         .map(|server| server.name)
         .collect();
     format!(
-        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{servers:?}\n{:?}\n{:?}",
+        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{servers:?}\n{:?}\n{:?}\n{:?}",
         resolved.model,
         resolved.permission_mode,
         resolved.max_rounds,
@@ -337,6 +342,7 @@ fn effective(config: &KeelConfig) -> String {
         config.permission_policy().unwrap(),
         resolved.sandbox.settings,
         resolved.instruction_files,
+        resolved.checkpoint_max_bytes,
     )
 }
 
