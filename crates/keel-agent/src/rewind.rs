@@ -274,7 +274,7 @@ fn intended(rows: &[(u64, Item)], call_id: &str) -> Option<String> {
             _ => None,
         })
         .flatten()
-        .find(|call| call.id == call_id && call.name == "write_file")
+        .find(|call| call.id == call_id && call.name == keel_tools::BuiltinTool::WriteFile.name())
         .and_then(|call| serde_json::from_str::<serde_json::Value>(&call.arguments).ok())
         .and_then(|args| {
             args.get("content")
@@ -286,15 +286,13 @@ fn intended(rows: &[(u64, Item)], call_id: &str) -> Option<String> {
 /// The calls of turns from `to` on whose effects keel has no checkpoint of: `bash` commands
 /// and MCP tools (what they changed stays as it is).
 fn unrestorable_calls(rows: &[(u64, Item)], to: u64, ran: &[String]) -> Vec<String> {
-    let checkpointed = ["write_file", "edit_file"];
-    let read_only = [
-        "read_file",
-        "list_dir",
-        "glob",
-        "grep",
-        "web_fetch",
-        "todo_write",
-    ];
+    use keel_tools::BuiltinTool;
+    // Of keel's own tools only `bash` changes files without a checkpoint; every MCP tool may.
+    let uncheckpointed = |name: &str| match BuiltinTool::ALL.iter().find(|tool| tool.name() == name)
+    {
+        Some(tool) => *tool == BuiltinTool::Bash,
+        None => true,
+    };
     rows.iter()
         .filter(|(turn, _)| *turn >= to)
         .filter_map(|(_, item)| match item {
@@ -303,9 +301,7 @@ fn unrestorable_calls(rows: &[(u64, Item)], to: u64, ran: &[String]) -> Vec<Stri
         })
         .flatten()
         .filter(|call| {
-            ran.contains(&call.id)
-                && !checkpointed.contains(&call.name.as_str())
-                && !read_only.contains(&call.name.as_str())
+            ran.contains(&call.id) && uncheckpointed(&call.name)
         })
         .map(|call| {
             let command = serde_json::from_str::<serde_json::Value>(&call.arguments)

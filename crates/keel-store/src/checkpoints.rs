@@ -83,8 +83,8 @@ pub fn content_hash(bytes: &[u8]) -> String {
 }
 
 /// The bytes of the distinct contents `session`'s checkpoints hold.
-fn session_bytes(transaction: &Transaction<'_>, session: &str) -> Result<u64, StoreError> {
-    let total: i64 = transaction.query_row(
+fn session_bytes(connection: &rusqlite::Connection, session: &str) -> Result<u64, StoreError> {
+    let total: i64 = connection.query_row(
         "SELECT COALESCE(SUM(LENGTH(bytes)), 0) FROM blobs WHERE hash IN \
          (SELECT hash FROM checkpoints WHERE session_id = ?1 AND hash IS NOT NULL)",
         [session],
@@ -223,14 +223,7 @@ impl Store {
 
     /// The bytes of the distinct contents the session's checkpoints hold.
     pub fn checkpoint_bytes(&self, session: &str) -> Result<u64, StoreError> {
-        let connection = self.connection();
-        let total: i64 = connection.query_row(
-            "SELECT COALESCE(SUM(LENGTH(bytes)), 0) FROM blobs WHERE hash IN \
-             (SELECT hash FROM checkpoints WHERE session_id = ?1 AND hash IS NOT NULL)",
-            [session],
-            |row| row.get(0),
-        )?;
-        Ok(u64::try_from(total).unwrap_or(0))
+        session_bytes(&self.connection(), session)
     }
 
     /// The paths the call `seq` checkpointed.
