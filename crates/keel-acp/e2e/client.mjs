@@ -21,7 +21,8 @@ function connect(permission = () => "allow_once", files = null) {
     .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
       asked.push(params);
       const kind = permission(params, asked.length);
-      const option = params.options.find((o) => o.kind === kind);
+      const option = params.options.find((o) => o.optionId === kind)
+        || params.options.find((o) => o.kind === kind);
       return { outcome: { outcome: "selected", optionId: option.optionId } };
     });
   if (files) {
@@ -48,7 +49,7 @@ async function start(agent, fs = false, mcpServers = []) {
   assert.equal(init.agentCapabilities.loadSession, true);
   const session = await agent.request(acp.methods.agent.session.new, { cwd: workspace, mcpServers });
   assert.ok(session.sessionId);
-  assert.deepEqual(session.modes.availableModes.map((m) => m.id), ["read-only", "ask", "auto"]);
+  assert.deepEqual(session.modes.availableModes.map((m) => m.id), ["read-only", "plan", "ask", "auto"]);
   return session.sessionId;
 }
 
@@ -191,6 +192,29 @@ const scenarios = {
     const finals = statusesByCall(client.updates).map((s) => s[s.length - 1]);
     assert.deepEqual(finals, ["failed", "completed", "completed"]);
     assert.ok(client.updates.some((u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "ask"));
+    return {};
+  },
+
+  // Plan mode: a write is refused unasked; the plan is asked with its whole text and approved
+  // into auto; the editor's mode follows, and the next write runs without a question.
+  async plan() {
+    const client = connect((params) =>
+      (params.options.some((o) => o.optionId === "plan_auto") ? "plan_auto" : "reject_once"));
+    await client.app.connectWith(client.stream, async (agent) => {
+      const sessionId = await start(agent);
+      await agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "plan" });
+      const result = await prompt(agent, sessionId, "plan the rename");
+      assert.equal(result.stopReason, "end_turn");
+    });
+    client.child.kill();
+    assert.equal(client.asked.length, 1, "only the plan is asked");
+    assert.deepEqual(client.asked[0].options.map((o) => o.optionId), ["plan_ask", "plan_auto", "reject_once"]);
+    assert.match(client.asked[0].toolCall.content[0].content.text, /Rename the module[^]*Update the callers/);
+    const modes = client.updates.filter((u) => u.sessionUpdate === "current_mode_update")
+      .map((u) => u.currentModeId);
+    assert.deepEqual(modes, ["plan", "auto"]);
+    const finals = statusesByCall(client.updates).map((s) => s[s.length - 1]);
+    assert.deepEqual(finals, ["failed", "completed", "completed"]);
     return {};
   },
 

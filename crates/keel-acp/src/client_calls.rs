@@ -4,6 +4,8 @@
 //! Invariants:
 //! - Anything but an explicit allow is a decline; "always" answers are remembered per tool for
 //!   the session.
+//! - A plan (`propose_plan` in plan mode) is asked with its whole text and two approvals that
+//!   name the mode it is carried out in; neither is remembered.
 //! - File calls go to the editor only after the workspace guard (the tools do that); they are
 //!   made from the file tools' blocking threads and wait for the editor's answer.
 
@@ -33,6 +35,9 @@ impl Approver for AcpApprover {
         request: &'a ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
         Box::pin(async move {
+            if request.tool == keel_tools::BuiltinTool::ProposePlan.name() {
+                return self.approve_plan(request).await;
+            }
             // An unconfined run is asked about every time.
             if !request.unconfined && lock(&self.always).contains(&request.tool) {
                 return Approval::Allow;
@@ -77,16 +82,7 @@ impl Approver for AcpApprover {
                     "content": [{"type": "content", "content": {"type": "text", "text": view.lines.join("\n")}}]},
                 "options": options,
             });
-            let answer = self
-                .connection
-                .request("session/request_permission", params)
-                .await;
-            let chosen = answer.ok().and_then(|result| {
-                let outcome = result.get("outcome")?;
-                (outcome.get("outcome")?.as_str()? == "selected")
-                    .then(|| outcome.get("optionId")?.as_str().map(str::to_string))?
-            });
-            match chosen.as_deref() {
+            match self.ask(params).await.as_deref() {
                 Some("allow_once") => Approval::Allow,
                 Some("allow_always") if !request.unconfined => {
                     lock(&self.always).push(request.tool.clone());
@@ -105,6 +101,45 @@ impl Approver for AcpApprover {
     /// An editor may answer permission requests by itself: no unconfined re-run is offered.
     fn asks_a_person(&self) -> bool {
         false
+    }
+}
+
+impl AcpApprover {
+    /// The option the editor chose (`None`: cancelled, or no answer).
+    async fn ask(&self, params: Value) -> Option<String> {
+        let answer = self
+            .connection
+            .request("session/request_permission", params)
+            .await;
+        answer.ok().and_then(|result| {
+            let outcome = result.get("outcome")?;
+            (outcome.get("outcome")?.as_str()? == "selected")
+                .then(|| outcome.get("optionId")?.as_str().map(str::to_string))?
+        })
+    }
+
+    /// A plan: approved into `ask` or `auto`, or not (keel stays in plan mode).
+    async fn approve_plan(&self, request: &ApprovalRequest) -> Approval {
+        let Some(session) = lock(&self.session).clone() else {
+            return Approval::Unattended;
+        };
+        let params = json!({
+            "sessionId": session,
+            "toolCall": {"toolCallId": request.call_id,
+                "title": "Plan: approve it to leave plan mode (nothing has been changed)",
+                "status": "pending",
+                "content": [{"type": "content", "content": {"type": "text", "text": request.subject}}]},
+            "options": [
+                {"optionId": "plan_ask", "name": "Approve, then ask before changes", "kind": "allow_once"},
+                {"optionId": "plan_auto", "name": "Approve, then change without asking", "kind": "allow_once"},
+                {"optionId": "reject_once", "name": "Keep planning", "kind": "reject_once"},
+            ],
+        });
+        match self.ask(params).await.as_deref() {
+            Some("plan_ask") => Approval::AllowSwitching(keel_tools::PermissionMode::Ask),
+            Some("plan_auto") => Approval::AllowSwitching(keel_tools::PermissionMode::Auto),
+            Some(_) | None => Approval::Declined,
+        }
     }
 }
 

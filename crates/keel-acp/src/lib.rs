@@ -21,10 +21,10 @@ pub use rpc::RpcError;
 use client_calls::{AcpApprover, AcpEditor};
 use keel_agent::{
     AgentError, Approver, Controller, Input, Line, Readiness, RecoveryRefusal, SessionChoice,
-    TurnOutcome,
+    SurfaceCommand, TurnOutcome,
 };
 use keel_tools::{EditorFiles, PermissionMode};
-use keel_types::FailureKind;
+use keel_types::{EventBody, FailureKind};
 use rpc::{Connection, code};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -39,12 +39,12 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// What the agent needs from the binary: controllers built from the user's configuration.
 pub trait AcpSessions: Send + Sync + 'static {
-    /// A controller for a new or resumed session working in `cwd`, in permission `mode`.
+    /// A controller for a new or resumed session working in `cwd` (in the configured permission
+    /// mode: `session/set_mode` changes it on the controller).
     fn open(
         &self,
         choice: SessionChoice,
         cwd: &Path,
-        mode: Option<PermissionMode>,
         approver: Arc<dyn Approver>,
         editor: Option<Arc<dyn EditorFiles>>,
         mcp_servers: Vec<keel_mcp::ServerConfig>,
@@ -53,11 +53,16 @@ pub trait AcpSessions: Send + Sync + 'static {
     fn exists(&self, id: &str) -> bool;
 }
 
-const MODES: [(&str, &str, &str); 3] = [
+const MODES: [(&str, &str, &str); 4] = [
     (
         "read-only",
         "Read only",
         "Tools may read the workspace; nothing is changed",
+    ),
+    (
+        "plan",
+        "Plan",
+        "The agent researches and proposes a plan; nothing is changed until you approve it",
     ),
     ("ask", "Ask", "Changes and commands need your approval"),
     (
@@ -70,9 +75,6 @@ const MODES: [(&str, &str, &str); 3] = [
 struct Session {
     controller: Controller,
     cwd: PathBuf,
-    mode: PermissionMode,
-    /// The client's `mcpServers`, kept for a reopen (`session/set_mode`).
-    mcp_servers: Value,
 }
 
 struct Agent {
@@ -337,7 +339,6 @@ impl Agent {
         self: &Arc<Self>,
         choice: SessionChoice,
         params: &Value,
-        mode: Option<PermissionMode>,
     ) -> Result<Arc<Session>, RpcError> {
         let cwd = PathBuf::from(string_param(params, "cwd")?);
         if !cwd.is_absolute() || !cwd.is_dir() {
@@ -370,7 +371,6 @@ impl Agent {
             .open(
                 choice,
                 &cwd,
-                mode,
                 approver.clone(),
                 editor.clone().map(|e| e as Arc<dyn EditorFiles>),
                 mcp_servers,
@@ -381,13 +381,7 @@ impl Agent {
         if let Some(editor) = &editor {
             *lock(&editor.session) = Some(id.clone());
         }
-        let mode = controller.settings().policy.mode;
-        let session = Arc::new(Session {
-            controller,
-            cwd,
-            mode,
-            mcp_servers: mcp_params,
-        });
+        let session = Arc::new(Session { controller, cwd });
         lock(&self.sessions).insert(id, session.clone());
         Ok(session)
     }
@@ -468,9 +462,10 @@ impl Agent {
     }
 
     fn new_session(self: &Arc<Self>, params: &Value) -> Result<Value, RpcError> {
-        let session = self.open(SessionChoice::New, params, None)?;
+        let session = self.open(SessionChoice::New, params)?;
         let id = session.controller.session().id.clone();
-        Ok(json!({"sessionId": id, "modes": Agent::modes(session.mode)}))
+        let mode = session.controller.permission_mode();
+        Ok(json!({"sessionId": id, "modes": Agent::modes(mode)}))
     }
 
     fn load_session(self: &Arc<Self>, params: &Value) -> Result<Value, RpcError> {
@@ -491,7 +486,7 @@ impl Agent {
                         format!("no session `{}`", id.escape_default()),
                     ));
                 }
-                self.open(SessionChoice::Resume(id.clone()), params, None)?
+                self.open(SessionChoice::Resume(id.clone()), params)?
             }
         };
         let transcript = session
@@ -508,7 +503,7 @@ impl Agent {
         }
         self.announce_commands(&id);
         self.announce_untrusted(&id);
-        Ok(json!({"modes": Agent::modes(session.mode)}))
+        Ok(json!({"modes": Agent::modes(session.controller.permission_mode())}))
     }
 
     fn set_mode(self: &Arc<Self>, params: &Value) -> Result<Value, RpcError> {
@@ -516,22 +511,14 @@ impl Agent {
         let mode_id = string_param(params, "modeId")?;
         let Some(mode) = PermissionMode::parse(mode_id) else {
             return Err(RpcError::invalid_params(format!(
-                "unknown mode `{}`: use read-only, ask or auto",
+                "unknown mode `{}`: use read-only, plan, ask or auto",
                 mode_id.escape_default()
             )));
         };
-        if session.controller.is_busy() {
-            return Err(RpcError::new(
-                code::REFUSED,
-                "a turn is running; set the mode when it ends",
-            ));
-        }
+        // Later calls are decided under it; a running turn's model is told with its next tool
+        // result, else with the next prompt.
+        session.controller.set_permission_mode(mode);
         let id = session.controller.session().id.clone();
-        let reopen = json!({"cwd": session.cwd.display().to_string(),
-            "mcpServers": session.mcp_servers.clone()});
-        lock(&self.sessions).remove(&id);
-        drop(session);
-        self.open(SessionChoice::Resume(id.clone()), &reopen, Some(mode))?;
         self.update(
             &id,
             json!({"sessionUpdate": "current_mode_update", "currentModeId": mode.as_str()}),
@@ -567,9 +554,18 @@ impl Agent {
     /// Admit a prompt's turn (synchronously, in read order) and subscribe to its events.
     fn begin_prompt(&self, params: &Value) -> Result<StartedPrompt, RpcError> {
         let session = self.session(params)?;
-        let input = prompt_input(params, &session.controller)?;
+        let (input, plan) = prompt_input(params, &session.controller)?;
         let events = session.controller.subscribe();
         let admitted = session.controller.begin(input).map_err(refusal)?;
+        if plan {
+            let mode = PermissionMode::Plan;
+            session.controller.set_permission_mode(mode);
+            let id = session.controller.session().id.clone();
+            self.update(
+                &id,
+                json!({"sessionUpdate": "current_mode_update", "currentModeId": mode.as_str()}),
+            );
+        }
         Ok(StartedPrompt {
             turn: tokio::spawn(admitted.run()),
             events,
@@ -587,21 +583,30 @@ impl Agent {
         let id = session.controller.session().id.clone();
         let mut translator =
             updates::Translator::new(session.controller.settings().profile.context_window);
+        let forward = |event: &keel_types::Event, translator: &mut updates::Translator| {
+            for update in translator.updates(&session.cwd, &id, event) {
+                self.update(&id, update);
+            }
+            // An approved plan left plan mode: the editor's mode picker follows.
+            if matches!(&event.body, EventBody::ToolResult { name, .. }
+                if name == keel_tools::BuiltinTool::ProposePlan.name())
+            {
+                let mode = session.controller.permission_mode();
+                self.update(
+                    &id,
+                    json!({"sessionUpdate": "current_mode_update", "currentModeId": mode.as_str()}),
+                );
+            }
+        };
         let outcome = loop {
             tokio::select! {
                 result = &mut turn => break result,
-                Some(event) = events.recv() => {
-                    for update in translator.updates(&session.cwd, &id, &event) {
-                        self.update(&id, update);
-                    }
-                }
+                Some(event) = events.recv() => forward(&event, &mut translator),
             }
         };
         // Everything the turn emitted before it ended is in the channel now.
         while let Ok(event) = events.try_recv() {
-            for update in translator.updates(&session.cwd, &id, &event) {
-                self.update(&id, update);
-            }
+            forward(&event, &mut translator);
         }
         let outcome = outcome
             .map_err(|error| RpcError::new(code::INTERNAL, format!("the turn stopped: {error}")))?
@@ -651,7 +656,8 @@ fn string_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {
 
 /// The turn a prompt asks for: a recovery action from `_meta`, or the prompt's text (with
 /// embedded resources), parsed like a typed line.
-fn prompt_input(params: &Value, controller: &Controller) -> Result<Input, RpcError> {
+/// A prompt's turn, and whether it is `/plan PROMPT` (plan mode once the turn is admitted).
+fn prompt_input(params: &Value, controller: &Controller) -> Result<(Input, bool), RpcError> {
     let blocks = params
         .get("prompt")
         .and_then(Value::as_array)
@@ -691,7 +697,7 @@ fn prompt_input(params: &Value, controller: &Controller) -> Result<Input, RpcErr
         .and_then(|m| m.get("keel/recoveryId"))
         .and_then(Value::as_str)
         .map(str::to_string);
-    match action {
+    let input = match action {
         Some("protocol_recovery") => Ok(Input::ProtocolRecovery {
             recovery_id,
             guidance: Some(text.trim().to_string()).filter(|t| !t.is_empty()),
@@ -707,12 +713,19 @@ fn prompt_input(params: &Value, controller: &Controller) -> Result<Input, RpcErr
         ))),
         None => match controller.parse_line(&text) {
             Line::Input(input) => Ok(input),
+            Line::Command(SurfaceCommand::Plan(Some(prompt))) => {
+                return Ok((Input::Prompt(prompt), true));
+            }
+            Line::Command(SurfaceCommand::Plan(None)) => Err(RpcError::invalid_params(
+                "say what to plan: /plan PROMPT (or choose the Plan mode)",
+            )),
             Line::Empty => Err(RpcError::invalid_params("the prompt is empty")),
             Line::Command(_) | Line::Unknown(_) => Err(RpcError::invalid_params(
-                "this slash command is for the terminal; keel acp knows /recover-context, /continue-checks, /compact, /init, /undo and /rewind",
+                "this slash command is for the terminal; keel acp knows /recover-context, /continue-checks, /compact, /init, /plan, /undo and /rewind",
             )),
         },
-    }
+    };
+    input.map(|input| (input, false))
 }
 
 fn refusal(error: AgentError) -> RpcError {

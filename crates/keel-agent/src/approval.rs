@@ -1,10 +1,36 @@
 //! Approval of tool calls that the permission policy marks `ask`.
 //!
-//! Invariant: without a person to ask, the answer is no (fail closed), unless the user said
-//! `--yes` up front.
+//! Invariants:
+//! - Without a person to ask, the answer is no (fail closed), unless the user said `--yes` up
+//!   front.
+//! - A question is asked first and announced second (`approval/requested`): an approver that
+//!   takes answers from elsewhere (a browser) is ready for one before anyone hears of the call.
 
+use crate::Shared;
 use std::future::Future;
 use std::pin::Pin;
+
+impl Shared {
+    /// Put `request` to the person (see the module invariants); the answer, once given.
+    pub(crate) fn ask<'a>(
+        &'a self,
+        turn: u64,
+        request: &'a ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
+        let answer = self.approver.approve(request);
+        self.emit(
+            Some(turn),
+            keel_types::EventBody::ApprovalRequested {
+                call_id: request.call_id.clone(),
+                name: request.tool.clone(),
+                subject: request.subject.clone(),
+                view: keel_types::approval_view(&request.subject),
+                unconfined: request.unconfined,
+            },
+        );
+        answer
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct ApprovalRequest {
@@ -26,6 +52,9 @@ pub struct ApprovalRequest {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Approval {
     Allow,
+    /// Allowed, and the person switched the permission mode for what follows (for a plan:
+    /// the mode to carry it out in).
+    AllowSwitching(keel_tools::PermissionMode),
     /// The person asked said no.
     Declined,
     /// The person said no, with a note for the model (what to do instead).
@@ -43,15 +72,12 @@ impl Approval {
         let declined = "denied: the user declined this call when asked; it was not run. Do not \
                         retry it as is";
         match self {
-            Approval::Allow => None,
+            Approval::Allow | Approval::AllowSwitching(_) => None,
             Approval::Declined => Some(format!("{declined}: ask the user or take another way")),
-            Approval::DeclinedWithNote(note) => {
-                let mut note: String = note.trim().chars().take(LONGEST_NOTE).collect();
-                if note.chars().count() == LONGEST_NOTE {
-                    note.push('…');
-                }
-                Some(format!("{declined}. The user's note: {note}"))
-            }
+            Approval::DeclinedWithNote(note) => Some(format!(
+                "{declined}. The user's note: {}",
+                bounded_note(&note)
+            )),
             Approval::Unattended => Some(
                 "denied: this call needs approval and there was nobody to ask (headless runs \
                  need --yes or an allow rule); the call was not run"
@@ -59,6 +85,15 @@ impl Approval {
             ),
         }
     }
+}
+
+/// A person's note as the model gets it: trimmed, cut at `LONGEST_NOTE` characters (marked).
+pub(crate) fn bounded_note(note: &str) -> String {
+    let mut note: String = note.trim().chars().take(LONGEST_NOTE).collect();
+    if note.chars().count() == LONGEST_NOTE {
+        note.push('…');
+    }
+    note
 }
 
 pub trait Approver: Send + Sync {

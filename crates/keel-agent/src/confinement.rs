@@ -4,7 +4,7 @@
 //! Invariants:
 //! - The temp dir is `$KEEL_HOME/tmp/<session>`, owner-only, created when the session opens
 //!   and removed when its controller is dropped (and `$KEEL_HOME/tmp` with the last one).
-//! - In `read-only` mode a command runs, without asking unless a rule says so, only under the
+//! - In `read-only` and `plan` mode a command runs, without asking unless a rule says so, only under the
 //!   read-only sandbox and only where it is enforced; otherwise it is refused, saying why.
 //! - Where the sandbox cannot be enforced (and the user did not choose `off`), no command runs
 //!   without a person's approval: an `allow` becomes `ask` (and a headless run, which cannot
@@ -59,15 +59,15 @@ pub(crate) fn open(
     ))
 }
 
-/// The mode commands run under: the configured one, read-only while keel is in read-only mode
-/// (`off` stays off: only the user's settings turn the sandbox off).
+/// The mode commands run under: the configured one, read-only while keel is in read-only or
+/// plan mode (`off` stays off: only the user's settings turn the sandbox off).
 pub(crate) fn effective_mode(
     configured: SandboxMode,
     permission_mode: PermissionMode,
 ) -> SandboxMode {
     match (configured, permission_mode) {
         (SandboxMode::Off, _) => SandboxMode::Off,
-        (_, PermissionMode::ReadOnly) => SandboxMode::ReadOnly,
+        (_, PermissionMode::ReadOnly | PermissionMode::Plan) => SandboxMode::ReadOnly,
         (mode, PermissionMode::Ask | PermissionMode::Auto) => mode,
     }
 }
@@ -82,17 +82,17 @@ pub(crate) fn decide_command(
         return policy.decide("bash", command, Reach::Sensitive);
     };
     let enforcement = sandbox.enforcement();
-    match (policy.mode, &enforcement) {
+    let reading_only = policy.mode.only_reads();
+    match (reading_only, &enforcement) {
         // Confined to reading: as harmless as a read, so it is decided like one.
-        (PermissionMode::ReadOnly, Enforcement::Enforced) => {
-            policy.decide("bash", command, Reach::ReadsWorkspace)
-        }
-        (PermissionMode::ReadOnly, Enforcement::BelowMinimum { missing }) => {
+        (true, Enforcement::Enforced) => policy.decide("bash", command, Reach::ReadsWorkspace),
+        (true, Enforcement::BelowMinimum { missing }) => {
             match policy.decide("bash", command, Reach::ReadsWorkspace) {
                 Decision::Deny(reason) => Decision::Deny(reason),
                 Decision::Allow | Decision::Ask => Decision::Deny(format!(
-                    "denied: keel is in read-only mode, where commands run only inside an \
-                     enforced sandbox, and this kernel lacks {}",
+                    "denied: keel is in {} mode, where commands run only inside an enforced \
+                     sandbox, and this kernel lacks {}",
+                    policy.mode.as_str(),
                     missing.join("; ")
                 )),
             }

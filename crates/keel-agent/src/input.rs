@@ -57,6 +57,8 @@ pub enum SurfaceCommand {
     Context,
     /// `/reload-context`: read the instruction files and the environment again.
     ReloadContext,
+    /// `/plan [PROMPT]`: switch to plan mode (and send PROMPT in it).
+    Plan(Option<String>),
     /// `/fork [TURN]`: continue in a new session sharing this one's history (up to TURN).
     Fork(Option<u64>),
     /// `/undo` (the last turn, files and conversation) and `/rewind [TURN] [--code |
@@ -102,7 +104,7 @@ pub enum Line {
 }
 
 /// The slash commands, for help texts and editor completion.
-pub const SLASH_COMMANDS: [(&str, &str); 17] = [
+pub const SLASH_COMMANDS: [(&str, &str); 18] = [
     ("/help", "this list"),
     (
         "/model [PROVIDER/ID]",
@@ -115,6 +117,10 @@ pub const SLASH_COMMANDS: [(&str, &str); 17] = [
     (
         "/context",
         "the project instructions the model was given (files, tokens)",
+    ),
+    (
+        "/plan [PROMPT]",
+        "plan mode: the model researches and proposes a plan; nothing changes until you approve it",
     ),
     (
         "/undo",
@@ -234,6 +240,9 @@ impl Line {
                 })
             }
             "/reload-context" => Line::Command(SurfaceCommand::ReloadContext),
+            "/plan" => Line::Command(SurfaceCommand::Plan(
+                (!rest.is_empty()).then(|| rest.to_string()),
+            )),
             "/model" => Line::Command(SurfaceCommand::Model(first)),
             "/resume" => Line::Command(SurfaceCommand::Resume(first)),
             other => match commands.expand(other, rest) {

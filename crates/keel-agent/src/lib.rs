@@ -24,6 +24,7 @@ mod host;
 mod input;
 mod leftovers;
 mod load;
+mod modes;
 mod progress;
 mod project_context;
 mod prompt;
@@ -212,14 +213,6 @@ impl SessionState {
     }
 }
 
-/// The permission mode in force, and the one the model was last told of (a change is told
-/// inside the next user item, never by rewriting what was sent).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ModeState {
-    pub now: PermissionMode,
-    pub told: PermissionMode,
-}
-
 pub(crate) struct Shared {
     pub store: Store,
     pub session: SessionInfo,
@@ -230,7 +223,7 @@ pub(crate) struct Shared {
     pub registry: ToolRegistry,
     pub tool_context: ToolContext,
     /// The permission mode in force (the person may change it during the session).
-    permission: Mutex<ModeState>,
+    permission: Mutex<modes::ModeState>,
     pub keys: Arc<dyn KeySource>,
     pub approver: Arc<dyn Approver>,
     subscribers: Mutex<Vec<Subscriber>>,
@@ -348,9 +341,11 @@ impl Controller {
             let block = project_context::read(&settings, &tool_context, settings.policy.mode);
             loaded.pending_context = Some(block);
         }
-        let permission = Mutex::new(ModeState {
+        let permission = Mutex::new(modes::ModeState {
             now: settings.policy.mode,
-            told: settings.policy.mode,
+            // A resumed session is told of a mode that differs from the one it last heard of.
+            told: modes::last_told(&loaded.history).unwrap_or(settings.policy.mode),
+            before_plan: PermissionMode::Ask,
         });
         let shared = Shared {
             permission,
@@ -403,7 +398,7 @@ impl Controller {
     /// (and commands confined) under it, and the model is told in the next user item. Nothing
     /// sent before changes, so the requests stay prefix-stable.
     pub fn set_permission_mode(&self, mode: PermissionMode) {
-        self.shared.mode_state().now = mode;
+        self.shared.switch_mode(mode);
     }
 
     /// What a typed line means in this session (its custom commands included).
@@ -707,30 +702,6 @@ impl Shared {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Send an event to every subscriber; index all but streaming deltas in the store, and
-    /// stamp them with their index. Indexing and sending happen under the subscribers' lock,
-    /// so a replaying subscriber never misses or repeats an event.
-    pub(crate) fn mode_state(&self) -> std::sync::MutexGuard<'_, ModeState> {
-        self.permission
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// The permission mode in force now.
-    pub(crate) fn permission_mode(&self) -> PermissionMode {
-        self.mode_state().now
-    }
-
-    /// The mode to tell the model of in the next user item, if it changed since it was last
-    /// told (it counts as told from here).
-    pub(crate) fn take_mode_change(&self) -> Option<PermissionMode> {
-        let mut state = self.mode_state();
-        (state.now != state.told).then(|| {
-            state.told = state.now;
-            state.now
-        })
-    }
-
     /// The permission rules with the mode in force now.
     pub(crate) fn policy_now(&self) -> PermissionPolicy {
         let mut policy = self.settings.policy.clone();
@@ -750,6 +721,9 @@ impl Shared {
         Some(sandbox)
     }
 
+    /// Send an event to every subscriber; index all but streaming deltas in the store, and
+    /// stamp them with their index. Indexing and sending happen under the subscribers' lock,
+    /// so a replaying subscriber never misses or repeats an event.
     pub(crate) fn emit(&self, turn: Option<u64>, body: EventBody) {
         let mut event = Event {
             id: None,

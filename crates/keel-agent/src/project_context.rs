@@ -296,7 +296,7 @@ fn environment(
             .collect();
         lines.push(format!("added directories: {}", dirs.join(", ")));
     }
-    lines.push(format!("permission mode at the start: {}", mode.as_str()));
+    lines.push(crate::modes::block_mode_line(mode));
     lines.push(format!(
         "os: {} {}",
         std::env::consts::OS,

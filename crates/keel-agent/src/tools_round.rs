@@ -13,11 +13,11 @@
 //! - On cancel the running tools are dropped (commands killed), their receipts become
 //!   `cancelled`, the calls not yet started `not_started`; every call still gets a result.
 
-use crate::ApprovalRequest;
 use crate::call::{Valid, validate_mcp};
 use crate::load::interrupted_result;
 use crate::turn_run::TurnRun;
 use crate::{AgentError, SessionState, Shared};
+use crate::{Approval, ApprovalRequest};
 use futures_util::future::join_all;
 use keel_tools::{Decision, Reach, ToolContext, ToolOutput, ValidationError};
 use keel_types::kill_point::kill_point;
@@ -27,6 +27,9 @@ use std::ops::Range;
 pub enum RoundEnd {
     Continue,
     Cancelled,
+    /// A plan was shown in plan mode with nobody to approve it: the turn ends, the plan its
+    /// answer.
+    PlanShown,
 }
 
 /// One tool round: the calls of a committed assistant message and their receipts, by
@@ -49,6 +52,8 @@ enum Prepared {
         state: ReceiptState,
         output: ToolOutput,
     },
+    /// `propose_plan` in plan mode, answered.
+    Plan(crate::modes::PlanAnswer),
 }
 
 pub async fn run_tools(
@@ -58,6 +63,7 @@ pub async fn run_tools(
 ) -> Result<RoundEnd, AgentError> {
     let shared = run.shared;
     let mut index = 0;
+    let mut plan_shown = false;
     while index < round.calls.len() {
         let checked = check(shared, &state.mcp_tools, &round.calls[index]);
         let prepared = if run.is_current() {
@@ -83,6 +89,12 @@ pub async fn run_tools(
                 output,
             } => {
                 finish(run, state, &mut round, index, final_state, output)?;
+                index += 1;
+                continue;
+            }
+            Prepared::Plan(answer) => {
+                plan_shown |= answer.ends_turn;
+                finish(run, state, &mut round, index, answer.state, answer.output)?;
                 index += 1;
                 continue;
             }
@@ -183,7 +195,11 @@ pub async fn run_tools(
         }
         index = end;
     }
-    Ok(RoundEnd::Continue)
+    Ok(if plan_shown {
+        RoundEnd::PlanShown
+    } else {
+        RoundEnd::Continue
+    })
 }
 
 /// The most text one `tool/output` event carries (what waits is joined up to it).
@@ -302,6 +318,14 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
             };
         }
     };
+    if let Valid::Builtin(builtin) = &valid
+        && builtin.tool == keel_tools::BuiltinTool::ProposePlan
+    {
+        let plan = builtin.args.get("plan").and_then(serde_json::Value::as_str);
+        if let Some(answer) = crate::modes::propose(shared, turn, call, plan.unwrap_or("")).await {
+            return Prepared::Plan(answer);
+        }
+    }
     match decide(shared, &valid, checked.subject.as_deref()) {
         Decision::Allow => {
             announce_change(shared, turn, call, &valid);
@@ -326,20 +350,12 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
                     Valid::Mcp { .. } => None,
                 },
             };
-            // Asked first, announced second: an approver that takes answers from elsewhere
-            // (a browser) is ready for one before anyone hears of the call.
-            let answer = shared.approver.approve(&request);
-            shared.emit(
-                Some(turn),
-                EventBody::ApprovalRequested {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    subject: request.subject.clone(),
-                    view: keel_types::approval_view(&request.subject),
-                    unconfined: false,
-                },
-            );
-            match answer.await.refusal() {
+            let answer = shared.ask(turn, &request).await;
+            if let Approval::AllowSwitching(mode) = answer {
+                // Told to the model with this call's result.
+                shared.switch_mode(mode);
+            }
+            match answer.refusal() {
                 None => Prepared::Run(valid),
                 Some(refusal) => Prepared::Finished {
                     state: ReceiptState::Denied,
@@ -409,11 +425,16 @@ fn finish(
     } else {
         secrets.redact(&output.summary).into_owned()
     };
-    let output = ToolOutput {
+    let mut output = ToolOutput {
         content,
         summary,
         is_error: output.is_error,
     };
+    // A mode the person chose while the turn runs is told with the next result, last.
+    if let Some(mode) = shared.take_mode_change() {
+        output.content.push_str("\n\n");
+        output.content.push_str(&crate::modes::mode_note(mode));
+    }
     receipt.state = final_state;
     receipt.summary = Some(output.summary.clone());
     let (excerpt, tail, lines) = keel_types::event::output_view(&output.content);

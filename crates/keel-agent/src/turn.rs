@@ -83,7 +83,8 @@ pub async fn run_turn(
         }
         if input_kind == InputKind::Compaction {
             let spent = (usage, bill.total());
-            return complete(&run, state, keel_types::FinishReason::Stop, spent, false);
+            let readiness = Readiness::of(keel_types::FinishReason::Stop, &state.history);
+            return complete(&run, state, readiness, spent, false);
         }
     }
     commit_input(&run, state, input_kind, input.text)?;
@@ -154,11 +155,17 @@ pub async fn run_turn(
         let round = commit_reply(&run, state, completion)?;
         if round.calls.is_empty() {
             let may_offer = input_kind == InputKind::User || ran_tools;
-            return complete(&run, state, finish_reason, (usage, bill.total()), may_offer);
+            let readiness = Readiness::of(finish_reason, &state.history);
+            return complete(&run, state, readiness, (usage, bill.total()), may_offer);
         }
         match run_tools(&mut run, state, round).await? {
             RoundEnd::Continue => ran_tools = true,
             RoundEnd::Cancelled => return Ok(end_cancelled(&run)),
+            // The plan is the answer: nothing is left open.
+            RoundEnd::PlanShown => {
+                let spent = (usage, bill.total());
+                return complete(&run, state, Readiness::Ready, spent, false);
+            }
         }
         if let Some(diagnostic) = progress.observe(&state.history) {
             return Ok(end_failed(&run, diagnostic));
@@ -222,23 +229,6 @@ fn open(run: &TurnRun<'_>, kind: InputKind) -> Result<(), AgentError> {
 pub(crate) const INTERRUPTED_NOTE: &str = "[keel: the user stopped your previous answer before \
      it was complete; what it had produced was not kept.]";
 
-/// What the next prompt says first after the person changed the permission mode.
-pub(crate) fn mode_note(mode: keel_tools::PermissionMode) -> String {
-    let meaning = match mode {
-        keel_tools::PermissionMode::ReadOnly => {
-            "tools that change files or run commands outside a read-only sandbox are refused"
-        }
-        keel_tools::PermissionMode::Ask => "changes need the user's approval",
-        keel_tools::PermissionMode::Auto => {
-            "changes inside the workspace run without asking; the rules still apply"
-        }
-    };
-    format!(
-        "[keel: the user switched the permission mode to {}: {meaning}.]",
-        mode.as_str()
-    )
-}
-
 /// Commit the turn's input text; a prompt after a stopped answer carries the note first.
 fn commit_input(
     run: &TurnRun<'_>,
@@ -255,7 +245,7 @@ fn commit_input(
             notes.push(INTERRUPTED_NOTE.to_string());
         }
         if let Some(mode) = shared.take_mode_change() {
-            notes.push(mode_note(mode));
+            notes.push(crate::modes::mode_note(mode));
         }
         let text = with_attachments(shared, text);
         if notes.is_empty() {
@@ -459,11 +449,10 @@ fn commit_reply(
 fn complete(
     run: &TurnRun<'_>,
     state: &SessionState,
-    finish_reason: keel_types::FinishReason,
+    readiness: Readiness,
     (usage, cost): (Usage, Option<keel_types::Cost>),
     may_offer: bool,
 ) -> Result<TurnOutcome, AgentError> {
-    let readiness = Readiness::of(finish_reason, &state.history);
     let offered = match readiness.reason() {
         Some(reason) if may_offer => {
             recovery::admission::record_readiness(run.shared, state, run.turn, reason)?

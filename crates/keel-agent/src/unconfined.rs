@@ -82,14 +82,7 @@ pub(crate) async fn offer(
         unconfined: true,
         preview: None,
     };
-    let answer = shared.approver.approve(&request);
-    run.emit(EventBody::ApprovalRequested {
-        call_id: call_id.clone(),
-        name: request.tool.clone(),
-        subject: command.clone(),
-        view: keel_types::approval_view(&command),
-        unconfined: true,
-    });
+    let answer = shared.ask(run.turn, &request);
     let answer = tokio::select! {
         biased;
         () = run.cancelled() => None,

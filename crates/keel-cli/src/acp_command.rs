@@ -9,11 +9,11 @@
 //!   workspace files through it (after the same workspace guard).
 
 use crate::Outcome;
-use crate::cli::{CommonArgs, PermissionModeArg};
+use crate::cli::CommonArgs;
 use crate::session_setup::{args_for, open_controller, open_host, prepare_on};
 use keel_acp::AcpSessions;
 use keel_agent::{AgentError, Approver, Controller, Host, SessionChoice};
-use keel_tools::{EditorFiles, PermissionMode};
+use keel_tools::EditorFiles;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -27,21 +27,12 @@ impl AcpSessions for CliAcpSessions {
         &self,
         choice: SessionChoice,
         cwd: &Path,
-        mode: Option<PermissionMode>,
         approver: Arc<dyn Approver>,
         editor: Option<Arc<dyn EditorFiles>>,
         mcp_servers: Vec<keel_mcp::ServerConfig>,
     ) -> Result<Controller, String> {
         let mut common = args_for(&self.common, choice);
         common.cwd = Some(cwd.to_path_buf());
-        if let Some(mode) = mode {
-            common.yes = false;
-            common.permission_mode = Some(match mode {
-                PermissionMode::ReadOnly => PermissionModeArg::ReadOnly,
-                PermissionMode::Ask => PermissionModeArg::Ask,
-                PermissionMode::Auto => PermissionModeArg::Auto,
-            });
-        }
         prepare_on(&common, "keel acp", self.host.clone())
             .and_then(|mut setup| {
                 setup.settings.editor = editor;

@@ -111,6 +111,9 @@ impl Approver for TerminalApprover {
                 };
             }
             drop(abandoned);
+            if keel_tui::approval::is_plan(request) {
+                return plan_answer(&answer);
+            }
             match answer.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" => Approval::Allow,
                 "a" | "always" if !request.unconfined => {
@@ -125,12 +128,32 @@ impl Approver for TerminalApprover {
     }
 }
 
+/// What a typed answer to a plan means: `y` approve (then `ask`), `a` approve (then `auto`),
+/// anything else keeps planning.
+fn plan_answer(answer: &str) -> Approval {
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Approval::AllowSwitching(keel_tools::PermissionMode::Ask),
+        "a" | "auto" => Approval::AllowSwitching(keel_tools::PermissionMode::Auto),
+        _ => Approval::Declined,
+    }
+}
+
 /// The approval prompt: the diff of a write or an edit, then the question (`keel_tui`'s, the
 /// same words as the live region's).
 fn approval_question(request: &ApprovalRequest) -> String {
     let diff = change_lines(request.preview.as_ref(), crate::render::terminal_width());
     let mut question = keel_render::to_ansi(&diff, crate::render::stderr_colors());
-    question.push_str(&Question::new(request).typed());
+    let asked = Question::new(request);
+    if asked.plan.is_some() {
+        // The title, the plan rendered, then the answers.
+        question.push_str(&format!("{}\n", asked.title));
+        let width = crate::render::terminal_width();
+        let plan = asked.plan_lines(width);
+        question.push_str(&keel_render::to_ansi(&plan, crate::render::stderr_colors()));
+        question.push_str(keel_tui::approval::PLAN_CHOICES);
+        return question;
+    }
+    question.push_str(&asked.typed());
     question
 }
 

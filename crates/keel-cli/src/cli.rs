@@ -124,7 +124,7 @@ pub struct CommonArgs {
     /// The model, as PROVIDER/ID (overrides KEEL_MODEL and config files).
     #[arg(long, global = true, value_name = "PROVIDER/ID")]
     pub model: Option<String>,
-    /// read-only | ask | auto
+    /// read-only | plan | ask | auto
     #[arg(long, global = true, value_enum)]
     pub permission_mode: Option<PermissionModeArg>,
     /// Same as --permission-mode auto.
@@ -220,6 +220,7 @@ impl SandboxModeArg {
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum PermissionModeArg {
     ReadOnly,
+    Plan,
     Ask,
     Auto,
 }
@@ -233,6 +234,7 @@ impl CommonArgs {
         self.permission_mode.map(|mode| {
             ModeFlag::PermissionMode(match mode {
                 PermissionModeArg::ReadOnly => PermissionMode::ReadOnly,
+                PermissionModeArg::Plan => PermissionMode::Plan,
                 PermissionModeArg::Ask => PermissionMode::Ask,
                 PermissionModeArg::Auto => PermissionMode::Auto,
             })

@@ -5,7 +5,8 @@
 //! - Provisional text never survives a failed attempt: on a terminal it is erased when the
 //!   retry is announced; on a pipe nothing is printed until the attempt's `llm/response`.
 //! - The answer goes to stdout; reasoning (when piped), notices, usage and errors to stderr,
-//!   so `keel run … > answer.txt` captures exactly the answer.
+//!   so `keel run … > answer.txt` captures exactly the answer. A headless run in plan mode
+//!   ends with the plan the model proposed: that plan is its answer.
 //! - Styling only on a terminal, and never when `NO_COLOR` is set.
 //! - Text from the model, tools and providers goes through `keel_render` first: no control
 //!   sequence of theirs reaches the terminal.
@@ -42,6 +43,8 @@ pub struct Renderer {
     session_hints: bool,
     /// Shown on a terminal while waiting for the provider's first byte.
     spinner: Option<indicatif::ProgressBar>,
+    /// Nobody is asked (`keel run`): a proposed plan is printed as the answer.
+    plans_as_answers: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,7 +73,14 @@ impl Renderer {
             pending_reasoning: String::new(),
             session_hints: true,
             spinner: None,
+            plans_as_answers: false,
         }
+    }
+
+    /// For a run nobody is asked in: a plan the model proposes is printed as the answer.
+    pub fn plans_as_answers(mut self) -> Renderer {
+        self.plans_as_answers = true;
+        self
     }
 
     /// For sessions the user cannot reach with `--session` (the demo's).
@@ -187,6 +197,14 @@ impl Renderer {
                 if let Some(text) = keel_tui::notice(&event.body) {
                     eprintln!("{text}");
                 }
+            }
+            EventBody::ApprovalRequested { name, subject, .. }
+                if self.plans_as_answers
+                    && name == keel_tools::BuiltinTool::ProposePlan.name() =>
+            {
+                self.start_attempt();
+                self.delta(Shown::Text, subject);
+                self.commit_attempt();
             }
             EventBody::SessionStarted { .. }
             | EventBody::HistoryRewritten { .. }

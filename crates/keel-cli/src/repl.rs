@@ -43,6 +43,10 @@ fn start_rendering(controller: &Controller) -> tokio::task::JoinHandle<()> {
     })
 }
 
+/// What a person is told on entering plan mode.
+pub(crate) const PLAN_MODE_NOTICE: &str = "plan mode: the model researches with read-only tools \
+     and proposes a plan; nothing is changed until you approve it";
+
 impl Repl {
     /// A session driven by the live TUI, which subscribes to the controller's events itself.
     pub(crate) fn for_tui(
@@ -310,6 +314,17 @@ impl Repl {
     ) -> anyhow::Result<Option<Outcome>> {
         match command {
             SurfaceCommand::Quit => return Ok(Some(Outcome::Completed)),
+            SurfaceCommand::Plan(prompt) => {
+                let Some(controller) = &self.controller else {
+                    eprintln!("no session is open");
+                    return Ok(None);
+                };
+                controller.set_permission_mode(keel_tools::PermissionMode::Plan);
+                eprintln!("{PLAN_MODE_NOTICE}");
+                if let Some(prompt) = prompt {
+                    return self.turn(Input::Prompt(prompt)).await;
+                }
+            }
             SurfaceCommand::Help => {
                 eprintln!("{}", help_text());
                 if let Some(controller) = &self.controller {

@@ -11,7 +11,9 @@ use crate::render::Renderer;
 use crate::session_setup::{open_controller, prepare, print_notices};
 use crate::signals::{Stop, StopSignals};
 use crate::{Outcome, UsageError};
-use keel_agent::{Controller, HeadlessApprover, Input, Line, Readiness, TurnOutcome};
+use keel_agent::{
+    Controller, HeadlessApprover, Input, Line, Readiness, SurfaceCommand, TurnOutcome,
+};
 use keel_tools::PermissionMode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -21,14 +23,20 @@ pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Ou
         let name = prompt.split_whitespace().next().unwrap_or("");
         UsageError(format!(
             "unknown slash command `{}`: `keel run` knows `/recover-context [ID] [guidance]`, \
-             `/continue-checks [ID]`, `/compact [focus]`, `/init [guidance]` and the custom \
-             commands of `.keel/commands/` and `$KEEL_HOME/commands/`",
+             `/continue-checks [ID]`, `/compact [focus]`, `/init [guidance]`, `/plan PROMPT` \
+             and the custom commands of `.keel/commands/` and `$KEEL_HOME/commands/`",
             keel_render::visible_line(name)
         ))
     };
     // A `/NAME` no built-in command takes may be a custom one: known once the session is set up.
+    let mut plan = false;
     let built_in = match Line::parse(prompt) {
         Line::Input(input) => Some(input),
+        // A run in plan mode: it ends with the plan as its answer.
+        Line::Command(SurfaceCommand::Plan(Some(text))) => {
+            plan = true;
+            Some(Input::Prompt(text))
+        }
         Line::Empty => {
             return Err(UsageError("the prompt is empty: say what keel should do".into()).into());
         }
@@ -45,7 +53,10 @@ pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Ou
         )
         .into());
     }
-    let setup = prepare(common, "keel run")?;
+    let mut setup = prepare(common, "keel run")?;
+    if plan {
+        setup.settings.policy.mode = PermissionMode::Plan;
+    }
     // First: why a command file was left out is part of what an unknown name means.
     print_notices(&setup);
     let input = match built_in {
@@ -68,7 +79,7 @@ pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Ou
         crate::session_setup::require_confinement(&setup.settings)?;
     }
     let controller = open_controller(setup, Arc::new(HeadlessApprover { approve_all }))?;
-    let renderer = Renderer::new(common.json);
+    let renderer = Renderer::new(common.json).plans_as_answers();
     run_turn(controller, renderer, input).await
 }
 

@@ -41,6 +41,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
+mod answers;
+
 /// Whether the interactive session should be the live TUI.
 pub fn wanted(common: &CommonArgs) -> bool {
     use std::io::IsTerminal;
@@ -170,6 +172,12 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
                 if let Some(event) = event {
                     session.view.apply(&event, Instant::now());
                     session.dirty = true;
+                    // An approved plan changed the mode: the status line says so at once.
+                    if matches!(&event.body, keel_types::EventBody::ToolResult { name, .. }
+                        if name == keel_tools::BuiltinTool::ProposePlan.name())
+                    {
+                        session.refresh_status();
+                    }
                 }
             }
             question = asked_rx.recv() => {
@@ -341,6 +349,19 @@ impl Session {
         None
     }
 
+    /// Start a turn with `input` (`shown`: the line as the person typed it).
+    fn start_turn(&mut self, input: keel_agent::Input, shown: &str) {
+        let Some(controller) = self.controller() else {
+            self.view
+                .say("error: no session is open; /resume one", Style::PLAIN);
+            return;
+        };
+        self.view.said_by_user(shown);
+        self.view.set_busy(true);
+        self.view.set_notice(None);
+        self.turn = Some(tokio::spawn(async move { controller.submit(input).await }));
+    }
+
     /// Send a prompt (or run a slash command).
     fn send(&mut self, text: String) -> Option<SurfaceCommand> {
         let trimmed = text.trim().to_string();
@@ -351,15 +372,11 @@ impl Session {
         match parsed {
             Parsed::Empty => None,
             Parsed::Input(input) => {
-                let Some(controller) = self.controller() else {
-                    self.view
-                        .say("error: no session is open; /resume one", Style::PLAIN);
-                    return None;
-                };
-                self.view.said_by_user(&trimmed);
-                self.view.set_busy(true);
-                self.view.set_notice(None);
-                self.turn = Some(tokio::spawn(async move { controller.submit(input).await }));
+                self.start_turn(input, &trimmed);
+                None
+            }
+            Parsed::Command(SurfaceCommand::Plan(prompt)) => {
+                self.enter_plan_mode(prompt, &trimmed);
                 None
             }
             Parsed::Command(command) => Some(command),
@@ -506,14 +523,6 @@ impl Session {
         let _ = std::fs::remove_file(&file);
     }
 
-    fn answer(&mut self, approval: Approval, said: &str) {
-        if let Some((_, sender)) = self.question.take() {
-            let _ = sender.send(approval);
-        }
-        self.view.set_notice(None);
-        self.view.answered(said);
-    }
-
     fn complete(&mut self) {
         let before = self.view.editor.before_cursor().to_string();
         let controller = self.controller();
@@ -628,25 +637,7 @@ impl Session {
             return None;
         }
         if focus == Focus::Note {
-            let note = self.view.note_mut()?;
-            match act {
-                Action::Insert(c) => note.insert(c),
-                Action::Backspace => note.backspace(),
-                Action::Left => note.left(),
-                Action::Right => note.right(),
-                Action::Submit => {
-                    let text = note.text().trim().to_string();
-                    let text: String = text.chars().take(keel_agent::LONGEST_NOTE).collect();
-                    if text.is_empty() {
-                        self.answer(Approval::Declined, "denied");
-                    } else {
-                        let said = format!("denied with a note: {text}");
-                        self.answer(Approval::DeclinedWithNote(text), &said);
-                    }
-                }
-                Action::Escape | Action::Interrupt => self.answer(Approval::Declined, "denied"),
-                _ => {}
-            }
+            self.on_note_key(act);
             return None;
         }
         // Keys typed just as the question appeared were meant for the input, not as answers.
@@ -664,26 +655,8 @@ impl Session {
             return None;
         }
         match act {
-            Action::Allow => self.answer(Approval::Allow, "allowed"),
-            Action::Deny => self.answer(Approval::Declined, "denied"),
-            Action::DenyWithNote => self.view.start_note(),
-            Action::Always => {
-                if let Some((request, _)) = &self.question
-                    && let Ok(mut always) = self.approver.always.lock()
-                {
-                    always.insert(request.tool.clone());
-                }
-                let tool = self
-                    .question
-                    .as_ref()
-                    .map(|(request, _)| keel_render::visible_line(&request.tool).into_owned())
-                    .unwrap_or_default();
-                self.answer(
-                    Approval::Allow,
-                    &format!(
-                        "allowed, and {tool} is allowed for the rest of this session (never saved)"
-                    ),
-                );
+            Action::Allow | Action::Deny | Action::DenyWithNote | Action::Always => {
+                self.on_answer_key(act);
             }
             Action::Insert(c) => self.view.editor.insert(c),
             Action::Newline => self.view.editor.newline(),
@@ -760,31 +733,6 @@ impl Session {
             Action::Ignore => {}
         }
         None
-    }
-
-    /// Shift+Tab: read-only → ask → auto → read-only. Later calls are decided under the new
-    /// mode; the model is told with the next prompt.
-    fn cycle_mode(&mut self) {
-        use keel_tools::PermissionMode;
-        let Some(controller) = self.controller() else {
-            return;
-        };
-        let next = match controller.permission_mode() {
-            PermissionMode::ReadOnly => PermissionMode::Ask,
-            PermissionMode::Ask => PermissionMode::Auto,
-            PermissionMode::Auto => PermissionMode::ReadOnly,
-        };
-        controller.set_permission_mode(next);
-        let meaning = match next {
-            PermissionMode::ReadOnly => "nothing is changed, commands run read-only",
-            PermissionMode::Ask => "changes wait for your approval",
-            PermissionMode::Auto => "changes inside the workspace run without asking",
-        };
-        self.view.set_notice(Some(format!(
-            "mode {}: {meaning} (Shift+Tab cycles; the model is told with your next prompt)",
-            next.as_str()
-        )));
-        self.refresh_status();
     }
 
     fn cancel_turn(&mut self) {

@@ -149,6 +149,33 @@ fn permissions_are_asked_through_the_editor() {
     not(keel_e2e_acp),
     ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
 )]
+fn plan_mode_is_a_session_mode_and_an_approved_plan_switches_it() {
+    let steps = json!({"steps": [
+        {"tool": "write_file", "args": {"path": "early.txt", "content": "x"}},
+        {"tool": "propose_plan", "args": {"plan": "1. Rename the module\n2. Update the callers"}},
+        {"tool": "write_file", "args": {"path": "late.txt", "content": "y"}},
+        {"say": "done"},
+    ]});
+    let (home, mock) = client("plan", steps, "");
+    assert!(
+        !home.path().join("early.txt").exists(),
+        "refused in plan mode"
+    );
+    assert!(home.path().join("late.txt").exists(), "runs after the plan");
+    let requests = mock.requests();
+    assert!(requests[1].to_string().contains("keel is in plan mode"));
+    let approved = requests[2].to_string();
+    assert!(
+        approved.contains("The user approved the plan. The permission mode is now auto"),
+        "{approved}"
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_acp),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+)]
 fn cancel_answers_cancelled_and_nothing_follows() {
     let steps = json!({"steps": [{"fault": "stall", "seconds": 2}, {"say": "too late"}]});
     let (_home, mock) = client("cancel", steps, "");

@@ -321,3 +321,31 @@ fn undo_from_the_browser_puts_the_files_and_messages_back() {
         "the created file is gone"
     );
 }
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
+fn a_plan_is_approved_from_its_card_after_a_note() {
+    require_browser();
+    let steps = json!({"steps": [
+        {"tool": "propose_plan", "args": {"plan": "1. Rewrite everything"}},
+        {"tool": "propose_plan", "args": {"plan": "1. Rename **parse**\n2. Update the callers"}},
+        {"tool": "write_file", "args": {"path": "done.txt", "content": "y"}},
+        {"say": "Renamed."},
+    ]});
+    let (home, mock) = drive("plan", steps, "permission_mode = \"plan\"");
+    assert!(home.path().join("done.txt").exists());
+    let requests = mock.requests();
+    assert!(
+        requests[1]
+            .to_string()
+            .contains("The user's note: only the rename")
+    );
+    assert!(
+        requests[2]
+            .to_string()
+            .contains("The permission mode is now auto")
+    );
+}

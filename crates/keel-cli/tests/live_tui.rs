@@ -5,7 +5,7 @@
 mod common;
 
 use common::tmux::{Tmux, available};
-use common::{last_user_message, scripted, without_context};
+use common::{last_user_message, scripted, tool_messages, without_context};
 
 const ANSWER: &str = "## Plan\n\nI will **edit** the file.\n\n| name | size |\n|---|---|\n| a.rs | 12 |\n\n```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n";
 
@@ -310,7 +310,7 @@ fn shift_tab_changes_the_mode_and_the_next_prompt_tells_the_model() {
     let scenario = serde_json::json!({"steps": [
         {"tool": "write_file", "args": {"path": "auto.txt", "content": "written\n"}},
         {"say": "Wrote it."},
-        {"tool": "write_file", "args": {"path": "read-only.txt", "content": "no\n"}},
+        {"tool": "write_file", "args": {"path": "planned.txt", "content": "no\n"}},
         {"say": "Could not."}
     ]})
     .to_string();
@@ -334,13 +334,13 @@ fn shift_tab_changes_the_mode_and_the_next_prompt_tells_the_model() {
             && sent.ends_with("write it"),
         "{sent}"
     );
-    // auto → read-only: the next write is refused, and said so once.
+    // auto → plan: the next write is refused, and said so once.
     tmux.press(&["BTab"]);
-    tmux.wait_for("mock-model · read-only");
+    tmux.wait_for("mock-model · plan");
     tmux.type_text("write another");
     tmux.press(&["Enter"]);
     tmux.wait_for("Could not.");
-    assert!(!home.path().join("read-only.txt").exists());
+    assert!(!home.path().join("planned.txt").exists());
     let requests = mock.requests();
     let body: serde_json::Value =
         serde_json::from_str(requests[2]["body"].as_str().unwrap()).unwrap();
@@ -351,9 +351,11 @@ fn shift_tab_changes_the_mode_and_the_next_prompt_tells_the_model() {
         .filter(|m| m["role"] == "user")
         .map(|m| m["content"].as_str().unwrap_or(""))
         .collect();
+    assert!(users[1].contains("permission mode to plan"), "{users:?}");
+    let refusal = tool_messages(&mock).pop().unwrap_or_default();
     assert!(
-        users[1].contains("permission mode to read-only"),
-        "{users:?}"
+        refusal.contains("plan mode") && refusal.contains("propose_plan"),
+        "{refusal}"
     );
     // The first prompt's bytes are as they were sent: the prefix holds.
     assert!(
@@ -604,4 +606,45 @@ fn with_late_server(
         gate.display()
     ));
     (home, mock, outside, gate)
+}
+
+#[test]
+fn a_plan_is_shown_rendered_and_approved_into_auto_with_one_key() {
+    if !available() {
+        return;
+    }
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "propose_plan", "args": {"plan": "## Rename\n\n1. Rename **parse**\n2. Update the callers"}},
+        {"tool": "write_file", "args": {"path": "renamed.txt", "content": "done\n"}},
+        {"say": "Renamed it."}
+    ]})
+    .to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    let tmux = Tmux::start(
+        &home,
+        &home.path(),
+        &["--permission-mode", "plan"],
+        (100, 30),
+    );
+    tmux.wait_for("mock-model · plan");
+    tmux.type_text("rename parse");
+    tmux.press(&["Enter"]);
+    let asked = tmux.wait_for("approve, then auto");
+    // Rendered: no markdown marks, the list numbered.
+    assert!(asked.contains("the model proposes this plan"), "{asked}");
+    assert!(asked.contains("1. Rename parse"), "{asked}");
+    assert!(
+        !asked.contains("**parse**") && !asked.contains("## Rename"),
+        "{asked}"
+    );
+    assert!(!asked.contains("always for propose_plan"), "{asked}");
+    tmux.answer("a");
+    tmux.wait_for("Renamed it.");
+    assert!(
+        home.path().join("renamed.txt").exists(),
+        "ran without a question"
+    );
+    tmux.wait_for("mock-model · auto");
+    let sent = mock.requests()[1].to_string();
+    assert!(sent.contains("The permission mode is now auto"), "{sent}");
 }

@@ -79,7 +79,14 @@ fn rewind_restores_a_turns_files_and_conversation_and_names_what_it_cannot() {
     );
 
     // The next request starts from the pre-turn prefix: system, tools and the context block.
-    let next = home.run(&["run", "--json", "--session", &session, "start over"]);
+    let next = home.run(&[
+        "run",
+        "--yes",
+        "--json",
+        "--session",
+        &session,
+        "start over",
+    ]);
     assert_eq!(next.code(), 0, "{}", next.stderr());
     let requests = mock.requests();
     let (first, last) = (body(&requests[0]), body(requests.last().unwrap()));
@@ -327,7 +334,7 @@ fn a_fork_starts_with_the_originals_bytes_and_carries_its_receipts() {
     let first = home.run(&["run", "--yes", "--json", "first"]);
     assert_eq!(first.code(), 0, "{}", first.stderr());
     let session = session_of(&first);
-    let second = home.run(&["run", "--json", "--session", &session, "second"]);
+    let second = home.run(&["run", "--yes", "--json", "--session", &session, "second"]);
     assert_eq!(second.code(), 0, "{}", second.stderr());
 
     let forked = home.run(&["session", "fork", &session, "--at", "1"]);
@@ -339,7 +346,7 @@ fn a_fork_starts_with_the_originals_bytes_and_carries_its_receipts() {
         "{}",
         forked.stderr()
     );
-    let run = home.run(&["run", "--json", "--session", &fork, "forked"]);
+    let run = home.run(&["run", "--yes", "--json", "--session", &fork, "forked"]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
 
     // Byte for byte, the fork's request begins like the original's turn-2 request.

@@ -99,6 +99,7 @@ pub(crate) struct UserBaseline {
 fn looseness(mode: PermissionMode) -> u8 {
     match mode {
         PermissionMode::ReadOnly => 0,
+        PermissionMode::Plan => 1,
         PermissionMode::Ask => 2,
         PermissionMode::Auto => 3,
     }

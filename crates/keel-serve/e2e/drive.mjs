@@ -47,6 +47,25 @@ const scenarios = {
     await page.locator("#undo[disabled]").waitFor();
   },
 
+  // Plan mode: the plan is shown rendered on its card; kept with a note, then approved into
+  // auto, after which the write runs unasked and the header shows the mode.
+  async plan() {
+    await page.waitForFunction(() => document.getElementById("model").innerText.includes("plan"));
+    await ask("rename parse");
+    await page.locator(".card.plan .plan-body ol li").first().waitFor();
+    assert.match(await page.locator(".card.plan .plan-body").innerText(), /Rewrite everything/);
+    await page.fill(".card.plan .deny-note", "only the rename");
+    await page.click(".card.plan button.decision-deny");
+    await page.waitForFunction(() => document.querySelectorAll(".card.plan").length === 2);
+    const second = page.locator(".card.plan").nth(1);
+    await second.locator(".plan-body strong").waitFor();
+    assert.equal(await second.locator(".plan-body strong").innerText(), "parse");
+    await page.screenshot({ path: `${out}/plan.png` });
+    await second.locator("button", { hasText: "approve, then change without asking" }).click();
+    await waitForText("Renamed.");
+    await page.waitForFunction(() => document.getElementById("model").innerText.includes("auto"));
+  },
+
   // Typing `/` lists the slash commands with the session's custom ones; one runs as a prompt.
   async commands() {
     await page.locator("#prompt").pressSequentially("/re");

@@ -5,7 +5,9 @@
 //!   one for a call that is not waiting) is refused, so two browsers cannot both decide.
 //! - When the turn is cancelled the waiting future is dropped: the call leaves the table and
 //!   the turn records it as denied (the controller's cancel path); nothing waits for ever.
-//! - "always" allows the tool for the rest of the session without asking again.
+//! - "always" allows the tool for the rest of the session without asking again; an allow may
+//!   switch the session's permission mode (`mode`). A plan (`propose_plan` in plan mode) is
+//!   never allowed "always": each plan is approved by itself.
 
 use keel_agent::{Approval, ApprovalRequest, Approver};
 use std::collections::{HashMap, HashSet};
@@ -17,7 +19,8 @@ use tokio::sync::oneshot;
 /// A browser's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
-    Allow,
+    /// Allow, switching the session to the mode given (for a plan: the mode to carry it out in).
+    Allow(Option<keel_tools::PermissionMode>),
     /// Deny, with the person's note for the model when they gave one.
     Deny(Option<String>),
     Always,
@@ -26,7 +29,7 @@ pub enum Decision {
 impl Decision {
     pub fn parse(text: &str) -> Option<Decision> {
         match text {
-            "allow" => Some(Decision::Allow),
+            "allow" => Some(Decision::Allow(None)),
             "deny" => Some(Decision::Deny(None)),
             "always" => Some(Decision::Always),
             _ => None,
@@ -49,6 +52,9 @@ pub struct WaitingCall {
     /// What a write or an edit would change, as keel-render's diff table (or why none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff_html: Option<String>,
+    /// A plan to approve, rendered from its markdown by keel-render (sanitised).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan_html: Option<String>,
 }
 
 /// The preview of a call as the page shows it.
@@ -166,8 +172,10 @@ impl Approver for SessionApprover {
             return Box::pin(async { Approval::Unattended });
         };
         let approvals = &self.approvals;
-        // An unconfined run is asked about every time.
+        let plan = request.tool == keel_tools::BuiltinTool::ProposePlan.name();
+        // An unconfined run is asked about every time, and so is every plan.
         if !request.unconfined
+            && !plan
             && lock(&approvals.always).contains(&(session.clone(), request.tool.clone()))
         {
             return Box::pin(async { Approval::Allow });
@@ -181,15 +189,17 @@ impl Approver for SessionApprover {
             view: keel_types::approval_view(&request.subject),
             unconfined: request.unconfined,
             diff_html: diff_html(request.preview.as_ref()),
+            plan_html: plan.then(|| keel_render::markdown_html(&request.subject)),
         };
         lock(&approvals.waiting).insert(key.clone(), (sender, call));
         let waiting = Waiting { approvals, key };
         Box::pin(async move {
             let _waiting = waiting;
             match receiver.await {
-                Ok(Decision::Allow) => Approval::Allow,
+                Ok(Decision::Allow(None)) => Approval::Allow,
+                Ok(Decision::Allow(Some(mode))) => Approval::AllowSwitching(mode),
                 Ok(Decision::Always) => {
-                    if !request.unconfined {
+                    if !request.unconfined && !plan {
                         lock(&approvals.always).insert((session.clone(), request.tool.clone()));
                     }
                     Approval::Allow
@@ -233,10 +243,10 @@ mod tests {
         tokio::pin!(waiting);
         assert!(still_waiting(&mut waiting).await);
         assert_eq!(approvals.decide("s1", "c1", Decision::Deny(None)), Ok(()));
-        assert!(approvals.decide("s1", "c1", Decision::Allow).is_err());
+        assert!(approvals.decide("s1", "c1", Decision::Allow(None)).is_err());
         assert_eq!(waiting.await, Approval::Declined);
         assert!(
-            approvals.decide("s2", "c1", Decision::Allow).is_err(),
+            approvals.decide("s2", "c1", Decision::Allow(None)).is_err(),
             "other session"
         );
     }
@@ -252,7 +262,7 @@ mod tests {
             tokio::pin!(waiting);
             assert!(still_waiting(&mut waiting).await);
         }
-        assert!(approvals.decide("s1", "c1", Decision::Allow).is_err());
+        assert!(approvals.decide("s1", "c1", Decision::Allow(None)).is_err());
         let call = request("c2");
         let waiting = approver.approve(&call);
         tokio::pin!(waiting);

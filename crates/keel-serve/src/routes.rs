@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
 use futures_util::Stream;
-use keel_agent::{Input, Line, SessionChoice};
+use keel_agent::{Input, Line, SessionChoice, SurfaceCommand};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -158,9 +158,15 @@ async fn list_sessions(State(state): State<Arc<AppState>>) -> Result<Response, A
 /// The slash commands a submit's `input` may start with: name and what it does.
 fn commands(settings: &keel_agent::AgentSettings) -> Vec<serde_json::Value> {
     let built_in = keel_agent::SLASH_COMMANDS.iter().filter(|(usage, _)| {
-        ["/compact", "/init", "/recover-context", "/continue-checks"]
-            .iter()
-            .any(|name| usage.split_whitespace().next() == Some(name))
+        [
+            "/compact",
+            "/init",
+            "/plan",
+            "/recover-context",
+            "/continue-checks",
+        ]
+        .iter()
+        .any(|name| usage.split_whitespace().next() == Some(name))
     });
     built_in
         .map(|(usage, what)| json!({"name": usage, "description": what}))
@@ -191,6 +197,8 @@ async fn session_status(
         "workspace": settings.workspace.display().to_string(),
         "model": format!("{}/{}", settings.profile.name, settings.model),
         "busy": controller.is_busy(),
+        // The permission mode in force (`/plan PROMPT` and an approval's `mode` change it).
+        "mode": controller.permission_mode().as_str(),
         "pending": pending,
         "waiting": state.approvals.waiting(&id),
         "usage": usage,
@@ -273,18 +281,26 @@ struct SubmitBody {
     format: Option<String>,
 }
 
-/// The turn a submit body asks for (CONTRACT.md's rules on `action`, `recoveryId`, `format`).
-fn input_of(body: SubmitBody, controller: &keel_agent::Controller) -> Result<Input, ApiError> {
+/// The turn a submit body asks for (CONTRACT.md's rules on `action`, `recoveryId`, `format`),
+/// and whether it is `/plan PROMPT` (the session goes into plan mode once it is admitted).
+fn input_of(
+    body: SubmitBody,
+    controller: &keel_agent::Controller,
+) -> Result<(Input, bool), ApiError> {
     let Some(action) = body.action else {
         let text = body.input.unwrap_or_default();
         return match controller.parse_line(&text) {
-            Line::Input(input) => Ok(input),
+            Line::Input(input) => Ok((input, false)),
+            Line::Command(SurfaceCommand::Plan(Some(prompt))) => Ok((Input::Prompt(prompt), true)),
+            Line::Command(SurfaceCommand::Plan(None)) => {
+                Err(ApiError::bad_request("say what to plan: /plan PROMPT"))
+            }
             Line::Empty => Err(ApiError::bad_request(
                 "`input` is empty: say what keel should do",
             )),
             Line::Command(_) | Line::Unknown(_) => Err(ApiError::bad_request(
-                "slash commands other than /recover-context, /continue-checks and /compact are \
-                 not available here",
+                "slash commands other than /recover-context, /continue-checks, /compact and \
+                 /plan PROMPT are not available here",
             )),
         };
     };
@@ -298,7 +314,7 @@ fn input_of(body: SubmitBody, controller: &keel_agent::Controller) -> Result<Inp
             "the action `{action}` needs `recoveryId` (the id from GET …/recovery)"
         )));
     };
-    match action.as_str() {
+    let input = match action.as_str() {
         "protocol_recovery" => Ok(Input::ProtocolRecovery {
             recovery_id: Some(recovery_id),
             guidance: body.input.filter(|text| !text.trim().is_empty()),
@@ -315,7 +331,8 @@ fn input_of(body: SubmitBody, controller: &keel_agent::Controller) -> Result<Inp
              `context_recovery`",
             other.escape_default()
         ))),
-    }
+    };
+    input.map(|input| (input, false))
 }
 
 async fn submit(
@@ -333,8 +350,13 @@ async fn submit(
         let open = sessions
             .get(&id)
             .ok_or_else(|| ApiError::not_found(format!("no session `{id}`")))?;
-        let input = input_of(body, &open.controller)?;
-        open.controller.begin(input)?
+        let (input, plan) = input_of(body, &open.controller)?;
+        let admitted = open.controller.begin(input)?;
+        if plan {
+            open.controller
+                .set_permission_mode(keel_tools::PermissionMode::Plan);
+        }
+        admitted
     };
     let turn = tokio::spawn(async move {
         // The outcome reaches clients as events; a failure of the store is one too.
@@ -505,15 +527,19 @@ async fn events(
                 };
                 let mut data = serde_json::to_value(&event).unwrap_or(Value::Null);
                 attempt.follow(&mut data);
-                // The change a waiting write or edit would make, for its card (asked before
-                // announced, so the call is waiting by now).
+                // The change a waiting write or edit would make, or the plan to approve, for
+                // its card (asked before announced, so the call is waiting by now).
                 if data["type"] == "approval/requested"
                     && let Some(call) = data["call_id"]
                         .as_str()
                         .and_then(|call_id| approvals.waiting_call(&session, call_id))
-                    && let Some(diff) = call.diff_html
                 {
-                    data["diff_html"] = Value::String(diff);
+                    if let Some(diff) = call.diff_html {
+                        data["diff_html"] = Value::String(diff);
+                    }
+                    if let Some(plan) = call.plan_html {
+                        data["plan_html"] = Value::String(plan);
+                    }
                 }
                 let kind = data["type"].as_str().unwrap_or("message").to_string();
                 let mut sse = SseEvent::default().event(kind).data(data.to_string());
@@ -533,6 +559,8 @@ struct ApprovalBody {
     decision: String,
     /// With `deny`: a note for the model (what to do instead).
     note: Option<String>,
+    /// With `allow`: the permission mode from now on (for a plan: the mode to carry it out in).
+    mode: Option<String>,
 }
 
 async fn approve(
@@ -558,6 +586,17 @@ async fn approve(
             )));
         }
         decision = Decision::Deny(Some(note));
+    }
+    if let Some(name) = &body.mode {
+        let Some(mode) = keel_tools::PermissionMode::parse(name) else {
+            return Err(ApiError::bad_request(
+                "`mode` must be \"read-only\", \"plan\", \"ask\" or \"auto\"",
+            ));
+        };
+        if decision != Decision::Allow(None) {
+            return Err(ApiError::bad_request("`mode` goes with \"allow\" only"));
+        }
+        decision = Decision::Allow(Some(mode));
     }
     session(&state, &id).await?;
     state

@@ -96,6 +96,7 @@ function card(event) {
 function askOnCard(event) {
   const entry = view.cards.get(event.call_id) || { box: card(event), state: null };
   if (entry.box.querySelector(".actions")) return;
+  if (event.plan_html !== undefined) return askPlan(event, entry);
   // The subject folded as on every surface: a run of blanks or a long line cannot push the
   // command out of sight, and its head stands next to the question.
   const folded = event.view || { lines: [event.subject || ""], line_count: 1, head: event.subject || "" };
@@ -153,6 +154,46 @@ function askOnCard(event) {
   // A stray Enter never runs a command outside the sandbox: there, "deny" has the focus.
   const buttons = actions.querySelectorAll("button");
   buttons[event.unconfined ? buttons.length - 1 : 0].focus();
+}
+
+// A plan the model proposes in plan mode: rendered (keel's renderer wrote the HTML), approved
+// into the mode the person picks, or sent back with a note.
+function askPlan(event, entry) {
+  entry.box.classList.add("plan");
+  const subject = entry.box.querySelector(".subject");
+  if (subject) subject.textContent = "the model proposes this plan; nothing has been changed";
+  entry.box.querySelectorAll(".plan-body").forEach((node) => node.remove());
+  const plan = markdownBox(event.plan_html);
+  plan.classList.add("plan-body");
+  (subject || entry.box.firstChild).after(plan);
+  const actions = el("div", "actions");
+  const note = el("input", "deny-note");
+  note.type = "text";
+  note.placeholder = "what to change";
+  note.setAttribute("aria-label", "note for the model");
+  const choices = [
+    [{ decision: "allow", mode: "ask" }, "approve, then ask before changes"],
+    [{ decision: "allow", mode: "auto" }, "approve, then change without asking"],
+    [{ decision: "deny" }, "keep planning"],
+  ];
+  for (const [choice, label] of choices) {
+    const button = el("button", "decision decision-" + choice.decision, label);
+    button.type = "button";
+    button.addEventListener("click", async () => {
+      actions.remove();
+      const body = Object.assign({}, choice);
+      if (choice.decision === "deny" && note.value.trim()) body.note = note.value.trim();
+      await api(`/api/sessions/${view.session}/approvals/${encodeURIComponent(event.call_id)}`,
+        { method: "POST", body: JSON.stringify(body) });
+      refreshStatus();
+    });
+    actions.appendChild(button);
+  }
+  actions.appendChild(note);
+  entry.box.appendChild(actions);
+  const state = entry.state || entry.box.querySelector(".state");
+  if (state) { state.textContent = "waiting for your approval of the plan"; state.className = "state state-waiting"; }
+  actions.querySelector("button").focus();
 }
 
 function endLive() { view.live = null; view.liveKind = null; }
@@ -271,7 +312,7 @@ async function refreshStatus() {
   const response = await api(`/api/sessions/${view.session}`);
   if (!response.ok) return;
   const status = await response.json();
-  $("model").textContent = status.model;
+  $("model").textContent = status.model + (status.mode ? " · " + status.mode : "");
   view.commands = status.commands || [];
   view.lastTurn = status.last_turn;
   $("undo").disabled = status.busy || status.last_turn === null || status.last_turn === undefined;

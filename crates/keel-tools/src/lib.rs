@@ -234,7 +234,10 @@ impl ValidCall {
     /// The `path` argument of the path tools (`"."` when absent); `None` for other tools.
     fn path_arg(&self) -> Option<&str> {
         match self.tool {
-            BuiltinTool::Bash | BuiltinTool::TodoWrite | BuiltinTool::WebFetch => None,
+            BuiltinTool::Bash
+            | BuiltinTool::TodoWrite
+            | BuiltinTool::WebFetch
+            | BuiltinTool::ProposePlan => None,
             BuiltinTool::ReadFile
             | BuiltinTool::WriteFile
             | BuiltinTool::EditFile
@@ -261,7 +264,7 @@ impl ValidCall {
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string(),
-            BuiltinTool::TodoWrite => String::new(),
+            BuiltinTool::TodoWrite | BuiltinTool::ProposePlan => String::new(),
             // Rules name the host: `web_fetch(docs.rs)`, `web_fetch(*.example.com)`.
             BuiltinTool::WebFetch => fetch::host_of(&self.args).unwrap_or_default(),
             BuiltinTool::ReadFile
@@ -303,7 +306,8 @@ impl ValidCall {
             | BuiltinTool::EditFile
             | BuiltinTool::Bash
             | BuiltinTool::TodoWrite
-            | BuiltinTool::WebFetch => false,
+            | BuiltinTool::WebFetch
+            | BuiltinTool::ProposePlan => false,
         }
     }
 
@@ -312,6 +316,10 @@ impl ValidCall {
         match self.tool {
             BuiltinTool::Bash => bash::bash(&self.args, ctx).await,
             BuiltinTool::TodoWrite => specs::todo_write(&self.args),
+            // In plan mode the agent answers the call itself (it asks the person).
+            BuiltinTool::ProposePlan => {
+                ToolOutput::ok(specs::NOT_IN_PLAN_MODE.into(), "not in plan mode".into())
+            }
             BuiltinTool::WebFetch => fetch::web_fetch(&self.args, ctx).await,
             BuiltinTool::ReadFile
             | BuiltinTool::WriteFile
@@ -327,7 +335,10 @@ impl ValidCall {
                     BuiltinTool::ListDir => files::list_dir(&args, &owned),
                     BuiltinTool::Glob => search::glob(&args, &owned),
                     BuiltinTool::Grep => search::grep(&args, &owned),
-                    BuiltinTool::Bash | BuiltinTool::TodoWrite | BuiltinTool::WebFetch => {
+                    BuiltinTool::Bash
+                    | BuiltinTool::TodoWrite
+                    | BuiltinTool::WebFetch
+                    | BuiltinTool::ProposePlan => {
                         ToolOutput::error("internal: not a blocking tool".into())
                     }
                 });

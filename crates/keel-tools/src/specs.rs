@@ -17,10 +17,11 @@ pub enum BuiltinTool {
     Bash,
     TodoWrite,
     WebFetch,
+    ProposePlan,
 }
 
 impl BuiltinTool {
-    pub const ALL: [BuiltinTool; 9] = [
+    pub const ALL: [BuiltinTool; 10] = [
         Self::ReadFile,
         Self::WriteFile,
         Self::EditFile,
@@ -30,6 +31,7 @@ impl BuiltinTool {
         Self::Bash,
         Self::TodoWrite,
         Self::WebFetch,
+        Self::ProposePlan,
     ];
 
     pub fn name(self) -> &'static str {
@@ -43,6 +45,7 @@ impl BuiltinTool {
             Self::Bash => "bash",
             Self::TodoWrite => "todo_write",
             Self::WebFetch => "web_fetch",
+            Self::ProposePlan => "propose_plan",
         }
     }
 
@@ -51,7 +54,12 @@ impl BuiltinTool {
     pub fn changes_things(self) -> bool {
         match self {
             Self::WriteFile | Self::EditFile | Self::Bash | Self::WebFetch => true,
-            Self::ReadFile | Self::ListDir | Self::Glob | Self::Grep | Self::TodoWrite => false,
+            Self::ReadFile
+            | Self::ListDir
+            | Self::Glob
+            | Self::Grep
+            | Self::TodoWrite
+            | Self::ProposePlan => false,
         }
     }
 
@@ -81,6 +89,9 @@ impl BuiltinTool {
             }
             Self::WebFetch => {
                 "Fetch an http(s) URL and return its content as text (HTML converted), with the final URL and content type."
+            }
+            Self::ProposePlan => {
+                "In plan mode, present your plan (markdown) for the user to approve before changing anything. Research first with read-only tools. Outside plan mode it only answers that you may proceed."
             }
         }
     }
@@ -118,9 +129,17 @@ impl BuiltinTool {
                 &["todos"],
             ),
             Self::WebFetch => object(json!({"url": string}), &["url"]),
+            Self::ProposePlan => object(
+                json!({"plan": {"type": "string", "minLength": 1}}),
+                &["plan"],
+            ),
         }
     }
 }
+
+/// What `propose_plan` answers outside plan mode.
+pub const NOT_IN_PLAN_MODE: &str =
+    "not in plan mode: nothing needs approving; proceed with the task";
 
 fn object(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})

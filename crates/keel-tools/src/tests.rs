@@ -78,7 +78,8 @@ fn specs_are_stable_and_complete() {
             "grep",
             "bash",
             "todo_write",
-            "web_fetch"
+            "web_fetch",
+            "propose_plan"
         ]
     );
     // The exact specs the model is offered (name, description, argument schema of every tool,

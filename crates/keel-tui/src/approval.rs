@@ -9,6 +9,9 @@
 //! - A diff longer than `LONGEST_DIFF_SHOWN` lines says how many lines were not shown.
 //! - Running a command again outside the sandbox is asked as such ("UNCONFINED"), and has no
 //!   "always".
+//! - A plan (`propose_plan` in plan mode) is shown as rendered markdown, and its keys say what
+//!   each answer does: approve into `ask` or into `auto`, or keep planning (with a note). Its
+//!   `a` is "auto", never an "always".
 
 use keel_agent::ApprovalRequest;
 use keel_render::{FileDiff, Line, Span, Style, visible_line};
@@ -61,6 +64,17 @@ pub struct Question {
     /// The tool's name, made visible.
     pub tool: String,
     pub unconfined: bool,
+    /// The plan of a `propose_plan` call (markdown), shown rendered instead of `subject`.
+    pub plan: Option<String>,
+}
+
+/// The typed answers to a plan, as the line mode asks them.
+pub const PLAN_CHOICES: &str = "  plan — [y]es, then ask before changes / [a]uto: yes, then \
+     change without asking / [n]o, keep planning / [N]o + note: ";
+
+/// Whether `request` asks the person to approve a plan.
+pub fn is_plan(request: &ApprovalRequest) -> bool {
+    request.tool == keel_tools::BuiltinTool::ProposePlan.name()
 }
 
 impl Question {
@@ -72,7 +86,13 @@ impl Question {
             request.subject.as_str()
         };
         let view = keel_types::approval_view(subject);
+        let plan = is_plan(request).then(|| request.subject.clone());
         let title = match (request.unconfined, view.line_count) {
+            _ if plan.is_some() => {
+                "? the model proposes this plan; nothing has been changed. Approve it to leave \
+                 plan mode:"
+                    .to_string()
+            }
             (true, _) => format!(
                 "? the command failed inside keel's sandbox, and its output suggests the sandbox \
                  refused something (the output is the command's own: keel cannot verify it). Run \
@@ -100,16 +120,35 @@ impl Question {
                 .iter()
                 .map(|line| format!("    {}", visible_line(line)))
                 .collect(),
-            head: format!("{tool}: {}{lines}{hidden}", visible_line(&view.head)),
+            head: match &plan {
+                Some(_) => format!("the plan above{lines}"),
+                None => format!("{tool}: {}{lines}{hidden}", visible_line(&view.head)),
+            },
             title,
             tool,
             unconfined: request.unconfined,
+            plan,
         }
+    }
+
+    /// The plan rendered for a terminal `width` wide, indented by two (empty for other calls).
+    pub fn plan_lines(&self, width: usize) -> Vec<Line> {
+        let Some(plan) = &self.plan else {
+            return Vec::new();
+        };
+        keel_render::markdown_lines(plan, width.saturating_sub(2))
+            .into_iter()
+            .map(|line| line.prefixed(&[Span::plain("  ")]))
+            .collect()
     }
 
     /// The question as the line mode asks it (typed answer, then Enter).
     pub fn typed(&self) -> String {
         let mut question = format!("{}\n", self.title);
+        if self.plan.is_some() {
+            question.push_str(PLAN_CHOICES);
+            return question;
+        }
         for line in &self.subject {
             question.push_str(line);
             question.push('\n');
@@ -136,20 +175,34 @@ impl Question {
                 Span::new(what, style),
             ])
         };
-        let mut choices = vec![
-            choice("y", " yes", Style::PLAIN),
-            choice("n", "/", Style::PLAIN),
-            choice("N", " no + note", Style::PLAIN),
-        ];
+        let mut choices = if self.plan.is_some() {
+            vec![
+                choice("y", " approve, then ask before changes", Style::PLAIN),
+                choice("a", " approve, then auto", Style::PLAIN),
+                choice("n", "/", Style::PLAIN),
+                choice("N", " keep planning + note", Style::PLAIN),
+            ]
+        } else {
+            vec![
+                choice("y", " yes", Style::PLAIN),
+                choice("n", "/", Style::PLAIN),
+                choice("N", " no + note", Style::PLAIN),
+            ]
+        };
+        let deny = if self.plan.is_some() { 2 } else { 1 };
         // `n/Esc no` as one choice.
-        choices[1].push(Span::new("Esc", Style::PLAIN.bold()));
-        choices[1].push(Span::plain(" no"));
+        choices[deny].push(Span::new("Esc", Style::PLAIN.bold()));
+        choices[deny].push(Span::plain(if self.plan.is_some() {
+            " keep planning"
+        } else {
+            " no"
+        }));
         if self.unconfined {
             choices[2] = Line::new(vec![Span::new(
                 "runs UNCONFINED",
                 Style::fg(keel_render::Color::Red),
             )]);
-        } else {
+        } else if self.plan.is_none() {
             choices.push(choice(
                 "a",
                 &format!(" always for {} (this session, never saved)", self.tool),

@@ -69,6 +69,18 @@ pub fn output_end<'a>(output: &'a str, tail: &'a str) -> &'a str {
 /// approval shows the whole command).
 pub fn call_subject(name: &str, arguments: &str, resolved: Option<&str>) -> String {
     let subject = match (name, resolved) {
+        // The plan itself is shown rendered where it is asked about.
+        ("propose_plan", _) => {
+            let parsed: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
+            let lines = parsed
+                .get("plan")
+                .and_then(serde_json::Value::as_str)
+                .map_or(0, |plan| plan.lines().count());
+            return format!(
+                "a plan of {lines} line{}",
+                if lines == 1 { "" } else { "s" }
+            );
+        }
         ("web_fetch", _) => argument_subject(name, arguments),
         ("glob" | "grep", Some(path)) => {
             format!("{} in {path}", argument_subject(name, arguments))

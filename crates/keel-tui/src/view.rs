@@ -262,7 +262,13 @@ impl LiveView {
         self.commits
             .extend(change_lines(request.preview.as_ref(), self.width));
         self.say(&question.title, Style::fg(Color::Yellow).bold());
-        for line in &question.subject {
+        self.commits.extend(question.plan_lines(self.width));
+        let subject = if question.plan.is_some() {
+            &[][..]
+        } else {
+            &question.subject[..]
+        };
+        for line in subject {
             let lines = wrapped(line, self.width, Style::PLAIN);
             self.commits.extend(lines);
         }

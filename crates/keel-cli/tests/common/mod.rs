@@ -495,6 +495,21 @@ pub fn last_user_message(mock: &MockProcess) -> String {
     without_context(last["content"].as_str().unwrap()).to_string()
 }
 
+/// The contents of the tool messages of the last request the mock received (Chat protocol),
+/// in order.
+pub fn tool_messages(mock: &MockProcess) -> Vec<String> {
+    let requests = mock.requests();
+    let body: Value =
+        serde_json::from_str(requests.last().unwrap()["body"].as_str().unwrap()).unwrap();
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
 /// A user message without the session's context block at its head (the first one has it).
 pub fn without_context(message: &str) -> &str {
     match message.split_once("</context>\n\n") {
