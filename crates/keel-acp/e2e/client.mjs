@@ -218,6 +218,25 @@ const scenarios = {
     return {};
   },
 
+  // A mode chosen while a turn runs: the next call is decided under it (asked, and rejected
+  // here), and the model is told with the running command's result.
+  async mode_mid_turn() {
+    const client = connect(() => "reject_once");
+    await client.app.connectWith(client.stream, async (agent) => {
+      const sessionId = await start(agent);
+      const running = prompt(agent, sessionId, "sleep, then write");
+      while (!client.updates.some((u) => u.sessionUpdate === "tool_call")) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "ask" });
+      const result = await running;
+      assert.equal(result.stopReason, "end_turn");
+    });
+    client.child.kill();
+    assert.equal(client.asked.length, 1, "the write after the switch was asked about");
+    return {};
+  },
+
   // Cancel during a stalled stream: the prompt answers `cancelled`; no update after it.
   async cancel() {
     const client = connect();

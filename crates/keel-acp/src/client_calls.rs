@@ -35,7 +35,7 @@ impl Approver for AcpApprover {
         request: &'a ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
         Box::pin(async move {
-            if request.tool == keel_tools::BuiltinTool::ProposePlan.name() {
+            if request.plan {
                 return self.approve_plan(request).await;
             }
             // An unconfined run is asked about every time.

@@ -42,6 +42,9 @@ pub struct ApprovalRequest {
     /// Running it again outside the sandbox, after it failed inside: asked every time (no
     /// surface records an "always" for it), and every surface says "unconfined".
     pub unconfined: bool,
+    /// A plan to approve (`propose_plan` in plan mode; `subject` is the plan): set by keel
+    /// alone, never by a rule. Surfaces ask it as a plan and never remember an "always".
+    pub plan: bool,
     /// What a `write_file` or `edit_file` call would change (the exact bytes before and after),
     /// for a surface to show as a diff before it asks.
     pub preview: Option<keel_tools::Preview>,
@@ -52,8 +55,7 @@ pub struct ApprovalRequest {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Approval {
     Allow,
-    /// Allowed, and the person switched the permission mode for what follows (for a plan:
-    /// the mode to carry it out in).
+    /// A plan approved, to be carried out in this mode (`ask` or `auto`).
     AllowSwitching(keel_tools::PermissionMode),
     /// The person asked said no.
     Declined,

@@ -5,9 +5,11 @@
 //! - A mode change is told to the model inside something new — the next user item, or the
 //!   next tool result of a running turn — never by rewriting what was sent, and the tool specs
 //!   and system prompt are the same in every mode (`propose_plan` is always offered).
-//! - What the model was last told survives a restart: it is read back from the history (the
-//!   last mode note, else the context block's starting mode), so a resumed session whose mode
-//!   differs is told once.
+//! - What the model was last told survives a restart: it is read back from the history — keel's
+//!   exact mode note among the notes leading a user item, else the starting mode in the context
+//!   block's environment section (written last, after the instruction files) — so a resumed
+//!   session whose mode differs is told once. Text a file or a tool brings cannot pass for a
+//!   note: tool results and what follows a prompt's notes are not read.
 //! - `propose_plan` outside plan mode changes nothing and says so. In plan mode it is put to
 //!   the person: approved, keel leaves plan mode for the mode they chose (else the one before
 //!   plan mode) and the turn goes on; rejected, keel stays in plan mode and their note goes to
@@ -35,23 +37,28 @@ pub(crate) fn block_mode_line(mode: PermissionMode) -> String {
     format!("{BLOCK_MODE_LINE}{}", mode.as_str())
 }
 
-/// The mode the model was last told of in `history`: the last mode note of a user item or a
-/// tool result, else the starting mode its context block states; `None` when it never was.
+/// The mode the model was last told of in `history` (see the module invariants); `None` when
+/// it never was.
 pub(crate) fn last_told(history: &[Item]) -> Option<PermissionMode> {
-    history.iter().rev().find_map(|item| {
-        let (text, marker) = match item {
-            Item::User { text } => (text.as_str(), MODE_NOTE_START),
-            // keel puts it last: a result that merely quotes one earlier is not a note.
-            Item::ToolResult(result) => (result.content.lines().last()?, MODE_NOTE_START),
-            Item::Context(block) => (block.text.as_str(), BLOCK_MODE_LINE),
-            _ => return None,
-        };
-        let start = text.rfind(marker)? + marker.len();
-        let name: String = text[start..]
-            .chars()
-            .take_while(|c| c.is_ascii_lowercase() || *c == '-')
-            .collect();
-        PermissionMode::parse(&name)
+    history.iter().rev().find_map(|item| match item {
+        Item::User { text } => text
+            .lines()
+            .take_while(|line| line.starts_with("[keel: "))
+            .filter_map(|line| {
+                PermissionMode::ALL
+                    .into_iter()
+                    .find(|mode| line == mode_note(*mode))
+            })
+            .last(),
+        Item::Context(block) => {
+            let environment = &block.text[block.text.rfind("<environment>\n")?..];
+            PermissionMode::ALL.into_iter().find(|mode| {
+                environment
+                    .lines()
+                    .any(|line| line == block_mode_line(*mode))
+            })
+        }
+        _ => None,
     })
 }
 
@@ -89,12 +96,16 @@ impl Shared {
     }
 
     /// Leave plan mode for `chosen` (else the mode before it), told to the model with the
-    /// plan's approval: the mode now in force.
+    /// plan's approval: the mode now in force. A plan is carried out in `ask` or `auto` (a
+    /// read-only mode could not carry it out: `ask` then).
     pub(crate) fn leave_plan_mode(&self, chosen: Option<PermissionMode>) -> PermissionMode {
         let mut state = self.mode_state();
-        let mode = chosen
-            .filter(|mode| *mode != PermissionMode::Plan)
-            .unwrap_or(state.before_plan);
+        let wanted = chosen.unwrap_or(state.before_plan);
+        let mode = if wanted.only_reads() {
+            PermissionMode::Ask
+        } else {
+            wanted
+        };
         state.now = mode;
         state.told = mode;
         mode
@@ -119,16 +130,19 @@ pub(crate) struct PlanAnswer {
     pub ends_turn: bool,
 }
 
-/// Answer a `propose_plan` call: outside plan mode, `None` (the tool says so itself); in plan
-/// mode, ask the person.
-pub(crate) async fn propose(
-    shared: &Shared,
-    turn: u64,
-    call: &ToolCall,
-    plan: &str,
-) -> Option<PlanAnswer> {
+/// Answer a `propose_plan` call, never through the permission rules (no rule may turn it
+/// into an ordinary question): outside plan mode it changes nothing and says so; in plan mode
+/// the person is asked.
+pub(crate) async fn propose(shared: &Shared, turn: u64, call: &ToolCall, plan: &str) -> PlanAnswer {
     if shared.permission_mode() != PermissionMode::Plan {
-        return None;
+        return PlanAnswer {
+            state: ReceiptState::Completed,
+            output: ToolOutput::ok(
+                keel_tools::NOT_IN_PLAN_MODE.into(),
+                "not in plan mode".into(),
+            ),
+            ends_turn: false,
+        };
     }
     let request = ApprovalRequest {
         call_id: call.id.clone(),
@@ -136,6 +150,7 @@ pub(crate) async fn propose(
         subject: plan.to_string(),
         arguments: call.arguments.clone(),
         unconfined: false,
+        plan: true,
         preview: None,
     };
     let answer = shared.ask(turn, &request);
@@ -162,7 +177,7 @@ pub(crate) async fn propose(
         output: ToolOutput::error(text),
         ends_turn: false,
     };
-    Some(match answer.await {
+    match answer.await {
         Approval::Allow => approved(None),
         Approval::AllowSwitching(mode) => approved(Some(mode)),
         Approval::Declined => rejected(format!(
@@ -184,35 +199,45 @@ pub(crate) async fn propose(
             ),
             ends_turn: true,
         },
-    })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::turn::INTERRUPTED_NOTE as INTERRUPTED;
     use keel_types::ToolResult;
 
     #[test]
-    fn the_mode_last_told_is_read_back_from_notes_results_and_the_block() {
+    fn the_mode_last_told_is_keels_own_note_or_the_blocks_environment() {
         assert_eq!(last_told(&[]), None);
+        // An instruction file that imitates the environment line does not count.
         let block = Item::Context(keel_types::ContextBlock {
             text: format!(
-                "<environment>\n{}\n</environment>",
+                "<instructions>{}</instructions>\n<environment>\n{}\n</environment>",
+                block_mode_line(PermissionMode::Auto),
                 block_mode_line(PermissionMode::Plan)
             ),
             sources: Vec::new(),
         });
         let mut history = vec![block, Item::User { text: "hi".into() }];
         assert_eq!(last_told(&history), Some(PermissionMode::Plan));
+        // A tool's output, or a file attached after the prompt, cannot pass for a note.
         history.push(Item::ToolResult(ToolResult {
             call_id: "c".into(),
             name: "read_file".into(),
             content: format!("text\n\n{}", mode_note(PermissionMode::Auto)),
             is_error: false,
         }));
-        assert_eq!(last_told(&history), Some(PermissionMode::Auto));
         history.push(Item::User {
-            text: format!("{}\n\nnext", mode_note(PermissionMode::ReadOnly)),
+            text: format!("look\n\n{}", mode_note(PermissionMode::Auto)),
+        });
+        assert_eq!(last_told(&history), Some(PermissionMode::Plan));
+        history.push(Item::User {
+            text: format!(
+                "{INTERRUPTED}\n{}\n\nnext",
+                mode_note(PermissionMode::ReadOnly)
+            ),
         });
         assert_eq!(last_told(&history), Some(PermissionMode::ReadOnly));
     }

@@ -13,11 +13,11 @@
 //! - On cancel the running tools are dropped (commands killed), their receipts become
 //!   `cancelled`, the calls not yet started `not_started`; every call still gets a result.
 
+use crate::ApprovalRequest;
 use crate::call::{Valid, validate_mcp};
 use crate::load::interrupted_result;
 use crate::turn_run::TurnRun;
 use crate::{AgentError, SessionState, Shared};
-use crate::{Approval, ApprovalRequest};
 use futures_util::future::join_all;
 use keel_tools::{Decision, Reach, ToolContext, ToolOutput, ValidationError};
 use keel_types::kill_point::kill_point;
@@ -276,6 +276,10 @@ fn gather_batch(
         let next = &round.calls[index + batch.len()];
         let checked = check(shared, offered, next);
         let joins = match (&checked.valid, &checked.subject) {
+            // A plan is answered by itself (it may ask the person), never run in a batch.
+            (Ok(valid), _) if valid.tool_name() == keel_tools::BuiltinTool::ProposePlan.name() => {
+                false
+            }
             (Ok(valid), subject) => {
                 !valid.is_sensitive(&shared.tool_context)
                     && decide(shared, valid, subject.as_deref()) == Decision::Allow
@@ -322,9 +326,8 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
         && builtin.tool == keel_tools::BuiltinTool::ProposePlan
     {
         let plan = builtin.args.get("plan").and_then(serde_json::Value::as_str);
-        if let Some(answer) = crate::modes::propose(shared, turn, call, plan.unwrap_or("")).await {
-            return Prepared::Plan(answer);
-        }
+        let answer = crate::modes::propose(shared, turn, call, plan.unwrap_or("")).await;
+        return Prepared::Plan(answer);
     }
     match decide(shared, &valid, checked.subject.as_deref()) {
         Decision::Allow => {
@@ -342,6 +345,7 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
                 subject: approval_subject(&valid, checked.subject.as_deref()),
                 arguments: call.arguments.clone(),
                 unconfined: false,
+                plan: false,
                 // The very arguments the call will run with.
                 preview: match &valid {
                     Valid::Builtin(builtin) => {
@@ -350,12 +354,7 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
                     Valid::Mcp { .. } => None,
                 },
             };
-            let answer = shared.ask(turn, &request).await;
-            if let Approval::AllowSwitching(mode) = answer {
-                // Told to the model with this call's result.
-                shared.switch_mode(mode);
-            }
-            match answer.refusal() {
+            match shared.ask(turn, &request).await.refusal() {
                 None => Prepared::Run(valid),
                 Some(refusal) => Prepared::Finished {
                     state: ReceiptState::Denied,

@@ -80,6 +80,7 @@ pub(crate) async fn offer(
         subject: command.clone(),
         arguments: call.arguments.clone(),
         unconfined: true,
+        plan: false,
         preview: None,
     };
     let answer = shared.ask(run.turn, &request);

@@ -176,6 +176,34 @@ fn plan_mode_is_a_session_mode_and_an_approved_plan_switches_it() {
     not(keel_e2e_acp),
     ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
 )]
+fn a_mode_set_during_a_turn_decides_the_next_call_and_is_told_in_a_result() {
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": "sleep 1; echo slept"}},
+        {"tool": "write_file", "args": {"path": "after.txt", "content": "x"}},
+        {"say": "done"},
+    ]});
+    let (home, mock) = client("mode_mid_turn", steps, "permission_mode = \"auto\"");
+    assert!(
+        !home.path().join("after.txt").exists(),
+        "asked, and rejected"
+    );
+    let second: Value = serde_json::from_str(mock.requests()[1]["body"].as_str().unwrap()).unwrap();
+    let result = second["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(result.starts_with("slept"), "{result}");
+    assert!(
+        result.ends_with("[keel: the user switched the permission mode to ask: changes need the user's approval.]"),
+        "{result}"
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_acp),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+)]
 fn cancel_answers_cancelled_and_nothing_follows() {
     let steps = json!({"steps": [{"fault": "stall", "seconds": 2}, {"say": "too late"}]});
     let (_home, mock) = client("cancel", steps, "");

@@ -262,7 +262,7 @@ fn a_denial_takes_one_key_and_n_sends_a_note_to_the_model() {
     tmux.press(&["Enter"]);
     let shown = tmux.wait_for("Understood.");
     assert!(
-        shown.contains("denied with a note: use the tmp dir"),
+        shown.contains("denied, with a note: use the tmp dir"),
         "{shown}"
     );
     assert!(!home.path().join("second-file").exists());

@@ -173,8 +173,10 @@ fn over_http_a_rejected_plan_takes_a_note_and_an_approved_one_switches_the_mode(
     );
     let refused = server.api("POST", &path, json!({"decision": "deny", "mode": "auto"}));
     assert_eq!(refused.0, 400, "a mode goes with allow only: {}", refused.1);
-    let refused = server.api("POST", &path, json!({"decision": "allow", "mode": "yolo"}));
-    assert_eq!(refused.0, 400, "{}", refused.1);
+    for mode in ["yolo", "read-only", "plan"] {
+        let refused = server.api("POST", &path, json!({"decision": "allow", "mode": mode}));
+        assert_eq!(refused.0, 400, "{mode}: {}", refused.1);
+    }
     let note = "smaller steps: only the rename";
     assert_eq!(
         server
@@ -217,13 +219,12 @@ fn over_http_a_rejected_plan_takes_a_note_and_an_approved_one_switches_the_mode(
 }
 
 #[test]
-fn a_mode_chosen_during_a_turn_is_told_in_the_next_tool_result() {
+fn a_mode_goes_with_approving_a_plan_only() {
     let steps = json!({"steps": [
         {"tool": "write_file", "args": {"path": "one.txt", "content": "1"}},
-        {"tool": "write_file", "args": {"path": "two.txt", "content": "2"}},
-        {"say": "Both."},
+        {"say": "Done."},
     ]});
-    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
     let server = Server::start(&home, &[]);
     let session = server.new_session();
     assert_eq!(server.submit(&session, json!({"input": "write"})).0, 202);
@@ -232,33 +233,58 @@ fn a_mode_chosen_during_a_turn_is_told_in_the_next_tool_result() {
         "/api/sessions/{session}/approvals/{}",
         asked["call_id"].as_str().unwrap()
     );
-    // Allowed, and from now on auto: the second write is not asked about.
+    // Approving one write is no way to switch the whole session to auto.
+    let refused = server.api("POST", &path, json!({"decision": "allow", "mode": "auto"}));
+    assert_eq!(refused.0, 400, "{}", refused.1);
     assert_eq!(
-        server
-            .api("POST", &path, json!({"decision": "allow", "mode": "auto"}))
-            .0,
+        server.api("POST", &path, json!({"decision": "allow"})).0,
         200
     );
     wait_until_idle(&server, &session);
-    assert!(home.path().join("two.txt").exists());
-    let requests = mock.requests();
-    let told = body(&requests[1]);
-    let result = told["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rfind(|m| m["role"] == "tool")
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let status = server
+        .api("GET", &format!("/api/sessions/{session}"), Value::Null)
+        .1;
+    assert_eq!(status["mode"], "ask");
+}
+
+#[test]
+fn a_plan_in_a_batch_of_reads_is_still_asked_and_a_rule_cannot_make_one() {
+    // Plan mode: a read and a plan in one round; the plan is still put to the person.
+    let steps = json!({"steps": [
+        {"tools": [
+            {"tool": "read_file", "args": {"path": "notes.txt"}},
+            {"tool": "propose_plan", "args": {"plan": PLAN}},
+        ]},
+        {"say": "never asked for"},
+    ]});
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    std::fs::write(home.path().join("notes.txt"), "the notes\n").unwrap();
+    let run = home.run(&["run", "--permission-mode", "plan", "rename parse"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.stdout().trim(), PLAN);
+    assert_eq!(mock.requests().len(), 1, "the plan ended the turn");
+
+    // Outside plan mode an ask rule naming propose_plan asks nothing: the tool says proceed.
+    let steps = json!({"steps": [
+        {"tool": "propose_plan", "args": {"plan": PLAN}},
+        {"say": "Proceeding."},
+    ]});
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    home.append_config("[permissions]\nask = [\"propose_plan\"]\n");
+    let run = home.run(&["run", "--json", "go"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
     assert!(
-        result.ends_with("[keel: the user switched the permission mode to auto: changes inside the workspace run without asking; the rules still apply.]"),
-        "{result}"
+        !run.stdout().contains("approval/requested"),
+        "{}",
+        run.stdout()
     );
-    // Told once: the next result carries no note.
-    let later = requests[2].to_string();
-    assert_eq!(later.matches("switched the permission mode").count(), 1);
+    assert!(
+        mock.requests()
+            .last()
+            .unwrap()
+            .to_string()
+            .contains("not in plan mode")
+    );
 }
 
 #[test]

@@ -5,9 +5,9 @@
 //!   one for a call that is not waiting) is refused, so two browsers cannot both decide.
 //! - When the turn is cancelled the waiting future is dropped: the call leaves the table and
 //!   the turn records it as denied (the controller's cancel path); nothing waits for ever.
-//! - "always" allows the tool for the rest of the session without asking again; an allow may
-//!   switch the session's permission mode (`mode`). A plan (`propose_plan` in plan mode) is
-//!   never allowed "always": each plan is approved by itself.
+//! - "always" allows the tool for the rest of the session without asking again. A plan
+//!   (`propose_plan` in plan mode) is never allowed "always": each plan is approved by itself,
+//!   with the mode to carry it out in (`mode`), which no other call takes.
 
 use keel_agent::{Approval, ApprovalRequest, Approver};
 use std::collections::{HashMap, HashSet};
@@ -172,7 +172,7 @@ impl Approver for SessionApprover {
             return Box::pin(async { Approval::Unattended });
         };
         let approvals = &self.approvals;
-        let plan = request.tool == keel_tools::BuiltinTool::ProposePlan.name();
+        let plan = request.plan;
         // An unconfined run is asked about every time, and so is every plan.
         if !request.unconfined
             && !plan
@@ -197,7 +197,8 @@ impl Approver for SessionApprover {
             let _waiting = waiting;
             match receiver.await {
                 Ok(Decision::Allow(None)) => Approval::Allow,
-                Ok(Decision::Allow(Some(mode))) => Approval::AllowSwitching(mode),
+                Ok(Decision::Allow(Some(mode))) if plan => Approval::AllowSwitching(mode),
+                Ok(Decision::Allow(Some(_))) => Approval::Allow,
                 Ok(Decision::Always) => {
                     if !request.unconfined && !plan {
                         lock(&approvals.always).insert((session.clone(), request.tool.clone()));
@@ -229,6 +230,7 @@ mod tests {
             subject: "ls".into(),
             arguments: "{}".into(),
             unconfined: false,
+            plan: false,
             preview: None,
         }
     }

@@ -559,7 +559,7 @@ struct ApprovalBody {
     decision: String,
     /// With `deny`: a note for the model (what to do instead).
     note: Option<String>,
-    /// With `allow`: the permission mode from now on (for a plan: the mode to carry it out in).
+    /// With `allow` of a plan: the mode to carry it out in (`ask` or `auto`).
     mode: Option<String>,
 }
 
@@ -588,13 +588,20 @@ async fn approve(
         decision = Decision::Deny(Some(note));
     }
     if let Some(name) = &body.mode {
-        let Some(mode) = keel_tools::PermissionMode::parse(name) else {
+        use keel_tools::PermissionMode;
+        let Some(mode) = PermissionMode::parse(name).filter(|mode| !mode.only_reads()) else {
             return Err(ApiError::bad_request(
-                "`mode` must be \"read-only\", \"plan\", \"ask\" or \"auto\"",
+                "`mode` must be \"ask\" or \"auto\": the mode to carry the plan out in",
             ));
         };
-        if decision != Decision::Allow(None) {
-            return Err(ApiError::bad_request("`mode` goes with \"allow\" only"));
+        let is_plan = state
+            .approvals
+            .waiting_call(&id, &call_id)
+            .is_some_and(|call| call.plan_html.is_some());
+        if decision != Decision::Allow(None) || !is_plan {
+            return Err(ApiError::bad_request(
+                "`mode` goes with \"allow\" of a plan only",
+            ));
         }
         decision = Decision::Allow(Some(mode));
     }

@@ -40,7 +40,7 @@ pub use permission::{
 pub use preview::{Preview, preview};
 pub use restore::restore_file;
 pub use sandboxed::CommandSandbox;
-pub use specs::BuiltinTool;
+pub use specs::{BuiltinTool, NOT_IN_PLAN_MODE};
 
 use keel_types::ToolSpec;
 use serde_json::Value;

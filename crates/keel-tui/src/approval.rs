@@ -74,7 +74,7 @@ pub const PLAN_CHOICES: &str = "  plan — [y]es, then ask before changes / [a]u
 
 /// Whether `request` asks the person to approve a plan.
 pub fn is_plan(request: &ApprovalRequest) -> bool {
-    request.tool == keel_tools::BuiltinTool::ProposePlan.name()
+    request.plan
 }
 
 impl Question {
@@ -235,6 +235,7 @@ mod tests {
             subject: subject.into(),
             arguments: String::new(),
             unconfined: false,
+            plan: false,
             preview: None,
         })
         .typed()

@@ -707,6 +707,7 @@ mod tests {
             subject: "rm -rf build".into(),
             arguments: String::new(),
             unconfined: false,
+            plan: false,
             preview: None,
         });
         let now = Instant::now();

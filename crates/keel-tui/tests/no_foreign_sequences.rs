@@ -128,6 +128,7 @@ proptest! {
             subject,
             arguments: String::new(),
             unconfined: false,
+            plan: false,
             preview: None,
         });
         let commits = view.take_commits();

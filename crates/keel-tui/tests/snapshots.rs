@@ -145,6 +145,7 @@ fn edit_request() -> ApprovalRequest {
         subject: "src/lib.rs".into(),
         arguments: String::new(),
         unconfined: false,
+        plan: false,
         preview: Some(Preview::Change {
             before: Some(b"fn a() {}\nfn b() {}\n".to_vec()),
             after: b"fn a() {}\nfn b() { todo() }\n".to_vec(),

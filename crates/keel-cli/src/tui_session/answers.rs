@@ -13,6 +13,11 @@ use keel_tui::Action;
 impl Session {
     /// A key while a note for the model is typed.
     pub(super) fn on_note_key(&mut self, act: Action) {
+        let refused = if self.asking_plan() {
+            "still planning"
+        } else {
+            "denied"
+        };
         let Some(note) = self.view.note_mut() else {
             return;
         };
@@ -25,23 +30,27 @@ impl Session {
                 let text = note.text().trim().to_string();
                 let text: String = text.chars().take(keel_agent::LONGEST_NOTE).collect();
                 if text.is_empty() {
-                    self.answer(Approval::Declined, "denied");
+                    self.answer(Approval::Declined, refused);
                 } else {
-                    let said = format!("denied with a note: {text}");
+                    let said = format!("{refused}, with a note: {text}");
                     self.answer(Approval::DeclinedWithNote(text), &said);
                 }
             }
-            Action::Escape | Action::Interrupt => self.answer(Approval::Declined, "denied"),
+            Action::Escape | Action::Interrupt => self.answer(Approval::Declined, refused),
             _ => {}
         }
     }
 
+    /// Whether the question waiting is a plan.
+    fn asking_plan(&self) -> bool {
+        self.question
+            .as_ref()
+            .is_some_and(|(request, _)| keel_tui::approval::is_plan(request))
+    }
+
     /// `y`, `n`/Esc, `N` or `a` at a question.
     pub(super) fn on_answer_key(&mut self, act: Action) {
-        let plan = self
-            .question
-            .as_ref()
-            .is_some_and(|(request, _)| keel_tui::approval::is_plan(request));
+        let plan = self.asking_plan();
         match act {
             Action::Allow if plan => self.answer(
                 Approval::AllowSwitching(keel_tools::PermissionMode::Ask),
