@@ -31,6 +31,7 @@ mod prompt;
 mod recovery;
 mod rewind;
 mod rewrite;
+mod snapshot;
 mod subscribers;
 mod tools_round;
 mod turn;
@@ -194,6 +195,9 @@ pub(crate) struct SessionState {
     /// The context block read when the session opened without one: committed with the next
     /// user item.
     pub pending_context: Option<keel_types::ContextBlock>,
+    /// The running turn's start snapshot, taken while its first request is out: awaited
+    /// before any tool runs.
+    pub start_snapshot: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl SessionState {
@@ -237,6 +241,8 @@ pub(crate) struct Shared {
     session_usage: Mutex<(u64, SessionSpend)>,
     /// The session's temp dir, removed with the controller.
     _temp: Option<keel_sandbox::TempDir>,
+    /// Git snapshots of the workspace at each turn's start and end (in a repository).
+    pub snapshots: Option<snapshot::Snapshots>,
 }
 
 #[derive(Clone)]
@@ -333,6 +339,14 @@ impl Controller {
             })),
             ..ToolContext::new(guard)
         };
+        let snapshots = settings.sandbox.as_ref().and_then(|setup| {
+            snapshot::Snapshots::for_session(
+                tool_context.guard.workspace(),
+                &setup.keel_home,
+                &session.id,
+                tool_context.sandbox.clone(),
+            )
+        });
         if !loaded
             .history
             .iter()
@@ -367,6 +381,7 @@ impl Controller {
             usage: Mutex::new(keel_types::Usage::default()),
             session_usage: Mutex::new((0, SessionSpend::default())),
             _temp: temp,
+            snapshots,
         };
         Ok(Controller {
             shared: Arc::new(shared),

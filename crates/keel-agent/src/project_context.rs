@@ -82,7 +82,7 @@ const REDACTION_MARGIN: u64 = 4096;
 
 /// The repository around `workspace` (the nearest ancestor with a `.git`), if it belongs to
 /// whoever owns the workspace: another user's `/tmp/.git` does not instruct sessions below it.
-fn repository_root(workspace: &Path) -> Option<&Path> {
+pub(crate) fn repository_root(workspace: &Path) -> Option<&Path> {
     use std::os::unix::fs::MetadataExt;
     let owner = workspace.metadata().ok()?.uid();
     workspace.ancestors().find(|dir| {

@@ -4,7 +4,12 @@
 //! - Files come back from the checkpoints of the file tools: the earliest pre-image of each
 //!   path the undone turns changed. A file that differs from what the last of those turns left
 //!   is the user's (or another program's) later edit: a conflict, listed and left alone unless
-//!   forced. What `bash` and MCP tools did is not checkpointed yet: named, never guessed.
+//!   forced.
+//! - In a git repository, what else changed since the first undone turn started (what `bash`
+//!   and MCP tools did) comes back from the turn's git snapshot (`snapshot`). A path that also
+//!   changed between two turns, or after the last one, is someone else's edit: a conflict, as
+//!   above; where a snapshot is missing keel cannot tell, and says so. What no snapshot holds
+//!   (`.gitignore`d files, anything outside the workspace) is named, never guessed.
 //! - The conversation becomes a new history revision (through `rewrite::commit`): the items of
 //!   the turns before, the context block always; old revisions stay readable and receipts are
 //!   untouched, so nothing that ran is forgotten or run again.
@@ -12,10 +17,11 @@
 
 use crate::checkpoint::current_hash;
 use crate::rewrite::{Rewrite, commit};
+use crate::snapshot::Point;
 use crate::{AgentError, Controller};
 use keel_store::Checkpoint;
 use keel_types::Item;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// What a rewind restores.
@@ -107,8 +113,11 @@ impl Controller {
             )));
         }
         let mut report = RewindReport::default();
+        let mut snapshot_covered = false;
         if scope.code {
-            self.restore_files(to, force, &rows, &mut report)?;
+            let checkpointed = self.restore_files(to, force, &rows, &mut report)?;
+            snapshot_covered =
+                self.restore_from_snapshot(to, state.last_turn, force, &checkpointed, &mut report);
         }
         // Only calls that ran (a denied or never-started one changed nothing).
         let ran: Vec<String> = shared
@@ -125,9 +134,16 @@ impl Controller {
             })
             .map(|receipt| receipt.call_id)
             .collect();
-        report
-            .not_restorable
-            .extend(unrestorable_calls(&rows, to, &ran));
+        let calls = unrestorable_calls(&rows, to, &ran);
+        if !snapshot_covered {
+            report.not_restorable.extend(calls);
+        } else if !calls.is_empty() && scope.code {
+            report.not_restorable.push(
+                "what commands changed in files git ignores (.gitignore) or outside the \
+                 workspace is not restored"
+                    .into(),
+            );
+        }
         if scope.conversation {
             // The context block stays whatever the turn: rewind never removes it.
             let kept: Vec<(u64, Item)> = rows
@@ -157,14 +173,15 @@ impl Controller {
         Ok(report)
     }
 
-    /// Write back (or remove) what the turns from `to` on changed through the file tools.
+    /// Write back (or remove) what the turns from `to` on changed through the file tools; the
+    /// paths their checkpoints cover.
     fn restore_files(
         &self,
         to: u64,
         force: bool,
         rows: &[(u64, Item)],
         report: &mut RewindReport,
-    ) -> Result<(), AgentError> {
+    ) -> Result<BTreeSet<String>, AgentError> {
         let shared = &self.shared;
         let session = shared.session.id.as_str();
         // Per path: its checkpoints from `to` on that no rewind restored yet, in order.
@@ -177,6 +194,7 @@ impl Controller {
                     .push(checkpoint);
             }
         }
+        let checkpointed: BTreeSet<String> = by_path.keys().cloned().collect();
         for (path, chain) in by_path {
             let seqs: Vec<u64> = chain.iter().map(|checkpoint| checkpoint.seq).collect();
             let (Some(first), Some(last)) = (chain.first(), chain.last()) else {
@@ -230,8 +248,121 @@ impl Controller {
                 Err(why) => report.not_restorable.push(format!("{path}: {why}")),
             }
         }
-        Ok(())
+        Ok(checkpointed)
     }
+
+    /// Undo, from the git snapshot taken as turn `to` started, what changed since in the
+    /// workspace that no checkpoint covers; whether a snapshot covered the undone turns.
+    fn restore_from_snapshot(
+        &self,
+        to: u64,
+        last_turn: u64,
+        force: bool,
+        checkpointed: &BTreeSet<String>,
+        report: &mut RewindReport,
+    ) -> bool {
+        let Some(snapshots) = &self.shared.snapshots else {
+            return false;
+        };
+        let Some(start) = snapshots.recorded(to, Point::Start) else {
+            return false;
+        };
+        let changed = match snapshots
+            .take_now()
+            .and_then(|now| Ok((snapshots.changed(&start, &now)?, now)))
+        {
+            Ok(found) => found,
+            Err(why) => {
+                report.not_restorable.push(format!(
+                    "what commands changed: keel could not compare the workspace with its \
+                     snapshot ({why})"
+                ));
+                return true;
+            }
+        };
+        let (changed, now) = changed;
+        let elsewhere = changed_outside_turns(snapshots, to, last_turn, &now);
+        for change in changed {
+            let path = snapshots.path_of(&change.path).display().to_string();
+            if checkpointed.contains(&path) {
+                continue;
+            }
+            if let Some(why) = elsewhere.get(&change.path).or(elsewhere.get(""))
+                && !force
+            {
+                report
+                    .conflicts
+                    .push((path, format!("{why}; --force restores it anyway")));
+                continue;
+            }
+            let content = match &change.before {
+                None => None,
+                Some((mode, id)) if mode.starts_with("100") => match snapshots.blob(id) {
+                    Ok(bytes) => Some(bytes),
+                    Err(why) => {
+                        report.not_restorable.push(format!("{path}: {why}"));
+                        continue;
+                    }
+                },
+                Some((mode, _)) => {
+                    let what = if mode == "120000" {
+                        "a link"
+                    } else {
+                        "a submodule"
+                    };
+                    report.not_restorable.push(format!(
+                        "{path}: it was {what}; keel does not restore those"
+                    ));
+                    continue;
+                }
+            };
+            match keel_tools::restore_file(&self.shared.tool_context, &path, content.as_deref()) {
+                Ok(()) => report.restored.push(path),
+                Err(why) => report.not_restorable.push(format!("{path}: {why}")),
+            }
+        }
+        true
+    }
+}
+
+/// The paths changed outside keel's turns from `to` on — between one turn's end and the next
+/// one's start, or after the last (`now`) — each with why; under `""`, why every path is in
+/// doubt (a snapshot is missing: keel cannot tell whose a change was).
+fn changed_outside_turns(
+    snapshots: &crate::snapshot::Snapshots,
+    to: u64,
+    last_turn: u64,
+    now: &str,
+) -> BTreeMap<String, String> {
+    let mut elsewhere = BTreeMap::new();
+    for turn in to..=last_turn {
+        let end = snapshots.recorded(turn, Point::End);
+        let next = if turn == last_turn {
+            Some(now.to_string())
+        } else {
+            snapshots.recorded(turn + 1, Point::Start)
+        };
+        let paths = match (&end, &next) {
+            (Some(end), Some(next)) => snapshots.changed_paths(end, next).ok(),
+            _ => None,
+        };
+        let Some(paths) = paths else {
+            elsewhere.entry(String::new()).or_insert(format!(
+                "keel has no snapshot of the workspace around turn {turn} (it was stopped), so \
+                 it cannot tell its changes from anyone else's"
+            ));
+            continue;
+        };
+        let why = if turn == last_turn {
+            format!("it changed after turn {turn}")
+        } else {
+            format!("it changed between turn {turn} and turn {}", turn + 1)
+        };
+        for path in paths {
+            elsewhere.entry(path).or_insert_with(|| why.clone());
+        }
+    }
+    elsewhere
 }
 
 /// Why the file at a checkpointed path is not simply what the undone calls left: someone

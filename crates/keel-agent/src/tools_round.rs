@@ -62,6 +62,15 @@ pub async fn run_tools(
     mut round: ToolRound,
 ) -> Result<RoundEnd, AgentError> {
     let shared = run.shared;
+    // Nothing runs before the workspace's start snapshot is taken.
+    if let Some(mut start) = state.start_snapshot.take() {
+        tokio::select! {
+            biased;
+            // Still running: the turn's end waits for it.
+            () = run.cancelled() => state.start_snapshot = Some(start),
+            _ = &mut start => {}
+        }
+    }
     let mut index = 0;
     let mut plan_shown = false;
     while index < round.calls.len() {

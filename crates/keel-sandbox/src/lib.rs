@@ -291,6 +291,18 @@ impl Sandbox {
         policy
     }
 
+    /// The policy of keel's own git runs (checkpoint snapshots of the workspace): reading what
+    /// commands read, writing only `store` (a directory under keel's home, hidden from
+    /// commands), no network.
+    pub fn snapshot_policy(&self, store: &Path) -> SandboxPolicy {
+        let mut policy = self.policy(SandboxMode::ReadOnly);
+        policy
+            .forbid_read
+            .retain(|hidden| !store.starts_with(hidden));
+        policy.writable = vec![store.to_path_buf()];
+        policy
+    }
+
     /// The policy of an MCP stdio server (`None`: it runs unconfined). `server` names it
     /// (name, where declared, command): under the `mcp` policy each server has a cache of its
     /// own, so one cannot leave code there for another to run.

@@ -165,6 +165,8 @@ pub const KEEL_HOME_PRIVATE: &[&str] = &[
     "history.txt",
     "trusted-workspaces.json",
     "tmp",
+    // Checkpoint snapshots of workspaces (keel's own git objects).
+    "snapshots",
 ];
 
 /// The files of a writable root that a command may not change (where they exist at start):

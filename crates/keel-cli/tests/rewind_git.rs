@@ -1,0 +1,175 @@
+//! Rewind in a git repository: keel's snapshots of the workspace at each turn's start and end
+//! also undo what commands changed; someone else's later edit is a conflict; keel's git runs
+//! no code the repository (or the user's git configuration) names, and leaves the repository's
+//! own index, refs and config as they were.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+use common::*;
+use serde_json::json;
+use std::path::Path;
+use std::process::Command;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(["-c", "user.email=t@example.org", "-c", "user.name=t"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// A repository in the home (the workspace) with `tracked.txt` and `kept.txt` committed.
+fn repository(home: &Home) {
+    let dir = home.path();
+    git(&dir, &["init", "-q"]);
+    std::fs::write(dir.join("tracked.txt"), "tracked\n").unwrap();
+    std::fs::write(dir.join("kept.txt"), "old text\n").unwrap();
+    git(&dir, &["add", "tracked.txt", "kept.txt"]);
+    git(&dir, &["commit", "-qm", "start"]);
+}
+
+fn read(home: &Home, name: &str) -> Option<String> {
+    std::fs::read_to_string(home.path().join(name)).ok()
+}
+
+/// A turn that writes a file, edits another and runs a command that makes a third and
+/// changes a tracked one.
+fn changing_turn() -> String {
+    json!({"steps": [
+        {"tool": "write_file", "args": {"path": "new.txt", "content": "hello\n"}},
+        {"tool": "edit_file", "args": {"path": "kept.txt", "old_string": "old", "new_string": "new"}},
+        {"tool": "bash", "args": {"command": "echo made > made.txt && echo more >> tracked.txt"}},
+        {"say": "Changed four files."},
+    ]})
+    .to_string()
+}
+
+fn session_of(run: &Run) -> String {
+    run.events()[0]["session_id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn undo_restores_what_the_file_tools_and_a_command_changed() {
+    let (home, _mock) = scripted("chat", &changing_turn(), "");
+    repository(&home);
+    let index_before = std::fs::read(home.path().join(".git/index")).unwrap();
+    let head_before = git(&home.path(), &["rev-parse", "HEAD"]);
+    let run = home.run(&["run", "--yes", "--json", "change things"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(read(&home, "made.txt").as_deref(), Some("made\n"));
+    let session = session_of(&run);
+
+    let rewound = home.run(&["session", "rewind", &session, "--to", "1"]);
+    assert_eq!(rewound.code(), 0, "{}", rewound.stderr());
+    assert_eq!(read(&home, "new.txt"), None);
+    assert_eq!(read(&home, "kept.txt").as_deref(), Some("old text\n"));
+    assert_eq!(
+        read(&home, "made.txt"),
+        None,
+        "the command's new file is gone"
+    );
+    assert_eq!(read(&home, "tracked.txt").as_deref(), Some("tracked\n"));
+    let said = rewound.stderr();
+    assert!(
+        !said.contains("`echo made"),
+        "nothing left unrestored: {said}"
+    );
+    assert!(said.contains("made.txt"), "named as restored: {said}");
+    // keel's home is the workspace here: its own files are never part of a snapshot.
+    assert!(!said.contains("/state/") && !said.contains("config.toml"), "{said}");
+    let shown = home.run(&["session", "show", &session, "--json"]);
+    assert_eq!(shown.code(), 0, "the store is intact: {}", shown.stderr());
+    // The repository's own state is as it was.
+    assert_eq!(
+        std::fs::read(home.path().join(".git/index")).unwrap(),
+        index_before
+    );
+    assert_eq!(git(&home.path(), &["rev-parse", "HEAD"]), head_before);
+    assert!(
+        !home.path().join(".git/refs/keel").exists(),
+        "keel's refs are in its own store"
+    );
+}
+
+#[test]
+fn a_file_a_command_made_and_the_user_changed_after_is_a_conflict() {
+    let (home, _mock) = scripted("chat", &changing_turn(), "");
+    repository(&home);
+    let run = home.run(&["run", "--yes", "--json", "change things"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let session = session_of(&run);
+    std::fs::write(home.path().join("made.txt"), "mine now\n").unwrap();
+
+    let rewound = home.run(&["session", "rewind", &session, "--to", "1", "--code"]);
+    assert_eq!(rewound.code(), 1, "conflicts exit 1: {}", rewound.stderr());
+    assert!(
+        rewound.stderr().contains("made.txt") && rewound.stderr().contains("after turn 1"),
+        "{}",
+        rewound.stderr()
+    );
+    assert_eq!(read(&home, "made.txt").as_deref(), Some("mine now\n"));
+    // The rest came back all the same.
+    assert_eq!(read(&home, "tracked.txt").as_deref(), Some("tracked\n"));
+
+    let forced = home.run(&[
+        "session", "rewind", &session, "--to", "1", "--code", "--force",
+    ]);
+    assert_eq!(forced.code(), 0, "{}", forced.stderr());
+    assert_eq!(read(&home, "made.txt"), None);
+}
+
+#[test]
+fn keels_git_runs_nothing_the_repository_or_the_users_git_config_names() {
+    let (home, _mock) = scripted("chat", &changing_turn(), "");
+    // Unconfined: only keel's own git configuration stands between the repository and a run.
+    home.append_config("[sandbox]\nmode = \"off\"\n");
+    repository(&home);
+    let dir = home.path();
+    let marker = dir.join("RAN");
+    let script = dir.join("evil.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\necho \"$0 $*\" >> {}\ncat\n", marker.display()),
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("755")
+        .arg(&script)
+        .status()
+        .unwrap();
+    let evil = format!(
+        "[core]\n\tfsmonitor = {s}\n\thooksPath = {d}\n[filter \"evil\"]\n\tclean = {s}\n\tsmudge = {s}\n\trequired = true\n",
+        s = script.display(),
+        d = dir.display()
+    );
+    let config = std::fs::read_to_string(dir.join(".git/config")).unwrap();
+    std::fs::write(dir.join(".git/config"), format!("{config}{evil}")).unwrap();
+    std::fs::write(dir.join(".gitconfig"), &evil).unwrap();
+    std::fs::write(dir.join(".gitattributes"), "* filter=evil\n").unwrap();
+
+    let run = home
+        .keel(&["run", "--yes", "--json", "change things"])
+        .env("HOME", &dir)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    let run = Run::from(run);
+    let session = session_of(&run);
+    let rewound = home
+        .keel(&["session", "rewind", &session, "--to", "1"])
+        .env("HOME", &dir)
+        .output()
+        .unwrap();
+    assert!(rewound.status.success(), "{rewound:?}");
+    assert_eq!(read(&home, "made.txt"), None, "the snapshot still worked");
+    assert!(
+        !marker.exists(),
+        "a repository's fsmonitor, filter or hook ran: {:?}",
+        std::fs::read_to_string(&marker)
+    );
+}
