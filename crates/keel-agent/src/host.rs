@@ -90,6 +90,7 @@ impl Host {
     /// to turn `up_to` (all of it when `None`): its requests begin with the source's bytes.
     pub fn fork(&self, source: &str, up_to: Option<u64>) -> Result<SessionInfo, AgentError> {
         self.store.require_session(source)?;
+        let mut revision = None;
         if let Some(up_to) = up_to {
             let items = self.store.items(source)?;
             let last = items.iter().map(|row| row.turn).max().unwrap_or(0);
@@ -98,19 +99,19 @@ impl Host {
                     "no turn {up_to} in session {source} (its history holds turns up to {last})"
                 )));
             }
-            if let Some(row) = items.iter().find(|row| {
-                row.turn > up_to && matches!(row.item, Ok(keel_types::Item::Summary(_)))
-            }) {
-                return Err(AgentError::CannotFork(format!(
-                    "turn {up_to} is before the compaction of turn {}; forking inside a \
-                     compacted history is not supported yet",
-                    row.turn
-                )));
+            // Where a compaction since summarised the turns: the newest revision that holds them.
+            match self.store.revision_holding_before(source, up_to + 1)? {
+                Some(found) => revision = Some(found),
+                None => {
+                    return Err(AgentError::CannotFork(format!(
+                        "no revision of session {source} holds turn {up_to} verbatim any more"
+                    )));
+                }
             }
         }
         Ok(self
             .store
-            .fork_session(source, &crate::new_session_id(), up_to)?)
+            .fork_session(source, &crate::new_session_id(), up_to, revision)?)
     }
 
     /// The latest recovery record of session `id` (any state), decoded.

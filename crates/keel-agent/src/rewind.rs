@@ -12,7 +12,9 @@
 //!   (`.gitignore`d files, anything outside the workspace) is named, never guessed.
 //! - The conversation becomes a new history revision (through `rewrite::commit`): the items of
 //!   the turns before, the context block always; old revisions stay readable and receipts are
-//!   untouched, so nothing that ran is forgotten or run again.
+//!   untouched, so nothing that ran is forgotten or run again. A turn a compaction summarised
+//!   is restored from the newest revision that still held it verbatim (its bytes, so the
+//!   provider's cache may serve them again).
 //! - One turn at a time: a rewind waits for no turn and is refused while one runs.
 
 use crate::checkpoint::current_hash;
@@ -91,27 +93,24 @@ impl Controller {
             }));
         }
         let session = shared.session.id.as_str();
-        let stored = shared.store.items(session)?;
-        let mut rows: Vec<(u64, Item)> = Vec::with_capacity(stored.len());
-        for row in stored {
-            let item = row.item.map_err(|reason| AgentError::UndecodableHistory {
-                session: session.to_string(),
-                revision: row.revision,
-                reason,
-            })?;
-            rows.push((row.turn, item));
-        }
-        if scope.conversation
-            && let Some((turn, _)) = rows
-                .iter()
-                .find(|(turn, item)| *turn >= to && matches!(item, Item::Summary(_)))
-        {
-            return Err(AgentError::CannotRewind(format!(
-                "turn {to} is before the compaction of turn {turn}; rewinding into a compacted \
-                 history is not supported yet (the earlier revision stays readable: `keel \
-                 session show ID --revision N`)"
-            )));
-        }
+        let rows = decoded(shared, shared.store.items(session)?)?;
+        // The turns before `to`, verbatim: from an earlier revision when a compaction since
+        // summarised them.
+        let before = if scope.conversation {
+            match shared.store.revision_holding_before(session, to)? {
+                Some(revision) if revision == state.revision => rows.clone(),
+                Some(revision) => {
+                    decoded(shared, shared.store.items_of_revision(session, revision)?)?
+                }
+                None => {
+                    return Err(AgentError::CannotRewind(format!(
+                        "no revision of this session holds turn {to} verbatim any more"
+                    )));
+                }
+            }
+        } else {
+            Vec::new()
+        };
         let mut report = RewindReport::default();
         let mut snapshot_covered = false;
         if scope.code {
@@ -145,13 +144,19 @@ impl Controller {
             );
         }
         if scope.conversation {
-            // The context block stays whatever the turn: rewind never removes it.
+            // The context block stays whatever the turn (the session's current one): rewind
+            // never removes it.
             let kept: Vec<(u64, Item)> = rows
                 .iter()
-                .filter(|(turn, item)| *turn < to || matches!(item, Item::Context(_)))
+                .filter(|(_, item)| matches!(item, Item::Context(_)))
+                .chain(
+                    before
+                        .iter()
+                        .filter(|(turn, item)| *turn < to && !matches!(item, Item::Context(_))),
+                )
                 .cloned()
                 .collect();
-            if kept.len() < rows.len() {
+            if kept != rows {
                 let tokens = crate::compaction::fixed_tokens(shared, &state)
                     + kept
                         .iter()
@@ -363,6 +368,25 @@ fn changed_outside_turns(
         }
     }
     elsewhere
+}
+
+/// The decoded rows of a stored history.
+fn decoded(
+    shared: &crate::Shared,
+    stored: Vec<keel_store::StoredItem>,
+) -> Result<Vec<(u64, Item)>, AgentError> {
+    stored
+        .into_iter()
+        .map(|row| {
+            row.item
+                .map(|item| (row.turn, item))
+                .map_err(|reason| AgentError::UndecodableHistory {
+                    session: shared.session.id.clone(),
+                    revision: row.revision,
+                    reason,
+                })
+        })
+        .collect()
 }
 
 /// Why the file at a checkpointed path is not simply what the undone calls left: someone

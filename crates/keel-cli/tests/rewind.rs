@@ -461,3 +461,89 @@ fn checkpoint_max_bytes_bounds_what_a_session_keeps_and_a_rewind_says_so() {
     );
     assert_eq!(read(&home, "big.txt").as_deref(), Some("small now\n"));
 }
+
+#[test]
+fn a_turn_a_compaction_summarised_is_rewound_from_the_revision_that_held_it() {
+    let long = "a long answer that a summary will replace. ".repeat(40);
+    let steps = json!({"steps": [
+        {"say": format!("one: {long}")},
+        {"say": format!("two: {long}")},
+        {"say": format!("three: {long}")},
+        {"compact": "The user asked three things; all were answered."},
+        {"say": "four"},
+        {"say": "again"},
+    ]});
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    let first = home.run(&["run", "--yes", "--json", "first"]);
+    assert_eq!(first.code(), 0, "{}", first.stderr());
+    let session = session_of(&first);
+    for prompt in ["second", "third", "/compact", "fourth"] {
+        let run = home.run(&["run", "--yes", "--json", "--session", &session, prompt]);
+        assert_eq!(run.code(), 0, "{prompt}: {}", run.stderr());
+    }
+    let compacted = session_json(&home, &session, &[]);
+    assert_eq!(compacted["revisions"].as_array().unwrap().len(), 2);
+
+    // Back to before turn 2: turn 1 verbatim, from the revision before the compaction.
+    let rewound = home.run(&["session", "rewind", &session, "--to", "2", "--conversation"]);
+    assert_eq!(rewound.code(), 0, "{}", rewound.stderr());
+    let after = session_json(&home, &session, &[]);
+    let roles: Vec<&str> = after["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["context", "user", "assistant"], "{after}");
+    let run = home.run(&["run", "--yes", "--json", "--session", &session, "again"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    // The request begins with the very bytes turn 2's did, up to turn 2's prompt.
+    let requests = mock.requests();
+    let original = requests[1]["body"].as_str().unwrap();
+    let again = requests.last().unwrap()["body"].as_str().unwrap();
+    let before = |body: &str, prompt: &str| {
+        let at = body
+            .find(&format!("{{\"role\":\"user\",\"content\":\"{prompt}\""))
+            .unwrap_or_else(|| panic!("{prompt} in {body}"));
+        body[..at].to_string()
+    };
+    assert_eq!(before(original, "second"), before(again, "again"));
+}
+
+#[test]
+fn a_fork_inside_a_compacted_history_starts_with_the_turns_verbatim() {
+    let long = "a long answer that a summary will replace. ".repeat(40);
+    let steps = json!({"steps": [
+        {"say": format!("one: {long}")},
+        {"say": format!("two: {long}")},
+        {"compact": "Two questions, both answered."},
+        {"say": "forked answer"},
+    ]});
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    let first = home.run(&["run", "--yes", "--json", "first"]);
+    assert_eq!(first.code(), 0, "{}", first.stderr());
+    let session = session_of(&first);
+    for prompt in ["second", "/compact"] {
+        let run = home.run(&["run", "--yes", "--json", "--session", &session, prompt]);
+        assert_eq!(run.code(), 0, "{prompt}: {}", run.stderr());
+    }
+    let forked = home.run(&["session", "fork", &session, "--at", "1"]);
+    assert_eq!(forked.code(), 0, "{}", forked.stderr());
+    let fork = forked.stdout().trim().to_string();
+    let run = home.run(&["run", "--yes", "--json", "--session", &fork, "forked"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let requests = mock.requests();
+    let original = requests[1]["body"].as_str().unwrap();
+    let from_fork = requests.last().unwrap()["body"].as_str().unwrap();
+    let before = |body: &str, prompt: &str| {
+        let at = body
+            .find(&format!("{{\"role\":\"user\",\"content\":\"{prompt}\""))
+            .unwrap_or_else(|| panic!("{prompt} in {body}"));
+        body[..at].to_string()
+    };
+    assert_eq!(before(original, "second"), before(from_fork, "forked"));
+    assert!(
+        !from_fork.contains("Two questions"),
+        "no summary in the fork"
+    );
+}

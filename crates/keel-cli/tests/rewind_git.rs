@@ -81,7 +81,10 @@ fn undo_restores_what_the_file_tools_and_a_command_changed() {
     );
     assert!(said.contains("made.txt"), "named as restored: {said}");
     // keel's home is the workspace here: its own files are never part of a snapshot.
-    assert!(!said.contains("/state/") && !said.contains("config.toml"), "{said}");
+    assert!(
+        !said.contains("/state/") && !said.contains("config.toml"),
+        "{said}"
+    );
     let shown = home.run(&["session", "show", &session, "--json"]);
     assert_eq!(shown.code(), 0, "the store is intact: {}", shown.stderr());
     // The repository's own state is as it was.

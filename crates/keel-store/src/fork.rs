@@ -3,7 +3,8 @@
 //! Invariants:
 //! - One transaction: the new session exists with its whole inherited history and receipts,
 //!   or not at all.
-//! - The inherited items are the source's current revision as stored, each with its turn, so
+//! - The inherited items are a revision of the source as stored (the current one, or an
+//!   earlier one that still holds turns a compaction since summarised), each with its turn, so
 //!   the fork's requests begin with exactly the bytes the source sent (the provider's cache
 //!   serves them); the context block comes along as it was, its date included.
 //! - The receipts of the inherited calls come along as they were: facts about what ran, never
@@ -15,18 +16,23 @@ use keel_types::Item;
 use rusqlite::params;
 
 impl Store {
-    /// Start session `id` with `source`'s history and receipts of turns up to `up_to` (all
-    /// when `None`).
+    /// Start session `id` with `source`'s history (of `revision`, else the current one) and
+    /// receipts of turns up to `up_to` (all when `None`).
     pub fn fork_session(
         &self,
         source: &str,
         id: &str,
         up_to: Option<u64>,
+        revision: Option<u64>,
     ) -> Result<SessionInfo, StoreError> {
         let from = self.require_session(source)?;
         let keep = |turn: u64| up_to.is_none_or(|last| turn <= last);
+        let stored = match revision {
+            Some(revision) => self.items_of_revision(source, revision)?,
+            None => self.items(source)?,
+        };
         let mut items: Vec<(u64, Item)> = Vec::new();
-        for stored in self.items(source)? {
+        for stored in stored {
             if !keep(stored.turn) {
                 continue;
             }

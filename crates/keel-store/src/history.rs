@@ -106,6 +106,26 @@ impl Store {
         read_items(&self.connection(), session, Some(revision))
     }
 
+    /// The newest revision that holds every turn before `turn` verbatim: none of its summaries
+    /// was made at `turn` or later (a summary stands for the turns before its own). `None`
+    /// when no revision does any more.
+    pub fn revision_holding_before(
+        &self,
+        session: &str,
+        turn: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        let summarised = |rows: &[StoredItem]| {
+            rows.iter()
+                .any(|row| row.turn >= turn && matches!(row.item, Ok(keel_types::Item::Summary(_))))
+        };
+        for info in self.revisions(session)?.iter().rev() {
+            if !summarised(&self.items_of_revision(session, info.revision)?) {
+                return Ok(Some(info.revision));
+            }
+        }
+        Ok(None)
+    }
+
     /// The current history revision (1 until the first compaction).
     pub fn current_revision(&self, session: &str) -> Result<u64, StoreError> {
         current_revision_in(&self.connection(), session)
