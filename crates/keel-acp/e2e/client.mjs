@@ -7,6 +7,8 @@ import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import assert from "node:assert/strict";
 import * as acp from "@agentclientprotocol/sdk";
+// `session/fork` is in the SDK's unstable surface.
+import * as unstable from "@agentclientprotocol/sdk/unstable";
 
 const [scenario, keel, workspace] = process.argv.slice(2);
 
@@ -235,6 +237,32 @@ const scenarios = {
     client.child.kill();
     assert.equal(client.asked.length, 1, "the write after the switch was asked about");
     return {};
+  },
+
+  // session/fork: a new session with the history, replayed to the client; its next request
+  // begins with the original's bytes (checked on the Rust side).
+  async fork() {
+    const client = connect();
+    let forkId;
+    await client.app.connectWith(client.stream, async (agent) => {
+      const init = await agent.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+      assert.deepEqual(init.agentCapabilities.sessionCapabilities.fork, {});
+      const session = await agent.request(acp.methods.agent.session.new, { cwd: workspace, mcpServers: [] });
+      await prompt(agent, session.sessionId, "first");
+      const before = client.updates.length;
+      const forked = await agent.request(unstable.methods.agent.session.fork,
+        { sessionId: session.sessionId, cwd: workspace, mcpServers: [] });
+      forkId = forked.sessionId;
+      assert.notEqual(forkId, session.sessionId);
+      assert.deepEqual(forked.modes.availableModes.map((m) => m.id), ["read-only", "plan", "ask", "auto"]);
+      const replayed = client.updates.slice(before).filter((u) => u.sessionUpdate === "user_message_chunk");
+      assert.equal(replayed[0].content.text, "first");
+      const result = await prompt(agent, forkId, "forked");
+      assert.equal(result.stopReason, "end_turn");
+    });
+    client.child.kill();
+    return { forkId };
   },
 
   // Cancel during a stalled stream: the prompt answers `cancelled`; no update after it.

@@ -12,6 +12,7 @@
 //! - When stdin closes, running turns are cancelled (receipts settle) and `run` returns.
 
 mod client_calls;
+mod fork;
 mod rewind;
 mod rpc;
 mod updates;
@@ -51,6 +52,8 @@ pub trait AcpSessions: Send + Sync + 'static {
     ) -> Result<Controller, String>;
     /// Whether session `id` exists.
     fn exists(&self, id: &str) -> bool;
+    /// A new session with `source`'s history up to turn `at` (all of it when `None`): its id.
+    fn fork(&self, source: &str, at: Option<u64>) -> Result<String, String>;
 }
 
 const MODES: [(&str, &str, &str); 4] = [
@@ -292,6 +295,7 @@ impl Agent {
             "initialize" => Ok(self.initialize(&params)),
             "session/new" => self.new_session(&params),
             "session/load" => self.load_session(&params),
+            "session/fork" => self.fork_session(&params),
             "session/prompt" => {
                 if let Some(answer) = self.local_command(&params) {
                     return answer;
@@ -317,6 +321,7 @@ impl Agent {
             "protocolVersion": 1,
             "agentCapabilities": {
                 "loadSession": true,
+                "sessionCapabilities": {"fork": {}},
                 "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
                 "mcpCapabilities": {"http": false, "sse": false},
             },

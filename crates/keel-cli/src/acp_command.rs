@@ -53,6 +53,13 @@ impl AcpSessions for CliAcpSessions {
     fn exists(&self, id: &str) -> bool {
         matches!(self.host.session(id), Ok(Some(_)))
     }
+
+    fn fork(&self, source: &str, at: Option<u64>) -> Result<String, String> {
+        self.host
+            .fork(source, at)
+            .map(|forked| forked.id)
+            .map_err(|error| error.to_string())
+    }
 }
 
 pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {

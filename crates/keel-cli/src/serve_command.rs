@@ -52,6 +52,10 @@ impl SessionFactory for CliSessions {
         self.host.sessions_for_workspace(&self.workspace)
     }
 
+    fn fork(&self, source: &str, at: Option<u64>) -> Result<SessionInfo, AgentError> {
+        self.host.fork(source, at)
+    }
+
     /// Sessions of this workspace only: `keel serve` drives the workspace it was started in.
     fn exists(&self, id: &str) -> Result<bool, AgentError> {
         Ok(self

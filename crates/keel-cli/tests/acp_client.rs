@@ -61,15 +61,28 @@ fn client_with_env(
 /// Run the SDK client's `scenario` against `keel acp` in `home`.
 fn drive_client(scenario: &str, home: &Home, env: &[(&str, &str)]) {
     require_sdk();
-    let output = Command::new("node")
+    let mut child = Command::new("node")
         .arg(e2e_dir().join("client.mjs"))
         .args([scenario, KEEL, home.path().to_str().unwrap()])
         .env("KEEL_HOME", home.path())
         .env("DEEPSEEK_API_KEY", "test-key-1")
         .env_remove("KEEL_MODEL")
         .envs(env.iter().copied())
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    // A scenario that waits for an answer that never comes fails; it never hangs the suite.
+    let pid = child.id();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output()));
+    let output = match finished.recv_timeout(std::time::Duration::from_secs(120)) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            panic!("{scenario}: the client did not finish in 120 s");
+        }
+    };
     assert!(
         output.status.success(),
         "{scenario}:\n{}\n{}",
@@ -197,6 +210,31 @@ fn a_mode_set_during_a_turn_decides_the_next_call_and_is_told_in_a_result() {
         result.ends_with("[keel: the user switched the permission mode to ask: changes need the user's approval.]"),
         "{result}"
     );
+}
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_acp),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+)]
+fn session_fork_starts_a_session_with_the_originals_bytes() {
+    let steps = json!({"steps": [{"say": "one"}, {"say": "from the fork"}]});
+    let (_home, mock) = client("fork", steps, "");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    let body = |index: usize| -> Value {
+        serde_json::from_str(requests[index]["body"].as_str().unwrap()).unwrap()
+    };
+    let (first, forked) = (body(0), body(1));
+    let first_messages = first["messages"].as_array().unwrap();
+    let forked_messages = forked["messages"].as_array().unwrap();
+    assert_eq!(first["tools"], forked["tools"]);
+    assert_eq!(
+        &forked_messages[..first_messages.len()],
+        &first_messages[..],
+        "the fork's request begins with the original's"
+    );
+    assert_eq!(forked_messages.last().unwrap()["content"], "forked");
 }
 
 #[test]

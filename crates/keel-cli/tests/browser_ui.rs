@@ -349,3 +349,33 @@ fn a_plan_is_approved_from_its_card_after_a_note() {
             .contains("The permission mode is now auto")
     );
 }
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
+fn fork_from_the_browser_moves_to_a_session_that_begins_with_the_originals_bytes() {
+    require_browser();
+    let steps = json!({"steps": [{"say": "first answer"}, {"say": "from the fork"}]});
+    let (home, mock) = drive("fork", steps, "");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    let body = |index: usize| -> serde_json::Value {
+        serde_json::from_str(requests[index]["body"].as_str().unwrap()).unwrap()
+    };
+    let (first, forked) = (body(0), body(1));
+    let first_messages = first["messages"].as_array().unwrap();
+    let forked_messages = forked["messages"].as_array().unwrap();
+    assert_eq!(
+        &forked_messages[..first_messages.len()],
+        &first_messages[..]
+    );
+    let listed = home.run(&["sessions", "--json"]);
+    let sessions: serde_json::Value = serde_json::from_str(&listed.stdout()).unwrap();
+    assert_eq!(
+        sessions.as_array().unwrap().len(),
+        2,
+        "the original and its fork"
+    );
+}

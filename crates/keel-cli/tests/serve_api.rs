@@ -473,3 +473,32 @@ fn rewind_over_http_undoes_the_last_turn_and_says_what_it_did() {
     let (status, _) = server.api("POST", &rewind, json!({"too": 1}));
     assert_eq!(status, 400);
 }
+
+#[test]
+fn fork_over_http_answers_the_new_id_and_refuses_a_turn_that_is_not_there() {
+    let steps = json!({"steps": [{"say": "hello"}]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    let server = Server::start(&home, &[]);
+    let session = server.new_session();
+    assert_eq!(server.submit(&session, json!({"input": "hi"})).0, 202);
+    wait_until_idle(&server, &session);
+    let (status, forked) = server.api(
+        "POST",
+        &format!("/api/sessions/{session}/fork"),
+        json!({"at": 1}),
+    );
+    assert_eq!(status, 201, "{forked}");
+    let fork = forked["id"].as_str().unwrap();
+    assert_ne!(fork, session);
+    let (status, _) = server.api("GET", &format!("/api/sessions/{fork}"), Value::Null);
+    assert_eq!(status, 200, "the fork is a session of this workspace");
+    let (status, refused) = server.api(
+        "POST",
+        &format!("/api/sessions/{session}/fork"),
+        json!({"at": 9}),
+    );
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["error"]["code"], "cannot_fork", "{refused}");
+    let (status, _) = server.api("POST", "/api/sessions/0123456789abcdef/fork", json!({}));
+    assert_eq!(status, 404);
+}

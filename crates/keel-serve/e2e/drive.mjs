@@ -66,6 +66,21 @@ const scenarios = {
     await page.waitForFunction(() => document.getElementById("model").innerText.includes("auto"));
   },
 
+  // Fork from the header: the page moves to the new session, which shows the history and
+  // goes on from it.
+  async fork() {
+    await ask("hello");
+    await waitForText("first answer");
+    const original = await page.locator("#sessions").inputValue();
+    await page.locator("#fork:not([disabled])").click();
+    await page.waitForFunction((was) => document.getElementById("sessions").value !== was, original);
+    await waitForText("first answer");
+    await ask("forked");
+    await waitForText("from the fork");
+    assert.equal(count(await text(), "first answer"), 1);
+    await page.screenshot({ path: `${out}/fork.png` });
+  },
+
   // Typing `/` lists the slash commands with the session's custom ones; one runs as a prompt.
   async commands() {
     await page.locator("#prompt").pressSequentially("/re");

@@ -60,6 +60,8 @@ pub trait SessionFactory: Send + Sync + 'static {
     fn sessions(&self) -> Result<Vec<SessionInfo>, AgentError>;
     /// Whether a session with this id exists and this server may drive it.
     fn exists(&self, id: &str) -> Result<bool, AgentError>;
+    /// A new session with `source`'s history up to turn `at` (all of it when `None`).
+    fn fork(&self, source: &str, at: Option<u64>) -> Result<SessionInfo, AgentError>;
 }
 
 /// A session this server drives.

@@ -37,6 +37,7 @@ pub(crate) fn router(state: Arc<AppState>, access: Arc<access::Access>) -> Route
         .route("/api/sessions/{id}/submit", post(submit))
         .route("/api/sessions/{id}/cancel", post(cancel))
         .route("/api/sessions/{id}/rewind", post(rewind))
+        .route("/api/sessions/{id}/fork", post(fork))
         .route("/api/sessions/{id}/history", get(history))
         .route("/api/sessions/{id}/recovery", get(recovery))
         .route("/api/sessions/{id}/events", get(events))
@@ -214,6 +215,33 @@ async fn session_status(
         "last_turn": controller.last_turn_in_history().ok().flatten(),
     }))
     .into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForkBody {
+    /// The last turn the fork keeps (all of them when absent).
+    at: Option<u64>,
+}
+
+/// `POST /api/sessions/{id}/fork`: a new session of this workspace with the history up to a
+/// turn (its requests begin with the very bytes the original sent); 201 with its id.
+async fn fork(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    valid_id(&id)?;
+    let body: ForkBody = json_body(body)?;
+    if !state.factory.exists(&id)? {
+        return Err(ApiError::not_found(format!("no session `{id}`")));
+    }
+    let forked = state.factory.fork(&id, body.at)?;
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(json!({"id": forked.id, "forked_from": id, "at": body.at})),
+    )
+        .into_response())
 }
 
 #[derive(Debug, Deserialize)]

@@ -316,6 +316,7 @@ async function refreshStatus() {
   view.commands = status.commands || [];
   view.lastTurn = status.last_turn;
   $("undo").disabled = status.busy || status.last_turn === null || status.last_turn === undefined;
+  $("fork").disabled = $("undo").disabled;
   const context = status.context ? ` · ctx ${Math.floor(status.context.used * 100 / status.context.window)}%` : "";
   const money = status.cost_display ? ` · ${status.cost_display}` : "";
   $("usage").textContent = `tokens ${status.usage.input} in · ${status.usage.output} out · cache ${Math.round(status.cache_hit_ratio * 100)}%${money}${context}`;
@@ -538,6 +539,16 @@ $("undo").addEventListener("click", async () => {
   }
   for (const line of lines) box.appendChild(el("div", response.ok ? "notice" : "error", line));
   box.hidden = false;
+  refreshStatus();
+});
+// Fork: a new session with this one's history; the page moves to it.
+$("fork").addEventListener("click", async () => {
+  $("fork").disabled = true;
+  const response = await api(`/api/sessions/${view.session}/fork`, { method: "POST", body: "{}" });
+  const answer = await response.json().catch(() => ({}));
+  if (response.ok) { loadSessions(answer.id); return; }
+  $("transcript").appendChild(el("div", "error",
+    `fork failed: ${(answer.error && answer.error.message) || response.status}`));
   refreshStatus();
 });
 $("prompt").addEventListener("keydown", (e) => {
