@@ -61,7 +61,7 @@ fn client_with_env(
 /// Run the SDK client's `scenario` against `keel acp` in `home`.
 fn drive_client(scenario: &str, home: &Home, env: &[(&str, &str)]) {
     require_sdk();
-    let mut child = Command::new("node")
+    let child = Command::new("node")
         .arg(e2e_dir().join("client.mjs"))
         .args([scenario, KEEL, home.path().to_str().unwrap()])
         .env("KEEL_HOME", home.path())
