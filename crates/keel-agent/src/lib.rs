@@ -195,9 +195,6 @@ pub(crate) struct SessionState {
     /// The context block read when the session opened without one: committed with the next
     /// user item.
     pub pending_context: Option<keel_types::ContextBlock>,
-    /// The running turn's start snapshot, taken while its first request is out: awaited
-    /// before any tool runs.
-    pub start_snapshot: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl SessionState {

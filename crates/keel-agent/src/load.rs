@@ -90,7 +90,6 @@ pub fn load_session(store: &Store, session: &str) -> Result<SessionState, AgentE
         mcp_opening: true,
         interrupted: false,
         pending_context: None,
-        start_snapshot: None,
     })
 }
 

@@ -19,7 +19,7 @@
 
 use crate::checkpoint::current_hash;
 use crate::rewrite::{Rewrite, commit};
-use crate::snapshot::Point;
+use crate::snapshot::{Point, Side};
 use crate::{AgentError, Controller};
 use keel_store::Checkpoint;
 use keel_types::Item;
@@ -94,6 +94,18 @@ impl Controller {
         }
         let session = shared.session.id.as_str();
         let rows = decoded(shared, shared.store.items(session)?)?;
+        // A turn undone earlier is gone: going back to it would bring back what undoing it
+        // took away. (A turn a summary stands for is still there, in an earlier revision.)
+        let present = rows.iter().any(|(turn, item)| {
+            (*turn == to && !matches!(item, Item::Context(_)))
+                || (*turn > to && matches!(item, Item::Summary(_)))
+        });
+        if !present {
+            return Err(AgentError::CannotRewind(format!(
+                "turn {to} is not in the conversation any more (undone earlier, or it left \
+                 nothing in it); rewind to a turn it holds"
+            )));
+        }
         // The turns before `to`, verbatim: from an earlier revision when a compaction since
         // summarised them.
         let before = if scope.conversation {
@@ -112,13 +124,13 @@ impl Controller {
             Vec::new()
         };
         let mut report = RewindReport::default();
-        let mut snapshot_covered = false;
+        let mut covered = BTreeSet::new();
         if scope.code {
             let checkpointed = self.restore_files(to, force, &rows, &mut report)?;
-            snapshot_covered =
-                self.restore_from_snapshot(to, state.last_turn, force, &checkpointed, &mut report);
+            covered = self.restore_from_snapshots(to, force, &checkpointed, &mut report);
         }
-        // Only calls that ran (a denied or never-started one changed nothing).
+        // Only calls that ran (a denied or never-started one changed nothing), and only those
+        // no snapshots bracketed.
         let ran: Vec<String> = shared
             .store
             .receipts(session)?
@@ -129,14 +141,14 @@ impl Controller {
                     keel_types::ReceiptState::Denied
                         | keel_types::ReceiptState::NotStarted
                         | keel_types::ReceiptState::Pending
-                )
+                ) && !covered.contains(&receipt.seq)
             })
             .map(|receipt| receipt.call_id)
             .collect();
-        let calls = unrestorable_calls(&rows, to, &ran);
-        if !snapshot_covered {
-            report.not_restorable.extend(calls);
-        } else if !calls.is_empty() && scope.code {
+        report
+            .not_restorable
+            .extend(unrestorable_calls(&rows, to, &ran));
+        if !covered.is_empty() && scope.code {
             report.not_restorable.push(
                 "what commands changed in files git ignores (.gitignore) or outside the \
                  workspace is not restored"
@@ -256,43 +268,73 @@ impl Controller {
         Ok(checkpointed)
     }
 
-    /// Undo, from the git snapshot taken as turn `to` started, what changed since in the
-    /// workspace that no checkpoint covers; whether a snapshot covered the undone turns.
-    fn restore_from_snapshot(
+    /// Undo what the commands of turns from `to` on changed that no checkpoint covers, from
+    /// the snapshots bracketing them; the receipts (by sequence number) whose commands a
+    /// snapshot covered.
+    fn restore_from_snapshots(
         &self,
         to: u64,
-        last_turn: u64,
         force: bool,
         checkpointed: &BTreeSet<String>,
         report: &mut RewindReport,
-    ) -> bool {
-        let Some(snapshots) = &self.shared.snapshots else {
-            return false;
+    ) -> BTreeSet<u64> {
+        let shared = &self.shared;
+        let Some(snapshots) = &shared.snapshots else {
+            return BTreeSet::new();
         };
-        let Some(start) = snapshots.recorded(to, Point::Start) else {
-            return false;
+        let first_seq = shared
+            .store
+            .receipts(&shared.session.id)
+            .ok()
+            .and_then(|receipts| {
+                receipts
+                    .iter()
+                    .filter(|receipt| receipt.turn >= to)
+                    .map(|receipt| receipt.seq)
+                    .min()
+            });
+        let (Some(first_seq), Ok(points)) = (first_seq, snapshots.points()) else {
+            return BTreeSet::new();
         };
-        let changed = match snapshots
-            .take_now()
-            .and_then(|now| Ok((snapshots.changed(&start, &now)?, now)))
-        {
+        let points: Vec<Point> = points
+            .into_iter()
+            .filter(|point| point.first >= first_seq)
+            .collect();
+        let Some(base) = points.first().map(|point| point.tree.clone()) else {
+            return BTreeSet::new();
+        };
+        let covered: BTreeSet<u64> = points
+            .windows(2)
+            .filter(|pair| is_bracket(&pair[0], &pair[1]))
+            .flat_map(|pair| pair[0].first..=pair[0].last)
+            .collect();
+        let compared = snapshots.take_now().and_then(|now| {
+            let elsewhere = changed_outside_commands(snapshots, &points, &now)?;
+            Ok((snapshots.changed(&base, &now)?, elsewhere))
+        });
+        let (changed, elsewhere) = match compared {
             Ok(found) => found,
             Err(why) => {
                 report.not_restorable.push(format!(
                     "what commands changed: keel could not compare the workspace with its \
-                     snapshot ({why})"
+                     snapshots ({why})"
                 ));
-                return true;
+                return BTreeSet::new();
             }
         };
-        let (changed, now) = changed;
-        let elsewhere = changed_outside_turns(snapshots, to, last_turn, &now);
         for change in changed {
-            let path = snapshots.path_of(&change.path).display().to_string();
+            let on_disk = snapshots.path_of(&change.path);
+            let Some(path) = on_disk.to_str().map(str::to_string) else {
+                report.not_restorable.push(format!(
+                    "{}: its name is not UTF-8; keel does not restore it",
+                    on_disk.display()
+                ));
+                continue;
+            };
             if checkpointed.contains(&path) {
                 continue;
             }
-            if let Some(why) = elsewhere.get(&change.path).or(elsewhere.get(""))
+            if let Some(why) = elsewhere.get(&change.path).or(elsewhere.get(&Vec::new()))
                 && !force
             {
                 report
@@ -300,15 +342,17 @@ impl Controller {
                     .push((path, format!("{why}; --force restores it anyway")));
                 continue;
             }
-            let content = match &change.before {
-                None => None,
-                Some((mode, id)) if mode.starts_with("100") => match snapshots.blob(id) {
-                    Ok(bytes) => Some(bytes),
-                    Err(why) => {
-                        report.not_restorable.push(format!("{path}: {why}"));
-                        continue;
+            let (content, executable) = match &change.before {
+                None => (None, false),
+                Some((mode, id)) if mode == "100644" || mode == "100755" => {
+                    match snapshots.blob(id) {
+                        Ok(bytes) => (Some(bytes), mode == "100755"),
+                        Err(why) => {
+                            report.not_restorable.push(format!("{path}: {why}"));
+                            continue;
+                        }
                     }
-                },
+                }
                 Some((mode, _)) => {
                     let what = if mode == "120000" {
                         "a link"
@@ -321,53 +365,90 @@ impl Controller {
                     continue;
                 }
             };
-            match keel_tools::restore_file(&self.shared.tool_context, &path, content.as_deref()) {
+            let restored =
+                keel_tools::restore_file(&shared.tool_context, &path, content.as_deref()).and_then(
+                    |()| match content {
+                        Some(_) => set_executable(&on_disk, executable),
+                        None => Ok(()),
+                    },
+                );
+            match restored {
                 Ok(()) => report.restored.push(path),
                 Err(why) => report.not_restorable.push(format!("{path}: {why}")),
             }
         }
-        true
+        covered
     }
 }
 
-/// The paths changed outside keel's turns from `to` on — between one turn's end and the next
-/// one's start, or after the last (`now`) — each with why; under `""`, why every path is in
-/// doubt (a snapshot is missing: keel cannot tell whose a change was).
-fn changed_outside_turns(
+/// Whether `before` and `after` bracket one command batch.
+fn is_bracket(before: &Point, after: &Point) -> bool {
+    before.side == Side::Before
+        && after.side == Side::After
+        && (before.first, before.last) == (after.first, after.last)
+}
+
+/// The paths that changed outside the bracketed commands from the first snapshot on — between
+/// two batches, or after the last (`now`) — each with why; under the empty path, why every
+/// path is in doubt (a bracket keel did not close: a command it did not see end).
+fn changed_outside_commands(
     snapshots: &crate::snapshot::Snapshots,
-    to: u64,
-    last_turn: u64,
+    points: &[Point],
     now: &str,
-) -> BTreeMap<String, String> {
+) -> Result<BTreeMap<Vec<u8>, String>, String> {
     let mut elsewhere = BTreeMap::new();
-    for turn in to..=last_turn {
-        let end = snapshots.recorded(turn, Point::End);
-        let next = if turn == last_turn {
-            Some(now.to_string())
-        } else {
-            snapshots.recorded(turn + 1, Point::Start)
-        };
-        let paths = match (&end, &next) {
-            (Some(end), Some(next)) => snapshots.changed_paths(end, next).ok(),
-            _ => None,
-        };
-        let Some(paths) = paths else {
-            elsewhere.entry(String::new()).or_insert(format!(
-                "keel has no snapshot of the workspace around turn {turn} (it was stopped), so \
-                 it cannot tell its changes from anyone else's"
-            ));
+    let now = Point {
+        first: u64::MAX,
+        last: u64::MAX,
+        side: Side::Before,
+        tree: now.to_string(),
+    };
+    let chain: Vec<&Point> = points.iter().chain(std::iter::once(&now)).collect();
+    for pair in chain.windows(2) {
+        let (from, to) = (pair[0], pair[1]);
+        if is_bracket(from, to) {
             continue;
-        };
-        let why = if turn == last_turn {
-            format!("it changed after turn {turn}")
+        }
+        if from.side == Side::Before {
+            elsewhere.entry(Vec::new()).or_insert_with(|| {
+                "keel did not see one of its commands end (it was stopped), so it cannot tell \
+                 what the command changed from what anyone else did"
+                    .to_string()
+            });
+            continue;
+        }
+        let why = if to.first == u64::MAX {
+            "it changed after keel's last command (by you, or by something keel does not keep)"
         } else {
-            format!("it changed between turn {turn} and turn {}", turn + 1)
+            "it changed between keel's commands (by you, or by something keel does not keep)"
         };
-        for path in paths {
-            elsewhere.entry(path).or_insert_with(|| why.clone());
+        for path in snapshots.changed_paths(&from.tree, &to.tree)? {
+            elsewhere.entry(path).or_insert_with(|| why.to_string());
         }
     }
-    elsewhere
+    Ok(elsewhere)
+}
+
+/// Give the file at `path` (just restored, never a link) its executable bits as they were.
+fn set_executable(path: &Path, executable: bool) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = path
+        .symlink_metadata()
+        .map_err(|error| format!("cannot read its mode: {error}"))?;
+    if !meta.is_file() {
+        return Err("it is not a file now".into());
+    }
+    let mode = meta.permissions().mode();
+    let wanted = if executable {
+        mode | ((mode & 0o444) >> 2)
+    } else {
+        mode & !0o111
+    };
+    if wanted != mode {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(wanted))
+            .map_err(|error| format!("cannot set its mode: {error}"))?;
+    }
+    Ok(())
 }
 
 /// The decoded rows of a stored history.
@@ -474,4 +555,61 @@ fn unrestorable_calls(rows: &[(u64, Item)], to: u64, ran: &[String]) -> Vec<Stri
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::Snapshots;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let status = Command::new("git")
+            .args(["-c", "user.email=t@example.org", "-c", "user.name=t"])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    #[test]
+    fn only_what_changed_inside_a_command_bracket_is_the_commands() {
+        let dir = tempfile::tempdir().unwrap();
+        let (workspace, home) = (dir.path().join("ws"), dir.path().join("home"));
+        std::fs::create_dir_all(&workspace).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let workspace = workspace.canonicalize().unwrap();
+        git(&workspace, &["init", "-q"]);
+        std::fs::write(workspace.join("tracked.txt"), "one\n").unwrap();
+        git(&workspace, &["add", "."]);
+        git(&workspace, &["commit", "-qm", "start"]);
+        let snapshots =
+            Snapshots::for_session(&workspace, &home, "0123456789abcdef", None).unwrap();
+        snapshots.take(1, 1, Side::Before).unwrap();
+        std::fs::write(workspace.join("made.txt"), "by the command\n").unwrap();
+        snapshots.take(1, 1, Side::After).unwrap();
+        // Someone edits while the model thinks, between two commands.
+        std::fs::write(workspace.join("tracked.txt"), "by hand\n").unwrap();
+        snapshots.take(2, 2, Side::Before).unwrap();
+        snapshots.take(2, 2, Side::After).unwrap();
+        let points = snapshots.points().unwrap();
+        assert_eq!(points.len(), 4);
+        let now = snapshots.take_now().unwrap();
+        let elsewhere = changed_outside_commands(&snapshots, &points, &now).unwrap();
+        assert!(
+            elsewhere.contains_key(b"tracked.txt".as_slice()),
+            "{elsewhere:?}"
+        );
+        assert!(
+            !elsewhere.contains_key(b"made.txt".as_slice()),
+            "{elsewhere:?}"
+        );
+        // A bracket left open (a crash in a command) puts every path in doubt.
+        snapshots.take(3, 3, Side::Before).unwrap();
+        let points = snapshots.points().unwrap();
+        let elsewhere = changed_outside_commands(&snapshots, &points, &now).unwrap();
+        assert!(elsewhere.contains_key(b"".as_slice()), "{elsewhere:?}");
+    }
 }

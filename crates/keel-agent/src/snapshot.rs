@@ -1,24 +1,32 @@
-//! Git snapshots of the workspace at each turn's start and end, so a rewind also undoes what
-//! commands changed (PRODUCT.md §4e).
+//! Git snapshots of the workspace around each command keel runs (`bash`, MCP calls), so a
+//! rewind also undoes what commands changed — and only that (PRODUCT.md §4e).
 //!
 //! Invariants:
 //! - Only in a workspace inside a git repository of the workspace's owner. The snapshots live
 //!   in keel's own bare repository (`$KEEL_HOME/snapshots/<hash of the workspace>.git`, hidden
-//!   from commands), with its own index per session; the repository's objects are borrowed
-//!   through `objects/info/alternates` and never written. Nothing of the repository's own
-//!   state (index, refs, config, hooks) is read or changed.
-//! - keel's git runs no code a repository configures: the system and global configuration are
-//!   not read, keel's repository has no filters, no fsmonitor and no hooks (`/dev/null`), and
-//!   the run is confined like a command (reading the workspace, writing only keel's store),
+//!   from commands), with a private index per session (first seeded from the repository's own
+//!   index, read only, so unchanged files are never hashed again); the repository's objects
+//!   are borrowed through `objects/info/alternates`. Nothing of the repository's own state
+//!   (index, refs, config, hooks) is written.
+//! - keel's git runs no code a repository configures: the git program is found on an absolute
+//!   `PATH` entry outside the workspace; the system and global configuration are not read;
+//!   keel's repository has no filters, no fsmonitor and no hooks (`/dev/null`), and its
+//!   `info/attributes` turns every conversion off, so a snapshot holds the bytes on disk; the
+//!   run is confined like a command (reading the workspace, writing only keel's store),
 //!   bounded by `GIT_TIMEOUT`.
-//! - A snapshot is a tree (what `git add -A` sees: `.gitignore`d files are not in it) named by
-//!   a ref `refs/keel/<session>/<turn>/<start|end>`. A snapshot that fails is skipped: a
-//!   rewind then says it cannot restore what commands did, never guesses.
-//! - What a rewind restores from a snapshot goes through the file tools' guard; a link, a
-//!   submodule or a path changed outside keel's turns is never written silently.
+//! - A command batch is bracketed: a snapshot before it starts and one after it ends, named
+//!   `refs/keel/<session>/<first seq>-<last seq>-<before|after>` by its receipts' sequence
+//!   numbers (never reused, so a ref left by a crash is never mistaken for a new one). What
+//!   changed inside a bracket is the command's; what changed anywhere else is not keel's to
+//!   undo. A snapshot that fails leaves its bracket open: the rewind then cannot tell, and
+//!   says so.
+//! - A snapshot is what `git add -A` sees in the workspace (`.gitignore`d files, and files it
+//!   cannot read, are not in it); keel's own files are never in it.
 
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
 use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -28,26 +36,31 @@ const GIT_TIMEOUT: Duration = Duration::from_secs(20);
 /// The most bytes of output kept from one git run.
 const MOST_OUTPUT: usize = 64 * 1024 * 1024;
 
-/// Where in a turn a snapshot was taken.
+/// What keel's repository says about every path: no conversion, filter or driver.
+const NO_CONVERSION: &str = "* -text -eol -crlf -ident -filter -diff -merge \
+                             -working-tree-encoding\n";
+
+/// Which side of a command batch a snapshot was taken on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Point {
-    Start,
-    End,
+pub(crate) enum Side {
+    Before,
+    After,
 }
 
-impl Point {
-    fn name(self) -> &'static str {
-        match self {
-            Point::Start => "start",
-            Point::End => "end",
-        }
-    }
+/// One recorded snapshot: the batch's receipt sequence numbers, its side, its tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Point {
+    pub first: u64,
+    pub last: u64,
+    pub side: Side,
+    pub tree: String,
 }
 
-/// One path that differs between two snapshots: what it was in the first (`None`: absent).
+/// One path that differs between two snapshots (relative to the repository root, as bytes):
+/// what it was in the first (`None`: absent).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Changed {
-    pub path: String,
+    pub path: Vec<u8>,
     /// The first snapshot's entry: (mode, object id), or `None` when the path was absent.
     pub before: Option<(String, String)>,
 }
@@ -55,12 +68,18 @@ pub(crate) struct Changed {
 /// A session's snapshots of its workspace.
 #[derive(Clone, Debug)]
 pub(crate) struct Snapshots {
-    workspace: PathBuf,
-    /// The repository's object directory, borrowed (read only).
-    borrowed_objects: Option<PathBuf>,
+    git: PathBuf,
+    /// The repository's root: the work tree keel's git sees.
+    root: PathBuf,
+    /// The workspace, as a pathspec from the root.
+    scope: String,
+    /// The repository's index (the first one a session starts from) and objects (borrowed).
+    repository_index: PathBuf,
+    borrowed_objects: PathBuf,
+    /// The repository's `info/exclude` (data: what the user keeps out of git).
+    repository_excludes: PathBuf,
     store: PathBuf,
-    /// keel's own files, relative to the workspace, when keel's home is inside it: never in a
-    /// snapshot (as pathspecs that exclude them).
+    /// keel's own files inside the work tree, as pathspecs that exclude them.
     excluded: Vec<String>,
     session: String,
     sandbox: Option<keel_tools::CommandSandbox>,
@@ -68,95 +87,155 @@ pub(crate) struct Snapshots {
 
 impl Snapshots {
     /// The snapshots of a session in `workspace`, if it is inside a repository of its owner
-    /// (nothing is run or written yet).
+    /// and git is installed (nothing is run or written yet).
     pub(crate) fn for_session(
         workspace: &Path,
         keel_home: &Path,
         session: &str,
         sandbox: Option<keel_tools::CommandSandbox>,
     ) -> Option<Snapshots> {
-        let root = crate::project_context::repository_root(workspace)?;
-        let dot_git = root.join(".git");
-        let borrowed_objects = dot_git
-            .is_dir()
-            .then(|| dot_git.join("objects"))
-            .filter(|objects| objects.is_dir());
+        let root = crate::project_context::repository_root(workspace)?.to_path_buf();
+        let (git_dir, common_dir) = repository_dirs(&root)?;
+        let git = git_program(workspace)?;
+        let home = keel_home
+            .canonicalize()
+            .unwrap_or_else(|_| keel_home.to_path_buf());
+        let literal = |path: &Path| -> Option<String> {
+            let text = path.to_str()?;
+            // Paths keel writes into a file git reads line by line, or names in a pathspec.
+            (!text.contains(['\n', '\r']) && !text.starts_with('"')).then(|| text.to_string())
+        };
+        let relative = literal(workspace.strip_prefix(&root).ok()?)?;
+        let scope = if relative.is_empty() {
+            ":(top)".to_string()
+        } else {
+            format!(":(top,literal){relative}")
+        };
+        let excluded = match home.strip_prefix(&root) {
+            Ok(inside) => {
+                let inside = literal(inside)?;
+                keel_sandbox::KEEL_HOME_PRIVATE
+                    .iter()
+                    .chain(&["cache"])
+                    .map(|name| {
+                        let path = Path::new(&inside).join(name);
+                        format!(":(exclude,top,literal){}", path.display())
+                    })
+                    .collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        let borrowed_objects = common_dir.join("objects");
+        literal(&borrowed_objects)?;
         let name = keel_store::content_hash(workspace.as_os_str().as_encoded_bytes());
         let name: String = name
             .chars()
             .filter(char::is_ascii_alphanumeric)
             .take(24)
             .collect();
-        let home = keel_home
-            .canonicalize()
-            .unwrap_or_else(|_| keel_home.to_path_buf());
-        let excluded = match home.strip_prefix(workspace) {
-            Ok(inside) => keel_sandbox::KEEL_HOME_PRIVATE
-                .iter()
-                .chain(&["cache"])
-                .map(|name| format!(":(exclude,top,literal){}", inside.join(name).display()))
-                .collect(),
-            Err(_) => Vec::new(),
-        };
         Some(Snapshots {
-            workspace: workspace.to_path_buf(),
+            git,
+            root,
+            scope,
+            repository_index: git_dir.join("index"),
             borrowed_objects,
+            repository_excludes: common_dir.join("info/exclude"),
+            store: home.join("snapshots").join(format!("{name}.git")),
             excluded,
-            store: keel_home.join("snapshots").join(format!("{name}.git")),
             session: session.to_string(),
             sandbox,
         })
     }
 
-    fn reference(&self, turn: u64, point: Point) -> String {
-        format!("refs/keel/{}/{turn}/{}", self.session, point.name())
+    fn reference(&self, first: u64, last: u64, side: Side) -> String {
+        let side = match side {
+            Side::Before => "before",
+            Side::After => "after",
+        };
+        format!("refs/keel/{}/{first:010}-{last:010}-{side}", self.session)
     }
 
-    /// Take a snapshot of the workspace now, recorded as `turn`'s `point`; its tree id.
-    pub(crate) fn take(&self, turn: u64, point: Point) -> Result<String, String> {
+    /// Take a snapshot now, recorded on `side` of the batch of receipts `first..=last`.
+    pub(crate) fn take(&self, first: u64, last: u64, side: Side) -> Result<String, String> {
         let tree = self.take_now()?;
-        self.git(&["update-ref", &self.reference(turn, point), &tree])?;
+        self.git(&["update-ref", &self.reference(first, last, side), &tree])?;
         Ok(tree)
     }
 
     /// A snapshot of the workspace now, recorded nowhere: its tree id.
     pub(crate) fn take_now(&self) -> Result<String, String> {
         self.prepare()?;
-        let mut add = vec!["add", "--all", "--ignore-errors", "--", "."];
-        add.extend(self.excluded.iter().map(String::as_str));
-        self.git(&add).or_else(|error| {
-            // Unreadable files are left out (and said by git): the rest is the snapshot.
-            if error.contains("unable to index") || error.contains("failed to insert") {
-                Ok(String::new())
-            } else {
-                Err(error)
+        match self.add() {
+            Err(error) if is_corrupt_index(&error) => {
+                // An index left broken (a killed run): start again from nothing.
+                let _ = std::fs::remove_file(self.index());
+                self.add()?;
             }
-        })?;
+            other => other?,
+        }
         let tree = self.git(&["write-tree"])?;
         Ok(tree.trim().to_string())
     }
 
-    /// The tree `turn`'s `point` snapshot recorded, if there is one.
-    pub(crate) fn recorded(&self, turn: u64, point: Point) -> Option<String> {
-        if !self.store.is_dir() {
-            return None;
+    /// Bring the index up to the workspace. A file git cannot add (unreadable, a repository
+    /// inside with no commit) is left as the index had it; only a fatal error fails.
+    fn add(&self) -> Result<(), String> {
+        let mut add = vec![
+            "-c",
+            "advice.addEmbeddedRepo=false",
+            "add",
+            "--all",
+            "--ignore-errors",
+            "--",
+            self.scope.as_str(),
+        ];
+        add.extend(self.excluded.iter().map(String::as_str));
+        match self.run(&add) {
+            Ok(_) => Ok(()),
+            Err(error) if !error.contains("fatal:") => Ok(()),
+            Err(error) => Err(error),
         }
-        let reference = self.reference(turn, point);
-        let found = self
-            .git(&["rev-parse", "--verify", "--quiet", &reference])
-            .ok()?;
-        let tree = found.trim();
-        (!tree.is_empty()).then(|| tree.to_string())
+    }
+
+    /// The snapshots recorded for this session, in the order they were taken.
+    pub(crate) fn points(&self) -> Result<Vec<Point>, String> {
+        if !self.store.join("objects").is_dir() {
+            return Ok(Vec::new());
+        }
+        let prefix = format!("refs/keel/{}/", self.session);
+        let listed = self.git(&["for-each-ref", "--format=%(refname) %(objectname)", &prefix])?;
+        let mut points: Vec<Point> = listed
+            .lines()
+            .filter_map(|line| {
+                let (name, tree) = line.split_once(' ')?;
+                let mut parts = name.strip_prefix(&prefix)?.split('-');
+                let first = parts.next()?.parse().ok()?;
+                let last = parts.next()?.parse().ok()?;
+                let side = match parts.next()? {
+                    "before" => Side::Before,
+                    "after" => Side::After,
+                    _ => return None,
+                };
+                Some(Point {
+                    first,
+                    last,
+                    side,
+                    tree: tree.to_string(),
+                })
+            })
+            .collect();
+        points.sort_by_key(|point| (point.first, point.side == Side::After));
+        Ok(points)
     }
 
     /// The paths that differ between trees `from` and `to`, with what each was in `from`.
     pub(crate) fn changed(&self, from: &str, to: &str) -> Result<Vec<Changed>, String> {
-        let raw = self.git(&["diff-tree", "-r", "-z", "--no-renames", "--raw", from, to])?;
+        let raw = self.run(&["diff-tree", "-r", "-z", "--no-renames", "--raw", from, to])?;
         Ok(parse_raw(&raw))
     }
 
     /// The paths that differ between `from` and `to` (names only).
-    pub(crate) fn changed_paths(&self, from: &str, to: &str) -> Result<BTreeSet<String>, String> {
+    pub(crate) fn changed_paths(&self, from: &str, to: &str) -> Result<BTreeSet<Vec<u8>>, String> {
         Ok(self
             .changed(from, to)?
             .into_iter()
@@ -166,12 +245,12 @@ impl Snapshots {
 
     /// The bytes of blob `id`.
     pub(crate) fn blob(&self, id: &str) -> Result<Vec<u8>, String> {
-        self.git_bytes(&["cat-file", "blob", id])
+        self.run(&["cat-file", "blob", id])
     }
 
-    /// The workspace path of `path` (a snapshot's, relative to the workspace).
-    pub(crate) fn path_of(&self, path: &str) -> PathBuf {
-        self.workspace.join(path)
+    /// Where a snapshot's `path` is on disk.
+    pub(crate) fn path_of(&self, path: &[u8]) -> PathBuf {
+        self.root.join(OsStr::from_bytes(path))
     }
 
     /// This session's index (git's list of what the last snapshot held, with file stats).
@@ -179,61 +258,82 @@ impl Snapshots {
         self.store.join(format!("index-{}", self.session))
     }
 
-    /// Create keel's repository for this workspace (once), borrowing the repository's objects.
+    /// Create keel's repository for this workspace (once, whole or not at all) and this
+    /// session's index.
     fn prepare(&self) -> Result<(), String> {
-        let objects = self.store.join("objects");
-        if !objects.is_dir() {
-            for dir in ["objects/info", "refs", "info"] {
-                std::fs::create_dir_all(self.store.join(dir))
-                    .map_err(|error| format!("cannot create {}: {error}", self.store.display()))?;
+        if !self.store.join("objects").is_dir() {
+            let parent = self.store.parent().unwrap_or(Path::new("."));
+            std::fs::create_dir_all(parent)
+                .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
+            let building = parent.join(format!(".building-{}", self.session));
+            let _ = std::fs::remove_dir_all(&building);
+            let made = (|| -> std::io::Result<()> {
+                for dir in ["objects/info", "refs", "info"] {
+                    std::fs::create_dir_all(building.join(dir))?;
+                }
+                std::fs::write(building.join("HEAD"), "ref: refs/heads/none\n")?;
+                std::fs::write(
+                    building.join("config"),
+                    "[core]\n\trepositoryformatversion = 0\n\tbare = true\n\tfsmonitor = false\n\
+                     \thooksPath = /dev/null\n\tautocrlf = false\n\tsymlinks = true\n\
+                     [gc]\n\tauto = 0\n",
+                )?;
+                std::fs::write(building.join("info/attributes"), NO_CONVERSION)?;
+                std::fs::rename(&building, &self.store)
+            })();
+            if made.is_err() {
+                let _ = std::fs::remove_dir_all(&building);
             }
-            let write = |name: &str, text: &str| {
-                std::fs::write(self.store.join(name), text)
-                    .map_err(|error| format!("cannot write {name}: {error}"))
-            };
-            write("HEAD", "ref: refs/heads/none\n")?;
-            write(
-                "config",
-                "[core]\n\trepositoryformatversion = 0\n\tbare = true\n\tfsmonitor = false\n\
-                 \thooksPath = /dev/null\n\tautocrlf = false\n\tsymlinks = true\n[gc]\n\tauto = 0\n",
-            )?;
+            // Another session may have made it first; either way it must be there now.
+            if !self.store.join("objects").is_dir() {
+                return Err(format!("cannot create {}", self.store.display()));
+            }
         }
-        // A new session starts from the index another one left (its file stats spare hashing
-        // every file again); each session then keeps its own, so two never wait on one lock.
+        let alternates = self.store.join("objects/info/alternates");
+        let line = format!("{}\n", self.borrowed_objects.display());
+        if std::fs::read_to_string(&alternates).ok().as_deref() != Some(line.as_str()) {
+            std::fs::write(&alternates, line)
+                .map_err(|error| format!("cannot write the alternates: {error}"))?;
+        }
         let index = self.index();
-        if !index.exists()
-            && let Some(latest) = std::fs::read_dir(&self.store).ok().and_then(|entries| {
-                entries
-                    .flatten()
-                    .filter(|entry| entry.file_name().to_string_lossy().starts_with("index-"))
-                    .filter_map(|entry| {
-                        Some((entry.metadata().ok()?.modified().ok()?, entry.path()))
-                    })
-                    .max()
-                    .map(|(_, path)| path)
-            })
-        {
-            let _ = std::fs::copy(latest, &index);
-        }
-        if let Some(borrowed) = &self.borrowed_objects {
-            let line = format!("{}\n", borrowed.display());
-            let alternates = self.store.join("objects/info/alternates");
-            if std::fs::read_to_string(&alternates).ok().as_deref() != Some(line.as_str()) {
-                std::fs::write(&alternates, line)
-                    .map_err(|error| format!("cannot write the alternates: {error}"))?;
+        if !index.exists() {
+            // A new session starts from the index another session left, else from the
+            // repository's own (read, never written): unchanged files are not hashed again.
+            let seed = self
+                .latest_session_index()
+                .or_else(|| read_regular(&self.repository_index, MOST_INDEX));
+            if let Some(seed) = seed {
+                let _ = std::fs::write(&index, seed);
             }
         }
         Ok(())
     }
 
+    /// The newest index another session of this workspace left (whole files only).
+    fn latest_session_index(&self) -> Option<Vec<u8>> {
+        let newest = std::fs::read_dir(&self.store)
+            .ok()?
+            .flatten()
+            .filter(|entry| {
+                entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|name| name.strip_prefix("index-"))
+                    .is_some_and(|id| id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()))
+            })
+            .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
+            .max()?;
+        std::fs::read(newest.1).ok()
+    }
+
     fn git(&self, args: &[&str]) -> Result<String, String> {
-        let bytes = self.git_bytes(args)?;
-        String::from_utf8(bytes).map_err(|_| "git answered in something not UTF-8".to_string())
+        String::from_utf8(self.run(args)?)
+            .map_err(|_| "git answered in something not UTF-8".to_string())
     }
 
     /// Run keel's git with `args` (see the module invariants): its stdout.
-    fn git_bytes(&self, args: &[&str]) -> Result<Vec<u8>, String> {
-        let mut command = std::process::Command::new("git");
+    fn run(&self, args: &[&str]) -> Result<Vec<u8>, String> {
+        let mut command = std::process::Command::new(&self.git);
         command
             .args([
                 "-c",
@@ -242,13 +342,20 @@ impl Snapshots {
                 "core.hooksPath=/dev/null",
                 "-c",
                 "core.untrackedCache=false",
-                "--git-dir",
+                "-c",
+                "core.quotePath=false",
             ])
+            .arg("-c")
+            .arg(format!(
+                "core.excludesFile={}",
+                self.repository_excludes.display()
+            ))
+            .arg("--git-dir")
             .arg(&self.store)
             .arg("--work-tree")
-            .arg(&self.workspace)
+            .arg(&self.root)
             .args(args)
-            .current_dir(&self.workspace)
+            .current_dir(&self.root)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -263,11 +370,7 @@ impl Snapshots {
             .stderr(std::process::Stdio::piped());
         let explain = match &self.sandbox {
             Some(sandbox) if sandbox.mode != keel_sandbox::SandboxMode::Off => {
-                let store = self
-                    .store
-                    .canonicalize()
-                    .unwrap_or_else(|_| self.store.clone());
-                let policy = sandbox.sandbox.snapshot_policy(&store);
+                let policy = sandbox.sandbox.snapshot_policy(&self.store);
                 let confinement = sandbox
                     .sandbox
                     .confine_policy(&mut command, &policy)
@@ -283,7 +386,7 @@ impl Snapshots {
                 None => format!("cannot run git: {error}"),
             })?;
         // Both pipes drained while the run is watched, so a large answer cannot stall it.
-        let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        let drain = |pipe: Option<Box<dyn Read + Send>>| {
             std::thread::spawn(move || {
                 let mut bytes = Vec::new();
                 if let Some(pipe) = pipe {
@@ -292,8 +395,8 @@ impl Snapshots {
                 bytes
             })
         };
-        let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<_>));
-        let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<_>));
+        let stdout = drain(child.stdout.take().map(|pipe| Box::new(pipe) as Box<_>));
+        let stderr = drain(child.stderr.take().map(|pipe| Box::new(pipe) as Box<_>));
         let deadline = std::time::Instant::now() + GIT_TIMEOUT;
         let status = loop {
             match child.try_wait() {
@@ -304,6 +407,11 @@ impl Snapshots {
                 Ok(None) => {
                     let _ = child.kill();
                     let _ = child.wait();
+                    // Its lock would stop every later snapshot of this session.
+                    let _ = std::fs::remove_file(self.index().with_extension("lock"));
+                    let mut lock = self.index().into_os_string();
+                    lock.push(".lock");
+                    let _ = std::fs::remove_file(lock);
                     return Err(format!("git took longer than {} s", GIT_TIMEOUT.as_secs()));
                 }
                 Err(error) => return Err(format!("git failed: {error}")),
@@ -313,7 +421,6 @@ impl Snapshots {
         let stderr = stderr.join().unwrap_or_default();
         if !status.success() {
             let said = String::from_utf8_lossy(&stderr);
-            let said: String = said.chars().take(400).collect();
             return Err(format!("git {}: {}", args[0], said.trim()));
         }
         if stdout.len() > MOST_OUTPUT {
@@ -326,18 +433,87 @@ impl Snapshots {
     }
 }
 
+/// The largest repository index a session starts from.
+const MOST_INDEX: u64 = 256 * 1024 * 1024;
+
+/// The bytes of the regular file at `path`, up to `most` (a repository's file: never a FIFO
+/// that would block, never more than asked).
+fn read_regular(path: &Path, most: u64) -> Option<Vec<u8>> {
+    let file = keel_tools::open_regular(path, &path.display().to_string()).ok()?;
+    let mut bytes = Vec::new();
+    file.take(most + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= most).then_some(bytes)
+}
+
+/// Whether git said the index could not be read.
+fn is_corrupt_index(error: &str) -> bool {
+    [
+        "index file corrupt",
+        "bad signature",
+        "index file smaller",
+        "bad index",
+    ]
+    .iter()
+    .any(|sign| error.contains(sign))
+}
+
+/// The repository's git directory and common directory (they differ for a worktree), from
+/// its `.git` (a directory, or a file naming one).
+fn repository_dirs(root: &Path) -> Option<(PathBuf, PathBuf)> {
+    let dot_git = root.join(".git");
+    let git_dir = if dot_git.is_dir() {
+        dot_git
+    } else {
+        let text = String::from_utf8(read_regular(&dot_git, 4096)?).ok()?;
+        root.join(text.trim().strip_prefix("gitdir:")?.trim())
+    };
+    let common = match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(named) => git_dir.join(named.trim()),
+        Err(_) => git_dir.clone(),
+    };
+    let git_dir = git_dir.canonicalize().ok()?;
+    let common = common.canonicalize().ok()?;
+    Some((git_dir, common))
+}
+
+/// The git program: the first `git` on an absolute `PATH` entry outside the workspace (a
+/// repository's own `bin/git` never runs as keel's).
+fn git_program(workspace: &Path) -> Option<PathBuf> {
+    git_on(&std::env::var_os("PATH")?, workspace)
+}
+
+/// `git_program` on the `PATH` value `path`.
+fn git_on(path: &OsStr, workspace: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path)
+        .filter(|dir| dir.is_absolute())
+        .filter(|dir| {
+            let dir = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+            !dir.starts_with(workspace)
+        })
+        .map(|dir| dir.join("git"))
+        .find(|candidate| {
+            candidate
+                .metadata()
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        })
+}
+
 /// `git diff-tree -r -z --raw` output: `:oldmode newmode oldid newid status\0path\0` each.
-fn parse_raw(raw: &str) -> Vec<Changed> {
-    let mut fields = raw.split('\0');
+fn parse_raw(raw: &[u8]) -> Vec<Changed> {
+    let mut fields = raw.split(|byte| *byte == 0);
     let mut changes = Vec::new();
     while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
+        let Ok(meta) = std::str::from_utf8(meta) else {
+            break;
+        };
         let words: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
         let [old_mode, _new_mode, old_id, _new_id, _status] = words[..] else {
             break;
         };
         let before = (old_mode != "000000").then(|| (old_mode.to_string(), old_id.to_string()));
         changes.push(Changed {
-            path: path.to_string(),
+            path: path.to_vec(),
             before,
         });
     }
@@ -352,17 +528,47 @@ mod tests {
     fn raw_diff_lines_give_each_path_and_what_it_was() {
         let zero = "0".repeat(40);
         let (a, b) = ("a".repeat(40), "b".repeat(40));
-        let raw = format!(
-            ":100644 100644 {a} {b} M\0src/x.rs\0:000000 100644 {zero} {b} A\0new file\0\
-             :100644 000000 {a} {zero} D\0gone.txt\0"
-        );
+        let mut raw = format!(
+            ":100644 100644 {a} {b} M\0src/x.rs\0:000000 100644 {zero} {b} A\0new\nline\0\
+             :100755 000000 {a} {zero} D\0"
+        )
+        .into_bytes();
+        raw.extend_from_slice(b"caf\xe9.txt\0");
         let changes = parse_raw(&raw);
         assert_eq!(changes.len(), 3);
-        assert_eq!(changes[0].path, "src/x.rs");
+        assert_eq!(changes[0].path, b"src/x.rs");
         assert_eq!(changes[0].before, Some(("100644".into(), a.clone())));
-        assert_eq!(changes[1].path, "new file");
+        assert_eq!(changes[1].path, b"new\nline", "a newline in a name is kept");
         assert_eq!(changes[1].before, None);
-        assert_eq!(changes[2].before, Some(("100644".into(), a)));
-        assert!(parse_raw("").is_empty());
+        assert_eq!(
+            changes[2].path, b"caf\xe9.txt",
+            "a name that is not UTF-8 is kept"
+        );
+        assert_eq!(changes[2].before, Some(("100755".into(), a)));
+        assert!(parse_raw(b"").is_empty());
+    }
+
+    #[test]
+    fn a_git_in_the_workspace_or_on_a_relative_path_entry_is_never_keels() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (workspace, elsewhere) = (dir.path().join("ws"), dir.path().join("tools"));
+        for bin in [workspace.join("bin"), elsewhere.clone()] {
+            std::fs::create_dir_all(&bin).unwrap();
+            std::fs::write(bin.join("git"), "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(bin.join("git"), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
+        }
+        let path = format!(
+            "bin:{}:{}",
+            workspace.join("bin").display(),
+            elsewhere.display()
+        );
+        // Run from inside the workspace, `bin` would be its own: neither is taken.
+        assert_eq!(
+            git_on(OsStr::new(&path), &workspace),
+            Some(elsewhere.join("git"))
+        );
+        assert_eq!(git_on(OsStr::new("bin"), &workspace), None);
     }
 }

@@ -62,15 +62,6 @@ pub async fn run_tools(
     mut round: ToolRound,
 ) -> Result<RoundEnd, AgentError> {
     let shared = run.shared;
-    // Nothing runs before the workspace's start snapshot is taken.
-    if let Some(mut start) = state.start_snapshot.take() {
-        tokio::select! {
-            biased;
-            // Still running: the turn's end waits for it.
-            () = run.cancelled() => state.start_snapshot = Some(start),
-            _ = &mut start => {}
-        }
-    }
     let mut index = 0;
     let mut plan_shown = false;
     while index < round.calls.len() {
@@ -161,6 +152,10 @@ pub async fn run_tools(
             })
             .collect();
         drop(live_sender);
+        // A command's effects are bracketed by snapshots (in a git repository), so a rewind
+        // can undo them and only them.
+        let bracket = commands_bracket(shared, &round, &batch);
+        snapshot(shared, bracket, crate::snapshot::Side::Before).await;
         let running = join_all(
             batch
                 .iter()
@@ -181,6 +176,7 @@ pub async fn run_tools(
             emit_live(run, &mut live, call_id, delta);
         }
         let end = index + batch.len();
+        snapshot(shared, bracket, crate::snapshot::Side::After).await;
         let Some(outputs) = outputs else {
             settle(run, state, &mut round, index..end, ReceiptState::Cancelled)?;
             let rest = end..round.calls.len();
@@ -209,6 +205,33 @@ pub async fn run_tools(
     } else {
         RoundEnd::Continue
     })
+}
+
+/// The receipts (first and last sequence number) of a batch that runs a command or an MCP
+/// tool, which may change files no checkpoint covers; `None` for other batches.
+fn commands_bracket(
+    shared: &Shared,
+    round: &ToolRound,
+    batch: &[(usize, Valid)],
+) -> Option<(u64, u64)> {
+    shared.snapshots.as_ref()?;
+    let runs_commands = batch.iter().any(|(_, valid)| match valid {
+        Valid::Builtin(call) => call.tool == keel_tools::BuiltinTool::Bash,
+        Valid::Mcp { .. } => true,
+    });
+    let seqs = batch
+        .iter()
+        .map(|(position, _)| round.receipts[*position].seq);
+    runs_commands.then(|| (seqs.clone().min().unwrap_or(0), seqs.max().unwrap_or(0)))
+}
+
+/// Take the workspace's snapshot on `side` of a bracketed batch (nothing for others); one
+/// that fails leaves the bracket open, which a rewind reports.
+async fn snapshot(shared: &Shared, bracket: Option<(u64, u64)>, side: crate::snapshot::Side) {
+    let (Some((first, last)), Some(snapshots)) = (bracket, shared.snapshots.clone()) else {
+        return;
+    };
+    let _ = tokio::task::spawn_blocking(move || snapshots.take(first, last, side)).await;
 }
 
 /// The most text one `tool/output` event carries (what waits is joined up to it).

@@ -51,42 +51,7 @@ pub enum TurnOutcome {
     Cancelled,
 }
 
-/// Run one turn, with a git snapshot of the workspace at its start and its end (in a
-/// repository): a rewind can then also undo what its commands changed.
 pub async fn run_turn(
-    shared: &Shared,
-    state: &mut SessionState,
-    input: TurnInput,
-    generation: u64,
-) -> Result<TurnOutcome, AgentError> {
-    use crate::snapshot::Point;
-    let turn = state.last_turn + 1;
-    // Taken while the first request is out; the tools wait for it (`tools_round`).
-    state.start_snapshot = snapshot_at(shared, turn, Point::Start);
-    let outcome = run_turn_inner(shared, state, input, generation).await;
-    if let Some(start) = state.start_snapshot.take() {
-        let _ = start.await;
-    }
-    if let Some(end) = snapshot_at(shared, turn, Point::End) {
-        let _ = end.await;
-    }
-    outcome
-}
-
-/// Take the workspace's snapshot at `point` of `turn`, in the background; one that fails is
-/// left out (a rewind then names what it cannot restore).
-fn snapshot_at(
-    shared: &Shared,
-    turn: u64,
-    point: crate::snapshot::Point,
-) -> Option<tokio::task::JoinHandle<()>> {
-    let snapshots = shared.snapshots.clone()?;
-    Some(tokio::task::spawn_blocking(move || {
-        let _ = snapshots.take(turn, point);
-    }))
-}
-
-async fn run_turn_inner(
     shared: &Shared,
     state: &mut SessionState,
     input: TurnInput,

@@ -21,6 +21,12 @@ pub fn run(
 ) -> anyhow::Result<Outcome> {
     let mut common = common.clone();
     common.session = Some(id.to_string());
+    // The session's files are in its own workspace, wherever this runs from.
+    if common.cwd.is_none()
+        && let Ok(Some(session)) = crate::session_setup::open_host()?.session(id)
+    {
+        common.cwd = Some(std::path::PathBuf::from(session.workspace));
+    }
     let mut setup = prepare(&common, "keel session rewind")?;
     // A rewind runs no tool: no MCP server is started for it.
     setup.mcp_servers.clear();

@@ -111,7 +111,8 @@ fn a_file_a_command_made_and_the_user_changed_after_is_a_conflict() {
     let rewound = home.run(&["session", "rewind", &session, "--to", "1", "--code"]);
     assert_eq!(rewound.code(), 1, "conflicts exit 1: {}", rewound.stderr());
     assert!(
-        rewound.stderr().contains("made.txt") && rewound.stderr().contains("after turn 1"),
+        rewound.stderr().contains("made.txt")
+            && rewound.stderr().contains("after keel's last command"),
         "{}",
         rewound.stderr()
     );
@@ -174,5 +175,95 @@ fn keels_git_runs_nothing_the_repository_or_the_users_git_config_names() {
         !marker.exists(),
         "a repository's fsmonitor, filter or hook ran: {:?}",
         std::fs::read_to_string(&marker)
+    );
+}
+
+#[test]
+fn bytes_modes_and_odd_names_come_back_as_they_were() {
+    use std::os::unix::fs::PermissionsExt;
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command":
+            "printf 'b\\n' > crlf.txt && rm run.sh && printf x > \"$(printf 'caf\\351.txt')\""}},
+        {"say": "Done."},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    let dir = home.path();
+    git(&dir, &["init", "-q"]);
+    // Converted by git on the way in if keel let it: CRLF in the file, LF by the attributes.
+    std::fs::write(dir.join(".gitattributes"), "* text=auto eol=lf\n").unwrap();
+    std::fs::write(dir.join("crlf.txt"), "a\r\nb\r\n").unwrap();
+    std::fs::write(dir.join("run.sh"), "#!/bin/sh\necho hi\n").unwrap();
+    std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    git(&dir, &["add", "run.sh", ".gitattributes"]);
+    git(&dir, &["commit", "-qm", "start"]);
+    let run = home.run(&["run", "--yes", "--json", "change them"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(!dir.join("run.sh").exists());
+
+    let rewound = home.run(&["session", "rewind", &session_of(&run), "--to", "1"]);
+    assert_eq!(rewound.code(), 0, "{}", rewound.stderr());
+    assert_eq!(std::fs::read(dir.join("crlf.txt")).unwrap(), b"a\r\nb\r\n");
+    let mode = std::fs::metadata(dir.join("run.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o111, 0o111, "executable again: {mode:o}");
+    // A name that is not UTF-8 is named, never guessed at; the rest still came back.
+    assert!(
+        rewound.stderr().contains("not UTF-8"),
+        "{}",
+        rewound.stderr()
+    );
+}
+
+#[test]
+fn a_workspace_below_the_root_keeps_the_repositorys_ignores_and_refuses_an_undone_turn() {
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": "echo made > made.txt && echo noise > build.log"}},
+        {"say": "One."},
+        {"say": "Two."},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    let root = home.path().join("project");
+    let workspace = root.join("sub");
+    std::fs::create_dir_all(&workspace).unwrap();
+    git(&root, &["init", "-q"]);
+    std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
+    std::fs::write(workspace.join("kept.txt"), "kept\n").unwrap();
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-qm", "start"]);
+    let cwd = workspace.to_str().unwrap();
+    let run = home.run(&["run", "--cwd", cwd, "--yes", "--json", "make"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let session = session_of(&run);
+    let second = home.run(&[
+        "run",
+        "--cwd",
+        cwd,
+        "--yes",
+        "--json",
+        "--session",
+        &session,
+        "two",
+    ]);
+    assert_eq!(second.code(), 0, "{}", second.stderr());
+
+    let rewound = home.run(&["session", "rewind", &session, "--to", "1"]);
+    assert_eq!(rewound.code(), 0, "{}", rewound.stderr());
+    assert!(!workspace.join("made.txt").exists(), "{}", rewound.stderr());
+    // Ignored by the repository root's .gitignore: never in a snapshot, named as such.
+    assert!(workspace.join("build.log").exists());
+    assert!(
+        rewound.stderr().contains("git ignores"),
+        "{}",
+        rewound.stderr()
+    );
+
+    let again = home.run(&["session", "rewind", &session, "--to", "2"]);
+    assert_eq!(again.code(), 2, "{}", again.stderr());
+    assert!(
+        again.stderr().contains("not in the conversation any more"),
+        "{}",
+        again.stderr()
     );
 }

@@ -300,6 +300,8 @@ impl Sandbox {
             .forbid_read
             .retain(|hidden| !store.starts_with(hidden));
         policy.writable = vec![store.to_path_buf()];
+        // The repository may be above the workspace, under the host's /tmp: git must see it.
+        policy.private_tmp = false;
         policy
     }
 

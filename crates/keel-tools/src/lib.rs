@@ -28,6 +28,7 @@ mod restore;
 mod sandboxed;
 mod search;
 mod special;
+pub use special::open_regular;
 mod specs;
 
 pub use fetch::{MAX_BODY as WEB_FETCH_MAX_BODY, MAX_REDIRECTS as WEB_FETCH_MAX_REDIRECTS};
