@@ -215,8 +215,12 @@ fn commands_bracket(
     batch: &[(usize, Valid)],
 ) -> Option<(u64, u64)> {
     shared.snapshots.as_ref()?;
+    // A command confined to reading by an enforced sandbox changes nothing to bracket.
+    let reading_only = shared.sandbox_now().is_some_and(|sandbox| {
+        sandbox.mode == keel_sandbox::SandboxMode::ReadOnly && sandbox.enforcement().is_enforced()
+    });
     let runs_commands = batch.iter().any(|(_, valid)| match valid {
-        Valid::Builtin(call) => call.tool == keel_tools::BuiltinTool::Bash,
+        Valid::Builtin(call) => call.tool == keel_tools::BuiltinTool::Bash && !reading_only,
         Valid::Mcp { .. } => true,
     });
     let seqs = batch
