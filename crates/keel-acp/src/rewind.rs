@@ -16,6 +16,8 @@ pub(crate) fn rewind_reply(
         code,
         conversation,
         force,
+        // No picker over ACP: without a turn, the last one.
+        pick: _,
     }) = controller.parse_line(text)
     else {
         return None;

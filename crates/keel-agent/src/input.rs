@@ -68,6 +68,8 @@ pub enum SurfaceCommand {
         code: bool,
         conversation: bool,
         force: bool,
+        /// `/rewind` without a turn: the surface lets the person pick one.
+        pick: bool,
     },
 }
 
@@ -219,6 +221,7 @@ impl Line {
                 code: true,
                 conversation: true,
                 force: false,
+                pick: false,
             }),
             "/rewind" => {
                 let words: Vec<&str> = rest.split_whitespace().collect();
@@ -232,11 +235,13 @@ impl Line {
                 }
                 let flag = |name: &str| words.contains(&name);
                 let (code_only, conversation_only) = (flag("--code"), flag("--conversation"));
+                let to = words.iter().find_map(|word| word.parse().ok());
                 Line::Command(SurfaceCommand::Rewind {
-                    to: words.iter().find_map(|word| word.parse().ok()),
+                    to,
                     code: !conversation_only || code_only,
                     conversation: !code_only || conversation_only,
                     force: flag("--force"),
+                    pick: to.is_none(),
                 })
             }
             "/reload-context" => Line::Command(SurfaceCommand::ReloadContext),

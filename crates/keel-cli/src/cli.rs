@@ -96,6 +96,10 @@ pub enum SessionCommand {
         /// The last turn to keep (all of them by default).
         #[arg(long, value_name = "TURN")]
         at: Option<u64>,
+        /// Also put the files back as they were after that turn (what the later turns changed
+        /// is undone; a file changed since is a conflict and stops the fork).
+        #[arg(long, requires = "at")]
+        code: bool,
     },
     /// Restore files and/or the conversation to before a turn (the turn's number as in
     /// `keel session show` and the events).

@@ -135,8 +135,8 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
         Some(cli::Command::Session(cli::SessionCommand::Recovery { id })) => {
             sessions::recovery(&cli.common, &id)
         }
-        Some(cli::Command::Session(cli::SessionCommand::Fork { id, at })) => {
-            rewind_command::fork(&id, at)
+        Some(cli::Command::Session(cli::SessionCommand::Fork { id, at, code })) => {
+            rewind_command::fork(&cli.common, &id, at, code)
         }
         Some(cli::Command::Session(cli::SessionCommand::Rewind {
             id,

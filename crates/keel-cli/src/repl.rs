@@ -404,13 +404,23 @@ impl Repl {
                 code,
                 conversation,
                 force,
+                pick,
             } => match &self.controller {
-                Some(controller) => crate::rewind_command::interactive(
-                    controller,
-                    to,
-                    keel_agent::RewindScope { code, conversation },
-                    force,
-                ),
+                Some(controller) => {
+                    let to = match to {
+                        None if pick => match crate::rewind_command::pick_turn(controller) {
+                            Some(to) => Some(to),
+                            None => return Ok(None),
+                        },
+                        to => to,
+                    };
+                    crate::rewind_command::interactive(
+                        controller,
+                        to,
+                        keel_agent::RewindScope { code, conversation },
+                        force,
+                    );
+                }
                 None => eprintln!("no session is open"),
             },
             SurfaceCommand::Context | SurfaceCommand::ReloadContext => match &self.controller {

@@ -44,8 +44,28 @@ pub fn run(
 
 /// `keel session fork ID [--at TURN]`: the new session's id on stdout, what to do with it on
 /// stderr.
-pub fn fork(id: &str, at: Option<u64>) -> anyhow::Result<Outcome> {
+pub fn fork(common: &CommonArgs, id: &str, at: Option<u64>, code: bool) -> anyhow::Result<Outcome> {
+    // `--code`: first the files, as the turns after `at` found them (in the original session:
+    // it is the one whose checkpoints and snapshots know them).
     let host = crate::session_setup::open_host()?;
+    if let Some(at) = at.filter(|_| code) {
+        let later = host
+            .session(id)?
+            .is_some_and(|_| at < host.transcript(id).map_or(0, |t| last_turn(&t)));
+        if later {
+            let scope = RewindScope {
+                code: true,
+                conversation: false,
+            };
+            if let Outcome::Stopped(code) = run(common, id, at + 1, scope, false)? {
+                eprintln!(
+                    "not forked: resolve the conflicts above first (or `keel session rewind {id} --to {} --code --force`)",
+                    at + 1
+                );
+                return Ok(Outcome::Stopped(code));
+            }
+        }
+    }
     let forked = host.fork(id, at).map_err(|error| match error {
         keel_agent::AgentError::CannotFork(_) => anyhow::Error::from(UsageError(error.to_string())),
         keel_agent::AgentError::Store(store) if store.is_for_the_user() => {
@@ -54,15 +74,84 @@ pub fn fork(id: &str, at: Option<u64>) -> anyhow::Result<Outcome> {
         other => other.into(),
     })?;
     println!("{}", forked.id);
+    let files = if code {
+        "Files are as they were after that turn."
+    } else {
+        "Files are as they are now (`--code` puts them back as they were after that turn)."
+    };
     eprintln!(
-        "forked {id}{} as {}: continue it with `keel --session {}`. Files are as they are now \
-         (`keel session rewind` restores them).",
+        "forked {id}{} as {}: continue it with `keel --session {}`. {files}",
         at.map(|turn| format!(" at turn {turn}"))
             .unwrap_or_default(),
         forked.id,
         forked.id
     );
     Ok(Outcome::Completed)
+}
+
+/// The latest turn a transcript's history holds.
+fn last_turn(transcript: &keel_agent::Transcript) -> u64 {
+    transcript
+        .items
+        .iter()
+        .filter(|stored| !matches!(stored.item, Ok(keel_types::Item::Context(_))))
+        .map(|stored| stored.turn)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The turns the conversation holds, each with the first line of its prompt, and the one the
+/// person picks (Enter: the last); `None` when they pick none.
+pub fn pick_turn(controller: &Controller) -> Option<u64> {
+    use std::io::BufRead;
+    let transcript = match controller.transcript() {
+        Ok(transcript) => transcript,
+        Err(error) => {
+            eprintln!("error: {}", visible_line(&error.to_string()));
+            return None;
+        }
+    };
+    let mut turns: Vec<(u64, String)> = Vec::new();
+    for stored in &transcript.items {
+        if let Ok(keel_types::Item::User { text }) = &stored.item
+            && turns.last().is_none_or(|(turn, _)| *turn != stored.turn)
+        {
+            // keel's own notes lead some prompts: the person's words follow them.
+            let said = text
+                .lines()
+                .find(|line| !line.starts_with("[keel: ") && !line.trim().is_empty())
+                .unwrap_or("");
+            let said: String = said.chars().take(70).collect();
+            turns.push((stored.turn, said));
+        }
+    }
+    let Some((last, _)) = turns.last().cloned() else {
+        eprintln!("nothing to rewind: the conversation holds no turn");
+        return None;
+    };
+    eprintln!("turns of this conversation (a rewind undoes the turn picked and every later one):");
+    for (turn, said) in &turns {
+        eprintln!("  {turn:>3}  {}", visible_line(said));
+    }
+    eprint!("rewind to before turn [{last}] (a number, Enter for {last}, q to keep all): ");
+    let mut answer = String::new();
+    if std::io::stdin().lock().read_line(&mut answer).is_err() {
+        return None;
+    }
+    match answer.trim() {
+        "" => Some(last),
+        "q" | "Q" => None,
+        typed => match typed.parse::<u64>() {
+            Ok(turn) if turns.iter().any(|(known, _)| *known == turn) => Some(turn),
+            _ => {
+                eprintln!(
+                    "no turn `{}` to rewind to: nothing was changed",
+                    visible_line(typed)
+                );
+                None
+            }
+        },
+    }
 }
 
 /// Rewind from the interactive session (`/undo`: the last turn).

@@ -547,3 +547,72 @@ fn a_fork_inside_a_compacted_history_starts_with_the_turns_verbatim() {
         "no summary in the fork"
     );
 }
+
+#[test]
+fn rewind_without_a_turn_lists_the_turns_to_pick_from() {
+    let (home, _mock) = scripted("chat", &two_writes(), "");
+    home.prepend_config("permission_mode = \"auto\"");
+    let screen = common::terminal::interactive_until(
+        &home,
+        &[
+            ("write one\n", Some("First."), 0),
+            ("write two\n", Some("Second."), 0),
+            ("/rewind\n", Some("rewind to before turn [2]"), 0),
+            ("1\n", Some("conversation: back to before turn 1"), 0),
+            ("/rewind\n", Some("nothing to rewind"), 0),
+            ("/quit\n", None, 300),
+        ],
+    );
+    assert!(
+        screen.contains("  1  write one") && screen.contains("  2  write two"),
+        "{screen}"
+    );
+    assert_eq!(read(&home, "a.txt"), None, "both turns undone: {screen}");
+}
+
+#[test]
+fn a_fork_with_code_puts_the_files_back_as_they_were_after_its_turn() {
+    let (home, _mock) = scripted("chat", &two_writes(), "");
+    let first = home.run(&["run", "--yes", "--json", "one"]);
+    assert_eq!(first.code(), 0, "{}", first.stderr());
+    let session = session_of(&first);
+    let second = home.run(&["run", "--yes", "--json", "--session", &session, "two"]);
+    assert_eq!(second.code(), 0, "{}", second.stderr());
+    assert_eq!(read(&home, "a.txt").as_deref(), Some("two\n"));
+
+    let forked = home.run(&["session", "fork", &session, "--at", "1", "--code"]);
+    assert_eq!(forked.code(), 0, "{}", forked.stderr());
+    assert_eq!(
+        read(&home, "a.txt").as_deref(),
+        Some("one\n"),
+        "{}",
+        forked.stderr()
+    );
+    assert!(
+        forked.stderr().contains("as they were after that turn"),
+        "{}",
+        forked.stderr()
+    );
+    // The original keeps its conversation; only the files moved.
+    let original = session_json(&home, &session, &[]);
+    assert_eq!(original["revisions"].as_array().unwrap().len(), 1);
+
+    // A file changed since stops the fork, and nothing is forked.
+    let (home, _mock) = scripted("chat", &two_writes(), "");
+    let first = home.run(&["run", "--yes", "--json", "one"]);
+    let session = session_of(&first);
+    let second = home.run(&["run", "--yes", "--json", "--session", &session, "two"]);
+    assert_eq!(second.code(), 0, "{}", second.stderr());
+    std::fs::write(home.path().join("a.txt"), "mine\n").unwrap();
+    let stopped = home.run(&["session", "fork", &session, "--at", "1", "--code"]);
+    assert_eq!(stopped.code(), 1, "{}", stopped.stderr());
+    assert!(
+        stopped.stderr().contains("not forked"),
+        "{}",
+        stopped.stderr()
+    );
+    assert_eq!(read(&home, "a.txt").as_deref(), Some("mine\n"));
+    let listed = home.run(&["sessions", "--json"]);
+    let sessions: Value = serde_json::from_str(&listed.stdout()).unwrap();
+    assert_eq!(sessions.as_array().unwrap().len(), 1, "no fork was made");
+}
