@@ -313,8 +313,17 @@ mod tests {
                 code: true,
                 conversation: false,
                 force: true,
+                pick: false,
             })
         );
+        assert!(matches!(
+            Line::parse("/rewind --code"),
+            Line::Command(SurfaceCommand::Rewind { to: None, pick: true, .. })
+        ));
+        assert!(matches!(
+            Line::parse("/undo"),
+            Line::Command(SurfaceCommand::Rewind { to: None, pick: false, .. })
+        ));
         assert_eq!(
             Line::parse("/rewind --conversaton"),
             Line::Unknown("/rewind --conversaton".into())
