@@ -318,11 +318,19 @@ mod tests {
         );
         assert!(matches!(
             Line::parse("/rewind --code"),
-            Line::Command(SurfaceCommand::Rewind { to: None, pick: true, .. })
+            Line::Command(SurfaceCommand::Rewind {
+                to: None,
+                pick: true,
+                ..
+            })
         ));
         assert!(matches!(
             Line::parse("/undo"),
-            Line::Command(SurfaceCommand::Rewind { to: None, pick: false, .. })
+            Line::Command(SurfaceCommand::Rewind {
+                to: None,
+                pick: false,
+                ..
+            })
         ));
         assert_eq!(
             Line::parse("/rewind --conversaton"),

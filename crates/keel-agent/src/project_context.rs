@@ -431,6 +431,10 @@ impl Controller {
             });
         };
         if let Item::Context(old) = &state.history[at] {
+            // The git status is the session's start's, like its date.
+            if let Some(status) = git_status_line(&old.text) {
+                fresh.text = with_environment_line(&fresh.text, status);
+            }
             fresh.text = with_date_of(old, &fresh.text);
             if old == &fresh {
                 return Ok(Reloaded::Unchanged);
@@ -478,6 +482,26 @@ impl Controller {
 }
 
 /// `fresh` with the start date `old` states (the session started when it started).
+/// The block `text` with `line` added to its environment section (written last), before the
+/// session's start date.
+pub(crate) fn with_environment_line(text: &str, line: &str) -> String {
+    match text.rfind("\nsession started: ") {
+        Some(at) => format!("{}\n{line}{}", &text[..at], &text[at..]),
+        None => text.to_string(),
+    }
+}
+
+/// The git status line of a block's environment, if it has one.
+fn git_status_line(text: &str) -> Option<&str> {
+    let environment = &text[text.rfind("<environment>\n")?..];
+    environment
+        .lines()
+        .find(|line| line.starts_with(GIT_STATUS))
+}
+
+/// How the environment's git status line starts.
+pub(crate) const GIT_STATUS: &str = "git status: ";
+
 fn with_date_of(old: &ContextBlock, fresh: &str) -> String {
     const DATE: &str = "\nsession started: ";
     let date_line = |text: &str| {

@@ -23,6 +23,7 @@
 //! - A snapshot is what `git add -A` sees in the workspace (`.gitignore`d files, and files it
 //!   cannot read, are not in it); keel's own files are never in it.
 
+use crate::project_context::GIT_STATUS;
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::io::Read;
@@ -61,6 +62,8 @@ pub(crate) struct Point {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Changed {
     pub path: Vec<u8>,
+    /// git's letter for the change (`M`, `A`, `D`, `T`).
+    pub status: u8,
     /// The first snapshot's entry: (mode, object id), or `None` when the path was absent.
     pub before: Option<(String, String)>,
 }
@@ -73,6 +76,9 @@ pub(crate) struct Snapshots {
     root: PathBuf,
     /// The workspace, as a pathspec from the root.
     scope: String,
+    /// The repository's git directory and common directory (they differ in a worktree).
+    git_dir: PathBuf,
+    common_dir: PathBuf,
     /// The repository's index (the first one a session starts from) and objects (borrowed).
     repository_index: PathBuf,
     borrowed_objects: PathBuf,
@@ -138,6 +144,8 @@ impl Snapshots {
             root,
             scope,
             repository_index: git_dir.join("index"),
+            git_dir: git_dir.clone(),
+            common_dir: common_dir.clone(),
             borrowed_objects,
             repository_excludes: common_dir.join("info/exclude"),
             store: home.join("snapshots").join(format!("{name}.git")),
@@ -242,6 +250,92 @@ impl Snapshots {
     pub(crate) fn changed(&self, from: &str, to: &str) -> Result<Vec<Changed>, String> {
         let raw = self.run(&["diff-tree", "-r", "-z", "--no-renames", "--raw", from, to])?;
         Ok(parse_raw(&raw))
+    }
+
+    /// One line for the session's environment: how the workspace differs from the commit
+    /// checked out (counted; the first paths named, bounded). `None` when keel cannot tell.
+    pub(crate) fn status_line(&self) -> Option<String> {
+        let head = self.head_commit()?;
+        // First the snapshot: it also makes keel's store, which reads the commit through the
+        // repository's objects.
+        let now = self.take_now().ok()?;
+        let head_tree = self
+            .git(&[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("{head}^{{tree}}"),
+            ])
+            .ok()?;
+        let scope = self.scope.strip_prefix(":(top,literal)").unwrap_or("");
+        let changes: Vec<Changed> = self
+            .changed(head_tree.trim(), &now)
+            .ok()?
+            .into_iter()
+            .filter(|change| {
+                let inside = format!("{scope}/");
+                scope.is_empty() || change.path.starts_with(inside.as_bytes())
+            })
+            .collect();
+        if changes.is_empty() {
+            return Some(format!(
+                "{GIT_STATUS}clean (the workspace is as the checked-out commit)"
+            ));
+        }
+        let count = |status: u8| changes.iter().filter(|c| c.status == status).count();
+        let named: Vec<String> = changes
+            .iter()
+            .take(MOST_NAMED)
+            .map(|change| {
+                String::from_utf8_lossy(&change.path)
+                    .chars()
+                    .map(|c| if c.is_control() { '?' } else { c })
+                    .take(100)
+                    .collect::<String>()
+            })
+            .collect();
+        let more = changes.len().saturating_sub(MOST_NAMED);
+        Some(format!(
+            "{GIT_STATUS}{} paths differ from the checked-out commit ({} modified, {} new, {} \
+             deleted): {}{}",
+            changes.len(),
+            count(b'M') + count(b'T'),
+            count(b'A'),
+            count(b'D'),
+            named.join(", "),
+            if more > 0 {
+                format!(", and {more} more")
+            } else {
+                String::new()
+            }
+        ))
+    }
+
+    /// The commit checked out, read from the repository's `HEAD` and refs (files keel reads,
+    /// never a git run on the repository's own configuration).
+    fn head_commit(&self) -> Option<String> {
+        let is_id = |text: &str| {
+            (text.len() == 40 || text.len() == 64) && text.bytes().all(|b| b.is_ascii_hexdigit())
+        };
+        let head = String::from_utf8(read_regular(&self.git_dir.join("HEAD"), 512)?).ok()?;
+        let head = head.trim();
+        let Some(name) = head.strip_prefix("ref: ") else {
+            return is_id(head).then(|| head.to_string());
+        };
+        if !name.starts_with("refs/") || name.contains("..") {
+            return None;
+        }
+        if let Some(loose) = read_regular(&self.common_dir.join(name), 512)
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            && is_id(loose.trim())
+        {
+            return Some(loose.trim().to_string());
+        }
+        let packed = read_regular(&self.common_dir.join("packed-refs"), MOST_INDEX)?;
+        String::from_utf8_lossy(&packed).lines().find_map(|line| {
+            let (id, named) = line.split_once(' ')?;
+            (named == name && is_id(id)).then(|| id.to_string())
+        })
     }
 
     /// The paths that differ between `from` and `to` (names only).
@@ -443,6 +537,9 @@ impl Snapshots {
     }
 }
 
+/// The most paths the environment's git status names.
+const MOST_NAMED: usize = 10;
+
 /// The largest repository index a session starts from.
 const MOST_INDEX: u64 = 256 * 1024 * 1024;
 
@@ -518,12 +615,13 @@ fn parse_raw(raw: &[u8]) -> Vec<Changed> {
             break;
         };
         let words: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
-        let [old_mode, _new_mode, old_id, _new_id, _status] = words[..] else {
+        let [old_mode, _new_mode, old_id, _new_id, status] = words[..] else {
             break;
         };
         let before = (old_mode != "000000").then(|| (old_mode.to_string(), old_id.to_string()));
         changes.push(Changed {
             path: path.to_vec(),
+            status: status.bytes().next().unwrap_or(b'M'),
             before,
         });
     }

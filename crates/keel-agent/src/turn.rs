@@ -87,6 +87,13 @@ pub async fn run_turn(
             return complete(&run, state, readiness, spent, false);
         }
     }
+    // A session's first prompt: the environment says how the repository stands (keel's git,
+    // on its own snapshot store; the block is written once, so this runs once).
+    if let (Some(block), Some(snapshots)) = (&mut state.pending_context, shared.snapshots.clone())
+        && let Ok(Some(line)) = tokio::task::spawn_blocking(move || snapshots.status_line()).await
+    {
+        block.text = crate::project_context::with_environment_line(&block.text, &line);
+    }
     commit_input(&run, state, input_kind, input.text)?;
     let mut progress = ProgressGuard::default();
     let mut ran_tools = false;

@@ -267,3 +267,37 @@ fn a_workspace_below_the_root_keeps_the_repositorys_ignores_and_refuses_an_undon
         again.stderr()
     );
 }
+
+#[test]
+fn the_first_prompt_says_how_the_repository_stands() {
+    let steps = json!({"steps": [{"say": "one"}, {"say": "two"}]});
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    repository(&home);
+    std::fs::write(home.path().join("tracked.txt"), "changed\n").unwrap();
+    std::fs::write(home.path().join("new.txt"), "new\n").unwrap();
+    let run = home.run(&["run", "--yes", "--json", "hello"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let sent = mock.requests()[0].to_string();
+    assert!(
+        sent.contains(
+            "git status: 2 paths differ from the checked-out commit (1 modified, 1 new, 0 \
+             deleted): new.txt, tracked.txt"
+        ),
+        "{sent}"
+    );
+    // Once, at the start: the next prompt's request begins with the same bytes.
+    let second = home.run(&[
+        "run",
+        "--yes",
+        "--json",
+        "--session",
+        &session_of(&run),
+        "again",
+    ]);
+    assert_eq!(second.code(), 0, "{}", second.stderr());
+    let requests = mock.requests();
+    let first = requests[0]["body"].as_str().unwrap();
+    let later = requests[1]["body"].as_str().unwrap();
+    let head = &first[..first.rfind("hello").unwrap()];
+    assert!(later.starts_with(head), "prefix-stable");
+}
