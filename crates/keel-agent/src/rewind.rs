@@ -150,8 +150,8 @@ impl Controller {
             .extend(unrestorable_calls(&rows, to, &ran));
         if !covered.is_empty() && scope.code {
             report.not_restorable.push(
-                "what commands changed in files git ignores (.gitignore) or outside the \
-                 workspace is not restored"
+                "what commands changed in files git ignores (.gitignore), in untracked files \
+                 over 16 MiB or outside the workspace is not restored"
                     .into(),
             );
         }

@@ -25,7 +25,7 @@
 
 use crate::project_context::GIT_STATUS;
 use std::collections::BTreeSet;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -198,7 +198,7 @@ impl Snapshots {
     /// Bring the index up to the workspace. A file git cannot add (unreadable, a repository
     /// inside with no commit) is left as the index had it; only a fatal error fails.
     fn add(&self) -> Result<(), String> {
-        let mut add = vec![
+        let mut add: Vec<OsString> = [
             "-c",
             "advice.addEmbeddedRepo=false",
             "add",
@@ -206,13 +206,43 @@ impl Snapshots {
             "--ignore-errors",
             "--",
             self.scope.as_str(),
-        ];
-        add.extend(self.excluded.iter().map(String::as_str));
+        ]
+        .iter()
+        .map(OsString::from)
+        .chain(self.excluded.iter().map(OsString::from))
+        .collect();
+        add.extend(self.big_untracked());
         match self.run(&add) {
             Ok(_) => Ok(()),
             Err(error) if !error.contains("fatal:") => Ok(()),
             Err(error) => Err(error),
         }
+    }
+
+    /// Files git does not track (and does not ignore) larger than `MOST_UNTRACKED`, as
+    /// pathspecs that leave them out of a snapshot (a downloaded model or dataset would
+    /// otherwise be copied into keel's store at every command).
+    fn big_untracked(&self) -> Vec<OsString> {
+        let mut list = vec!["ls-files", "--others", "--exclude-standard", "-z", "--"];
+        list.push(&self.scope);
+        list.extend(self.excluded.iter().map(String::as_str));
+        let Ok(listed) = self.run(&list) else {
+            return Vec::new();
+        };
+        listed
+            .split(|byte| *byte == 0)
+            .filter(|path| !path.is_empty())
+            .filter(|path| {
+                self.path_of(path)
+                    .symlink_metadata()
+                    .is_ok_and(|meta| meta.is_file() && meta.len() > MOST_UNTRACKED)
+            })
+            .map(|path| {
+                let mut spec = OsString::from(":(exclude,top,literal)");
+                spec.push(OsStr::from_bytes(path));
+                spec
+            })
+            .collect()
     }
 
     /// The snapshots recorded for this session, in the order they were taken.
@@ -436,7 +466,11 @@ impl Snapshots {
     }
 
     /// Run keel's git with `args` (see the module invariants): its stdout.
-    fn run(&self, args: &[&str]) -> Result<Vec<u8>, String> {
+    fn run<A: AsRef<OsStr>>(&self, args: &[A]) -> Result<Vec<u8>, String> {
+        let what = args
+            .first()
+            .map(|arg| arg.as_ref().to_string_lossy().into_owned())
+            .unwrap_or_default();
         let mut command = std::process::Command::new(&self.git);
         command
             .args([
@@ -525,17 +559,17 @@ impl Snapshots {
         let stderr = stderr.join().unwrap_or_default();
         if !status.success() {
             let said = String::from_utf8_lossy(&stderr);
-            return Err(format!("git {}: {}", args[0], said.trim()));
+            return Err(format!("git {what}: {}", said.trim()));
         }
         if stdout.len() > MOST_OUTPUT {
-            return Err(format!(
-                "git {} answered more than {MOST_OUTPUT} bytes",
-                args[0]
-            ));
+            return Err(format!("git {what} answered more than {MOST_OUTPUT} bytes"));
         }
         Ok(stdout)
     }
 }
+
+/// The largest file git does not track that a snapshot keeps.
+const MOST_UNTRACKED: u64 = 16 * 1024 * 1024;
 
 /// The most paths the environment's git status names.
 const MOST_NAMED: usize = 10;

@@ -301,3 +301,42 @@ fn the_first_prompt_says_how_the_repository_stands() {
     let head = &first[..first.rfind("hello").unwrap()];
     assert!(later.starts_with(head), "prefix-stable");
 }
+
+#[test]
+fn a_large_untracked_file_is_left_out_of_the_snapshots_and_said() {
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command":
+            "head -c 17000000 /dev/urandom > big.bin && echo small > small.txt"}},
+        {"say": "Made them."},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    repository(&home);
+    let run = home.run(&["run", "--yes", "--json", "make files"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let rewound = home.run(&["session", "rewind", &session_of(&run), "--to", "1"]);
+    assert_eq!(rewound.code(), 0, "{}", rewound.stderr());
+    assert_eq!(read(&home, "small.txt"), None);
+    assert!(home.path().join("big.bin").exists(), "not in any snapshot");
+    assert!(
+        rewound.stderr().contains("over 16 MiB"),
+        "{}",
+        rewound.stderr()
+    );
+    let stored: u64 = walk(&home.path().join("snapshots"));
+    assert!(stored < 4_000_000, "keel's store holds {stored} bytes");
+}
+
+/// The bytes of the files below `dir`.
+fn walk(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| match entry.file_type() {
+                    Ok(kind) if kind.is_dir() => walk(&entry.path()),
+                    _ => entry.metadata().map_or(0, |meta| meta.len()),
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
