@@ -269,6 +269,7 @@ impl Translator {
             )],
             EventBody::SessionStarted { .. }
             | EventBody::HistoryRewritten { .. }
+            | EventBody::SessionRewound { .. }
             | EventBody::PrefixChanged { .. }
             | EventBody::TurnStarted { .. }
             | EventBody::ApprovalRequested { .. }

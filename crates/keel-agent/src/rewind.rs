@@ -187,6 +187,20 @@ impl Controller {
                 state.interrupted = false;
             }
         }
+        shared.emit(
+            None,
+            keel_types::EventBody::SessionRewound {
+                to_turn: to,
+                code: scope.code,
+                conversation: scope.conversation,
+                revision: report.revision,
+                conflicts: report
+                    .conflicts
+                    .iter()
+                    .map(|(path, _)| path.clone())
+                    .collect(),
+            },
+        );
         Ok(report)
     }
 

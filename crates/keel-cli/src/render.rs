@@ -208,6 +208,7 @@ impl Renderer {
             }
             EventBody::SessionStarted { .. }
             | EventBody::HistoryRewritten { .. }
+            | EventBody::SessionRewound { .. }
             | EventBody::TurnStarted { .. }
             | EventBody::ApprovalRequested { .. }
             | EventBody::ToolStarted { .. }

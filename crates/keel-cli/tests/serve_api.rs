@@ -466,6 +466,17 @@ fn rewind_over_http_undoes_the_last_turn_and_says_what_it_did() {
         .map(|item| item["role"].as_str().unwrap())
         .collect();
     assert_eq!(roles, ["context"]);
+    // The rewind is an event of the session, as every client sees it.
+    let events = server.events(&session, Some(0), "session/rewound", usize::MAX);
+    let rewound = events
+        .iter()
+        .find(|event| event["type"] == "session/rewound")
+        .expect("a session/rewound event");
+    assert_eq!(rewound["to_turn"], 1);
+    assert_eq!(rewound["code"], true);
+    assert_eq!(rewound["conversation"], true);
+    assert_eq!(rewound["revision"], 2);
+    assert_eq!(rewound["conflicts"], json!([]));
     // Nothing left to undo; a field nobody knows is a bad request.
     let (status, again) = server.api("POST", &rewind, json!({}));
     assert_eq!(status, 409, "{again}");

@@ -516,9 +516,11 @@ impl LiveView {
                     }
                 }
             }
+            // A rewind's surface prints its own report.
             EventBody::ApprovalRequested { .. }
             | EventBody::SessionStarted { .. }
-            | EventBody::HistoryRewritten { .. } => {}
+            | EventBody::HistoryRewritten { .. }
+            | EventBody::SessionRewound { .. } => {}
             other => {
                 if let Some(text) = notice(other) {
                     self.say(&text, Style::PLAIN.dim());

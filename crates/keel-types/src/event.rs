@@ -241,6 +241,16 @@ pub enum EventBody {
     /// The request prefix changes from the next request on (`compaction`, `model_switched`…).
     #[serde(rename = "prefix/changed")]
     PrefixChanged { reason: String },
+    /// Files and/or the conversation were put back as before `to_turn` (`revision`: the
+    /// conversation's new history revision; `conflicts`: the paths left alone).
+    #[serde(rename = "session/rewound")]
+    SessionRewound {
+        to_turn: u64,
+        code: bool,
+        conversation: bool,
+        revision: Option<u64>,
+        conflicts: Vec<String>,
+    },
     /// A value a project file asked for that was not applied: the workspace is not trusted
     /// (PRODUCT.md §4c). Sent after `session/started`, one per value.
     #[serde(rename = "trust/ignored")]
