@@ -195,6 +195,9 @@ pub(crate) struct SessionState {
     /// The context block read when the session opened without one: committed with the next
     /// user item.
     pub pending_context: Option<keel_types::ContextBlock>,
+    /// The "after" snapshot of the last command batch, taken while the next request is out:
+    /// awaited before the next snapshot and before the turn ends.
+    pub pending_snapshot: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl SessionState {

@@ -90,6 +90,7 @@ pub fn load_session(store: &Store, session: &str) -> Result<SessionState, AgentE
         mcp_opening: true,
         interrupted: false,
         pending_context: None,
+        pending_snapshot: None,
     })
 }
 

@@ -155,7 +155,13 @@ pub async fn run_tools(
         // A command's effects are bracketed by snapshots (in a git repository), so a rewind
         // can undo them and only them.
         let bracket = commands_bracket(shared, &round, &batch);
-        snapshot(shared, bracket, crate::snapshot::Side::Before).await;
+        if bracket.is_some() {
+            // The last batch's "after" first: one git at a time on the session's index.
+            finish_snapshot(state).await;
+            if let Some(before) = snapshot(shared, bracket, crate::snapshot::Side::Before) {
+                let _ = before.await;
+            }
+        }
         let running = join_all(
             batch
                 .iter()
@@ -176,7 +182,8 @@ pub async fn run_tools(
             emit_live(run, &mut live, call_id, delta);
         }
         let end = index + batch.len();
-        snapshot(shared, bracket, crate::snapshot::Side::After).await;
+        // Taken while the next request is out; the next snapshot, or the turn's end, waits.
+        state.pending_snapshot = snapshot(shared, bracket, crate::snapshot::Side::After);
         let Some(outputs) = outputs else {
             settle(run, state, &mut round, index..end, ReceiptState::Cancelled)?;
             let rest = end..round.calls.len();
@@ -229,13 +236,24 @@ fn commands_bracket(
     runs_commands.then(|| (seqs.clone().min().unwrap_or(0), seqs.max().unwrap_or(0)))
 }
 
-/// Take the workspace's snapshot on `side` of a bracketed batch (nothing for others); one
+/// Start the workspace's snapshot on `side` of a bracketed batch (nothing for others); one
 /// that fails leaves the bracket open, which a rewind reports.
-async fn snapshot(shared: &Shared, bracket: Option<(u64, u64)>, side: crate::snapshot::Side) {
-    let (Some((first, last)), Some(snapshots)) = (bracket, shared.snapshots.clone()) else {
-        return;
-    };
-    let _ = tokio::task::spawn_blocking(move || snapshots.take(first, last, side)).await;
+fn snapshot(
+    shared: &Shared,
+    bracket: Option<(u64, u64)>,
+    side: crate::snapshot::Side,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let ((first, last), snapshots) = (bracket?, shared.snapshots.clone()?);
+    Some(tokio::task::spawn_blocking(move || {
+        let _ = snapshots.take(first, last, side);
+    }))
+}
+
+/// Wait for the snapshot still being taken, if any.
+pub(crate) async fn finish_snapshot(state: &mut SessionState) {
+    if let Some(pending) = state.pending_snapshot.take() {
+        let _ = pending.await;
+    }
 }
 
 /// The most text one `tool/output` event carries (what waits is joined up to it).

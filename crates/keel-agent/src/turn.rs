@@ -57,6 +57,18 @@ pub async fn run_turn(
     input: TurnInput,
     generation: u64,
 ) -> Result<TurnOutcome, AgentError> {
+    let outcome = run_turn_inner(shared, state, input, generation).await;
+    // A turn ends with its last snapshot taken: a rewind right after it sees the bracket closed.
+    crate::tools_round::finish_snapshot(state).await;
+    outcome
+}
+
+async fn run_turn_inner(
+    shared: &Shared,
+    state: &mut SessionState,
+    input: TurnInput,
+    generation: u64,
+) -> Result<TurnOutcome, AgentError> {
     let turn = state.last_turn + 1;
     state.last_turn = turn;
     let mut run = TurnRun::start(shared, turn, generation);
