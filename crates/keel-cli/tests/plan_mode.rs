@@ -13,6 +13,17 @@ fn body(request: &Value) -> Value {
     serde_json::from_str(request["body"].as_str().unwrap()).unwrap()
 }
 
+/// A plan the person sends back, a better one they approve, then the write it plans.
+fn rejected_then_approved() -> String {
+    json!({"steps": [
+        {"tool": "propose_plan", "args": {"plan": "1. Rewrite everything"}},
+        {"tool": "propose_plan", "args": {"plan": PLAN}},
+        {"tool": "write_file", "args": {"path": "done.txt", "content": "y"}},
+        {"say": "Renamed."},
+    ]})
+    .to_string()
+}
+
 const PLAN: &str = "## Plan\n\n1. Rename `parse` to `parse_line`\n2. Update the callers";
 
 #[test]
@@ -143,13 +154,7 @@ fn ids(events: &[Value]) -> Vec<u64> {
 
 #[test]
 fn over_http_a_rejected_plan_takes_a_note_and_an_approved_one_switches_the_mode() {
-    let steps = json!({"steps": [
-        {"tool": "propose_plan", "args": {"plan": "1. Rewrite everything"}},
-        {"tool": "propose_plan", "args": {"plan": PLAN}},
-        {"tool": "write_file", "args": {"path": "done.txt", "content": "y"}},
-        {"say": "Renamed."},
-    ]});
-    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    let (home, mock) = scripted("chat", &rejected_then_approved(), "");
     let server = Server::start(&home, &["--permission-mode", "plan"]);
     let session = server.new_session();
     let status = |server: &Server| {
@@ -326,13 +331,7 @@ fn a_session_resumed_in_another_mode_is_told_once() {
 
 #[test]
 fn slash_plan_in_the_line_mode_takes_a_note_then_an_approval_into_auto() {
-    let steps = json!({"steps": [
-        {"tool": "propose_plan", "args": {"plan": "1. Rewrite everything"}},
-        {"tool": "propose_plan", "args": {"plan": PLAN}},
-        {"tool": "write_file", "args": {"path": "done.txt", "content": "y"}},
-        {"say": "Renamed."},
-    ]});
-    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    let (home, mock) = scripted("chat", &rejected_then_approved(), "");
     let screen = common::terminal::interactive_until(
         &home,
         &[

@@ -353,13 +353,10 @@ fn a_fork_starts_with_the_originals_bytes_and_carries_its_receipts() {
     let requests = mock.requests();
     let original = requests[2]["body"].as_str().unwrap();
     let from_fork = requests.last().unwrap()["body"].as_str().unwrap();
-    let before = |body: &str, prompt: &str| {
-        let at = body
-            .find(&format!("{{\"role\":\"user\",\"content\":\"{prompt}\""))
-            .unwrap();
-        body[..at].to_string()
-    };
-    assert_eq!(before(original, "second"), before(from_fork, "forked"));
+    assert_eq!(
+        bytes_before(original, "second"),
+        bytes_before(from_fork, "forked")
+    );
     let shown = session_json(&home, &fork, &[]);
     let receipts = shown["receipts"].as_array().unwrap();
     assert_eq!(receipts.len(), 1, "{shown}");
@@ -501,13 +498,10 @@ fn a_turn_a_compaction_summarised_is_rewound_from_the_revision_that_held_it() {
     let requests = mock.requests();
     let original = requests[1]["body"].as_str().unwrap();
     let again = requests.last().unwrap()["body"].as_str().unwrap();
-    let before = |body: &str, prompt: &str| {
-        let at = body
-            .find(&format!("{{\"role\":\"user\",\"content\":\"{prompt}\""))
-            .unwrap_or_else(|| panic!("{prompt} in {body}"));
-        body[..at].to_string()
-    };
-    assert_eq!(before(original, "second"), before(again, "again"));
+    assert_eq!(
+        bytes_before(original, "second"),
+        bytes_before(again, "again")
+    );
 }
 
 #[test]
@@ -535,13 +529,10 @@ fn a_fork_inside_a_compacted_history_starts_with_the_turns_verbatim() {
     let requests = mock.requests();
     let original = requests[1]["body"].as_str().unwrap();
     let from_fork = requests.last().unwrap()["body"].as_str().unwrap();
-    let before = |body: &str, prompt: &str| {
-        let at = body
-            .find(&format!("{{\"role\":\"user\",\"content\":\"{prompt}\""))
-            .unwrap_or_else(|| panic!("{prompt} in {body}"));
-        body[..at].to_string()
-    };
-    assert_eq!(before(original, "second"), before(from_fork, "forked"));
+    assert_eq!(
+        bytes_before(original, "second"),
+        bytes_before(from_fork, "forked")
+    );
     assert!(
         !from_fork.contains("Two questions"),
         "no summary in the fork"
@@ -615,4 +606,12 @@ fn a_fork_with_code_puts_the_files_back_as_they_were_after_its_turn() {
     let listed = home.run(&["sessions", "--json"]);
     let sessions: Value = serde_json::from_str(&listed.stdout()).unwrap();
     assert_eq!(sessions.as_array().unwrap().len(), 1, "no fork was made");
+}
+
+/// A request body's bytes before the user message that is exactly `prompt`.
+fn bytes_before(body: &str, prompt: &str) -> String {
+    let at = body
+        .find(&format!("{{\"role\":\"user\",\"content\":\"{prompt}\""))
+        .unwrap_or_else(|| panic!("{prompt} in {body}"));
+    body[..at].to_string()
 }
