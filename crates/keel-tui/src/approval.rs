@@ -89,9 +89,7 @@ impl Question {
         let plan = is_plan(request).then(|| request.subject.clone());
         let title = match (request.unconfined, view.line_count) {
             _ if plan.is_some() => {
-                "? the model proposes this plan; nothing has been changed. Approve it to leave \
-                 plan mode:"
-                    .to_string()
+                "? the model proposes this plan (nothing has changed yet):".to_string()
             }
             (true, _) => format!(
                 "? the command failed inside keel's sandbox, and its output suggests the sandbox \
