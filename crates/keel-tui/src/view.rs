@@ -65,6 +65,9 @@ pub struct LiveView {
     waiting: Option<(Instant, u32)>,
     running: Vec<Running>,
     approval: Option<Question>,
+    /// The call the approval on screen is about (its card may be announced after the question:
+    /// the two come over different channels).
+    asked_call: Option<String>,
     note: Option<Editor>,
     queued: VecDeque<String>,
     notice: Option<String>,
@@ -98,6 +101,7 @@ impl LiveView {
             waiting: None,
             running: Vec::new(),
             approval: None,
+            asked_call: None,
             note: None,
             queued: VecDeque::new(),
             notice: None,
@@ -279,6 +283,7 @@ impl LiveView {
         {
             running.asked = true;
         }
+        self.asked_call = Some(request.call_id.clone());
         self.approval = Some(question);
         self.note = None;
         self.asked_at = Some(std::time::Instant::now());
@@ -313,6 +318,7 @@ impl LiveView {
     /// The approval was answered (`answer` says how, for the scrollback).
     pub fn answered(&mut self, answer: &str) {
         self.approval = None;
+        self.asked_call = None;
         self.note = None;
         for running in &mut self.running {
             running.asked = false;
@@ -323,6 +329,7 @@ impl LiveView {
     /// The approval went away without an answer (the turn was cancelled).
     pub fn drop_approval(&mut self) {
         self.approval = None;
+        self.asked_call = None;
         self.note = None;
     }
 
@@ -424,7 +431,7 @@ impl LiveView {
                         subject: cards::call_subject(name, arguments, subject.as_deref()),
                     },
                     since: now,
-                    asked: false,
+                    asked: self.asked_call.as_deref() == Some(call_id.as_str()),
                     recent: String::new(),
                     change: None,
                 });
@@ -725,6 +732,43 @@ mod tests {
         }
         assert!(!view.answerable(at + ANSWER_DELAY / 2));
         assert!(view.answerable(at + ANSWER_DELAY));
+    }
+
+    #[test]
+    fn a_card_announced_after_its_question_still_says_it_waits_for_an_answer() {
+        let mut view = LiveView::new(Status::default(), Vec::new(), 80, 24);
+        // The question and the card come over different channels: the question first here.
+        view.ask(&ApprovalRequest {
+            call_id: "c".into(),
+            tool: "write_file".into(),
+            subject: "notes.txt".into(),
+            arguments: String::new(),
+            unconfined: false,
+            plan: false,
+            preview: None,
+        });
+        let now = Instant::now();
+        view.apply(
+            &Event {
+                id: None,
+                session_id: "s".into(),
+                turn: Some(1),
+                body: EventBody::ToolCall {
+                    call_id: "c".into(),
+                    name: "write_file".into(),
+                    arguments: "{}".into(),
+                    subject: Some("notes.txt".into()),
+                },
+            },
+            now,
+        );
+        let shown: String = view
+            .frame(now + std::time::Duration::from_secs(10))
+            .lines
+            .iter()
+            .map(|line| line.plain() + "\n")
+            .collect();
+        assert!(shown.contains("waiting for your answer"), "{shown}");
     }
 
     #[test]
