@@ -726,7 +726,7 @@ fn prompt_input(params: &Value, controller: &Controller) -> Result<(Input, bool)
             )),
             Line::Empty => Err(RpcError::invalid_params("the prompt is empty")),
             Line::Command(_) | Line::Unknown(_) => Err(RpcError::invalid_params(
-                "this slash command is for the terminal; keel acp knows /recover-context, /continue-checks, /compact, /init, /plan, /undo and /rewind",
+                "this slash command is for the terminal; keel acp knows /recover-context, /continue-checks, /compact, /init, /plan, /undo and /rewind (a fork is the editor's session/fork)",
             )),
         },
     };
