@@ -12,6 +12,11 @@
 //! - Every result is redacted of keel's secrets before it is stored, announced or sent.
 //! - On cancel the running tools are dropped (commands killed), their receipts become
 //!   `cancelled`, the calls not yet started `not_started`; every call still gets a result.
+//! - In a git repository a batch that runs a command (or an MCP tool) is bracketed by workspace
+//!   snapshots (`snapshot`): the "before" is taken before it starts, the "after" once it ended
+//!   (in the background, awaited before the next snapshot and at the turn's end).
+//! - `propose_plan` is answered by itself (`modes::propose`), before any rule, never batched.
+//! - A mode the person chose while the turn runs is told at the end of the next result.
 
 use crate::ApprovalRequest;
 use crate::call::{Valid, validate_mcp};
