@@ -124,16 +124,20 @@ impl Controller {
             Vec::new()
         };
         let mut report = RewindReport::default();
+        let receipts = shared.store.receipts(session)?;
         let mut covered = BTreeSet::new();
         if scope.code {
             let checkpointed = self.restore_files(to, force, &rows, &mut report)?;
-            covered = self.restore_from_snapshots(to, force, &checkpointed, &mut report);
+            let first_seq = receipts
+                .iter()
+                .filter(|receipt| receipt.turn >= to)
+                .map(|receipt| receipt.seq)
+                .min();
+            covered = self.restore_from_snapshots(first_seq, force, &checkpointed, &mut report);
         }
         // Only calls that ran (a denied or never-started one changed nothing), and only those
         // no snapshots bracketed.
-        let ran: Vec<String> = shared
-            .store
-            .receipts(session)?
+        let ran: Vec<String> = receipts
             .into_iter()
             .filter(|receipt| {
                 !matches!(
@@ -282,12 +286,12 @@ impl Controller {
         Ok(checkpointed)
     }
 
-    /// Undo what the commands of turns from `to` on changed that no checkpoint covers, from
-    /// the snapshots bracketing them; the receipts (by sequence number) whose commands a
-    /// snapshot covered.
+    /// Undo what the commands from receipt `first_seq` on (the undone turns' first) changed
+    /// that no checkpoint covers, from the snapshots bracketing them; the receipts (by
+    /// sequence number) whose commands a snapshot covered.
     fn restore_from_snapshots(
         &self,
-        to: u64,
+        first_seq: Option<u64>,
         force: bool,
         checkpointed: &BTreeSet<String>,
         report: &mut RewindReport,
@@ -296,17 +300,6 @@ impl Controller {
         let Some(snapshots) = &shared.snapshots else {
             return BTreeSet::new();
         };
-        let first_seq = shared
-            .store
-            .receipts(&shared.session.id)
-            .ok()
-            .and_then(|receipts| {
-                receipts
-                    .iter()
-                    .filter(|receipt| receipt.turn >= to)
-                    .map(|receipt| receipt.seq)
-                    .min()
-            });
         let (Some(first_seq), Ok(points)) = (first_seq, snapshots.points()) else {
             return BTreeSet::new();
         };

@@ -608,9 +608,11 @@ fn repository_dirs(root: &Path) -> Option<(PathBuf, PathBuf)> {
         let text = String::from_utf8(read_regular(&dot_git, 4096)?).ok()?;
         root.join(text.trim().strip_prefix("gitdir:")?.trim())
     };
-    let common = match std::fs::read_to_string(git_dir.join("commondir")) {
-        Ok(named) => git_dir.join(named.trim()),
-        Err(_) => git_dir.clone(),
+    let common = match read_regular(&git_dir.join("commondir"), 4096)
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+    {
+        Some(named) => git_dir.join(named.trim()),
+        None => git_dir.clone(),
     };
     let git_dir = git_dir.canonicalize().ok()?;
     let common = common.canonicalize().ok()?;

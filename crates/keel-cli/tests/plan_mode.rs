@@ -48,22 +48,16 @@ fn a_headless_plan_run_refuses_changes_and_ends_with_the_plan_as_its_answer() {
         4,
         "the turn ends with the plan: no request after it"
     );
-    let last = body(requests.last().unwrap());
-    let tools: Vec<&Value> = last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .collect();
-    let refusal = tools[0]["content"].as_str().unwrap();
+    let tools = tool_messages(&mock);
+    let refusal = &tools[0];
     assert!(
         refusal.contains("keel is in plan mode") && refusal.contains("was not run"),
         "{refusal}"
     );
     // A command runs, confined to reading (the sandbox is enforced here, as on CI).
-    let command = tools[1]["content"].as_str().unwrap();
+    let command = &tools[1];
     assert!(command.starts_with("the notes"), "{command}");
-    assert!(tools[2]["content"].as_str().unwrap().contains("the notes"));
+    assert!(tools[2].contains("the notes"));
     let session = session_json(&home, &latest_session(&home), &[]);
     let states: Vec<(&str, &str)> = session["receipts"]
         .as_array()
