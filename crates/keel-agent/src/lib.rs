@@ -15,6 +15,7 @@ mod admitted;
 mod approval;
 mod call;
 mod checkpoint;
+mod command_steps;
 mod compaction;
 mod confinement;
 mod context;

@@ -2,9 +2,11 @@
 //!
 //! Invariants:
 //! - Files come back from the checkpoints of the file tools: the earliest pre-image of each
-//!   path the undone turns changed. A file that differs from what the last of those turns left
-//!   is the user's (or another program's) later edit: a conflict, listed and left alone unless
-//!   forced.
+//!   path the undone turns changed. A path a command changed too is put in one line with the
+//!   command's snapshots (`command_steps`), so it comes back as it was before whichever came
+//!   first. A file that differs from what the last of keel's changes left, or changed between
+//!   two of them, is the user's (or another program's) edit: a conflict, listed and left alone
+//!   unless forced.
 //! - In a git repository, what else changed since the first undone turn started (what `bash`
 //!   and MCP tools did) comes back from the turn's git snapshot (`snapshot`). A path that also
 //!   changed between two turns, or after the last one, is someone else's edit: a conflict, as
@@ -18,6 +20,7 @@
 //! - One turn at a time: a rewind waits for no turn and is refused while one runs.
 
 use crate::checkpoint::current_hash;
+use crate::command_steps::{CommandSteps, command_steps};
 use crate::rewrite::{Rewrite, commit};
 use crate::snapshot::{Point, Side};
 use crate::{AgentError, Controller};
@@ -38,6 +41,14 @@ impl RewindScope {
         code: true,
         conversation: true,
     };
+}
+
+/// The turns a rewind undoes: from `to` on, their first receipt, the history and receipts.
+struct Undone<'a> {
+    to: u64,
+    first_seq: Option<u64>,
+    rows: &'a [(u64, Item)],
+    receipts: &'a [keel_types::ToolReceipt],
 }
 
 /// What a rewind did.
@@ -127,12 +138,18 @@ impl Controller {
         let receipts = shared.store.receipts(session)?;
         let mut covered = BTreeSet::new();
         if scope.code {
-            let checkpointed = self.restore_files(to, force, &rows, &mut report)?;
             let first_seq = receipts
                 .iter()
                 .filter(|receipt| receipt.turn >= to)
                 .map(|receipt| receipt.seq)
                 .min();
+            let undone = Undone {
+                to,
+                first_seq,
+                rows: &rows,
+                receipts: &receipts,
+            };
+            let checkpointed = self.restore_files(&undone, force, &mut report)?;
             covered = self.restore_from_snapshots(first_seq, force, &checkpointed, &mut report);
         }
         // Only calls that ran (a denied or never-started one changed nothing), and only those
@@ -208,13 +225,13 @@ impl Controller {
         Ok(report)
     }
 
-    /// Write back (or remove) what the turns from `to` on changed through the file tools; the
-    /// paths their checkpoints cover.
+    /// Write back (or remove) what the turns from `to` on changed through the file tools
+    /// (from its earliest state: before a command of those turns, where one changed it
+    /// first); the paths their checkpoints cover.
     fn restore_files(
         &self,
-        to: u64,
+        undone: &Undone<'_>,
         force: bool,
-        rows: &[(u64, Item)],
         report: &mut RewindReport,
     ) -> Result<BTreeSet<String>, AgentError> {
         let shared = &self.shared;
@@ -222,7 +239,7 @@ impl Controller {
         // Per path: its checkpoints from `to` on that no rewind restored yet, in order.
         let mut by_path: BTreeMap<String, Vec<Checkpoint>> = BTreeMap::new();
         for checkpoint in shared.store.checkpoints(session)? {
-            if checkpoint.turn >= to && !checkpoint.undone {
+            if checkpoint.turn >= undone.to && !checkpoint.undone {
                 by_path
                     .entry(checkpoint.path.clone())
                     .or_default()
@@ -230,14 +247,36 @@ impl Controller {
             }
         }
         let checkpointed: BTreeSet<String> = by_path.keys().cloned().collect();
-        for (path, chain) in by_path {
+        let commands = match (&shared.snapshots, undone.first_seq) {
+            (Some(snapshots), Some(first_seq)) => {
+                command_steps(snapshots, first_seq, undone.receipts, checkpointed.iter())
+                    .unwrap_or_else(|why| {
+                        report.not_restorable.push(format!(
+                            "what commands changed in files keel's file tools also changed: \
+                             keel could not read its snapshots ({why})"
+                        ));
+                        CommandSteps::default()
+                    })
+            }
+            _ => CommandSteps::default(),
+        };
+        for (path, mut chain) in by_path {
+            // Only the file tools' own records are marked undone.
             let seqs: Vec<u64> = chain.iter().map(|checkpoint| checkpoint.seq).collect();
+            if let Some(steps) = commands.steps.get(&path) {
+                chain.extend(steps.iter().cloned());
+                chain.sort_by_key(|step| step.seq);
+            }
             let (Some(first), Some(last)) = (chain.first(), chain.last()) else {
                 continue;
             };
+            let from_command = commands.contents.get(first.hash.as_deref().unwrap_or(""));
             let content = match (first.state.as_str(), &first.hash) {
                 ("absent", _) => None,
-                ("stored", Some(hash)) => match shared.store.blob(hash)? {
+                ("stored", Some(hash)) => match from_command
+                    .map(|(bytes, _)| Ok(Some(bytes.clone())))
+                    .unwrap_or_else(|| shared.store.blob(hash))?
+                {
                     Some(bytes) => Some(bytes),
                     None => {
                         report
@@ -267,7 +306,7 @@ impl Controller {
                 ));
                 continue;
             }
-            if let Some(why) = conflict(&chain, last, &now, rows)
+            if let Some(why) = conflict(&chain, last, &now, undone.rows)
                 && !force
             {
                 report
@@ -275,7 +314,16 @@ impl Controller {
                     .push((path, format!("{why}; --force restores it anyway")));
                 continue;
             }
-            match keel_tools::restore_file(&shared.tool_context, &path, content.as_deref()) {
+            let restored = keel_tools::restore_file(
+                &shared.tool_context,
+                &path,
+                content.as_deref(),
+            )
+            .and_then(|()| match (from_command, &content) {
+                (Some((_, executable)), Some(_)) => set_executable(Path::new(&path), *executable),
+                _ => Ok(()),
+            });
+            match restored {
                 Ok(()) => {
                     shared.store.mark_undone(session, &path, &seqs)?;
                     report.restored.push(path);

@@ -58,7 +58,7 @@ pub(crate) struct Point {
 }
 
 /// One path that differs between two snapshots (relative to the repository root, as bytes):
-/// what it was in the first (`None`: absent).
+/// what it was in the first and what it is in the second (`None`: absent).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Changed {
     pub path: Vec<u8>,
@@ -66,6 +66,8 @@ pub(crate) struct Changed {
     pub status: u8,
     /// The first snapshot's entry: (mode, object id), or `None` when the path was absent.
     pub before: Option<(String, String)>,
+    /// The second snapshot's entry, the same way.
+    pub after: Option<(String, String)>,
 }
 
 /// A session's snapshots of its workspace.
@@ -368,6 +370,41 @@ impl Snapshots {
         })
     }
 
+    /// Of `paths` (relative to the root), those that differ between trees `from` and `to`.
+    pub(crate) fn changed_among(
+        &self,
+        from: &str,
+        to: &str,
+        paths: &[Vec<u8>],
+    ) -> Result<Vec<Changed>, String> {
+        let mut args: Vec<OsString> = [
+            "diff-tree",
+            "-r",
+            "-z",
+            "--no-renames",
+            "--raw",
+            from,
+            to,
+            "--",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        args.extend(paths.iter().map(|path| {
+            let mut spec = OsString::from(":(top,literal)");
+            spec.push(OsStr::from_bytes(path));
+            spec
+        }));
+        Ok(parse_raw(&self.run(&args)?))
+    }
+
+    /// `path` (on disk) as a snapshot names it: relative to the repository's root.
+    pub(crate) fn relative(&self, path: &Path) -> Option<Vec<u8>> {
+        path.strip_prefix(&self.root)
+            .ok()
+            .map(|relative| relative.as_os_str().as_bytes().to_vec())
+    }
+
     /// The paths that differ between `from` and `to` (names only).
     pub(crate) fn changed_paths(&self, from: &str, to: &str) -> Result<BTreeSet<Vec<u8>>, String> {
         Ok(self
@@ -651,14 +688,16 @@ fn parse_raw(raw: &[u8]) -> Vec<Changed> {
             break;
         };
         let words: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
-        let [old_mode, _new_mode, old_id, _new_id, status] = words[..] else {
+        let [old_mode, new_mode, old_id, new_id, status] = words[..] else {
             break;
         };
-        let before = (old_mode != "000000").then(|| (old_mode.to_string(), old_id.to_string()));
+        let entry =
+            |mode: &str, id: &str| (mode != "000000").then(|| (mode.to_string(), id.to_string()));
         changes.push(Changed {
             path: path.to_vec(),
             status: status.bytes().next().unwrap_or(b'M'),
-            before,
+            before: entry(old_mode, old_id),
+            after: entry(new_mode, new_id),
         });
     }
     changes
@@ -684,11 +723,14 @@ mod tests {
         assert_eq!(changes[0].before, Some(("100644".into(), a.clone())));
         assert_eq!(changes[1].path, b"new\nline", "a newline in a name is kept");
         assert_eq!(changes[1].before, None);
+        assert_eq!(changes[1].after, Some(("100644".into(), b.clone())));
+        assert_eq!(changes[0].after, Some(("100644".into(), b.clone())));
         assert_eq!(
             changes[2].path, b"caf\xe9.txt",
             "a name that is not UTF-8 is kept"
         );
         assert_eq!(changes[2].before, Some(("100755".into(), a)));
+        assert_eq!(changes[2].after, None, "a removed file is absent after");
         assert!(parse_raw(b"").is_empty());
     }
 

@@ -106,6 +106,13 @@ pub async fn run_tools(
             Prepared::Run(valid) => valid,
         };
         let batch = gather_batch(run, &state.mcp_tools, &round, index, first);
+        // The last command's "after" snapshot must not see what this batch changes.
+        if batch
+            .iter()
+            .any(|(_, valid)| valid.is_sensitive(&shared.tool_context))
+        {
+            finish_snapshot(state).await;
+        }
         // The batch runs under the mode in force as it starts (the person may change it).
         let base_context = ToolContext {
             sandbox: shared.sandbox_now(),

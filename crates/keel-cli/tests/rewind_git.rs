@@ -128,6 +128,75 @@ fn a_file_a_command_made_and_the_user_changed_after_is_a_conflict() {
 }
 
 #[test]
+fn a_file_a_command_and_a_file_tool_both_changed_comes_back_from_before_the_first() {
+    // The command first, then the file tool; then the file tool first, then the command.
+    let turn = json!({"steps": [
+        {"tool": "bash", "args": {"command": "echo by the command > kept.txt"}},
+        {"tool": "edit_file", "args": {"path": "kept.txt", "old_string": "command", "new_string": "tool"}},
+        {"tool": "edit_file", "args": {"path": "tracked.txt", "old_string": "tracked", "new_string": "edited"}},
+        {"tool": "bash", "args": {"command": "echo appended >> tracked.txt"}},
+        {"say": "Changed two files twice."},
+    ]})
+    .to_string();
+    let (home, _mock) = scripted("chat", &turn, "");
+    repository(&home);
+    let run = home.run(&["run", "--yes", "--json", "change things"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(read(&home, "kept.txt").as_deref(), Some("by the tool\n"));
+    assert_eq!(
+        read(&home, "tracked.txt").as_deref(),
+        Some("edited\nappended\n")
+    );
+    let session = session_of(&run);
+
+    let rewound = home.run(&["session", "rewind", &session, "--to", "1", "--code"]);
+    assert_eq!(rewound.code(), 0, "no conflict: {}", rewound.stderr());
+    assert_eq!(
+        read(&home, "kept.txt").as_deref(),
+        Some("old text\n"),
+        "as before the command, not as the file tool found it"
+    );
+    assert_eq!(
+        read(&home, "tracked.txt").as_deref(),
+        Some("tracked\n"),
+        "the command after the file tool is keel's own change, not a conflict"
+    );
+}
+
+#[test]
+fn a_users_edit_between_a_command_and_a_file_tool_is_still_a_conflict() {
+    let script = json!({"steps": [
+        {"tool": "bash", "args": {"command": "echo by the command > kept.txt"}},
+        {"say": "Done."},
+        {"tool": "edit_file", "args": {"path": "kept.txt", "old_string": "mine", "new_string": "tool"}},
+        {"say": "Edited."},
+    ]})
+    .to_string();
+    let (home, _mock) = scripted("chat", &script, "");
+    repository(&home);
+    let first = home.run(&["run", "--yes", "--json", "run a command"]);
+    assert_eq!(first.code(), 0, "{}", first.stderr());
+    let session = session_of(&first);
+    std::fs::write(home.path().join("kept.txt"), "mine\n").unwrap();
+    let second = home.run(&["run", "--yes", "--json", "--session", &session, "edit it"]);
+    assert_eq!(second.code(), 0, "{}", second.stderr());
+    assert_eq!(read(&home, "kept.txt").as_deref(), Some("tool\n"));
+
+    let rewound = home.run(&["session", "rewind", &session, "--to", "1", "--code"]);
+    assert_eq!(rewound.code(), 1, "a conflict: {}", rewound.stderr());
+    assert!(
+        rewound.stderr().contains("kept.txt") && rewound.stderr().contains("changed between"),
+        "{}",
+        rewound.stderr()
+    );
+    assert_eq!(
+        read(&home, "kept.txt").as_deref(),
+        Some("tool\n"),
+        "left alone"
+    );
+}
+
+#[test]
 fn keels_git_runs_nothing_the_repository_or_the_users_git_config_names() {
     let (home, _mock) = scripted("chat", &changing_turn(), "");
     // Unconfined: only keel's own git configuration stands between the repository and a run.
