@@ -263,6 +263,14 @@ impl Translator {
                 }
                 updates
             }
+            EventBody::SnapshotFailed { side, reason, .. } => vec![chunk(
+                "agent_message_chunk",
+                &format!(
+                    "\nkeel took no snapshot of the workspace {side} a command ({}): a rewind \
+                     cannot tell what it changed from what anyone else did.\n",
+                    reason.replace(['\n', '\r'], " ")
+                ),
+            )],
             EventBody::TrustIgnored(ignored) => vec![chunk(
                 "agent_message_chunk",
                 &untrusted_note(std::slice::from_ref(ignored)),

@@ -198,7 +198,7 @@ pub(crate) struct SessionState {
     pub pending_context: Option<keel_types::ContextBlock>,
     /// The "after" snapshot of the last command batch, taken while the next request is out:
     /// awaited before the next snapshot and before the turn ends.
-    pub pending_snapshot: Option<tokio::task::JoinHandle<()>>,
+    pub pending_snapshot: Option<snapshot::PendingSnapshot>,
 }
 
 impl SessionState {

@@ -41,6 +41,9 @@ const MOST_OUTPUT: usize = 64 * 1024 * 1024;
 const NO_CONVERSION: &str = "* -text -eol -crlf -ident -filter -diff -merge \
                              -working-tree-encoding\n";
 
+/// A snapshot being taken: its `snapshot/failed` event if it fails.
+pub(crate) type PendingSnapshot = tokio::task::JoinHandle<Option<keel_types::EventBody>>;
+
 /// Which side of a command batch a snapshot was taken on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Side {

@@ -21,8 +21,10 @@
 use crate::ApprovalRequest;
 use crate::call::{Valid, validate_mcp};
 use crate::load::interrupted_result;
+use crate::snapshot::{PendingSnapshot, Side};
 use crate::turn_run::TurnRun;
 use crate::{AgentError, SessionState, Shared};
+use futures_util::future::OptionFuture;
 use futures_util::future::join_all;
 use keel_tools::{Decision, Reach, ToolContext, ToolOutput, ValidationError};
 use keel_types::kill_point::kill_point;
@@ -111,7 +113,7 @@ pub async fn run_tools(
             .iter()
             .any(|(_, valid)| valid.is_sensitive(&shared.tool_context))
         {
-            finish_snapshot(state).await;
+            finish_snapshot(shared, run.turn, state).await;
         }
         // The batch runs under the mode in force as it starts (the person may change it).
         let base_context = ToolContext {
@@ -169,9 +171,10 @@ pub async fn run_tools(
         let bracket = commands_bracket(shared, &round, &batch);
         if bracket.is_some() {
             // The last batch's "after" first: one git at a time on the session's index.
-            finish_snapshot(state).await;
-            if let Some(before) = snapshot(shared, bracket, crate::snapshot::Side::Before) {
-                let _ = before.await;
+            finish_snapshot(shared, run.turn, state).await;
+            let before = snapshot(shared, &round, &batch, bracket, Side::Before);
+            if let Some(Ok(Some(failed))) = OptionFuture::from(before).await {
+                run.emit(failed);
             }
         }
         let running = join_all(
@@ -195,7 +198,7 @@ pub async fn run_tools(
         }
         let end = index + batch.len();
         // Taken while the next request is out; the next snapshot, or the turn's end, waits.
-        state.pending_snapshot = snapshot(shared, bracket, crate::snapshot::Side::After);
+        state.pending_snapshot = snapshot(shared, &round, &batch, bracket, Side::After);
         let Some(outputs) = outputs else {
             settle(run, state, &mut round, index..end, ReceiptState::Cancelled)?;
             let rest = end..round.calls.len();
@@ -248,23 +251,50 @@ fn commands_bracket(
     runs_commands.then(|| (seqs.clone().min().unwrap_or(0), seqs.max().unwrap_or(0)))
 }
 
-/// Start the workspace's snapshot on `side` of a bracketed batch (nothing for others); one
-/// that fails leaves the bracket open, which a rewind reports.
+/// Start the workspace's snapshot on `side` of a bracketed batch (nothing for others). One
+/// that fails leaves the bracket open, which a rewind reports; the task gives the
+/// `snapshot/failed` event that says so at once.
 fn snapshot(
     shared: &Shared,
+    round: &ToolRound,
+    batch: &[(usize, Valid)],
     bracket: Option<(u64, u64)>,
-    side: crate::snapshot::Side,
-) -> Option<tokio::task::JoinHandle<()>> {
+    side: Side,
+) -> Option<PendingSnapshot> {
     let ((first, last), snapshots) = (bracket?, shared.snapshots.clone()?);
+    let call_ids: Vec<String> = batch
+        .iter()
+        .map(|(position, _)| round.calls[*position].id.clone())
+        .collect();
+    let secrets = shared.tool_context.secrets.clone();
     Some(tokio::task::spawn_blocking(move || {
-        let _ = snapshots.take(first, last, side);
+        let reason = snapshots.take(first, last, side).err()?;
+        let mut reason = secrets.redact(&reason).into_owned();
+        if let Some((cut, _)) = reason.char_indices().nth(SNAPSHOT_REASON_CHARS) {
+            reason.truncate(cut);
+            reason.push('…');
+        }
+        Some(EventBody::SnapshotFailed {
+            side: match side {
+                Side::Before => "before",
+                Side::After => "after",
+            }
+            .to_string(),
+            call_ids,
+            reason,
+        })
     }))
 }
 
-/// Wait for the snapshot still being taken, if any.
-pub(crate) async fn finish_snapshot(state: &mut SessionState) {
-    if let Some(pending) = state.pending_snapshot.take() {
-        let _ = pending.await;
+/// The most characters of git's own words a `snapshot/failed` event carries.
+const SNAPSHOT_REASON_CHARS: usize = 400;
+
+/// Wait for the snapshot still being taken, if any; say if it failed.
+pub(crate) async fn finish_snapshot(shared: &Shared, turn: u64, state: &mut SessionState) {
+    if let Some(pending) = state.pending_snapshot.take()
+        && let Ok(Some(failed)) = pending.await
+    {
+        shared.emit(Some(turn), failed);
     }
 }
 

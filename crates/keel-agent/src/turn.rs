@@ -59,7 +59,8 @@ pub async fn run_turn(
 ) -> Result<TurnOutcome, AgentError> {
     let outcome = run_turn_inner(shared, state, input, generation).await;
     // A turn ends with its last snapshot taken: a rewind right after it sees the bracket closed.
-    crate::tools_round::finish_snapshot(state).await;
+    let turn = state.last_turn;
+    crate::tools_round::finish_snapshot(shared, turn, state).await;
     outcome
 }
 

@@ -193,7 +193,9 @@ impl Renderer {
             EventBody::RecoveryOffered { .. }
             | EventBody::RecoveryConsumed { .. }
             | EventBody::RecoveryExpired { .. }
+            | EventBody::SnapshotFailed { .. }
             | EventBody::TrustIgnored(_) => {
+                self.end_live_line();
                 if let Some(text) = keel_tui::notice(&event.body) {
                     eprintln!("{text}");
                 }

@@ -197,6 +197,68 @@ fn a_users_edit_between_a_command_and_a_file_tool_is_still_a_conflict() {
 }
 
 #[test]
+fn a_snapshot_keel_cannot_take_is_said_at_once_and_by_the_rewind() {
+    let mut steps: serde_json::Value = serde_json::from_str(&changing_turn()).unwrap();
+    let more = json!([
+        {"tool": "bash", "args": {"command": "echo again >> made.txt"}},
+        {"say": "Again."},
+    ]);
+    steps["steps"]
+        .as_array_mut()
+        .unwrap()
+        .extend(more.as_array().unwrap().iter().cloned());
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    repository(&home);
+    // keel's snapshot store cannot be made: a file stands where its directory would be.
+    std::fs::write(home.path().join("snapshots"), "in the way\n").unwrap();
+    let run = home.run(&["run", "--yes", "--json", "change things"]);
+    assert_eq!(run.code(), 0, "the command still runs: {}", run.stderr());
+    let events = run.events();
+    let bash_call = events
+        .iter()
+        .find(|event| event["type"] == "tool/call" && event["name"] == "bash")
+        .map(|event| event["call_id"].clone())
+        .unwrap();
+    let failed: Vec<_> = events
+        .iter()
+        .filter(|event| event["type"] == "snapshot/failed")
+        .collect();
+    let sides: Vec<_> = failed.iter().map(|event| event["side"].clone()).collect();
+    assert_eq!(sides, [json!("before"), json!("after")], "{failed:?}");
+    for event in &failed {
+        assert_eq!(event["call_ids"], json!([bash_call.clone()]));
+        assert_eq!(event["turn"], 1);
+        assert!(
+            event["reason"].as_str().unwrap().contains("snapshots"),
+            "{event}"
+        );
+    }
+    // Line mode says it on the spot.
+    let plain = home.run(&["run", "--yes", "--session", &session_of(&run), "again"]);
+    assert_eq!(plain.code(), 0, "{}", plain.stderr());
+    assert!(
+        plain
+            .stderr()
+            .contains("! no snapshot of the workspace before this command"),
+        "{}",
+        plain.stderr()
+    );
+    let rewound = home.run(&[
+        "session",
+        "rewind",
+        &session_of(&run),
+        "--to",
+        "1",
+        "--code",
+    ]);
+    assert!(
+        rewound.stderr().contains("not restored: bash: `echo made"),
+        "{}",
+        rewound.stderr()
+    );
+}
+
+#[test]
 fn keels_git_runs_nothing_the_repository_or_the_users_git_config_names() {
     let (home, _mock) = scripted("chat", &changing_turn(), "");
     // Unconfined: only keel's own git configuration stands between the repository and a run.

@@ -120,6 +120,21 @@ pub fn notice(body: &EventBody) -> Option<String> {
         EventBody::PrefixChanged { reason } if reason == "mcp_tools_changed" => {
             "⟲ MCP tools changed: this turn's requests offer the new list".to_string()
         }
+        EventBody::SnapshotFailed {
+            side,
+            call_ids,
+            reason,
+        } => format!(
+            "! no snapshot of the workspace {} {} ({}): a rewind cannot tell what {} changed from what anyone else did",
+            if side == "after" { "after" } else { "before" },
+            if call_ids.len() == 1 {
+                "this command"
+            } else {
+                "these commands"
+            },
+            visible_line(reason),
+            if call_ids.len() == 1 { "it" } else { "they" },
+        ),
         EventBody::TrustIgnored(ignored) => format!(
             "note: {}:{}: `{}` {}",
             visible_line(&ignored.file),

@@ -251,6 +251,14 @@ pub enum EventBody {
         revision: Option<u64>,
         conflicts: Vec<String>,
     },
+    /// keel could not snapshot the workspace on `side` (`before` or `after`) of the commands
+    /// `call_ids`: a rewind cannot tell what they changed from what anyone else did.
+    #[serde(rename = "snapshot/failed")]
+    SnapshotFailed {
+        side: String,
+        call_ids: Vec<String>,
+        reason: String,
+    },
     /// A value a project file asked for that was not applied: the workspace is not trusted
     /// (PRODUCT.md §4c). Sent after `session/started`, one per value.
     #[serde(rename = "trust/ignored")]
