@@ -263,19 +263,24 @@ impl Translator {
                 }
                 updates
             }
-            EventBody::SnapshotFailed { side, reason, .. } => vec![chunk(
-                "agent_message_chunk",
-                &format!(
-                    "\nkeel took no snapshot of the workspace {side} a command ({}): a rewind \
-                     cannot tell what it changed from what anyone else did.\n",
-                    reason.replace(['\n', '\r'], " ")
-                ),
-            )],
+            EventBody::SnapshotFailed { side, reason, .. } => {
+                let reason = reason.replace(['\n', '\r'], " ");
+                let text = if side == "prune" {
+                    format!("\nkeel could not prune its snapshot store ({reason}).\n")
+                } else {
+                    format!(
+                        "\nkeel took no snapshot of the workspace {side} a command ({reason}): \
+                         a rewind cannot tell what it changed from what anyone else did.\n"
+                    )
+                };
+                vec![chunk("agent_message_chunk", &text)]
+            }
             EventBody::TrustIgnored(ignored) => vec![chunk(
                 "agent_message_chunk",
                 &untrusted_note(std::slice::from_ref(ignored)),
             )],
             EventBody::SessionStarted { .. }
+            | EventBody::SnapshotPruned { .. }
             | EventBody::HistoryRewritten { .. }
             | EventBody::SessionRewound { .. }
             | EventBody::PrefixChanged { .. }

@@ -96,7 +96,8 @@ pub struct AgentSettings {
     pub context: ContextSettings,
     /// The session's custom slash commands (`.keel/commands/`, `$KEEL_HOME/commands/`).
     pub commands: Arc<CustomCommands>,
-    /// The most bytes of file checkpoints the session keeps (`checkpoint_max_bytes`).
+    /// The most bytes of file checkpoints the session keeps, and of the workspace's snapshot
+    /// store (`checkpoint_max_bytes`).
     pub checkpoint_max_bytes: u64,
 }
 
@@ -199,6 +200,8 @@ pub(crate) struct SessionState {
     /// The "after" snapshot of the last command batch, taken while the next request is out:
     /// awaited before the next snapshot and before the turn ends.
     pub pending_snapshot: Option<snapshot::PendingSnapshot>,
+    /// This turn bracketed a command: the snapshot store is kept within budget at its end.
+    pub snapshots_taken: bool,
 }
 
 impl SessionState {

@@ -91,6 +91,7 @@ pub fn load_session(store: &Store, session: &str) -> Result<SessionState, AgentE
         interrupted: false,
         pending_context: None,
         pending_snapshot: None,
+        snapshots_taken: false,
     })
 }
 

@@ -351,6 +351,15 @@ impl Controller {
         let (Some(first_seq), Ok(points)) = (first_seq, snapshots.points()) else {
             return BTreeSet::new();
         };
+        if let Some(pruned) = snapshots
+            .pruned_up_to()
+            .filter(|pruned| *pruned >= first_seq)
+        {
+            report.not_restorable.push(format!(
+                "keel pruned the snapshots of the commands up to receipt {pruned} to keep its \
+                 store within checkpoint_max_bytes: what they changed is not restored"
+            ));
+        }
         let points: Vec<Point> = points
             .into_iter()
             .filter(|point| point.first >= first_seq)

@@ -23,6 +23,8 @@
 //! - A snapshot is what `git add -A` sees in the workspace (`.gitignore`d files, and files it
 //!   cannot read, are not in it); keel's own files are never in it.
 
+mod prune;
+
 use crate::project_context::GIT_STATUS;
 use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
@@ -507,6 +509,11 @@ impl Snapshots {
 
     /// Run keel's git with `args` (see the module invariants): its stdout.
     fn run<A: AsRef<OsStr>>(&self, args: &[A]) -> Result<Vec<u8>, String> {
+        self.run_indexed(&self.index(), args)
+    }
+
+    /// Run keel's git with `args` on the index at `index`: its stdout.
+    fn run_indexed<A: AsRef<OsStr>>(&self, index: &Path, args: &[A]) -> Result<Vec<u8>, String> {
         let what = args
             .first()
             .map(|arg| arg.as_ref().to_string_lossy().into_owned())
@@ -542,7 +549,7 @@ impl Snapshots {
             .env("GIT_OPTIONAL_LOCKS", "0")
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("LC_ALL", "C")
-            .env("GIT_INDEX_FILE", self.index())
+            .env("GIT_INDEX_FILE", index)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
@@ -586,8 +593,7 @@ impl Snapshots {
                     let _ = child.kill();
                     let _ = child.wait();
                     // Its lock would stop every later snapshot of this session.
-                    let _ = std::fs::remove_file(self.index().with_extension("lock"));
-                    let mut lock = self.index().into_os_string();
+                    let mut lock = index.as_os_str().to_os_string();
                     lock.push(".lock");
                     let _ = std::fs::remove_file(lock);
                     return Err(format!("git took longer than {} s", GIT_TIMEOUT.as_secs()));

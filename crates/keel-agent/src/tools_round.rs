@@ -172,6 +172,7 @@ pub async fn run_tools(
         if bracket.is_some() {
             // The last batch's "after" first: one git at a time on the session's index.
             finish_snapshot(shared, run.turn, state).await;
+            state.snapshots_taken = true;
             let before = snapshot(shared, &round, &batch, bracket, Side::Before);
             if let Some(Ok(Some(failed))) = OptionFuture::from(before).await {
                 run.emit(failed);
@@ -284,6 +285,30 @@ fn snapshot(
             reason,
         })
     }))
+}
+
+/// Prune the workspace's snapshot store to `checkpoint_max_bytes`, saying what went
+/// (`snapshot/pruned`) or why it could not (`snapshot/failed`).
+pub(crate) async fn keep_snapshots_in_budget(shared: &Shared, turn: u64) {
+    let Some(snapshots) = shared.snapshots.clone() else {
+        return;
+    };
+    let budget = shared.settings.checkpoint_max_bytes;
+    let pruned = tokio::task::spawn_blocking(move || snapshots.prune_to(budget)).await;
+    let body = match pruned {
+        Ok(Ok(Some(pruned))) => EventBody::SnapshotPruned {
+            brackets: pruned.brackets as u64,
+            bytes_before: pruned.bytes_before,
+            bytes_after: pruned.bytes_after,
+        },
+        Ok(Ok(None)) | Err(_) => return,
+        Ok(Err(reason)) => EventBody::SnapshotFailed {
+            side: "prune".into(),
+            call_ids: Vec::new(),
+            reason: shared.tool_context.secrets.redact(&reason).into_owned(),
+        },
+    };
+    shared.emit(Some(turn), body);
 }
 
 /// The most characters of git's own words a `snapshot/failed` event carries.

@@ -61,6 +61,9 @@ pub async fn run_turn(
     // A turn ends with its last snapshot taken: a rewind right after it sees the bracket closed.
     let turn = state.last_turn;
     crate::tools_round::finish_snapshot(shared, turn, state).await;
+    if std::mem::take(&mut state.snapshots_taken) {
+        crate::tools_round::keep_snapshots_in_budget(shared, turn).await;
+    }
     outcome
 }
 

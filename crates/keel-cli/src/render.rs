@@ -194,6 +194,7 @@ impl Renderer {
             | EventBody::RecoveryConsumed { .. }
             | EventBody::RecoveryExpired { .. }
             | EventBody::SnapshotFailed { .. }
+            | EventBody::SnapshotPruned { .. }
             | EventBody::TrustIgnored(_) => {
                 self.end_live_line();
                 if let Some(text) = keel_tui::notice(&event.body) {

@@ -471,3 +471,98 @@ fn walk(dir: &Path) -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// Make every file below `dir` an hour old (what git's grace period looks at).
+fn age(dir: &Path) {
+    let status = Command::new("find")
+        .arg(dir)
+        .args([
+            "-type",
+            "f",
+            "-exec",
+            "touch",
+            "-d",
+            "1 hour ago",
+            "{}",
+            "+",
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn the_snapshot_store_is_kept_within_checkpoint_max_bytes_and_a_rewind_names_what_went() {
+    // A second after a file is made the snapshot's index is newer than it, so git trusts its
+    // stat and does not write (and so freshen) the file's object again.
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": "head -c 1000000 /dev/urandom > a.bin && sleep 1.1"}},
+        {"say": "one"},
+        {"tool": "bash", "args": {"command": "rm a.bin && head -c 1000000 /dev/urandom > b.bin && sleep 1.1"}},
+        {"say": "two"},
+        {"tool": "bash", "args": {"command": "rm b.bin"}},
+        {"say": "three"},
+        {"tool": "bash", "args": {"command": "echo four > d.txt"}},
+        {"say": "four"},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    home.prepend_config("checkpoint_max_bytes = 1500000\n");
+    repository(&home);
+    let said = |run: &Run| -> Vec<serde_json::Value> {
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        run.events()
+            .into_iter()
+            .filter(|event| event["type"].as_str().unwrap().starts_with("snapshot/"))
+            .collect()
+    };
+    // Git removes only objects older than its grace period: make them old.
+    let age_objects = || {
+        for store in std::fs::read_dir(home.path().join("snapshots")).unwrap() {
+            // Objects only: an aged index would make git hash every file again.
+            age(&store.unwrap().path().join("objects"));
+        }
+    };
+    let first = home.run(&["run", "--yes", "--json", "one"]);
+    assert_eq!(
+        said(&first),
+        Vec::<serde_json::Value>::new(),
+        "within budget"
+    );
+    let session = session_of(&first);
+    age_objects();
+    let turn = |prompt: &str| home.run(&["run", "--yes", "--json", "--session", &session, prompt]);
+
+    // Over budget: turn 1's bracket goes; turn 2's, the newest, stays, and with it a.bin.
+    let second = said(&turn("two"));
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert_eq!(second[0]["type"], "snapshot/pruned");
+    assert_eq!(second[0]["brackets"], 1);
+    assert!(
+        second[0]["bytes_after"].as_u64().unwrap() > 1_500_000,
+        "{second:?}"
+    );
+    age_objects();
+
+    // Now turn 2's goes too, and a.bin's object with it.
+    let third = said(&turn("three"));
+    assert_eq!(third.len(), 1, "{third:?}");
+    assert_eq!(third[0]["brackets"], 1);
+    let stored = walk(&home.path().join("snapshots"));
+    assert!(stored < 1_500_000, "keel's store holds {stored} bytes");
+
+    // The store still works: the next command is bracketed and undone.
+    assert_eq!(said(&turn("four")), Vec::<serde_json::Value>::new());
+    let undone = home.run(&["session", "rewind", &session, "--to", "4", "--code"]);
+    assert_eq!(undone.code(), 0, "{}", undone.stderr());
+    assert_eq!(read(&home, "d.txt"), None);
+    assert!(!undone.stderr().contains("pruned"), "{}", undone.stderr());
+
+    let past = home.run(&["session", "rewind", &session, "--to", "1", "--code"]);
+    assert!(
+        past.stderr()
+            .contains("keel pruned the snapshots of the commands")
+            && past.stderr().contains("`rm a.bin"),
+        "{}",
+        past.stderr()
+    );
+}

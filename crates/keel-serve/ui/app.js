@@ -298,7 +298,9 @@ function handle(event) {
       break;
     case "snapshot/failed":
       // git's words may name repository paths: shown as text, never as markup.
-      t.appendChild(el("div", "notice trust", `no snapshot of the workspace ${event.side === "after" ? "after" : "before"} a command (${event.reason}): a rewind cannot tell what it changed from what anyone else did`));
+      t.appendChild(el("div", "notice trust", event.side === "prune"
+        ? `keel could not prune its snapshot store (${event.reason})`
+        : `no snapshot of the workspace ${event.side === "after" ? "after" : "before"} a command (${event.reason}): a rewind cannot tell what it changed from what anyone else did`));
       break;
     case "context/compacted":
       t.appendChild(el("div", "notice", `context compacted: about ${event.tokens_before} → ${event.tokens_after} tokens (history revision ${event.revision})`));

@@ -120,6 +120,19 @@ pub fn notice(body: &EventBody) -> Option<String> {
         EventBody::PrefixChanged { reason } if reason == "mcp_tools_changed" => {
             "⟲ MCP tools changed: this turn's requests offer the new list".to_string()
         }
+        EventBody::SnapshotFailed { side, reason, .. } if side == "prune" => format!(
+            "! keel could not prune its snapshot store ({}); it keeps growing until it can",
+            visible_line(reason)
+        ),
+        EventBody::SnapshotPruned {
+            brackets,
+            bytes_before,
+            bytes_after,
+        } => format!(
+            "⟲ snapshot store over checkpoint_max_bytes: the oldest {brackets} command snapshot(s) pruned ({} → {} KiB); a rewind past them cannot undo those commands",
+            bytes_before / 1024,
+            bytes_after / 1024
+        ),
         EventBody::SnapshotFailed {
             side,
             call_ids,

@@ -259,6 +259,14 @@ pub enum EventBody {
         call_ids: Vec<String>,
         reason: String,
     },
+    /// keel's snapshot store of the workspace reached `checkpoint_max_bytes`: its oldest
+    /// `brackets` were removed (a rewind past them says so).
+    #[serde(rename = "snapshot/pruned")]
+    SnapshotPruned {
+        brackets: u64,
+        bytes_before: u64,
+        bytes_after: u64,
+    },
     /// A value a project file asked for that was not applied: the workspace is not trusted
     /// (PRODUCT.md §4c). Sent after `session/started`, one per value.
     #[serde(rename = "trust/ignored")]
