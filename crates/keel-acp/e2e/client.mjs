@@ -4,6 +4,7 @@
 // runs this, then checks the workspace and the provider's requests. Exit 0 = all checks held.
 // It prints one JSON line on stdout: facts the Rust side checks too.
 import { spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import assert from "node:assert/strict";
 import * as acp from "@agentclientprotocol/sdk";
@@ -28,9 +29,12 @@ function connect(permission = () => "allow_once", files = null) {
       return { outcome: { outcome: "selected", optionId: option.optionId } };
     });
   if (files) {
+    // Like an editor: an open buffer, else the file on disk, else "not found".
     app.onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
       files.reads.push(params.path);
-      return { content: files.buffers[params.path] ?? "" };
+      if (params.path in files.buffers) return { content: files.buffers[params.path] };
+      if (existsSync(params.path)) return { content: readFileSync(params.path, "utf8") };
+      throw acp.RequestError.resourceNotFound(params.path);
     });
     app.onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
       files.writes.push({ path: params.path, content: params.content });
@@ -92,6 +96,34 @@ const scenarios = {
     return {};
   },
 
+  // A rewind sees the files as the editor has them: a buffer typed into since is a conflict,
+  // left alone; the unsaved text the turn's edit replaced comes back through the editor.
+  async editor_undo() {
+    const notes = `${workspace}/notes.txt`;
+    const files = { reads: [], writes: [], buffers: { [notes]: "unsaved buffer text\n" } };
+    const client = connect(() => "allow_once", files);
+    await client.app.connectWith(client.stream, async (agent) => {
+      const sessionId = await start(agent, true);
+      assert.equal((await prompt(agent, sessionId, "edit through the editor")).stopReason, "end_turn");
+      assert.equal(files.buffers[notes], "unsaved buffer text, edited\n");
+      files.buffers[notes] = "typed after the turn\n";
+      let before = client.updates.length;
+      assert.equal((await prompt(agent, sessionId, "/rewind 1 --code")).stopReason, "end_turn");
+      let said = messageText(client.updates.slice(before));
+      assert.match(said, /conflict .*notes\.txt/, said);
+      assert.equal(files.buffers[notes], "typed after the turn\n", "left alone");
+      files.buffers[notes] = "unsaved buffer text, edited\n";
+      before = client.updates.length;
+      assert.equal((await prompt(agent, sessionId, "/undo")).stopReason, "end_turn");
+      said = messageText(client.updates.slice(before));
+      assert.match(said, /restored .*notes\.txt/, said);
+      assert.equal(files.buffers[notes], "unsaved buffer text\n", "the buffer as it was");
+    });
+    client.child.kill();
+    assert.ok(!existsSync(notes), "never saved to disk by keel");
+    return {};
+  },
+
   // Custom commands are announced with the built-in ones, and `/NAME args` sends their prompt.
   async commands() {
     const client = connect();
@@ -125,7 +157,9 @@ const scenarios = {
       assert.equal(result.stopReason, "end_turn");
     });
     client.child.kill();
-    assert.deepEqual(files.reads, [notes, notes], "read_file and edit_file read the buffer");
+    // read_file and edit_file read the buffer; so do the checkpoints around each write.
+    assert.ok(files.reads.filter((p) => p === notes).length >= 2, files.reads.join(","));
+    assert.ok(files.reads.every((p) => p === notes || p === `${workspace}/out.txt`), files.reads.join(","));
     assert.deepEqual(files.writes.map((w) => w.path), [`${workspace}/out.txt`, notes]);
     assert.equal(files.buffers[notes], "unsaved buffer text, edited\n");
     const outputs = client.updates.filter((u) => u.sessionUpdate === "tool_call_update" && u.content)

@@ -214,7 +214,13 @@ impl Agent {
             // Admitted here, in read order: a `session/cancel` read next finds the turn.
             (Some(method), Some(id)) if method == "session/prompt" && *lock(&self.initialized) => {
                 if let Some(answer) = self.local_command(&params) {
-                    self.connection.respond(id, answer);
+                    // Off the reader: a rewind may ask the editor for its files.
+                    let agent = self.clone();
+                    let handle = tokio::spawn(async move {
+                        let answer = answer.await;
+                        agent.connection.respond(id, answer);
+                    });
+                    self.keep(handle);
                     return;
                 }
                 match self.begin_prompt(&params) {
@@ -298,7 +304,7 @@ impl Agent {
             "session/fork" => self.fork_session(&params),
             "session/prompt" => {
                 if let Some(answer) = self.local_command(&params) {
-                    return answer;
+                    return answer.await;
                 }
                 let started = self.begin_prompt(&params)?;
                 self.finish_prompt(started).await
@@ -531,29 +537,44 @@ impl Agent {
         Ok(json!({}))
     }
 
-    /// A prompt that is `/undo` or `/rewind`: done now, no model turn; its report is the
-    /// agent's message.
-    fn local_command(&self, params: &Value) -> Option<Result<Value, RpcError>> {
+    /// A prompt that is `/undo` or `/rewind`: no model turn; its report is the agent's
+    /// message. Recognised now (in read order); done on a blocking thread, since restoring a
+    /// file open in the editor goes through the editor, whose answers the reader must read.
+    fn local_command(
+        self: &Arc<Self>,
+        params: &Value,
+    ) -> Option<impl std::future::Future<Output = Result<Value, RpcError>> + use<>> {
         let text: String = params
             .get("prompt")
             .and_then(Value::as_array)?
             .iter()
             .map(|block| block.get("text").and_then(Value::as_str))
             .collect::<Option<String>>()?;
-        let session = match self.session(params) {
-            Ok(session) => session,
-            Err(error) => return Some(Err(error)),
-        };
-        let answer = rewind::rewind_reply(&session.controller, &text)?;
-        Some(answer.map_err(refusal).map(|message| {
+        let session = self.session(params);
+        if let Ok(session) = &session
+            && !rewind::is_rewind(&session.controller, &text)
+        {
+            return None;
+        }
+        let agent = self.clone();
+        Some(async move {
+            let session = session?;
+            let controller = session.controller.clone();
+            let answer =
+                tokio::task::spawn_blocking(move || rewind::rewind_reply(&controller, &text))
+                    .await
+                    .map_err(|error| {
+                        RpcError::new(code::INTERNAL, format!("the rewind stopped: {error}"))
+                    })?;
+            let message = answer.map_err(refusal)?;
             let id = session.controller.session().id.clone();
-            self.update(
+            agent.update(
                 &id,
                 json!({"sessionUpdate": "agent_message_chunk",
                        "content": {"type": "text", "text": message}}),
             );
-            json!({"stopReason": "end_turn"})
-        }))
+            Ok(json!({"stopReason": "end_turn"}))
+        })
     }
 
     /// Admit a prompt's turn (synchronously, in read order) and subscribe to its events.

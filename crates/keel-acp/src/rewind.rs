@@ -6,11 +6,17 @@
 
 use keel_agent::{AgentError, Controller, Line, RewindScope, SurfaceCommand};
 
-/// The answer to `text` if it is `/undo` or `/rewind …`; `None` for anything else.
-pub(crate) fn rewind_reply(
-    controller: &Controller,
-    text: &str,
-) -> Option<Result<String, AgentError>> {
+/// Whether `text` is `/undo` or `/rewind …`.
+pub(crate) fn is_rewind(controller: &Controller, text: &str) -> bool {
+    matches!(
+        controller.parse_line(text),
+        Line::Command(SurfaceCommand::Rewind { .. })
+    )
+}
+
+/// The answer to `text`, `/undo` or `/rewind …` (anything else: nothing to do). Called on a
+/// blocking thread: restoring a file the editor has open goes through the editor.
+pub(crate) fn rewind_reply(controller: &Controller, text: &str) -> Result<String, AgentError> {
     let Line::Command(SurfaceCommand::Rewind {
         to,
         code,
@@ -20,9 +26,9 @@ pub(crate) fn rewind_reply(
         pick: _,
     }) = controller.parse_line(text)
     else {
-        return None;
+        return Ok("Nothing to do: not /undo or /rewind.".to_string());
     };
-    Some((|| {
+    {
         let to = match to {
             Some(to) => to,
             None => match controller.last_turn_in_history()? {
@@ -55,5 +61,5 @@ pub(crate) fn rewind_reply(
             None => "The conversation is unchanged.".to_string(),
         });
         Ok(lines.join("\n"))
-    })())
+    }
 }

@@ -10,6 +10,8 @@
 //!   secrets is stored (the store never holds a secret): such a file is recorded as not kept.
 //! - Only a regular file up to `MOST_KEPT_BYTES`, within the session's budget, is kept;
 //!   anything else is recorded as not kept, and a rewind says it cannot restore it.
+//! - Where the file tools go through an editor (ACP's `fs`), a file is read as the editor has
+//!   it, before and after: what the write replaced may be an unsaved buffer.
 
 use crate::call::Valid;
 use keel_store::{Before, PreImage, Store, StoreError};
@@ -41,8 +43,12 @@ pub(crate) fn pre_images(valid: &Valid, ctx: &ToolContext) -> Result<Vec<PreImag
     }])
 }
 
-/// What is at `path` now.
+/// What is at `path` now: as the editor has it, where the file tools go through one (an
+/// unsaved buffer is what the write replaces), else on disk.
 fn before(path: &Path, ctx: &ToolContext) -> Before {
+    if let Some(Ok(text)) = through_editor(path, ctx) {
+        return kept(text.into_bytes(), ctx);
+    }
     let meta = match path.symlink_metadata() {
         Ok(meta) => meta,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Before::Absent,
@@ -55,14 +61,42 @@ fn before(path: &Path, ctx: &ToolContext) -> Before {
         return Before::NotKept(format!("larger than {MOST_KEPT_BYTES} bytes"));
     }
     match std::fs::read(path) {
-        Ok(bytes) => {
-            let text = String::from_utf8_lossy(&bytes);
-            if ctx.secrets.redact(&text) != text {
-                return Before::NotKept("it holds a secret keel keeps out of its store".into());
-            }
-            Before::Bytes(bytes)
-        }
+        Ok(bytes) => kept(bytes, ctx),
         Err(error) => Before::NotKept(format!("unreadable: {error}")),
+    }
+}
+
+/// `bytes` as a pre-image, unless too large or holding a secret.
+fn kept(bytes: Vec<u8>, ctx: &ToolContext) -> Before {
+    if bytes.len() as u64 > MOST_KEPT_BYTES {
+        return Before::NotKept(format!("larger than {MOST_KEPT_BYTES} bytes"));
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    if ctx.secrets.redact(&text) != text {
+        return Before::NotKept("it holds a secret keel keeps out of its store".into());
+    }
+    Before::Bytes(bytes)
+}
+
+/// The text of `path` as the editor has it, when the file tools go through one (`None`: no
+/// editor for it). The editor's answer may take a while: the async worker steps aside.
+fn through_editor(path: &Path, ctx: &ToolContext) -> Option<Result<String, String>> {
+    let editor = ctx.editor_for(path)?;
+    let read = || editor.read(path);
+    Some(match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(read)
+        }
+        _ => read(),
+    })
+}
+
+/// A name for what is at `path` now, as the file tools see it: through the editor where
+/// they go through one (a file it cannot read: as on disk), else `current_hash`.
+pub(crate) fn seen_hash(path: &Path, ctx: &ToolContext) -> Option<String> {
+    match through_editor(path, ctx) {
+        Some(Ok(text)) => Some(keel_store::content_hash(text.as_bytes())),
+        _ => current_hash(path),
     }
 }
 
@@ -97,17 +131,19 @@ pub(crate) fn current_hash(path: &Path) -> Option<String> {
     })
 }
 
-/// What the call `seq` left at each path it checkpointed, for its result's transaction.
+/// What the call `seq` left at each path it checkpointed (as the file tools see it), for its
+/// result's transaction.
 pub(crate) fn afters(
     store: &Store,
     session: &str,
     seq: u64,
+    ctx: &ToolContext,
 ) -> Result<Vec<(String, Option<String>)>, StoreError> {
     Ok(store
         .checkpointed_paths(session, seq)?
         .into_iter()
         .map(|path| {
-            let hash = current_hash(Path::new(&path));
+            let hash = seen_hash(Path::new(&path), ctx);
             (path, hash)
         })
         .collect())

@@ -19,7 +19,7 @@
 //!   provider's cache may serve them again).
 //! - One turn at a time: a rewind waits for no turn and is refused while one runs.
 
-use crate::checkpoint::current_hash;
+use crate::checkpoint::seen_hash;
 use crate::command_steps::{CommandSteps, command_steps};
 use crate::rewrite::{Rewrite, commit};
 use crate::snapshot::{Point, Side};
@@ -290,7 +290,7 @@ impl Controller {
                     continue;
                 }
             };
-            let now = current_hash(Path::new(&path));
+            let now = seen_hash(Path::new(&path), &shared.tool_context);
             // Already as it was (a rewind done twice): nothing to do.
             if now == first.hash {
                 shared.store.mark_undone(session, &path, &seqs)?;

@@ -566,7 +566,12 @@ fn finish(
     });
     kill_point("before_result_commit");
     // What a file tool left, with its result: a later difference is someone else's edit.
-    let afters = crate::checkpoint::afters(&shared.store, &shared.session.id, receipt.seq)?;
+    let afters = crate::checkpoint::afters(
+        &shared.store,
+        &shared.session.id,
+        receipt.seq,
+        &shared.tool_context,
+    )?;
     shared
         .store
         .append_result_after(&shared.session.id, run.turn, &item, receipt, &afters)?;

@@ -142,6 +142,24 @@ fn file_tools_go_through_the_editor_when_it_offers_fs() {
     not(keel_e2e_acp),
     ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
 )]
+fn a_rewind_restores_and_checks_the_editors_buffers() {
+    let steps = json!({"steps": [
+        {"tool": "edit_file", "args": {"path": "notes.txt", "old_string": "text", "new_string": "text, edited"}},
+        {"say": "Edited."},
+    ]});
+    let (_home, mock) = client("editor_undo", steps, "permission_mode = \"auto\"");
+    assert_eq!(
+        mock.requests().len(),
+        2,
+        "the turn sent two; the rewinds sent nothing"
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_acp),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+)]
 fn permissions_are_asked_through_the_editor() {
     let steps = json!({"steps": [
         {"tool": "write_file", "args": {"path": "rejected.txt", "content": "x"}},

@@ -160,6 +160,13 @@ impl ToolContext {
         }
     }
 
+    /// The editor a file at `resolved` is read and written through, if any (ACP's `fs`, for
+    /// a path inside the workspace). Its calls may wait for the editor: never make them on
+    /// an async runtime's worker without `block_in_place`.
+    pub fn editor_for(&self, resolved: &std::path::Path) -> Option<&dyn EditorFiles> {
+        files::editor_for(self, resolved)
+    }
+
     /// Why a tool may not read `resolved` (asked for as `path`), as its result.
     pub fn read_refusal(&self, path: &str, resolved: &std::path::Path) -> Option<ToolOutput> {
         let sandbox = self.sandbox.as_ref()?;

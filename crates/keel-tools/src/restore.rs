@@ -7,7 +7,8 @@
 //! - A path the file tools may not change (hidden, protected: `.git/hooks`, `keel.toml`) is
 //!   refused whatever the checkpoint says.
 //! - Content is written atomically (a temporary file renamed over the target); removal takes
-//!   a regular file only, through the parent's directory handle.
+//!   a regular file only, through the parent's directory handle. With an editor (ACP's `fs`)
+//!   text goes back through it, after the same checks, so its open buffer is what is restored.
 
 use crate::ToolContext;
 use crate::beneath::{FileBeneath, MissingParents};
@@ -39,6 +40,16 @@ pub fn restore_file(ctx: &ToolContext, path: &str, content: Option<&[u8]>) -> Re
         Err(crate::beneath::BeneathError::Missing { .. }) if content.is_none() => return Ok(()),
         Err(error) => return Err(error.to_string()),
     };
+    // A text file the editor may have open goes back through the editor, so its buffer
+    // shows it (the editor owns the write); anything else, and a removal, on disk.
+    if let (Some(editor), Some(text)) = (
+        ctx.editor_for(&target.resolved),
+        content.and_then(|bytes| std::str::from_utf8(bytes).ok()),
+    ) {
+        return editor
+            .write(&target.resolved, text)
+            .map_err(|error| format!("the editor did not take it back: {error}"));
+    }
     match content {
         Some(bytes) => file.write_atomically(bytes).map(|_| ()),
         None => file.remove_regular(),
