@@ -20,7 +20,8 @@
 //!   changed inside a bracket is the command's; what changed anywhere else is not keel's to
 //!   undo. A snapshot that fails leaves its bracket open: the rewind then cannot tell, and
 //!   says so.
-//! - A snapshot is what `git add -A` sees in the workspace (`.gitignore`d files, and files it
+//! - A snapshot is what `git add -A` sees in the workspace (files the repository's ignore
+//!   files, its `info/exclude` or the user's global `git/ignore` leave out, and files it
 //!   cannot read, are not in it); keel's own files are never in it.
 
 mod prune;
@@ -91,6 +92,8 @@ pub(crate) struct Snapshots {
     borrowed_objects: PathBuf,
     /// The repository's `info/exclude` (data: what the user keeps out of git).
     repository_excludes: PathBuf,
+    /// The user's global ignore file at git's default place (data, like the above).
+    global_excludes: Option<PathBuf>,
     store: PathBuf,
     /// keel's own files inside the work tree, as pathspecs that exclude them.
     excluded: Vec<String>,
@@ -155,6 +158,7 @@ impl Snapshots {
             common_dir: common_dir.clone(),
             borrowed_objects,
             repository_excludes: common_dir.join("info/exclude"),
+            global_excludes: global_excludes_file(),
             store: home.join("snapshots").join(format!("{name}.git")),
             excluded,
             session: session.to_string(),
@@ -465,6 +469,20 @@ impl Snapshots {
                 return Err(format!("cannot create {}", self.store.display()));
             }
         }
+        // The user's global ignore patterns, as keel's own `info/exclude` (patterns only:
+        // the global configuration that names another file is not read).
+        let excluded = self
+            .global_excludes
+            .as_deref()
+            .and_then(|path| read_regular(path, MOST_EXCLUDES))
+            .unwrap_or_default();
+        let exclude = self.store.join("info/exclude");
+        if std::fs::read(&exclude).ok().as_deref() != Some(excluded.as_slice()) {
+            let partial = self.store.join(format!("info/exclude-{}", self.session));
+            std::fs::write(&partial, &excluded)
+                .and_then(|()| std::fs::rename(&partial, &exclude))
+                .map_err(|error| format!("cannot write the excludes: {error}"))?;
+        }
         let alternates = self.store.join("objects/info/alternates");
         let line = format!("{}\n", self.borrowed_objects.display());
         if std::fs::read_to_string(&alternates).ok().as_deref() != Some(line.as_str()) {
@@ -619,6 +637,24 @@ const MOST_UNTRACKED: u64 = 16 * 1024 * 1024;
 
 /// The most paths the environment's git status names.
 const MOST_NAMED: usize = 10;
+
+/// The largest global ignore file read.
+const MOST_EXCLUDES: u64 = 1024 * 1024;
+
+/// Where git looks for the user's global ignore patterns when nothing names another file:
+/// `$XDG_CONFIG_HOME/git/ignore`, else `~/.config/git/ignore`.
+fn global_excludes_file() -> Option<PathBuf> {
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|home| home.is_absolute())
+                .map(|home| home.join(".config"))
+        })?;
+    Some(config.join("git/ignore"))
+}
 
 /// The largest repository index a session starts from.
 const MOST_INDEX: u64 = 256 * 1024 * 1024;

@@ -566,3 +566,39 @@ fn the_snapshot_store_is_kept_within_checkpoint_max_bytes_and_a_rewind_names_wha
         past.stderr()
     );
 }
+
+#[test]
+fn what_the_users_global_git_ignore_leaves_out_stays_out_of_the_snapshots() {
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": "echo noise > build.log && echo kept > notes.txt"}},
+        {"say": "Made them."},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    repository(&home);
+    let xdg = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(xdg.path().join("git")).unwrap();
+    std::fs::write(xdg.path().join("git/ignore"), "*.log\n").unwrap();
+    let with_ignore = |args: &[&str]| {
+        Run::from(
+            home.keel(args)
+                .env("XDG_CONFIG_HOME", xdg.path())
+                .output()
+                .unwrap(),
+        )
+    };
+    let run = with_ignore(&["run", "--yes", "--json", "make files"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let rewound = with_ignore(&["session", "rewind", &session_of(&run), "--to", "1"]);
+    assert_eq!(rewound.code(), 0, "{}", rewound.stderr());
+    assert_eq!(read(&home, "notes.txt"), None, "restored");
+    assert_eq!(
+        read(&home, "build.log").as_deref(),
+        Some("noise\n"),
+        "never in a snapshot, so never touched"
+    );
+    assert!(
+        !rewound.stderr().contains("build.log"),
+        "{}",
+        rewound.stderr()
+    );
+}
