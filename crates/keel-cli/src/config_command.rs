@@ -188,6 +188,8 @@ struct ProviderJson {
     max_event_bytes: Field<usize>,
     context_window: Field<Option<u64>>,
     web_search: Field<bool>,
+    /// `reasoning_effort` as this provider sends it (`null`: nothing is sent).
+    reasoning_effort: Field<Option<&'static str>>,
     retry: RetryJson,
 }
 
@@ -293,6 +295,9 @@ impl ProviderJson {
             max_event_bytes: field(&provider.max_event_bytes, |bytes| *bytes),
             context_window: field(&context_window(provider, active_model), |window| *window),
             web_search: field(&provider.web_search, |on| *on),
+            reasoning_effort: field(&provider.reasoning_effort, |effort| {
+                effort.map(|effort| effort.name())
+            }),
             retry: RetryJson::new(&provider.retry),
         }
     }
@@ -517,6 +522,12 @@ fn provider_rows(
             |window| window.map_or_else(|| "unknown".to_string(), |tokens| tokens.to_string()),
         ),
         Row::new(2, "web_search", &provider.web_search, ToString::to_string),
+        Row::new(
+            2,
+            "reasoning_effort",
+            &provider.reasoning_effort,
+            |effort| effort.map_or_else(|| "provider default".to_string(), |e| e.to_string()),
+        ),
         Row::bare(2, "retry", provider.retry.policy().policy_key()),
     ];
     rows.extend(retry_rows(&provider.retry));

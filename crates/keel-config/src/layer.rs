@@ -37,6 +37,8 @@ pub(crate) struct RawFile {
     pub instruction_files: Option<Spanned<Vec<String>>>,
     /// The most bytes of file checkpoints one session keeps.
     pub checkpoint_max_bytes: Option<Spanned<u64>>,
+    /// How hard the model reasons (`off`, `low`, `medium`, `high`, `max`).
+    pub reasoning_effort: Option<Spanned<String>>,
 }
 
 /// `[sandbox]`: how commands are confined (user layers; see `sandbox.rs` for projects).

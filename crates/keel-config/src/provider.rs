@@ -19,7 +19,7 @@ use keel_llm::profile::{
     self, Account, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_EVENT_BYTES,
     DEFAULT_MAX_OUTPUT_TOKENS, Preset, ProviderProfile,
 };
-use keel_llm::{RetryMode, RetryPolicy};
+use keel_llm::{ReasoningEffort, RetryMode, RetryPolicy};
 use keel_types::{FailureKind, ReasoningProtocol, WireProtocol};
 use std::time::Duration;
 use toml::Spanned;
@@ -129,8 +129,10 @@ impl KeelConfig {
             }
             None => Sourced::default_value(None),
         };
+        let reasoning_effort = self.reasoning_effort(protocol.value, reasoning_protocol.value)?;
         Ok(ResolvedProvider {
             name: name.to_string(),
+            reasoning_effort,
             protocol,
             base_url,
             accounts,
@@ -144,6 +146,38 @@ impl KeelConfig {
             context_window,
             price,
         })
+    }
+
+    /// `reasoning_effort`, as this protocol can say it.
+    fn reasoning_effort(
+        &self,
+        protocol: WireProtocol,
+        reasoning: ReasoningProtocol,
+    ) -> Result<Sourced<Option<ReasoningEffort>>, ConfigError> {
+        let Some((layer, value)) = self.layers.iter().find_map(|layer| {
+            layer
+                .raw
+                .reasoning_effort
+                .as_ref()
+                .map(|value| (layer, value))
+        }) else {
+            return Ok(Sourced::default_value(None));
+        };
+        let Some(effort) = ReasoningEffort::parse(value.get_ref()) else {
+            let names: Vec<&str> = ReasoningEffort::ALL.iter().map(|e| e.name()).collect();
+            return Err(layer.error(
+                value.span(),
+                format!(
+                    "{:?} is not an effort: use one of {}",
+                    value.get_ref(),
+                    names.join(", ")
+                ),
+            ));
+        };
+        if let Some(why) = effort.unsupported(protocol, reasoning) {
+            return Err(layer.error(value.span(), why));
+        }
+        Ok(layer.sourced(value).map(|_| Some(effort)))
     }
 
     /// The highest-precedence layer that sets a field of provider `name`.

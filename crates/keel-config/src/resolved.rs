@@ -7,7 +7,7 @@
 use crate::source::Sourced;
 use keel_llm::price::Price;
 use keel_llm::profile::{Account, ProviderProfile};
-use keel_llm::{RetryMode, RetryPolicy};
+use keel_llm::{ReasoningEffort, RetryMode, RetryPolicy};
 use keel_types::{FailureKind, ReasoningProtocol, WireProtocol};
 use std::time::Duration;
 
@@ -29,6 +29,8 @@ pub struct ResolvedProvider {
     pub retry: ResolvedRetry,
     /// The user's price for this provider; `None` leaves it to keel's table.
     pub price: Sourced<Option<Price>>,
+    /// `reasoning_effort`, checked against this provider's protocol; `None` sends nothing.
+    pub reasoning_effort: Sourced<Option<ReasoningEffort>>,
 }
 
 impl ResolvedProvider {
@@ -48,6 +50,7 @@ impl ResolvedProvider {
             max_event_bytes: self.max_event_bytes.value,
             context_window: self.context_window.value,
             price: self.price.value.clone(),
+            reasoning_effort: self.reasoning_effort.value,
         }
     }
 }

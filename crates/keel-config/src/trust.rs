@@ -157,6 +157,7 @@ pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<Ign
         sandbox,
         instruction_files,
         checkpoint_max_bytes,
+        reasoning_effort,
     } = raw;
     report.closed("instruction_files", instruction_files);
     report.closed("checkpoint_max_bytes", checkpoint_max_bytes);
@@ -217,6 +218,7 @@ pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<Ign
         }
     });
     report.closed("compact_at", compact_at);
+    report.closed("reasoning_effort", reasoning_effort);
     report.closed("trust_workspace_mcp", trust_workspace_mcp);
     let RawPermissions { allow, ask, deny } = permissions;
     for rule in allow {
@@ -268,6 +270,7 @@ pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<Ign
         sandbox: RawSandbox::default(),
         instruction_files: None,
         checkpoint_max_bytes: None,
+        reasoning_effort: None,
     };
     (layer, ignored)
 }

@@ -70,6 +70,7 @@ const CASES: &[Case] = &[
     case("max_rounds", "max_rounds = 5\n", Applied),
     case("max_rounds", "max_rounds = 9999\n", Ignored),
     case("compact_at", "compact_at = 0.5\n", Ignored),
+    case("reasoning_effort", "reasoning_effort = \"max\"\n", Ignored),
     case(
         "permissions.allow",
         "[permissions]\nallow = [\"bash\"]\n",

@@ -89,6 +89,7 @@ mod tests {
             max_event_bytes: crate::profile::DEFAULT_MAX_EVENT_BYTES,
             context_window: None,
             price: None,
+            reasoning_effort: None,
         };
         assert_eq!(window_for(&profile, "deepseek-chat"), Some(131_072));
         profile.context_window = Some(4000);

@@ -259,6 +259,7 @@ mod tests {
             max_event_bytes: crate::profile::DEFAULT_MAX_EVENT_BYTES,
             context_window: None,
             price: None,
+            reasoning_effort: None,
         }
     }
 

@@ -12,6 +12,7 @@ pub mod classify;
 pub mod client;
 pub mod context;
 pub mod dispatch;
+pub mod effort;
 pub mod price;
 pub mod profile;
 pub mod project;
@@ -20,6 +21,7 @@ pub mod sse;
 
 pub use assemble::{Completion, Delta};
 pub use dispatch::{AccountCursor, DispatchOutcome, Dispatcher, EnvKeys, KeySource, key_problem};
+pub use effort::ReasoningEffort;
 pub use profile::{Account, ProviderProfile};
 pub use project::{ProjectedRequest, ProjectionInput, ToolSpec, project};
 pub use retry::{RetryMode, RetryPolicy};

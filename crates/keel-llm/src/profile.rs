@@ -39,6 +39,23 @@ pub struct ProviderProfile {
     pub context_window: Option<u64>,
     /// The user's price for this provider (`[providers.X.price]`), over keel's table.
     pub price: Option<crate::price::Price>,
+    /// How hard the model reasons (`reasoning_effort`); `None` sends nothing.
+    pub reasoning_effort: Option<crate::effort::ReasoningEffort>,
+}
+
+impl ProviderProfile {
+    /// The request fields that say the effort (empty when unset).
+    pub(crate) fn effort_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.reasoning_effort
+            .map(|effort| {
+                effort.fields(
+                    self.protocol,
+                    self.reasoning_protocol,
+                    self.max_output_tokens,
+                )
+            })
+            .unwrap_or_default()
+    }
 }
 
 impl ProviderProfile {
@@ -145,6 +162,7 @@ mod tests {
             max_event_bytes: crate::profile::DEFAULT_MAX_EVENT_BYTES,
             context_window: None,
             price: None,
+            reasoning_effort: None,
         };
         assert_eq!(
             profile.endpoint(),

@@ -46,6 +46,7 @@ fn profile(
         max_event_bytes: keel_llm::profile::DEFAULT_MAX_EVENT_BYTES,
         context_window: None,
         price: None,
+        reasoning_effort: None,
     }
 }
 

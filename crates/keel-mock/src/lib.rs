@@ -4,6 +4,7 @@
 //! Invariants: see each module. The wire formats mirror the real providers closely enough that
 //! the same parsers that read DeepSeek, Anthropic and OpenAI read this server.
 
+pub mod effort;
 pub mod render;
 pub mod scenario;
 pub mod server;

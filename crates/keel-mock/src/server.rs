@@ -37,6 +37,9 @@ pub struct CapturedRequest {
     /// When it arrived, in microseconds since the Unix epoch (for benchmarks).
     #[serde(default)]
     pub received_at_us: u64,
+    /// The reasoning effort the request asked for, in keel's names (`None`: it said none).
+    #[serde(default)]
+    pub effort: Option<String>,
 }
 
 #[derive(Debug)]
@@ -238,6 +241,7 @@ fn answer_request(
             .duration_since(std::time::UNIX_EPOCH)
             .map(|elapsed| u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX))
             .unwrap_or(0),
+        effort: None,
     };
     let parsed: Value = match serde_json::from_slice(&body) {
         Ok(parsed) => parsed,
@@ -250,6 +254,7 @@ fn answer_request(
             );
         }
     };
+    capture.effort = crate::effort::effort_in_request(&parsed);
     let mut state = shared.lock();
     let replay_checked = protocol == Protocol::Chat && state.scenario.require_reasoning_replay;
     if let Some(index) = missing_reasoning_index(&parsed).filter(|_| replay_checked) {

@@ -17,6 +17,9 @@ struct AnthropicRequest<'a> {
     model: &'a str,
     max_tokens: u32,
     stream: bool,
+    /// `reasoning_effort` as this protocol says it (nothing when unset).
+    #[serde(flatten)]
+    effort: serde_json::Map<String, serde_json::Value>,
     #[serde(skip_serializing_if = "str::is_empty")]
     system: &'a str,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
@@ -114,6 +117,7 @@ pub(super) fn project(
         model: input.model,
         max_tokens: profile.max_output_tokens,
         stream: true,
+        effort: profile.effort_fields(),
         system: input.system,
         tools: input
             .tools

@@ -17,6 +17,9 @@ struct ChatRequest<'a> {
     stream: bool,
     stream_options: StreamOptions,
     max_tokens: u32,
+    /// `reasoning_effort` as this protocol says it (nothing when unset).
+    #[serde(flatten)]
+    effort: serde_json::Map<String, serde_json::Value>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     tools: Vec<ChatTool<'a>>,
     messages: Vec<ChatMessage<'a>>,
@@ -131,6 +134,7 @@ pub(super) fn project(
             include_usage: true,
         },
         max_tokens: profile.max_output_tokens,
+        effort: profile.effort_fields(),
         tools: input.tools.iter().map(chat_tool).collect(),
         messages,
     };

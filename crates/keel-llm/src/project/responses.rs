@@ -19,6 +19,9 @@ struct ResponsesRequest<'a> {
     stream: bool,
     max_output_tokens: u32,
     include: [&'static str; 1],
+    /// `reasoning_effort` as this protocol says it (nothing when unset).
+    #[serde(flatten)]
+    effort: serde_json::Map<String, serde_json::Value>,
     #[serde(skip_serializing_if = "str::is_empty")]
     instructions: &'a str,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
@@ -131,6 +134,7 @@ pub(super) fn project(
         stream: true,
         max_output_tokens: profile.max_output_tokens,
         include: ["reasoning.encrypted_content"],
+        effort: profile.effort_fields(),
         instructions: input.system,
         tools: input
             .tools

@@ -22,6 +22,7 @@ fn profile(protocol: WireProtocol, reasoning_protocol: ReasoningProtocol) -> Pro
         max_event_bytes: crate::profile::DEFAULT_MAX_EVENT_BYTES,
         context_window: None,
         price: None,
+        reasoning_effort: None,
     }
 }
 
@@ -516,5 +517,41 @@ fn a_context_block_not_followed_by_a_prompt_stays_where_it_is() {
         );
         assert!(at < body.find("lib.rs").unwrap(), "{protocol:?}: {body}");
         assert_eq!(body.matches("<context from").count(), 1);
+    }
+}
+
+#[test]
+fn an_effort_is_said_in_every_request_before_the_history_so_the_prefix_holds() {
+    for (protocol, reasoning, said) in [
+        (
+            WireProtocol::Chat,
+            ReasoningProtocol::Deepseek,
+            r#""max_tokens":8192,"reasoning_effort":"high","thinking":{"type":"enabled"},"tools""#,
+        ),
+        (
+            WireProtocol::Responses,
+            ReasoningProtocol::None,
+            r#""include":["reasoning.encrypted_content"],"reasoning":{"effort":"high"},"instructions""#,
+        ),
+        (
+            WireProtocol::Anthropic,
+            ReasoningProtocol::None,
+            r#""stream":true,"thinking":{"budget_tokens":8191,"type":"enabled"},"system""#,
+        ),
+    ] {
+        let mut with_effort = profile(protocol, reasoning);
+        with_effort.max_output_tokens = 8192;
+        with_effort.reasoning_effort = Some(crate::ReasoningEffort::High);
+        let full = history(no_replay);
+        let shorter = body_of(&with_effort, &full[..full.len() - 2]);
+        let longer = body_of(&with_effort, &full);
+        assert!(longer.contains(said), "{protocol:?}: {longer}");
+        let cut = shorter.len() - 20;
+        assert_eq!(shorter[..cut], longer[..cut], "{protocol:?}: prefix-stable");
+        let without = body_of(&profile(protocol, reasoning), &full);
+        assert!(
+            !without.contains("effort") && !without.contains("thinking\":{"),
+            "{without}"
+        );
     }
 }
