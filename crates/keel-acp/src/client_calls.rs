@@ -143,6 +143,10 @@ impl AcpApprover {
     }
 }
 
+/// The longest keel waits for the editor to answer one file call (a turn, or a rewind, holds
+/// the session while it waits).
+const EDITOR_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The editor's files: `fs/read_text_file` and `fs/write_text_file` to the client, so it sees
 /// unsaved buffers and owns the write. Called from the file tools' blocking threads.
 pub(crate) struct AcpEditor {
@@ -164,7 +168,16 @@ impl AcpEditor {
             .ok_or_else(|| "the session is not open yet".to_string())?;
         params["sessionId"] = Value::String(session);
         self.runtime
-            .block_on(self.connection.request(method, params))
+            .block_on(tokio::time::timeout(
+                EDITOR_CALL_TIMEOUT,
+                self.connection.request(method, params),
+            ))
+            .map_err(|_| {
+                format!(
+                    "the editor did not answer `{method}` in {} s",
+                    EDITOR_CALL_TIMEOUT.as_secs()
+                )
+            })?
             .map_err(|error| error.message)
     }
 }

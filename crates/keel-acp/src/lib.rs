@@ -550,18 +550,23 @@ impl Agent {
             .iter()
             .map(|block| block.get("text").and_then(Value::as_str))
             .collect::<Option<String>>()?;
-        let session = self.session(params);
-        if let Ok(session) = &session
-            && !rewind::is_rewind(&session.controller, &text)
-        {
-            return None;
-        }
+        // An unknown session is the prompt's error either way.
+        let prepared = match self.session(params) {
+            Err(error) => Err(error),
+            Ok(session) => {
+                let ask = rewind::rewind_ask(&session.controller, &text)?;
+                // Held now, in read order: a prompt read after this one waits its turn.
+                let lease = session.controller.lease();
+                Ok((session, ask, lease))
+            }
+        };
         let agent = self.clone();
         Some(async move {
-            let session = session?;
+            let (session, ask, lease) = prepared?;
+            let lease = lease.map_err(refusal)?;
             let controller = session.controller.clone();
             let answer =
-                tokio::task::spawn_blocking(move || rewind::rewind_reply(&controller, &text))
+                tokio::task::spawn_blocking(move || rewind::rewind_reply(&controller, lease, ask))
                     .await
                     .map_err(|error| {
                         RpcError::new(code::INTERNAL, format!("the rewind stopped: {error}"))

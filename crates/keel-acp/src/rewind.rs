@@ -4,19 +4,18 @@
 //! Invariant: what could not be restored (conflicts, commands, files not kept) is always in
 //! the answer; a refusal is the prompt's error.
 
-use keel_agent::{AgentError, Controller, Line, RewindScope, SurfaceCommand};
+use keel_agent::{AgentError, Controller, Line, RewindScope, SessionLease, SurfaceCommand};
 
-/// Whether `text` is `/undo` or `/rewind …`.
-pub(crate) fn is_rewind(controller: &Controller, text: &str) -> bool {
-    matches!(
-        controller.parse_line(text),
-        Line::Command(SurfaceCommand::Rewind { .. })
-    )
+/// A `/undo` or `/rewind …` prompt, parsed: the turn (none: the last), what to restore,
+/// whether to force.
+pub(crate) struct RewindAsk {
+    to: Option<u64>,
+    scope: RewindScope,
+    force: bool,
 }
 
-/// The answer to `text`, `/undo` or `/rewind …` (anything else: nothing to do). Called on a
-/// blocking thread: restoring a file the editor has open goes through the editor.
-pub(crate) fn rewind_reply(controller: &Controller, text: &str) -> Result<String, AgentError> {
+/// `text` as a rewind, if it is `/undo` or `/rewind …`.
+pub(crate) fn rewind_ask(controller: &Controller, text: &str) -> Option<RewindAsk> {
     let Line::Command(SurfaceCommand::Rewind {
         to,
         code,
@@ -26,17 +25,31 @@ pub(crate) fn rewind_reply(controller: &Controller, text: &str) -> Result<String
         pick: _,
     }) = controller.parse_line(text)
     else {
-        return Ok("Nothing to do: not /undo or /rewind.".to_string());
+        return None;
     };
+    Some(RewindAsk {
+        to,
+        scope: RewindScope { code, conversation },
+        force,
+    })
+}
+
+/// Do `ask` with the session held (taken in read order), and answer with what was restored.
+/// Called on a blocking thread: restoring a file the editor has open goes through the editor.
+pub(crate) fn rewind_reply(
+    controller: &Controller,
+    mut lease: SessionLease,
+    ask: RewindAsk,
+) -> Result<String, AgentError> {
     {
-        let to = match to {
+        let to = match ask.to {
             Some(to) => to,
-            None => match controller.last_turn_in_history()? {
+            None => match controller.last_turn_leased(&lease)? {
                 Some(last) => last,
                 None => return Ok("Nothing to undo: the conversation holds no turn.".to_string()),
             },
         };
-        let report = controller.rewind(to, RewindScope { code, conversation }, force)?;
+        let report = controller.rewind_leased(&mut lease, to, ask.scope, ask.force)?;
         let mut lines = vec![format!("Rewound to before turn {to}.")];
         lines.extend(
             report

@@ -279,8 +279,15 @@ impl Translator {
                 "agent_message_chunk",
                 &untrusted_note(std::slice::from_ref(ignored)),
             )],
+            EventBody::SnapshotPruned { brackets, .. } => vec![chunk(
+                "agent_message_chunk",
+                &format!(
+                    "\nkeel's snapshot store reached checkpoint_max_bytes: the oldest {brackets} \
+                     command snapshot(s) were pruned; a rewind past them cannot undo those \
+                     commands.\n"
+                ),
+            )],
             EventBody::SessionStarted { .. }
-            | EventBody::SnapshotPruned { .. }
             | EventBody::HistoryRewritten { .. }
             | EventBody::SessionRewound { .. }
             | EventBody::PrefixChanged { .. }

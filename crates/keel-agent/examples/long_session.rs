@@ -150,6 +150,7 @@ fn settings() -> AgentSettings {
         context: Default::default(),
         commands: Default::default(),
         checkpoint_max_bytes: 256 * 1024 * 1024,
+        action_policy: false,
     }
 }
 

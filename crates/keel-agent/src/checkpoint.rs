@@ -83,12 +83,16 @@ fn kept(bytes: Vec<u8>, ctx: &ToolContext) -> Before {
 fn through_editor(path: &Path, ctx: &ToolContext) -> Option<Result<String, String>> {
     let editor = ctx.editor_for(path)?;
     let read = || editor.read(path);
-    Some(match tokio::runtime::Handle::try_current() {
+    match tokio::runtime::Handle::try_current() {
         Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(read)
+            Some(tokio::task::block_in_place(read))
         }
-        _ => read(),
-    })
+        // Outside a runtime nothing async waits on this thread.
+        Err(_) => Some(read()),
+        // On a single-threaded runtime waiting here would stop the very task that answers:
+        // the disk it is.
+        Ok(_) => None,
+    }
 }
 
 /// A name for what is at `path` now, as the file tools see it: through the editor where

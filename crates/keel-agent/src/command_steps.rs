@@ -26,8 +26,8 @@ use std::path::Path;
 pub(crate) struct CommandSteps {
     /// Per path (as the checkpoints name it): the commands' steps, in order.
     pub steps: BTreeMap<String, Vec<Checkpoint>>,
-    /// Per content hash: the bytes a step's pre-image holds, and whether it was executable.
-    pub contents: HashMap<String, (Vec<u8>, bool)>,
+    /// Per (path, step): the bytes the step's pre-image holds, and whether it was executable.
+    pub contents: HashMap<(String, u64), (Vec<u8>, bool)>,
 }
 
 /// The steps of the commands bracketed from receipt `first_seq` on, on `paths`.
@@ -65,8 +65,9 @@ pub(crate) fn command_steps<'a>(
             let Some(path) = by_relative.get(&change.path) else {
                 continue;
             };
-            let (state, hash) = found.entry(snapshots, change.before.as_ref())?;
-            let (_, left) = found.entry(snapshots, change.after.as_ref())?;
+            let kept_as = ((*path).clone(), before.first);
+            let (state, hash) = found.entry(snapshots, change.before.as_ref(), Some(kept_as))?;
+            let (_, left) = found.entry(snapshots, change.after.as_ref(), None)?;
             found
                 .steps
                 .entry((*path).clone())
@@ -87,12 +88,14 @@ pub(crate) fn command_steps<'a>(
 }
 
 impl CommandSteps {
-    /// A snapshot's entry as a checkpoint names it: (state, content hash), keeping the bytes.
-    /// What is not a regular file is named the way `current_hash` names it on disk.
+    /// A snapshot's entry as a checkpoint names it: (state, content hash), keeping the bytes
+    /// under `kept_as` (a pre-image). What is not a regular file is named the way
+    /// `current_hash` names it on disk.
     fn entry(
         &mut self,
         snapshots: &Snapshots,
         entry: Option<&(String, String)>,
+        kept_as: Option<(String, u64)>,
     ) -> Result<(String, Option<String>), String> {
         let Some((mode, id)) = entry else {
             return Ok(("absent".into(), None));
@@ -116,8 +119,10 @@ impl CommandSteps {
             ));
         }
         let hash = keel_store::content_hash(&bytes);
-        self.contents
-            .insert(hash.clone(), (bytes, mode.as_str() == "100755"));
+        if let Some(key) = kept_as {
+            self.contents
+                .insert(key, (bytes, mode.as_str() == "100755"));
+        }
         Ok(("stored".into(), Some(hash)))
     }
 }

@@ -49,13 +49,13 @@ pub use keel_store::{RevisionInfo, SessionInfo, StoreError, StoredItem};
 pub use project_context::{
     ContextReport, ContextSettings, DEFAULT_INSTRUCTION_BYTES, Reloaded, instruction_paths,
 };
-pub use prompt::SYSTEM_PROMPT;
+pub use prompt::{KIMI_ACTION_POLICY, SYSTEM_PROMPT, action_policy_for};
 pub use recovery::readiness::Readiness;
 pub use recovery::record::{RecordState, RecoveryRecord, StoredRecord};
 /// How a stored recovery record is read and written (the fuzz targets check both).
 pub use recovery::record::{decode as decode_record, encode as encode_record};
 pub use recovery::refusal::RecoveryRefusal;
-pub use rewind::{RewindReport, RewindScope};
+pub use rewind::{RewindReport, RewindScope, SessionLease};
 pub use turn::TurnOutcome;
 
 use keel_llm::client::HttpClient;
@@ -99,6 +99,9 @@ pub struct AgentSettings {
     /// The most bytes of file checkpoints the session keeps, and of the workspace's snapshot
     /// store (`checkpoint_max_bytes`).
     pub checkpoint_max_bytes: u64,
+    /// The model's action policy goes into the system prompt where one applies (`keel eval`'s
+    /// `policy` variant only; never a config key).
+    pub action_policy: bool,
 }
 
 pub enum SessionChoice {
@@ -698,11 +701,16 @@ impl Shared {
         // Built-in tools first, then the turn's MCP tools by server and name: a stable order.
         let mut specs = self.registry.specs();
         specs.extend_from_slice(mcp_tools);
+        let system = prompt::system_prompt(
+            settings.action_policy,
+            &settings.model,
+            settings.profile.reasoning_protocol,
+        );
         keel_llm::project(
             &settings.profile,
             &keel_llm::ProjectionInput {
                 model: &settings.model,
-                system: SYSTEM_PROMPT,
+                system: &system,
                 tools: &specs,
                 history,
             },

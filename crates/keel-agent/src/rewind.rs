@@ -64,14 +64,32 @@ pub struct RewindReport {
     pub revision: Option<u64>,
 }
 
+/// The session held between turns: taken where the order of requests is decided, so a rewind
+/// done later (on another thread) still comes before anything asked after it.
+pub struct SessionLease(tokio::sync::OwnedMutexGuard<crate::SessionState>);
+
 impl Controller {
+    /// Hold the session for a rewind; refused while a turn (or another rewind) runs.
+    pub fn lease(&self) -> Result<SessionLease, AgentError> {
+        let shared = &self.shared;
+        shared
+            .state
+            .clone()
+            .try_lock_owned()
+            .map(SessionLease)
+            .map_err(|_| AgentError::Busy(shared.session.id.clone()))
+    }
+
     /// The latest turn the conversation still holds (what `/undo` undoes); none when every
     /// turn was undone or there was none.
     pub fn last_turn_in_history(&self) -> Result<Option<u64>, AgentError> {
+        let lease = self.lease()?;
+        self.last_turn_leased(&lease)
+    }
+
+    /// `last_turn_in_history`, with the session held.
+    pub fn last_turn_leased(&self, _held: &SessionLease) -> Result<Option<u64>, AgentError> {
         let shared = &self.shared;
-        if shared.state.try_lock().is_err() {
-            return Err(AgentError::Busy(shared.session.id.clone()));
-        }
         Ok(shared
             .store
             .items(&shared.session.id)?
@@ -89,10 +107,20 @@ impl Controller {
         scope: RewindScope,
         force: bool,
     ) -> Result<RewindReport, AgentError> {
+        let mut lease = self.lease()?;
+        self.rewind_leased(&mut lease, to, scope, force)
+    }
+
+    /// `rewind`, with the session held.
+    pub fn rewind_leased(
+        &self,
+        lease: &mut SessionLease,
+        to: u64,
+        scope: RewindScope,
+        force: bool,
+    ) -> Result<RewindReport, AgentError> {
         let shared = &self.shared;
-        let Ok(mut state) = shared.state.try_lock() else {
-            return Err(AgentError::Busy(shared.session.id.clone()));
-        };
+        let state = &mut *lease.0;
         if to == 0 || to > state.last_turn {
             return Err(AgentError::CannotRewind(if state.last_turn == 0 {
                 "this session has no turn yet".into()
@@ -190,7 +218,7 @@ impl Controller {
                 .cloned()
                 .collect();
             if kept != rows {
-                let tokens = crate::compaction::fixed_tokens(shared, &state)
+                let tokens = crate::compaction::fixed_tokens(shared, state)
                     + kept
                         .iter()
                         .map(|(_, item)| state.meter.tokens_of_item(item))
@@ -204,7 +232,7 @@ impl Controller {
                     replaced: 0,
                     kill_point: None,
                 };
-                report.revision = Some(commit(shared, &mut state, rewrite, None, |_| Vec::new())?);
+                report.revision = Some(commit(shared, state, rewrite, None, |_| Vec::new())?);
                 state.interrupted = false;
             }
         }
@@ -270,7 +298,8 @@ impl Controller {
             let (Some(first), Some(last)) = (chain.first(), chain.last()) else {
                 continue;
             };
-            let from_command = commands.contents.get(first.hash.as_deref().unwrap_or(""));
+            // The earliest state is a command's pre-image where a command changed it first.
+            let from_command = commands.contents.get(&(path.clone(), first.seq));
             let content = match (first.state.as_str(), &first.hash) {
                 ("absent", _) => None,
                 ("stored", Some(hash)) => match from_command

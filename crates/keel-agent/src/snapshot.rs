@@ -177,7 +177,10 @@ impl Snapshots {
     /// Take a snapshot now, recorded on `side` of the batch of receipts `first..=last` (a
     /// loose ref file, written whole: one git run fewer per snapshot).
     pub(crate) fn take(&self, first: u64, last: u64, side: Side) -> Result<String, String> {
-        let tree = self.take_now()?;
+        self.prepare()?;
+        // Held until the ref names the tree: a prune never sees the tree unnamed.
+        let _held = self.lock_store(nix::fcntl::FlockArg::LockShared)?;
+        let tree = self.tree_now()?;
         let reference = self.store.join(self.reference(first, last, side));
         let written = (|| -> std::io::Result<()> {
             if let Some(parent) = reference.parent() {
@@ -194,6 +197,13 @@ impl Snapshots {
     /// A snapshot of the workspace now, recorded nowhere: its tree id.
     pub(crate) fn take_now(&self) -> Result<String, String> {
         self.prepare()?;
+        // Shared with other sessions' snapshots; a prune waits for it and holds it alone.
+        let _held = self.lock_store(nix::fcntl::FlockArg::LockShared)?;
+        self.tree_now()
+    }
+
+    /// The workspace's tree now (the store prepared and locked).
+    fn tree_now(&self) -> Result<String, String> {
         match self.add() {
             Err(error) if is_corrupt_index(&error) => {
                 // An index left broken (a killed run): start again from nothing.
@@ -415,6 +425,22 @@ impl Snapshots {
             }
         }
         Ok(())
+    }
+
+    /// Hold the store's lock (`store/lock`) until the returned value is dropped.
+    fn lock_store(
+        &self,
+        how: nix::fcntl::FlockArg,
+    ) -> Result<nix::fcntl::Flock<std::fs::File>, String> {
+        let path = self.store.join("lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|error| format!("cannot open {}: {error}", path.display()))?;
+        nix::fcntl::Flock::lock(file, how)
+            .map_err(|(_, error)| format!("cannot lock {}: {error}", path.display()))
     }
 
     /// The newest index another session of this workspace left (whole files only).

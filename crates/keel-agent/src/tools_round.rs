@@ -270,11 +270,7 @@ fn snapshot(
     let secrets = shared.tool_context.secrets.clone();
     Some(tokio::task::spawn_blocking(move || {
         let reason = snapshots.take(first, last, side).err()?;
-        let mut reason = secrets.redact(&reason).into_owned();
-        if let Some((cut, _)) = reason.char_indices().nth(SNAPSHOT_REASON_CHARS) {
-            reason.truncate(cut);
-            reason.push('…');
-        }
+        let reason = said_reason(&secrets, &reason);
         Some(EventBody::SnapshotFailed {
             side: match side {
                 Side::Before => "before",
@@ -305,10 +301,20 @@ pub(crate) async fn keep_snapshots_in_budget(shared: &Shared, turn: u64) {
         Ok(Err(reason)) => EventBody::SnapshotFailed {
             side: "prune".into(),
             call_ids: Vec::new(),
-            reason: shared.tool_context.secrets.redact(&reason).into_owned(),
+            reason: said_reason(&shared.tool_context.secrets, &reason),
         },
     };
     shared.emit(Some(turn), body);
+}
+
+/// git's words as an event says them: no secret, at most `SNAPSHOT_REASON_CHARS`.
+fn said_reason(secrets: &keel_types::Secrets, reason: &str) -> String {
+    let mut reason = secrets.redact(reason).into_owned();
+    if let Some((cut, _)) = reason.char_indices().nth(SNAPSHOT_REASON_CHARS) {
+        reason.truncate(cut);
+        reason.push('…');
+    }
+    reason
 }
 
 /// The most characters of git's own words a `snapshot/failed` event carries.

@@ -137,6 +137,10 @@ pub struct CommonArgs {
     /// Print one JSON event per line instead of human output.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Add the model's action policy to the system prompt where one applies (an eval switch
+    /// for `keel eval`'s `policy` variant; not a setting).
+    #[arg(long, global = true, hide = true)]
+    pub action_policy: bool,
     /// Work in DIR instead of the current directory.
     #[arg(long, global = true, value_name = "DIR")]
     pub cwd: Option<PathBuf>,

@@ -109,6 +109,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         context: keel_agent::ContextSettings::default(),
         commands: Default::default(),
         checkpoint_max_bytes: 256 * 1024 * 1024,
+        action_policy: false,
     };
     let host = Host::open(&demo_dir.join("state.db"))?;
     let approver = Arc::new(HeadlessApprover { approve_all: true });
@@ -133,6 +134,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         context: keel_agent::ContextSettings::default(),
         commands: Default::default(),
         checkpoint_max_bytes: 256 * 1024 * 1024,
+        action_policy: false,
     };
     let second_settings = rebuild(&settings);
     let controller = open(SessionChoice::New, settings)?;

@@ -269,6 +269,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         },
         commands: Arc::new(commands),
         checkpoint_max_bytes: config.checkpoint_max_bytes(),
+        action_policy: common.action_policy,
     };
     let choice = match session {
         Some(session) => SessionChoice::Resume(session.id),

@@ -565,3 +565,44 @@ fn undo_over_acp_restores_the_files_without_a_model_turn() {
         "the undo sent nothing to the model"
     );
 }
+
+#[test]
+fn an_undo_comes_before_a_prompt_read_after_it() {
+    let steps = json!({"steps": [
+        {"tool": "write_file", "args": {"path": "notes.md", "content": "# Notes\n"}},
+        {"say": "Changed."},
+        {"say": "After the undo."},
+    ]});
+    let (home, mock) = scripted("chat", &steps.to_string(), "");
+    home.prepend_config("permission_mode = \"auto\"");
+    let (mut child, mut stdin, mut lines, session) = acp_session(&home);
+    let prompt = |id: i64, text: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}})
+    };
+    let mut answer_to = |id: i64| loop {
+        let line: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        if line["id"] == id {
+            break line;
+        }
+    };
+    writeln!(stdin, "{}", prompt(3, "change things")).unwrap();
+    assert_eq!(answer_to(3)["result"]["stopReason"], "end_turn");
+    // Sent together: the undo is held for in read order, the prompt waits for it.
+    writeln!(stdin, "{}\n{}", prompt(4, "/undo"), prompt(5, "again")).unwrap();
+    let undo = answer_to(4);
+    assert_eq!(undo["result"]["stopReason"], "end_turn", "{undo}");
+    assert!(!home.path().join("notes.md").exists(), "undone");
+    drop(stdin);
+    let _ = wait_for_exit(&mut child, Duration::from_secs(10), "keel acp did not exit");
+    // The prompt after it either ran after the undo or was told the session was busy; it
+    // never ran before the undo.
+    let requests = mock.requests();
+    if requests.len() == 3 {
+        let last = requests[2]["body"].as_str().unwrap();
+        assert!(
+            !last.contains("Changed."),
+            "the undone turn is not in the prompt after it"
+        );
+    }
+}

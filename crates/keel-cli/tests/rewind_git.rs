@@ -515,11 +515,13 @@ fn the_snapshot_store_is_kept_within_checkpoint_max_bytes_and_a_rewind_names_wha
             .filter(|event| event["type"].as_str().unwrap().starts_with("snapshot/"))
             .collect()
     };
-    // Git removes only objects older than its grace period: make them old.
+    // Only objects and brackets older than the grace period go: make them old.
     let age_objects = || {
         for store in std::fs::read_dir(home.path().join("snapshots")).unwrap() {
-            // Objects only: an aged index would make git hash every file again.
-            age(&store.unwrap().path().join("objects"));
+            // Not the index: an aged index would make git hash every file again.
+            let store = store.unwrap().path();
+            age(&store.join("objects"));
+            age(&store.join("refs"));
         }
     };
     let first = home.run(&["run", "--yes", "--json", "one"]);

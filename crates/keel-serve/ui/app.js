@@ -302,6 +302,9 @@ function handle(event) {
         ? `keel could not prune its snapshot store (${event.reason})`
         : `no snapshot of the workspace ${event.side === "after" ? "after" : "before"} a command (${event.reason}): a rewind cannot tell what it changed from what anyone else did`));
       break;
+    case "snapshot/pruned":
+      t.appendChild(el("div", "notice", `snapshot store over checkpoint_max_bytes: the oldest ${event.brackets} command snapshot(s) pruned; a rewind past them cannot undo those commands`));
+      break;
     case "context/compacted":
       t.appendChild(el("div", "notice", `context compacted: about ${event.tokens_before} → ${event.tokens_after} tokens (history revision ${event.revision})`));
       refreshStatus();

@@ -5,23 +5,26 @@
 //! Invariants:
 //! - Only keel's own objects count and only they are removed; the repository's, borrowed
 //!   through the alternates, are never touched.
-//! - A bracket goes whole (both snapshots), oldest first by when it was taken, never the
-//!   pruning session's newest (so a store the workspace itself outgrows still undoes the last
-//!   command, and says at each turn's end that it is over budget); each session
+//! - One prune at a time, and no snapshot while it runs (the store's lock, held alone).
+//! - A bracket goes whole (both snapshots), oldest first by when it was taken, never a
+//!   session's newest nor one younger than `GRACE` (so a store the workspace itself outgrows
+//!   still undoes the last command); a pass that frees nothing ends the pruning; each session
 //!   records the last receipt whose bracket was pruned (`pruned-<session>`), so a rewind past
 //!   it says the commands' snapshots are gone instead of restoring half of what they did.
 //! - What a session's index holds stays: each index is written as a tree under a temporary
 //!   ref while git prunes, so the next snapshot never meets a missing object.
 //! - An object younger than `GRACE` stays: another session may have just written it and not
-//!   yet named it in a ref.
+//!   yet named it in a ref. A session's index that git cannot write as a tree (it names what
+//!   is gone, or a killed git left it locked) is removed: that session starts a fresh one.
 
 use super::Snapshots;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-/// How old an unreferenced object must be before it is removed.
+/// How old an unreferenced object, or a bracket, must be before it is removed.
 const GRACE: &str = "10.minutes.ago";
+const GRACE_SECS: u64 = 600;
 
 /// What one pruning did.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -45,10 +48,12 @@ impl Snapshots {
     /// Bring the store's own objects within `max_bytes` (nothing to do: `None`).
     pub(crate) fn prune_to(&self, max_bytes: u64) -> Result<Option<Pruned>, String> {
         let objects = self.store.join("objects");
-        let bytes_before = tree_bytes(&objects);
-        if bytes_before <= max_bytes {
+        if tree_bytes(&objects) <= max_bytes {
             return Ok(None);
         }
+        // Alone: no session snapshots (or prunes) while objects may go.
+        let _held = self.lock_store(nix::fcntl::FlockArg::LockExclusive)?;
+        let bytes_before = tree_bytes(&objects);
         let mut brackets = self.brackets();
         brackets.sort_by_key(|bracket| bracket.taken);
         let mut pruned = Pruned {
@@ -63,16 +68,26 @@ impl Snapshots {
             self.record_pruned(&gone)?;
             for bracket in &gone {
                 for reference in &bracket.refs {
-                    std::fs::remove_file(reference).map_err(|error| {
-                        format!("cannot remove {}: {error}", reference.display())
-                    })?;
+                    match std::fs::remove_file(reference) {
+                        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                            return Err(format!("cannot remove {}: {error}", reference.display()));
+                        }
+                        _ => {}
+                    }
                 }
             }
             pruned.brackets += gone.len();
             self.prune_unreferenced()?;
-            pruned.bytes_after = tree_bytes(&objects);
+            let after = tree_bytes(&objects);
+            // What is left is held by newer brackets, indexes or young objects: stop here
+            // rather than empty the store for nothing.
+            let freed = after < pruned.bytes_after;
+            pruned.bytes_after = after;
+            if !freed {
+                break;
+            }
         }
-        Ok(Some(pruned))
+        Ok((pruned.brackets > 0).then_some(pruned))
     }
 
     /// The last receipt of this session whose bracket was pruned.
@@ -84,8 +99,8 @@ impl Snapshots {
             .ok()
     }
 
-    /// Every bracket of every session in the store but this session's newest (the command
-    /// just run stays undoable, whatever the budget).
+    /// Every bracket of every session in the store that may go: not a session's newest (the
+    /// command just run stays undoable, whatever the budget), not one younger than `GRACE`.
     fn brackets(&self) -> Vec<Bracket> {
         let mut found: BTreeMap<(String, u64, u64), Bracket> = BTreeMap::new();
         let sessions = std::fs::read_dir(self.store.join("refs/keel"))
@@ -102,7 +117,12 @@ impl Snapshots {
                 .flatten()
             {
                 let file = entry.file_name();
-                let Some(mut parts) = file.to_str().map(|file| file.split('-')) else {
+                // A ref being written (`take` renames it into place) is not one yet.
+                let Some(mut parts) = file
+                    .to_str()
+                    .filter(|file| !file.ends_with(".partial"))
+                    .map(|file| file.split('-'))
+                else {
                     continue;
                 };
                 let (Some(Ok(first)), Some(Ok(last))) = (
@@ -127,15 +147,31 @@ impl Snapshots {
                 bracket.taken = bracket.taken.max(taken);
             }
         }
-        let newest = found
+        let newest: Vec<(String, u64, u64)> = found
             .keys()
-            .filter(|(session, _, _)| *session == self.session)
-            .max_by_key(|(_, first, _)| *first)
-            .cloned();
-        if let Some(newest) = newest {
-            found.remove(&newest);
+            .fold(
+                BTreeMap::<&str, &(String, u64, u64)>::new(),
+                |mut newest, key| {
+                    let entry = newest.entry(key.0.as_str()).or_insert(key);
+                    if key.1 > entry.1 {
+                        *entry = key;
+                    }
+                    newest
+                },
+            )
+            .into_values()
+            .cloned()
+            .collect();
+        for key in newest {
+            found.remove(&key);
         }
-        found.into_values().collect()
+        let young = SystemTime::now()
+            .checked_sub(std::time::Duration::from_secs(GRACE_SECS))
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        found
+            .into_values()
+            .filter(|bracket| bracket.taken < young)
+            .collect()
     }
 
     /// Record, per session, the last receipt whose bracket goes.
@@ -221,6 +257,7 @@ fn tree_bytes(dir: &Path) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snapshot::Side;
     use std::process::Command;
 
     fn run(dir: &Path, program: &str, args: &[&str]) {
@@ -231,6 +268,80 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success(), "{program} {args:?}");
+    }
+
+    fn age(dir: &Path) {
+        run(
+            dir,
+            "find",
+            &[
+                dir.to_str().unwrap(),
+                "-type",
+                "f",
+                "-exec",
+                "touch",
+                "-d",
+                "1 hour ago",
+                "{}",
+                "+",
+            ],
+        );
+    }
+
+    /// Bytes no compression shrinks.
+    fn noise(seed: u64, len: usize) -> Vec<u8> {
+        let mut state = seed;
+        (0..len)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (state >> 56) as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn young_brackets_and_each_sessions_newest_are_never_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let (workspace, home) = (dir.path().join("ws"), dir.path().join("home"));
+        std::fs::create_dir_all(&workspace).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let workspace = workspace.canonicalize().unwrap();
+        run(&workspace, "git", &["init", "-q"]);
+        let a = Snapshots::for_session(&workspace, &home, "aaaaaaaaaaaaaaaa", None).unwrap();
+        let b = Snapshots::for_session(&workspace, &home, "bbbbbbbbbbbbbbbb", None).unwrap();
+        for (seq, name) in [(1, "one.bin"), (2, "two.bin"), (3, "three.bin")] {
+            a.take(seq, seq, Side::Before).unwrap();
+            std::fs::write(workspace.join(name), noise(seq, 200_000)).unwrap();
+            a.take(seq, seq, Side::After).unwrap();
+        }
+        b.take(1, 1, Side::Before).unwrap();
+        b.take(1, 1, Side::After).unwrap();
+        assert_eq!(a.prune_to(0).unwrap(), None, "every bracket is young");
+        age(&a.store.join("refs"));
+        age(&a.store.join("objects"));
+        let pruned = a.prune_to(0).unwrap().expect("old brackets go");
+        assert!(pruned.brackets >= 1, "{pruned:?}");
+        let firsts = |snapshots: &Snapshots| -> Vec<u64> {
+            snapshots
+                .points()
+                .unwrap()
+                .iter()
+                .map(|p| p.first)
+                .collect()
+        };
+        assert!(
+            firsts(&a).contains(&3),
+            "A's newest stays: {:?}",
+            firsts(&a)
+        );
+        assert_eq!(firsts(&b), [1, 1], "B's newest stays");
+        assert!(a.pruned_up_to().is_some_and(|seq| seq < 3));
+        assert!(
+            a.take_now().is_ok() && b.take_now().is_ok(),
+            "both still snapshot"
+        );
     }
 
     #[test]
