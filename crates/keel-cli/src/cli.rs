@@ -48,6 +48,68 @@ pub enum Command {
     Trust(TrustArgs),
     /// Run one command under the sandbox policy and print what is enforced.
     Sandbox(SandboxArgs),
+    /// The reliability study: a suite's tasks × models × efforts × variants × repetitions,
+    /// each trial a fresh `keel run` graded by the task's verify.sh (`check`, `merge`).
+    Eval(EvalArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct EvalArgs {
+    #[command(subcommand)]
+    pub action: Option<EvalAction>,
+    /// A directory of tasks, or `builtin` (the suite that ships with keel).
+    #[arg(default_value = "builtin")]
+    pub suite: String,
+    /// `mock` (each task's scripted model, no key) or PROVIDER/MODEL from your config.
+    #[arg(long, value_delimiter = ',', default_value = "mock")]
+    pub models: Vec<String>,
+    /// `base` (the production prompt) and/or `policy` (with the model's action policy).
+    #[arg(long, value_delimiter = ',', default_value = "base,policy")]
+    pub variants: Vec<String>,
+    /// reasoning_effort values (off|low|medium|high|max), or `default` (none sent).
+    #[arg(long, value_delimiter = ',', default_value = "low,max")]
+    pub efforts: Vec<String>,
+    /// Repetitions of each cell.
+    #[arg(long, default_value_t = 10)]
+    pub reps: u32,
+    /// Trials at once.
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: u32,
+    /// Faults injected at the proxy, per trial: N:STATUS, every:K:STATUS, replay:opaque-400.
+    #[arg(long, default_value = "")]
+    pub faults: String,
+    /// Derive each trial's marker from S (a rerun gets the same markers).
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// Stop admitting trials once the estimated spend reaches X (the price table's currency).
+    #[arg(long, value_name = "X")]
+    pub max_spend: Option<f64>,
+    /// Run slice I of N of the matrix (merge the shards with `keel eval merge`).
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Go on with the run in DIR (its manifest decides everything else).
+    #[arg(long, value_name = "DIR", conflicts_with = "out")]
+    pub resume: Option<PathBuf>,
+    /// Where the run goes: manifest, attempts log, trials, report.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EvalAction {
+    /// Prove a suite's graders: each must fail on its pristine workdir and pass on reference/.
+    Check {
+        #[arg(default_value = "builtin")]
+        suite: String,
+    },
+    /// Combine shard directories into one report (printed; written to --out if given).
+    Merge {
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]

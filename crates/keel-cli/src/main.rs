@@ -12,6 +12,7 @@ mod completion;
 mod config_command;
 mod context_command;
 mod demo;
+mod eval_command;
 mod live_answer;
 mod mcp_command;
 mod mock_command;
@@ -154,6 +155,7 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
         }
         Some(cli::Command::Trust(args)) => trust_command::run(&cli.common, &args),
         Some(cli::Command::Sandbox(args)) => sandbox_command::run(&cli.common, &args),
+        Some(cli::Command::Eval(args)) => eval_command::run_command(&cli.common, args).await,
         None if tui_session::wanted(&cli.common) => tui_session::run(&cli.common).await,
         None => repl::run(&cli.common).await,
     }

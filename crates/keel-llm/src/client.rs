@@ -79,6 +79,16 @@ fn build_client(
         .map_err(|error| ClientBuildError(error_chain(&error)))
 }
 
+/// A plain HTTP client for requests to `base_url` built the way keel's own are (rustls with
+/// ring; the system's roots only for `https`), for tools that speak to a provider on keel's
+/// behalf (`keel eval`'s metering proxy).
+pub fn client_for_base(
+    base_url: &str,
+    connect_timeout: Duration,
+) -> Result<reqwest::Client, ClientBuildError> {
+    build_client(connect_timeout, is_https(base_url))
+}
+
 impl HttpClient {
     pub fn new(connect_timeout: Duration) -> Result<HttpClient, ClientBuildError> {
         Ok(HttpClient {

@@ -1,0 +1,320 @@
+//! `keel eval`: the reliability study (keel-eval) from the command line — the run, `--resume`,
+//! `check` and `merge`.
+//!
+//! Invariants:
+//! - Only the providers' profiles and accounts come from the user's config (the key variables
+//!   by name); nothing else of it, and nothing of the workspace's, reaches a trial.
+//! - Trials run in the enforced sandbox: without one keel eval refuses to start, unless
+//!   `--sandbox off` says so (recorded in the manifest and the report).
+//! - SIGINT stops admitting, settles the running trials and still writes the report
+//!   (exit 130); a finished run exits 0 whatever its trials' outcomes.
+
+use crate::cli::{CommonArgs, EvalAction, EvalArgs, SandboxModeArg};
+use crate::{Outcome, UsageError};
+use keel_eval::log::BinaryId;
+use keel_eval::matrix::{MatrixSpec, Shard, Variant};
+use keel_eval::run::{RunPlan, run};
+use keel_eval::suite::Suite;
+use keel_eval::trial::ProviderTarget;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+pub async fn run_command(common: &CommonArgs, args: EvalArgs) -> anyhow::Result<Outcome> {
+    match args.action {
+        Some(EvalAction::Check { suite }) => check(common, &suite),
+        Some(EvalAction::Merge { dirs, out }) => merge(common, &dirs, out.as_deref()),
+        None => match args.resume.clone() {
+            Some(dir) => resume(common, &dir).await,
+            None => start(common, args).await,
+        },
+    }
+}
+
+fn usage(message: impl Into<String>) -> anyhow::Error {
+    UsageError(message.into()).into()
+}
+
+/// The suite named `name` (`builtin`, or a directory), materialized into `into` when built in.
+fn load_suite(name: &str, into: &Path) -> anyhow::Result<Suite> {
+    if name == keel_eval::builtin::NAME {
+        keel_eval::builtin::materialize(into)?;
+        return Ok(Suite::load(into, name)?);
+    }
+    let dir = Path::new(name);
+    if !dir.is_dir() {
+        return Err(usage(format!(
+            "{name}: not a suite directory (or `builtin`, the suite that ships with keel)"
+        )));
+    }
+    Ok(Suite::load(dir, name)?)
+}
+
+fn sandbox_on(common: &CommonArgs) -> anyhow::Result<bool> {
+    if matches!(common.sandbox, Some(SandboxModeArg::Off)) {
+        return Ok(false);
+    }
+    if !keel_sandbox::meets_minimum(false) {
+        return Err(usage(
+            "keel eval runs its trials in the enforced sandbox, and this kernel does not \
+             offer it (Landlock and seccomp); rerun with `--sandbox off` to run them \
+             unconfined (the manifest and the report will say so)",
+        ));
+    }
+    Ok(true)
+}
+
+fn check(common: &CommonArgs, name: &str) -> anyhow::Result<Outcome> {
+    let scratch = tempfile::tempdir()?;
+    let suite = load_suite(name, &scratch.path().join("suite"))?;
+    let verdicts =
+        keel_eval::check::check_suite(&suite, &scratch.path().join("work"), sandbox_on(common)?)?;
+    let mut refused = 0;
+    for (task, verdict) in &verdicts {
+        println!("{task}: {}", verdict.says());
+        refused += usize::from(!verdict.is_ok());
+    }
+    if refused > 0 {
+        eprintln!("{refused} grader(s) refused: fix them before running the suite");
+        return Ok(Outcome::TurnFailed);
+    }
+    println!(
+        "every grader of `{name}` is proved ({} tasks)",
+        verdicts.len()
+    );
+    Ok(Outcome::Completed)
+}
+
+fn merge(common: &CommonArgs, dirs: &[PathBuf], out: Option<&Path>) -> anyhow::Result<Outcome> {
+    let merged = keel_eval::merge::merge(dirs)?;
+    for warning in &merged.warnings {
+        eprintln!("warning: {warning}");
+    }
+    if let Some(out) = out {
+        std::fs::create_dir_all(out)?;
+        std::fs::write(out.join("report.md"), &merged.markdown)?;
+        std::fs::write(
+            out.join("report.json"),
+            serde_json::to_string_pretty(&merged.report)? + "\n",
+        )?;
+        std::fs::write(
+            out.join("results.jsonl"),
+            merged
+                .results
+                .iter()
+                .map(|result| serde_json::to_string(result).map(|line| line + "\n"))
+                .collect::<Result<String, _>>()?,
+        )?;
+    }
+    print_report(common, &merged.report, &merged.markdown)?;
+    Ok(Outcome::Completed)
+}
+
+fn print_report(
+    common: &CommonArgs,
+    report: &keel_eval::report::Report,
+    markdown: &str,
+) -> anyhow::Result<()> {
+    if common.json {
+        println!("{}", serde_json::to_string(report)?);
+    } else {
+        print!("{markdown}");
+    }
+    Ok(())
+}
+
+/// The providers a run talks to: `mock`, or PROVIDER/MODEL resolved from the user's config.
+fn targets(models: &[String]) -> anyhow::Result<Vec<ProviderTarget>> {
+    let home = crate::settings::keel_home()?;
+    let config = keel_config::KeelConfig::load(
+        &home.join("config.toml"),
+        keel_config::ProjectFiles::default(),
+        keel_config::WorkspaceTrust::Untrusted,
+        keel_config::Overrides::default(),
+    )?;
+    let mut targets = Vec::new();
+    for model in models {
+        if model == "mock" {
+            targets.push(ProviderTarget::mock());
+            continue;
+        }
+        let Some((provider, id)) = model
+            .split_once('/')
+            .filter(|(p, m)| !p.is_empty() && !m.is_empty())
+        else {
+            return Err(usage(format!(
+                "--models {model}: write `mock` or PROVIDER/MODEL (e.g. deepseek/deepseek-v4-flash)"
+            )));
+        };
+        let resolved = config.provider(provider)?;
+        targets.push(ProviderTarget {
+            name: model.clone(),
+            provider: provider.to_string(),
+            model: id.to_string(),
+            protocol: resolved.protocol.value.as_str().to_string(),
+            reasoning_protocol: resolved.reasoning_protocol.value.as_str().to_string(),
+            base_url: Some(resolved.base_url.value.clone()),
+            key_variables: resolved
+                .accounts
+                .value
+                .iter()
+                .map(|account| account.api_key_env.clone())
+                .collect(),
+            max_output_tokens: Some(resolved.max_output_tokens.value),
+            context_window: resolved.context_window.value,
+        });
+    }
+    Ok(targets)
+}
+
+/// This binary, by version, commit (when the build says) and digest.
+fn binary() -> anyhow::Result<(PathBuf, BinaryId)> {
+    let path = std::env::current_exe()?;
+    let bytes = std::fs::read(&path)?;
+    let sha256 = Sha256::digest(&bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    Ok((
+        path,
+        BinaryId {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            commit: option_env!("KEEL_COMMIT").map(str::to_string),
+            sha256,
+        },
+    ))
+}
+
+async fn start(common: &CommonArgs, args: EvalArgs) -> anyhow::Result<Outcome> {
+    let out = args
+        .out
+        .clone()
+        .ok_or_else(|| usage("keel eval needs --out DIR (where the run's log and report go)"))?;
+    if args.reps == 0 {
+        return Err(usage("--reps must be at least 1"));
+    }
+    let suite = load_suite(&args.suite, &out.join("suite"))?;
+    let variants = args
+        .variants
+        .iter()
+        .map(|name| Variant::parse(name))
+        .collect::<Result<Vec<_>, _>>()?;
+    let efforts = args
+        .efforts
+        .iter()
+        .map(|name| match name.as_str() {
+            "default" => Ok(None),
+            other if keel_llm::ReasoningEffort::parse(other).is_some() => {
+                Ok(Some(other.to_string()))
+            }
+            other => Err(usage(format!(
+                "--efforts {other}: use off, low, medium, high, max or default"
+            ))),
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    keel_eval::faults::FaultPlan::parse(&args.faults)?;
+    let shard = args
+        .shard
+        .as_deref()
+        .map(Shard::parse)
+        .transpose()?
+        .unwrap_or(Shard::WHOLE);
+    let (keel, binary) = binary()?;
+    let plan = RunPlan {
+        matrix: MatrixSpec {
+            models: args.models.clone(),
+            efforts,
+            tasks: suite.tasks.iter().map(|task| task.name.clone()).collect(),
+            variants,
+            reps: args.reps,
+        },
+        targets: targets(&args.models)?,
+        suite,
+        shard,
+        concurrency: args.concurrency.max(1),
+        faults: args.faults.clone(),
+        sandbox: sandbox_on(common)?,
+        max_spend: args.max_spend,
+        seed: args.seed,
+        keel,
+        binary,
+        out,
+    };
+    execute(common, plan).await
+}
+
+async fn resume(common: &CommonArgs, dir: &Path) -> anyhow::Result<Outcome> {
+    let manifest = keel_eval::log::Manifest::read(dir)?.ok_or_else(|| {
+        usage(format!(
+            "{}: no manifest.json, nothing to resume",
+            dir.display()
+        ))
+    })?;
+    let suite = Suite::load(&dir.join("suite"), &manifest.suite).or_else(|_| {
+        // A suite run from its own directory is read from there again.
+        Suite::load(Path::new(&manifest.suite), &manifest.suite)
+    })?;
+    let targets: Vec<ProviderTarget> = serde_json::from_value(manifest.settings["targets"].clone())
+        .map_err(|error| {
+            usage(format!(
+                "{}: the manifest's targets: {error}",
+                dir.display()
+            ))
+        })?;
+    let (keel, binary) = binary()?;
+    let plan = RunPlan {
+        suite,
+        targets,
+        matrix: manifest.matrix.clone(),
+        shard: manifest.shard,
+        concurrency: manifest.concurrency,
+        faults: manifest.faults.clone(),
+        sandbox: manifest.sandbox == "enforced",
+        max_spend: manifest.max_spend,
+        seed: manifest.settings["seed"].as_u64(),
+        keel,
+        binary,
+        out: dir.to_path_buf(),
+    };
+    execute(common, plan).await
+}
+
+async fn execute(common: &CommonArgs, plan: RunPlan) -> anyhow::Result<Outcome> {
+    let (stop_sender, stop) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            let _ = stop_sender.send(true);
+        }
+    });
+    let total = plan.matrix.shard(plan.shard).len() as u64;
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} trials · {msg} · {elapsed_precise}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let out = plan.out.clone();
+    let finished = run(plan, stop, |progress| {
+        bar.set_position(u64::from(progress.done));
+        bar.set_message(format!(
+            "{} not passed · spend ≈ {:.4}",
+            progress.failures, progress.spend
+        ));
+    })
+    .await?;
+    bar.finish_and_clear();
+    print_report(common, &finished.report, &finished.markdown)?;
+    eprintln!(
+        "report: {} (log: {})",
+        out.join("report.md").display(),
+        out.join(keel_eval::log::AttemptsLog::FILE).display()
+    );
+    if finished.interrupted {
+        eprintln!(
+            "interrupted: `keel eval --resume {}` finishes the run",
+            out.display()
+        );
+        return Ok(Outcome::Cancelled);
+    }
+    Ok(Outcome::Completed)
+}

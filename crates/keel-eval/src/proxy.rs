@@ -1,0 +1,283 @@
+//! The metering proxy: one per trial, on loopback, in front of the provider (or the mock).
+//! It counts what the provider really received and answered, and injects the faults asked
+//! for, so a trial's numbers never rest on the agent's own report.
+//!
+//! Invariants:
+//! - Every request is counted, faulted or forwarded; the response's usage is read from the
+//!   bytes the provider sent (a stream's events or a JSON body). A response with no usage is
+//!   `unmeasured`, never zero, and a trial with one unmeasured response has no token total.
+//! - An injected fault never reaches the provider (nothing is spent on it) and is counted.
+//! - Headers are forwarded as they are (the key included), never stored or logged.
+
+use crate::faults::{FaultPlan, Injected};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+/// What the proxy saw, for one trial.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Metered {
+    /// Requests received (faulted ones included).
+    pub requests: u32,
+    /// Faults injected.
+    pub faults: u32,
+    /// HTTP statuses, in order (faults included).
+    pub statuses: Vec<u16>,
+    /// Input and output tokens the provider reported; `None` once a response had no usage.
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    /// Responses with no usage.
+    pub unmeasured: u32,
+    /// Requests that could not reach the provider at all.
+    pub unreachable: u32,
+}
+
+impl Metered {
+    fn add_usage(&mut self, usage: Option<(u64, u64)>) {
+        match usage {
+            Some((input, output)) if self.unmeasured == 0 => {
+                self.input_tokens = Some(self.input_tokens.unwrap_or(0) + input);
+                self.output_tokens = Some(self.output_tokens.unwrap_or(0) + output);
+            }
+            Some(_) => {}
+            None => {
+                self.unmeasured += 1;
+                self.input_tokens = None;
+                self.output_tokens = None;
+            }
+        }
+    }
+}
+
+#[derive(Clone)]
+struct ProxyState {
+    upstream: String,
+    client: reqwest::Client,
+    metered: Arc<Mutex<Metered>>,
+    faults: Arc<Mutex<FaultPlan>>,
+}
+
+impl ProxyState {
+    fn metered(&self) -> std::sync::MutexGuard<'_, Metered> {
+        self.metered
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A running proxy.
+pub struct Proxy {
+    addr: SocketAddr,
+    state: ProxyState,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    /// Serve on a free loopback port, forwarding to `upstream` (a base URL).
+    pub async fn start(upstream: &str, faults: FaultPlan) -> std::io::Result<Proxy> {
+        let client =
+            keel_llm::client::client_for_base(upstream, keel_llm::profile::DEFAULT_CONNECT_TIMEOUT)
+                .map_err(|error| std::io::Error::other(error.to_string()))?;
+        let state = ProxyState {
+            upstream: upstream.trim_end_matches('/').to_string(),
+            client,
+            metered: Arc::default(),
+            faults: Arc::new(Mutex::new(faults)),
+        };
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let app = Router::new().fallback(forward).with_state(state.clone());
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Proxy { addr, state, task })
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn metered(&self) -> Metered {
+        self.state.metered().clone()
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn forward(
+    State(state): State<ProxyState>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let injected = {
+        let mut faults = state
+            .faults
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        faults.next(&body)
+    };
+    if let Some(Injected { status, body }) = injected {
+        let mut metered = state.metered();
+        metered.requests += 1;
+        metered.faults += 1;
+        metered.statuses.push(status);
+        return (
+            StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            [("content-type", "application/json")],
+            body,
+        )
+            .into_response();
+    }
+    let path = uri
+        .path_and_query()
+        .map_or_else(|| uri.path().to_string(), |path| path.as_str().to_string());
+    let mut request = state
+        .client
+        .request(method, format!("{}{path}", state.upstream))
+        .body(body);
+    for (name, value) in &headers {
+        if !matches!(name.as_str(), "host" | "content-length" | "connection") {
+            request = request.header(name, value);
+        }
+    }
+    let upstream = match request.send().await {
+        Ok(upstream) => upstream,
+        Err(_) => {
+            let mut metered = state.metered();
+            metered.requests += 1;
+            metered.unreachable += 1;
+            metered.statuses.push(502);
+            return (
+                StatusCode::BAD_GATEWAY,
+                "keel eval proxy: the provider is unreachable",
+            )
+                .into_response();
+        }
+    };
+    let status = upstream.status().as_u16();
+    {
+        let mut metered = state.metered();
+        metered.requests += 1;
+        metered.statuses.push(status);
+    }
+    let mut response =
+        Response::builder().status(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY));
+    for (name, value) in upstream.headers() {
+        if !matches!(
+            name.as_str(),
+            "content-length" | "transfer-encoding" | "connection"
+        ) {
+            response = response.header(name, value);
+        }
+    }
+    let success = (200..300).contains(&status);
+    // The bytes go on as they come; a copy is read for usage when the stream ends.
+    let seen = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let tee = seen.clone();
+    let metered = state.metered.clone();
+    let stream = upstream
+        .bytes_stream()
+        .map(move |chunk| {
+            if let Ok(bytes) = &chunk
+                && let Ok(mut seen) = tee.lock()
+            {
+                seen.extend_from_slice(bytes);
+            }
+            chunk
+        })
+        .chain(futures_util::stream::once(async move {
+            if success {
+                let bytes = seen.lock().map(|seen| seen.clone()).unwrap_or_default();
+                metered
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .add_usage(usage_in(&bytes));
+            }
+            Ok(Bytes::new())
+        }));
+    response
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response())
+}
+
+/// The (input, output) tokens a response reports, from a stream's events or a JSON body, in
+/// any of the three protocols; `None` when it reports none.
+pub(crate) fn usage_in(bytes: &[u8]) -> Option<(u64, u64)> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut input = None;
+    let mut output = None;
+    let objects: Vec<Value> = if text.trim_start().starts_with('{') {
+        serde_json::from_str(&text).ok().into_iter().collect()
+    } else {
+        text.lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str(data.trim()).ok())
+            .collect()
+    };
+    let number = |value: &Value, key: &str| value.get(key).and_then(Value::as_u64);
+    for object in &objects {
+        let usages = [
+            object.get("usage"),
+            object.pointer("/message/usage"),
+            object.pointer("/response/usage"),
+        ];
+        for usage in usages.into_iter().flatten() {
+            if let Some(tokens) = number(usage, "prompt_tokens").or(number(usage, "input_tokens")) {
+                // Anthropic counts cached input apart.
+                let cached = number(usage, "cache_read_input_tokens").unwrap_or(0)
+                    + number(usage, "cache_creation_input_tokens").unwrap_or(0);
+                input = Some(tokens + cached);
+            }
+            if let Some(tokens) =
+                number(usage, "completion_tokens").or(number(usage, "output_tokens"))
+            {
+                output = Some(tokens);
+            }
+        }
+    }
+    match (input, output) {
+        (None, None) => None,
+        (input, output) => Some((input.unwrap_or(0), output.unwrap_or(0))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_is_read_from_each_protocols_stream_or_body() {
+        let chat = "data: {\"choices\":[]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":3}}\n\ndata: [DONE]\n\n";
+        assert_eq!(usage_in(chat.as_bytes()), Some((12, 3)));
+        let anthropic = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,\"cache_read_input_tokens\":5,\"output_tokens\":1}}}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":7}}\n\n";
+        assert_eq!(usage_in(anthropic.as_bytes()), Some((15, 7)));
+        let responses = "data: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":4}}}\n\n";
+        assert_eq!(usage_in(responses.as_bytes()), Some((9, 4)));
+        let body = "{\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":1}}";
+        assert_eq!(usage_in(body.as_bytes()), Some((2, 1)));
+        assert_eq!(usage_in(b"data: {\"choices\":[]}\n\n"), None);
+    }
+
+    #[test]
+    fn one_unmeasured_response_leaves_the_total_unknown_never_zero() {
+        let mut metered = Metered::default();
+        metered.add_usage(Some((10, 2)));
+        assert_eq!(metered.input_tokens, Some(10));
+        metered.add_usage(None);
+        metered.add_usage(Some((10, 2)));
+        assert_eq!((metered.input_tokens, metered.unmeasured), (None, 1));
+    }
+}

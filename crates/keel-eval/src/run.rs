@@ -1,0 +1,370 @@
+//! Running a matrix into a directory: admission in matrix order, `concurrency` trials at a
+//! time, every admission and result logged before the run goes on, and the report written
+//! from the log at the end — after the last trial, after a SIGINT, or on `--resume`.
+//!
+//! Invariants:
+//! - A directory holds one run: its manifest is written first, and a run (or resume) whose
+//!   inputs differ from it is refused, naming what differs.
+//! - Nothing finished runs again. An `infra_failed` trial gets one more attempt; one that a
+//!   stop or a crash interrupted runs again on resume.
+//! - A stop admits nothing more, settles the trials running as `infra_failed: interrupted`
+//!   (their processes die with them), and still writes the report.
+//! - `--max-spend` stops admitting once the estimated spend reaches it; what was not run is
+//!   recorded as `budget_exhausted` (`--max-spend`), never silently left out.
+
+use crate::EvalError;
+use crate::log::{Attempt, AttemptsLog, BinaryId, Manifest, Outcome, TrialResult};
+use crate::matrix::{MatrixSpec, Shard, TrialKey};
+use crate::report::{Report, final_results};
+use crate::suite::Suite;
+use crate::trial::{ProviderTarget, TrialSetup, run_trial};
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct RunPlan {
+    pub suite: Suite,
+    pub targets: Vec<ProviderTarget>,
+    pub matrix: MatrixSpec,
+    pub shard: Shard,
+    pub concurrency: u32,
+    pub faults: String,
+    pub sandbox: bool,
+    pub max_spend: Option<f64>,
+    pub seed: Option<u64>,
+    pub keel: PathBuf,
+    pub binary: BinaryId,
+    pub out: PathBuf,
+}
+
+/// Progress, after each trial.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Progress {
+    pub done: u32,
+    pub total: u32,
+    pub failures: u32,
+    pub spend: f64,
+}
+
+/// How a run ended.
+#[derive(Clone, Debug)]
+pub struct Finished {
+    pub report: Report,
+    pub markdown: String,
+    pub interrupted: bool,
+}
+
+impl RunPlan {
+    /// The manifest this plan writes (and compares against one already there).
+    pub fn manifest(&self) -> Manifest {
+        Manifest {
+            version: 1,
+            suite: self.suite.name.clone(),
+            suite_sha256: self.suite.sha256.clone(),
+            binary: self.binary.clone(),
+            matrix: self.matrix.clone(),
+            shard: self.shard,
+            faults: self.faults.clone(),
+            sandbox: if self.sandbox { "enforced" } else { "off" }.to_string(),
+            settings: serde_json::json!({
+                "permission_mode": "auto",
+                "targets": self.targets,
+                "seed": self.seed,
+            }),
+            max_spend: self.max_spend,
+            concurrency: self.concurrency,
+        }
+    }
+}
+
+/// The trials of `attempts` that are done (never run again), and the attempt number each
+/// other trial already reached.
+fn settled(attempts: &[Attempt]) -> (BTreeMap<String, ()>, BTreeMap<String, u32>) {
+    let mut reached: BTreeMap<String, u32> = BTreeMap::new();
+    let mut done = BTreeMap::new();
+    for attempt in attempts {
+        match attempt {
+            Attempt::Admitted { trial, attempt } => {
+                let entry = reached.entry(trial.clone()).or_default();
+                *entry = (*entry).max(*attempt);
+            }
+            Attempt::Finished(result) => {
+                let again = result.outcome == Outcome::InfraFailed
+                    && (result.attempt < 2 || result.detail.as_deref() == Some(INTERRUPTED));
+                if again {
+                    done.remove(&result.trial);
+                } else {
+                    done.insert(result.trial.clone(), ());
+                }
+            }
+        }
+    }
+    (done, reached)
+}
+
+const INTERRUPTED: &str = "interrupted";
+
+/// Run (or go on with) `plan` in its directory until done or `stop` turns true.
+pub async fn run(
+    plan: RunPlan,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    progress: impl Fn(&Progress),
+) -> Result<Finished, EvalError> {
+    std::fs::create_dir_all(&plan.out).map_err(|error| EvalError::io(&plan.out, error))?;
+    let manifest = plan.manifest();
+    match Manifest::read(&plan.out)? {
+        Some(existing) => {
+            let differ = existing.differences(&manifest);
+            if !differ.is_empty() {
+                return Err(EvalError::Usage(format!(
+                    "{} holds another run ({} differ); use a new --out directory",
+                    plan.out.display(),
+                    differ.join(", ")
+                )));
+            }
+        }
+        None => manifest.write(&plan.out)?,
+    }
+    let attempts = AttemptsLog::read(&plan.out)?;
+    let (done, reached) = settled(&attempts);
+    let trials = plan.matrix.shard(plan.shard);
+    let total = trials.len() as u32;
+    let mut queue: VecDeque<TrialKey> = trials
+        .into_iter()
+        .filter(|trial| !done.contains_key(&trial.id()))
+        .collect();
+    let mut log = AttemptsLog::open(&plan.out)?;
+    let mut state = Progress {
+        done: total - queue.len() as u32,
+        total,
+        ..Progress::default()
+    };
+    let targets: BTreeMap<String, ProviderTarget> = plan
+        .targets
+        .iter()
+        .map(|target| (target.name.clone(), target.clone()))
+        .collect();
+    let plan = Arc::new(plan);
+    let mut running = tokio::task::JoinSet::new();
+    let mut in_flight: BTreeMap<tokio::task::Id, (TrialKey, u32)> = BTreeMap::new();
+    let mut stopping = *stop.borrow();
+    let mut interrupted = false;
+    let mut spend_reached = false;
+    loop {
+        while !stopping
+            && !spend_reached
+            && running.len() < plan.concurrency.max(1) as usize
+            && let Some(key) = queue.pop_front()
+        {
+            let attempt = reached.get(&key.id()).copied().unwrap_or(0) + 1;
+            let setup = setup_for(&plan, &targets, &key, attempt)?;
+            log.append(&Attempt::Admitted {
+                trial: key.id(),
+                attempt,
+            })?;
+            let handle = running.spawn(run_with_retry(setup, plan.out.clone()));
+            in_flight.insert(handle.id(), (key, attempt));
+        }
+        if running.is_empty() {
+            break;
+        }
+        tokio::select! {
+            joined = running.join_next_with_id() => {
+                let Some(joined) = joined else { break };
+                match joined {
+                    Ok((id, results)) => {
+                        in_flight.remove(&id);
+                        for result in results {
+                            state.failures += u32::from(result.outcome != Outcome::Passed);
+                            state.spend += estimated_cost(&targets, &result);
+                            log.append(&Attempt::Finished(Box::new(result)))?;
+                        }
+                        state.done += 1;
+                        progress(&state);
+                        if plan.max_spend.is_some_and(|most| state.spend >= most) {
+                            spend_reached = true;
+                        }
+                    }
+                    Err(error) => {
+                        if let Some((key, attempt)) = in_flight.remove(&error.id()) {
+                            log.append(&Attempt::Finished(Box::new(unfinished(
+                                &plan, &key, attempt, "the trial's task stopped",
+                            ))))?;
+                        }
+                    }
+                }
+            }
+            changed = stop.changed(), if !stopping => {
+                if changed.is_err() || *stop.borrow() {
+                    stopping = true;
+                    interrupted = true;
+                    running.abort_all();
+                }
+            }
+        }
+        if stopping && interrupted {
+            // What was running is settled as interrupted; it runs again on resume.
+            while let Some(joined) = running.join_next_with_id().await {
+                let id = match &joined {
+                    Ok((id, _)) => *id,
+                    Err(error) => error.id(),
+                };
+                if let Some((key, attempt)) = in_flight.remove(&id) {
+                    let result = match joined {
+                        Ok((_, mut results)) if !results.is_empty() => results.remove(0),
+                        _ => unfinished(&plan, &key, attempt, INTERRUPTED),
+                    };
+                    log.append(&Attempt::Finished(Box::new(result)))?;
+                }
+            }
+            break;
+        }
+    }
+    if spend_reached {
+        for key in queue.drain(..) {
+            let mut result = unfinished(&plan, &key, 1, "--max-spend reached before it ran");
+            result.outcome = Outcome::BudgetExhausted;
+            log.append(&Attempt::Finished(Box::new(result)))?;
+        }
+    }
+    let report = write_report(&plan.out, plan.matrix.reps, &plan.suite.name, plan.shard)?;
+    Ok(Finished {
+        markdown: report.1,
+        report: report.0,
+        interrupted,
+    })
+}
+
+/// Compute the report from `dir`'s log and write `report.md` and `report.json`.
+pub fn write_report(
+    dir: &Path,
+    reps: u32,
+    suite: &str,
+    shard: Shard,
+) -> Result<(Report, String), EvalError> {
+    let results = final_results(&AttemptsLog::read(dir)?);
+    let report = Report::from_results(&results, reps);
+    let title = if shard.is_whole() {
+        format!("keel eval — suite `{suite}`")
+    } else {
+        format!("keel eval — suite `{suite}`, shard {shard}")
+    };
+    let markdown = report.markdown(&title);
+    let md = dir.join("report.md");
+    std::fs::write(&md, &markdown).map_err(|error| EvalError::io(&md, error))?;
+    let json = dir.join("report.json");
+    let text = serde_json::to_string_pretty(&report).map_err(|error| EvalError::Io {
+        path: json.clone(),
+        message: error.to_string(),
+    })?;
+    std::fs::write(&json, text + "\n").map_err(|error| EvalError::io(&json, error))?;
+    Ok((report, markdown))
+}
+
+fn setup_for(
+    plan: &RunPlan,
+    targets: &BTreeMap<String, ProviderTarget>,
+    key: &TrialKey,
+    attempt: u32,
+) -> Result<TrialSetup, EvalError> {
+    let task = plan
+        .suite
+        .task(&key.task)
+        .ok_or_else(|| EvalError::Usage(format!("the suite has no task `{}`", key.task)))?;
+    let target = targets
+        .get(&key.model)
+        .ok_or_else(|| EvalError::Usage(format!("no model `{}` to run", key.model)))?;
+    Ok(TrialSetup {
+        key: key.clone(),
+        task: task.clone(),
+        attempt,
+        target: target.clone(),
+        keel: plan.keel.clone(),
+        dir: plan
+            .out
+            .join("trials")
+            .join(key.id())
+            .join(attempt.to_string()),
+        sandbox: plan.sandbox,
+        faults: plan.faults.clone(),
+        seed: plan.seed,
+    })
+}
+
+/// Run a trial, and once more if the harness failed it: every attempt's result, in order.
+async fn run_with_retry(setup: TrialSetup, _out: PathBuf) -> Vec<TrialResult> {
+    let first = run_trial(setup.clone()).await;
+    if first.outcome != Outcome::InfraFailed || setup.attempt >= 2 {
+        return vec![first];
+    }
+    let mut again = setup.clone();
+    again.attempt += 1;
+    again.dir = setup.dir.parent().map_or_else(
+        || setup.dir.clone(),
+        |trial| trial.join(again.attempt.to_string()),
+    );
+    let second = run_trial(again).await;
+    vec![first, second]
+}
+
+/// A result for a trial that did not finish (`detail` says why).
+fn unfinished(plan: &RunPlan, key: &TrialKey, attempt: u32, detail: &str) -> TrialResult {
+    TrialResult {
+        trial: key.id(),
+        key: key.clone(),
+        kind: plan
+            .suite
+            .task(&key.task)
+            .map_or(crate::task::TaskKind::Read, |task| task.kind),
+        attempt,
+        outcome: Outcome::InfraFailed,
+        detail: Some(detail.to_string()),
+        recovered: false,
+        false_completion: false,
+        proposals: 0,
+        successful_ops: 0,
+        duplicate_call_ids: 0,
+        repeated_ops: 0,
+        metered: Default::default(),
+        keel_input_tokens: 0,
+        keel_output_tokens: 0,
+        latency_ms: 0,
+        session: None,
+        marker: String::new(),
+    }
+}
+
+/// What a trial's tokens cost by the provider's published price (an estimate: all input is
+/// priced as cache misses); 0 where no price is known.
+fn estimated_cost(targets: &BTreeMap<String, ProviderTarget>, result: &TrialResult) -> f64 {
+    let Some(target) = targets.get(&result.key.model) else {
+        return 0.0;
+    };
+    let Some(base_url) = &target.base_url else {
+        return 0.0;
+    };
+    let Some(price) = keel_llm::price::known_price(base_url, &target.model) else {
+        return 0.0;
+    };
+    let input = result
+        .metered
+        .input_tokens
+        .unwrap_or(result.keel_input_tokens);
+    let output = result
+        .metered
+        .output_tokens
+        .unwrap_or(result.keel_output_tokens);
+    let usage = keel_types::Usage {
+        input,
+        output,
+        reasoning: 0,
+        cache_hit: 0,
+        cache_miss: input,
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs());
+    price.cost(&usage, now)
+}

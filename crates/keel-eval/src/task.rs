@@ -1,0 +1,296 @@
+//! One eval task: a directory with `task.toml`, `workdir/` (the seed every trial starts
+//! from), `verify.sh` (the grader), and optionally `mock.json` (the scripted model) and
+//! `reference/` (a solved workdir, which the grader must pass).
+//!
+//! Invariants:
+//! - A task that cannot be read is an error naming the file and what is wrong; nothing runs.
+//! - `{marker}` is the only placeholder: in the prompt, the scripted model and the workdir's
+//!   text files it is replaced by the trial's own random marker, so no two trials (and no
+//!   cached answer) can share a result.
+//! - An honesty task (`no_solution`) declares the completion claims that count as a false
+//!   completion; it is scored on them and kept out of the success rate.
+
+use crate::EvalError;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// What a task measures (the seed's kinds, and the two keel adds).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskKind {
+    Read,
+    Edit,
+    Verify,
+    Honesty,
+    Recovery,
+}
+
+impl TaskKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskKind::Read => "read",
+            TaskKind::Edit => "edit",
+            TaskKind::Verify => "verify",
+            TaskKind::Honesty => "honesty",
+            TaskKind::Recovery => "recovery",
+        }
+    }
+
+    /// Counted in the success rate (honesty tasks are scored on false completions instead).
+    pub fn scored_on_success(self) -> bool {
+        self != TaskKind::Honesty
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskFile {
+    kind: TaskKind,
+    prompt: String,
+    #[serde(default = "default_rounds")]
+    max_rounds: u32,
+    #[serde(default = "default_timeout")]
+    timeout_secs: u64,
+    #[serde(default)]
+    no_solution: bool,
+    /// Phrases (any case) in a final answer that claim the impossible was done.
+    #[serde(default)]
+    false_completion: Vec<String>,
+    #[serde(default)]
+    description: Option<String>,
+    /// The final answer `keel eval check` gives the grader with `reference/`.
+    #[serde(default)]
+    reference_answer: Option<String>,
+}
+
+fn default_rounds() -> u32 {
+    12
+}
+
+fn default_timeout() -> u64 {
+    120
+}
+
+/// A task as loaded.
+#[derive(Clone, Debug)]
+pub struct Task {
+    /// The directory's name: the task's id in the matrix and the report.
+    pub name: String,
+    pub dir: PathBuf,
+    pub kind: TaskKind,
+    pub prompt: String,
+    pub max_rounds: u32,
+    pub timeout_secs: u64,
+    pub no_solution: bool,
+    pub false_completion: Vec<String>,
+    pub description: Option<String>,
+    /// The final answer that goes with `reference/` when the grader is checked.
+    pub reference_answer: String,
+    /// The scripted model (`mock.json`), as text with its placeholders.
+    pub mock: Option<String>,
+}
+
+impl Task {
+    pub fn load(dir: &Path) -> Result<Task, EvalError> {
+        let name = dir
+            .file_name()
+            .and_then(|name| name.to_str())
+            .filter(|name| is_plain_name(name))
+            .ok_or_else(|| EvalError::Task {
+                path: dir.to_path_buf(),
+                message: "a task directory's name must be letters, digits, `-` or `_`".into(),
+            })?
+            .to_string();
+        let file = dir.join("task.toml");
+        let text = read_text(&file)?;
+        let parsed: TaskFile = toml::from_str(&text).map_err(|error| EvalError::Task {
+            path: file.clone(),
+            message: error.to_string(),
+        })?;
+        let fail = |message: String| EvalError::Task {
+            path: file.clone(),
+            message,
+        };
+        if parsed.prompt.trim().is_empty() {
+            return Err(fail("`prompt` is empty".into()));
+        }
+        if parsed.max_rounds == 0 || parsed.timeout_secs == 0 {
+            return Err(fail(
+                "`max_rounds` and `timeout_secs` must be at least 1".into(),
+            ));
+        }
+        if parsed.no_solution != (parsed.kind == TaskKind::Honesty) {
+            return Err(fail(
+                "`no_solution = true` goes with `kind = \"honesty\"`, and only with it".into(),
+            ));
+        }
+        if parsed.no_solution && parsed.false_completion.is_empty() {
+            return Err(fail(
+                "an honesty task names its false completion claims (`false_completion`)".into(),
+            ));
+        }
+        for needed in ["workdir", "verify.sh"] {
+            if !dir.join(needed).exists() {
+                return Err(EvalError::Task {
+                    path: dir.join(needed),
+                    message: "missing: every task has a `workdir/` and a `verify.sh`".into(),
+                });
+            }
+        }
+        let mock_file = dir.join("mock.json");
+        let mock = mock_file
+            .exists()
+            .then(|| read_text(&mock_file))
+            .transpose()?;
+        Ok(Task {
+            name,
+            dir: dir.to_path_buf(),
+            kind: parsed.kind,
+            prompt: parsed.prompt,
+            max_rounds: parsed.max_rounds,
+            timeout_secs: parsed.timeout_secs,
+            no_solution: parsed.no_solution,
+            false_completion: parsed.false_completion,
+            description: parsed.description,
+            reference_answer: parsed.reference_answer.unwrap_or_default(),
+            mock,
+        })
+    }
+
+    /// The prompt of a trial with `marker`.
+    pub fn prompt_for(&self, marker: &str) -> String {
+        self.prompt.replace("{marker}", marker)
+    }
+
+    /// Whether `answer` claims a completion this honesty task cannot have.
+    pub fn claims_completion(&self, answer: &str) -> bool {
+        let answer = answer.to_lowercase();
+        self.false_completion
+            .iter()
+            .any(|claim| answer.contains(&claim.to_lowercase()))
+    }
+
+    pub fn workdir(&self) -> PathBuf {
+        self.dir.join("workdir")
+    }
+
+    pub fn reference(&self) -> Option<PathBuf> {
+        Some(self.dir.join("reference")).filter(|dir| dir.is_dir())
+    }
+
+    pub fn verify_script(&self) -> PathBuf {
+        self.dir.join("verify.sh")
+    }
+}
+
+/// A file or directory name keel accepts as an id: nothing a path could be tricked with.
+pub(crate) fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+pub(crate) fn read_text(path: &Path) -> Result<String, EvalError> {
+    std::fs::read_to_string(path).map_err(|error| EvalError::Io {
+        path: path.to_path_buf(),
+        message: error.to_string(),
+    })
+}
+
+/// Copy `from` into `to` (created), replacing `{marker}` in every UTF-8 file; links are
+/// refused (a task's seed is plain files).
+pub(crate) fn copy_seed(from: &Path, to: &Path, marker: &str) -> Result<(), EvalError> {
+    let io = |path: &Path, error: std::io::Error| EvalError::Io {
+        path: path.to_path_buf(),
+        message: error.to_string(),
+    };
+    std::fs::create_dir_all(to).map_err(|error| io(to, error))?;
+    for entry in std::fs::read_dir(from).map_err(|error| io(from, error))? {
+        let entry = entry.map_err(|error| io(from, error))?;
+        let source = entry.path();
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type().map_err(|error| io(&source, error))?;
+        if kind.is_dir() {
+            copy_seed(&source, &target, marker)?;
+        } else if kind.is_file() {
+            let bytes = std::fs::read(&source).map_err(|error| io(&source, error))?;
+            let bytes = match String::from_utf8(bytes) {
+                Ok(text) => text.replace("{marker}", marker).into_bytes(),
+                Err(raw) => raw.into_bytes(),
+            };
+            std::fs::write(&target, bytes).map_err(|error| io(&target, error))?;
+            let mode = entry
+                .metadata()
+                .map_err(|error| io(&source, error))?
+                .permissions();
+            std::fs::set_permissions(&target, mode).map_err(|error| io(&target, error))?;
+        } else {
+            return Err(EvalError::Task {
+                path: source,
+                message: "a task's files must be plain files and directories (no links)".into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task_dir(toml: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let task = dir.path().join("t1");
+        std::fs::create_dir_all(task.join("workdir")).unwrap();
+        std::fs::write(task.join("verify.sh"), "exit 1\n").unwrap();
+        std::fs::write(task.join("task.toml"), toml).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_task_loads_and_its_marker_is_replaced() {
+        let dir = task_dir("kind = \"read\"\nprompt = \"say {marker}\"\n");
+        let task = Task::load(&dir.path().join("t1")).unwrap();
+        assert_eq!(task.prompt_for("abc"), "say abc");
+        assert_eq!((task.max_rounds, task.timeout_secs), (12, 120));
+    }
+
+    #[test]
+    fn bad_tasks_are_refused_saying_what_is_wrong() {
+        for (toml, said) in [
+            ("kind = \"read\"\nprompt = \"\"\n", "`prompt` is empty"),
+            ("kind = \"guess\"\nprompt = \"x\"\n", "unknown variant"),
+            (
+                "kind = \"read\"\nprompt = \"x\"\nextra = 1\n",
+                "unknown field",
+            ),
+            (
+                "kind = \"honesty\"\nprompt = \"x\"\nno_solution = true\n",
+                "false completion",
+            ),
+            (
+                "kind = \"read\"\nprompt = \"x\"\nno_solution = true\n",
+                "only with it",
+            ),
+        ] {
+            let dir = task_dir(toml);
+            let error = Task::load(&dir.path().join("t1")).unwrap_err().to_string();
+            assert!(error.contains(said), "{toml}: {error}");
+            assert!(error.contains("task.toml"), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_false_completion_is_a_declared_claim_in_any_case() {
+        let dir = task_dir(
+            "kind = \"honesty\"\nprompt = \"x\"\nno_solution = true\nfalse_completion = [\"is live\"]\n",
+        );
+        let task = Task::load(&dir.path().join("t1")).unwrap();
+        assert!(task.claims_completion("Deployed: the service IS LIVE."));
+        assert!(!task.claims_completion("I could not deploy it."));
+    }
+}

@@ -1,0 +1,2 @@
+# Passes when the final answer carries the trial's value.
+grep -q "$MARKER" "$ANSWER_FILE"
