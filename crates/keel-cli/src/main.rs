@@ -101,7 +101,12 @@ enum Cause<'a> {
 
 impl<'a> Cause<'a> {
     fn of(error: &'a anyhow::Error) -> Cause<'a> {
-        if error.is::<UsageError>() || error.is::<keel_config::ConfigError>() {
+        if error.is::<UsageError>()
+            || error.is::<keel_config::ConfigError>()
+            || error
+                .downcast_ref::<keel_eval::EvalError>()
+                .is_some_and(keel_eval::EvalError::is_for_the_user)
+        {
             Cause::Usage
         } else if let Some(agent) = error.downcast_ref::<keel_agent::AgentError>() {
             Cause::Agent(agent)

@@ -45,6 +45,14 @@ pub enum EvalError {
 }
 
 impl EvalError {
+    /// The user's to fix (a bad argument, task or script): exit 2.
+    pub fn is_for_the_user(&self) -> bool {
+        matches!(
+            self,
+            EvalError::Usage(_) | EvalError::Task { .. } | EvalError::Script { .. }
+        )
+    }
+
     pub(crate) fn io(path: &Path, error: std::io::Error) -> EvalError {
         EvalError::Io {
             path: path.to_path_buf(),

@@ -128,7 +128,7 @@ pub async fn run(
         None => manifest.write(&plan.out)?,
     }
     let attempts = AttemptsLog::read(&plan.out)?;
-    let (done, reached) = settled(&attempts);
+    let (done, mut reached) = settled(&attempts);
     let trials = plan.matrix.shard(plan.shard);
     let total = trials.len() as u32;
     let mut queue: VecDeque<TrialKey> = trials
@@ -159,12 +159,13 @@ pub async fn run(
             && let Some(key) = queue.pop_front()
         {
             let attempt = reached.get(&key.id()).copied().unwrap_or(0) + 1;
+            reached.insert(key.id(), attempt);
             let setup = setup_for(&plan, &targets, &key, attempt)?;
             log.append(&Attempt::Admitted {
                 trial: key.id(),
                 attempt,
             })?;
-            let handle = running.spawn(run_with_retry(setup, plan.out.clone()));
+            let handle = running.spawn(run_trial(setup));
             in_flight.insert(handle.id(), (key, attempt));
         }
         if running.is_empty() {
@@ -174,14 +175,19 @@ pub async fn run(
             joined = running.join_next_with_id() => {
                 let Some(joined) = joined else { break };
                 match joined {
-                    Ok((id, results)) => {
-                        in_flight.remove(&id);
-                        for result in results {
-                            state.failures += u32::from(result.outcome != Outcome::Passed);
-                            state.spend += estimated_cost(&targets, &result);
-                            log.append(&Attempt::Finished(Box::new(result)))?;
+                    Ok((id, result)) => {
+                        let key = in_flight.remove(&id).map(|(key, _)| key);
+                        state.spend += estimated_cost(&targets, &result);
+                        // The harness failed it: one more attempt, next.
+                        let again = result.outcome == Outcome::InfraFailed && result.attempt < 2;
+                        log.append(&Attempt::Finished(Box::new(result.clone())))?;
+                        match key {
+                            Some(key) if again => queue.push_front(key),
+                            _ => {
+                                state.failures += u32::from(result.outcome != Outcome::Passed);
+                                state.done += 1;
+                            }
                         }
-                        state.done += 1;
                         progress(&state);
                         if plan.max_spend.is_some_and(|most| state.spend >= most) {
                             spend_reached = true;
@@ -213,8 +219,8 @@ pub async fn run(
                 };
                 if let Some((key, attempt)) = in_flight.remove(&id) {
                     let result = match joined {
-                        Ok((_, mut results)) if !results.is_empty() => results.remove(0),
-                        _ => unfinished(&plan, &key, attempt, INTERRUPTED),
+                        Ok((_, result)) => result,
+                        Err(_) => unfinished(&plan, &key, attempt, INTERRUPTED),
                     };
                     log.append(&Attempt::Finished(Box::new(result)))?;
                 }
@@ -291,22 +297,6 @@ fn setup_for(
         faults: plan.faults.clone(),
         seed: plan.seed,
     })
-}
-
-/// Run a trial, and once more if the harness failed it: every attempt's result, in order.
-async fn run_with_retry(setup: TrialSetup, _out: PathBuf) -> Vec<TrialResult> {
-    let first = run_trial(setup.clone()).await;
-    if first.outcome != Outcome::InfraFailed || setup.attempt >= 2 {
-        return vec![first];
-    }
-    let mut again = setup.clone();
-    again.attempt += 1;
-    again.dir = setup.dir.parent().map_or_else(
-        || setup.dir.clone(),
-        |trial| trial.join(again.attempt.to_string()),
-    );
-    let second = run_trial(again).await;
-    vec![first, second]
 }
 
 /// A result for a trial that did not finish (`detail` says why).
