@@ -527,3 +527,47 @@ fn a_killed_trial_and_an_interrupted_run_resume_without_running_a_finished_trial
         "the torn line is gone: {log}"
     );
 }
+
+#[test]
+fn without_an_enforced_sandbox_eval_refuses_unless_told_and_then_says_so() {
+    let home = Home::new("");
+    let out = home.path().join("run");
+    let args = [
+        "eval",
+        "--out",
+        out.to_str().unwrap(),
+        "--reps",
+        "1",
+        "--variants",
+        "base",
+        "--efforts",
+        "low",
+    ];
+    let refused = Run::from(
+        home.keel(&args)
+            .env("KEEL_SANDBOX_UNSUPPORTED", "landlock")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(refused.code(), 2, "{}", refused.stderr());
+    assert!(
+        refused.stderr().contains("--sandbox off"),
+        "{}",
+        refused.stderr()
+    );
+    assert!(!out.join("attempts.jsonl").exists(), "nothing ran");
+    let unsandboxed = Run::from(
+        home.keel(&[&args[..], &["--sandbox", "off"]].concat())
+            .env("KEEL_SANDBOX_UNSUPPORTED", "landlock")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(unsandboxed.code(), 0, "{}", unsandboxed.stderr());
+    assert!(
+        unsandboxed
+            .stdout()
+            .contains("trials ran **unsandboxed** (`--sandbox off`)")
+    );
+    let manifest = std::fs::read_to_string(out.join("manifest.json")).unwrap();
+    assert!(manifest.contains("\"sandbox\": \"off\""), "{manifest}");
+}

@@ -84,12 +84,18 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Merged, EvalError> {
         results.extend(final_results(&AttemptsLog::read(dir)?));
     }
     results.sort_by(|a, b| a.trial.cmp(&b.trial));
-    let report = Report::from_results(&results, first.matrix.reps);
-    let markdown = report.markdown(&format!(
-        "keel eval — suite `{}`, {} shard(s) merged",
-        first.suite,
-        shards.len()
-    ));
+    let targets = crate::run::manifest_targets(first);
+    let report = Report::from_results(&results, first.matrix.reps, |result| {
+        crate::run::priced(&targets, result)
+    });
+    let markdown = report.markdown(
+        &format!(
+            "keel eval — suite `{}`, {} shard(s) merged",
+            first.suite,
+            shards.len()
+        ),
+        &crate::run::context_line(first),
+    );
     Ok(Merged {
         report,
         markdown,

@@ -39,11 +39,17 @@ pub struct Cell {
     pub latency_ms_total: u64,
     pub duplicate_call_ids: u32,
     pub repeated_ops: u32,
+    /// What the tokens cost by the providers' published prices, by currency (an estimate:
+    /// all input priced as cache misses); empty where no price is known (the mock).
+    pub estimated_cost: BTreeMap<String, f64>,
     pub outcomes: BTreeMap<String, u32>,
 }
 
 impl Cell {
-    fn add(&mut self, result: &TrialResult) {
+    fn add(&mut self, result: &TrialResult, cost: Option<(f64, String)>) {
+        if let Some((amount, currency)) = cost {
+            *self.estimated_cost.entry(currency).or_default() += amount;
+        }
         *self
             .outcomes
             .entry(result.outcome.name().to_string())
@@ -141,7 +147,12 @@ pub fn final_results(attempts: &[Attempt]) -> Vec<TrialResult> {
 }
 
 impl Report {
-    pub fn from_results(results: &[TrialResult], reps: u32) -> Report {
+    /// The report of `results`; `cost` prices one trial (amount, currency), where it can.
+    pub fn from_results(
+        results: &[TrialResult],
+        reps: u32,
+        cost: impl Fn(&TrialResult) -> Option<(f64, String)>,
+    ) -> Report {
         let mut rows: BTreeMap<String, BTreeMap<String, Cell>> = BTreeMap::new();
         let mut totals: BTreeMap<String, Cell> = BTreeMap::new();
         for result in results {
@@ -153,13 +164,14 @@ impl Report {
                 result.kind.name()
             );
             let variant = key.variant.name().to_string();
+            let priced = cost(result);
             rows.entry(row)
                 .or_default()
                 .entry(variant.clone())
                 .or_default()
-                .add(result);
+                .add(result, priced.clone());
             if seed_kind(result.kind) {
-                totals.entry(variant).or_default().add(result);
+                totals.entry(variant).or_default().add(result, priced);
             }
         }
         let pass_at_1 = totals
@@ -186,8 +198,8 @@ impl Report {
     }
 
     /// The report as markdown (`report.md`, and the terminal).
-    pub fn markdown(&self, title: &str) -> String {
-        let mut out = format!("# {title}\n\n");
+    pub fn markdown(&self, title: &str, context: &str) -> String {
+        let mut out = format!("# {title}\n\n{context}\n\n");
         let variants: Vec<String> = self
             .totals
             .keys()
@@ -219,13 +231,14 @@ impl Report {
         for (variant, cell) in &self.totals {
             out.push_str(&format!(
                 "- **{variant}**: {}/{} passed (pass@1 {:.3}), {} proposals, {} successful \
-                 operations, {} requests, input {} / output {} tokens (keel's own count: {} / {}){}, \
-                 mean {:.2} s; {} infra_failed (not counted)\n",
+                 operations ({} repeated), {} requests, input {} / output {} tokens (keel's own \
+                 count: {} / {}){}, mean {:.2} s, {}; {} infra_failed (not counted)\n",
                 cell.passed,
                 cell.trials,
                 self.pass_at_1.get(variant).copied().unwrap_or(0.0),
                 cell.proposals,
                 cell.successful_ops,
+                cell.repeated_ops,
                 cell.requests,
                 tokens(cell.input_tokens),
                 tokens(cell.output_tokens),
@@ -237,6 +250,7 @@ impl Report {
                     ""
                 },
                 cell.mean_latency_secs(),
+                cost_text(&cell.estimated_cost),
                 cell.infra_failed,
             ));
         }
@@ -298,6 +312,21 @@ fn cell_columns(cell: &Cell, row: &str) -> String {
         tokens(cell.input_tokens),
         tokens(cell.output_tokens),
         cell.mean_latency_secs()
+    )
+}
+
+fn cost_text(costs: &BTreeMap<String, f64>) -> String {
+    if costs.is_empty() {
+        return "no price known for its model".to_string();
+    }
+    let amounts: Vec<String> = costs
+        .iter()
+        .map(|(currency, amount)| format!("{amount:.4} {currency}"))
+        .collect();
+    format!(
+        "estimated cost {} (an estimate from the published price table: all input priced as \
+         cache misses)",
+        amounts.join(" + ")
     )
 }
 

@@ -177,7 +177,7 @@ pub async fn run(
                 match joined {
                     Ok((id, result)) => {
                         let key = in_flight.remove(&id).map(|(key, _)| key);
-                        state.spend += estimated_cost(&targets, &result);
+                        state.spend += priced(&targets, &result).map_or(0.0, |(amount, _)| amount);
                         // The harness failed it: one more attempt, next.
                         let again = result.outcome == Outcome::InfraFailed && result.attempt < 2;
                         log.append(&Attempt::Finished(Box::new(result.clone())))?;
@@ -235,7 +235,7 @@ pub async fn run(
             log.append(&Attempt::Finished(Box::new(result)))?;
         }
     }
-    let report = write_report(&plan.out, plan.matrix.reps, &plan.suite.name, plan.shard)?;
+    let report = write_report(&plan.out, &plan.manifest())?;
     Ok(Finished {
         markdown: report.1,
         report: report.0,
@@ -244,20 +244,19 @@ pub async fn run(
 }
 
 /// Compute the report from `dir`'s log and write `report.md` and `report.json`.
-pub fn write_report(
-    dir: &Path,
-    reps: u32,
-    suite: &str,
-    shard: Shard,
-) -> Result<(Report, String), EvalError> {
+pub fn write_report(dir: &Path, manifest: &Manifest) -> Result<(Report, String), EvalError> {
     let results = final_results(&AttemptsLog::read(dir)?);
-    let report = Report::from_results(&results, reps);
+    let targets = manifest_targets(manifest);
+    let report = Report::from_results(&results, manifest.matrix.reps, |result| {
+        priced(&targets, result)
+    });
+    let (suite, shard) = (&manifest.suite, manifest.shard);
     let title = if shard.is_whole() {
         format!("keel eval — suite `{suite}`")
     } else {
         format!("keel eval — suite `{suite}`, shard {shard}")
     };
-    let markdown = report.markdown(&title);
+    let markdown = report.markdown(&title, &context_line(manifest));
     let md = dir.join("report.md");
     std::fs::write(&md, &markdown).map_err(|error| EvalError::io(&md, error))?;
     let json = dir.join("report.json");
@@ -267,6 +266,36 @@ pub fn write_report(
     })?;
     std::fs::write(&json, text + "\n").map_err(|error| EvalError::io(&json, error))?;
     Ok((report, markdown))
+}
+
+/// The targets a manifest records, by name.
+pub(crate) fn manifest_targets(manifest: &Manifest) -> BTreeMap<String, ProviderTarget> {
+    serde_json::from_value::<Vec<ProviderTarget>>(manifest.settings["targets"].clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|target| (target.name.clone(), target))
+        .collect()
+}
+
+/// What a report says first about how its trials ran.
+pub(crate) fn context_line(manifest: &Manifest) -> String {
+    let sandbox = if manifest.sandbox == "enforced" {
+        "in the enforced sandbox".to_string()
+    } else {
+        "**unsandboxed** (`--sandbox off`)".to_string()
+    };
+    let faults = if manifest.faults.is_empty() {
+        String::new()
+    } else {
+        format!(", faults `{}` injected at the proxy", manifest.faults)
+    };
+    format!(
+        "keel {} · suite sha256 {}… · trials ran {sandbox}{faults}, auto permissions, {} \
+         repetitions per cell.",
+        manifest.binary.version,
+        manifest.suite_sha256.get(..12).unwrap_or(""),
+        manifest.matrix.reps
+    )
 }
 
 fn setup_for(
@@ -326,18 +355,14 @@ fn unfinished(plan: &RunPlan, key: &TrialKey, attempt: u32, detail: &str) -> Tri
     }
 }
 
-/// What a trial's tokens cost by the provider's published price (an estimate: all input is
-/// priced as cache misses); 0 where no price is known.
-fn estimated_cost(targets: &BTreeMap<String, ProviderTarget>, result: &TrialResult) -> f64 {
-    let Some(target) = targets.get(&result.key.model) else {
-        return 0.0;
-    };
-    let Some(base_url) = &target.base_url else {
-        return 0.0;
-    };
-    let Some(price) = keel_llm::price::known_price(base_url, &target.model) else {
-        return 0.0;
-    };
+/// What a trial's tokens cost by the provider's published price, and its currency (an
+/// estimate: all input is priced as cache misses); `None` where no price is known.
+pub(crate) fn priced(
+    targets: &BTreeMap<String, ProviderTarget>,
+    result: &TrialResult,
+) -> Option<(f64, String)> {
+    let target = targets.get(&result.key.model)?;
+    let price = keel_llm::price::known_price(target.base_url.as_deref()?, &target.model)?;
     let input = result
         .metered
         .input_tokens
@@ -356,5 +381,5 @@ fn estimated_cost(targets: &BTreeMap<String, ProviderTarget>, result: &TrialResu
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_secs());
-    price.cost(&usage, now)
+    Some((price.cost(&usage, now), price.currency.clone()))
 }
