@@ -571,3 +571,35 @@ fn without_an_enforced_sandbox_eval_refuses_unless_told_and_then_says_so() {
     let manifest = std::fs::read_to_string(out.join("manifest.json")).unwrap();
     assert!(manifest.contains("\"sandbox\": \"off\""), "{manifest}");
 }
+
+#[test]
+fn a_trial_over_its_token_budget_is_stopped_at_the_proxy_and_says_which_budget() {
+    let home = Home::new("");
+    let suite = home.path().join("suite");
+    quick_and_slow_suite(&suite, 0);
+    let toml = suite.join("quick/task.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, format!("{text}max_tokens = 100\n")).unwrap();
+    let out = home.path().join("run");
+    let run = eval(
+        &home,
+        &[
+            suite.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--reps",
+            "1",
+            "--variants",
+            "base",
+            "--efforts",
+            "default",
+        ],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let finals = finals(&out);
+    let quick = &finals["mock.default.quick.base.1"];
+    assert_eq!(quick["outcome"], "budget_exhausted", "{quick}");
+    assert_eq!(quick["detail"], "tokens");
+    assert_eq!(quick["metered"]["statuses"], serde_json::json!([200, 402]));
+    assert_eq!(finals["mock.default.slow.base.1"]["outcome"], "passed");
+}

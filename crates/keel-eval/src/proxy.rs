@@ -37,6 +37,9 @@ pub struct Metered {
     pub unmeasured: u32,
     /// Requests that could not reach the provider at all.
     pub unreachable: u32,
+    /// The trial's token budget was spent: later requests were refused, never forwarded.
+    #[serde(default)]
+    pub budget_exhausted: bool,
 }
 
 impl Metered {
@@ -59,6 +62,8 @@ impl Metered {
 #[derive(Clone)]
 struct ProxyState {
     upstream: String,
+    /// Input and output tokens the trial may spend (`max_tokens` of its task).
+    budget: Option<u64>,
     client: reqwest::Client,
     metered: Arc<Mutex<Metered>>,
     faults: Arc<Mutex<FaultPlan>>,
@@ -80,13 +85,19 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Serve on a free loopback port, forwarding to `upstream` (a base URL).
-    pub async fn start(upstream: &str, faults: FaultPlan) -> std::io::Result<Proxy> {
+    /// Serve on a free loopback port, forwarding to `upstream` (a base URL), refusing any
+    /// request once `budget` tokens are spent.
+    pub async fn start(
+        upstream: &str,
+        faults: FaultPlan,
+        budget: Option<u64>,
+    ) -> std::io::Result<Proxy> {
         let client =
             keel_llm::client::client_for_base(upstream, keel_llm::profile::DEFAULT_CONNECT_TIMEOUT)
                 .map_err(|error| std::io::Error::other(error.to_string()))?;
         let state = ProxyState {
             upstream: upstream.trim_end_matches('/').to_string(),
+            budget,
             client,
             metered: Arc::default(),
             faults: Arc::new(Mutex::new(faults)),
@@ -129,6 +140,20 @@ async fn forward(
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         faults.next(&body)
     };
+    let spent = {
+        let metered = state.metered();
+        metered.input_tokens.unwrap_or(0) + metered.output_tokens.unwrap_or(0)
+    };
+    if state.budget.is_some_and(|budget| spent >= budget) {
+        let mut metered = state.metered();
+        metered.requests += 1;
+        metered.statuses.push(402);
+        metered.budget_exhausted = true;
+        let body = serde_json::json!({"error": {
+            "message": "keel eval: this trial's token budget (max_tokens) is spent",
+            "type": "insufficient_quota", "code": "insufficient_quota"}});
+        return (StatusCode::PAYMENT_REQUIRED, axum::Json(body)).into_response();
+    }
     if let Some(Injected { status, body }) = injected {
         let mut metered = state.metered();
         metered.requests += 1;

@@ -53,6 +53,9 @@ struct TaskFile {
     max_rounds: u32,
     #[serde(default = "default_timeout")]
     timeout_secs: u64,
+    /// Input and output tokens one trial may spend (counted at the proxy).
+    #[serde(default)]
+    max_tokens: Option<u64>,
     #[serde(default)]
     no_solution: bool,
     /// Phrases (any case) in a final answer that claim the impossible was done.
@@ -83,6 +86,7 @@ pub struct Task {
     pub prompt: String,
     pub max_rounds: u32,
     pub timeout_secs: u64,
+    pub max_tokens: Option<u64>,
     pub no_solution: bool,
     pub false_completion: Vec<String>,
     pub description: Option<String>,
@@ -151,6 +155,7 @@ impl Task {
             prompt: parsed.prompt,
             max_rounds: parsed.max_rounds,
             timeout_secs: parsed.timeout_secs,
+            max_tokens: parsed.max_tokens,
             no_solution: parsed.no_solution,
             false_completion: parsed.false_completion,
             description: parsed.description,

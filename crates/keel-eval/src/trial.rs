@@ -160,9 +160,13 @@ async fn attempt(
         (None, Some(base)) => base.clone(),
         (None, None) => return Err(EvalError::Harness("no model to talk to".into())),
     };
-    let proxy = Proxy::start(&upstream, FaultPlan::parse(&setup.faults)?)
-        .await
-        .map_err(|error| EvalError::Harness(format!("the proxy did not start: {error}")))?;
+    let proxy = Proxy::start(
+        &upstream,
+        FaultPlan::parse(&setup.faults)?,
+        setup.task.max_tokens,
+    )
+    .await
+    .map_err(|error| EvalError::Harness(format!("the proxy did not start: {error}")))?;
     write_config(setup, &home, &proxy.base_url())?;
     let mut observed = Observed::default();
     let prompt = setup.task.prompt_for(marker);
@@ -216,6 +220,9 @@ async fn attempt(
             } else {
                 (Outcome::VerificationFailed, None)
             }
+        }
+        Some(1) if result.metered.budget_exhausted => {
+            (Outcome::BudgetExhausted, Some("tokens".into()))
         }
         Some(1) => failed_turn(observed.failure, result.metered.unreachable),
         Some(code) => (
