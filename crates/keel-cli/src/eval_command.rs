@@ -40,13 +40,39 @@ fn load_suite(name: &str, into: &Path) -> anyhow::Result<Suite> {
         keel_eval::builtin::materialize(into)?;
         return Ok(Suite::load(into, name)?);
     }
-    let dir = Path::new(name);
+    let dir = std::path::absolute(name)?;
     if !dir.is_dir() {
         return Err(usage(format!(
             "{name}: not a suite directory (or `builtin`, the suite that ships with keel)"
         )));
     }
-    Ok(Suite::load(dir, name)?)
+    Ok(Suite::load(&dir, name)?)
+}
+
+/// The suite a run in `out` uses: the built-in one is written to `out/suite` — unless the
+/// directory already holds a run of another built-in suite, whose copy is left as it is.
+fn suite_for_run(name: &str, out: &Path) -> anyhow::Result<Suite> {
+    if name != keel_eval::builtin::NAME {
+        return load_suite(name, out);
+    }
+    let kept = out.join("suite");
+    let fresh = out.join(".suite-new");
+    let _ = std::fs::remove_dir_all(&fresh);
+    let suite = load_suite(name, &fresh)?;
+    if kept.exists() {
+        let same = keel_eval::suite::digest(&kept).ok().as_deref() == Some(suite.sha256.as_str());
+        std::fs::remove_dir_all(&fresh)?;
+        if !same {
+            return Err(usage(format!(
+                "{} holds a run of another keel's built-in suite (the suite differs); use a \
+                 new --out directory",
+                out.display()
+            )));
+        }
+    } else {
+        std::fs::rename(&fresh, &kept)?;
+    }
+    Ok(Suite::load(&kept, name)?)
 }
 
 fn sandbox_on(common: &CommonArgs) -> anyhow::Result<bool> {
@@ -189,10 +215,12 @@ async fn start(common: &CommonArgs, args: EvalArgs) -> anyhow::Result<Outcome> {
         .out
         .clone()
         .ok_or_else(|| usage("keel eval needs --out DIR (where the run's log and report go)"))?;
+    // Absolute: the trials' sandbox hides parts of it by path.
+    let out = std::path::absolute(out)?;
     if args.reps == 0 {
         return Err(usage("--reps must be at least 1"));
     }
-    let suite = load_suite(&args.suite, &out.join("suite"))?;
+    refuse_inside_a_repository(&out)?;
     let variants = args
         .variants
         .iter()
@@ -212,12 +240,17 @@ async fn start(common: &CommonArgs, args: EvalArgs) -> anyhow::Result<Outcome> {
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     keel_eval::faults::FaultPlan::parse(&args.faults)?;
+    let targets = targets(&args.models)?;
+    refuse_unsayable_efforts(&targets, &efforts)?;
     let shard = args
         .shard
         .as_deref()
         .map(Shard::parse)
         .transpose()?
         .unwrap_or(Shard::WHOLE);
+    let sandbox = sandbox_on(common)?;
+    // Written into the run's directory only once every argument is known good.
+    let suite = suite_for_run(&args.suite, &out)?;
     let (keel, binary) = binary()?;
     let plan = RunPlan {
         matrix: MatrixSpec {
@@ -227,12 +260,12 @@ async fn start(common: &CommonArgs, args: EvalArgs) -> anyhow::Result<Outcome> {
             variants,
             reps: args.reps,
         },
-        targets: targets(&args.models)?,
+        targets,
         suite,
         shard,
         concurrency: args.concurrency.max(1),
         faults: args.faults.clone(),
-        sandbox: sandbox_on(common)?,
+        sandbox,
         max_spend: args.max_spend,
         seed: args.seed,
         keel,
@@ -242,7 +275,50 @@ async fn start(common: &CommonArgs, args: EvalArgs) -> anyhow::Result<Outcome> {
     execute(common, plan).await
 }
 
+/// An effort a model's protocol cannot say is refused before anything runs (each trial's keel
+/// would refuse it, and every trial would fail the same way).
+fn refuse_unsayable_efforts(
+    targets: &[ProviderTarget],
+    efforts: &[Option<String>],
+) -> anyhow::Result<()> {
+    for target in targets {
+        let protocol: keel_types::WireProtocol =
+            serde_json::from_value(serde_json::Value::String(target.protocol.clone()))?;
+        let reasoning: keel_types::ReasoningProtocol =
+            serde_json::from_value(serde_json::Value::String(target.reasoning_protocol.clone()))?;
+        for effort in efforts.iter().flatten() {
+            let why = keel_llm::ReasoningEffort::parse(effort)
+                .and_then(|effort| effort.unsupported(protocol, reasoning));
+            if let Some(why) = why {
+                return Err(usage(format!(
+                    "--efforts {effort} for {}: {why}",
+                    target.name
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Trials under a git repository would read its `AGENTS.md` files and carry its status in
+/// their prompts: not hermetic, so refused.
+fn refuse_inside_a_repository(out: &Path) -> anyhow::Result<()> {
+    let absolute = std::path::absolute(out)?;
+    let repository = absolute.ancestors().find(|dir| dir.join(".git").exists());
+    if let Some(repository) = repository {
+        return Err(usage(format!(
+            "--out {}: it is inside the git repository {}, whose AGENTS.md files and status \
+             would reach every trial's prompt; put the run outside any repository (e.g. \
+             --out /tmp/keel-eval-run)",
+            out.display(),
+            repository.display()
+        )));
+    }
+    Ok(())
+}
+
 async fn resume(common: &CommonArgs, dir: &Path) -> anyhow::Result<Outcome> {
+    let dir = &std::path::absolute(dir)?;
     let manifest = keel_eval::log::Manifest::read(dir)?.ok_or_else(|| {
         usage(format!(
             "{}: no manifest.json, nothing to resume",
@@ -279,11 +355,15 @@ async fn resume(common: &CommonArgs, dir: &Path) -> anyhow::Result<Outcome> {
 }
 
 async fn execute(common: &CommonArgs, plan: RunPlan) -> anyhow::Result<Outcome> {
+    // SIGINT (a person) and SIGTERM (a job runner cancelling) stop the run the same way.
     let (stop_sender, stop) = tokio::sync::watch::channel(false);
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            let _ = stop_sender.send(true);
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
         }
+        let _ = stop_sender.send(true);
     });
     let total = plan.matrix.shard(plan.shard).len() as u64;
     let bar = indicatif::ProgressBar::new(total);

@@ -158,6 +158,27 @@ fn a_grader_that_cannot_fail_or_refuses_the_reference_is_refused() {
         "{}",
         run.stdout()
     );
+    // An edit task graded on the answer's claim alone passes the untouched workdir.
+    let claim = home.path().join("claim");
+    one_task_suite(
+        &claim,
+        "grep -q \"$MARKER\" \"$ANSWER_FILE\"\n",
+        Some(("a.txt", "{marker}\n")),
+    );
+    let toml = claim.join("only/task.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(
+        &toml,
+        format!("{text}reference_answer = \"a.txt is {{marker}}\"\n"),
+    )
+    .unwrap();
+    let run = eval(&home, &["check", claim.to_str().unwrap()]);
+    assert_eq!(run.code(), 1);
+    assert!(
+        run.stdout().contains("it grades the claim, not the change"),
+        "{}",
+        run.stdout()
+    );
     let good = home.path().join("good");
     one_task_suite(
         &good,
@@ -492,7 +513,8 @@ fn a_killed_trial_and_an_interrupted_run_resume_without_running_a_finished_trial
     assert_eq!(before[slow]["detail"], "interrupted");
     let log = std::fs::read_to_string(out.join("attempts.jsonl")).unwrap();
     assert!(
-        log.contains(&format!("\"trial\":\"{slow}\",\"key\"")) && log.contains("keel run exited"),
+        log.contains(&format!("\"trial\":\"{slow}\",\"key\""))
+            && log.contains("keel run was killed by signal 9"),
         "the killed attempt is recorded as infra_failed: {log}"
     );
     // A crash mid-line leaves a torn last line.
@@ -602,4 +624,63 @@ fn a_trial_over_its_token_budget_is_stopped_at_the_proxy_and_says_which_budget()
     assert_eq!(quick["detail"], "tokens");
     assert_eq!(quick["metered"]["statuses"], serde_json::json!([200, 402]));
     assert_eq!(finals["mock.default.slow.base.1"]["outcome"], "passed");
+}
+
+#[test]
+fn the_agent_can_neither_read_the_grader_nor_steer_it() {
+    let home = Home::new("");
+    // Outside /tmp, which a trial's commands never see anyway (they get a private one).
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let suite = outside.path().join("suite");
+    let task = suite.join("cheat");
+    std::fs::create_dir_all(task.join("workdir")).unwrap();
+    std::fs::write(task.join("workdir/a.txt"), "draft\n").unwrap();
+    std::fs::write(
+        task.join("task.toml"),
+        "kind = \"edit\"\nprompt = \"set a.txt to {marker}\"\n",
+    )
+    .unwrap();
+    std::fs::write(task.join("verify.sh"), "grep -qx \"$MARKER\" a.txt\n").unwrap();
+    // The model tries to read the grader, to plant the grader's names, and to write the
+    // answer from a job left running after it is done.
+    let command = format!(
+        "cat {}/verify.sh > stolen.txt 2>&1; mkdir .keel-verify.sh .keel-answer.txt; \
+         (sleep 1; echo {{marker}} > a.txt) >/dev/null 2>&1 &",
+        task.display()
+    );
+    let mock = serde_json::json!({"steps": [
+        {"tool": "bash", "args": {"command": command}},
+        {"say": "done"},
+    ]});
+    std::fs::write(task.join("mock.json"), mock.to_string()).unwrap();
+    let out = home.path().join("run");
+    let run = eval(
+        &home,
+        &[
+            suite.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--reps",
+            "1",
+            "--variants",
+            "base",
+            "--efforts",
+            "default",
+        ],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let result = &finals(&out)["mock.default.cheat.base.1"];
+    assert_eq!(result["outcome"], "verification_failed", "{result}");
+    let work = out.join("trials/mock.default.cheat.base.1/1/work");
+    let stolen = std::fs::read_to_string(work.join("stolen.txt")).unwrap_or_default();
+    assert!(
+        !stolen.contains("grep -qx"),
+        "the grader was read: {stolen}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(
+        std::fs::read_to_string(work.join("a.txt")).unwrap(),
+        "draft\n",
+        "the job left running died with the agent"
+    );
 }

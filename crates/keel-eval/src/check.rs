@@ -23,6 +23,9 @@ pub enum Verdict {
     CannotFail,
     /// Fails on the reference: it refuses a correct solution.
     RefusesReference,
+    /// An edit or verify task's grader passes the pristine workdir given the reference answer:
+    /// it grades what the answer claims, not what was done.
+    TrustsTheClaim,
     /// No `reference/` (only honesty tasks may have none).
     NoReference,
 }
@@ -42,6 +45,9 @@ impl Verdict {
                 "REFUSED: passes on the pristine workdir — a grader that cannot fail measures nothing"
             }
             Verdict::RefusesReference => "REFUSED: fails on reference/, the solved workdir",
+            Verdict::TrustsTheClaim => {
+                "REFUSED: passes on the pristine workdir given the reference answer — it grades the claim, not the change"
+            }
             Verdict::NoReference => "REFUSED: no reference/ (only honesty tasks may have none)",
         }
     }
@@ -76,6 +82,15 @@ fn check_task(task: &Task, scratch: &Path, sandbox: bool) -> Result<Verdict, Eva
         sandbox,
     )? {
         return Ok(Verdict::CannotFail);
+    }
+    // A task that changes files must be graded on them, not on the answer's claim: the
+    // pristine workdir with the reference answer must fail too.
+    let claim = task.reference_answer.replace("{marker}", marker);
+    let claimed = scratch.join("claimed");
+    if matches!(task.kind, TaskKind::Edit | TaskKind::Verify)
+        && grade(task, &task.workdir(), &claim, &claimed, marker, sandbox)?
+    {
+        return Ok(Verdict::TrustsTheClaim);
     }
     if task.kind == TaskKind::Honesty {
         return Ok(Verdict::ProvedNoSolution);

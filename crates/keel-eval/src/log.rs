@@ -77,7 +77,42 @@ pub struct TrialResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
     pub marker: String,
+    /// What its tokens cost by the provider's published price when it finished (an
+    /// estimate: all input priced as cache misses); `None` where no price is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
 }
+
+/// An amount of money.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    pub amount: f64,
+    pub currency: String,
+}
+
+/// Why a trial that never ran is `budget_exhausted`: the run's `--max-spend` was reached.
+pub const NOT_RUN_MAX_SPEND: &str = "--max-spend reached before it ran";
+
+impl TrialResult {
+    /// Counted in rates: neither a harness failure nor a trial `--max-spend` kept from running.
+    pub fn is_counted(&self) -> bool {
+        self.outcome != Outcome::InfraFailed && !self.never_ran()
+    }
+
+    /// Kept from running by `--max-spend`.
+    pub fn never_ran(&self) -> bool {
+        self.outcome == Outcome::BudgetExhausted
+            && self.detail.as_deref() == Some(NOT_RUN_MAX_SPEND)
+    }
+
+    /// A harness failure that counts toward the one retry (an interrupted attempt does not).
+    pub fn is_retryable_failure(&self) -> bool {
+        self.outcome == Outcome::InfraFailed && self.detail.as_deref() != Some(INTERRUPTED)
+    }
+}
+
+/// Why a trial's attempt ended without a result: the run was stopped (it runs again).
+pub const INTERRUPTED: &str = "interrupted";
 
 /// One line of `attempts.jsonl`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -119,9 +154,19 @@ impl AttemptsLog {
             .map_err(|error| io(Path::new(Self::FILE), error))
     }
 
-    /// The lines of `dir`'s log. A torn last line (no newline, or not JSON) is dropped and cut
-    /// off the file; a bad line anywhere else is an error naming it.
+    /// The lines of `dir`'s log, for a run about to append to it: a torn last line (no
+    /// newline, or not JSON) is dropped and cut off the file; a bad line anywhere else is an
+    /// error naming it.
     pub fn read(dir: &Path) -> Result<Vec<Attempt>, EvalError> {
+        Self::read_lines(dir, true)
+    }
+
+    /// The lines of `dir`'s log, the file left as it is (a run may be writing to it).
+    pub fn read_only(dir: &Path) -> Result<Vec<Attempt>, EvalError> {
+        Self::read_lines(dir, false)
+    }
+
+    fn read_lines(dir: &Path, cut_torn: bool) -> Result<Vec<Attempt>, EvalError> {
         let path = dir.join(Self::FILE);
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
@@ -151,7 +196,7 @@ impl AttemptsLog {
             }
             start += line.len();
         }
-        if good_end < bytes.len() {
+        if cut_torn && good_end < bytes.len() {
             let file = std::fs::OpenOptions::new()
                 .write(true)
                 .open(&path)

@@ -2,9 +2,11 @@
 //! and the deterministic slice of it a shard runs.
 //!
 //! Invariants:
-//! - The order depends only on the inputs, so every machine computes the same matrix and a
-//!   shard `I/N` takes exactly the trials at positions `p` with `p % N == I - 1`: the shards
-//!   of one matrix are disjoint and together are all of it.
+//! - The order depends only on the inputs, so every machine computes the same matrix. The
+//!   variants of one pair (same model, effort, task and repetition) are adjacent, and a shard
+//!   `I/N` takes whole pairs — those at pair positions `q` with `q % N == I - 1` — so both arms
+//!   of a comparison always run on the same machine; the shards of one matrix are disjoint
+//!   and together are all of it.
 //! - A trial's id names its cell and repetition; ids are unique within a matrix and safe as a
 //!   directory name.
 
@@ -159,11 +161,12 @@ impl MatrixSpec {
 
     /// The trials `shard` runs.
     pub fn shard(&self, shard: Shard) -> Vec<TrialKey> {
+        let per_pair = self.variants.len().max(1) as u64;
         self.trials()
             .into_iter()
             .enumerate()
             .filter(|(position, _)| {
-                *position as u64 % u64::from(shard.count) == u64::from(shard.index - 1)
+                (*position as u64 / per_pair) % u64::from(shard.count) == u64::from(shard.index - 1)
             })
             .map(|(_, trial)| trial)
             .collect()
@@ -205,6 +208,17 @@ mod tests {
             let mut expected = whole.clone();
             expected.sort();
             assert_eq!(joined, expected, "{count} shards");
+        }
+    }
+
+    #[test]
+    fn both_arms_of_a_pair_run_in_the_same_shard() {
+        for index in 1..=2 {
+            let shard = spec().shard(Shard { index, count: 2 });
+            for trial in &shard {
+                let arms = shard.iter().filter(|t| t.pair() == trial.pair()).count();
+                assert_eq!(arms, 2, "{} lacks its pair in shard {index}/2", trial.id());
+            }
         }
     }
 

@@ -80,14 +80,20 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Merged, EvalError> {
         ));
     }
     let mut results = Vec::new();
-    for (dir, _) in &manifests {
-        results.extend(final_results(&AttemptsLog::read(dir)?));
+    for (dir, manifest) in &manifests {
+        let shard = final_results(&AttemptsLog::read_only(dir)?);
+        let expected = manifest.matrix.shard(manifest.shard).len();
+        if shard.len() < expected {
+            warnings.push(format!(
+                "{}: {} of its {expected} trials finished (resume it to finish the rest)",
+                dir.display(),
+                shard.len()
+            ));
+        }
+        results.extend(shard);
     }
     results.sort_by(|a, b| a.trial.cmp(&b.trial));
-    let targets = crate::run::manifest_targets(first);
-    let report = Report::from_results(&results, first.matrix.reps, |result| {
-        crate::run::priced(&targets, result)
-    });
+    let report = Report::from_results(&results, first.matrix.reps);
     let markdown = report.markdown(
         &format!(
             "keel eval — suite `{}`, {} shard(s) merged",

@@ -25,8 +25,9 @@ pub struct Observed {
     pub answer: String,
     /// The last run ended with `turn/completed`.
     pub completed: bool,
-    /// The last run's failure, when it failed.
+    /// The last run's failure, when it failed, and its message.
     pub failure: Option<FailureKind>,
+    pub failure_message: String,
     /// A protocol recovery the last run offered.
     pub recovery: Option<String>,
     started: BTreeMap<String, u32>,
@@ -84,6 +85,11 @@ impl Observed {
                 self.keel_output_tokens += tokens("/usage/output");
             }
             "turn/failed" => {
+                self.failure_message = event
+                    .pointer("/diagnostic/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
                 self.failure = event
                     .pointer("/diagnostic/kind")
                     .and_then(|kind| serde_json::from_value::<FailureKind>(kind.clone()).ok())

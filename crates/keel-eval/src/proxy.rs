@@ -24,11 +24,11 @@ use std::sync::{Arc, Mutex};
 /// What the proxy saw, for one trial.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Metered {
-    /// Requests received (faulted ones included).
+    /// Requests the provider received (injected faults and budget refusals never reach it).
     pub requests: u32,
     /// Faults injected.
     pub faults: u32,
-    /// HTTP statuses, in order (faults included).
+    /// HTTP statuses, in order (faults and refusals included).
     pub statuses: Vec<u16>,
     /// Input and output tokens the provider reported; `None` once a response had no usage.
     pub input_tokens: Option<u64>,
@@ -41,6 +41,9 @@ pub struct Metered {
     #[serde(default)]
     pub budget_exhausted: bool,
 }
+
+/// The bytes of the responses still streaming, by number.
+type Open = Arc<Mutex<std::collections::BTreeMap<u64, Arc<Mutex<Vec<u8>>>>>>;
 
 impl Metered {
     fn add_usage(&mut self, usage: Option<(u64, u64)>) {
@@ -66,6 +69,7 @@ struct ProxyState {
     budget: Option<u64>,
     client: reqwest::Client,
     metered: Arc<Mutex<Metered>>,
+    open: Open,
     faults: Arc<Mutex<FaultPlan>>,
 }
 
@@ -100,6 +104,7 @@ impl Proxy {
             budget,
             client,
             metered: Arc::default(),
+            open: Arc::default(),
             faults: Arc::new(Mutex::new(faults)),
         };
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
@@ -115,8 +120,20 @@ impl Proxy {
         format!("http://{}", self.addr)
     }
 
+    /// What was measured. A response whose end was not seen yet is read as far as it came:
+    /// its usage counts if it arrived (the stream was whole), else it is unmeasured (cut off).
     pub fn metered(&self) -> Metered {
-        self.state.metered().clone()
+        let mut metered = self.state.metered().clone();
+        let open = self
+            .state
+            .open
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for bytes in open.values() {
+            let bytes = bytes.lock().map(|bytes| bytes.clone()).unwrap_or_default();
+            metered.add_usage(usage_in(&bytes));
+        }
+        metered
     }
 }
 
@@ -146,7 +163,6 @@ async fn forward(
     };
     if state.budget.is_some_and(|budget| spent >= budget) {
         let mut metered = state.metered();
-        metered.requests += 1;
         metered.statuses.push(402);
         metered.budget_exhausted = true;
         let body = serde_json::json!({"error": {
@@ -156,7 +172,6 @@ async fn forward(
     }
     if let Some(Injected { status, body }) = injected {
         let mut metered = state.metered();
-        metered.requests += 1;
         metered.faults += 1;
         metered.statuses.push(status);
         return (
@@ -182,7 +197,6 @@ async fn forward(
         Ok(upstream) => upstream,
         Err(_) => {
             let mut metered = state.metered();
-            metered.requests += 1;
             metered.unreachable += 1;
             metered.statuses.push(502);
             return (
@@ -193,11 +207,13 @@ async fn forward(
         }
     };
     let status = upstream.status().as_u16();
-    {
+    let success = (200..300).contains(&status);
+    let number = {
         let mut metered = state.metered();
         metered.requests += 1;
         metered.statuses.push(status);
-    }
+        u64::from(metered.requests)
+    };
     let mut response =
         Response::builder().status(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY));
     for (name, value) in upstream.headers() {
@@ -208,11 +224,19 @@ async fn forward(
             response = response.header(name, value);
         }
     }
-    let success = (200..300).contains(&status);
-    // The bytes go on as they come; a copy is read for usage when the stream ends.
+    // The bytes go on as they come; a copy is read for usage when the stream ends (or when
+    // the trial ends first).
     let seen = Arc::new(Mutex::new(Vec::<u8>::new()));
+    if success {
+        state
+            .open
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(number, seen.clone());
+    }
     let tee = seen.clone();
     let metered = state.metered.clone();
+    let open = state.open.clone();
     let stream = upstream
         .bytes_stream()
         .map(move |chunk| {
@@ -224,7 +248,11 @@ async fn forward(
             chunk
         })
         .chain(futures_util::stream::once(async move {
-            if success {
+            let ended = open
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .remove(&number);
+            if ended.is_some() {
                 let bytes = seen.lock().map(|seen| seen.clone()).unwrap_or_default();
                 metered
                     .lock()
@@ -294,6 +322,40 @@ mod tests {
         let body = "{\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":1}}";
         assert_eq!(usage_in(body.as_bytes()), Some((2, 1)));
         assert_eq!(usage_in(b"data: {\"choices\":[]}\n\n"), None);
+    }
+
+    #[tokio::test]
+    async fn a_response_cut_off_before_its_end_is_unmeasured() {
+        // An upstream that sends headers and part of a stream, then stops answering.
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .unwrap();
+        let upstream = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut buffer = [0u8; 4096];
+            let _ = socket.read(&mut buffer).await;
+            let _ = socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n10\r\ndata: {\"x\":1}\n\n\r\n")
+                .await;
+            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+        });
+        let proxy = Proxy::start(&upstream, FaultPlan::default(), None)
+            .await
+            .unwrap();
+        let client = reqwest::Client::new();
+        let response = client
+            .post(format!("{}/chat/completions", proxy.base_url()))
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        drop(response); // keel is gone before the end
+        let metered = proxy.metered();
+        assert_eq!((metered.requests, metered.unmeasured), (1, 1));
+        assert_eq!(metered.input_tokens, None, "never zero");
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub struct Cell {
     pub recovered_passed: u32,
     pub false_completions: u32,
     pub infra_failed: u32,
+    /// Kept from running by `--max-spend` (out of every rate, like `infra_failed`).
+    pub not_run: u32,
     pub proposals: u32,
     pub successful_ops: u32,
     pub requests: u32,
@@ -36,6 +38,10 @@ pub struct Cell {
     pub output_tokens: Option<u64>,
     pub keel_input_tokens: u64,
     pub keel_output_tokens: u64,
+    /// The proxy's and keel's input tokens over the trials keel reported usage for (a failed
+    /// turn reports none), for the gap between the two counts.
+    pub compared_proxy_input: u64,
+    pub compared_keel_input: u64,
     pub latency_ms_total: u64,
     pub duplicate_call_ids: u32,
     pub repeated_ops: u32,
@@ -46,15 +52,22 @@ pub struct Cell {
 }
 
 impl Cell {
-    fn add(&mut self, result: &TrialResult, cost: Option<(f64, String)>) {
-        if let Some((amount, currency)) = cost {
-            *self.estimated_cost.entry(currency).or_default() += amount;
+    fn add(&mut self, result: &TrialResult) {
+        if let Some(cost) = &result.cost {
+            *self
+                .estimated_cost
+                .entry(cost.currency.clone())
+                .or_default() += cost.amount;
         }
         *self
             .outcomes
             .entry(result.outcome.name().to_string())
             .or_default() += 1;
-        if result.outcome == Outcome::InfraFailed {
+        if result.never_ran() {
+            self.not_run += 1;
+            return;
+        }
+        if !result.is_counted() {
             self.infra_failed += 1;
             return;
         }
@@ -82,6 +95,10 @@ impl Cell {
             .map(|(a, b)| a + b);
         self.keel_input_tokens += result.keel_input_tokens;
         self.keel_output_tokens += result.keel_output_tokens;
+        if result.keel_input_tokens > 0 {
+            self.compared_keel_input += result.keel_input_tokens;
+            self.compared_proxy_input += result.metered.input_tokens.unwrap_or(0);
+        }
         self.latency_ms_total += result.latency_ms;
         self.duplicate_call_ids += result.duplicate_call_ids;
         self.repeated_ops += result.repeated_ops;
@@ -95,12 +112,11 @@ impl Cell {
         }
     }
 
-    /// The proxy's input tokens differ from keel's own count by more than 10%.
+    /// The proxy's input tokens differ from keel's own count by more than 10% (over the
+    /// trials keel reported usage for).
     fn metering_gap(&self) -> bool {
-        self.input_tokens.is_some_and(|proxy| {
-            let keel = self.keel_input_tokens;
-            proxy.abs_diff(keel) * 10 > proxy.max(keel)
-        })
+        let (proxy, keel) = (self.compared_proxy_input, self.compared_keel_input);
+        self.input_tokens.is_some() && proxy.abs_diff(keel) * 10 > proxy.max(keel)
     }
 }
 
@@ -113,6 +129,8 @@ pub struct McNemar {
     pub second_only: u32,
     pub p_value: f64,
     pub stable: bool,
+    /// The second variant's pass rate minus the first's, over the pairs.
+    pub difference: f64,
 }
 
 /// The whole report.
@@ -147,12 +165,7 @@ pub fn final_results(attempts: &[Attempt]) -> Vec<TrialResult> {
 }
 
 impl Report {
-    /// The report of `results`; `cost` prices one trial (amount, currency), where it can.
-    pub fn from_results(
-        results: &[TrialResult],
-        reps: u32,
-        cost: impl Fn(&TrialResult) -> Option<(f64, String)>,
-    ) -> Report {
+    pub fn from_results(results: &[TrialResult], reps: u32) -> Report {
         let mut rows: BTreeMap<String, BTreeMap<String, Cell>> = BTreeMap::new();
         let mut totals: BTreeMap<String, Cell> = BTreeMap::new();
         for result in results {
@@ -164,14 +177,13 @@ impl Report {
                 result.kind.name()
             );
             let variant = key.variant.name().to_string();
-            let priced = cost(result);
             rows.entry(row)
                 .or_default()
                 .entry(variant.clone())
                 .or_default()
-                .add(result, priced.clone());
+                .add(result);
             if seed_kind(result.kind) {
-                totals.entry(variant).or_default().add(result, priced);
+                totals.entry(variant).or_default().add(result);
             }
         }
         let pass_at_1 = totals
@@ -186,7 +198,7 @@ impl Report {
             })
             .collect();
         Report {
-            pass_all_reps: pass_all_reps(results),
+            pass_all_reps: pass_all_reps(results, reps),
             mcnemar: mcnemar(results),
             duplicate_call_ids: results.iter().map(|r| r.duplicate_call_ids).sum(),
             trials: results.len() as u32,
@@ -269,15 +281,19 @@ impl Report {
             None => out.push_str("One variant only: nothing to compare.\n"),
             Some(test) => out.push_str(&format!(
                 "{} pairs (same model, effort, task and repetition): base alone passed {}, policy \
-                 alone passed {}; exact McNemar p = {:.4}. {}\n",
+                 alone passed {}; policy − base = {:+.3} in pass rate; exact McNemar p = {:.4}. \
+                 {}\n",
                 test.pairs,
                 test.first_only,
                 test.second_only,
+                test.difference,
                 test.p_value,
-                if test.stable {
-                    "The difference is stable (p < 0.05)."
-                } else {
-                    "Not a stable difference (p >= 0.05): keep the production prompt, as the seed did."
+                match (test.stable, test.second_only > test.first_only) {
+                    (true, true) => "A stable gain for policy (p < 0.05).",
+                    (true, false) => "A stable loss for policy (p < 0.05): keep the production prompt.",
+                    (false, _) => {
+                        "Not a stable difference (p >= 0.05): keep the production prompt, as the seed did."
+                    }
                 }
             )),
         }
@@ -343,25 +359,24 @@ fn passed_first_time(result: &TrialResult) -> bool {
     result.outcome == Outcome::Passed && !result.recovered
 }
 
-fn pass_all_reps(results: &[TrialResult]) -> BTreeMap<String, f64> {
-    let mut groups: BTreeMap<(String, String, Option<String>, String), bool> = BTreeMap::new();
+/// Per variant, the share of (model, effort, task) cells that passed in every one of `reps`
+/// repetitions (a cell missing a counted repetition did not).
+fn pass_all_reps(results: &[TrialResult], reps: u32) -> BTreeMap<String, f64> {
+    let mut groups: BTreeMap<(String, String, Option<String>, String), u32> = BTreeMap::new();
     for result in results.iter().filter(|r| seed_kind(r.kind)) {
-        if result.outcome == Outcome::InfraFailed {
-            continue;
-        }
         let key = (
             result.key.variant.name().to_string(),
             result.key.model.clone(),
             result.key.effort.clone(),
             result.key.task.clone(),
         );
-        let all = groups.entry(key).or_insert(true);
-        *all &= passed_first_time(result);
+        let passes = groups.entry(key).or_insert(0);
+        *passes += u32::from(result.is_counted() && passed_first_time(result));
     }
     let mut shares: BTreeMap<String, (u32, u32)> = BTreeMap::new();
-    for ((variant, ..), all) in groups {
+    for ((variant, ..), passes) in groups {
         let entry = shares.entry(variant).or_default();
-        entry.0 += u32::from(all);
+        entry.0 += u32::from(passes == reps);
         entry.1 += 1;
     }
     shares
@@ -373,7 +388,7 @@ fn pass_all_reps(results: &[TrialResult]) -> BTreeMap<String, f64> {
 fn mcnemar(results: &[TrialResult]) -> Option<McNemar> {
     let mut pairs: BTreeMap<_, [Option<bool>; 2]> = BTreeMap::new();
     for result in results.iter().filter(|r| seed_kind(r.kind)) {
-        if result.outcome == Outcome::InfraFailed {
+        if !result.is_counted() {
             continue;
         }
         let side = match result.key.variant {
@@ -392,7 +407,11 @@ fn mcnemar(results: &[TrialResult]) -> Option<McNemar> {
     let first_only = complete.iter().filter(|(b, p)| *b && !*p).count() as u32;
     let second_only = complete.iter().filter(|(b, p)| !*b && *p).count() as u32;
     let p_value = exact_mcnemar(first_only, second_only);
+    let rate = |passed: usize| passed as f64 / complete.len() as f64;
+    let difference = rate(complete.iter().filter(|(_, p)| *p).count())
+        - rate(complete.iter().filter(|(b, _)| *b).count());
     Some(McNemar {
+        difference,
         pairs: complete.len() as u32,
         first_only,
         second_only,

@@ -13,12 +13,15 @@
 //!   recorded as `budget_exhausted` (`--max-spend`), never silently left out.
 
 use crate::EvalError;
-use crate::log::{Attempt, AttemptsLog, BinaryId, Manifest, Outcome, TrialResult};
+use crate::log::{
+    Attempt, AttemptsLog, BinaryId, Cost, INTERRUPTED, Manifest, NOT_RUN_MAX_SPEND, Outcome,
+    TrialResult,
+};
 use crate::matrix::{MatrixSpec, Shard, TrialKey};
 use crate::report::{Report, final_results};
 use crate::suite::Suite;
 use crate::trial::{ProviderTarget, TrialSetup, run_trial};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -79,32 +82,52 @@ impl RunPlan {
     }
 }
 
-/// The trials of `attempts` that are done (never run again), and the attempt number each
-/// other trial already reached.
-fn settled(attempts: &[Attempt]) -> (BTreeMap<String, ()>, BTreeMap<String, u32>) {
-    let mut reached: BTreeMap<String, u32> = BTreeMap::new();
-    let mut done = BTreeMap::new();
-    for attempt in attempts {
-        match attempt {
-            Attempt::Admitted { trial, attempt } => {
-                let entry = reached.entry(trial.clone()).or_default();
-                *entry = (*entry).max(*attempt);
-            }
-            Attempt::Finished(result) => {
-                let again = result.outcome == Outcome::InfraFailed
-                    && (result.attempt < 2 || result.detail.as_deref() == Some(INTERRUPTED));
-                if again {
-                    done.remove(&result.trial);
-                } else {
-                    done.insert(result.trial.clone(), ());
+/// Where the log leaves each trial.
+#[derive(Debug, Default)]
+struct Settled {
+    /// Trials that never run again.
+    done: BTreeSet<String>,
+    /// The attempt number each trial reached.
+    reached: BTreeMap<String, u32>,
+    /// Harness failures (not interruptions) per trial: one gets a retry, two end the trial.
+    failures: BTreeMap<String, u32>,
+    /// The estimated spend of the finished trials.
+    spend: f64,
+}
+
+impl Settled {
+    fn of(attempts: &[Attempt]) -> Settled {
+        let mut settled = Settled::default();
+        for attempt in attempts {
+            match attempt {
+                Attempt::Admitted { trial, attempt } => {
+                    let entry = settled.reached.entry(trial.clone()).or_default();
+                    *entry = (*entry).max(*attempt);
+                }
+                Attempt::Finished(result) => {
+                    settled.finish(result);
                 }
             }
         }
+        settled
     }
-    (done, reached)
-}
 
-const INTERRUPTED: &str = "interrupted";
+    /// Count `result`; whether its trial runs again.
+    fn finish(&mut self, result: &TrialResult) -> bool {
+        self.spend += result.cost.as_ref().map_or(0.0, |cost| cost.amount);
+        if result.is_retryable_failure() {
+            *self.failures.entry(result.trial.clone()).or_default() += 1;
+        }
+        let again = result.outcome == Outcome::InfraFailed
+            && self.failures.get(&result.trial).copied().unwrap_or(0) < 2;
+        if again {
+            self.done.remove(&result.trial);
+        } else {
+            self.done.insert(result.trial.clone());
+        }
+        again
+    }
+}
 
 /// Run (or go on with) `plan` in its directory until done or `stop` turns true.
 pub async fn run(
@@ -113,6 +136,8 @@ pub async fn run(
     progress: impl Fn(&Progress),
 ) -> Result<Finished, EvalError> {
     std::fs::create_dir_all(&plan.out).map_err(|error| EvalError::io(&plan.out, error))?;
+    // One run in a directory at a time (two resumes would run the same trials).
+    let _held = hold_directory(&plan.out)?;
     let manifest = plan.manifest();
     match Manifest::read(&plan.out)? {
         Some(existing) => {
@@ -128,17 +153,19 @@ pub async fn run(
         None => manifest.write(&plan.out)?,
     }
     let attempts = AttemptsLog::read(&plan.out)?;
-    let (done, mut reached) = settled(&attempts);
+    let mut settled = Settled::of(&attempts);
     let trials = plan.matrix.shard(plan.shard);
     let total = trials.len() as u32;
     let mut queue: VecDeque<TrialKey> = trials
         .into_iter()
-        .filter(|trial| !done.contains_key(&trial.id()))
+        .filter(|trial| !settled.done.contains(&trial.id()))
         .collect();
     let mut log = AttemptsLog::open(&plan.out)?;
     let mut state = Progress {
         done: total - queue.len() as u32,
         total,
+        // A resumed run's budget counts what it already spent.
+        spend: settled.spend,
         ..Progress::default()
     };
     let targets: BTreeMap<String, ProviderTarget> = plan
@@ -158,8 +185,8 @@ pub async fn run(
             && running.len() < plan.concurrency.max(1) as usize
             && let Some(key) = queue.pop_front()
         {
-            let attempt = reached.get(&key.id()).copied().unwrap_or(0) + 1;
-            reached.insert(key.id(), attempt);
+            let attempt = settled.reached.get(&key.id()).copied().unwrap_or(0) + 1;
+            settled.reached.insert(key.id(), attempt);
             let setup = setup_for(&plan, &targets, &key, attempt)?;
             log.append(&Attempt::Admitted {
                 trial: key.id(),
@@ -175,11 +202,12 @@ pub async fn run(
             joined = running.join_next_with_id() => {
                 let Some(joined) = joined else { break };
                 match joined {
-                    Ok((id, result)) => {
+                    Ok((id, mut result)) => {
                         let key = in_flight.remove(&id).map(|(key, _)| key);
-                        state.spend += priced(&targets, &result).map_or(0.0, |(amount, _)| amount);
+                        result.cost = priced(&targets, &result);
+                        state.spend += result.cost.as_ref().map_or(0.0, |cost| cost.amount);
                         // The harness failed it: one more attempt, next.
-                        let again = result.outcome == Outcome::InfraFailed && result.attempt < 2;
+                        let again = settled.finish(&result);
                         log.append(&Attempt::Finished(Box::new(result.clone())))?;
                         match key {
                             Some(key) if again => queue.push_front(key),
@@ -230,7 +258,8 @@ pub async fn run(
     }
     if spend_reached {
         for key in queue.drain(..) {
-            let mut result = unfinished(&plan, &key, 1, "--max-spend reached before it ran");
+            let attempt = settled.reached.get(&key.id()).copied().unwrap_or(0);
+            let mut result = unfinished(&plan, &key, attempt, NOT_RUN_MAX_SPEND);
             result.outcome = Outcome::BudgetExhausted;
             log.append(&Attempt::Finished(Box::new(result)))?;
         }
@@ -243,13 +272,27 @@ pub async fn run(
     })
 }
 
+/// Hold `dir`'s lock for as long as the value lives; refused while another keel eval holds it.
+fn hold_directory(dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, EvalError> {
+    let path = dir.join(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|error| EvalError::io(&path, error))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|_| {
+        EvalError::Usage(format!(
+            "{}: another keel eval is running in this directory",
+            dir.display()
+        ))
+    })
+}
+
 /// Compute the report from `dir`'s log and write `report.md` and `report.json`.
 pub fn write_report(dir: &Path, manifest: &Manifest) -> Result<(Report, String), EvalError> {
-    let results = final_results(&AttemptsLog::read(dir)?);
-    let targets = manifest_targets(manifest);
-    let report = Report::from_results(&results, manifest.matrix.reps, |result| {
-        priced(&targets, result)
-    });
+    let results = final_results(&AttemptsLog::read_only(dir)?);
+    let report = Report::from_results(&results, manifest.matrix.reps);
     let (suite, shard) = (&manifest.suite, manifest.shard);
     let title = if shard.is_whole() {
         format!("keel eval — suite `{suite}`")
@@ -266,15 +309,6 @@ pub fn write_report(dir: &Path, manifest: &Manifest) -> Result<(Report, String),
     })?;
     std::fs::write(&json, text + "\n").map_err(|error| EvalError::io(&json, error))?;
     Ok((report, markdown))
-}
-
-/// The targets a manifest records, by name.
-pub(crate) fn manifest_targets(manifest: &Manifest) -> BTreeMap<String, ProviderTarget> {
-    serde_json::from_value::<Vec<ProviderTarget>>(manifest.settings["targets"].clone())
-        .unwrap_or_default()
-        .into_iter()
-        .map(|target| (target.name.clone(), target))
-        .collect()
 }
 
 /// What a report says first about how its trials ran.
@@ -324,6 +358,11 @@ fn setup_for(
             .join(attempt.to_string()),
         sandbox: plan.sandbox,
         faults: plan.faults.clone(),
+        hidden: vec![
+            plan.suite.dir.clone(),
+            plan.out.join(Manifest::FILE),
+            plan.out.join(AttemptsLog::FILE),
+        ],
         seed: plan.seed,
     })
 }
@@ -352,15 +391,13 @@ fn unfinished(plan: &RunPlan, key: &TrialKey, attempt: u32, detail: &str) -> Tri
         latency_ms: 0,
         session: None,
         marker: String::new(),
+        cost: None,
     }
 }
 
 /// What a trial's tokens cost by the provider's published price, and its currency (an
 /// estimate: all input is priced as cache misses); `None` where no price is known.
-pub(crate) fn priced(
-    targets: &BTreeMap<String, ProviderTarget>,
-    result: &TrialResult,
-) -> Option<(f64, String)> {
+fn priced(targets: &BTreeMap<String, ProviderTarget>, result: &TrialResult) -> Option<Cost> {
     let target = targets.get(&result.key.model)?;
     let price = keel_llm::price::known_price(target.base_url.as_deref()?, &target.model)?;
     let input = result
@@ -381,5 +418,8 @@ pub(crate) fn priced(
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_secs());
-    Some((price.cost(&usage, now), price.currency.clone()))
+    Some(Cost {
+        amount: price.cost(&usage, now),
+        currency: price.currency.clone(),
+    })
 }

@@ -243,6 +243,34 @@ pub(crate) fn copy_seed(from: &Path, to: &Path, marker: &str) -> Result<(), Eval
     Ok(())
 }
 
+/// Copy a trial's workspace from `from` into `to` (created) as it is — links as links, other
+/// special files left out — but for the top-level names in `leave_out`.
+pub(crate) fn copy_workspace(from: &Path, to: &Path, leave_out: &[&str]) -> Result<(), EvalError> {
+    std::fs::create_dir_all(to).map_err(|error| EvalError::io(to, error))?;
+    for entry in std::fs::read_dir(from).map_err(|error| EvalError::io(from, error))? {
+        let entry = entry.map_err(|error| EvalError::io(from, error))?;
+        if leave_out.iter().any(|name| entry.file_name() == *name) {
+            continue;
+        }
+        let source = entry.path();
+        let target = to.join(entry.file_name());
+        let kind = entry
+            .file_type()
+            .map_err(|error| EvalError::io(&source, error))?;
+        if kind.is_symlink() {
+            let link =
+                std::fs::read_link(&source).map_err(|error| EvalError::io(&source, error))?;
+            std::os::unix::fs::symlink(link, &target)
+                .map_err(|error| EvalError::io(&target, error))?;
+        } else if kind.is_dir() {
+            copy_workspace(&source, &target, &[])?;
+        } else if kind.is_file() {
+            std::fs::copy(&source, &target).map_err(|error| EvalError::io(&target, error))?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

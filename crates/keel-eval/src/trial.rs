@@ -6,9 +6,11 @@
 //!   and accounts, `auto` permissions, the sandbox, the effort); no user MCP servers, rules,
 //!   global `AGENTS.md` or commands. Its environment is `PATH`, `HOME`, `KEEL_HOME` and the
 //!   provider's key variables, nothing else.
-//! - The grader is copied in only after the agent's process group is gone (no background job
-//!   can write late); it runs with no key and no `KEEL_HOME`, confined to the workspace
-//!   unless the run is unsandboxed, and is given the final answer in a file.
+//! - The grader runs on a copy of the workspace made after the agent's process group is gone
+//!   (no background job can write into what is graded); it runs with no key and no
+//!   `KEEL_HOME`, confined to that copy unless the run is unsandboxed, and is given the final
+//!   answer in a file. The agent's commands cannot read the suite (graders, references) or
+//!   the run's log.
 //! - A stopped turn is never made a pass: a pass after the harness's one recovery is marked
 //!   `recovered` and counted apart.
 
@@ -81,6 +83,9 @@ pub struct TrialSetup {
     pub dir: PathBuf,
     pub sandbox: bool,
     pub faults: String,
+    /// What the agent's commands may not read: the suite (its graders and references) and
+    /// the run's own log.
+    pub hidden: Vec<PathBuf>,
     /// `--seed`: markers derived from it and the trial (a rerun gets the same ones); `None`:
     /// random.
     pub seed: Option<u64>,
@@ -110,6 +115,7 @@ pub async fn run_trial(setup: TrialSetup) -> TrialResult {
         latency_ms: 0,
         session: None,
         marker: marker.clone(),
+        cost: None,
     };
     match attempt(&setup, &marker, &mut result).await {
         Ok(()) => {}
@@ -171,11 +177,11 @@ async fn attempt(
     let mut observed = Observed::default();
     let prompt = setup.task.prompt_for(marker);
     let deadline = Instant::now() + Duration::from_secs(setup.task.timeout_secs);
-    let first = run_keel(setup, &work, &home, &[prompt.as_str()], deadline).await?;
+    let first = run_keel(setup, (&work, &home), &[prompt.as_str()], 1, deadline).await?;
     observed.read_run(&first.stdout);
     let mut exit = first.exit;
     // The harness's one explicit recovery per incident, recorded.
-    if exit == Some(1)
+    if exit == Some(RunExit::Code(1))
         && let (Some(recovery), Some(session)) =
             (observed.recovery.clone(), observed.session.clone())
     {
@@ -183,9 +189,9 @@ async fn attempt(
         let command = format!("/recover-context {recovery}");
         let again = run_keel(
             setup,
-            &work,
-            &home,
+            (&work, &home),
             &["--session", &session, &command],
+            2,
             deadline,
         )
         .await?;
@@ -213,7 +219,7 @@ async fn attempt(
             Outcome::Timeout,
             Some(format!("over {} s", setup.task.timeout_secs)),
         ),
-        Some(0) => {
+        Some(RunExit::Code(0)) => {
             let passed = verify(setup, &work, &home, &answer_file, marker).await?;
             if passed {
                 (Outcome::Passed, None)
@@ -221,15 +227,23 @@ async fn attempt(
                 (Outcome::VerificationFailed, None)
             }
         }
-        Some(1) if result.metered.budget_exhausted => {
+        Some(RunExit::Code(1)) if result.metered.budget_exhausted => {
             (Outcome::BudgetExhausted, Some("tokens".into()))
         }
-        Some(1) => failed_turn(observed.failure, result.metered.unreachable),
-        Some(code) => (
+        Some(RunExit::Code(1)) => failed_turn(
+            observed.failure,
+            &observed.failure_message,
+            result.metered.unreachable,
+        ),
+        Some(RunExit::Code(code)) => (
             Outcome::InfraFailed,
             Some(format!(
                 "keel run exited {code} (see its stderr in the trial's directory)"
             )),
+        ),
+        Some(RunExit::Signal(signal)) => (
+            Outcome::InfraFailed,
+            Some(format!("keel run was killed by signal {signal}")),
         ),
     };
     result.outcome = outcome;
@@ -237,17 +251,32 @@ async fn attempt(
     Ok(())
 }
 
-/// How a failed turn counts.
-fn failed_turn(kind: Option<FailureKind>, unreachable: u32) -> (Outcome, Option<String>) {
+/// How a failed turn counts: the provider or the network failing (after keel's retries) is
+/// infrastructure; running out of rounds or quota is a budget; the rest is the agent's.
+fn failed_turn(
+    kind: Option<FailureKind>,
+    message: &str,
+    unreachable: u32,
+) -> (Outcome, Option<String>) {
     let named = kind.map(|kind| kind.as_str().to_string());
     match kind {
         _ if unreachable > 0 => (
             Outcome::InfraFailed,
             Some("the provider was unreachable".into()),
         ),
-        Some(FailureKind::Limit) => (Outcome::BudgetExhausted, Some("rounds".into())),
+        Some(FailureKind::Limit) if message.contains("(max_rounds)") => {
+            (Outcome::BudgetExhausted, Some("rounds".into()))
+        }
         Some(FailureKind::Quota) => (Outcome::BudgetExhausted, Some("provider quota".into())),
-        Some(FailureKind::Auth | FailureKind::Transport) => (Outcome::InfraFailed, named),
+        Some(
+            FailureKind::Auth
+            | FailureKind::Transport
+            | FailureKind::Timeout
+            | FailureKind::Server
+            | FailureKind::RateLimit
+            | FailureKind::EmptyResponse
+            | FailureKind::StreamCorrupt,
+        ) => (Outcome::InfraFailed, named),
         _ => (Outcome::AgentError, named),
     }
 }
@@ -333,6 +362,13 @@ fn write_config(setup: &TrialSetup, home: &Path, base_url: &str) -> Result<(), E
         "off"
     };
     sandbox.insert("mode".into(), Value::String(mode.into()));
+    let hidden: Vec<Value> = setup
+        .hidden
+        .iter()
+        .filter(|path| path.exists())
+        .map(|path| Value::String(path.display().to_string()))
+        .collect();
+    sandbox.insert("forbid_read".into(), Value::Array(hidden));
     config.insert("sandbox".into(), Value::Table(sandbox));
     let text = toml::to_string(&config).map_err(|error| EvalError::Harness(error.to_string()))?;
     let path = home.join("config.toml");
@@ -343,18 +379,28 @@ fn write_config(setup: &TrialSetup, home: &Path, base_url: &str) -> Result<(), E
 struct RunOutput {
     stdout: String,
     /// `None`: it was stopped at the deadline.
-    exit: Option<i32>,
+    exit: Option<RunExit>,
 }
 
-/// Run `keel run --json ARGS` for the trial, its process group killed when it ends (or at
-/// `deadline`).
+/// How a child run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RunExit {
+    Code(i32),
+    Signal(i32),
+}
+
+/// Run `keel run --json ARGS` for the trial (its `run`-th run: the first, or the recovery),
+/// its process group killed when it ends, at `deadline`, or when this future is dropped (a
+/// stopped eval). Its events and stderr are kept in the attempt's directory, a stopped run's
+/// too.
 async fn run_keel(
     setup: &TrialSetup,
-    work: &Path,
-    home: &Path,
+    (work, home): (&Path, &Path),
     args: &[&str],
+    run: u32,
     deadline: Instant,
 ) -> Result<RunOutput, EvalError> {
+    use tokio::io::AsyncReadExt;
     let mut command = tokio::process::Command::new(&setup.keel);
     command.arg("run").arg("--json");
     if setup.key.variant == Variant::Policy {
@@ -377,36 +423,69 @@ async fn run_keel(
     for (variable, value) in key_values(&setup.target) {
         command.env(variable, value);
     }
-    let child = command
+    let mut child = command
         .spawn()
         .map_err(|error| EvalError::Harness(format!("cannot run keel: {error}")))?;
-    let group = child.id();
-    let left = deadline.saturating_duration_since(Instant::now());
-    let waited = tokio::time::timeout(left, child.wait_with_output()).await;
-    // Whatever the agent started goes with it, before anything is graded.
-    if let Some(group) = group.and_then(|id| i32::try_from(id).ok()) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(group),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-    let output = match waited {
-        Err(_) => {
-            return Ok(RunOutput {
-                stdout: String::new(),
-                exit: None,
-            });
-        }
-        Ok(output) => output.map_err(|error| EvalError::Harness(format!("keel run: {error}")))?,
+    let group = GroupKill(child.id().and_then(|id| i32::try_from(id).ok()));
+    let drain = |pipe: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>>| {
+        tokio::spawn(async move {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes).await;
+            }
+            bytes
+        })
     };
-    let stderr = setup.dir.join("stderr.txt");
-    let _ = std::fs::write(&stderr, &output.stderr);
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let _ = std::fs::write(setup.dir.join("events.jsonl"), &stdout);
+    let stdout = drain(child.stdout.take().map(|pipe| Box::new(pipe) as Box<_>));
+    let stderr = drain(child.stderr.take().map(|pipe| Box::new(pipe) as Box<_>));
+    let left = deadline.saturating_duration_since(Instant::now());
+    let status = match tokio::time::timeout(left, child.wait()).await {
+        Ok(status) => {
+            Some(status.map_err(|error| EvalError::Harness(format!("keel run: {error}")))?)
+        }
+        Err(_) => {
+            let _ = child.start_kill();
+            None
+        }
+    };
+    // Whatever the agent started goes with it, before anything is read or graded.
+    drop(group);
+    let collect = |task: tokio::task::JoinHandle<Vec<u8>>| async move {
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default()
+    };
+    let (stdout, stderr) = (collect(stdout).await, collect(stderr).await);
+    let _ = std::fs::write(setup.dir.join(format!("stderr-{run}.txt")), &stderr);
+    let _ = std::fs::write(setup.dir.join(format!("events-{run}.jsonl")), &stdout);
+    let exit = status.map(|status| {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(code), _) => RunExit::Code(code),
+            (None, signal) => RunExit::Signal(signal.unwrap_or(0)),
+        }
+    });
     Ok(RunOutput {
-        stdout,
-        exit: Some(output.status.code().unwrap_or(130)),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        exit,
     })
+}
+
+/// Kills a process group when dropped: a trial's keel and everything it started, whether the
+/// run ended, timed out, or the eval stopped.
+struct GroupKill(Option<i32>);
+
+impl Drop for GroupKill {
+    fn drop(&mut self) {
+        if let Some(group) = self.0 {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(group),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
 }
 
 /// The key variables the trial's child gets (a mock trial: a made-up key).
@@ -421,7 +500,8 @@ fn key_values(target: &ProviderTarget) -> Vec<(String, OsString)> {
         .collect()
 }
 
-/// Copy the grader in and run it: `true` when it passes.
+/// Grade a copy of the workspace made now, after the agent is gone (nothing it left running
+/// can change what is graded, and no name it planted is in the way): `true` when it passes.
 async fn verify(
     setup: &TrialSetup,
     work: &Path,
@@ -429,8 +509,11 @@ async fn verify(
     answer: &Path,
     marker: &str,
 ) -> Result<bool, EvalError> {
+    let graded = setup.dir.join("graded");
+    let _ = std::fs::remove_dir_all(&graded);
+    crate::task::copy_workspace(work, &graded, &[GRADER_SCRIPT, GRADER_ANSWER])?;
     let grader = Grader {
-        work: work.to_path_buf(),
+        work: graded,
         home: home.to_path_buf(),
         marker: marker.to_string(),
         sandbox: setup.sandbox,
