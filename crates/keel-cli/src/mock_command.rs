@@ -21,6 +21,18 @@ pub fn load_scenario(name_or_file: &str) -> anyhow::Result<Scenario> {
     keel_mock::builtin(name_or_file).map_err(|error| UsageError(error.to_string()).into())
 }
 
+/// What to do to send keel to the mock at `base_url`: one command, or config lines.
+fn how_to_point_keel_at(base_url: &str) -> String {
+    format!(
+        "keel mock: point keel at it for one run with\n  \
+         DEEPSEEK_BASE_URL={base_url} DEEPSEEK_API_KEY=anything keel run \"hello\"\n\
+         or in $KEEL_HOME/config.toml:\n  \
+         model = \"deepseek/mock-model\"\n  \
+         [providers.deepseek]\n  \
+         base_url = \"{base_url}\""
+    )
+}
+
 pub async fn run(args: MockArgs) -> anyhow::Result<Outcome> {
     if !args.addr.ip().is_loopback() {
         return Err(UsageError(format!(
@@ -42,6 +54,7 @@ pub async fn run(args: MockArgs) -> anyhow::Result<Outcome> {
         "keel mock: serving scenario `{}` (Ctrl-C to stop)",
         args.scenario
     );
+    eprintln!("{}", how_to_point_keel_at(&server.base_url()));
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = server.wait() => {}

@@ -1,0 +1,182 @@
+//! The documentation a user reads: every relative link in README.md and docs/ resolves to a
+//! file in the repository, the README's first lines hold the quick start's two commands, and
+//! docs/events.md lists exactly the event types keel emits.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// README.md and every markdown file under docs/.
+fn documents() -> Vec<PathBuf> {
+    let root = repository();
+    let mut documents = vec![root.join("README.md")];
+    let mut stack = vec![root.join("docs")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "md") {
+                documents.push(path);
+            }
+        }
+    }
+    documents
+}
+
+/// The targets of `[text](target)` links in `markdown`.
+fn links(markdown: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = markdown;
+    while let Some(start) = rest.find("](") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find(')') else { break };
+        found.push(after[..end].to_string());
+        rest = &after[end..];
+    }
+    found
+}
+
+#[test]
+fn every_relative_link_resolves_inside_the_repository() {
+    let root = repository();
+    let mut checked = 0;
+    for document in documents() {
+        let text = std::fs::read_to_string(&document).unwrap();
+        for link in links(&text) {
+            if link.starts_with("http://")
+                || link.starts_with("https://")
+                || link.starts_with("mailto:")
+                || link.starts_with('#')
+            {
+                continue;
+            }
+            let path = link.split('#').next().unwrap();
+            let target = document.parent().unwrap().join(path);
+            let resolved = target
+                .canonicalize()
+                .unwrap_or_else(|_| panic!("{}: `{link}` does not resolve", document.display()));
+            assert!(
+                resolved.starts_with(&root),
+                "{}: `{link}` leads outside the repository",
+                document.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 20, "links were found and checked ({checked})");
+}
+
+#[test]
+fn the_readme_starts_with_the_quick_starts_two_commands() {
+    let readme = std::fs::read_to_string(repository().join("README.md")).unwrap();
+    let head: Vec<&str> = readme.lines().take(40).collect();
+    let tests = readme
+        .split("## Tests")
+        .nth(1)
+        .and_then(|section| section.split("```sh").nth(1))
+        .and_then(|block| block.lines().nth(1))
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(
+        head.iter().any(|line| line.contains(" demo")),
+        "the demo command is in the first 40 lines"
+    );
+    assert!(
+        head.iter()
+            .any(|line| line.trim_start().starts_with(&tests)),
+        "the test command (`{tests}`, as ## Tests has it) is in the first 40 lines"
+    );
+}
+
+#[test]
+fn docs_events_lists_exactly_the_event_types_keel_emits() {
+    let source =
+        std::fs::read_to_string(repository().join("crates/keel-types/src/event.rs")).unwrap();
+    let body = source
+        .split("pub enum EventBody")
+        .nth(1)
+        .unwrap()
+        .split("\n}\n")
+        .next()
+        .unwrap();
+    let emitted: BTreeSet<String> = body
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("#[serde(rename = \""))
+        .filter_map(|rest| rest.split('"').next())
+        .map(str::to_string)
+        .collect();
+    let variants = body
+        .lines()
+        .filter(|line| {
+            let line = line.trim_start();
+            line.starts_with(|c: char| c.is_ascii_uppercase()) && !line.starts_with("///")
+        })
+        .count();
+    assert_eq!(variants, emitted.len(), "every variant has a wire name");
+    let doc = std::fs::read_to_string(repository().join("docs/events.md")).unwrap();
+    let documented: BTreeSet<String> = doc
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .filter_map(|rest| rest.split('`').next())
+        .map(str::to_string)
+        .collect();
+    assert_eq!(documented, emitted);
+}
+
+#[test]
+fn keel_mock_says_how_to_point_keel_at_it_and_that_works() {
+    use std::io::BufRead;
+    let keel = env!("CARGO_BIN_EXE_keel");
+    let mut mock = std::process::Command::new(keel)
+        .args(["mock", "--scenario", "basic"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = std::io::BufReader::new(mock.stderr.take().unwrap());
+    let (found, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if line.contains("DEEPSEEK_BASE_URL=") {
+                let _ = found.send(line);
+            }
+        }
+    });
+    let command = lines.recv_timeout(std::time::Duration::from_secs(20));
+    let Ok(command) = command else {
+        let _ = mock.kill();
+        panic!("keel mock never said how to point keel at it");
+    };
+    let base_url = command
+        .split_whitespace()
+        .find_map(|word| word.strip_prefix("DEEPSEEK_BASE_URL="))
+        .unwrap()
+        .to_string();
+    let home = tempfile::tempdir().unwrap();
+    let run = std::process::Command::new(keel)
+        .args(["run", "hello"])
+        .current_dir(home.path())
+        .env("KEEL_HOME", home.path())
+        .env("DEEPSEEK_BASE_URL", &base_url)
+        .env("DEEPSEEK_API_KEY", "anything")
+        .env_remove("KEEL_MODEL")
+        .output()
+        .unwrap();
+    let _ = mock.kill();
+    let _ = mock.wait();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(!run.stdout.is_empty(), "an answer from the mock");
+}
