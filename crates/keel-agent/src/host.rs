@@ -76,6 +76,40 @@ impl Host {
         Ok(self.store.sessions_for_workspace(workspace)?)
     }
 
+    /// Remove session `id`: everything the store holds for it (refused while a live process
+    /// holds it), then its files under `keel_home` — its temp dir, and its snapshot refs and
+    /// index in every snapshot store (their objects go at the next prune). What could not be
+    /// removed from disk is returned, named.
+    pub fn remove_session(&self, id: &str, keel_home: &Path) -> Result<Vec<String>, AgentError> {
+        self.store.remove_session(id)?;
+        let mut left = Vec::new();
+        let mut remove = |path: std::path::PathBuf| {
+            let removed = if path.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+            match removed {
+                Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                    left.push(format!("{}: {error}", path.display()));
+                }
+                _ => {}
+            }
+        };
+        remove(keel_home.join("tmp").join(id));
+        let stores = std::fs::read_dir(keel_home.join("snapshots"))
+            .into_iter()
+            .flatten()
+            .flatten();
+        for store in stores {
+            let store = store.path();
+            remove(store.join("refs/keel").join(id));
+            remove(store.join(format!("index-{id}")));
+            remove(store.join(format!("pruned-{id}")));
+        }
+        Ok(left)
+    }
+
     pub fn transcript(&self, id: &str) -> Result<Transcript, AgentError> {
         transcript(&self.store, id)
     }

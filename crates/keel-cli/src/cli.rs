@@ -28,8 +28,8 @@ pub enum Command {
     Mock(MockArgs),
     /// A full session against the built-in fake provider; no key, no network.
     Demo,
-    /// List the sessions of this workspace, newest first.
-    Sessions,
+    /// List the sessions of this workspace, newest first (`--prune AGE` removes the old ones).
+    Sessions(SessionsArgs),
     /// Inspect one session.
     #[command(subcommand)]
     Session(SessionCommand),
@@ -142,6 +142,9 @@ pub enum McpCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum SessionCommand {
+    /// Remove a session: its history, receipts, checkpoints, snapshots and temp files
+    /// (refused while another keel holds it).
+    Rm { id: String },
     /// The transcript of a session: its history and tool receipts.
     Show {
         id: String,
@@ -234,9 +237,18 @@ pub struct CommonArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// Remove this workspace's sessions not used for AGE (e.g. 30d, 12h, 90m, 2w); one that
+    /// another keel holds is left, and said.
+    #[arg(long, value_name = "AGE")]
+    pub prune: Option<String>,
+}
+
+#[derive(Debug, Args)]
 pub struct RunArgs {
-    /// What to ask. A PROMPT that starts with `/` is a slash command.
-    pub prompt: String,
+    /// What to ask. A PROMPT that starts with `/` is a slash command. `-` (or no PROMPT with
+    /// a piped stdin) reads it from stdin.
+    pub prompt: Option<String>,
 }
 
 #[derive(Debug, Args)]

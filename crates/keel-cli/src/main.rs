@@ -127,10 +127,19 @@ fn exit_code_of(error: &anyhow::Error) -> u8 {
 
 async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
     match cli.command {
-        Some(cli::Command::Run(args)) => run::run_command(&cli.common, &args.prompt).await,
+        Some(cli::Command::Run(args)) => {
+            let prompt = run::prompt_of(args.prompt)?;
+            run::run_command(&cli.common, &prompt).await
+        }
         Some(cli::Command::Mock(args)) => mock_command::run(args).await,
         Some(cli::Command::Demo) => demo::run(&cli.common).await,
-        Some(cli::Command::Sessions) => sessions::list(&cli.common),
+        Some(cli::Command::Sessions(args)) => match args.prune {
+            Some(age) => sessions::prune(&cli.common, &age),
+            None => sessions::list(&cli.common),
+        },
+        Some(cli::Command::Session(cli::SessionCommand::Rm { id })) => {
+            sessions::remove(&cli.common, &id)
+        }
         Some(cli::Command::Config) => config_command::run(&cli.common),
         Some(cli::Command::Serve(args)) => serve_command::run(&cli.common, args).await,
         Some(cli::Command::Acp) => acp_command::run(&cli.common).await,

@@ -18,6 +18,45 @@ use keel_tools::PermissionMode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
+/// The most bytes of a prompt read from stdin.
+const MOST_STDIN_PROMPT: u64 = 4 * 1024 * 1024;
+
+/// The prompt `keel run` was given: as an argument, or from stdin for `-` (or none, with stdin
+/// not a terminal).
+pub fn prompt_of(argument: Option<String>) -> anyhow::Result<String> {
+    use std::io::{IsTerminal, Read};
+    let from_stdin = match argument.as_deref() {
+        Some("-") => true,
+        Some(_) => false,
+        None if !std::io::stdin().is_terminal() => true,
+        None => {
+            return Err(UsageError(
+                "keel run needs a PROMPT: `keel run \"what to do\"`, or pipe one in \
+                 (`keel run - < prompt.txt`)"
+                    .into(),
+            )
+            .into());
+        }
+    };
+    if !from_stdin {
+        return Ok(argument.unwrap_or_default());
+    }
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MOST_STDIN_PROMPT + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MOST_STDIN_PROMPT {
+        return Err(UsageError(format!(
+            "the prompt on stdin is longer than {} MiB",
+            MOST_STDIN_PROMPT / 1024 / 1024
+        ))
+        .into());
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| UsageError("the prompt on stdin is not UTF-8 text".into()).into())
+}
+
 pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Outcome> {
     let unknown = || {
         let name = prompt.split_whitespace().next().unwrap_or("");

@@ -46,10 +46,15 @@ pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
         );
         return Ok(Outcome::Completed);
     }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
+        });
     for session in sessions {
-        let first_prompt = host
-            .transcript(&session.id)?
-            .items
+        let items = host.transcript(&session.id)?.items;
+        let turns = items.iter().map(|stored| stored.turn).max().unwrap_or(0);
+        let first_prompt = items
             .into_iter()
             .find_map(|stored| match stored.item {
                 Ok(Item::User { text }) => Some(text),
@@ -63,14 +68,129 @@ pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
             .chars()
             .take(60)
             .collect();
+        let ago = std::time::Duration::from_millis(
+            u64::try_from(now.saturating_sub(session.updated_at)).unwrap_or(0),
+        );
         out!(
-            "{}  {}  {}",
+            "{}  {:>9}  {:>3} turn{}  {}  {}",
             session.id,
+            format!("{} ago", humanize_roughly(ago)),
+            turns,
+            if turns == 1 { " " } else { "s" },
             visible_line(&format!("{}/{}", session.provider, session.model)),
             visible_line(&first_line)
         );
     }
     Ok(Outcome::Completed)
+}
+
+/// `keel session rm ID`.
+pub fn remove(common: &CommonArgs, id: &str) -> anyhow::Result<Outcome> {
+    let host = open_host()?;
+    if host.session(id)?.is_none() {
+        return Err(UsageError(format!(
+            "no session `{}`: `keel sessions` lists this workspace's sessions",
+            visible_line(id)
+        ))
+        .into());
+    }
+    let left = host.remove_session(id, &settings::keel_home()?)?;
+    if common.json {
+        out!("{}", json!({"removed": [id], "left_on_disk": left}));
+    } else {
+        out!("removed session {id}");
+        for what in left {
+            eprintln!("could not remove {}", visible_line(&what));
+        }
+    }
+    Ok(Outcome::Completed)
+}
+
+/// `keel sessions --prune AGE`: remove this workspace's sessions not used for `age`.
+pub fn prune(common: &CommonArgs, age: &str) -> anyhow::Result<Outcome> {
+    let age = parse_age(age)?;
+    let workspace = settings::workspace(common)?;
+    let host = open_host()?;
+    let keel_home = settings::keel_home()?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
+        });
+    let cutoff = now.saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX));
+    let mut removed = Vec::new();
+    let mut kept = Vec::new();
+    for session in host.sessions_for_workspace(&workspace.display().to_string())? {
+        if session.updated_at >= cutoff {
+            continue;
+        }
+        match host.remove_session(&session.id, &keel_home) {
+            Ok(_) => removed.push(session.id),
+            Err(error) => kept.push((session.id, error.to_string())),
+        }
+    }
+    if common.json {
+        out!(
+            "{}",
+            json!({"removed": removed, "kept": kept.iter().map(|(id, why)| json!({"id": id, "why": why})).collect::<Vec<_>>()})
+        );
+        return Ok(Outcome::Completed);
+    }
+    out!(
+        "removed {} session(s) not used for {}",
+        removed.len(),
+        humanize(age)
+    );
+    for (id, why) in kept {
+        out!("kept {id}: {}", visible_line(&why));
+    }
+    Ok(Outcome::Completed)
+}
+
+/// `30d`, `12h`, `90m`, `2w`, `45s`.
+fn parse_age(text: &str) -> Result<std::time::Duration, UsageError> {
+    let bad = || {
+        UsageError(format!(
+            "--prune {}: write an age such as 30d, 12h, 90m or 2w",
+            visible_line(text)
+        ))
+    };
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| bad())?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => return Err(bad()),
+    };
+    Ok(std::time::Duration::from_secs(
+        number.saturating_mul(seconds),
+    ))
+}
+
+/// An age in the largest unit it fills (`3d`, `5h`, `12m`, `now`).
+fn humanize_roughly(age: std::time::Duration) -> String {
+    let seconds = age.as_secs();
+    for (unit, size) in [("w", 7 * 86_400), ("d", 86_400), ("h", 3_600), ("m", 60)] {
+        if seconds >= size {
+            return format!("{}{unit}", seconds / size);
+        }
+    }
+    "<1m".to_string()
+}
+
+/// An age in the largest whole unit.
+fn humanize(age: std::time::Duration) -> String {
+    let seconds = age.as_secs();
+    for (unit, size) in [("w", 7 * 86_400), ("d", 86_400), ("h", 3_600), ("m", 60)] {
+        if seconds >= size && seconds % size == 0 {
+            return format!("{}{unit}", seconds / size);
+        }
+    }
+    format!("{seconds}s")
 }
 
 pub fn show(common: &CommonArgs, id: &str, revision: Option<u64>) -> anyhow::Result<Outcome> {

@@ -21,6 +21,7 @@ mod fork;
 mod history;
 mod lease;
 mod processes;
+mod remove;
 mod schema;
 mod sessions;
 

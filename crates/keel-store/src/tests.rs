@@ -643,3 +643,66 @@ fn the_oldest_checkpoints_are_pruned_to_make_room_and_say_so() {
         .unwrap();
     assert_eq!(blobs, 1, "a content nobody holds is deleted");
 }
+
+#[test]
+fn removing_a_session_leaves_no_row_of_it_and_keeps_what_others_share() {
+    let (_dir, store) = store();
+    for session in ["gone", "kept"] {
+        store.create_session(session, "/w", "p", "m").unwrap();
+        store
+            .append_items(session, 1, &[Item::User { text: "a".into() }])
+            .unwrap();
+        store
+            .start_with_pre_images(
+                session,
+                &receipt(1, ReceiptState::Started),
+                &[PreImage {
+                    path: "/w/a".into(),
+                    before: Before::Bytes(b"shared".to_vec()),
+                }],
+                1 << 20,
+            )
+            .unwrap();
+    }
+    store
+        .start_with_pre_images(
+            "gone",
+            &receipt(2, ReceiptState::Started),
+            &[PreImage {
+                path: "/w/b".into(),
+                before: Before::Bytes(b"only mine".to_vec()),
+            }],
+            1 << 20,
+        )
+        .unwrap();
+    store.remove_session("gone").unwrap();
+    let rows = |sql: &str| -> i64 {
+        store
+            .connection()
+            .query_row(sql, ["gone"], |row| row.get(0))
+            .unwrap()
+    };
+    for table in ["items", "receipts", "events", "checkpoints", "leases"] {
+        assert_eq!(
+            rows(&format!(
+                "SELECT COUNT(*) FROM {table} WHERE session_id = ?1"
+            )),
+            0,
+            "{table}"
+        );
+    }
+    assert_eq!(rows("SELECT COUNT(*) FROM sessions WHERE id = ?1"), 0);
+    let blobs: i64 = store
+        .connection()
+        .query_row("SELECT COUNT(*) FROM blobs", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(
+        blobs, 1,
+        "the blob the other session holds stays; its own went"
+    );
+    assert_eq!(store.items("kept").unwrap().len(), 1);
+    assert!(matches!(
+        store.remove_session("gone"),
+        Err(StoreError::NoSuchSession(_))
+    ));
+}

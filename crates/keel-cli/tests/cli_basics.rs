@@ -1,0 +1,154 @@
+//! What a new user meets first on the command line: a prompt piped in, and sessions listed and
+//! removed.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+use common::*;
+use serde_json::json;
+use std::io::Write;
+use std::process::Stdio;
+
+fn piped(home: &Home, args: &[&str], stdin: &str) -> Run {
+    let mut child = home
+        .keel(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    Run::from(child.wait_with_output().unwrap())
+}
+
+#[test]
+fn a_prompt_is_read_from_stdin_with_a_dash_or_when_none_is_given() {
+    let steps = json!({"steps": [{"say": "first"}, {"say": "second"}]}).to_string();
+    let (home, mock) = scripted("chat", &steps, "");
+    let dash = piped(&home, &["run", "-"], "explain the\nbuild in two lines\n");
+    assert_eq!(dash.code(), 0, "{}", dash.stderr());
+    assert!(last_user_message(&mock).contains("explain the\nbuild in two lines"));
+    let none = piped(&home, &["run"], "what changed?");
+    assert_eq!(none.code(), 0, "{}", none.stderr());
+    assert!(last_user_message(&mock).contains("what changed?"));
+    let empty = piped(&home, &["run", "-"], "  \n");
+    assert_eq!(empty.code(), 2);
+    assert!(
+        empty.stderr().contains("the prompt is empty"),
+        "{}",
+        empty.stderr()
+    );
+}
+
+fn session_ids(home: &Home) -> Vec<String> {
+    let listed: serde_json::Value =
+        serde_json::from_str(&home.run(&["sessions", "--json"]).stdout()).unwrap();
+    listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|session| session["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn sessions_are_listed_with_age_and_turns_and_removed_whole() {
+    let steps = json!({"steps": [
+        {"tool": "write_file", "args": {"path": "a.txt", "content": "x\n"}},
+        {"say": "one"},
+        {"say": "two"},
+    ]})
+    .to_string();
+    let (home, _mock) = scripted("chat", &steps, "");
+    assert_eq!(home.run(&["run", "--yes", "write a"]).code(), 0);
+    assert_eq!(home.run(&["run", "say two"]).code(), 0);
+    let ids = session_ids(&home);
+    assert_eq!(ids.len(), 2);
+    let listed = home.run(&["sessions"]).stdout();
+    assert!(
+        listed.contains("ago") && listed.contains("1 turn "),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("write a") && listed.contains("say two"),
+        "{listed}"
+    );
+    // The first session (the older, listed last) goes whole: store rows and its temp dir.
+    let gone = ids[1].clone();
+    // What a crash leaves: the session's temp dir (a session that ends removes it itself).
+    std::fs::create_dir_all(home.path().join("tmp").join(&gone).join("left")).unwrap();
+    let removed = home.run(&["session", "rm", &gone]);
+    assert_eq!(removed.code(), 0, "{}", removed.stderr());
+    assert_eq!(session_ids(&home), [ids[0].clone()]);
+    assert!(!home.path().join("tmp").join(&gone).exists());
+    let shown = home.run(&["session", "show", &gone]);
+    assert_eq!(shown.code(), 2, "{}", shown.stderr());
+    let again = home.run(&["session", "rm", &gone]);
+    assert_eq!(again.code(), 2);
+    assert!(again.stderr().contains("no session"), "{}", again.stderr());
+    // Pruning by age: nothing is an hour old; everything is older than now.
+    let kept = home.run(&["sessions", "--prune", "1h"]);
+    assert!(
+        kept.stdout()
+            .contains("removed 0 session(s) not used for 1h"),
+        "{}",
+        kept.stdout()
+    );
+    assert_eq!(session_ids(&home).len(), 1);
+    let all = home.run(&["sessions", "--prune", "0s"]);
+    assert_eq!(all.code(), 0, "{}", all.stderr());
+    assert!(session_ids(&home).is_empty());
+    let bad = home.run(&["sessions", "--prune", "soon"]);
+    assert_eq!(bad.code(), 2);
+    assert!(
+        bad.stderr().contains("write an age such as 30d"),
+        "{}",
+        bad.stderr()
+    );
+}
+
+#[test]
+fn a_session_another_keel_holds_is_not_removed() {
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": "sleep 3"}},
+        {"say": "slept"},
+    ]})
+    .to_string();
+    let (home, _mock) = scripted("chat", &steps, "");
+    let mut running = home
+        .keel(&["run", "--yes", "sleep a while"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let id = loop {
+        if let Some(id) = session_ids(&home).pop() {
+            break id;
+        }
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "the session never appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let refused = home.run(&["session", "rm", &id]);
+    assert_ne!(refused.code(), 0);
+    assert!(
+        refused.stderr().contains("keel run"),
+        "names the holder: {}",
+        refused.stderr()
+    );
+    let pruned = home.run(&["sessions", "--prune", "0s"]);
+    assert!(
+        pruned.stdout().contains(&format!("kept {id}")),
+        "{}",
+        pruned.stdout()
+    );
+    assert!(running.wait().unwrap().success());
+    assert_eq!(session_ids(&home), [id]);
+}

@@ -1,0 +1,48 @@
+//! Removing a session: its history, receipts, events, records, checkpoints — everything the
+//! store holds for it — in one transaction, while no live process holds it.
+//!
+//! Invariants:
+//! - Refused while a live process holds the session's lease (it is taken first, so nothing
+//!   opens the session while it goes).
+//! - All or nothing: one transaction deletes every row of the session; content blobs no other
+//!   checkpoint names go with it.
+
+use crate::{Store, StoreError};
+
+/// The tables that hold a session's rows, by `session_id`.
+const SESSION_TABLES: &[&str] = &[
+    "items",
+    "receipts",
+    "events",
+    "recovery_records",
+    "history_revisions",
+    "tool_processes",
+    "checkpoints",
+];
+
+impl Store {
+    /// Remove `session` and all it holds; refused while a live process holds it.
+    pub fn remove_session(&self, session: &str) -> Result<(), StoreError> {
+        self.require_session(session)?;
+        let lease = self.acquire_lease(session, "keel session rm")?;
+        self.write(|transaction| {
+            for table in SESSION_TABLES {
+                transaction.execute(
+                    &format!("DELETE FROM {table} WHERE session_id = ?1"),
+                    [session],
+                )?;
+            }
+            transaction.execute(
+                "DELETE FROM blobs WHERE hash NOT IN \
+                 (SELECT hash FROM checkpoints WHERE hash IS NOT NULL)",
+                [],
+            )?;
+            transaction.execute("DELETE FROM sessions WHERE id = ?1", [session])?;
+            transaction.execute("DELETE FROM leases WHERE session_id = ?1", [session])?;
+            Ok(())
+        })?;
+        // Its row is gone already: releasing it changes nothing.
+        drop(lease);
+        Ok(())
+    }
+}
