@@ -186,7 +186,7 @@ fn humanize_roughly(age: std::time::Duration) -> String {
 fn humanize(age: std::time::Duration) -> String {
     let seconds = age.as_secs();
     for (unit, size) in [("w", 7 * 86_400), ("d", 86_400), ("h", 3_600), ("m", 60)] {
-        if seconds >= size && seconds % size == 0 {
+        if seconds >= size && seconds.is_multiple_of(size) {
             return format!("{}{unit}", seconds / size);
         }
     }
