@@ -157,6 +157,7 @@ impl Translator {
                 kind,
                 status,
                 delay_ms,
+                ..
             } => {
                 self.text.clear();
                 self.thought.clear();
@@ -448,6 +449,7 @@ mod tests {
                 kind: FailureKind::Server,
                 status: Some(503),
                 delay_ms: 400,
+                host: None,
             },
             EventBody::LlmText {
                 delta: "The whole answer.".into(),

@@ -9,7 +9,7 @@
 //! - A trace id is taken from headers only if `is_safe_trace_id` accepts it.
 
 use keel_types::failure::is_safe_trace_id;
-use keel_types::{FailureDiagnostic, FailureKind};
+use keel_types::{FailureDiagnostic, FailureKind, SubReason};
 use std::time::Duration;
 
 /// Response headers that providers use for a request or trace id, in order of preference.
@@ -98,7 +98,36 @@ pub fn classify_http_failure(status: u16, body: &[u8]) -> FailureDiagnostic {
         | FailureKind::StreamCorrupt
         | FailureKind::InvalidRequest => kind.describe().to_string(),
     };
-    FailureDiagnostic::with_message(kind, Some(status), message)
+    let diagnostic = FailureDiagnostic::with_message(kind, Some(status), message);
+    if matches!(status, 400 | 404) && names_an_unknown_model(body) {
+        diagnostic.with_sub_reason(SubReason::UnknownModel)
+    } else {
+        diagnostic
+    }
+}
+
+/// The providers' own error codes (and types) that say the model does not exist: matched
+/// exactly on the structured `code`/`type` fields, never on free text.
+const UNKNOWN_MODEL_CODES: &[&str] = &[
+    "model_not_found",
+    "model_not_exist",
+    "model_does_not_exist",
+    "invalid_model",
+    "unknown_model",
+];
+
+/// Whether `body`'s structured error says the model is unknown.
+fn names_an_unknown_model(body: &[u8]) -> bool {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return false;
+    };
+    let error = value.get("error").unwrap_or(&value);
+    ["code", "type"].iter().any(|field| {
+        error
+            .get(field)
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|code| UNKNOWN_MODEL_CODES.contains(&code.to_ascii_lowercase().as_str()))
+    })
 }
 
 /// A rejection that came with a body that may hold a reason.

@@ -200,7 +200,9 @@ impl Dispatcher<'_> {
                 }
                 Err(failure) => failure,
             };
-            let failure = self.without_echoed_key(failure);
+            let mut failure = self.without_echoed_key(failure);
+            failure.diagnostic.message =
+                crate::explain::what_to_do(&failure.diagnostic, self.profile, account, model);
             let kind = failure.diagnostic.kind;
             if policy.rotates_on(kind) {
                 let from = account.name.clone();
@@ -226,6 +228,9 @@ impl Dispatcher<'_> {
                 kind,
                 status: failure.diagnostic.status,
                 delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                host: url::Url::parse(&self.profile.base_url)
+                    .ok()
+                    .and_then(|url| url.host_str().map(str::to_string)),
             });
             tokio::time::sleep(delay).await;
         }

@@ -13,6 +13,7 @@ pub mod client;
 pub mod context;
 pub mod dispatch;
 pub mod effort;
+mod explain;
 pub mod price;
 pub mod profile;
 pub mod project;

@@ -36,10 +36,15 @@ pub fn notice(body: &EventBody) -> Option<String> {
             kind,
             status,
             delay_ms,
+            host,
         } => {
             let status = status.map(|s| format!(", HTTP {s}")).unwrap_or_default();
+            let host = host
+                .as_deref()
+                .map(|host| format!(" to {}", visible_line(host)))
+                .unwrap_or_default();
             format!(
-                "↻ retry {attempt}/{max_retries} in {:.1} s: {} ({kind}{status})",
+                "↻ retry {attempt}/{max_retries}{host} in {:.1} s: {} ({kind}{status})",
                 *delay_ms as f64 / 1000.0,
                 kind.describe()
             )

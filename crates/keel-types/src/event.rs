@@ -107,6 +107,9 @@ pub enum EventBody {
         kind: FailureKind,
         status: Option<u16>,
         delay_ms: u64,
+        /// The host being retried (from the provider's `base_url`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        host: Option<String>,
     },
     #[serde(rename = "llm/text")]
     LlmText { delta: String },
@@ -306,6 +309,7 @@ mod tests {
                 kind: FailureKind::Server,
                 status: Some(500),
                 delay_ms: 512,
+                host: Some("api.deepseek.com".into()),
             },
         };
         let json = serde_json::to_value(&event).unwrap();

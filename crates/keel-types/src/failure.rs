@@ -156,6 +156,8 @@ pub enum SubReason {
     /// `stream_corrupt`: an SSE line or event longer than `max_event_bytes`. Never retried:
     /// the same request would stream the same oversized event.
     EventTooLarge,
+    /// `invalid_request`: the provider's own error code says it does not know the model.
+    UnknownModel,
 }
 
 impl FailureDiagnostic {
