@@ -153,7 +153,13 @@ struct IgnoredJson {
     why: String,
 }
 
-const IGNORED_STATUS: &str = "ignored (untrusted workspace)";
+/// Why a project value is not applied, in a few words.
+fn ignored_status(value: &IgnoredValue) -> &'static str {
+    match value.why {
+        keel_config::IgnoredBecause::UnknownKey { .. } => "ignored (keel does not know this key)",
+        _ => "ignored (untrusted workspace)",
+    }
+}
 
 impl IgnoredJson {
     fn new(value: &IgnoredValue) -> IgnoredJson {
@@ -161,7 +167,7 @@ impl IgnoredJson {
             key: value.key.clone(),
             value: value.value.clone(),
             source: format!("{}:{}", value.file.display(), value.line),
-            status: IGNORED_STATUS,
+            status: ignored_status(value),
             why: value.why.to_string(),
         }
     }
@@ -368,7 +374,8 @@ fn human(resolved: &ResolvedConfig, ignored: &[IgnoredValue], keys: &dyn KeySour
             key: value.key.clone(),
             value: value.value.clone(),
             source: Some(format!(
-                "{IGNORED_STATUS}: {}:{}",
+                "{}: {}:{}",
+                ignored_status(value),
                 value.file.display(),
                 value.line
             )),

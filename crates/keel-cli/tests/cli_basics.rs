@@ -152,3 +152,40 @@ fn a_session_another_keel_holds_is_not_removed() {
     assert!(running.wait().unwrap().success());
     assert_eq!(session_ids(&home), [id]);
 }
+
+#[test]
+fn every_unknown_config_key_is_named_at_once_and_a_repositorys_never_stops_keel() {
+    let steps = json!({"steps": [{"say": "ran"}]}).to_string();
+    let (home, _mock) = scripted("chat", &steps, "");
+    home.prepend_config("modle = \"deepseek/x\"\npermision_mode = \"auto\"\n");
+    let run = home.run(&["run", "hello"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    let said = run.stderr();
+    assert!(said.contains("keel does not know 2 keys"), "{said}");
+    assert!(
+        said.contains("line 1: `modle` — did you mean `model`?"),
+        "{said}"
+    );
+    assert!(
+        said.contains("line 2: `permision_mode` — did you mean `permission_mode`?"),
+        "{said}"
+    );
+    // A repository's keel.toml with a key this keel does not know: left out, and said.
+    let (home, _mock) = scripted("chat", &steps, "");
+    std::fs::write(
+        home.path().join("keel.toml"),
+        "max_rounds = 5\n[telemetry]\nlevel = 2\n",
+    )
+    .unwrap();
+    let run = home.run(&["run", "--json", "hello"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let ignored = run.events_of("trust/ignored");
+    assert!(
+        ignored.iter().any(|event| event["key"] == "telemetry"
+            && event["reason"]
+                .as_str()
+                .unwrap()
+                .contains("keel does not know this key")),
+        "{ignored:?}"
+    );
+}

@@ -210,11 +210,14 @@ impl KeelConfig {
             return user.with_project(None, project, Vec::new());
         };
         let layer = Layer::parse(&keel_toml.path, LayerKind::Project, keel_toml.text.clone())?;
+        let unknown = layer.unknown_as_ignored();
         match trust {
-            WorkspaceTrust::Trusted => user.with_project(Some(layer), project, Vec::new()),
+            WorkspaceTrust::Trusted => user.with_project(Some(layer), project, unknown),
             WorkspaceTrust::Untrusted => {
                 user.validate()?;
-                let (layer, ignored) = trust::restrict(layer, &user.baseline());
+                let (layer, mut ignored) = trust::restrict(layer, &user.baseline());
+                ignored.extend(unknown);
+                ignored.sort_by_key(|value| value.line);
                 user.with_project(Some(layer), project, ignored)
             }
         }

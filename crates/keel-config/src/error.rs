@@ -14,6 +14,9 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
+    /// Keys a user's config file has that keel does not know, all of them.
+    #[error("{}: keel does not know {} key{}:\n{}", file.display(), keys.len(), if keys.len() == 1 { "" } else { "s" }, keys.join("\n"))]
+    UnknownKeys { file: PathBuf, keys: Vec<String> },
     #[error("cannot read {file}: {source}")]
     Read {
         file: PathBuf,

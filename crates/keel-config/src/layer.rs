@@ -1,8 +1,10 @@
 //! One config file: its TOML shape, its text, and the place of each value in it.
 //!
 //! Invariants:
-//! - Unknown keys are refused (`deny_unknown_fields`), so a typo is an error, not a silent
-//!   default.
+//! - Unknown keys are never a silent default: in a user's file all of them are reported at
+//!   once, each with the key it most likely meant (an error); in a project's file they are left
+//!   out and reported as values not applied, so a repository with a newer keel's key cannot
+//!   stop keel (`unknown_keys`). What remains is parsed with `deny_unknown_fields`.
 //! - Every value keeps its span, so any error about it can name the file, the 1-based line and
 //!   the dotted key; `locate` never panics, whatever the span.
 
@@ -146,16 +148,40 @@ pub(crate) struct Layer {
     pub kind: LayerKind,
     text: String,
     pub raw: RawFile,
+    /// A project file's keys keel does not know, left out of `raw` (a user's are an error).
+    pub unknown: Vec<crate::unknown_keys::UnknownKey>,
 }
 
 impl Layer {
     pub fn parse(path: &Path, kind: LayerKind, text: String) -> Result<Layer, ConfigError> {
-        match toml::from_str::<RawFile>(&text) {
+        let unknown = crate::unknown_keys::unknown_keys(&text);
+        if !unknown.is_empty() && kind == LayerKind::User {
+            let keys = unknown
+                .iter()
+                .map(|key| {
+                    let line = locate(&text, &(key.at..key.at)).0;
+                    match key.did_you_mean {
+                        Some(known) => {
+                            format!("  line {line}: `{}` — did you mean `{known}`?", key.key)
+                        }
+                        None => format!("  line {line}: `{}`", key.key),
+                    }
+                })
+                .collect();
+            return Err(ConfigError::UnknownKeys {
+                file: path.to_path_buf(),
+                keys,
+            });
+        }
+        // A project file's unknown keys are left out (and said), never a stop.
+        let parsed_text = crate::unknown_keys::without(&text, &unknown);
+        match toml::from_str::<RawFile>(&parsed_text) {
             Ok(raw) => Ok(Layer {
                 path: path.to_path_buf(),
                 kind,
                 text,
                 raw,
+                unknown,
             }),
             Err(error) => {
                 let span = error.span().unwrap_or(0..0);
@@ -168,6 +194,26 @@ impl Layer {
                 })
             }
         }
+    }
+
+    /// The project file's unknown keys, as values not applied.
+    pub fn unknown_as_ignored(&self) -> Vec<crate::trust::IgnoredValue> {
+        self.unknown
+            .iter()
+            .map(|key| crate::trust::IgnoredValue {
+                file: self.path.clone(),
+                line: self.line(&(key.at..key.at)),
+                key: key.key.clone(),
+                value: self
+                    .snippet(&key.span)
+                    .chars()
+                    .take(crate::trust::VALUE_SHOWN_CHARS)
+                    .collect(),
+                why: crate::trust::IgnoredBecause::UnknownKey {
+                    did_you_mean: key.did_you_mean,
+                },
+            })
+            .collect()
     }
 
     /// An error about the value at `span`, keyed by the dotted key written on its line.

@@ -29,6 +29,7 @@ mod trust;
 mod trust_store;
 #[cfg(test)]
 mod trust_tests;
+mod unknown_keys;
 
 pub use config::{
     ConfiguredRule, DEFAULT_CHECKPOINT_MAX_BYTES, DEFAULT_COMPACT_AT, DEFAULT_MAX_ROUNDS,

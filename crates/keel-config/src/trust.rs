@@ -52,6 +52,9 @@ pub enum IgnoredBecause {
     ProjectProvider,
     /// A sandbox value no project file may set, trusted or not.
     NeverFromProject(&'static str),
+    /// keel does not know the key (a newer keel's, or a typo): a repository cannot stop keel
+    /// with one, so it is left out and said.
+    UnknownKey { did_you_mean: Option<&'static str> },
 }
 
 impl fmt::Display for IgnoredBecause {
@@ -63,6 +66,12 @@ impl fmt::Display for IgnoredBecause {
                 f.write_str("it names a provider your own config does not define")
             }
             Self::NeverFromProject(why) => f.write_str(why),
+            Self::UnknownKey {
+                did_you_mean: Some(known),
+            } => write!(f, "keel does not know this key (did you mean `{known}`?)"),
+            Self::UnknownKey { did_you_mean: None } => {
+                f.write_str("keel does not know this key (a newer keel's, or a typo)")
+            }
         }
     }
 }
