@@ -210,7 +210,7 @@ impl KeelConfig {
             return user.with_project(None, project, Vec::new());
         };
         let layer = Layer::parse(&keel_toml.path, LayerKind::Project, keel_toml.text.clone())?;
-        let unknown = layer.unknown_as_ignored();
+        let unknown = trust::unknown_keys_ignored(&layer);
         match trust {
             WorkspaceTrust::Trusted => user.with_project(Some(layer), project, unknown),
             WorkspaceTrust::Untrusted => {

@@ -196,26 +196,6 @@ impl Layer {
         }
     }
 
-    /// The project file's unknown keys, as values not applied.
-    pub fn unknown_as_ignored(&self) -> Vec<crate::trust::IgnoredValue> {
-        self.unknown
-            .iter()
-            .map(|key| crate::trust::IgnoredValue {
-                file: self.path.clone(),
-                line: self.line(&(key.at..key.at)),
-                key: key.key.clone(),
-                value: self
-                    .snippet(&key.span)
-                    .chars()
-                    .take(crate::trust::VALUE_SHOWN_CHARS)
-                    .collect(),
-                why: crate::trust::IgnoredBecause::UnknownKey {
-                    did_you_mean: key.did_you_mean,
-                },
-            })
-            .collect()
-    }
-
     /// An error about the value at `span`, keyed by the dotted key written on its line.
     pub fn error(&self, span: Range<usize>, message: impl Into<String>) -> ConfigError {
         let (line, key) = locate(&self.text, &span);

@@ -88,6 +88,27 @@ pub struct IgnoredValue {
     pub why: IgnoredBecause,
 }
 
+/// A project file's keys keel does not know (left out of its layer), as values not applied.
+pub(crate) fn unknown_keys_ignored(layer: &Layer) -> Vec<IgnoredValue> {
+    layer
+        .unknown
+        .iter()
+        .map(|key| IgnoredValue {
+            file: layer.path.clone(),
+            line: layer.line(&(key.at..key.at)),
+            key: key.key.clone(),
+            value: layer
+                .snippet(&key.span)
+                .chars()
+                .take(VALUE_SHOWN_CHARS)
+                .collect(),
+            why: IgnoredBecause::UnknownKey {
+                did_you_mean: key.did_you_mean,
+            },
+        })
+        .collect()
+}
+
 /// How much of an ignored value is kept for showing.
 pub const VALUE_SHOWN_CHARS: usize = 200;
 
