@@ -193,6 +193,9 @@ pub struct CommonArgs {
     /// The model, as PROVIDER/ID (overrides KEEL_MODEL and config files).
     #[arg(long, global = true, value_name = "PROVIDER/ID")]
     pub model: Option<String>,
+    /// What gave `model` when it was not the flag (`/model` in a session), as errors name it.
+    #[arg(skip)]
+    pub model_named_by: Option<&'static str>,
     /// read-only | plan | ask | auto
     #[arg(long, global = true, value_enum)]
     pub permission_mode: Option<PermissionModeArg>,

@@ -489,6 +489,7 @@ impl Repl {
                     };
                     let mut common = self.resuming(&id);
                     common.model = Some(model);
+                    common.model_named_by = Some("/model");
                     self.switch(common).await;
                 }
             },

@@ -43,6 +43,7 @@ pub fn workspace(common: &CommonArgs) -> anyhow::Result<PathBuf> {
 pub fn overrides(common: &CommonArgs) -> Overrides {
     let mut overrides = Overrides::from_env();
     overrides.model_flag = common.model.clone();
+    overrides.model_flag_name = common.model_named_by.unwrap_or("--model");
     overrides.permission_mode_flag = common.mode_flag();
     overrides.sandbox_flag = common.sandbox.map(crate::cli::SandboxModeArg::mode);
     overrides

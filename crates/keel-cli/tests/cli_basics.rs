@@ -189,3 +189,16 @@ fn every_unknown_config_key_is_named_at_once_and_a_repositorys_never_stops_keel(
         "{ignored:?}"
     );
 }
+
+#[test]
+fn a_bad_model_in_the_session_is_named_as_slash_model_not_the_flag() {
+    let steps = json!({"steps": [{"say": "ok"}]}).to_string();
+    let (home, _mock) = scripted("chat", &steps, "");
+    let run = piped(&home, &["--plain"], "/model nope\n/quit\n");
+    let said = run.stderr();
+    assert!(
+        said.contains("error: /model: model `nope` must be written `<provider>/<model id>`"),
+        "{said}"
+    );
+    assert!(!said.contains("--model:"), "{said}");
+}

@@ -66,6 +66,8 @@ impl ModeFlag {
 pub struct Overrides {
     /// `--model`
     pub model_flag: Option<String>,
+    /// What gave `model_flag`, as errors name it: `--model`, or `/model` in a session.
+    pub model_flag_name: &'static str,
     /// `--permission-mode` or `--yes`
     pub permission_mode_flag: Option<ModeFlag>,
     /// `KEEL_MODEL`
@@ -77,11 +79,21 @@ pub struct Overrides {
 }
 
 impl Overrides {
+    /// What gave the model flag (`--model` unless a surface said otherwise).
+    pub fn model_named(&self) -> &'static str {
+        if self.model_flag_name.is_empty() {
+            "--model"
+        } else {
+            self.model_flag_name
+        }
+    }
+
     /// Environment overrides read from the process environment.
     pub fn from_env() -> Self {
         let non_empty = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
         Self {
             model_flag: None,
+            model_flag_name: "--model",
             permission_mode_flag: None,
             model_env: non_empty("KEEL_MODEL"),
             deepseek_base_url_env: non_empty("DEEPSEEK_BASE_URL"),
@@ -550,7 +562,11 @@ impl KeelConfig {
     fn sourced_model(&self) -> Result<Sourced<ModelRef>, ConfigError> {
         let (text, source, origin): (String, Source, Option<(&Layer, Range<usize>)>) =
             if let Some(flag) = &self.overrides.model_flag {
-                (flag.clone(), Source::Flag("--model"), None)
+                (
+                    flag.clone(),
+                    Source::Flag(self.overrides.model_named()),
+                    None,
+                )
             } else if let Some(env) = &self.overrides.model_env {
                 (env.clone(), Source::Env("KEEL_MODEL"), None)
             } else if let Some((layer, value)) = self
@@ -599,7 +615,7 @@ impl KeelConfig {
 
     fn model_origin(&self) -> String {
         if self.overrides.model_flag.is_some() {
-            "--model".to_string()
+            self.overrides.model_named().to_string()
         } else if self.overrides.model_env.is_some() {
             "environment variable KEEL_MODEL".to_string()
         } else {
