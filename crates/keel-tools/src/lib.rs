@@ -59,13 +59,39 @@ pub struct ToolOutput {
 /// The summary of an error: its first line, cut at 120 characters. (A caller that redacts an
 /// error redacts the message first and cuts after: `error_summary` of the redacted message.)
 pub fn error_summary(message: &str) -> String {
-    message
-        .lines()
-        .next()
-        .unwrap_or("")
-        .chars()
-        .take(120)
-        .collect()
+    let line = message.lines().next().unwrap_or("");
+    if line.chars().count() <= SUMMARY_CHARS {
+        return line.to_string();
+    }
+    // Cut at the last space that fits (never inside a word), and say it was cut.
+    let fits: String = line.chars().take(SUMMARY_CHARS).collect();
+    let cut = fits
+        .rfind(char::is_whitespace)
+        .filter(|at| *at > SUMMARY_CHARS / 2)
+        .map_or(fits.as_str(), |at| &fits[..at]);
+    format!("{}…", cut.trim_end_matches([',', ';', ':', ' ']))
+}
+
+/// The most characters of a result's one-line summary.
+const SUMMARY_CHARS: usize = 120;
+
+#[cfg(test)]
+mod summary_tests {
+    #[test]
+    fn a_long_summary_is_cut_between_words_and_says_so() {
+        let long = "denied: this call needs approval and there was nobody to ask (headless runs \
+                    need --yes or an allow rule); the call was not run and nothing changed";
+        let summary = super::error_summary(long);
+        assert!(summary.ends_with('…'), "{summary}");
+        let kept = summary.trim_end_matches('…');
+        assert!(long.starts_with(kept), "{summary}");
+        let next = long[kept.len()..].chars().next();
+        assert!(
+            next.is_some_and(|c| c == ' ' || c == ';'),
+            "cut between words: {summary}"
+        );
+        assert_eq!(super::error_summary("short\nsecond line"), "short");
+    }
 }
 
 impl ToolOutput {
