@@ -226,6 +226,13 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
     let model = session_model(common, &config, session.as_ref(), &mut notices)?;
     let profile = config.profile(&model.provider)?;
     require_key(&profile, &EnvKeys)?;
+    // For a person at the start (a `--json` reader gets nothing on stderr it did not ask for).
+    if !common.json {
+        notices.extend(keel_llm::context::unknown_model_notice(
+            &profile,
+            &model.model,
+        ));
+    }
     let policy = config.permission_policy()?;
     let mut extra_dirs = Vec::new();
     for dir in &common.add_dirs {

@@ -87,3 +87,35 @@ fn a_retry_line_names_the_host_it_retries() {
         run.stderr()
     );
 }
+
+#[test]
+fn a_model_keel_knows_no_window_for_gets_a_notice_with_the_closest_id() {
+    let steps = json!({"steps": [{"say": "ok"}, {"say": "ok"}]}).to_string();
+    let (home, _mock) = scripted("chat", &steps, "");
+    let run = home.run(&["run", "--model", "deepseek/deepsek-chat", "hello"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let said = run.stderr();
+    assert!(
+        said.contains("keel does not know the context window of `deepsek-chat`")
+            && said.contains("Did you mean `deepseek-chat`?")
+            && said.contains("set `context_window` in [providers.deepseek]"),
+        "{said}"
+    );
+    // Setting the window silences it.
+    let (home, _mock) = scripted("chat", &steps, "context_window = 100000");
+    let run = home.run(&["run", "hello"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(
+        !run.stderr().contains("does not know the context window"),
+        "{}",
+        run.stderr()
+    );
+    let (home, _mock) = scripted("chat", &steps, "");
+    let run = home.run(&["run", "--model", "deepseek/mock-model", "hello"]);
+    assert!(
+        run.stderr()
+            .contains("does not know the context window of `mock-model`"),
+        "{}",
+        run.stderr()
+    );
+}

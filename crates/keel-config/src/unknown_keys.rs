@@ -160,7 +160,10 @@ fn walk_table(
                 span: entry_span(text, key.span(), value.span()),
                 key: dotted,
                 at: key.span().start,
-                did_you_mean: closest(name, known.iter().map(|(known, _)| *known)),
+                did_you_mean: keel_types::names::closest(
+                    name,
+                    known.iter().map(|(known, _)| *known),
+                ),
             }),
         }
     }
@@ -244,30 +247,6 @@ fn entry_span(text: &str, key: Range<usize>, value: Range<usize>) -> Range<usize
             .map_or(text.len(), |newline| offset + newline + 1);
     }
     line_start..end
-}
-
-/// The name in `known` closest to `name`, when close enough to be a typo.
-fn closest(name: &str, known: impl Iterator<Item = &'static str>) -> Option<&'static str> {
-    known
-        .map(|candidate| (distance(name, candidate), candidate))
-        .filter(|(distance, candidate)| *distance <= (candidate.len() / 3).max(2))
-        .min_by_key(|(distance, _)| *distance)
-        .map(|(_, candidate)| candidate)
-}
-
-/// Levenshtein distance, by characters.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != *cb);
-            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
-        }
-        previous = current;
-    }
-    previous[b.len()]
 }
 
 #[cfg(test)]

@@ -29,6 +29,28 @@ const KNOWN_WINDOWS: &[(&str, u64)] = &[
     ("o4-mini*", 200_000),
 ];
 
+/// What to tell the user at start when keel knows no window for `model` (none configured, none
+/// in the table): compaction cannot plan ahead. With the closest id keel knows, if one is close
+/// enough to be a typo. `None` when there is nothing to say.
+pub fn unknown_model_notice(profile: &ProviderProfile, model: &str) -> Option<String> {
+    if profile.context_window.is_some() || known_window(model).is_some() {
+        return None;
+    }
+    let table = KNOWN_WINDOWS
+        .iter()
+        .map(|(id, _)| id.trim_end_matches('*').trim_end_matches('-'));
+    let priced = crate::price::known_models(&profile.base_url);
+    let suggestion = keel_types::names::closest(model, table.chain(priced))
+        .map(|known| format!(" Did you mean `{known}`?"))
+        .unwrap_or_default();
+    Some(format!(
+        "keel does not know the context window of `{model}`, so it cannot compact ahead of the \
+         limit.{suggestion} If the id is right, set `context_window` in [providers.{}] to \
+         silence this.",
+        profile.name
+    ))
+}
+
 /// The window of `model` from the table, if it is known.
 pub fn known_window(model: &str) -> Option<u64> {
     let exact = KNOWN_WINDOWS

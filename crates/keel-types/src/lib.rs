@@ -11,6 +11,7 @@ pub mod event;
 pub mod failure;
 pub mod history;
 pub mod kill_point;
+pub mod names;
 pub mod protocol;
 pub mod receipt;
 pub mod search;
