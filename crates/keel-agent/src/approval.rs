@@ -80,11 +80,10 @@ impl Approval {
                 "{declined}. The user's note: {}",
                 bounded_note(&note)
             )),
-            Approval::Unattended => Some(
-                "denied: this call needs approval and there was nobody to ask (headless runs \
-                 need --yes or an allow rule); the call was not run"
-                    .into(),
-            ),
+            Approval::Unattended => Some(format!(
+                "{} (headless runs need --yes or an allow rule); the call was not run",
+                crate::recovery::readiness::UNATTENDED_DENIAL
+            )),
         }
     }
 }

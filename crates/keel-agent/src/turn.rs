@@ -99,7 +99,11 @@ async fn run_turn_inner(
         }
         if input_kind == InputKind::Compaction {
             let spent = (usage, bill.total());
-            let readiness = Readiness::of(keel_types::FinishReason::Stop, &state.history);
+            let readiness = Readiness::of(
+                keel_types::FinishReason::Stop,
+                &state.history,
+                &denied_calls(shared),
+            );
             return complete(&run, state, readiness, spent, false);
         }
     }
@@ -178,7 +182,7 @@ async fn run_turn_inner(
         let round = commit_reply(&run, state, completion)?;
         if round.calls.is_empty() {
             let may_offer = input_kind == InputKind::User || ran_tools;
-            let readiness = Readiness::of(finish_reason, &state.history);
+            let readiness = Readiness::of(finish_reason, &state.history, &denied_calls(shared));
             return complete(&run, state, readiness, (usage, bill.total()), may_offer);
         }
         match run_tools(&mut run, state, round).await? {
@@ -545,4 +549,17 @@ fn end_cancelled(run: &TurnRun<'_>) -> TurnOutcome {
     let diagnostic = FailureDiagnostic::new(FailureKind::Cancelled, None);
     run.emit(EventBody::TurnFailed { diagnostic });
     TurnOutcome::Cancelled
+}
+
+/// Whether keel's receipt of a call id says it was denied (read once, at the turn's end).
+fn denied_calls(shared: &Shared) -> impl Fn(&str) -> bool + use<> {
+    let denied: std::collections::BTreeSet<String> = shared
+        .store
+        .receipts(&shared.session.id)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|receipt| receipt.state == keel_types::ReceiptState::Denied)
+        .map(|receipt| receipt.call_id)
+        .collect();
+    move |call_id: &str| denied.contains(call_id)
 }

@@ -650,3 +650,32 @@ fn a_receipt_change_invalidates_the_offer_without_refund() {
     assert_eq!(record(&home, &session)["state"], "expired");
     assert_eq!(mock.requests().len(), 2, "nothing was sent");
 }
+
+#[test]
+fn a_deliberate_denial_ends_the_turn_ready_and_an_unattended_one_says_how_to_rerun() {
+    let script = r#"{"steps": [{"tool": "write_file", "args": {"path": "a.txt", "content": "x"}},
+                                {"say": "I did not write it."},
+                                {"tool": "write_file", "args": {"path": "a.txt", "content": "x"}},
+                                {"say": "Nobody approved it."}]}"#;
+    // A deny rule refuses the call: the person's decision, not a failure.
+    let (home, _mock) = setup(script);
+    home.append_config("[permissions]\ndeny = [\"write_file\"]\n");
+    let run = home.run(&["run", "--json", "write a"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let completed = &run.events_of("turn/completed")[0];
+    assert_eq!(completed["ready"], true, "{completed}");
+    assert!(run.events_of("recovery/offered").is_empty());
+    // Headless, nobody to ask: not ready, and the way to rerun is said.
+    let (home, _mock) = setup(script);
+    let run = home.run(&["run", "--json", "write a"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let completed = &run.events_of("turn/completed")[0];
+    assert_eq!(completed["ready"], false, "{completed}");
+    assert!(
+        completed["not_ready_reason"]
+            .as_str()
+            .unwrap()
+            .contains("rerun with `--yes` or an allow rule"),
+        "{completed}"
+    );
+}

@@ -1,9 +1,13 @@
 //! Final readiness: a turn that ends with unfinished plan items, whose final answer follows a
 //! failed tool result, or whose final answer was cut off (output limit) or filtered, is not
-//! ready.
+//! ready. A call the person (or a deny rule) refused is not a failure: a turn that ends after
+//! a deliberate denial is ready. A call refused because nobody could be asked (a headless run)
+//! is not: the turn is not ready, and says how to rerun.
 //!
-//! Invariant: readiness reads only committed history (the plan is the latest `todo_write`
-//! call whose result succeeded), so it gives the same answer after a restart.
+//! Invariant: readiness reads only committed state — the history (the plan is the latest
+//! `todo_write` call whose result succeeded) and the receipts (which calls keel denied) — so
+//! it gives the same answer after a restart. A tool's own output can never pass for a denial:
+//! only a receipt keel wrote as `denied` can.
 
 use keel_types::{FinishReason, Item, ToolResult};
 
@@ -18,8 +22,13 @@ pub enum Readiness {
 }
 
 impl Readiness {
-    /// Judge a turn by its final answer's finish reason, then by its history.
-    pub fn of(finish_reason: FinishReason, history: &[Item]) -> Readiness {
+    /// Judge a turn by its final answer's finish reason, then by its history (`denied`: whether
+    /// keel's receipt of a call id says it was denied).
+    pub fn of(
+        finish_reason: FinishReason,
+        history: &[Item],
+        denied: &dyn Fn(&str) -> bool,
+    ) -> Readiness {
         match finish_reason {
             FinishReason::Length => Readiness::CutOff(
                 "the answer was cut off at the output limit (finish_reason: length)".into(),
@@ -27,7 +36,7 @@ impl Readiness {
             FinishReason::ContentFilter => Readiness::CutOff(
                 "the provider filtered the answer (finish_reason: content_filter)".into(),
             ),
-            FinishReason::Stop | FinishReason::ToolCalls => match check(history) {
+            FinishReason::Stop | FinishReason::ToolCalls => match check(history, denied) {
                 Some(reason) => Readiness::OpenWork(reason),
                 None => Readiness::Ready,
             },
@@ -44,7 +53,7 @@ impl Readiness {
 }
 
 /// Why the history's last turn is not ready, or `None` when it is.
-pub fn check(history: &[Item]) -> Option<String> {
+pub fn check(history: &[Item], denied: &dyn Fn(&str) -> bool) -> Option<String> {
     let open = open_plan_items(history);
     if open > 0 {
         return Some(format!(
@@ -57,14 +66,27 @@ pub fn check(history: &[Item]) -> Option<String> {
         .find(|item| !matches!(item, Item::Assistant(_)));
     if let Some(Item::ToolResult(ToolResult {
         name,
+        call_id,
+        content,
         is_error: true,
-        ..
     })) = last_result
     {
-        return Some(format!("the final answer follows a failed `{name}` result"));
+        if !denied(call_id) {
+            return Some(format!("the final answer follows a failed `{name}` result"));
+        }
+        if content.starts_with(UNATTENDED_DENIAL) {
+            return Some(format!(
+                "`{name}` needed approval and nobody could be asked: rerun with `--yes` or an \
+                 allow rule"
+            ));
+        }
     }
     None
 }
+
+/// How keel's refusal of a call nobody could approve begins (`Approval::Unattended`).
+pub(crate) const UNATTENDED_DENIAL: &str =
+    "denied: this call needs approval and there was nobody to ask";
 
 /// Open items of the plan in force: the latest successful `todo_write` in the history, or
 /// the plan a compaction's summary carried.
@@ -165,7 +187,7 @@ mod tests {
             answer(),
         ];
         assert_eq!(
-            check(&history).as_deref(),
+            check(&history, &|_| false).as_deref(),
             Some("the plan (todo_write) still has 1 unfinished item(s)")
         );
         let done = r#"{"todos":[{"content":"a","status":"completed"}]}"#;
@@ -175,21 +197,21 @@ mod tests {
             result("t2", "todo_write", false),
             answer(),
         ]);
-        assert_eq!(check(&finished), None);
+        assert_eq!(check(&finished, &|_| false), None);
     }
 
     #[test]
     fn a_cut_off_answer_is_not_ready_whatever_the_history() {
         let history = vec![Item::User { text: "hi".into() }, answer()];
         assert_eq!(
-            Readiness::of(FinishReason::Stop, &history),
+            Readiness::of(FinishReason::Stop, &history, &|_| false),
             Readiness::Ready
         );
-        let cut = Readiness::of(FinishReason::Length, &history);
+        let cut = Readiness::of(FinishReason::Length, &history, &|_| false);
         assert!(matches!(cut, Readiness::CutOff(_)));
         assert!(cut.reason().unwrap().contains("output limit"));
         assert!(matches!(
-            Readiness::of(FinishReason::ContentFilter, &history),
+            Readiness::of(FinishReason::ContentFilter, &history, &|_| false),
             Readiness::CutOff(_)
         ));
     }
@@ -203,7 +225,7 @@ mod tests {
             answer(),
         ];
         assert_eq!(
-            check(&history).as_deref(),
+            check(&history, &|_| false).as_deref(),
             Some("the final answer follows a failed `bash` result")
         );
         let ok = vec![
@@ -212,7 +234,10 @@ mod tests {
             result("b1", "bash", false),
             answer(),
         ];
-        assert_eq!(check(&ok), None);
-        assert_eq!(check(&[Item::User { text: "hi".into() }, answer()]), None);
+        assert_eq!(check(&ok, &|_| false), None);
+        assert_eq!(
+            check(&[Item::User { text: "hi".into() }, answer()], &|_| false),
+            None
+        );
     }
 }
