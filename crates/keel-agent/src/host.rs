@@ -12,7 +12,7 @@
 use crate::recovery::record::{StoredRecord, decode};
 use crate::{AgentError, AgentSettings, Approver, Controller, SessionChoice};
 use keel_llm::KeySource;
-use keel_store::{SessionInfo, Store, StoredItem};
+use keel_store::{SessionInfo, SessionOverview, Store, StoredItem};
 use keel_types::ToolReceipt;
 use std::collections::HashSet;
 use std::path::Path;
@@ -74,6 +74,11 @@ impl Host {
     /// The sessions of `workspace`, newest first.
     pub fn sessions_for_workspace(&self, workspace: &str) -> Result<Vec<SessionInfo>, AgentError> {
         Ok(self.store.sessions_for_workspace(workspace)?)
+    }
+
+    /// The sessions of `workspace`, newest first, each with its turns and title.
+    pub fn session_overviews(&self, workspace: &str) -> Result<Vec<SessionOverview>, AgentError> {
+        Ok(self.store.session_overviews(workspace)?)
     }
 
     /// Remove session `id`: everything the store holds for it (refused while a live process

@@ -45,7 +45,7 @@ pub use confinement::SandboxSetup;
 pub use custom_commands::{CommandLayer, CustomCommand, CustomCommands};
 pub use host::{Host, Transcript};
 pub use input::{INIT_PROMPT, Input, Line, SLASH_COMMANDS, SurfaceCommand, builtin_names};
-pub use keel_store::{RevisionInfo, SessionInfo, StoreError, StoredItem};
+pub use keel_store::{RevisionInfo, SessionInfo, SessionOverview, StoreError, StoredItem};
 pub use project_context::{
     ContextReport, ContextSettings, DEFAULT_INSTRUCTION_BYTES, Reloaded, instruction_paths,
 };

@@ -48,8 +48,8 @@ impl SessionFactory for CliSessions {
         })
     }
 
-    fn sessions(&self) -> Result<Vec<SessionInfo>, AgentError> {
-        self.host.sessions_for_workspace(&self.workspace)
+    fn sessions(&self) -> Result<Vec<keel_agent::SessionOverview>, AgentError> {
+        self.host.session_overviews(&self.workspace)
     }
 
     fn fork(&self, source: &str, at: Option<u64>) -> Result<SessionInfo, AgentError> {

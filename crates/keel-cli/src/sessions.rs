@@ -27,14 +27,16 @@ macro_rules! out {
 pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let workspace = settings::workspace(common)?;
     let host = open_host()?;
-    let sessions = host.sessions_for_workspace(&workspace.display().to_string())?;
+    // A session nobody typed into (a browser tab opened and left) is not worth listing.
+    let sessions: Vec<_> = host
+        .session_overviews(&workspace.display().to_string())?
+        .into_iter()
+        .filter(|overview| overview.turns > 0)
+        .collect();
     if common.json {
         let rows: Vec<serde_json::Value> = sessions
             .iter()
-            .map(|s| {
-                json!({"id": s.id, "workspace": s.workspace, "model": format!("{}/{}", s.provider, s.model),
-                       "provider": s.provider, "created_at": s.created_at, "updated_at": s.updated_at})
-            })
+            .map(keel_agent::SessionOverview::to_json)
             .collect();
         out!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(Outcome::Completed);
@@ -51,23 +53,8 @@ pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
         .map_or(0, |elapsed| {
             i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
         });
-    for session in sessions {
-        let items = host.transcript(&session.id)?.items;
-        let turns = items.iter().map(|stored| stored.turn).max().unwrap_or(0);
-        let first_prompt = items
-            .into_iter()
-            .find_map(|stored| match stored.item {
-                Ok(Item::User { text }) => Some(text),
-                Ok(_) | Err(_) => None,
-            })
-            .unwrap_or_default();
-        let first_line: String = first_prompt
-            .lines()
-            .next()
-            .unwrap_or("")
-            .chars()
-            .take(60)
-            .collect();
+    for overview in sessions {
+        let session = &overview.info;
         let ago = std::time::Duration::from_millis(
             u64::try_from(now.saturating_sub(session.updated_at)).unwrap_or(0),
         );
@@ -75,10 +62,10 @@ pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
             "{}  {:>9}  {:>3} turn{}  {}  {}",
             session.id,
             format!("{} ago", humanize_roughly(ago)),
-            turns,
-            if turns == 1 { " " } else { "s" },
+            overview.turns,
+            if overview.turns == 1 { " " } else { "s" },
             visible_line(&format!("{}/{}", session.provider, session.model)),
-            visible_line(&first_line)
+            visible_line(&overview.title)
         );
     }
     Ok(Outcome::Completed)

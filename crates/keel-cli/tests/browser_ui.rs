@@ -379,3 +379,50 @@ fn fork_from_the_browser_moves_to_a_session_that_begins_with_the_originals_bytes
         "the original and its fork"
     );
 }
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
+fn a_first_visit_starts_a_new_session_and_the_list_names_each_by_its_first_prompt() {
+    require_browser();
+    let steps = json!({"steps": [{"say": "answer one"}, {"say": "answer two"}]});
+    let (home, _mock) = drive_prepared("sessions", steps, "", &[], &|home| {
+        for prompt in ["first task", "second task"] {
+            let run = home.run(&["run", prompt]);
+            assert_eq!(run.code(), 0, "{}", run.stderr());
+        }
+    });
+    // The tab's own session was never typed into: the command line does not list it.
+    let listed = home.run(&["sessions", "--json"]).stdout();
+    let mut titles: Vec<String> = serde_json::from_str::<Vec<serde_json::Value>>(&listed)
+        .unwrap()
+        .iter()
+        .map(|session| session["title"].as_str().unwrap().to_string())
+        .collect();
+    titles.sort();
+    assert_eq!(titles, ["first task", "second task"]);
+}
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
+fn without_its_token_the_page_says_to_open_the_url_keel_printed() {
+    require_browser();
+    drive("no_token", json!({"steps": []}), "");
+}
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
+fn a_refused_key_says_in_the_browser_what_the_terminal_says_to_do() {
+    require_browser();
+    let body = r#"{"error":{"message":"Authentication Fails: secret detail","type":"authentication_error"}}"#;
+    let steps = json!({"steps": [{"fault": {"status": 401, "body": body}}]});
+    drive("refused_key", steps, "");
+}

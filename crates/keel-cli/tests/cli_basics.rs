@@ -112,6 +112,26 @@ fn sessions_are_listed_with_age_and_turns_and_removed_whole() {
 }
 
 #[test]
+fn a_run_that_fails_before_its_first_turn_leaves_the_session_list_unchanged() {
+    let steps = json!({"steps": [{"say": "one"}]}).to_string();
+    let (home, _mock) = scripted("chat", &steps, "");
+    assert_eq!(home.run(&["run", "the one that ran"]).code(), 0);
+    let before = home.run(&["sessions"]).stdout();
+    assert!(before.contains("the one that ran"), "{before}");
+    // No key, then a model of a provider nobody declared: both stop before a turn.
+    let keyless = home
+        .keel(&["run", "never sent"])
+        .env_remove("DEEPSEEK_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(keyless.status.code(), Some(2), "{keyless:?}");
+    let unknown = home.run(&["run", "--model", "nobody/x", "never sent"]);
+    assert_eq!(unknown.code(), 2, "{}", unknown.stderr());
+    assert_eq!(home.run(&["sessions"]).stdout(), before);
+    assert_eq!(session_ids(&home).len(), 1);
+}
+
+#[test]
 fn a_session_another_keel_holds_is_not_removed() {
     let steps = json!({"steps": [
         {"tool": "bash", "args": {"command": "sleep 3"}},

@@ -187,6 +187,64 @@ const scenarios = {
     await waitForText("done");
   },
 
+  // Two sessions made on the command line: a first visit starts a new session (not the
+  // newest CLI one) with its empty state; the list names each by its first prompt, newest
+  // first; at 400 px the header is at most a fifth of the height; a reload stays put.
+  async sessions() {
+    const labels = async () => page.locator("#sessions option").allInnerTexts();
+    await page.locator("#empty-state").waitFor();
+    const listed = await labels();
+    assert.equal(listed.length, 3, `listed: ${listed}`);
+    assert.equal(listed[0], "new session · empty", "the new session is chosen");
+    assert.match(listed[1], /^second task · (just now|\d+ min ago)$/);
+    assert.match(listed[2], /^first task · (just now|\d+ min ago)$/);
+    assert.equal(await page.locator("#sessions").inputValue(),
+      await page.locator("#sessions option").first().getAttribute("value"));
+    const empty = await page.locator("#empty-state").innerText();
+    for (const key of ["Enter", "Shift+Enter", "Esc", "/"]) assert.ok(empty.includes(key), `${key} in ${empty}`);
+    assert.doesNotMatch(await text(), /first task|second task/, "no CLI session's history shows");
+    await page.screenshot({ path: `${out}/sessions-new.png` });
+    // A phone-width window: one header row of controls and one of status.
+    await page.setViewportSize({ width: 400, height: 700 });
+    const header = await page.locator("header").boundingBox();
+    assert.ok(header.height <= 700 / 5, `the header is ${header.height} px of 700`);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(width <= 400, `page is ${width} px wide at a 400 px viewport`);
+    await page.screenshot({ path: `${out}/sessions-400px.png` });
+    // Another session opens with its own history, and a reload keeps it open.
+    const first = await page.locator("#sessions option", { hasText: "first task" }).getAttribute("value");
+    await page.selectOption("#sessions", first);
+    await waitForText("first task");
+    await waitForText("answer one");
+    assert.equal(await page.locator("#empty-state").count(), 0);
+    await page.reload();
+    await waitForText("answer one");
+    assert.equal(await page.locator("#sessions").inputValue(), first);
+  },
+
+  // Opened without the token (the bare address): the page says to open the URL keel printed.
+  async no_token() {
+    await page.goto(url.split("#")[0]);
+    await page.locator("#no-token").waitFor({ timeout: 20000 });
+    assert.match(await page.locator("#no-token").innerText(), /Open the URL keel serve printed/);
+    assert.equal(await page.locator("#prompt").isVisible(), false, "nothing to type into");
+    await page.screenshot({ path: `${out}/no-token.png` });
+  },
+
+  // The provider refuses the key: the browser says what the terminal says to do.
+  async refused_key() {
+    await ask("hello");
+    await page.locator(".error").first().waitFor({ timeout: 20000 });
+    const said = await page.locator(".error").first().innerText();
+    assert.match(said, /refused the key in DEEPSEEK_API_KEY/);
+    assert.match(said, /keel config/);
+    assert.match(said, /HTTP 401/);
+    assert.doesNotMatch(said, /secret detail/, "never the provider's own words");
+    // The session is now named by its first prompt.
+    await page.waitForFunction(() => document.querySelector("#sessions option").textContent.startsWith("hello · "));
+    await page.screenshot({ path: `${out}/refused-key.png` });
+  },
+
   // An opaque 400 on the replay: the recovery button is the action offered, visible without
   // opening anything; one click finishes the task.
   async recovery() {
@@ -274,10 +332,15 @@ const scenarios = {
   },
 };
 
+// Scenarios that open the page their own way.
+const ownStart = new Set(["no_token"]);
+
 let code = 0;
 try {
-  await page.goto(url);
-  await page.waitForSelector("#sessions option", { state: "attached", timeout: 20000 });
+  if (!ownStart.has(scenario)) {
+    await page.goto(url);
+    await page.waitForSelector("#sessions option", { state: "attached", timeout: 20000 });
+  }
   await scenarios[scenario]();
   assert.deepEqual(errors, [], "no script errors in the page");
   console.log(`ok ${scenario}`);

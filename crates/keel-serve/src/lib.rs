@@ -23,7 +23,7 @@ pub use access::Access;
 pub use approvals::{Approvals, Decision, SessionApprover};
 pub use error::ApiError;
 
-use keel_agent::{AgentError, Approver, Controller, SessionChoice, SessionInfo};
+use keel_agent::{AgentError, Approver, Controller, SessionChoice, SessionInfo, SessionOverview};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -57,7 +57,7 @@ pub trait SessionFactory: Send + Sync + 'static {
         approver: Arc<dyn Approver>,
     ) -> Result<Controller, OpenError>;
     /// The sessions of this workspace, newest first.
-    fn sessions(&self) -> Result<Vec<SessionInfo>, AgentError>;
+    fn sessions(&self) -> Result<Vec<SessionOverview>, AgentError>;
     /// Whether a session with this id exists and this server may drive it.
     fn exists(&self, id: &str) -> Result<bool, AgentError>;
     /// A new session with `source`'s history up to turn `at` (all of it when `None`).

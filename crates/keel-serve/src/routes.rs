@@ -127,12 +127,6 @@ fn open_session(
     Ok(Arc::new(OpenSession { controller }))
 }
 
-fn session_json(info: &keel_agent::SessionInfo) -> Value {
-    json!({"id": info.id, "workspace": info.workspace,
-           "model": format!("{}/{}", info.provider, info.model), "provider": info.provider,
-           "created_at": info.created_at, "updated_at": info.updated_at})
-}
-
 async fn create_session(
     State(state): State<Arc<AppState>>,
     body: Result<Bytes, BytesRejection>,
@@ -152,7 +146,12 @@ async fn create_session(
 }
 
 async fn list_sessions(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
-    let sessions: Vec<Value> = state.factory.sessions()?.iter().map(session_json).collect();
+    let sessions: Vec<Value> = state
+        .factory
+        .sessions()?
+        .iter()
+        .map(keel_agent::SessionOverview::to_json)
+        .collect();
     Ok(axum::Json(sessions).into_response())
 }
 

@@ -245,7 +245,7 @@ function handle(event) {
   if (event.id) view.lastId = Math.max(view.lastId, event.id);
   const t = $("transcript");
   switch (event.type) {
-    case "turn/started": setBusy(true); view.attempt = []; break;
+    case "turn/started": leaveEmptyState(); setBusy(true); view.attempt = []; break;
     case "llm/request": view.attempt = []; view.liveText = null; endLive(); break;
     case "llm/text": delta("text", event.delta); break;
     case "llm/reasoning": delta("reasoning", event.delta); break;
@@ -283,6 +283,7 @@ function handle(event) {
       const kept = stopped ? (view.attempt || []).slice() : [];
       endLive(); setBusy(false); view.attempt = []; view.liveText = null;
       reloadHistory().then(() => keepStopped(kept));
+      relistSessions();
       refreshStatus();
       break;
     }
@@ -314,7 +315,7 @@ function handle(event) {
   scrollDown();
 }
 
-function showUser(text) { $("transcript").appendChild(el("div", "msg you", "› " + text)); }
+function showUser(text) { leaveEmptyState(); $("transcript").appendChild(el("div", "msg you", "› " + text)); }
 
 async function refreshStatus() {
   if (!view.session) return;
@@ -450,6 +451,7 @@ function renderHistory(history) {
     }
   }
   if (turn !== null) closeTurn(turn);
+  if (!history.items.length) t.appendChild(emptyState());
   view.lastId = Math.max(view.lastId, history.last_event_id || 0);
   scrollDown();
 }
@@ -461,24 +463,81 @@ async function reloadHistory() {
 
 async function open(session) {
   view.session = session; view.lastId = 0;
+  sessionStorage.setItem("keel-session", session);
   await reloadHistory();
   follow(session);
   refreshStatus();
 }
 
+// "3 min ago" from a time in milliseconds.
+function ago(ms) {
+  const minutes = Math.floor((Date.now() - ms) / 60000);
+  if (minutes < 1) return "just now";
+  if (minutes < 60) return `${minutes} min ago`;
+  if (minutes < 48 * 60) return `${Math.floor(minutes / 60)} h ago`;
+  return `${Math.floor(minutes / 1440)} days ago`;
+}
+
+// The sessions newest first, each by its title (the first thing typed) and when it was used;
+// a session nobody typed into yet is listed only while it is open. The first visit of a tab
+// starts a new session; a reload stays on the one it had.
 async function loadSessions(select) {
   const response = await api("/api/sessions");
+  if (response.status === 401) { document.body.classList.add("locked"); $("no-token").hidden = false; return; }
   if (!response.ok) { $("transcript").appendChild(el("div", "error", "cannot reach keel: " + response.status)); return; }
   const sessions = await response.json();
+  const remembered = sessionStorage.getItem("keel-session");
+  const chosen = select || (sessions.some((s) => s.id === remembered) ? remembered : null);
+  if (!chosen) { newSession(); return; }
+  listSessions(sessions, chosen);
+  open(chosen);
+}
+
+function listSessions(sessions, chosen) {
   const box = $("sessions"); box.textContent = "";
-  for (const s of sessions) { const option = el("option", "", s.id + " · " + s.model); option.value = s.id; box.appendChild(option); }
-  const chosen = select || (sessions[0] && sessions[0].id);
-  if (chosen) { box.value = chosen; open(chosen); } else newSession();
+  for (const s of sessions) {
+    if (!s.turns && s.id !== chosen) continue;
+    const label = (s.title || "new session") + " · " + (s.turns ? ago(s.updated_at) : "empty");
+    const option = el("option", "", label);
+    option.value = s.id;
+    option.title = `${s.id} · ${s.model} · ${s.turns} turn${s.turns === 1 ? "" : "s"}`;
+    box.appendChild(option);
+  }
+  box.value = chosen;
+}
+
+// After a turn: the open session's title and time in the list are now known.
+async function relistSessions() {
+  const response = await api("/api/sessions");
+  if (response.ok && view.session) listSessions(await response.json(), view.session);
 }
 
 async function newSession() {
   const response = await api("/api/sessions", { method: "POST", body: "{}" });
   if (response.ok) loadSessions((await response.json()).id);
+  else $("transcript").appendChild(el("div", "error", "cannot start a session: " + response.status));
+}
+
+// What a new session's page says before the first prompt.
+function emptyState() {
+  const box = el("div", "empty-state");
+  box.id = "empty-state";
+  box.appendChild(el("h2", "", "Ask keel to do something in this workspace"));
+  box.appendChild(el("p", "", "For example: “explain what src/main.rs does” or “fix the failing test and run the tests”. keel asks before it changes a file or runs a command (unless the mode says otherwise)."));
+  const keys = el("ul");
+  for (const [key, what] of [["Enter", "sends"], ["Shift+Enter", "a new line"], ["Esc", "stops the turn"], ["/", "lists the slash commands"]]) {
+    const line = el("li");
+    line.appendChild(el("kbd", "", key));
+    line.appendChild(document.createTextNode(" " + what));
+    keys.appendChild(line);
+  }
+  box.appendChild(keys);
+  return box;
+}
+
+function leaveEmptyState() {
+  const box = $("empty-state");
+  if (box) box.remove();
 }
 
 async function submit(body) {

@@ -30,7 +30,7 @@ pub use error::StoreError;
 pub use history::{HistoryRewrite, RevisionInfo};
 pub use lease::Lease;
 pub use processes::RecordedProcess;
-pub use sessions::{SessionInfo, StoredEvent, StoredItem};
+pub use sessions::{SessionInfo, SessionOverview, StoredEvent, StoredItem, TITLE_CHARS};
 
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};

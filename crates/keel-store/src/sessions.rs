@@ -16,6 +16,44 @@ use rusqlite::{OptionalExtension, Transaction, params};
 pub(crate) const CURRENT_REVISION_OF_1: &str =
     "(SELECT coalesce(max(revision), 1) FROM history_revisions WHERE session_id = ?1)";
 
+/// A session as a list shows it: what it is, how far it went, and what it was about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionOverview {
+    pub info: SessionInfo,
+    /// Its highest turn number (0 before its first turn).
+    pub turns: u64,
+    /// The first line of the first thing the user typed (at most [`TITLE_CHARS`] characters,
+    /// with `…` when cut); empty before the first prompt. Raw text: each surface escapes it.
+    pub title: String,
+}
+
+impl SessionOverview {
+    /// The session as `keel sessions --json` and `GET /api/sessions` list it.
+    pub fn to_json(&self) -> serde_json::Value {
+        let info = &self.info;
+        serde_json::json!({
+            "id": info.id, "workspace": info.workspace,
+            "model": format!("{}/{}", info.provider, info.model), "provider": info.provider,
+            "created_at": info.created_at, "updated_at": info.updated_at,
+            "turns": self.turns, "title": self.title,
+        })
+    }
+}
+
+/// The longest title a session list shows.
+pub const TITLE_CHARS: usize = 60;
+
+/// The first line of `text`, cut to [`TITLE_CHARS`] characters with `…`.
+fn title_of(text: &str) -> String {
+    let line = text.trim().lines().next().unwrap_or("").trim();
+    if line.chars().count() <= TITLE_CHARS {
+        return line.to_string();
+    }
+    let mut cut: String = line.chars().take(TITLE_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct SessionInfo {
     pub id: String,
@@ -113,6 +151,32 @@ impl Store {
         ))?;
         let rows = statement.query_map([workspace], session_from_row)?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// The sessions of `workspace`, newest first, each with its turns and title.
+    pub fn session_overviews(&self, workspace: &str) -> Result<Vec<SessionOverview>, StoreError> {
+        let sessions = self.sessions_for_workspace(workspace)?;
+        let connection = self.connection();
+        let mut turns =
+            connection.prepare("SELECT coalesce(max(turn), 0) FROM items WHERE session_id = ?1")?;
+        let mut first_user = connection.prepare(
+            "SELECT json_extract(item, '$.text') FROM items \
+             WHERE session_id = ?1 AND json_extract(item, '$.role') = 'user' \
+             ORDER BY revision LIMIT 1",
+        )?;
+        let mut overviews = Vec::with_capacity(sessions.len());
+        for info in sessions {
+            let turn_count: i64 = turns.query_row([&info.id], |row| row.get(0))?;
+            let first: Option<Option<String>> = first_user
+                .query_row([&info.id], |row| row.get(0))
+                .optional()?;
+            overviews.push(SessionOverview {
+                turns: to_u64(turn_count),
+                title: title_of(&first.flatten().unwrap_or_default()),
+                info,
+            });
+        }
+        Ok(overviews)
     }
 
     pub fn set_session_model(
@@ -397,4 +461,23 @@ pub(crate) fn put_receipt_in(
         ],
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{TITLE_CHARS, title_of};
+
+    #[test]
+    fn a_title_is_the_first_typed_line_cut_with_an_ellipsis() {
+        assert_eq!(
+            title_of("\n  fix the loop  \nand then the tests"),
+            "fix the loop"
+        );
+        let long = "x".repeat(TITLE_CHARS + 5);
+        let cut = title_of(&long);
+        assert_eq!(cut.chars().count(), TITLE_CHARS);
+        assert!(cut.ends_with('…'));
+        assert_eq!(title_of(&"é".repeat(TITLE_CHARS)), "é".repeat(TITLE_CHARS));
+        assert_eq!(title_of(""), "");
+    }
 }
