@@ -62,6 +62,21 @@ async function start(agent, fs = false, mcpServers = []) {
 const prompt = (agent, sessionId, text, meta) => agent.request(acp.methods.agent.session.prompt,
   { sessionId, prompt: [{ type: "text", text }], ...(meta ? { _meta: meta } : {}) });
 
+// A prompt that must end with a JSON-RPC error: the error, as the SDK hands it over.
+async function promptError(agent, sessionId, text, meta) {
+  try {
+    const answer = await prompt(agent, sessionId, text, meta);
+    assert.fail(`expected an error, got ${JSON.stringify(answer)}`);
+  } catch (error) {
+    if (error instanceof assert.AssertionError) throw error;
+    return error;
+  }
+}
+
+// The newest `available_commands_update`'s command `name`.
+const command = (updates, name) => updates.filter((u) => u.sessionUpdate === "available_commands_update")
+  .at(-1).availableCommands.find((c) => c.name === name);
+
 const messageText = (updates) => updates
   .filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
 
@@ -325,10 +340,18 @@ const scenarios = {
     const client = connect();
     await client.app.connectWith(client.stream, async (agent) => {
       const sessionId = await start(agent);
-      const failed = await prompt(agent, sessionId, "look around");
-      const recoveryId = failed._meta["keel/recoveryId"];
+      // The failure ends the prompt as a JSON-RPC error; the offer rides in its data and on
+      // the command that runs it, never in the agent's message text.
+      const failed = await promptError(agent, sessionId, "look around");
+      assert.equal(failed.code, -32011);
+      const recoveryId = failed.data.recoveryId;
       assert.match(recoveryId, /^r-[0-9a-f]{16}$/);
-      assert.match(messageText(client.updates), new RegExp(`/recover-context ${recoveryId}`));
+      assert.equal(failed.data.action, "protocol_recovery");
+      assert.equal(failed.data.status, 400);
+      assert.ok("kind" in failed.data && "trace_id" in failed.data, JSON.stringify(failed.data));
+      assert.match(failed.message, /continue from valid history\?/);
+      assert.doesNotMatch(messageText(client.updates), /recover-context|failed/);
+      assert.equal(command(client.updates, "recover-context")._meta["keel/recoveryId"], recoveryId);
       await assert.rejects(
         prompt(agent, sessionId, "", { "keel/action": "protocol_recovery", "keel/recoveryId": "r-0000000000000000" }),
         (error) => error.code === -32010 && /no recovery record/.test(error.message));
@@ -336,8 +359,9 @@ const scenarios = {
       assert.equal(recovered.stopReason, "end_turn");
       assert.match(messageText(client.updates), /Recovered from valid history\./);
       // A second incident, recovered the way an editor user types it.
-      const again = await prompt(agent, sessionId, "one more step");
-      const secondId = again._meta["keel/recoveryId"];
+      assert.equal(command(client.updates, "recover-context")._meta, undefined, "the offer was used");
+      const again = await promptError(agent, sessionId, "one more step");
+      const secondId = again.data.recoveryId;
       assert.match(secondId, /^r-[0-9a-f]{16}$/);
       assert.notEqual(secondId, recoveryId);
       const typed = await prompt(agent, sessionId, `/recover-context ${secondId} check the log first`);
@@ -354,11 +378,14 @@ const scenarios = {
     const client = connect();
     await client.app.connectWith(client.stream, async (agent) => {
       const sessionId = await start(agent);
-      const failed = await prompt(agent, sessionId, "run all the rounds");
-      assert.equal(failed._meta["keel/failed"].kind, "limit");
-      const recoveryId = failed._meta["keel/recoveryId"];
+      const failed = await promptError(agent, sessionId, "run all the rounds");
+      assert.equal(failed.data.kind, "limit");
+      const recoveryId = failed.data.recoveryId;
       assert.match(recoveryId, /^r-[0-9a-f]{16}$/);
-      assert.match(messageText(client.updates), /Send `\/compact`/);
+      assert.equal(failed.data.action, "context_recovery");
+      assert.match(failed.message, /compact it and go on\?/);
+      assert.equal(command(client.updates, "compact")._meta["keel/action"], "context_recovery");
+      assert.doesNotMatch(messageText(client.updates), /compact/);
       const done = await prompt(agent, sessionId, "the effects log", { "keel/action": "context_recovery", "keel/recoveryId": recoveryId });
       assert.equal(done.stopReason, "end_turn");
       assert.match(messageText(client.updates), /All rounds done\./);
@@ -367,6 +394,69 @@ const scenarios = {
       await assert.rejects(
         prompt(agent, sessionId, "", { "keel/action": "context_recovery", "keel/recoveryId": recoveryId }),
         (error) => error.code === -32010);
+    });
+    client.child.kill();
+    return {};
+  },
+
+  // Open plan items: the turn ends not ready, said in the answer's _meta and on the
+  // continue-checks command (not in the message text); the offer runs from _meta.
+  async readiness() {
+    const client = connect();
+    await client.app.connectWith(client.stream, async (agent) => {
+      const sessionId = await start(agent);
+      const open = await prompt(agent, sessionId, "edit and test");
+      assert.equal(open.stopReason, "end_turn");
+      const readiness = open._meta["keel/readiness"];
+      assert.equal(readiness.ready, false);
+      assert.equal(readiness.reason, "the plan has 1 open item");
+      assert.equal(readiness.action, "final_readiness_recovery");
+      assert.equal(readiness.offer, "Not ready: the plan has 1 open item — continue checks?");
+      assert.match(readiness.recoveryId, /^r-[0-9a-f]{16}$/);
+      const offered = command(client.updates, "continue-checks")._meta;
+      assert.equal(offered["keel/recoveryId"], readiness.recoveryId);
+      assert.equal(offered["keel/offer"], readiness.offer);
+      assert.doesNotMatch(messageText(client.updates), /continue-checks|Not ready|r-[0-9a-f]{16}/);
+      const done = await prompt(agent, sessionId, "",
+        { "keel/action": "final_readiness_recovery", "keel/recoveryId": readiness.recoveryId });
+      assert.equal(done._meta["keel/readiness"].ready, true);
+      assert.equal(command(client.updates, "continue-checks")._meta, undefined, "the offer was used");
+      assert.match(messageText(client.updates), /Ran the tests: they pass\./);
+    });
+    client.child.kill();
+    return {};
+  },
+
+  // A call the person rejects is not a failure: the turn ends ready. A command that fails
+  // still leaves the turn not ready.
+  async denial() {
+    const client = connect((params, n) => (n === 1 ? "reject_once" : "allow_once"));
+    await client.app.connectWith(client.stream, async (agent) => {
+      const sessionId = await start(agent);
+      const denied = await prompt(agent, sessionId, "delete the build");
+      assert.equal(denied.stopReason, "end_turn");
+      assert.deepEqual(denied._meta["keel/readiness"], { ready: true });
+      const failed = await prompt(agent, sessionId, "run the tests");
+      assert.equal(failed._meta["keel/readiness"].ready, false);
+      assert.equal(failed._meta["keel/readiness"].reason, "the final answer came right after `bash` failed");
+    });
+    client.child.kill();
+    return {};
+  },
+
+  // The provider refuses the key: a JSON-RPC error that says what to do, its data the
+  // failure's kind, status and trace id; nothing about it in the message text.
+  async refused_key() {
+    const client = connect();
+    await client.app.connectWith(client.stream, async (agent) => {
+      const sessionId = await start(agent);
+      const error = await promptError(agent, sessionId, "hello");
+      assert.equal(error.code, -32011);
+      assert.match(error.message, /refused the key in DEEPSEEK_API_KEY/);
+      assert.match(error.message, /keel config/);
+      assert.doesNotMatch(error.message, /secret detail/);
+      assert.deepEqual(error.data, { kind: "auth", status: 401, trace_id: null });
+      assert.equal(messageText(client.updates), "");
     });
     client.child.kill();
     return {};

@@ -13,6 +13,7 @@
 
 mod client_calls;
 mod fork;
+mod outcome;
 mod rewind;
 mod rpc;
 mod updates;
@@ -21,11 +22,11 @@ pub use rpc::RpcError;
 
 use client_calls::{AcpApprover, AcpEditor};
 use keel_agent::{
-    AgentError, Approver, Controller, Input, Line, Readiness, RecoveryRefusal, SessionChoice,
-    SurfaceCommand, TurnOutcome,
+    AgentError, Approver, Controller, Input, Line, RecoveryRefusal, SessionChoice, SurfaceCommand,
+    TurnOutcome,
 };
 use keel_tools::{EditorFiles, PermissionMode};
-use keel_types::{EventBody, FailureKind};
+use keel_types::EventBody;
 use rpc::{Connection, code};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -413,6 +414,11 @@ impl Agent {
     }
 
     fn announce_commands(&self, session: &str) {
+        self.announce_commands_with(session, &outcome::Offered::default());
+    }
+
+    /// The session's commands, with `offered`'s open recovery on the command that runs it.
+    fn announce_commands_with(&self, session: &str, offered: &outcome::Offered) {
         // The session's custom commands (prompts from `.keel/commands/` and the user's).
         let custom: Vec<Value> = lock(&self.sessions)
             .get(session)
@@ -453,7 +459,7 @@ impl Agent {
         self.update(
             session,
             json!({"sessionUpdate": "available_commands_update",
-            "availableCommands": commands}),
+            "availableCommands": offered.on_commands(commands)}),
         );
     }
 
@@ -614,9 +620,16 @@ impl Agent {
         let id = session.controller.session().id.clone();
         let mut translator =
             updates::Translator::new(session.controller.settings().profile.context_window);
-        let forward = |event: &keel_types::Event, translator: &mut updates::Translator| {
-            for update in translator.updates(&session.cwd, &id, event) {
+        let mut offered = outcome::Offered::default();
+        let forward = |event: &keel_types::Event,
+                       translator: &mut updates::Translator,
+                       offered: &mut outcome::Offered| {
+            for update in translator.updates(&session.cwd, event) {
                 self.update(&id, update);
+            }
+            // A recovery offered, used or expired: the command that runs it says so.
+            if offered.see(&event.body) {
+                self.announce_commands_with(&id, offered);
             }
             // An approved plan left plan mode: the editor's mode picker follows.
             if matches!(&event.body, EventBody::ToolResult { name, .. }
@@ -632,49 +645,17 @@ impl Agent {
         let outcome = loop {
             tokio::select! {
                 result = &mut turn => break result,
-                Some(event) = events.recv() => forward(&event, &mut translator),
+                Some(event) = events.recv() => forward(&event, &mut translator, &mut offered),
             }
         };
         // Everything the turn emitted before it ended is in the channel now.
         while let Ok(event) = events.try_recv() {
-            forward(&event, &mut translator);
+            forward(&event, &mut translator, &mut offered);
         }
         let outcome = outcome
             .map_err(|error| RpcError::new(code::INTERNAL, format!("the turn stopped: {error}")))?
             .map_err(|error| RpcError::new(code::INTERNAL, error.to_string()))?;
-        Ok(self.stop_reason(&id, outcome))
-    }
-
-    fn stop_reason(&self, session: &str, outcome: TurnOutcome) -> Value {
-        match outcome {
-            TurnOutcome::Completed { usage, readiness } => {
-                let reason = match readiness {
-                    Readiness::CutOff(why) if why.contains("length") => "max_tokens",
-                    Readiness::CutOff(_) => "refusal",
-                    Readiness::Ready | Readiness::OpenWork(_) => "end_turn",
-                };
-                json!({"stopReason": reason, "_meta": {"keel/usage": usage}})
-            }
-            TurnOutcome::Cancelled => json!({"stopReason": "cancelled"}),
-            TurnOutcome::Failed {
-                diagnostic,
-                recovery_id,
-            } => {
-                let is_round_limit = diagnostic.kind == FailureKind::Limit
-                    && diagnostic.message.contains("max_rounds");
-                if !is_round_limit {
-                    self.update(
-                        session,
-                        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text",
-                            "text": format!("keel: the turn failed: {diagnostic}")}}),
-                    );
-                }
-                json!({
-                    "stopReason": if is_round_limit { "max_turn_requests" } else { "end_turn" },
-                    "_meta": {"keel/failed": diagnostic, "keel/recoveryId": recovery_id},
-                })
-            }
-        }
+        offered.answer(outcome)
     }
 }
 

@@ -23,6 +23,8 @@ pub mod code {
     pub const RESOURCE_NOT_FOUND: i64 = -32002;
     /// keel: the session is busy or a recovery was refused.
     pub const REFUSED: i64 = -32010;
+    /// keel: the turn failed (the provider's failure, classified); `data` says how.
+    pub const TURN_FAILED: i64 = -32011;
 }
 
 /// An error answer.
@@ -31,6 +33,8 @@ pub mod code {
 pub struct RpcError {
     pub code: i64,
     pub message: String,
+    /// The error's `data`, when it has more to say than its message.
+    pub data: Option<Value>,
 }
 
 impl RpcError {
@@ -38,7 +42,13 @@ impl RpcError {
         RpcError {
             code,
             message: message.into(),
+            data: None,
         }
+    }
+
+    pub fn with_data(mut self, data: Value) -> RpcError {
+        self.data = Some(data);
+        self
     }
 
     pub fn invalid_params(message: impl Into<String>) -> RpcError {
@@ -77,8 +87,13 @@ impl Connection {
     pub fn respond(&self, id: Value, result: Result<Value, RpcError>) {
         match result {
             Ok(result) => self.send(json!({"jsonrpc": "2.0", "id": id, "result": result})),
-            Err(error) => self.send(json!({"jsonrpc": "2.0", "id": id,
-                "error": {"code": error.code, "message": error.message}})),
+            Err(error) => {
+                let mut body = json!({"code": error.code, "message": error.message});
+                if let Some(data) = error.data {
+                    body["data"] = data;
+                }
+                self.send(json!({"jsonrpc": "2.0", "id": id, "error": body}));
+            }
         }
     }
 

@@ -10,7 +10,7 @@
 //! - The history replay of `session/load` produces the same kinds of updates, from the stored
 //!   items and receipts.
 
-use keel_types::{AssistantPart, Event, EventBody, InputKind, Item, ReceiptState, ToolReceipt};
+use keel_types::{AssistantPart, Event, EventBody, Item, ReceiptState, ToolReceipt};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -136,7 +136,7 @@ impl Translator {
     }
 
     /// The updates for `event`, in order.
-    pub fn updates(&mut self, workspace: &Path, session: &str, event: &Event) -> Vec<Value> {
+    pub fn updates(&mut self, workspace: &Path, event: &Event) -> Vec<Value> {
         match &event.body {
             EventBody::LlmRequest { .. } => {
                 self.text.clear();
@@ -220,13 +220,6 @@ impl Translator {
                 output,
                 ..
             } => vec![result_update(call_id, *state, summary, output)],
-            EventBody::RecoveryOffered {
-                recovery_id,
-                action,
-            } => vec![chunk(
-                "agent_message_chunk",
-                &offer_text(session, recovery_id, *action),
-            )],
             EventBody::SearchResult {
                 query,
                 sources_status,
@@ -297,6 +290,9 @@ impl Translator {
             | EventBody::AccountRotated { .. }
             | EventBody::TurnCompleted { .. }
             | EventBody::TurnFailed { .. }
+            // The offer goes in the prompt's answer and on its command (`outcome`), not
+            // into the agent's message text.
+            | EventBody::RecoveryOffered { .. }
             | EventBody::RecoveryConsumed { .. }
             | EventBody::RecoveryExpired { .. }
             // A client gets a command's output with its result (ACP's tool content replaces,
@@ -321,29 +317,6 @@ pub fn untrusted_note(ignored: &[keel_types::IgnoredSetting]) -> String {
         ));
     }
     note
-}
-
-/// How to run an offered recovery from an editor.
-pub fn offer_text(_session: &str, recovery_id: &str, action: InputKind) -> String {
-    match action {
-        InputKind::FinalReadinessRecovery => format!(
-            "\n\nNot ready: the turn ended with open work. Send `/continue-checks {recovery_id}` to go on \
-             (or a prompt with _meta {{\"keel/action\": \"final_readiness_recovery\", \
-             \"keel/recoveryId\": \"{recovery_id}\"}})."
-        ),
-        InputKind::ContextRecovery | InputKind::Compaction => format!(
-            "\n\nThe conversation no longer fits the model's context window. Send `/compact` \
-             (optionally followed by what the summary should focus on) to compact it and go on, \
-             or a prompt with _meta {{\"keel/action\": \"context_recovery\", \
-             \"keel/recoveryId\": \"{recovery_id}\"}}."
-        ),
-        InputKind::ProtocolRecovery | InputKind::User => format!(
-            "\n\nRecovery available: the provider rejected the replay of the tool history. Send \
-             `/recover-context {recovery_id}` (optionally followed by guidance) to continue from \
-             valid history, or a prompt with _meta {{\"keel/action\": \"protocol_recovery\", \
-             \"keel/recoveryId\": \"{recovery_id}\"}}."
-        ),
-    }
 }
 
 /// The stored history as updates, for `session/load`.
@@ -459,7 +432,7 @@ mod tests {
                 usage: Usage::default(),
             },
         ] {
-            sent.extend(translator.updates(ws, "s", &event(body)));
+            sent.extend(translator.updates(ws, &event(body)));
         }
         let text = texts(&sent);
         assert!(!text.contains("Half of the ans"), "{text}");

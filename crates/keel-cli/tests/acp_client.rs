@@ -606,3 +606,61 @@ fn an_undo_comes_before_a_prompt_read_after_it() {
         );
     }
 }
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_acp),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+)]
+fn open_work_is_offered_in_meta_and_on_the_command_not_in_the_text() {
+    let plan = json!({"todos": [
+        {"content": "edit", "status": "completed"},
+        {"content": "run the tests", "status": "pending"},
+    ]});
+    let done = json!({"todos": [
+        {"content": "edit", "status": "completed"},
+        {"content": "run the tests", "status": "completed"},
+    ]});
+    let steps = json!({"steps": [
+        {"tool": "todo_write", "args": plan},
+        {"say": "Edited the file."},
+        {"tool": "todo_write", "args": done},
+        {"say": "Ran the tests: they pass."},
+    ]});
+    let (_home, mock) = client("readiness", steps, "permission_mode = \"auto\"");
+    assert_eq!(mock.requests().len(), 4);
+}
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_acp),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+)]
+fn a_rejected_call_ends_the_turn_ready_and_a_failed_command_does_not() {
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": "rm -rf build"}},
+        {"say": "Understood: I left the build alone."},
+        {"tool": "bash", "args": {"command": "exit 3"}},
+        {"say": "The tests are done."},
+    ]});
+    let (_home, mock) = client("denial", steps, "permission_mode = \"ask\"");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4);
+    let told = requests[1].to_string();
+    assert!(
+        told.contains("denied"),
+        "the model is told the call was denied: {told}"
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_acp),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+)]
+fn a_refused_key_ends_the_prompt_with_an_error_that_says_what_to_do() {
+    let body = r#"{"error":{"message":"Authentication Fails: secret detail","type":"authentication_error"}}"#;
+    let steps = json!({"steps": [{"fault": {"status": 401, "body": body}}]});
+    let (_home, mock) = client("refused_key", steps, "");
+    assert_eq!(mock.requests().len(), 1, "a refused key is not retried");
+}

@@ -396,7 +396,7 @@ fn open_plan_items_mark_the_turn_not_ready_and_continue_checks_runs_once() {
         .unwrap()
         .to_string();
     assert!(
-        body.contains("Continue the checks") && body.contains("1 unfinished item"),
+        body.contains("Continue the checks") && body.contains("the plan has 1 open item"),
         "{body}"
     );
     assert!(

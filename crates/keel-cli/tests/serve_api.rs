@@ -214,6 +214,44 @@ fn approvals_are_answered_by_a_client_and_the_first_decision_wins() {
     assert!(!home.path().join("no.txt").exists());
     let sent = mock.requests().last().unwrap().to_string();
     assert!(sent.contains("the user declined"), "{sent}");
+    // A deliberate denial is not a failure: the turn ended ready, with nothing to recover.
+    let ended = server.events(&session, Some(0), "turn/completed", usize::MAX);
+    let completed = ended.last().unwrap();
+    assert_eq!(completed["type"], "turn/completed");
+    assert_eq!(completed["ready"], true, "{completed}");
+    assert!(completed.get("not_ready_reason").is_none(), "{completed}");
+    assert!(!ended.iter().any(|e| e["type"] == "recovery/offered"));
+}
+
+#[test]
+fn a_command_that_fails_leaves_the_turn_not_ready_with_continue_checks() {
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": "exit 3"}},
+        {"say": "The tests pass."},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    home.prepend_config("permission_mode = \"auto\"");
+    let server = Server::start(&home, &[]);
+    let session = server.new_session();
+    assert_eq!(server.submit(&session, json!({"input": "test"})).0, 202);
+    let events = server.events(&session, Some(0), "recovery/offered", usize::MAX);
+    let completed = events
+        .iter()
+        .find(|e| e["type"] == "turn/completed")
+        .unwrap();
+    assert_eq!(completed["ready"], false, "{completed}");
+    assert_eq!(
+        completed["not_ready_reason"],
+        "the final answer came right after `bash` failed"
+    );
+    let offered = events.last().unwrap();
+    assert_eq!(offered["action"], "final_readiness_recovery", "{offered}");
+    wait_until_idle(&server, &session);
+    let (_, status) = server.api("GET", &format!("/api/sessions/{session}"), Value::Null);
+    assert_eq!(
+        status["pending"]["action"], "final_readiness_recovery",
+        "{status}"
+    );
 }
 
 #[test]

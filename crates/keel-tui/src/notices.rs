@@ -81,19 +81,16 @@ pub fn notice(body: &EventBody) -> Option<String> {
                 None => usage,
             }
         }
-        EventBody::RecoveryOffered {
-            recovery_id,
-            action,
-        } => match action {
+        EventBody::RecoveryOffered { action, .. } => match action {
             InputKind::FinalReadinessRecovery => {
-                format!("/continue-checks ({recovery_id}) goes on from here")
+                "continue checks? /continue-checks goes on from here".to_string()
             }
-            InputKind::ContextRecovery | InputKind::Compaction => format!(
-                "recovery {recovery_id} is available: /compact summarises the history so the task can go on"
-            ),
-            InputKind::ProtocolRecovery | InputKind::User => format!(
-                "recovery {recovery_id} is available: /recover-context replays the task from valid history"
-            ),
+            InputKind::ContextRecovery | InputKind::Compaction => {
+                "/compact summarises the history so the task can go on".to_string()
+            }
+            InputKind::ProtocolRecovery | InputKind::User => {
+                "/recover-context replays the task from valid history".to_string()
+            }
         },
         EventBody::ContextCompacted {
             revision,

@@ -30,12 +30,12 @@ impl Readiness {
         denied: &dyn Fn(&str) -> bool,
     ) -> Readiness {
         match finish_reason {
-            FinishReason::Length => Readiness::CutOff(
-                "the answer was cut off at the output limit (finish_reason: length)".into(),
-            ),
-            FinishReason::ContentFilter => Readiness::CutOff(
-                "the provider filtered the answer (finish_reason: content_filter)".into(),
-            ),
+            FinishReason::Length => {
+                Readiness::CutOff("the answer was cut off at the model's output limit".into())
+            }
+            FinishReason::ContentFilter => {
+                Readiness::CutOff("the provider filtered the answer".into())
+            }
             FinishReason::Stop | FinishReason::ToolCalls => match check(history, denied) {
                 Some(reason) => Readiness::OpenWork(reason),
                 None => Readiness::Ready,
@@ -56,9 +56,8 @@ impl Readiness {
 pub fn check(history: &[Item], denied: &dyn Fn(&str) -> bool) -> Option<String> {
     let open = open_plan_items(history);
     if open > 0 {
-        return Some(format!(
-            "the plan (todo_write) still has {open} unfinished item(s)"
-        ));
+        let items = if open == 1 { "item" } else { "items" };
+        return Some(format!("the plan has {open} open {items}"));
     }
     let last_result = history
         .iter()
@@ -72,7 +71,7 @@ pub fn check(history: &[Item], denied: &dyn Fn(&str) -> bool) -> Option<String> 
     })) = last_result
     {
         if !denied(call_id) {
-            return Some(format!("the final answer follows a failed `{name}` result"));
+            return Some(format!("the final answer came right after `{name}` failed"));
         }
         if content.starts_with(UNATTENDED_DENIAL) {
             return Some(format!(
@@ -188,7 +187,7 @@ mod tests {
         ];
         assert_eq!(
             check(&history, &|_| false).as_deref(),
-            Some("the plan (todo_write) still has 1 unfinished item(s)")
+            Some("the plan has 1 open item")
         );
         let done = r#"{"todos":[{"content":"a","status":"completed"}]}"#;
         let mut finished = history.clone();
@@ -226,7 +225,7 @@ mod tests {
         ];
         assert_eq!(
             check(&history, &|_| false).as_deref(),
-            Some("the final answer follows a failed `bash` result")
+            Some("the final answer came right after `bash` failed")
         );
         let ok = vec![
             Item::User { text: "go".into() },
