@@ -13,11 +13,25 @@ use std::path::PathBuf;
     version,
     about = "A DeepSeek-native AI coding agent for the terminal"
 )]
+#[command(after_help = "Each command's own options: keel COMMAND --help.")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
     #[command(flatten)]
-    pub common: CommonArgs,
+    pub agent: AgentArgs,
+    #[command(flatten)]
+    pub reach: ReachArgs,
+    #[command(flatten)]
+    pub resume: ResumeArgs,
+    #[command(flatten)]
+    pub place: PlaceArgs,
+    /// One JSON event per line (for `keel run`; given here, it applies to the command after).
+    #[arg(long, hide = true)]
+    pub json: bool,
+    /// The interactive session as plain lines instead of the live terminal UI (as when keel
+    /// is not on a terminal, or TERM=dumb).
+    #[arg(long)]
+    pub plain: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -27,7 +41,7 @@ pub enum Command {
     /// Serve the scriptable fake provider on loopback and print its base URL.
     Mock(MockArgs),
     /// A full session against the built-in fake provider; no key, no network.
-    Demo,
+    Demo(OutputArgs),
     /// List the sessions of this workspace, newest first (`--prune AGE` removes the old ones).
     Sessions(SessionsArgs),
     /// Inspect one session.
@@ -35,11 +49,11 @@ pub enum Command {
     Session(SessionCommand),
     /// The resolved configuration: every value with its source, each provider's effective
     /// retry policy; keys never shown.
-    Config,
+    Config(ConfigArgs),
     /// The HTTP API and the browser UI for this workspace.
     Serve(ServeArgs),
     /// An Agent Client Protocol agent on stdin/stdout, for editors.
-    Acp,
+    Acp(AcpArgs),
     /// MCP servers: `keel mcp list` starts each declared server and shows its tools.
     #[command(subcommand)]
     Mcp(McpCommand),
@@ -94,6 +108,12 @@ pub struct EvalArgs {
     /// Where the run goes: manifest, attempts log, trials, report.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// How each trial's commands are confined (`off` only on purpose: a trial runs the
+    /// model's commands).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub sandbox: Option<SandboxModeArg>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -102,6 +122,9 @@ pub enum EvalAction {
     Check {
         #[arg(default_value = "builtin")]
         suite: String,
+        /// How the graders' commands are confined.
+        #[arg(long, value_enum, value_name = "MODE")]
+        sandbox: Option<SandboxModeArg>,
     },
     /// Combine shard directories into one report (printed; written to --out if given).
     Merge {
@@ -109,6 +132,8 @@ pub enum EvalAction {
         dirs: Vec<PathBuf>,
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        #[command(flatten)]
+        output: OutputArgs,
     },
 }
 
@@ -120,6 +145,10 @@ pub struct SandboxArgs {
     /// The command and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,
+    #[command(flatten)]
+    pub reach: ReachArgs,
+    #[command(flatten)]
+    pub place: PlaceArgs,
 }
 
 #[derive(Debug, Args)]
@@ -132,28 +161,47 @@ pub struct TrustArgs {
     /// Stop trusting the workspace.
     #[arg(long)]
     pub revoke: bool,
+    #[command(flatten)]
+    pub place: PlaceArgs,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
     /// The declared MCP servers, whether each starts, its tools, or why it is down.
-    List,
+    List {
+        #[command(flatten)]
+        reach: ReachArgs,
+        #[command(flatten)]
+        place: PlaceArgs,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
 }
 
 #[derive(Debug, Subcommand)]
 pub enum SessionCommand {
     /// Remove a session: its history, receipts, checkpoints, snapshots and temp files
     /// (refused while another keel holds it).
-    Rm { id: String },
+    Rm {
+        id: String,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
     /// The transcript of a session: its history and tool receipts.
     Show {
         id: String,
         /// An earlier revision of a compacted history (`keel session show ID` lists them).
         #[arg(long, value_name = "N")]
         revision: Option<u64>,
+        #[command(flatten)]
+        output: OutputArgs,
     },
     /// The latest recovery record of a session (any state), or `null`.
-    Recovery { id: String },
+    Recovery {
+        id: String,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
     /// A new session sharing another's history up to a turn (its requests begin with the same
     /// bytes, so the provider's cache serves them).
     Fork {
@@ -165,6 +213,8 @@ pub enum SessionCommand {
         /// is undone; a file changed since is a conflict and stops the fork).
         #[arg(long, requires = "at")]
         code: bool,
+        #[command(flatten)]
+        reach: ReachArgs,
     },
     /// Restore files and/or the conversation to before a turn (the turn's number as in
     /// `keel session show` and the events).
@@ -185,58 +235,109 @@ pub enum SessionCommand {
         /// Also restore files changed since the turn that last wrote them.
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        reach: ReachArgs,
     },
 }
 
-#[derive(Debug, Args, Clone, Default)]
+/// Every option a command may take, merged from the groups it accepts (and from the same
+/// options given before the command's name): what the rest of keel reads.
+#[derive(Debug, Clone, Default)]
 pub struct CommonArgs {
-    /// The model, as PROVIDER/ID (overrides KEEL_MODEL and config files).
-    #[arg(long, global = true, value_name = "PROVIDER/ID")]
     pub model: Option<String>,
     /// What gave `model` when it was not the flag (`/model` in a session), as errors name it.
-    #[arg(skip)]
     pub model_named_by: Option<&'static str>,
+    pub permission_mode: Option<PermissionModeArg>,
+    pub yes: bool,
+    pub json: bool,
+    pub action_policy: bool,
+    pub cwd: Option<PathBuf>,
+    pub session: Option<String>,
+    pub continue_latest: bool,
+    pub add_dirs: Vec<PathBuf>,
+    pub trust_workspace: bool,
+    pub sandbox: Option<SandboxModeArg>,
+    pub plain: bool,
+}
+
+/// The model, and what it may do without asking.
+#[derive(Debug, Args, Clone, Default)]
+pub struct AgentArgs {
+    /// The model, as PROVIDER/ID (overrides KEEL_MODEL and config files).
+    #[arg(long, value_name = "PROVIDER/ID")]
+    pub model: Option<String>,
     /// read-only | plan | ask | auto
-    #[arg(long, global = true, value_enum)]
+    #[arg(long, value_enum)]
     pub permission_mode: Option<PermissionModeArg>,
     /// Same as --permission-mode auto.
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub yes: bool,
-    /// Print one JSON event per line instead of human output.
-    #[arg(long, global = true)]
-    pub json: bool,
     /// Add the model's action policy to the system prompt where one applies (an eval switch
     /// for `keel eval`'s `policy` variant; not a setting).
-    #[arg(long, global = true, hide = true)]
+    #[arg(long, hide = true)]
     pub action_policy: bool,
-    /// Work in DIR instead of the current directory.
-    #[arg(long, global = true, value_name = "DIR")]
-    pub cwd: Option<PathBuf>,
-    /// Resume the session ID.
-    #[arg(
-        long,
-        global = true,
-        value_name = "ID",
-        conflicts_with = "continue_latest"
-    )]
-    pub session: Option<String>,
-    /// Resume the latest session of this workspace.
-    #[arg(short = 'c', long = "continue", global = true)]
-    pub continue_latest: bool,
+}
+
+/// What commands may reach: extra directories, the sandbox, the workspace's own files.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ReachArgs {
     /// Also allow writes in DIR (repeatable).
-    #[arg(long = "add-dir", global = true, value_name = "DIR")]
+    #[arg(long = "add-dir", value_name = "DIR")]
     pub add_dirs: Vec<PathBuf>,
     /// Apply the workspace's keel.toml and .mcp.json as they are, for this run only (nothing
     /// is recorded; `keel trust` records it).
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub trust_workspace: bool,
     /// How commands are confined, for this run: workspace-write | read-only | off.
-    #[arg(long, global = true, value_enum, value_name = "MODE")]
+    #[arg(long, value_enum, value_name = "MODE")]
     pub sandbox: Option<SandboxModeArg>,
-    /// The interactive session as plain lines instead of the live terminal UI (as when keel
-    /// is not on a terminal, or TERM=dumb).
-    #[arg(long, global = true)]
-    pub plain: bool,
+}
+
+/// Which session to go on with.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ResumeArgs {
+    /// Resume the session ID.
+    #[arg(long, value_name = "ID", conflicts_with = "continue_latest")]
+    pub session: Option<String>,
+    /// Resume the latest session of this workspace.
+    #[arg(short = 'c', long = "continue")]
+    pub continue_latest: bool,
+}
+
+/// Where keel works.
+#[derive(Debug, Args, Clone, Default)]
+pub struct PlaceArgs {
+    /// Work in DIR instead of the current directory.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
+/// Machine-readable output.
+#[derive(Debug, Args, Clone, Default)]
+pub struct OutputArgs {
+    /// Print JSON instead of human output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    #[command(flatten)]
+    pub reach: ReachArgs,
+    #[command(flatten)]
+    pub place: PlaceArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct AcpArgs {
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    #[command(flatten)]
+    pub reach: ReachArgs,
 }
 
 #[derive(Debug, Args)]
@@ -245,6 +346,10 @@ pub struct SessionsArgs {
     /// another keel holds is left, and said.
     #[arg(long, value_name = "AGE")]
     pub prune: Option<String>,
+    #[command(flatten)]
+    pub place: PlaceArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -252,6 +357,17 @@ pub struct RunArgs {
     /// What to ask. A PROMPT that starts with `/` is a slash command. `-` (or no PROMPT with
     /// a piped stdin) reads it from stdin.
     pub prompt: Option<String>,
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    #[command(flatten)]
+    pub reach: ReachArgs,
+    #[command(flatten)]
+    pub resume: ResumeArgs,
+    #[command(flatten)]
+    pub place: PlaceArgs,
+    /// Print one JSON event per line instead of human output.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -273,6 +389,12 @@ pub struct ServeArgs {
     /// Open the UI in the default browser.
     #[arg(long)]
     pub open: bool,
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    #[command(flatten)]
+    pub reach: ReachArgs,
+    #[command(flatten)]
+    pub place: PlaceArgs,
 }
 
 #[derive(Debug, Args)]
@@ -324,5 +446,59 @@ impl CommonArgs {
                 PermissionModeArg::Auto => PermissionMode::Auto,
             })
         })
+    }
+}
+
+impl CommonArgs {
+    pub fn with_agent(mut self, agent: &AgentArgs) -> CommonArgs {
+        if agent.model.is_some() {
+            self.model.clone_from(&agent.model);
+        }
+        self.permission_mode = agent.permission_mode.or(self.permission_mode);
+        self.yes |= agent.yes;
+        self.action_policy |= agent.action_policy;
+        self
+    }
+
+    pub fn with_reach(mut self, reach: &ReachArgs) -> CommonArgs {
+        self.add_dirs.extend(reach.add_dirs.iter().cloned());
+        self.trust_workspace |= reach.trust_workspace;
+        self.sandbox = reach.sandbox.or(self.sandbox);
+        self
+    }
+
+    pub fn with_resume(mut self, resume: &ResumeArgs) -> CommonArgs {
+        if resume.session.is_some() {
+            self.session.clone_from(&resume.session);
+        }
+        self.continue_latest |= resume.continue_latest;
+        self
+    }
+
+    pub fn with_place(mut self, place: &PlaceArgs) -> CommonArgs {
+        if place.cwd.is_some() {
+            self.cwd.clone_from(&place.cwd);
+        }
+        self
+    }
+
+    pub fn with_output(mut self, output: &OutputArgs) -> CommonArgs {
+        self.json |= output.json;
+        self
+    }
+}
+
+impl Cli {
+    /// The options given before the command's name (all of them, for the interactive session).
+    pub fn before_command(&self) -> CommonArgs {
+        CommonArgs {
+            json: self.json,
+            plain: self.plain,
+            ..CommonArgs::default()
+        }
+        .with_agent(&self.agent)
+        .with_reach(&self.reach)
+        .with_resume(&self.resume)
+        .with_place(&self.place)
     }
 }

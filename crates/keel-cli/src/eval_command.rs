@@ -21,8 +21,16 @@ use std::path::{Path, PathBuf};
 
 pub async fn run_command(common: &CommonArgs, args: EvalArgs) -> anyhow::Result<Outcome> {
     match args.action {
-        Some(EvalAction::Check { suite }) => check(common, &suite),
-        Some(EvalAction::Merge { dirs, out }) => merge(common, &dirs, out.as_deref()),
+        Some(EvalAction::Check { suite, sandbox }) => {
+            let common = CommonArgs {
+                sandbox: sandbox.or(common.sandbox),
+                ..common.clone()
+            };
+            check(&common, &suite)
+        }
+        Some(EvalAction::Merge { dirs, out, output }) => {
+            merge(&common.clone().with_output(&output), &dirs, out.as_deref())
+        }
         None => match args.resume.clone() {
             Some(dir) => resume(common, &dir).await,
             None => start(common, args).await,

@@ -126,51 +126,102 @@ fn exit_code_of(error: &anyhow::Error) -> u8 {
 }
 
 async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
+    use cli::{Command, McpCommand, SessionCommand};
+    let base = cli.before_command();
     match cli.command {
-        Some(cli::Command::Run(args)) => {
+        Some(Command::Run(args)) => {
+            let common = base
+                .with_agent(&args.agent)
+                .with_reach(&args.reach)
+                .with_resume(&args.resume)
+                .with_place(&args.place)
+                .with_output(&cli::OutputArgs { json: args.json });
             let prompt = run::prompt_of(args.prompt)?;
-            run::run_command(&cli.common, &prompt).await
+            run::run_command(&common, &prompt).await
         }
-        Some(cli::Command::Mock(args)) => mock_command::run(args).await,
-        Some(cli::Command::Demo) => demo::run(&cli.common).await,
-        Some(cli::Command::Sessions(args)) => match args.prune {
-            Some(age) => sessions::prune(&cli.common, &age),
-            None => sessions::list(&cli.common),
-        },
-        Some(cli::Command::Session(cli::SessionCommand::Rm { id })) => {
-            sessions::remove(&cli.common, &id)
+        Some(Command::Mock(args)) => mock_command::run(args).await,
+        Some(Command::Demo(output)) => demo::run(&base.with_output(&output)).await,
+        Some(Command::Sessions(args)) => {
+            let common = base.with_place(&args.place).with_output(&args.output);
+            match args.prune {
+                Some(age) => sessions::prune(&common, &age),
+                None => sessions::list(&common),
+            }
         }
-        Some(cli::Command::Config) => config_command::run(&cli.common),
-        Some(cli::Command::Serve(args)) => serve_command::run(&cli.common, args).await,
-        Some(cli::Command::Acp) => acp_command::run(&cli.common).await,
-        Some(cli::Command::Mcp(cli::McpCommand::List)) => mcp_command::list(&cli.common).await,
-        Some(cli::Command::Session(cli::SessionCommand::Show { id, revision })) => {
-            sessions::show(&cli.common, &id, revision)
+        Some(Command::Session(SessionCommand::Rm { id, output })) => {
+            sessions::remove(&base.with_output(&output), &id)
         }
-        Some(cli::Command::Session(cli::SessionCommand::Recovery { id })) => {
-            sessions::recovery(&cli.common, &id)
+        Some(Command::Config(args)) => {
+            let common = base
+                .with_agent(&args.agent)
+                .with_reach(&args.reach)
+                .with_place(&args.place)
+                .with_output(&args.output);
+            config_command::run(&common)
         }
-        Some(cli::Command::Session(cli::SessionCommand::Fork { id, at, code })) => {
-            rewind_command::fork(&cli.common, &id, at, code)
+        Some(Command::Serve(args)) => {
+            let common = base
+                .with_agent(&args.agent)
+                .with_reach(&args.reach)
+                .with_place(&args.place);
+            serve_command::run(&common, args).await
         }
-        Some(cli::Command::Session(cli::SessionCommand::Rewind {
+        Some(Command::Acp(args)) => {
+            acp_command::run(&base.with_agent(&args.agent).with_reach(&args.reach)).await
+        }
+        Some(Command::Mcp(McpCommand::List {
+            reach,
+            place,
+            output,
+        })) => {
+            let common = base
+                .with_reach(&reach)
+                .with_place(&place)
+                .with_output(&output);
+            mcp_command::list(&common).await
+        }
+        Some(Command::Session(SessionCommand::Show {
+            id,
+            revision,
+            output,
+        })) => sessions::show(&base.with_output(&output), &id, revision),
+        Some(Command::Session(SessionCommand::Recovery { id, output })) => {
+            sessions::recovery(&base.with_output(&output), &id)
+        }
+        Some(Command::Session(SessionCommand::Fork {
+            id,
+            at,
+            code,
+            reach,
+        })) => rewind_command::fork(&base.with_reach(&reach), &id, at, code),
+        Some(Command::Session(SessionCommand::Rewind {
             id,
             to,
             code,
             conversation,
             both: _,
             force,
+            reach,
         })) => {
             let scope = keel_agent::RewindScope {
                 code: !conversation,
                 conversation: !code,
             };
-            rewind_command::run(&cli.common, &id, to, scope, force)
+            rewind_command::run(&base.with_reach(&reach), &id, to, scope, force)
         }
-        Some(cli::Command::Trust(args)) => trust_command::run(&cli.common, &args),
-        Some(cli::Command::Sandbox(args)) => sandbox_command::run(&cli.common, &args),
-        Some(cli::Command::Eval(args)) => eval_command::run_command(&cli.common, args).await,
-        None if tui_session::wanted(&cli.common) => tui_session::run(&cli.common).await,
-        None => repl::run(&cli.common).await,
+        Some(Command::Trust(args)) => trust_command::run(&base.with_place(&args.place), &args),
+        Some(Command::Sandbox(args)) => {
+            let common = base.with_reach(&args.reach).with_place(&args.place);
+            sandbox_command::run(&common, &args)
+        }
+        Some(Command::Eval(args)) => {
+            let common = cli::CommonArgs {
+                sandbox: args.sandbox.or(base.sandbox),
+                ..base.with_output(&args.output)
+            };
+            eval_command::run_command(&common, args).await
+        }
+        None if tui_session::wanted(&base) => tui_session::run(&base).await,
+        None => repl::run(&base).await,
     }
 }

@@ -222,3 +222,55 @@ fn a_bad_model_in_the_session_is_named_as_slash_model_not_the_flag() {
     );
     assert!(!said.contains("--model:"), "{said}");
 }
+
+#[test]
+fn each_commands_help_lists_only_the_options_it_takes() {
+    let home = Home::new("");
+    let help = |args: &[&str]| {
+        let run = home.run(args);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        run.stdout()
+    };
+    for args in [
+        &["session", "--help"][..],
+        &["session", "rm", "--help"],
+        &["session", "show", "--help"],
+        &["sessions", "--help"],
+        &["mock", "--help"],
+        &["trust", "--help"],
+    ] {
+        let shown = help(args);
+        for foreign in [
+            "--yes",
+            "--model",
+            "--permission-mode",
+            "--plain",
+            "--continue",
+        ] {
+            assert!(
+                !shown.contains(foreign),
+                "{args:?} lists {foreign}:\n{shown}"
+            );
+        }
+    }
+    let run = help(&["run", "--help"]);
+    for own in [
+        "--yes",
+        "--model",
+        "--session",
+        "--json",
+        "--cwd",
+        "--sandbox",
+    ] {
+        assert!(run.contains(own), "run --help lacks {own}:\n{run}");
+    }
+    assert!(!run.contains("--plain"), "{run}");
+    // An option a command does not take is refused, naming it.
+    let refused = home.run(&["sessions", "--yes"]);
+    assert_eq!(refused.code(), 2);
+    assert!(refused.stderr().contains("--yes"), "{}", refused.stderr());
+    // Given before the command's name, the shared options still reach it.
+    let before = home.run(&["--json", "sessions"]);
+    assert_eq!(before.code(), 0, "{}", before.stderr());
+    assert_eq!(before.stdout().trim(), "[]");
+}
