@@ -426,3 +426,26 @@ fn a_refused_key_says_in_the_browser_what_the_terminal_says_to_do() {
     let steps = json!({"steps": [{"fault": {"status": 401, "body": body}}]});
     drive("refused_key", steps, "");
 }
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
+fn open_plan_items_are_said_in_plain_words_and_continued_with_one_click() {
+    require_browser();
+    let todos = |second: &str| {
+        json!({"todos": [
+            {"content": "edit", "status": "completed"},
+            {"content": "run the tests", "status": second},
+        ]})
+    };
+    let steps = json!({"steps": [
+        {"tool": "todo_write", "args": todos("pending")},
+        {"say": "Edited the file."},
+        {"tool": "todo_write", "args": todos("completed")},
+        {"say": "Ran the tests: they pass."},
+    ]});
+    let (_home, mock) = drive("readiness", steps, "permission_mode = \"auto\"");
+    assert_eq!(mock.requests().len(), 4, "the checks ran once");
+}

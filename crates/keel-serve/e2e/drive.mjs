@@ -222,6 +222,18 @@ const scenarios = {
     assert.equal(await page.locator("#sessions").inputValue(), first);
   },
 
+  // Open plan items: the bar says why in plain words and offers to continue; one click does.
+  async readiness() {
+    await ask("edit and test");
+    await page.waitForSelector("#continue-checks", { state: "visible", timeout: 20000 });
+    assert.equal(await page.locator("#recovery-text").innerText(),
+      "Not ready: the plan has 1 open item — continue checks?");
+    await page.screenshot({ path: `${out}/readiness.png` });
+    await page.click("#continue-checks");
+    await waitForText("Ran the tests: they pass.");
+    await page.waitForSelector("#recovery", { state: "hidden" });
+  },
+
   // Opened without the token (the bare address): the page says to open the URL keel printed.
   async no_token() {
     await page.goto(url.split("#")[0]);

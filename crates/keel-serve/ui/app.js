@@ -329,7 +329,7 @@ async function refreshStatus() {
   $("fork").disabled = $("undo").disabled;
   const context = status.context ? ` · ctx ${Math.floor(status.context.used * 100 / status.context.window)}%` : "";
   const money = status.cost_display ? ` · ${status.cost_display}` : "";
-  $("usage").textContent = `tokens ${status.usage.input} in · ${status.usage.output} out · cache ${Math.round(status.cache_hit_ratio * 100)}%${money}${context}`;
+  $("usage").textContent = `· tokens ${status.usage.input} in · ${status.usage.output} out · cache ${Math.round(status.cache_hit_ratio * 100)}%${money}${context}`;
   setBusy(status.busy);
   // Calls still waiting for a decision (say, after a reload): their cards get the buttons.
   for (const call of status.waiting || []) {
@@ -345,7 +345,7 @@ async function refreshStatus() {
   $("guidance").placeholder = $("compact").hidden ? "optional guidance" : "optional focus for the summary";
   const why = {
     protocol_recovery: "The provider rejected the replay of the tool history. ",
-    final_readiness_recovery: "The turn ended with open work. ",
+    final_readiness_recovery: view.notReady ? `Not ready: ${view.notReady} — continue checks? ` : "The turn ended with open work — continue checks? ",
     context_recovery: "The conversation no longer fits the model's context window. ",
   };
   $("recovery-text").textContent = pending ? (why[pending.action] || "") : "";
@@ -390,6 +390,7 @@ function endingNotes(event) {
     const notes = [el("div", "muted", `tokens ${u.input} in (cache ${Math.round(event.cache_hit_ratio * 100)}%) · ${u.output} out`)];
     if (event.context) notes[0].textContent += ` · ctx ${Math.floor(event.context.used * 100 / event.context.window)}%`;
     if (!event.ready && event.not_ready_reason) notes.push(el("div", "notice", "not ready: " + event.not_ready_reason));
+    view.notReady = event.ready ? null : event.not_ready_reason;
     return notes;
   }
   const d = event.diagnostic;
