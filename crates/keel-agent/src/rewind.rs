@@ -385,8 +385,8 @@ impl Controller {
             .filter(|pruned| *pruned >= first_seq)
         {
             report.not_restorable.push(format!(
-                "keel pruned the snapshots of the commands up to receipt {pruned} to keep its \
-                 store within checkpoint_max_bytes: what they changed is not restored"
+                "keel pruned the snapshots of the commands up to call number {pruned} to keep \
+                 its store within checkpoint_max_bytes: what they changed is not restored"
             ));
         }
         let points: Vec<Point> = points

@@ -142,7 +142,7 @@ impl Renderer {
                 }
                 _ => {
                     self.discard_attempt();
-                    eprintln!("error: {}", visible(&diagnostic.to_string()));
+                    eprintln!("error: {}", visible(&diagnostic.plain()));
                 }
             },
             EventBody::ToolCall {

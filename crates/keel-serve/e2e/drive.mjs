@@ -276,7 +276,8 @@ const scenarios = {
     await waitForText("Recovered from valid history.");
     // The failed turn's diagnostic stays under it, also after a reload.
     await page.reload();
-    await waitForText("upstream_reason_missing");
+    await waitForText("the upstream rejected the request without giving a reason (HTTP 400)");
+    assert.doesNotMatch(await text(), /upstream_reason_missing/, "the kind stays in the events");
     await waitForText("Recovered from valid history.");
     await page.waitForSelector("#recovery", { state: "hidden" });
   },

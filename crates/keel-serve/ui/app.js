@@ -395,7 +395,9 @@ function endingNotes(event) {
   }
   const d = event.diagnostic;
   if (d.kind === "cancelled") return [el("div", "notice stopped-note", "stopped")];
-  return [el("div", "error", `failed: ${d.message || d.kind} (${d.kind}${d.status ? ", HTTP " + d.status : ""}${d.trace_id ? ", trace " + d.trace_id : ""})`)];
+  // keel's words, the status and the trace id to quote; the kind stays in the events.
+  const facts = [d.status ? "HTTP " + d.status : "", d.trace_id ? "trace id " + d.trace_id : ""].filter(Boolean);
+  return [el("div", "error", `failed: ${d.message || d.kind}${facts.length ? " (" + facts.join(", ") + ")" : ""}`)];
 }
 
 // The transcript from the canonical history (reload, switch, end of a turn).

@@ -411,7 +411,7 @@ impl LiveView {
                     _ => {
                         self.start_attempt();
                         self.say(
-                            &format!("error: {}", diagnostic),
+                            &format!("error: {}", diagnostic.plain()),
                             Style::fg(Color::Red).bold(),
                         );
                     }

@@ -204,6 +204,26 @@ impl FailureDiagnostic {
     }
 }
 
+impl FailureDiagnostic {
+    /// The diagnostic as a person reads it: keel's words, then the HTTP status and the trace
+    /// id to quote to the provider. The kind (`upstream_reason_missing`, …) stays in `--json`,
+    /// the events and the logs.
+    pub fn plain(&self) -> String {
+        let mut facts = Vec::new();
+        if let Some(status) = self.status {
+            facts.push(format!("HTTP {status}"));
+        }
+        if let Some(trace_id) = &self.trace_id {
+            facts.push(format!("trace id {trace_id}"));
+        }
+        if facts.is_empty() {
+            self.message.clone()
+        } else {
+            format!("{} ({})", self.message, facts.join(", "))
+        }
+    }
+}
+
 impl fmt::Display for FailureDiagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({}", self.message, self.kind)?;

@@ -24,14 +24,14 @@ pub enum RecoveryRefusal {
     WrongAction { id: String, noun: &'static str },
     #[error("`{id}` was already used; this incident's budget is spent")]
     AlreadyUsed { id: String },
-    #[error("`{id}` has expired (new input or changed tool receipts since it was offered)")]
+    #[error("`{id}` has expired (new input, or tools ran, since it was offered)")]
     Expired { id: String },
     #[error("`{id}` was recorded for another provider, endpoint or model; switch back to use it")]
     OtherScope { id: String },
     #[error("the history changed since `{id}` was recorded")]
     HistoryChanged { id: String },
     #[error(
-        "the tool receipts changed since `{id}` was recorded; it is no longer valid (its budget is not refunded)"
+        "tools ran since `{id}` was recorded, so it no longer matches the session; it is not valid any more (its budget is not refunded)"
     )]
     ReceiptsChanged { id: String },
     #[error("could not record `{id}` as consumed ({reason}); nothing was sent")]
