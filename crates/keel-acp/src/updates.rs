@@ -161,12 +161,13 @@ impl Translator {
             } => {
                 self.text.clear();
                 self.thought.clear();
-                let status = status.map(|s| format!(", HTTP {s}")).unwrap_or_default();
+                let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
                 vec![chunk(
                     "agent_message_chunk",
                     &format!(
-                        "↻ retry {attempt}/{max_retries} in {:.1} s: {kind}{status}\n\n",
-                        *delay_ms as f64 / 1000.0
+                        "↻ retry {attempt}/{max_retries} in {:.1} s: {}{status}\n\n",
+                        *delay_ms as f64 / 1000.0,
+                        kind.describe()
                     ),
                 )]
             }
@@ -438,7 +439,7 @@ mod tests {
         assert!(!text.contains("Half of the ans"), "{text}");
         assert_eq!(text.matches("The whole answer.").count(), 1);
         assert!(
-            text.starts_with("↻ retry 1/5 in 0.4 s: server, HTTP 503"),
+            text.starts_with("↻ retry 1/5 in 0.4 s: the provider failed to answer (HTTP 503)"),
             "{text}"
         );
     }

@@ -86,6 +86,13 @@ fn a_retry_line_names_the_host_it_retries() {
         "{}",
         run.stderr()
     );
+    // In words, with the status: the kind's name stays in --json.
+    assert!(
+        run.stderr()
+            .contains("s: the provider failed to answer (HTTP 503)"),
+        "{}",
+        run.stderr()
+    );
 }
 
 #[test]

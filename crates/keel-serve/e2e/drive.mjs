@@ -338,7 +338,10 @@ const scenarios = {
   // A transient 503: the retry notice shows, and the final answer has no duplicated text.
   async retry() {
     await ask("hello");
-    await page.waitForSelector(".notice >> text=/retry 1\\/\\d+ in/", { timeout: 20000 });
+    // In words: what failed and its status, not the kind's name.
+    await page.waitForFunction(() => [...document.querySelectorAll(".notice")].some((n) =>
+      /^retry 1\/\d+ in [\d.]+ s: the provider failed to answer \(HTTP 503\)$/.test(n.textContent)),
+    null, { timeout: 20000 });
     await waitForText("Answer after retry.");
     await page.waitForFunction(() => document.getElementById("send").disabled === false);
     assert.equal(count(await text(), "Answer after retry."), 1);

@@ -37,6 +37,14 @@ function el(tag, className, text) {
   return node;
 }
 
+// What a retried failure was, in words (the kind names stay in the events).
+const RETRIED = {
+  server: "the provider failed to answer", rate_limit: "the provider is rate limiting requests",
+  timeout: "the provider did not answer in time", transport: "the connection to the provider failed",
+  empty_response: "the provider returned an empty response", stream_corrupt: "the provider's stream broke the protocol",
+  upstream_reason_missing: "the upstream rejected the request without giving a reason",
+};
+
 function scrollDown() { $("transcript").scrollTop = $("transcript").scrollHeight; }
 
 // Markdown arrives rendered: keel's renderer writes the HTML (escaped text, fixed tags and
@@ -252,7 +260,7 @@ function handle(event) {
     case "llm/retry":
       // What the failed attempt streamed is dropped: the final answer has no duplicate.
       (view.attempt || []).forEach((node) => node.remove()); view.attempt = []; view.liveText = null; endLive();
-      t.appendChild(el("div", "notice", `retry ${event.attempt}/${event.max_retries} in ${(event.delay_ms / 1000).toFixed(1)} s: ${event.kind}${event.status ? ", HTTP " + event.status : ""}`));
+      t.appendChild(el("div", "notice", `retry ${event.attempt}/${event.max_retries} in ${(event.delay_ms / 1000).toFixed(1)} s: ${RETRIED[event.kind] || event.kind}${event.status ? " (HTTP " + event.status + ")" : ""}`));
       break;
     case "llm/response": settleText(event.html); endLive(); view.attempt = []; break;
     case "tool/call": endLive(); card(event); break;

@@ -38,13 +38,13 @@ pub fn notice(body: &EventBody) -> Option<String> {
             delay_ms,
             host,
         } => {
-            let status = status.map(|s| format!(", HTTP {s}")).unwrap_or_default();
+            let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
             let host = host
                 .as_deref()
                 .map(|host| format!(" to {}", visible_line(host)))
                 .unwrap_or_default();
             format!(
-                "↻ retry {attempt}/{max_retries}{host} in {:.1} s: {} ({kind}{status})",
+                "↻ retry {attempt}/{max_retries}{host} in {:.1} s: {}{status}",
                 *delay_ms as f64 / 1000.0,
                 kind.describe()
             )
@@ -101,9 +101,9 @@ pub fn notice(body: &EventBody) -> Option<String> {
             "⟲ context compacted ({}): about {tokens_before} → {tokens_after} tokens, history revision {revision}",
             visible_line(reason)
         ),
-        EventBody::RecoveryConsumed { recovery_id } => format!("recovering ({recovery_id})…"),
-        EventBody::RecoveryExpired { recovery_id } => {
-            format!("recovery {recovery_id} expired (new input or a new history)")
+        EventBody::RecoveryConsumed { .. } => "recovering…".to_string(),
+        EventBody::RecoveryExpired { .. } => {
+            "the earlier offer to go on no longer applies (new input, or a new history)".to_string()
         }
         EventBody::SearchResult {
             query,
