@@ -226,6 +226,7 @@ const scenarios = {
   async readiness() {
     await ask("edit and test");
     await page.waitForSelector("#continue-checks", { state: "visible", timeout: 20000 });
+    assert.equal(await page.locator(".card .subject").first().innerText(), "next: run the tests");
     assert.equal(await page.locator("#recovery-text").innerText(),
       "Not ready: the plan has 1 open item — continue checks?");
     await page.screenshot({ path: `${out}/readiness.png` });

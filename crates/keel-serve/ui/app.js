@@ -70,6 +70,12 @@ function subjectOf(name, argumentsText, subject) {
   if (subject && name !== "web_fetch") return subject;
   try {
     const args = JSON.parse(argumentsText);
+    // The plan's card names what comes next, as the terminal's does.
+    if (name === "todo_write") {
+      const todos = Array.isArray(args.todos) ? args.todos : [];
+      const next = todos.find((todo) => todo.status !== "completed");
+      return next ? "next: " + next.content : (todos.length ? "every item done" : "the plan");
+    }
     return args.command || args.path || args.pattern || args.url || argumentsText;
   } catch (_) { return argumentsText; }
 }

@@ -81,6 +81,23 @@ pub fn call_subject(name: &str, arguments: &str, resolved: Option<&str>) -> Stri
                 if lines == 1 { "" } else { "s" }
             );
         }
+        // The plan's result line counts its items; the card names what comes next.
+        ("todo_write", _) => {
+            let parsed: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
+            let todos = parsed
+                .get("todos")
+                .and_then(serde_json::Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let next = todos.iter().find(|todo| {
+                todo.get("status").and_then(serde_json::Value::as_str) != Some("completed")
+            });
+            match next.and_then(|todo| todo.get("content")?.as_str()) {
+                Some(content) => format!("next: {content}"),
+                None if todos.is_empty() => "the plan".to_string(),
+                None => "every item done".to_string(),
+            }
+        }
         ("web_fetch", _) => argument_subject(name, arguments),
         ("glob" | "grep", Some(path)) => {
             format!("{} in {path}", argument_subject(name, arguments))
@@ -247,6 +264,31 @@ mod tests {
         assert_eq!(
             folded_tail(&"x".repeat(50), 1, 20),
             ["    xxxxxxxxxxxxxxx…"]
+        );
+    }
+
+    #[test]
+    fn a_plan_card_names_its_next_item_not_its_json() {
+        let plan = |second: &str| {
+            format!(
+                r#"{{"todos":[{{"content":"edit","status":"completed"}},{{"content":"run the tests","status":"{second}"}}]}}"#
+            )
+        };
+        assert_eq!(
+            call_subject("todo_write", &plan("pending"), None),
+            "next: run the tests"
+        );
+        assert_eq!(
+            call_subject("todo_write", &plan("completed"), None),
+            "every item done"
+        );
+        assert_eq!(
+            call_subject(
+                "todo_write",
+                r#"{"todos":[{"content":"a\u001b[2Jb","status":"pending"}]}"#,
+                None
+            ),
+            "next: a␛[2Jb"
         );
     }
 
