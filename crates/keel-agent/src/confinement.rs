@@ -90,8 +90,9 @@ pub(crate) fn decide_command(
             match policy.decide("bash", command, Reach::ReadsWorkspace) {
                 Decision::Deny(reason) => Decision::Deny(reason),
                 Decision::Allow | Decision::Ask => Decision::Deny(format!(
-                    "denied: keel is in {} mode, where commands run only inside an enforced \
-                     sandbox, and this kernel lacks {}",
+                    "{}{} mode, where commands run only inside an enforced sandbox, and this \
+                     kernel lacks {}",
+                    crate::recovery::readiness::SANDBOX_DENIAL,
                     policy.mode.as_str(),
                     missing.join("; ")
                 )),

@@ -102,7 +102,8 @@ async fn run_turn_inner(
             let readiness = Readiness::of(
                 keel_types::FinishReason::Stop,
                 &state.history,
-                &denied_calls(shared),
+                // The history's last round is an earlier turn's: its receipts decide.
+                &denied_calls(shared, None),
             );
             return complete(&run, state, readiness, spent, false);
         }
@@ -182,7 +183,11 @@ async fn run_turn_inner(
         let round = commit_reply(&run, state, completion)?;
         if round.calls.is_empty() {
             let may_offer = input_kind == InputKind::User || ran_tools;
-            let readiness = Readiness::of(finish_reason, &state.history, &denied_calls(shared));
+            let readiness = Readiness::of(
+                finish_reason,
+                &state.history,
+                &denied_calls(shared, Some(run.turn)),
+            );
             return complete(&run, state, readiness, (usage, bill.total()), may_offer);
         }
         match run_tools(&mut run, state, round).await? {
@@ -552,12 +557,15 @@ fn end_cancelled(run: &TurnRun<'_>) -> TurnOutcome {
 }
 
 /// Whether keel's receipt of a call id says it was denied (read once, at the turn's end).
-fn denied_calls(shared: &Shared) -> impl Fn(&str) -> bool + use<> {
+fn denied_calls(shared: &Shared, turn: Option<u64>) -> impl Fn(&str) -> bool + use<> {
+    // This turn's receipts only, when the last round is this turn's: a call id a provider
+    // reuses cannot borrow an old denial.
     let denied: std::collections::BTreeSet<String> = shared
         .store
         .receipts(&shared.session.id)
         .unwrap_or_default()
         .into_iter()
+        .filter(|receipt| turn.is_none_or(|turn| receipt.turn == turn))
         .filter(|receipt| receipt.state == keel_types::ReceiptState::Denied)
         .map(|receipt| receipt.call_id)
         .collect();

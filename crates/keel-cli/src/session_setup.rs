@@ -96,9 +96,10 @@ fn requested_session(
         };
     }
     if common.continue_latest {
-        let latest = host.sessions_for_workspace(&workspace.display().to_string())?;
-        return match latest.into_iter().next() {
-            Some(session) => Ok(Some(session)),
+        // The newest one `keel sessions` lists: a session nobody typed into is not "the last".
+        let latest = host.session_overviews(&workspace.display().to_string())?;
+        return match latest.into_iter().find(|overview| overview.turns > 0) {
+            Some(overview) => Ok(Some(overview.info)),
             None => {
                 Err(UsageError(format!("no session to continue in {}", workspace.display())).into())
             }

@@ -274,3 +274,27 @@ fn each_commands_help_lists_only_the_options_it_takes() {
     assert_eq!(before.code(), 0, "{}", before.stderr());
     assert_eq!(before.stdout().trim(), "[]");
 }
+
+#[test]
+fn continue_and_the_turn_count_follow_what_the_user_sees() {
+    let steps = json!({"steps": [{"say": "one"}, {"say": "two"}, {"say": "three"}]}).to_string();
+    let (home, _mock) = scripted("chat", &steps, "");
+    let first = home.run(&["run", "--json", "first"]);
+    assert_eq!(first.code(), 0, "{}", first.stderr());
+    let id = first.events()[0]["session_id"].as_str().unwrap().to_string();
+    assert_eq!(home.run(&["run", "--session", &id, "second"]).code(), 0);
+    assert!(home.run(&["sessions"]).stdout().contains("2 turns"));
+    // Undoing the second turn: one is left, and the list says so.
+    let undone = home.run(&["session", "rewind", &id, "--to", "2"]);
+    assert_eq!(undone.code(), 0, "{}", undone.stderr());
+    let listed = home.run(&["sessions"]).stdout();
+    assert!(listed.contains("1 turn "), "{listed}");
+    // A browser tab opened and left makes a newer, empty session: -c passes it by.
+    let server = common::serve::Server::start(&home, &[]);
+    let empty = server.new_session();
+    drop(server);
+    assert_ne!(empty, id);
+    let continued = home.run(&["run", "-c", "--json", "third"]);
+    assert_eq!(continued.code(), 0, "{}", continued.stderr());
+    assert_eq!(continued.events()[0]["session_id"], id.as_str());
+}

@@ -158,7 +158,11 @@ impl Store {
         let sessions = self.sessions_for_workspace(workspace)?;
         let connection = self.connection();
         let mut turns =
-            connection.prepare("SELECT coalesce(max(turn), 0) FROM items WHERE session_id = ?1")?;
+            // The current history's: a rewind's new revision leaves the later turns behind.
+            connection.prepare(&format!(
+                "SELECT coalesce(max(turn), 0) FROM items \
+                 WHERE session_id = ?1 AND history_revision = {CURRENT_REVISION_OF_1}"
+            ))?;
         let mut first_user = connection.prepare(
             "SELECT json_extract(item, '$.text') FROM items \
              WHERE session_id = ?1 AND json_extract(item, '$.role') = 'user' \

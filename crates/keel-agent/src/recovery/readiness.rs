@@ -59,29 +59,47 @@ pub fn check(history: &[Item], denied: &dyn Fn(&str) -> bool) -> Option<String> 
         let items = if open == 1 { "item" } else { "items" };
         return Some(format!("the plan has {open} open {items}"));
     }
-    let last_result = history
+    // The results the final answer came after: the last round's, every one of them (a call
+    // refused beside a failed one does not hide the failure).
+    let last_round = history
         .iter()
         .rev()
-        .find(|item| !matches!(item, Item::Assistant(_)));
-    if let Some(Item::ToolResult(ToolResult {
+        .skip_while(|item| matches!(item, Item::Assistant(_)))
+        .map_while(|item| match item {
+            Item::ToolResult(result) => Some(result),
+            Item::User { .. } | Item::Assistant(_) | Item::Summary(_) | Item::Context(_) => None,
+        });
+    let mut unattended = None;
+    let mut failed = None;
+    for ToolResult {
         name,
         call_id,
         content,
-        is_error: true,
-    })) = last_result
+        is_error,
+    } in last_round
     {
-        if !denied(call_id) {
-            return Some(format!("the final answer came right after `{name}` failed"));
+        if !is_error {
+            continue;
         }
-        if content.starts_with(UNATTENDED_DENIAL) {
-            return Some(format!(
+        if !denied(call_id) {
+            failed = Some(format!("the final answer came right after `{name}` failed"));
+        } else if content.starts_with(SANDBOX_DENIAL) {
+            // Not a choice anybody made: the command could not run here.
+            failed = Some(format!(
+                "`{name}` could not run: this kernel cannot give it the sandbox the mode needs"
+            ));
+        } else if content.starts_with(UNATTENDED_DENIAL) {
+            unattended = Some(format!(
                 "`{name}` needed approval and nobody could be asked: rerun with `--yes` or an \
                  allow rule"
             ));
         }
     }
-    None
+    failed.or(unattended)
 }
+
+/// How keel's refusal of a command the sandbox cannot confine begins (`confinement`).
+pub(crate) const SANDBOX_DENIAL: &str = "denied: keel is in ";
 
 /// How keel's refusal of a call nobody could approve begins (`Approval::Unattended`).
 pub(crate) const UNATTENDED_DENIAL: &str =
@@ -238,5 +256,61 @@ mod tests {
             check(&[Item::User { text: "hi".into() }, answer()], &|_| false),
             None
         );
+    }
+
+    fn refused(id: &str, content: &str) -> Item {
+        Item::ToolResult(ToolResult {
+            call_id: id.into(),
+            name: "bash".into(),
+            content: content.into(),
+            is_error: true,
+        })
+    }
+
+    #[test]
+    fn a_denial_beside_a_failure_does_not_hide_it() {
+        let history = vec![
+            Item::User { text: "go".into() },
+            call("b1", "bash", "{}"),
+            result("b1", "bash", true),
+            refused("b2", "denied: the user declined"),
+            answer(),
+        ];
+        let denied = |id: &str| id == "b2";
+        assert_eq!(
+            check(&history, &denied).as_deref(),
+            Some("the final answer came right after `bash` failed")
+        );
+        // The denial alone is a choice: ready.
+        let chosen = vec![
+            Item::User { text: "go".into() },
+            call("b2", "bash", "{}"),
+            refused("b2", "denied: the user declined"),
+            answer(),
+        ];
+        assert_eq!(check(&chosen, &denied), None);
+    }
+
+    #[test]
+    fn a_command_the_sandbox_could_not_confine_is_a_failure_not_a_choice() {
+        let history = vec![
+            Item::User { text: "go".into() },
+            call("b1", "bash", "{}"),
+            refused(
+                "b1",
+                &format!("{SANDBOX_DENIAL}read-only mode, where commands run only inside …"),
+            ),
+            answer(),
+        ];
+        let reason = check(&history, &|id| id == "b1").unwrap();
+        assert!(reason.contains("could not run"), "{reason}");
+        let unattended = vec![
+            Item::User { text: "go".into() },
+            call("b1", "bash", "{}"),
+            refused("b1", &format!("{UNATTENDED_DENIAL}: rerun it")),
+            answer(),
+        ];
+        let reason = check(&unattended, &|id| id == "b1").unwrap();
+        assert!(reason.contains("rerun with `--yes`"), "{reason}");
     }
 }
