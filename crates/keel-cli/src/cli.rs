@@ -454,8 +454,11 @@ impl CommonArgs {
         if agent.model.is_some() {
             self.model.clone_from(&agent.model);
         }
-        self.permission_mode = agent.permission_mode.or(self.permission_mode);
-        self.yes |= agent.yes;
+        // A mode given after the command's name replaces one given before it.
+        if agent.permission_mode.is_some() || agent.yes {
+            self.permission_mode = agent.permission_mode;
+            self.yes = agent.yes;
+        }
         self.action_policy |= agent.action_policy;
         self
     }
@@ -468,10 +471,10 @@ impl CommonArgs {
     }
 
     pub fn with_resume(mut self, resume: &ResumeArgs) -> CommonArgs {
-        if resume.session.is_some() {
+        if resume.session.is_some() || resume.continue_latest {
             self.session.clone_from(&resume.session);
+            self.continue_latest = resume.continue_latest;
         }
-        self.continue_latest |= resume.continue_latest;
         self
     }
 
@@ -488,7 +491,132 @@ impl CommonArgs {
     }
 }
 
+/// The option groups a command takes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Takes {
+    pub agent: bool,
+    pub reach: bool,
+    pub resume: bool,
+    pub place: bool,
+    pub json: bool,
+}
+
+impl Command {
+    /// The command's name as typed, and the option groups it takes.
+    pub fn takes(&self) -> (&'static str, Takes) {
+        let all = Takes {
+            agent: true,
+            reach: true,
+            resume: true,
+            place: true,
+            json: true,
+        };
+        let none = Takes::default();
+        match self {
+            Command::Run(_) => ("run", all),
+            Command::Mock(_) => ("mock", none),
+            Command::Demo(_) => ("demo", Takes { json: true, ..none }),
+            Command::Sessions(_) => (
+                "sessions",
+                Takes {
+                    place: true,
+                    json: true,
+                    ..none
+                },
+            ),
+            Command::Session(SessionCommand::Fork { .. } | SessionCommand::Rewind { .. }) => (
+                "session",
+                Takes {
+                    reach: true,
+                    ..none
+                },
+            ),
+            Command::Session(_) => ("session", Takes { json: true, ..none }),
+            Command::Config(_) => (
+                "config",
+                Takes {
+                    resume: false,
+                    ..all
+                },
+            ),
+            Command::Serve(_) => (
+                "serve",
+                Takes {
+                    resume: false,
+                    json: false,
+                    ..all
+                },
+            ),
+            Command::Acp(_) => (
+                "acp",
+                Takes {
+                    agent: true,
+                    reach: true,
+                    ..none
+                },
+            ),
+            Command::Mcp(_) => (
+                "mcp",
+                Takes {
+                    reach: true,
+                    place: true,
+                    json: true,
+                    ..none
+                },
+            ),
+            Command::Trust(_) => (
+                "trust",
+                Takes {
+                    place: true,
+                    ..none
+                },
+            ),
+            Command::Sandbox(_) => (
+                "sandbox",
+                Takes {
+                    reach: true,
+                    place: true,
+                    ..none
+                },
+            ),
+            Command::Eval(_) => ("eval", Takes { json: true, ..none }),
+        }
+    }
+}
+
 impl Cli {
+    /// The first option given before the command's name that the command does not take.
+    pub fn misplaced_option(&self) -> Option<(&'static str, &'static str)> {
+        let (name, takes) = self.command.as_ref()?.takes();
+        let agent = &self.agent;
+        let reach = &self.reach;
+        let given = [
+            (agent.model.is_some() && !takes.agent, "--model"),
+            (
+                agent.permission_mode.is_some() && !takes.agent,
+                "--permission-mode",
+            ),
+            (agent.yes && !takes.agent, "--yes"),
+            (agent.action_policy && !takes.agent, "--action-policy"),
+            (!reach.add_dirs.is_empty() && !takes.reach, "--add-dir"),
+            (reach.trust_workspace && !takes.reach, "--trust-workspace"),
+            // `keel eval` takes a sandbox mode of its own.
+            (
+                reach.sandbox.is_some() && !takes.reach && name != "eval",
+                "--sandbox",
+            ),
+            (self.resume.session.is_some() && !takes.resume, "--session"),
+            (self.resume.continue_latest && !takes.resume, "--continue"),
+            (self.place.cwd.is_some() && !takes.place, "--cwd"),
+            (self.json && !takes.json, "--json"),
+            (self.plain, "--plain"),
+        ];
+        given
+            .into_iter()
+            .find(|(misplaced, _)| *misplaced)
+            .map(|(_, flag)| (flag, name))
+    }
+
     /// The options given before the command's name (all of them, for the interactive session).
     pub fn before_command(&self) -> CommonArgs {
         CommonArgs {

@@ -127,6 +127,12 @@ fn exit_code_of(error: &anyhow::Error) -> u8 {
 
 async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
     use cli::{Command, McpCommand, SessionCommand};
+    if let Some((flag, command)) = cli.misplaced_option() {
+        return Err(UsageError(format!(
+            "`{flag}` does not apply to `keel {command}` (`keel {command} --help` lists its options)"
+        ))
+        .into());
+    }
     let base = cli.before_command();
     match cli.command {
         Some(Command::Run(args)) => {

@@ -269,6 +269,24 @@ fn each_commands_help_lists_only_the_options_it_takes() {
     let refused = home.run(&["sessions", "--yes"]);
     assert_eq!(refused.code(), 2);
     assert!(refused.stderr().contains("--yes"), "{}", refused.stderr());
+    // Before the command's name too.
+    let before = home.run(&["--yes", "sessions"]);
+    assert_eq!(before.code(), 2);
+    assert!(
+        before
+            .stderr()
+            .contains("`--yes` does not apply to `keel sessions`"),
+        "{}",
+        before.stderr()
+    );
+    // After the name beats before it.
+    let config: serde_json::Value = serde_json::from_str(
+        &home
+            .run(&["--yes", "config", "--permission-mode", "plan", "--json"])
+            .stdout(),
+    )
+    .unwrap();
+    assert_eq!(config["permission_mode"]["value"], "plan", "{config}");
     // Given before the command's name, the shared options still reach it.
     let before = home.run(&["--json", "sessions"]);
     assert_eq!(before.code(), 0, "{}", before.stderr());
@@ -281,7 +299,10 @@ fn continue_and_the_turn_count_follow_what_the_user_sees() {
     let (home, _mock) = scripted("chat", &steps, "");
     let first = home.run(&["run", "--json", "first"]);
     assert_eq!(first.code(), 0, "{}", first.stderr());
-    let id = first.events()[0]["session_id"].as_str().unwrap().to_string();
+    let id = first.events()[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert_eq!(home.run(&["run", "--session", &id, "second"]).code(), 0);
     assert!(home.run(&["sessions"]).stdout().contains("2 turns"));
     // Undoing the second turn: one is left, and the list says so.
