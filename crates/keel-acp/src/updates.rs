@@ -101,6 +101,8 @@ fn result_update(id: &str, state: ReceiptState, summary: &str, output: &str) -> 
     let (status, note) = match state {
         ReceiptState::Completed => ("completed", summary.to_string()),
         ReceiptState::Failed => ("failed", summary.to_string()),
+        // keel's denial text says so itself ("denied: …").
+        ReceiptState::Denied if summary.starts_with("denied") => ("failed", summary.to_string()),
         ReceiptState::Denied => ("failed", format!("denied: {summary}")),
         ReceiptState::Cancelled => ("failed", "cancelled while it ran".to_string()),
         ReceiptState::NotStarted => ("failed", "not started".to_string()),
@@ -157,15 +159,19 @@ impl Translator {
                 kind,
                 status,
                 delay_ms,
-                ..
+                host,
             } => {
                 self.text.clear();
                 self.thought.clear();
                 let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
+                let host = host
+                    .as_deref()
+                    .map(|host| format!(" to {}", host.escape_debug()))
+                    .unwrap_or_default();
                 vec![chunk(
                     "agent_message_chunk",
                     &format!(
-                        "↻ retry {attempt}/{max_retries} in {:.1} s: {}{status}\n\n",
+                        "↻ retry {attempt}/{max_retries}{host} in {:.1} s: {}{status}\n\n",
                         *delay_ms as f64 / 1000.0,
                         kind.describe()
                     ),
@@ -423,7 +429,7 @@ mod tests {
                 kind: FailureKind::Server,
                 status: Some(503),
                 delay_ms: 400,
-                host: None,
+                host: Some("api.deepseek.com".into()),
             },
             EventBody::LlmText {
                 delta: "The whole answer.".into(),
@@ -439,7 +445,9 @@ mod tests {
         assert!(!text.contains("Half of the ans"), "{text}");
         assert_eq!(text.matches("The whole answer.").count(), 1);
         assert!(
-            text.starts_with("↻ retry 1/5 in 0.4 s: the provider failed to answer (HTTP 503)"),
+            text.starts_with(
+                "↻ retry 1/5 to api.deepseek.com in 0.4 s: the provider failed to answer (HTTP 503)"
+            ),
             "{text}"
         );
     }

@@ -180,14 +180,14 @@ pub enum McpCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum SessionCommand {
-    /// Remove a session: its history, receipts, checkpoints, snapshots and temp files
+    /// Remove a session: its history, tool calls, checkpoints, snapshots and temp files
     /// (refused while another keel holds it).
     Rm {
         id: String,
         #[command(flatten)]
         output: OutputArgs,
     },
-    /// The transcript of a session: its history and tool receipts.
+    /// The transcript of a session: its history and what each tool call did.
     Show {
         id: String,
         /// An earlier revision of a compacted history (`keel session show ID` lists them).

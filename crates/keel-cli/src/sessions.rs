@@ -299,7 +299,7 @@ pub fn show(common: &CommonArgs, id: &str, revision: Option<u64>) -> anyhow::Res
         }
     }
     if !receipts.is_empty() {
-        out!("\nreceipts:");
+        out!("\ntool calls:");
         for receipt in &receipts {
             let note = match receipt.state {
                 ReceiptState::Unknown => " — keel stopped while it ran; it was not run again",

@@ -86,14 +86,29 @@ fn the_readme_starts_with_the_quick_starts_two_commands() {
         .unwrap()
         .trim()
         .to_string();
+    // A command line inside a shell block, not prose that mentions it.
+    let mut in_block = false;
+    let commands: Vec<&str> = head
+        .iter()
+        .filter(|line| {
+            if line.starts_with("```") {
+                in_block = line.starts_with("```sh");
+                return false;
+            }
+            in_block
+        })
+        .map(|line| line.split('#').next().unwrap_or("").trim())
+        .collect();
     assert!(
-        head.iter().any(|line| line.contains(" demo")),
-        "the demo command is in the first 40 lines"
+        commands.iter().any(
+            |command| (command.ends_with(" demo") && command.contains("keel"))
+                || *command == "cargo run --release -- demo"
+        ),
+        "the demo command is a command in the first 40 lines: {commands:?}"
     );
     assert!(
-        head.iter()
-            .any(|line| line.trim_start().starts_with(&tests)),
-        "the test command (`{tests}`, as ## Tests has it) is in the first 40 lines"
+        commands.iter().any(|command| command.starts_with(&tests)),
+        "the test command (`{tests}`, as ## Tests has it) is a command in the first 40 lines"
     );
 }
 

@@ -311,7 +311,8 @@ mod schema_tests {
             .err()
             .map(|error| error.message().to_string())
             .unwrap_or_default();
-        let listed = error.split("expected one of").nth(1).unwrap_or_default();
+        // "expected one of `a`, `b`, `c`", or for two fields "expected `a` or `b`".
+        let listed = error.split("expected ").nth(1).unwrap_or_default();
         listed
             .split('`')
             .skip(1)
@@ -352,6 +353,65 @@ mod schema_tests {
         assert_eq!(
             names(server),
             fields_serde_knows("[mcp_servers.x]\ncommand = \"c\"\nzz_unknown = 1\n")
+        );
+        assert_eq!(
+            names(PRICE),
+            fields_serde_knows("[providers.x.price]\nzz_unknown = 1\n")
+        );
+        assert_eq!(
+            names(ACCOUNT),
+            fields_serde_knows("[[providers.x.accounts]]\nzz_unknown = 1\n")
+        );
+    }
+
+    /// Every key of `table` (and of the tables inside it), with whether it is an MCP server's.
+    fn every_key(
+        table: &[(&'static str, Shape)],
+        in_mcp: bool,
+        keys: &mut Vec<(&'static str, bool)>,
+    ) {
+        for (name, shape) in table {
+            keys.push((name, in_mcp));
+            let inner_mcp = in_mcp || *name == "mcp_servers";
+            match shape {
+                Shape::Value => {}
+                Shape::Table(inner) | Shape::Tables(inner) => every_key(inner, inner_mcp, keys),
+                Shape::Named(named) => {
+                    if let Shape::Table(inner) = named {
+                        every_key(inner, inner_mcp, keys);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_key_is_documented() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+        let configuration = std::fs::read_to_string(root.join("configuration.md")).unwrap();
+        let mcp = std::fs::read_to_string(root.join("mcp.md")).unwrap();
+        let mut keys = Vec::new();
+        every_key(FILE, false, &mut keys);
+        let named = |doc: &str, key: &str| {
+            [
+                format!("`{key}`"),
+                format!("{key} ="),
+                format!("[{key}"),
+                format!(".{key}]"),
+                format!(".{key}."),
+            ]
+            .iter()
+            .any(|form| doc.contains(form.as_str()))
+        };
+        let missing: Vec<&str> = keys
+            .iter()
+            .filter(|(key, in_mcp)| !named(if *in_mcp { &mcp } else { &configuration }, key))
+            .map(|(key, _)| *key)
+            .collect();
+        assert!(missing.is_empty(), "not documented: {missing:?}");
+        assert!(
+            configuration.contains("(mcp.md)"),
+            "configuration.md points to mcp.md"
         );
     }
 }

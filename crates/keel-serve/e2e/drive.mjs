@@ -341,7 +341,7 @@ const scenarios = {
     await ask("hello");
     // In words: what failed and its status, not the kind's name.
     await page.waitForFunction(() => [...document.querySelectorAll(".notice")].some((n) =>
-      /^retry 1\/\d+ in [\d.]+ s: the provider failed to answer \(HTTP 503\)$/.test(n.textContent)),
+      /^retry 1\/\d+ to 127\.0\.0\.1 in [\d.]+ s: the provider failed to answer \(HTTP 503\)$/.test(n.textContent)),
     null, { timeout: 20000 });
     await waitForText("Answer after retry.");
     await page.waitForFunction(() => document.getElementById("send").disabled === false);

@@ -266,7 +266,7 @@ function handle(event) {
     case "llm/retry":
       // What the failed attempt streamed is dropped: the final answer has no duplicate.
       (view.attempt || []).forEach((node) => node.remove()); view.attempt = []; view.liveText = null; endLive();
-      t.appendChild(el("div", "notice", `retry ${event.attempt}/${event.max_retries} in ${(event.delay_ms / 1000).toFixed(1)} s: ${RETRIED[event.kind] || event.kind}${event.status ? " (HTTP " + event.status + ")" : ""}`));
+      t.appendChild(el("div", "notice", `retry ${event.attempt}/${event.max_retries}${event.host ? " to " + event.host : ""} in ${(event.delay_ms / 1000).toFixed(1)} s: ${RETRIED[event.kind] || "the request failed"}${event.status ? " (HTTP " + event.status + ")" : ""}`));
       break;
     case "llm/response": settleText(event.html); endLive(); view.attempt = []; break;
     case "tool/call": endLive(); card(event); break;

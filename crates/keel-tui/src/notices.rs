@@ -55,9 +55,10 @@ pub fn notice(body: &EventBody) -> Option<String> {
             to,
             reason,
         } => format!(
-            "⇄ {}: account `{}` failed ({reason}); switching to `{}`",
+            "⇄ {}: account `{}` failed ({}); switching to `{}`",
             visible_line(provider),
             visible_line(from),
+            reason.describe(),
             visible_line(to)
         ),
         EventBody::TurnCompleted {
