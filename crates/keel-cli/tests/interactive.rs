@@ -104,6 +104,9 @@ fn approvals_are_asked_in_the_terminal() {
     let last = requests.last().unwrap().to_string();
     assert!(last.contains("the user declined this call"), "{last}");
     assert!(!last.contains("headless"), "{last}");
+    // The person said no: a choice, not a failure; the turn ends ready.
+    assert!(!screen.contains("not ready"), "{screen}");
+    assert!(!screen.contains("continue-checks"), "{screen}");
 }
 
 #[test]
