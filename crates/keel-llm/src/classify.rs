@@ -9,7 +9,7 @@
 //! - A trace id is taken from headers only if `is_safe_trace_id` accepts it.
 
 use keel_types::failure::is_safe_trace_id;
-use keel_types::{FailureDiagnostic, FailureKind, SubReason};
+use keel_types::{FailureDiagnostic, FailureKind, SubReason, WireProtocol};
 use std::time::Duration;
 
 /// Response headers that providers use for a request or trace id, in order of preference.
@@ -98,36 +98,56 @@ pub fn classify_http_failure(status: u16, body: &[u8]) -> FailureDiagnostic {
         | FailureKind::StreamCorrupt
         | FailureKind::InvalidRequest => kind.describe().to_string(),
     };
-    let diagnostic = FailureDiagnostic::with_message(kind, Some(status), message);
-    if matches!(status, 400 | 404) && names_an_unknown_model(body) {
+    FailureDiagnostic::with_message(kind, Some(status), message)
+}
+
+/// The structured error fields, and their values, by which the providers of each protocol say
+/// the model does not exist. Matched exactly (ignoring case), never on free text.
+/// - Chat and Responses (OpenAI, DeepSeek, Kimi, MiMo and other OpenAI-shaped servers):
+///   `error.code`, as OpenAI documents `model_not_found` and its kin spell it.
+/// - Anthropic: none. Its `not_found_error` type is also what a wrong path gets, so it cannot
+///   say "unknown model" on its own (the 404 advice, check `base_url` and the model, covers it).
+fn unknown_model_codes(protocol: WireProtocol) -> &'static [(&'static str, &'static str)] {
+    match protocol {
+        WireProtocol::Chat | WireProtocol::Responses => &[
+            ("code", "model_not_found"),
+            ("code", "model_not_exist"),
+            ("code", "model_does_not_exist"),
+            ("code", "invalid_model"),
+            ("code", "unknown_model"),
+            ("type", "model_not_found"),
+            ("type", "model_not_found_error"),
+        ],
+        WireProtocol::Anthropic => &[],
+    }
+}
+
+/// `diagnostic` (of an HTTP `status` with `body` from a `protocol` provider), marked
+/// `unknown_model` when the body's structured error says the model does not exist.
+pub fn with_unknown_model(
+    diagnostic: FailureDiagnostic,
+    protocol: WireProtocol,
+    status: u16,
+    body: &[u8],
+) -> FailureDiagnostic {
+    if !matches!(status, 400 | 404) {
+        return diagnostic;
+    }
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return diagnostic;
+    };
+    let error = value.get("error").unwrap_or(&value);
+    let says_so = unknown_model_codes(protocol).iter().any(|(field, code)| {
+        error
+            .get(field)
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|given| given.eq_ignore_ascii_case(code))
+    });
+    if says_so {
         diagnostic.with_sub_reason(SubReason::UnknownModel)
     } else {
         diagnostic
     }
-}
-
-/// The providers' own error codes (and types) that say the model does not exist: matched
-/// exactly on the structured `code`/`type` fields, never on free text.
-const UNKNOWN_MODEL_CODES: &[&str] = &[
-    "model_not_found",
-    "model_not_exist",
-    "model_does_not_exist",
-    "invalid_model",
-    "unknown_model",
-];
-
-/// Whether `body`'s structured error says the model is unknown.
-fn names_an_unknown_model(body: &[u8]) -> bool {
-    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
-        return false;
-    };
-    let error = value.get("error").unwrap_or(&value);
-    ["code", "type"].iter().any(|field| {
-        error
-            .get(field)
-            .and_then(serde_json::Value::as_str)
-            .is_some_and(|code| UNKNOWN_MODEL_CODES.contains(&code.to_ascii_lowercase().as_str()))
-    })
 }
 
 /// A rejection that came with a body that may hold a reason.
@@ -401,5 +421,36 @@ mod tests {
         assert_eq!(retry_after_from_headers(&headers), None);
         headers.insert("x-trace-id", "x".repeat(129).parse().unwrap());
         assert_eq!(trace_id_from_headers(&headers), None);
+    }
+
+    #[test]
+    fn an_unknown_model_is_read_from_the_protocols_own_code_fields_only() {
+        let said = |protocol, status, body: &str| {
+            with_unknown_model(
+                classify_http_failure(status, body.as_bytes()),
+                protocol,
+                status,
+                body.as_bytes(),
+            )
+            .sub_reason
+        };
+        let coded =
+            r#"{"error":{"message":"x","type":"invalid_request_error","code":"model_not_found"}}"#;
+        for protocol in [WireProtocol::Chat, WireProtocol::Responses] {
+            assert_eq!(said(protocol, 400, coded), Some(SubReason::UnknownModel));
+            assert_eq!(said(protocol, 404, coded), Some(SubReason::UnknownModel));
+            assert_eq!(
+                said(protocol, 500, coded),
+                None,
+                "not a rejection of the request"
+            );
+        }
+        // Free text is never read; Anthropic has no code that means only this.
+        let worded = r#"{"error":{"message":"model_not_found","type":"invalid_request_error"}}"#;
+        assert_eq!(said(WireProtocol::Chat, 400, worded), None);
+        let anthropic =
+            r#"{"type":"error","error":{"type":"not_found_error","message":"model: x"}}"#;
+        assert_eq!(said(WireProtocol::Anthropic, 404, anthropic), None);
+        assert_eq!(said(WireProtocol::Anthropic, 400, coded), None);
     }
 }

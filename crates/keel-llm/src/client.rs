@@ -10,7 +10,9 @@
 //!   attempt fails with `stream_corrupt`. A 200 with nothing in it is `empty_response`.
 
 use crate::assemble::{Assembler, Completion, Delta, Progress, parse_complete_response};
-use crate::classify::{classify_http_failure, retry_after_from_headers, trace_id_from_headers};
+use crate::classify::{
+    classify_http_failure, retry_after_from_headers, trace_id_from_headers, with_unknown_model,
+};
 use crate::profile::ProviderProfile;
 use crate::sse::{FrameError, SseEvent, SseFramer};
 use futures_util::StreamExt;
@@ -155,7 +157,13 @@ impl HttpClient {
         let trace_id = trace_id_from_headers(&headers);
         if !response.status().is_success() {
             let body = read_capped(response, MAX_ERROR_BODY, profile.idle_timeout).await;
-            let diagnostic = classify_http_failure(status, &body).with_trace_id(trace_id);
+            let diagnostic = with_unknown_model(
+                classify_http_failure(status, &body),
+                profile.protocol,
+                status,
+                &body,
+            )
+            .with_trace_id(trace_id);
             return Err(AttemptFailure {
                 diagnostic,
                 retry_after: retry_after_from_headers(&headers),
