@@ -50,7 +50,7 @@ pub use project_context::{
     ContextReport, ContextSettings, DEFAULT_INSTRUCTION_BYTES, Reloaded, instruction_paths,
 };
 pub use prompt::{KIMI_ACTION_POLICY, SYSTEM_PROMPT, action_policy_for};
-pub use recovery::readiness::Readiness;
+pub use recovery::readiness::{RERUN_WITH_YES, Readiness};
 pub use recovery::record::{RecordState, RecoveryRecord, StoredRecord};
 /// How a stored recovery record is read and written (the fuzz targets check both).
 pub use recovery::record::{decode as decode_record, encode as encode_record};

@@ -77,7 +77,9 @@ impl Renderer {
         }
     }
 
-    /// For a run nobody is asked in: a plan the model proposes is printed as the answer.
+    /// For a run nobody is asked in: a plan the model proposes is printed as the answer, and
+    /// an offered recovery is said as the command that runs it (after the turn), not as a
+    /// slash command.
     pub fn plans_as_answers(mut self) -> Renderer {
         self.plans_as_answers = true;
         self
@@ -164,8 +166,9 @@ impl Renderer {
                 lines,
                 ..
             } => {
-                eprintln!("  ⎿ {state} · {}", visible_line(summary));
-                if name == "bash" {
+                let said = keel_tui::cards::result_summary(*state, summary);
+                eprintln!("  ⎿ {state} · {}", visible_line(said));
+                if keel_tui::cards::shows_output(name, *state) {
                     let text = keel_tui::cards::output_end(output, tail);
                     let shown = keel_tui::cards::folded_tail(text, *lines, terminal_width());
                     let dim = matches!(self.mode, Mode::Live { colors } if colors != Colors::None);
@@ -190,6 +193,8 @@ impl Renderer {
                     eprintln!("{text}");
                 }
             }
+            // A headless run prints the exact command to run it when the turn ends.
+            EventBody::RecoveryOffered { .. } if self.plans_as_answers && self.session_hints => {}
             EventBody::RecoveryOffered { .. }
             | EventBody::RecoveryConsumed { .. }
             | EventBody::RecoveryExpired { .. }

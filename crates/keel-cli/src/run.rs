@@ -12,7 +12,8 @@ use crate::session_setup::{open_controller, prepare, print_notices};
 use crate::signals::{Stop, StopSignals};
 use crate::{Outcome, UsageError};
 use keel_agent::{
-    Controller, HeadlessApprover, Input, Line, Readiness, SurfaceCommand, TurnOutcome,
+    Controller, HeadlessApprover, Input, Line, RERUN_WITH_YES, Readiness, SurfaceCommand,
+    TurnOutcome,
 };
 use keel_tools::PermissionMode;
 use std::sync::Arc;
@@ -168,6 +169,16 @@ pub async fn run_turn(
                 format!("continue with: keel run --session {session} \"/continue-checks\"");
             match readiness {
                 Readiness::Ready => Ok(Outcome::Completed),
+                // Nobody could approve a call: going on needs someone who can.
+                Readiness::OpenWork(reason) if reason.ends_with(RERUN_WITH_YES) => {
+                    if renderer.session_hints() {
+                        renderer.hint(&format!(
+                            "continue with: keel run --session {session} --yes \"/continue-checks\" \
+                             (or add an allow rule)"
+                        ));
+                    }
+                    Ok(Outcome::Completed)
+                }
                 Readiness::OpenWork(_) => {
                     if renderer.session_hints() {
                         renderer.hint(&continue_line);

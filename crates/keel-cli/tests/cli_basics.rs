@@ -319,3 +319,36 @@ fn continue_and_the_turn_count_follow_what_the_user_sees() {
     assert_eq!(continued.code(), 0, "{}", continued.stderr());
     assert_eq!(continued.events()[0]["session_id"], id.as_str());
 }
+
+#[test]
+fn a_headless_denial_is_said_once_cut_between_words_with_how_to_go_on() {
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": "echo hello"}},
+        {"say": "I could not run it."},
+    ]})
+    .to_string();
+    let (home, mock) = scripted("chat", &steps, "");
+    let run = home.run(&["run", "go"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let said = run.stderr();
+    let denied: Vec<&str> = said.lines().filter(|l| l.contains("needs approval")).collect();
+    assert_eq!(denied.len(), 1, "the refusal once, not again as output: {said}");
+    let shown = denied[0].trim_start().strip_prefix("⎿ denied · ").unwrap();
+    assert!(!shown.starts_with("denied"), "{shown}");
+    // What the model was told, whole: the line is a prefix of it, cut where a word ends.
+    let whole = tool_messages(&mock).remove(0);
+    let whole = whole.strip_prefix("denied: ").unwrap_or(&whole);
+    match shown.strip_suffix('…') {
+        Some(cut) => {
+            assert!(whole.starts_with(cut), "{cut:?} of {whole:?}");
+            let next = whole[cut.len()..].chars().next().unwrap();
+            assert!(!next.is_alphanumeric(), "cut mid-word: {cut:?} then {next:?}");
+        }
+        None => assert_eq!(shown, whole),
+    }
+    assert!(
+        said.contains("--yes \"/continue-checks\""),
+        "how to go on: with someone who can approve: {said}"
+    );
+    assert!(!said.contains("/continue-checks goes on from here"), "{said}");
+}

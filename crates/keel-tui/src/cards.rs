@@ -209,6 +209,21 @@ pub fn running(
 }
 
 /// The card of a call that ended: header, state and summary, and a command's folded output.
+/// A result's summary as shown after its state: keel's denial text starts by saying "denied",
+/// which the state already says.
+pub fn result_summary(state: ReceiptState, summary: &str) -> &str {
+    match state {
+        ReceiptState::Denied => summary.strip_prefix("denied: ").unwrap_or(summary),
+        _ => summary,
+    }
+}
+
+/// Whether a result's card shows its output: a command's, when it ran (a refused one has
+/// none; its result is the refusal, said in the summary).
+pub fn shows_output(name: &str, state: ReceiptState) -> bool {
+    name == "bash" && !matches!(state, ReceiptState::Denied | ReceiptState::NotStarted)
+}
+
 pub fn ended(call: &Call, end: &Ended, width: usize) -> Vec<Line> {
     // A read that went well is one line: what was read, and how much.
     if end.state == ReceiptState::Completed && READS.contains(&call.name.as_str()) {
@@ -220,7 +235,7 @@ pub fn ended(call: &Call, end: &Ended, width: usize) -> Vec<Line> {
     let mut lines = vec![header(call, end.state, "", width)];
     let state = end.state.as_str();
     let summary = cut(
-        &visible_line(&end.summary),
+        &visible_line(result_summary(end.state, &end.summary)),
         width.saturating_sub(7 + state.len()),
     );
     lines.push(Line::new(vec![
@@ -229,7 +244,7 @@ pub fn ended(call: &Call, end: &Ended, width: usize) -> Vec<Line> {
         Span::plain(" · "),
         Span::plain(&summary),
     ]));
-    if call.name == "bash" {
+    if shows_output(&call.name, end.state) {
         for row in folded_tail(&end.output, end.lines, width) {
             lines.push(Line::from_text(&row, Style::PLAIN.dim()));
         }

@@ -90,13 +90,15 @@ pub fn check(history: &[Item], denied: &dyn Fn(&str) -> bool) -> Option<String> 
             ));
         } else if content.starts_with(UNATTENDED_DENIAL) {
             unattended = Some(format!(
-                "`{name}` needed approval and nobody could be asked: rerun with `--yes` or an \
-                 allow rule"
+                "`{name}` needed approval and nobody could be asked: {RERUN_WITH_YES}"
             ));
         }
     }
     failed.or(unattended)
 }
+
+/// How a reason ends when the turn needed an approval nobody could give (a headless run).
+pub const RERUN_WITH_YES: &str = "rerun with `--yes` or an allow rule";
 
 /// How keel's refusal of a command the sandbox cannot confine begins (`confinement`).
 pub(crate) const SANDBOX_DENIAL: &str = "denied: keel is in ";
