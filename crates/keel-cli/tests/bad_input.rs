@@ -191,8 +191,15 @@ fn an_unreachable_provider_is_a_transport_failure() {
     let config = format!(
         "model = \"deepseek/m\"\n[providers.deepseek]\nbase_url = \"http://127.0.0.1:{port}\"\n[providers.deepseek.retry]\nmax_retries = 1\nbase_delay_ms = 10\n"
     );
-    let run = Home::new(&config).run(&["run", "hi"]);
-    assert_clean_failure(&run, 1, &["cannot connect", "transport"]);
+    let home = Home::new(&config);
+    let run = home.run(&["run", "hi"]);
+    // In words for a person; the kind (`transport`) is in --json.
+    assert_clean_failure(&run, 1, &["cannot connect to the provider"]);
+    let json = home.run(&["run", "--json", "hi"]);
+    assert_eq!(
+        json.events_of("turn/failed")[0]["diagnostic"]["kind"],
+        "transport"
+    );
 }
 
 #[test]

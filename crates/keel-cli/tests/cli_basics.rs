@@ -331,8 +331,15 @@ fn a_headless_denial_is_said_once_cut_between_words_with_how_to_go_on() {
     let run = home.run(&["run", "go"]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let said = run.stderr();
-    let denied: Vec<&str> = said.lines().filter(|l| l.contains("needs approval")).collect();
-    assert_eq!(denied.len(), 1, "the refusal once, not again as output: {said}");
+    let denied: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains("needs approval"))
+        .collect();
+    assert_eq!(
+        denied.len(),
+        1,
+        "the refusal once, not again as output: {said}"
+    );
     let shown = denied[0].trim_start().strip_prefix("⎿ denied · ").unwrap();
     assert!(!shown.starts_with("denied"), "{shown}");
     // What the model was told, whole: the line is a prefix of it, cut where a word ends.
@@ -342,7 +349,10 @@ fn a_headless_denial_is_said_once_cut_between_words_with_how_to_go_on() {
         Some(cut) => {
             assert!(whole.starts_with(cut), "{cut:?} of {whole:?}");
             let next = whole[cut.len()..].chars().next().unwrap();
-            assert!(!next.is_alphanumeric(), "cut mid-word: {cut:?} then {next:?}");
+            assert!(
+                !next.is_alphanumeric(),
+                "cut mid-word: {cut:?} then {next:?}"
+            );
         }
         None => assert_eq!(shown, whole),
     }
@@ -350,5 +360,8 @@ fn a_headless_denial_is_said_once_cut_between_words_with_how_to_go_on() {
         said.contains("--yes \"/continue-checks\""),
         "how to go on: with someone who can approve: {said}"
     );
-    assert!(!said.contains("/continue-checks goes on from here"), "{said}");
+    assert!(
+        !said.contains("/continue-checks goes on from here"),
+        "{said}"
+    );
 }

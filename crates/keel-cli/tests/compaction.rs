@@ -535,7 +535,7 @@ fn a_cancelled_or_failed_summary_leaves_the_history_as_it_was() {
     let refused = home.run(&["run", "--session", &session, "/compact"]);
     assert_eq!(refused.code(), 1, "{}", refused.stderr());
     assert!(
-        refused.stderr().contains("invalid_request"),
+        refused.stderr().contains("rejected the request as invalid"),
         "{}",
         refused.stderr()
     );

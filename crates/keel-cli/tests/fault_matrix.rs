@@ -222,8 +222,11 @@ fn run_case(case: &Case) {
             "{label}: {}",
             run.stderr()
         );
+        // A person reads the failure in words; its kind is for --json (checked there).
         if let Some(kind) = outcome["failure"].as_str() {
-            assert!(run.stderr().contains(kind), "{label}: {}", run.stderr());
+            let said = run.stderr();
+            assert!(said.contains("\nerror: the "), "{label}: {said}");
+            assert!(!said.contains(&format!("({kind}")), "{label}: {said}");
         }
         if let (Some(says), true) = (case.retried_because["says"].as_str(), retries > 0) {
             assert!(
@@ -280,7 +283,7 @@ fn each_fault_in_the_interactive_session_ends_as_the_table_says() {
         )
         .unwrap();
         let succeeded = outcome["failure"].is_null();
-        let marker = outcome["failure"].as_str().unwrap_or("Done.");
+        let marker = if succeeded { "Done." } else { "error: the " };
         let (screen, code) = interactive_session(
             &home,
             &[("run it\n", Some(marker), 0), ("/quit\n", None, 300)],
@@ -305,11 +308,13 @@ fn each_fault_in_the_interactive_session_ends_as_the_table_says() {
         if succeeded {
             assert!(screen.contains("Done."), "{label}: {screen}");
         } else {
+            // Said in words (the kind's name is for --json).
             let kind = outcome["failure"].as_str().unwrap();
             assert!(
-                screen.contains(kind),
-                "{label}: the failure is named: {screen}"
+                screen.contains("error: the "),
+                "{label}: the failure is said: {screen}"
             );
+            assert!(!screen.contains(&format!("({kind}")), "{label}: {screen}");
         }
         assert!(
             screen.matches(PARTIAL).count() <= 1,
