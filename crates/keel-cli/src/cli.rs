@@ -491,95 +491,50 @@ impl CommonArgs {
     }
 }
 
-/// The option groups a command takes.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Takes {
-    pub agent: bool,
-    pub reach: bool,
-    pub resume: bool,
-    pub place: bool,
-    pub json: bool,
+/// The option groups a command takes (a set of the `Takes::…` flags).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Takes(u8);
+
+impl Takes {
+    pub const AGENT: Takes = Takes(1);
+    pub const REACH: Takes = Takes(2);
+    pub const RESUME: Takes = Takes(4);
+    pub const PLACE: Takes = Takes(8);
+    pub const JSON: Takes = Takes(16);
+    pub const NONE: Takes = Takes(0);
+
+    pub fn has(self, group: Takes) -> bool {
+        self.0 & group.0 == group.0
+    }
+}
+
+impl std::ops::BitOr for Takes {
+    type Output = Takes;
+    fn bitor(self, other: Takes) -> Takes {
+        Takes(self.0 | other.0)
+    }
 }
 
 impl Command {
     /// The command's name as typed, and the option groups it takes.
     pub fn takes(&self) -> (&'static str, Takes) {
-        let all = Takes {
-            agent: true,
-            reach: true,
-            resume: true,
-            place: true,
-            json: true,
-        };
-        let none = Takes::default();
+        use Takes as T;
         match self {
-            Command::Run(_) => ("run", all),
-            Command::Mock(_) => ("mock", none),
-            Command::Demo(_) => ("demo", Takes { json: true, ..none }),
-            Command::Sessions(_) => (
-                "sessions",
-                Takes {
-                    place: true,
-                    json: true,
-                    ..none
-                },
-            ),
-            Command::Session(SessionCommand::Fork { .. } | SessionCommand::Rewind { .. }) => (
-                "session",
-                Takes {
-                    reach: true,
-                    ..none
-                },
-            ),
-            Command::Session(_) => ("session", Takes { json: true, ..none }),
-            Command::Config(_) => (
-                "config",
-                Takes {
-                    resume: false,
-                    ..all
-                },
-            ),
-            Command::Serve(_) => (
-                "serve",
-                Takes {
-                    resume: false,
-                    json: false,
-                    ..all
-                },
-            ),
-            Command::Acp(_) => (
-                "acp",
-                Takes {
-                    agent: true,
-                    reach: true,
-                    ..none
-                },
-            ),
-            Command::Mcp(_) => (
-                "mcp",
-                Takes {
-                    reach: true,
-                    place: true,
-                    json: true,
-                    ..none
-                },
-            ),
-            Command::Trust(_) => (
-                "trust",
-                Takes {
-                    place: true,
-                    ..none
-                },
-            ),
-            Command::Sandbox(_) => (
-                "sandbox",
-                Takes {
-                    reach: true,
-                    place: true,
-                    ..none
-                },
-            ),
-            Command::Eval(_) => ("eval", Takes { json: true, ..none }),
+            Command::Run(_) => ("run", T::AGENT | T::REACH | T::RESUME | T::PLACE | T::JSON),
+            Command::Mock(_) => ("mock", T::NONE),
+            Command::Demo(_) => ("demo", T::JSON),
+            Command::Sessions(_) => ("sessions", T::PLACE | T::JSON),
+            Command::Session(SessionCommand::Fork { .. } | SessionCommand::Rewind { .. }) => {
+                ("session", T::REACH)
+            }
+            Command::Session(_) => ("session", T::JSON),
+            Command::Config(_) => ("config", T::AGENT | T::REACH | T::PLACE | T::JSON),
+            Command::Serve(_) => ("serve", T::AGENT | T::REACH | T::PLACE),
+            Command::Acp(_) => ("acp", T::AGENT | T::REACH),
+            Command::Mcp(_) => ("mcp", T::REACH | T::PLACE | T::JSON),
+            Command::Trust(_) => ("trust", T::PLACE),
+            Command::Sandbox(_) => ("sandbox", T::REACH | T::PLACE),
+            Command::Eval(_) => ("eval", T::JSON),
         }
     }
 }
@@ -591,24 +546,42 @@ impl Cli {
         let agent = &self.agent;
         let reach = &self.reach;
         let given = [
-            (agent.model.is_some() && !takes.agent, "--model"),
+            (agent.model.is_some() && !takes.has(Takes::AGENT), "--model"),
             (
-                agent.permission_mode.is_some() && !takes.agent,
+                agent.permission_mode.is_some() && !takes.has(Takes::AGENT),
                 "--permission-mode",
             ),
-            (agent.yes && !takes.agent, "--yes"),
-            (agent.action_policy && !takes.agent, "--action-policy"),
-            (!reach.add_dirs.is_empty() && !takes.reach, "--add-dir"),
-            (reach.trust_workspace && !takes.reach, "--trust-workspace"),
+            (agent.yes && !takes.has(Takes::AGENT), "--yes"),
+            (
+                agent.action_policy && !takes.has(Takes::AGENT),
+                "--action-policy",
+            ),
+            (
+                !reach.add_dirs.is_empty() && !takes.has(Takes::REACH),
+                "--add-dir",
+            ),
+            (
+                reach.trust_workspace && !takes.has(Takes::REACH),
+                "--trust-workspace",
+            ),
             // `keel eval` takes a sandbox mode of its own.
             (
-                reach.sandbox.is_some() && !takes.reach && name != "eval",
+                reach.sandbox.is_some() && !takes.has(Takes::REACH) && name != "eval",
                 "--sandbox",
             ),
-            (self.resume.session.is_some() && !takes.resume, "--session"),
-            (self.resume.continue_latest && !takes.resume, "--continue"),
-            (self.place.cwd.is_some() && !takes.place, "--cwd"),
-            (self.json && !takes.json, "--json"),
+            (
+                self.resume.session.is_some() && !takes.has(Takes::RESUME),
+                "--session",
+            ),
+            (
+                self.resume.continue_latest && !takes.has(Takes::RESUME),
+                "--continue",
+            ),
+            (
+                self.place.cwd.is_some() && !takes.has(Takes::PLACE),
+                "--cwd",
+            ),
+            (self.json && !takes.has(Takes::JSON), "--json"),
             (self.plain, "--plain"),
         ];
         given

@@ -94,6 +94,36 @@ pub struct Cost {
 pub const NOT_RUN_MAX_SPEND: &str = "--max-spend reached before it ran";
 
 impl TrialResult {
+    /// A result that says nothing happened yet: `infra_failed` until the attempt says more.
+    pub fn not_finished(
+        key: &TrialKey,
+        kind: TaskKind,
+        attempt: u32,
+        marker: String,
+    ) -> TrialResult {
+        TrialResult {
+            trial: key.id(),
+            key: key.clone(),
+            kind,
+            attempt,
+            outcome: Outcome::InfraFailed,
+            detail: None,
+            recovered: false,
+            false_completion: false,
+            proposals: 0,
+            successful_ops: 0,
+            duplicate_call_ids: 0,
+            repeated_ops: 0,
+            metered: Default::default(),
+            keel_input_tokens: 0,
+            keel_output_tokens: 0,
+            latency_ms: 0,
+            session: None,
+            marker,
+            cost: None,
+        }
+    }
+
     /// Counted in rates: neither a harness failure nor a trial `--max-spend` kept from running.
     pub fn is_counted(&self) -> bool {
         self.outcome != Outcome::InfraFailed && !self.never_ran()

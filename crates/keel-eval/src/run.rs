@@ -369,29 +369,13 @@ fn setup_for(
 
 /// A result for a trial that did not finish (`detail` says why).
 fn unfinished(plan: &RunPlan, key: &TrialKey, attempt: u32, detail: &str) -> TrialResult {
+    let kind = plan
+        .suite
+        .task(&key.task)
+        .map_or(crate::task::TaskKind::Read, |task| task.kind);
     TrialResult {
-        trial: key.id(),
-        key: key.clone(),
-        kind: plan
-            .suite
-            .task(&key.task)
-            .map_or(crate::task::TaskKind::Read, |task| task.kind),
-        attempt,
-        outcome: Outcome::InfraFailed,
         detail: Some(detail.to_string()),
-        recovered: false,
-        false_completion: false,
-        proposals: 0,
-        successful_ops: 0,
-        duplicate_call_ids: 0,
-        repeated_ops: 0,
-        metered: Default::default(),
-        keel_input_tokens: 0,
-        keel_output_tokens: 0,
-        latency_ms: 0,
-        session: None,
-        marker: String::new(),
-        cost: None,
+        ..TrialResult::not_finished(key, kind, attempt, String::new())
     }
 }
 

@@ -96,27 +96,8 @@ pub struct TrialSetup {
 pub async fn run_trial(setup: TrialSetup) -> TrialResult {
     let marker = marker(setup.seed, &setup.key.id(), setup.attempt);
     let started = Instant::now();
-    let mut result = TrialResult {
-        trial: setup.key.id(),
-        key: setup.key.clone(),
-        kind: setup.task.kind,
-        attempt: setup.attempt,
-        outcome: Outcome::InfraFailed,
-        detail: None,
-        recovered: false,
-        false_completion: false,
-        proposals: 0,
-        successful_ops: 0,
-        duplicate_call_ids: 0,
-        repeated_ops: 0,
-        metered: Default::default(),
-        keel_input_tokens: 0,
-        keel_output_tokens: 0,
-        latency_ms: 0,
-        session: None,
-        marker: marker.clone(),
-        cost: None,
-    };
+    let mut result =
+        TrialResult::not_finished(&setup.key, setup.task.kind, setup.attempt, marker.clone());
     match attempt(&setup, &marker, &mut result).await {
         Ok(()) => {}
         Err(error) => {
