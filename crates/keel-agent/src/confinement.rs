@@ -90,10 +90,9 @@ pub(crate) fn decide_command(
             match policy.decide("bash", command, Reach::ReadsWorkspace) {
                 Decision::Deny(reason) => Decision::Deny(reason),
                 Decision::Allow | Decision::Ask => Decision::Deny(format!(
-                    "{}{} mode, where commands run only inside an enforced sandbox, and this \
-                     kernel lacks {}",
-                    crate::recovery::readiness::SANDBOX_DENIAL,
+                    "denied: keel is in {} mode, {}, and this kernel lacks {}",
                     policy.mode.as_str(),
+                    crate::recovery::readiness::SANDBOX_DENIAL,
                     missing.join("; ")
                 )),
             }

@@ -558,16 +558,9 @@ fn end_cancelled(run: &TurnRun<'_>) -> TurnOutcome {
 
 /// Whether keel's receipt of a call id says it was denied (read once, at the turn's end).
 fn denied_calls(shared: &Shared, turn: Option<u64>) -> impl Fn(&str) -> bool + use<> {
-    // This turn's receipts only, when the last round is this turn's: a call id a provider
-    // reuses cannot borrow an old denial.
-    let denied: std::collections::BTreeSet<String> = shared
+    let receipts = shared
         .store
         .receipts(&shared.session.id)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|receipt| turn.is_none_or(|turn| receipt.turn == turn))
-        .filter(|receipt| receipt.state == keel_types::ReceiptState::Denied)
-        .map(|receipt| receipt.call_id)
-        .collect();
-    move |call_id: &str| denied.contains(call_id)
+        .unwrap_or_default();
+    crate::recovery::readiness::denials(receipts, turn)
 }

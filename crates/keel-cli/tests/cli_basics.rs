@@ -295,7 +295,9 @@ fn each_commands_help_lists_only_the_options_it_takes() {
 
 #[test]
 fn continue_and_the_turn_count_follow_what_the_user_sees() {
-    let steps = json!({"steps": [{"say": "one"}, {"say": "two"}, {"say": "three"}]}).to_string();
+    let steps =
+        json!({"steps": [{"say": "one"}, {"say": "two"}, {"say": "three"}, {"say": "four"}]})
+            .to_string();
     let (home, _mock) = scripted("chat", &steps, "");
     let first = home.run(&["run", "--json", "first"]);
     assert_eq!(first.code(), 0, "{}", first.stderr());
@@ -318,6 +320,18 @@ fn continue_and_the_turn_count_follow_what_the_user_sees() {
     let continued = home.run(&["run", "-c", "--json", "third"]);
     assert_eq!(continued.code(), 0, "{}", continued.stderr());
     assert_eq!(continued.events()[0]["session_id"], id.as_str());
+    // Undo everything and start over: the title is what the history now begins with.
+    let all = home.run(&["session", "rewind", &id, "--to", "1"]);
+    assert_eq!(all.code(), 0, "{}", all.stderr());
+    assert!(
+        !home.run(&["sessions"]).stdout().contains(&id),
+        "nothing left to list"
+    );
+    let again = home.run(&["run", "--session", &id, "fresh start"]);
+    assert_eq!(again.code(), 0, "{}", again.stderr());
+    let listed = home.run(&["sessions"]).stdout();
+    let row = listed.lines().find(|line| line.starts_with(&id)).unwrap();
+    assert!(row.ends_with("fresh start"), "{row}");
 }
 
 #[test]

@@ -157,23 +157,42 @@ impl Store {
     pub fn session_overviews(&self, workspace: &str) -> Result<Vec<SessionOverview>, StoreError> {
         let sessions = self.sessions_for_workspace(workspace)?;
         let connection = self.connection();
-        let mut turns =
-            // The current history's: a rewind's new revision leaves the later turns behind.
-            connection.prepare(&format!(
-                "SELECT coalesce(max(turn), 0) FROM items \
-                 WHERE session_id = ?1 AND history_revision = {CURRENT_REVISION_OF_1}"
-            ))?;
-        let mut first_user = connection.prepare(
-            "SELECT json_extract(item, '$.text') FROM items \
-             WHERE session_id = ?1 AND json_extract(item, '$.role') = 'user' \
-             ORDER BY revision LIMIT 1",
-        )?;
+        // The current history's newest item but keel's own context block (turns only grow with
+        // the item number): a rewind's new revision leaves the later turns behind, and one back
+        // to before the first turn leaves none.
+        let mut turns = connection.prepare(&format!(
+            "SELECT turn FROM items WHERE session_id = ?1 AND history_revision = \
+             {CURRENT_REVISION_OF_1} \
+             AND (NOT json_valid(item) OR json_extract(item, '$.role') != 'context') \
+             ORDER BY revision DESC LIMIT 1"
+        ))?;
+        // The first thing typed that the current history holds, else (a compaction summed it
+        // up) the first ever typed. A row that is not JSON is passed over, never an error.
+        // (Both walk the items in key order and stop at the first match.)
+        let user_row = "json_valid(item) AND json_extract(item, '$.role') = 'user'";
+        let mut first_user_now = connection.prepare(&format!(
+            "SELECT json_extract(item, '$.text') FROM items WHERE session_id = ?1 \
+             AND history_revision = {CURRENT_REVISION_OF_1} AND {user_row} \
+             ORDER BY revision LIMIT 1"
+        ))?;
+        let mut first_user_ever = connection.prepare(&format!(
+            "SELECT json_extract(item, '$.text') FROM items WHERE session_id = ?1 \
+             AND {user_row} ORDER BY revision LIMIT 1"
+        ))?;
         let mut overviews = Vec::with_capacity(sessions.len());
         for info in sessions {
-            let turn_count: i64 = turns.query_row([&info.id], |row| row.get(0))?;
-            let first: Option<Option<String>> = first_user
+            let turn_count: i64 = turns
+                .query_row([&info.id], |row| row.get(0))
+                .optional()?
+                .unwrap_or(0);
+            let mut first: Option<Option<String>> = first_user_now
                 .query_row([&info.id], |row| row.get(0))
                 .optional()?;
+            if first.is_none() {
+                first = first_user_ever
+                    .query_row([&info.id], |row| row.get(0))
+                    .optional()?;
+            }
             overviews.push(SessionOverview {
                 turns: to_u64(turn_count),
                 title: title_of(&first.flatten().unwrap_or_default()),

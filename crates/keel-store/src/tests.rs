@@ -706,3 +706,32 @@ fn removing_a_session_leaves_no_row_of_it_and_keeps_what_others_share() {
         Err(StoreError::NoSuchSession(_))
     ));
 }
+
+#[test]
+fn a_session_list_reads_titles_and_turns_past_a_damaged_row() {
+    let (_dir, store) = store();
+    store.create_session("s1", "/w", "p", "m").unwrap();
+    store
+        .connection()
+        .execute(
+            "INSERT INTO items (session_id, revision, turn, item, created_at) \
+             VALUES ('s1', 1, 1, 'not json at all', 0)",
+            [],
+        )
+        .unwrap();
+    store
+        .append_items(
+            "s1",
+            2,
+            &[Item::User {
+                text: "  fix the parser\nthen the tests".into(),
+            }],
+        )
+        .unwrap();
+    store.create_session("s2", "/w", "p", "m").unwrap();
+    let listed = store.session_overviews("/w").unwrap();
+    let s1 = listed.iter().find(|o| o.info.id == "s1").unwrap();
+    assert_eq!((s1.turns, s1.title.as_str()), (2, "fix the parser"));
+    let s2 = listed.iter().find(|o| o.info.id == "s2").unwrap();
+    assert_eq!((s2.turns, s2.title.as_str()), (0, ""));
+}

@@ -9,7 +9,7 @@
 //! it gives the same answer after a restart. A tool's own output can never pass for a denial:
 //! only a receipt keel wrote as `denied` can.
 
-use keel_types::{FinishReason, Item, ToolResult};
+use keel_types::{FinishReason, Item, ReceiptState, ToolReceipt, ToolResult};
 
 /// How a turn that completed stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,7 +83,7 @@ pub fn check(history: &[Item], denied: &dyn Fn(&str) -> bool) -> Option<String> 
         }
         if !denied(call_id) {
             failed = Some(format!("the final answer came right after `{name}` failed"));
-        } else if content.starts_with(SANDBOX_DENIAL) {
+        } else if content.starts_with("denied: ") && content.contains(SANDBOX_DENIAL) {
             // Not a choice anybody made: the command could not run here.
             failed = Some(format!(
                 "`{name}` could not run: this kernel cannot give it the sandbox the mode needs"
@@ -97,11 +97,29 @@ pub fn check(history: &[Item], denied: &dyn Fn(&str) -> bool) -> Option<String> 
     failed.or(unattended)
 }
 
+/// Whether keel denied a call, by its id, from `receipts` in the order keel wrote them: only
+/// turn `turn`'s when given (the last round is this turn's), and for each id the newest
+/// receipt — a provider that sends no ids gets `call_0`, `call_1`, … every round, so an id's
+/// earlier denial must not speak for its later failure.
+pub(crate) fn denials(
+    receipts: Vec<ToolReceipt>,
+    turn: Option<u64>,
+) -> impl Fn(&str) -> bool + use<> {
+    let mut newest = std::collections::BTreeMap::new();
+    for receipt in receipts {
+        if turn.is_none_or(|turn| receipt.turn == turn) {
+            newest.insert(receipt.call_id, receipt.state);
+        }
+    }
+    move |call_id: &str| newest.get(call_id) == Some(&ReceiptState::Denied)
+}
+
 /// How a reason ends when the turn needed an approval nobody could give (a headless run).
 pub const RERUN_WITH_YES: &str = "rerun with `--yes` or an allow rule";
 
-/// How keel's refusal of a command the sandbox cannot confine begins (`confinement`).
-pub(crate) const SANDBOX_DENIAL: &str = "denied: keel is in ";
+/// What keel's refusal of a command the sandbox cannot confine says (`confinement`); a mode's
+/// own refusal ("denied: keel is in plan mode, …") does not say it.
+pub(crate) const SANDBOX_DENIAL: &str = "where commands run only inside an enforced sandbox";
 
 /// How keel's refusal of a call nobody could approve begins (`Approval::Unattended`).
 pub(crate) const UNATTENDED_DENIAL: &str =
@@ -300,12 +318,25 @@ mod tests {
             call("b1", "bash", "{}"),
             refused(
                 "b1",
-                &format!("{SANDBOX_DENIAL}read-only mode, where commands run only inside …"),
+                &format!(
+                    "denied: keel is in read-only mode, {SANDBOX_DENIAL}, and this kernel lacks …"
+                ),
             ),
             answer(),
         ];
         let reason = check(&history, &|id| id == "b1").unwrap();
         assert!(reason.contains("could not run"), "{reason}");
+        // The mode's own refusal is the user's choice of mode: ready.
+        let mode = vec![
+            Item::User { text: "go".into() },
+            call("b1", "bash", "{}"),
+            refused(
+                "b1",
+                "denied: keel is in plan mode, where nothing is changed until …",
+            ),
+            answer(),
+        ];
+        assert_eq!(check(&mode, &|id| id == "b1"), None);
         let unattended = vec![
             Item::User { text: "go".into() },
             call("b1", "bash", "{}"),
@@ -314,5 +345,30 @@ mod tests {
         ];
         let reason = check(&unattended, &|id| id == "b1").unwrap();
         assert!(reason.contains("rerun with `--yes`"), "{reason}");
+    }
+
+    #[test]
+    fn the_newest_receipt_of_an_id_decides_whether_it_was_denied() {
+        let receipt = |call_id: &str, turn: u64, state: ReceiptState| ToolReceipt {
+            call_id: call_id.into(),
+            tool: "bash".into(),
+            args_digest: String::new(),
+            state,
+            turn,
+            seq: 0,
+            summary: None,
+            sandbox: None,
+        };
+        let receipts = vec![
+            receipt("call_0", 3, ReceiptState::Denied),
+            receipt("call_0", 3, ReceiptState::Failed),
+            receipt("call_1", 2, ReceiptState::Denied),
+            receipt("call_2", 3, ReceiptState::Denied),
+        ];
+        let this_turn = denials(receipts.clone(), Some(3));
+        assert!(!this_turn("call_0"), "a later failure under a reused id");
+        assert!(!this_turn("call_1"), "another turn's denial");
+        assert!(this_turn("call_2"));
+        assert!(denials(receipts, None)("call_1"));
     }
 }
