@@ -198,8 +198,8 @@ const scenarios = {
     assert.equal(listed[0], "new session · empty", "the new session is chosen");
     assert.match(listed[1], /^second task · (just now|\d+ min ago)$/);
     assert.match(listed[2], /^first task · (just now|\d+ min ago)$/);
-    assert.equal(await page.locator("#sessions").inputValue(),
-      await page.locator("#sessions option").first().getAttribute("value"));
+    const untouched = await page.locator("#sessions option").first().getAttribute("value");
+    assert.equal(await page.locator("#sessions").inputValue(), untouched);
     const empty = await page.locator("#empty-state").innerText();
     for (const key of ["Enter", "Shift+Enter", "Esc", "/"]) assert.ok(empty.includes(key), `${key} in ${empty}`);
     assert.doesNotMatch(await text(), /first task|second task/, "no CLI session's history shows");
@@ -220,6 +220,18 @@ const scenarios = {
     await page.reload();
     await waitForText("answer one");
     assert.equal(await page.locator("#sessions").inputValue(), first);
+    // Another tab's first visit takes up the untouched session instead of making another.
+    const other = await browser.newPage();
+    await other.goto(url);
+    await other.locator("#empty-state").waitFor();
+    assert.equal(await other.locator("#sessions").inputValue(), untouched);
+    const count = await other.evaluate(async () => {
+      const response = await fetch("/api/sessions",
+        { headers: { Authorization: "Bearer " + sessionStorage.getItem("keel-token") } });
+      return (await response.json()).length;
+    });
+    assert.equal(count, 3, "two from the command line and one untouched");
+    await other.close();
   },
 
   // Open plan items: the bar says why in plain words and offers to continue; one click does.

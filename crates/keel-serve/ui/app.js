@@ -497,14 +497,18 @@ function ago(ms) {
 
 // The sessions newest first, each by its title (the first thing typed) and when it was used;
 // a session nobody typed into yet is listed only while it is open. The first visit of a tab
-// starts a new session; a reload stays on the one it had.
+// starts a new session (or takes up an untouched one); a reload stays on the one it had.
 async function loadSessions(select) {
   const response = await api("/api/sessions");
   if (response.status === 401) { document.body.classList.add("locked"); $("no-token").hidden = false; return; }
   if (!response.ok) { $("transcript").appendChild(el("div", "error", "cannot reach keel: " + response.status)); return; }
   const sessions = await response.json();
   const remembered = sessionStorage.getItem("keel-session");
-  const chosen = select || (sessions.some((s) => s.id === remembered) ? remembered : null);
+  // A tab's first visit: a session nobody has typed into yet if there is one (another tab
+  // left it), else a new one, so tabs opened and closed do not pile up empty sessions.
+  const untouched = sessions.find((s) => !s.turns && !s.title);
+  const chosen = select || (sessions.some((s) => s.id === remembered) ? remembered : null)
+    || (untouched && untouched.id);
   if (!chosen) { newSession(); return; }
   listSessions(sessions, chosen);
   open(chosen);
