@@ -29,6 +29,24 @@ fn eval(home: &Home, args: &[&str]) -> Run {
     home.run(&all)
 }
 
+/// `keel eval SUITE --out OUT` with one repetition of the base prompt at the default effort.
+fn eval_once(home: &Home, suite: &std::path::Path, out: &std::path::Path) -> Run {
+    eval(
+        home,
+        &[
+            suite.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--reps",
+            "1",
+            "--variants",
+            "base",
+            "--efforts",
+            "default",
+        ],
+    )
+}
+
 #[test]
 fn the_builtin_matrix_runs_and_its_table_is_what_the_attempts_log_says() {
     let home = Home::new("");
@@ -609,20 +627,7 @@ fn a_trial_over_its_token_budget_is_stopped_at_the_proxy_and_says_which_budget()
     let text = std::fs::read_to_string(&toml).unwrap();
     std::fs::write(&toml, format!("{text}max_tokens = 100\n")).unwrap();
     let out = home.path().join("run");
-    let run = eval(
-        &home,
-        &[
-            suite.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--reps",
-            "1",
-            "--variants",
-            "base",
-            "--efforts",
-            "default",
-        ],
-    );
+    let run = eval_once(&home, &suite, &out);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let finals = finals(&out);
     let quick = &finals["mock.default.quick.base.1"];
@@ -660,20 +665,7 @@ fn the_agent_can_neither_read_the_grader_nor_steer_it() {
     ]});
     std::fs::write(task.join("mock.json"), mock.to_string()).unwrap();
     let out = home.path().join("run");
-    let run = eval(
-        &home,
-        &[
-            suite.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--reps",
-            "1",
-            "--variants",
-            "base",
-            "--efforts",
-            "default",
-        ],
-    );
+    let run = eval_once(&home, &suite, &out);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let result = &finals(&out)["mock.default.cheat.base.1"];
     assert_eq!(result["outcome"], "verification_failed", "{result}");
