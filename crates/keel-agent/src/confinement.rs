@@ -48,7 +48,7 @@ pub(crate) fn open(
         referenced_files: setup.referenced_files.clone(),
         socket_dirs: Vec::new(),
     };
-    let sandbox = Sandbox::new(setup.settings.clone(), places);
+    let sandbox = Sandbox::new(setup.settings.clone(), places).sharing_namespaces();
     let mode = effective_mode(setup.settings.mode, permission_mode);
     Ok((
         CommandSandbox {

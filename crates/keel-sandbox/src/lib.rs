@@ -14,11 +14,12 @@
 //! | no abstract unix socket outside | Landlock scoping (ABI 6+); a network namespace |
 //! | network off: nothing reaches the host's ports or beyond; the command's own loopback works | network namespace (lo only); without one, Landlock TCP rules (ABI 4+) and no internet sockets (seccomp) |
 //! | socket families allowlisted; io_uring, bpf, perf, keyring, mount calls, `TIOCSTI` refused; other ABIs killed | seccomp |
-//! | no controlling terminal | a session of its own (`setsid` in the namespace's init; `TIOCNOTTY` without one) |
+//! | no controlling terminal | let go of before exec (`TIOCNOTTY`); a session of its own (`setsid`) where the command's own init starts it |
 //! | no nested user namespace (every capability again, in it) | `max_user_namespaces` = 0 in its own |
 //! | no privilege gained (setuid, file capabilities) or kept (root) | `no_new_privs`, the capability bounding set emptied, `SECBIT_NOROOT` |
 //! | no descriptor keel inherited reaches it | close-on-exec on every descriptor above stderr |
-//! | every process of a command dies with it, and with keel | a PID namespace (all die with its init; without one, only the command itself has the parent-death signal), parent-death signals from a thread that lives as long as keel |
+//! | every process of a command dies with it, and with keel | a PID namespace: the session's, whose init kills all that is left in it when the last running command of the session ends (`holders`), or the command's own (an MCP server's, keel's git), all dying with its init; parent-death signals from a thread that lives as long as keel (without a PID namespace, only the command itself has one) |
+//! | a session's commands cost a fraction of making all this each time | the namespaces, mounts and `/proc` are made once per session and plan, by a holder process, and joined (`holders`, `confine::joined`) |
 //!
 //! Invariants:
 //! - `Sandbox::confine` either arranges every layer its policy uses on this kernel or fails:
@@ -28,8 +29,10 @@
 //!   has; deciding whether to run at all is the caller's (ask, or refuse).
 
 mod confine;
+mod exec;
 mod filter;
 mod found;
+mod holders;
 mod lasting;
 mod layers;
 mod mounts;
@@ -162,6 +165,10 @@ pub struct Sandbox {
     /// The git redirect files and startup files absent at the start (`not_to_create`): a
     /// command that creates one has it undone (`undo_planted`).
 
+    /// Whether commands join the session's namespaces (`sharing_namespaces`).
+    shares_namespaces: bool,
+    /// The namespaces the session's commands join (ended before the temp dir is removed).
+    holders: std::sync::Arc<std::sync::Mutex<holders::Holders>>,
     /// A temp dir this sandbox owns (removed with its last clone).
     _owned_temp: Option<std::sync::Arc<TempDir>>,
     /// The directories of the home that hold sockets, found once, the first time a policy is
@@ -170,20 +177,6 @@ pub struct Sandbox {
     /// Where the links inside the credential stores lead (a dotfiles repository holding the
     /// real `~/.ssh/id_ed25519`), found once with the sockets: hidden too.
     found_link_targets: std::sync::Arc<std::sync::OnceLock<Vec<PathBuf>>>,
-    /// The user and network namespaces the session's commands share.
-    namespaces: std::sync::Arc<std::sync::Mutex<SessionNamespaces>>,
-}
-
-/// Where the session's shared user and network namespaces stand.
-#[derive(Debug, Default)]
-enum SessionNamespaces {
-    /// None made yet.
-    #[default]
-    Unmade,
-    /// A command is making them and will send them here.
-    Coming(std::os::unix::net::UnixDatagram),
-    /// Made: later commands join them.
-    Made(confine::Joined),
 }
 
 /// How deep and how much of the home directory is searched for sockets.
@@ -192,11 +185,14 @@ const SOCKET_SEARCH_BUDGET: usize = 20_000;
 /// Entries looked at in each credential store for links leading out of it.
 const LINK_SEARCH_BUDGET: usize = 1_000;
 
-/// A command set up to run confined; explains a failed spawn.
+/// A command set up to run confined; explains a failed spawn. Keep it until the command has
+/// ended: when the last command of a session's namespaces lets go of its own, what they left
+/// behind there is killed.
 #[derive(Debug)]
 pub struct Confinement {
     failures: Option<Failures>,
     mode: SandboxMode,
+    _running: Option<holders::Running>,
 }
 
 impl Confinement {
@@ -221,10 +217,11 @@ impl Sandbox {
             settings,
             places,
             start,
+            shares_namespaces: false,
+            holders: std::sync::Arc::default(),
             _owned_temp: None,
             found_sockets: std::sync::Arc::default(),
             found_link_targets: std::sync::Arc::default(),
-            namespaces: std::sync::Arc::default(),
         }
     }
 
@@ -237,6 +234,18 @@ impl Sandbox {
         Sandbox {
             _owned_temp: Some(std::sync::Arc::new(temp)),
             ..Sandbox::new(settings, places)
+        }
+    }
+
+    /// Commands confined by `confine` join namespaces made once, for the first command with
+    /// their plan, by a holder process (see `holders`): a fraction of making them each time.
+    /// They live as long as the sandbox, so keep it (a clone of it) until its commands end: a
+    /// command still running when the last clone is dropped is killed with them. For a
+    /// session's sandbox; a one-off command gains nothing.
+    pub fn sharing_namespaces(self) -> Sandbox {
+        Sandbox {
+            shares_namespaces: true,
+            ..self
         }
     }
 
@@ -401,6 +410,7 @@ impl Sandbox {
             return Ok(Confinement {
                 failures: None,
                 mode,
+                _running: None,
             });
         }
         self.confine_with(command, mode, &detected())
@@ -418,13 +428,11 @@ impl Sandbox {
             return Ok(Confinement {
                 failures: None,
                 mode,
+                _running: None,
             });
         }
         let layers = detected().intersect(layers);
-        // Without a PID namespace a command's survivors would stay in the loopback the next
-        // commands use: each gets its own.
-        let shared = layers.pid_namespace;
-        self.confine_under(command, &self.policy(mode), &layers, shared)
+        self.confine_under(command, &self.policy(mode), &layers, self.shares_namespaces)
     }
 
     /// Arrange for `command` to run confined by `policy` (an MCP server's, say). It gets
@@ -438,8 +446,9 @@ impl Sandbox {
         self.confine_under(command, policy, &detected(), false)
     }
 
-    /// `shared`: a network-off command joins (or makes) the session's user and network
-    /// namespaces.
+    /// `shared`: the command joins the session's namespaces (a holder's, made for the first
+    /// command with this plan) where it would make a PID namespace; without one, a command's
+    /// survivors would stay in the namespaces the next commands use, so each makes its own.
     fn confine_under(
         &self,
         command: &mut std::process::Command,
@@ -457,12 +466,8 @@ impl Sandbox {
                     .into(),
             });
         }
-        let sharing = if shared && policy.network == Network::Off {
-            self.sharing()?
-        } else {
-            plan::Sharing::Neither
-        };
-        let plan = plan::prepare(policy, layers, sharing)?;
+        let mut plan = plan::prepare(policy, layers, None)?;
+
         for (name, value) in &plan.env {
             match value {
                 Some(value) => command.env(name, value),
@@ -476,39 +481,28 @@ impl Sandbox {
                 command.env(name, value);
             }
         }
+        let running = if shared {
+            holders::join(&self.holders, &mut plan, policy, layers)?
+        } else {
+            None
+        };
+        if running.is_some() {
+            plan.prepared.exec = Some(exec::Exec::of(command)?);
+        }
         confine::install(command, plan.prepared);
         Ok(Confinement {
             failures: Some(plan.failures),
             mode,
+            _running: running,
         })
     }
 
-    /// Join the session's namespaces if they are made, else make them in this spawn and share
-    /// them.
-    fn sharing(&self) -> Result<plan::Sharing, SandboxError> {
-        use std::os::fd::OwnedFd;
-        let mut namespaces = self
-            .namespaces
+    /// How many namespace holders the session has started.
+    pub fn namespace_holders(&self) -> usize {
+        self.holders
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let SessionNamespaces::Coming(socket) = &*namespaces {
-            *namespaces = match confine::received_namespaces(socket) {
-                Some(joined) => SessionNamespaces::Made(joined),
-                None => SessionNamespaces::Unmade,
-            };
-        }
-        match &*namespaces {
-            SessionNamespaces::Made(joined) => Ok(plan::Sharing::Join(confine::Joined {
-                user: joined.user.try_clone().map_err(SandboxError::Io)?,
-                net: joined.net.try_clone().map_err(SandboxError::Io)?,
-            })),
-            SessionNamespaces::Unmade | SessionNamespaces::Coming(_) => {
-                let (receiver, sender) =
-                    std::os::unix::net::UnixDatagram::pair().map_err(SandboxError::Io)?;
-                *namespaces = SessionNamespaces::Coming(receiver);
-                Ok(plan::Sharing::Share(OwnedFd::from(sender)))
-            }
-        }
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .count()
     }
 
     /// What a command gets in `mode`, line by line (for `keel sandbox` and the banner).

@@ -20,6 +20,7 @@
 use crate::SandboxError;
 use crate::confine::{self, Joined, LateRule, LoopbackUp, Prepared, REPORT_LEN, Step};
 use crate::filter::{self, InternetSockets};
+use crate::holders::Key;
 use crate::layers::Layers;
 use crate::mounts::{DEVICES, Mounts, mounts};
 use crate::policy::{Network, SandboxPolicy};
@@ -166,8 +167,14 @@ fn late_rules(layers: &Layers) -> Vec<LateRule> {
     rules
 }
 
-/// This process's argument and environment string ranges (`/proc/self/stat` fields 48–51).
+/// This process's argument and environment string ranges (`/proc/self/stat` fields 48–51),
+/// read once: the kernel fixes them at exec.
 fn own_strings() -> [(usize, usize); 2] {
+    static STRINGS: std::sync::OnceLock<[(usize, usize); 2]> = std::sync::OnceLock::new();
+    *STRINGS.get_or_init(read_own_strings)
+}
+
+fn read_own_strings() -> [(usize, usize); 2] {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     // The command name may hold spaces: count from the last `)` (field 3 comes after it).
     let fields: Vec<usize> = stat
@@ -182,28 +189,62 @@ fn own_strings() -> [(usize, usize); 2] {
     [(field(48), field(49)), (field(50), field(51))]
 }
 
+/// The kernel's last capability, read once.
 fn last_capability() -> libc::c_int {
-    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
-        .ok()
-        .and_then(|text| text.trim().parse().ok())
-        .unwrap_or(40)
+    static LAST: std::sync::OnceLock<libc::c_int> = std::sync::OnceLock::new();
+    *LAST.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(40)
+    })
 }
 
-/// The plan for `policy` under `layers`.
-/// What a spawn does about the session's user and network namespaces.
-pub(crate) enum Sharing {
-    /// Make its own, and send them over this socket for later commands.
-    Share(OwnedFd),
-    /// Join these.
-    Join(Joined),
-    /// Make its own, and keep them to itself.
-    Neither,
+/// The seccomp program for `internet` (and whether keel runs as root), built once each.
+fn cached_program(
+    internet: InternetSockets,
+    root: bool,
+) -> Result<Vec<libc::sock_filter>, SandboxError> {
+    type Built = Vec<((InternetSockets, bool), Vec<libc::sock_filter>)>;
+    static BUILT: std::sync::Mutex<Built> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((_, program)) = built.iter().find(|(key, _)| *key == (internet, root)) {
+        return Ok(program.clone());
+    }
+    let program = filter::program(internet, root)?;
+    built.push(((internet, root), program.clone()));
+    Ok(program)
 }
 
+impl Plan {
+    /// What a holder for this plan's namespaces must have made (`None`: this plan makes no
+    /// PID namespace, so no holder serves it).
+    pub(crate) fn holder_key(&self) -> Option<Key> {
+        let prepared = &self.prepared;
+        prepared
+            .pid_namespace
+            .then(|| Key::new(prepared.unshare_flags, &prepared.mounts))
+    }
+
+    /// Join a holder's namespaces instead of making them: nothing is mounted, mapped or
+    /// brought up again, and no init is forked (the holder's PID 1 is the namespace's).
+    pub(crate) fn join(&mut self, joined: Joined) {
+        let prepared = &mut self.prepared;
+        prepared.join = Some(joined);
+        prepared.loopback = None;
+        prepared.mounts.clear();
+        prepared.pid_namespace = false;
+    }
+}
+
+/// The plan for `policy` under `layers`; `hold`: this spawn is a session's holder, whose PID 1
+/// sends its namespaces over this socket.
 pub(crate) fn prepare(
     policy: &SandboxPolicy,
     layers: &Layers,
-    sharing: Sharing,
+    hold: Option<OwnedFd>,
 ) -> Result<Plan, SandboxError> {
     let (report, report_writer) = UnixDatagram::pair().map_err(SandboxError::Io)?;
     report.set_nonblocking(true).map_err(SandboxError::Io)?;
@@ -230,22 +271,13 @@ pub(crate) fn prepare(
     }
     let (uid, gid) = confine::ids();
     let own_network = unshare_flags & libc::CLONE_NEWNET != 0;
-    // Joining the session's namespaces: their maps are written and their loopback is up.
-    let (join, share) = match sharing {
-        Sharing::Join(joined) if own_network => {
-            loopback = None;
-            (Some(joined), None)
-        }
-        Sharing::Share(socket) if own_network => (None, Some(socket)),
-        Sharing::Join(_) | Sharing::Share(_) | Sharing::Neither => (None, None),
-    };
     let internet = if policy.network == Network::On || own_network {
         InternetSockets::Allowed
     } else {
         InternetSockets::Refused
     };
     let filter = if layers.seccomp {
-        Some(filter::program(internet, uid == 0 || gid == 0)?)
+        Some(cached_program(internet, uid == 0 || gid == 0)?)
     } else {
         None
     };
@@ -265,8 +297,9 @@ pub(crate) fn prepare(
         pid_namespace: layers.user_namespace && layers.pid_namespace,
         keel_pid: confine::own_pid(),
         keel_strings: own_strings(),
-        join,
-        share,
+        join: None,
+        exec: None,
+        hold: hold.filter(|_| layers.user_namespace && layers.pid_namespace),
         ruleset: ruleset(policy, layers)?,
         late_rules: late_rules(layers),
         filter,
@@ -309,6 +342,7 @@ impl Failures {
                 .unwrap_or_else(|| format!("mount step {index}")),
             Step::ParentDeath => "tying the command's life to keel's".into(),
             Step::Unshare => "entering new namespaces".into(),
+            Step::Join => "entering the session's namespaces".into(),
             Step::SetGroups | Step::UidMap | Step::GidMap => "mapping the user".into(),
             Step::NoNestedUsers => "forbidding nested user namespaces".into(),
             Step::Loopback => "bringing up the loopback".into(),
@@ -320,6 +354,7 @@ impl Failures {
             Step::Seccomp => "installing the seccomp filter".into(),
             Step::Chdir => "entering the workspace".into(),
             Step::CloseDescriptors => "closing the descriptors keel holds".into(),
+            Step::Exec => "starting the command in the session's namespaces".into(),
         };
         Some((what, std::io::Error::from_raw_os_error(code)))
     }

@@ -267,8 +267,11 @@ pub(crate) fn expand(entry: &str, home: Option<&Path>) -> Option<PathBuf> {
     }
 }
 
-/// The canonical form of `path`, if it exists.
+/// The canonical form of `path`, if it exists. Most paths asked about do not (the credential
+/// stores of tools a user never installed): one `lstat` says so, where resolving the path
+/// would read every link on its way first.
 pub(crate) fn canonical(path: &Path) -> Option<PathBuf> {
+    std::fs::symlink_metadata(path).ok()?;
     path.canonicalize().ok()
 }
 

@@ -146,7 +146,7 @@ fn probe(layers: &Layers) -> Result<(), SandboxError> {
         env: Vec::new(),
         not_to_create: Vec::new(),
     };
-    let plan = crate::plan::prepare(&policy, layers, crate::plan::Sharing::Neither)?;
+    let plan = crate::plan::prepare(&policy, layers, None)?;
     let program = ["/bin/true", "/usr/bin/true"]
         .into_iter()
         .find(|path| Path::new(path).exists())

@@ -4,93 +4,12 @@
 
 #![allow(clippy::unwrap_used, clippy::panic)]
 
-use keel_sandbox::{Places, Sandbox, SandboxMode, SandboxSettings, on_lasting_thread};
+mod fixture;
+
+use fixture::{Fixture, unchanged};
+use keel_sandbox::{SandboxMode, SandboxSettings, on_lasting_thread};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-struct Fixture {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    workspace: PathBuf,
-    home: PathBuf,
-    keel_home: PathBuf,
-}
-
-impl Fixture {
-    /// A workspace with a `.git`, a home with a key, and keel's home with its state. With
-    /// `temp`, the session has a temp dir (which becomes `/tmp`, hiding the fixture's own
-    /// `/tmp` tree from the command).
-    fn new() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let workspace = root.join("ws");
-        let home = root.join("home");
-        let keel_home = root.join("keel-home");
-        std::fs::create_dir_all(workspace.join(".git/hooks")).unwrap();
-        std::fs::write(workspace.join(".git/config"), "[core]\n").unwrap();
-        std::fs::write(workspace.join("keel.toml"), "max_rounds = 3\n").unwrap();
-        std::fs::create_dir_all(home.join(".ssh")).unwrap();
-        std::fs::write(home.join(".ssh/id_rsa"), "PRIVATE-KEY-MATERIAL").unwrap();
-        std::fs::create_dir_all(keel_home.join("state")).unwrap();
-        std::fs::write(keel_home.join("state/keel.db"), "STATE-DATABASE").unwrap();
-        std::fs::create_dir_all(keel_home.join("tmp/this")).unwrap();
-        std::fs::create_dir_all(root.join("outside")).unwrap();
-        std::fs::write(root.join("outside/victim"), "untouched").unwrap();
-        Fixture {
-            _dir: dir,
-            root,
-            workspace,
-            home,
-            keel_home,
-        }
-    }
-
-    fn sandbox(&self, settings: SandboxSettings, temp: bool) -> Sandbox {
-        Sandbox::new(
-            settings,
-            Places {
-                workspace: self.workspace.clone(),
-                extra_dirs: Vec::new(),
-                keel_home: self.keel_home.clone(),
-                home: Some(self.home.clone()),
-                temp_dir: temp.then(|| self.keel_home.join("tmp/this")),
-                referenced_files: Vec::new(),
-                socket_dirs: Vec::new(),
-            },
-        )
-    }
-
-    /// Run `script` with bash under `sandbox` in `mode`: (exit code or 128+signal, output).
-    fn run_in(&self, sandbox: &Sandbox, mode: SandboxMode, script: &str) -> (i32, String) {
-        let mut command = Command::new("bash");
-        command.arg("-c").arg(script).current_dir(&self.workspace);
-        let confinement = sandbox.confine(&mut command, mode).unwrap();
-        let output = on_lasting_thread(move || command.output())
-            .unwrap()
-            .unwrap_or_else(|error| panic!("{}", confinement.explain(error)));
-        use std::os::unix::process::ExitStatusExt;
-        let code = output
-            .status
-            .code()
-            .unwrap_or_else(|| 128 + output.status.signal().unwrap_or(0));
-        let text = String::from_utf8_lossy(&output.stdout).into_owned()
-            + &String::from_utf8_lossy(&output.stderr);
-        (code, text)
-    }
-
-    fn run(&self, script: &str) -> (i32, String) {
-        let sandbox = self.sandbox(SandboxSettings::default(), false);
-        self.run_in(&sandbox, SandboxMode::WorkspaceWrite, script)
-    }
-
-    fn outside(&self) -> PathBuf {
-        self.root.join("outside")
-    }
-}
-
-fn unchanged(path: &Path) -> bool {
-    std::fs::read_to_string(path).is_ok_and(|text| text == "untouched")
-}
 
 #[test]
 fn the_minimum_is_enforced_on_this_kernel() {
@@ -323,10 +242,22 @@ fn off_confines_nothing() {
 #[test]
 fn no_terminal_is_reachable_and_typing_into_one_is_refused() {
     let fixture = Fixture::new();
-    // Its own session (no controlling terminal), led by the sandbox's init.
-    let (code, output) = fixture.run("cut -d' ' -f6 /proc/self/stat; exec 3</dev/tty");
+    // No controlling terminal (field 7 of `stat`, `tty_nr`, is 0), whether the command joins
+    // the session's namespaces or makes its own (an MCP server's, a snapshot's git).
+    let script = "cut -d' ' -f7 /proc/self/stat; exec 3</dev/tty";
+    let (code, output) = fixture.run(script);
     assert_ne!(code, 0, "{output}");
-    assert!(output.starts_with("1\n"), "session of the init: {output}");
+    assert!(output.starts_with("0\n"), "no terminal: {output}");
+    let sandbox = fixture.sandbox(SandboxSettings::default(), false);
+    let policy = sandbox.policy(SandboxMode::WorkspaceWrite);
+    let mut command = Command::new("bash");
+    command.args(["-c", script]).current_dir(&fixture.workspace);
+    sandbox.confine_policy(&mut command, &policy).unwrap();
+    let output = on_lasting_thread(move || command.output())
+        .unwrap()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(output.stdout.starts_with(b"0\n"), "{output:?}");
     // Even on a terminal of its own, made its controlling terminal (where the kernel itself
     // would allow it), TIOCSTI is refused.
     let (code, output) = fixture.run(

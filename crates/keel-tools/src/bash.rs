@@ -131,14 +131,17 @@ impl Drop for PlantedUndo {
 const OUTPUT_GRACE: Duration = Duration::from_secs(1);
 
 /// Start `process`, confined when the session has a sandbox (spawned from the sandbox's
-/// lasting thread, so that it dies with keel); the error says what failed.
+/// lasting thread, so that it dies with keel), with its confinement (kept until the command
+/// has ended: what it left in the session's namespaces goes with it); the error says what
+/// failed.
 fn spawn(
     mut process: std::process::Command,
     sandbox: Option<&crate::CommandSandbox>,
-) -> Result<tokio::process::Child, String> {
+) -> Result<(tokio::process::Child, Option<keel_sandbox::Confinement>), String> {
     let Some(sandbox) = sandbox.filter(|sandbox| sandbox.mode != SandboxMode::Off) else {
         return tokio::process::Command::from(process)
             .spawn()
+            .map(|child| (child, None))
             .map_err(|error| format!("cannot start bash: {error}"));
     };
     let confinement = sandbox
@@ -151,7 +154,13 @@ fn spawn(
         tokio::process::Command::from(process).spawn()
     })
     .and_then(|spawned| spawned);
-    spawned.map_err(|error| format!("{}; the command did not run", confinement.explain(error)))
+    match spawned {
+        Ok(child) => Ok((child, Some(confinement))),
+        Err(error) => Err(format!(
+            "{}; the command did not run",
+            confinement.explain(error)
+        )),
+    }
 }
 
 pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
@@ -186,17 +195,19 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
         .as_ref()
         .filter(|sandbox| sandbox.mode != SandboxMode::Off);
     let absent_before = confined.map(|sandbox| sandbox.sandbox.planted_absent_now());
-    let mut child = match spawn(process, ctx.sandbox.as_ref()) {
-        Ok(child) => child,
+    let (mut child, confinement) = match spawn(process, ctx.sandbox.as_ref()) {
+        Ok(spawned) => spawned,
         Err(message) => return ToolOutput::error(message),
     };
     // Declared before the killer, so dropped after it: a cancelled or timed-out command is
-    // stopped first, then what it left for git and the shell is undone.
+    // stopped first, then what it left behind in the sandbox is killed, then what it left for
+    // git and the shell is undone.
     let mut undo = PlantedUndo(
         confined
             .map(|sandbox| sandbox.sandbox.clone())
             .zip(absent_before),
     );
+    let mut confinement = confinement;
     let killer = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
     // Recorded so that a keel killed outright can stop this group when it restarts.
     if let (Some(log), Some(pgid)) = (&ctx.process_log, killer.0)
@@ -250,6 +261,7 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
     });
     let status = tokio::time::timeout(timeout, child.wait()).await;
     drop(killer); // ends the group: on timeout the command, and any background leftovers
+    drop(confinement.take()); // and what left the group, in the session's namespaces
     let complete = tokio::time::timeout(OUTPUT_GRACE, reading).await.is_ok();
     let mut output = lock(&capture).render();
     if !complete {

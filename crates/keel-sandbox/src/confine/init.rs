@@ -1,6 +1,9 @@
 //! The processes between keel and a command in a PID namespace: the outer process (keel's
 //! child, which waits and ends like the command) and PID 1 (the namespace's init, which
 //! mounts `/proc`, starts a session of its own, forks the command and reaps until it ends).
+//! A session's holder is the same pair, but its PID 1 sends its namespaces to keel and stays
+//! (reaping what is left to it) instead of forking a command (a command that joins them:
+//! `joined`).
 //! Part of the one audited `pre_exec` path (see the parent module): the same rules hold —
 //! system calls on values made before the fork, no allocation, no lock, no panic.
 #![allow(unsafe_code)]
@@ -8,6 +11,7 @@
 use super::{Prepared, Step, check, errno};
 use libc::{c_int, c_long, c_uint, c_void, pid_t};
 use std::ffi::CStr;
+use std::os::fd::AsRawFd;
 
 /// The parts of a fresh `/proc` that change the whole machine.
 const PROC_CORNERS: [&CStr; 5] = [
@@ -41,7 +45,7 @@ fn seal_read_only(prepared: &Prepared, path: &CStr, index: usize) -> std::io::Re
 }
 
 /// Every signal back to its default action (keel's handlers are not for these processes).
-fn default_signals() {
+pub(super) fn default_signals() {
     for signal in 1..=64 {
         if signal != libc::SIGKILL && signal != libc::SIGSTOP {
             // SAFETY: `signal` with SIG_DFL is async-signal-safe.
@@ -53,7 +57,7 @@ fn default_signals() {
 }
 
 /// Close every descriptor but `keep` (sorted, distinct).
-fn close_all_but(keep: &[c_int]) {
+pub(super) fn close_all_but(keep: &[c_int]) {
     let mut from: c_uint = 0;
     for &fd in keep {
         let fd = fd as c_uint;
@@ -93,7 +97,7 @@ fn close_range(first: c_uint, last: c_uint) {
 }
 
 /// Wait for `pid` (retrying when interrupted); its wait status.
-fn wait_for(pid: pid_t) -> Option<c_int> {
+pub(super) fn wait_for(pid: pid_t) -> Option<c_int> {
     let mut status: c_int = 0;
     loop {
         // SAFETY: `status` is a stack value.
@@ -108,7 +112,7 @@ fn wait_for(pid: pid_t) -> Option<c_int> {
 }
 
 /// End this process the way `status` says the command ended.
-fn exit_like(status: [u8; 2]) -> ! {
+pub(super) fn exit_like(status: [u8; 2]) -> ! {
     // SAFETY: async-signal-safe calls; the process ends here.
     unsafe {
         if status[0] == 1 {
@@ -124,7 +128,7 @@ fn exit_like(status: [u8; 2]) -> ! {
 }
 
 /// How a wait status is passed on: (0, code) or (1, signal).
-fn encode(status: c_int) -> [u8; 2] {
+pub(super) fn encode(status: c_int) -> [u8; 2] {
     if libc::WIFSIGNALED(status) {
         [1, libc::WTERMSIG(status) as u8]
     } else {
@@ -211,6 +215,10 @@ pub(super) fn split_into_init_and_command(prepared: &Prepared) -> std::io::Resul
         for (index, corner) in PROC_CORNERS.iter().enumerate() {
             seal_read_only(prepared, corner, index)?;
         }
+        if let Some(socket) = &prepared.hold {
+            super::share::send_namespaces(socket);
+            hold_namespaces(socket.as_raw_fd());
+        }
         let command = libc::fork();
         check(command as c_long, prepared, Step::Fork, 3)?;
         if command == 0 {
@@ -236,5 +244,32 @@ pub(super) fn split_into_init_and_command(prepared: &Prepared) -> std::io::Resul
         libc::write(status_pipe[1], status.as_ptr().cast::<c_void>(), 2);
         // Everything else in the namespace dies with PID 1.
         libc::_exit(0)
+    }
+}
+
+/// A holder's PID 1 from here on: nothing open but keel's socket (so keel's `spawn` returns),
+/// every process left to it reaped by the kernel (`SIGCHLD` ignored). Each byte keel sends
+/// asks it to kill every other process in the namespace (no command of the session runs: what
+/// they left behind goes), answered with a byte once the signals are sent. When keel closes
+/// the socket (the session ended, or keel did), it ends, and everything in the namespaces
+/// dies with it.
+fn hold_namespaces(socket: c_int) -> ! {
+    default_signals();
+    close_all_but(&[socket]);
+    // SAFETY: async-signal-safe calls on a stack byte; the process never returns.
+    unsafe {
+        libc::signal(libc::SIGCHLD, libc::SIG_IGN);
+        let mut byte = [0u8; 1];
+        loop {
+            let read = libc::read(socket, byte.as_mut_ptr().cast::<c_void>(), 1);
+            if read == 0 || (read < 0 && errno() != libc::EINTR) {
+                libc::_exit(0);
+            }
+            if read == 1 {
+                // In a PID namespace, -1 is every process in it but its init.
+                libc::kill(-1, libc::SIGKILL);
+                libc::write(socket, byte.as_ptr().cast::<c_void>(), 1);
+            }
+        }
     }
 }

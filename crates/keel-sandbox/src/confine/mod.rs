@@ -14,6 +14,11 @@
 //!   rules for what the mounts made, then enforcement) →
 //!   seccomp → `chdir` into the workspace again (so the working directory is the new mount,
 //!   not the one under it) → exec. seccomp comes last: it forbids `mount`.
+//! - A session's holder (`Prepared::hold`) runs the same steps up to PID 1's `/proc`, then
+//!   PID 1 sends its namespaces to keel and stays, reaping, as long as keel keeps it. A command
+//!   that joins them (`Prepared::join`) enters the user namespace first, then the mount, IPC,
+//!   network and PID ones, forks into the PID namespace (the outer process waits and ends
+//!   like the command) and goes on from no-new-privs: nothing is mounted again.
 //! - Every failure is written to the report pipe as (step, index, errno) and returned as the
 //!   errno, so `Command::spawn` fails and the caller can name the step. Nothing falls back
 //!   here: a step that `plan` asked for either happens or the command does not run.
@@ -31,16 +36,16 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 
 mod init;
+mod joined;
 mod share;
 
 pub(crate) use share::received_namespaces;
-use share::share_namespaces;
 
 /// Most trees `CloneTree` may hold open at once.
 pub(crate) const MAX_TREES: usize = 16;
 
 /// One mount step, run in order in the new mount namespace.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum MountOp {
     /// Nothing done here reaches the parent namespace (`/` made private, recursively).
     MakePrivate,
@@ -149,18 +154,39 @@ pub(crate) struct Prepared {
     pub workspace: CString,
     /// Where failures are reported (the write end; keel holds the read end).
     pub report: OwnedFd,
-    /// The session's user and network namespaces, joined instead of made (a network
-    /// namespace is the costliest thing to make; one per session serves every command).
+    /// The session holder's namespaces, joined instead of made: the mounts, the maps, the
+    /// loopback and `/proc` are the holder's, made once for every command of the session.
     pub join: Option<Joined>,
-    /// Where the user and network namespaces made here are sent, for later commands to join.
-    pub share: Option<OwnedFd>,
+    /// This spawn is a session's holder: PID 1 sends its namespaces over this socket and stays.
+    pub hold: Option<OwnedFd>,
+    /// What a command that joins a holder's namespaces execs (it cannot return into std's).
+    pub exec: Option<crate::exec::Exec>,
 }
 
-/// A user namespace (with its maps) and a network namespace (with its loopback up) to join.
+/// A holder's namespaces: its user namespace (maps written, nested ones refused), its mount
+/// namespace (every mount made, its own `/proc`), its PID namespace, and its IPC and network
+/// namespaces where it made them (the loopback up).
 #[derive(Debug)]
 pub(crate) struct Joined {
     pub user: OwnedFd,
-    pub net: OwnedFd,
+    pub mount: OwnedFd,
+    pub ipc: Option<OwnedFd>,
+    pub net: Option<OwnedFd>,
+    pub pid: OwnedFd,
+}
+
+impl Joined {
+    /// Another handle on the same namespaces.
+    pub(crate) fn try_clone(&self) -> std::io::Result<Joined> {
+        let optional = |fd: &Option<OwnedFd>| fd.as_ref().map(OwnedFd::try_clone).transpose();
+        Ok(Joined {
+            user: self.user.try_clone()?,
+            mount: self.mount.try_clone()?,
+            ipc: optional(&self.ipc)?,
+            net: optional(&self.net)?,
+            pid: self.pid.try_clone()?,
+        })
+    }
 }
 
 /// The steps named in failure reports.
@@ -169,6 +195,7 @@ pub(crate) struct Joined {
 pub(crate) enum Step {
     ParentDeath = 1,
     Unshare,
+    Join,
     SetGroups,
     UidMap,
     GidMap,
@@ -189,12 +216,14 @@ pub(crate) enum Step {
     Seccomp,
     Chdir,
     CloseDescriptors,
+    Exec,
 }
 
 impl Step {
-    pub(crate) const ALL: [Step; 22] = [
+    pub(crate) const ALL: [Step; 24] = [
         Step::ParentDeath,
         Step::Unshare,
+        Step::Join,
         Step::SetGroups,
         Step::UidMap,
         Step::GidMap,
@@ -215,6 +244,7 @@ impl Step {
         Step::Seccomp,
         Step::Chdir,
         Step::CloseDescriptors,
+        Step::Exec,
     ];
 }
 
@@ -306,6 +336,9 @@ fn confine(prepared: &Prepared) -> std::io::Result<()> {
             libc::_exit(1);
         }
     }
+    if let Some(joined) = &prepared.join {
+        return joined::run(prepared, joined);
+    }
     if prepared.unshare_flags != 0 {
         enter_namespaces(prepared)?;
     }
@@ -320,25 +353,6 @@ fn confine(prepared: &Prepared) -> std::io::Result<()> {
 }
 
 fn enter_namespaces(prepared: &Prepared) -> std::io::Result<()> {
-    if let Some(joined) = &prepared.join {
-        // SAFETY: plain system calls on descriptors `prepared` owns.
-        unsafe {
-            check(
-                libc::setns(joined.user.as_raw_fd(), libc::CLONE_NEWUSER) as c_long,
-                prepared,
-                Step::Unshare,
-                1,
-            )?;
-            check(
-                libc::setns(joined.net.as_raw_fd(), libc::CLONE_NEWNET) as c_long,
-                prepared,
-                Step::Unshare,
-                2,
-            )?;
-            let rest = prepared.unshare_flags & !(libc::CLONE_NEWUSER | libc::CLONE_NEWNET);
-            return check(libc::unshare(rest) as c_long, prepared, Step::Unshare, 3);
-        }
-    }
     // SAFETY: plain system calls; the maps' bytes are owned by `prepared`.
     unsafe {
         check(
@@ -390,9 +404,6 @@ fn enter_namespaces(prepared: &Prepared) -> std::io::Result<()> {
             libc::close(socket);
             check(result as c_long, prepared, Step::Loopback, 1)?;
         }
-    }
-    if let Some(share) = &prepared.share {
-        share_namespaces(share);
     }
     Ok(())
 }

@@ -1,68 +1,80 @@
-//! A session's user and network namespaces passed between commands over an unnamed socket
-//! pair (`SCM_RIGHTS`): the first network-off command sends its own, keel keeps them, later
-//! commands join them. Part of the audited `pre_exec` path (see the parent module): the sender
+//! A session holder's namespaces passed to keel over an unnamed socket pair (`SCM_RIGHTS`):
+//! the holder's PID 1 sends them once `/proc` is mounted; keel keeps them for the commands
+//! that join them. (The same socket then carries keel's sweeps, see `init`.) Part of the audited `pre_exec` path (see the parent module): the sender
 //! runs in the child before exec (stack buffers only); the receiver runs in keel.
 //!
 //! Invariants:
 //! - Sent only once the namespaces are whole (maps written, `setgroups` denied, nested user
-//!   namespaces refused, `lo` up): a half-made one is never shared.
+//!   namespaces refused, `lo` up, every mount made, `/proc` mounted and its corners sealed):
+//!   a half-made one is never shared.
+//! - Always all five, in the order of `KINDS`; the receiver keeps the IPC and network ones
+//!   only where the holder made its own (joining keel's would need keel's privileges).
 //! - Every descriptor that arrives is owned at once (closed on any mismatch), close-on-exec.
 #![allow(unsafe_code)]
 
 use super::Joined;
 use libc::{c_int, c_void};
+use std::ffi::CStr;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-/// Send this process's user and network namespaces over `share` (best effort: a later
-/// command that finds none makes its own).
-pub(super) fn share_namespaces(share: &OwnedFd) {
+/// The namespaces sent, in order.
+const KINDS: [&CStr; 5] = [
+    c"/proc/self/ns/user",
+    c"/proc/self/ns/mnt",
+    c"/proc/self/ns/ipc",
+    c"/proc/self/ns/net",
+    c"/proc/self/ns/pid",
+];
+
+/// Room for a `cmsghdr` (16 bytes) and five descriptors, 8-byte aligned.
+type Control = [u64; 8];
+
+/// Send this process's namespaces over `socket` (best effort: keel says so when none arrive,
+/// and the command does not run).
+pub(super) fn send_namespaces(socket: &OwnedFd) {
+    let mut fds: [c_int; 5] = [-1; 5];
     // SAFETY: opens and a sendmsg whose buffers are all on this stack; the descriptors opened
     // are closed again.
     unsafe {
-        let user = libc::open(
-            c"/proc/self/ns/user".as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        );
-        let net = libc::open(
-            c"/proc/self/ns/net".as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        );
-        if user >= 0 && net >= 0 {
+        for (slot, path) in fds.iter_mut().zip(KINDS) {
+            *slot = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        }
+        if fds.iter().all(|fd| *fd >= 0) {
             let mut byte = [0u8; 1];
             let mut io = libc::iovec {
                 iov_base: byte.as_mut_ptr().cast::<c_void>(),
                 iov_len: 1,
             };
-            // cmsghdr (16 bytes) and two descriptors, 8-byte aligned.
-            let mut control = [0u64; 4];
+            let mut control: Control = [0; 8];
+            let size = (fds.len() * std::mem::size_of::<c_int>()) as u32;
             let mut message: libc::msghdr = std::mem::zeroed();
             message.msg_iov = &raw mut io;
             message.msg_iovlen = 1;
             message.msg_control = control.as_mut_ptr().cast::<c_void>();
-            message.msg_controllen =
-                libc::CMSG_SPACE(2 * std::mem::size_of::<c_int>() as u32) as usize;
+            message.msg_controllen = libc::CMSG_SPACE(size) as usize;
             let header = libc::CMSG_FIRSTHDR(&raw const message);
             if !header.is_null() {
                 (*header).cmsg_level = libc::SOL_SOCKET;
                 (*header).cmsg_type = libc::SCM_RIGHTS;
-                (*header).cmsg_len = libc::CMSG_LEN(2 * std::mem::size_of::<c_int>() as u32) as _;
+                (*header).cmsg_len = libc::CMSG_LEN(size) as _;
                 let data = libc::CMSG_DATA(header).cast::<c_int>();
-                data.write_unaligned(user);
-                data.add(1).write_unaligned(net);
-                libc::sendmsg(share.as_raw_fd(), &raw const message, libc::MSG_DONTWAIT);
+                for (index, fd) in fds.iter().enumerate() {
+                    data.add(index).write_unaligned(*fd);
+                }
+                libc::sendmsg(socket.as_raw_fd(), &raw const message, libc::MSG_DONTWAIT);
             }
         }
-        if user >= 0 {
-            libc::close(user);
-        }
-        if net >= 0 {
-            libc::close(net);
+        for fd in fds {
+            if fd >= 0 {
+                libc::close(fd);
+            }
         }
     }
 }
 
-/// The user and network namespaces a command sent over `socket`, if it did.
-pub(crate) fn received_namespaces(socket: &std::os::unix::net::UnixDatagram) -> Option<Joined> {
+/// The namespaces a holder sent over `socket`, if it did; `unshare_flags` say which the
+/// holder made (the IPC and network ones are kept only then).
+pub(crate) fn received_namespaces(socket: &impl AsRawFd, unshare_flags: c_int) -> Option<Joined> {
     use std::os::fd::FromRawFd;
     // SAFETY: a recvmsg into buffers on this stack; descriptors received are owned from here.
     unsafe {
@@ -71,7 +83,7 @@ pub(crate) fn received_namespaces(socket: &std::os::unix::net::UnixDatagram) -> 
             iov_base: byte.as_mut_ptr().cast::<c_void>(),
             iov_len: 1,
         };
-        let mut control = [0u64; 4];
+        let mut control: Control = [0; 8];
         let mut message: libc::msghdr = std::mem::zeroed();
         message.msg_iov = &raw mut io;
         message.msg_iovlen = 1;
@@ -95,13 +107,20 @@ pub(crate) fn received_namespaces(socket: &std::os::unix::net::UnixDatagram) -> 
         let count =
             ((*header).cmsg_len as usize).saturating_sub(header_len) / std::mem::size_of::<c_int>();
         let data = libc::CMSG_DATA(header).cast::<c_int>();
-        let received: Vec<OwnedFd> = (0..count.min(4))
+        let received: Vec<OwnedFd> = (0..count.min(KINDS.len()))
             .map(|index| OwnedFd::from_raw_fd(data.add(index).read_unaligned()))
             .collect();
         if message.msg_flags & libc::MSG_CTRUNC != 0 {
             return None;
         }
-        let [user, net]: [OwnedFd; 2] = received.try_into().ok()?;
-        Some(Joined { user, net })
+        let [user, mount, ipc, net, pid]: [OwnedFd; 5] = received.try_into().ok()?;
+        let made = |flag: c_int, fd: OwnedFd| (unshare_flags & flag != 0).then_some(fd);
+        Some(Joined {
+            user,
+            mount,
+            ipc: made(libc::CLONE_NEWIPC, ipc),
+            net: made(libc::CLONE_NEWNET, net),
+            pid,
+        })
     }
 }
