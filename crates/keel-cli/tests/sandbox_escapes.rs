@@ -533,3 +533,33 @@ fn read_only_mode_runs_commands_confined_to_reading() {
         "recorded"
     );
 }
+
+#[test]
+fn a_command_has_no_controlling_terminal_when_keel_has_one() {
+    let mut escapes = Escapes::new();
+    let probe = "cut -d' ' -f7 /proc/self/stat; exec 3</dev/tty && echo TERMINAL-OPENED";
+    escapes.script(vec![bash(probe), bash(probe)], "");
+    // keel itself on a terminal (util-linux `script` gives it one as its controlling terminal).
+    let keel = escapes.keel(&["run", "--yes", "go"]);
+    let mut command = std::process::Command::new("script");
+    command
+        .args(["-qec", &format!("{KEEL} run --yes go"), "/dev/null"])
+        .stdin(std::process::Stdio::null());
+    if let Some(dir) = keel.get_current_dir() {
+        command.current_dir(dir);
+    }
+    for (name, value) in keel.get_envs() {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    let output = command.output().expect("script(1) from util-linux");
+    assert!(output.status.success(), "{output:?}");
+    let results = escapes.results();
+    assert_eq!(results.len(), 2, "{results:?}");
+    for result in results {
+        assert!(result.starts_with("0\n"), "a terminal: {result}");
+        assert!(!result.contains("TERMINAL-OPENED"), "{result}");
+    }
+}

@@ -4,9 +4,12 @@
 //! cannot return into std's exec: it execs with these.
 //!
 //! Invariants:
-//! - The same program, arguments and environment std would exec: keel's environment with the
-//!   command's changes (a command confined this way is never `env_clear`ed: std does not say
-//!   whether it was), the program found on the `PATH` the command gets, as `execvp` finds it.
+//! - The same program, arguments and environment std would exec, as the command stands when
+//!   it is confined (`Sandbox::confine` says: change nothing after): keel's environment with
+//!   the command's changes (a command confined this way is never `env_clear`ed: std does not
+//!   say whether it was), the program found on the `PATH` the command gets (its absolute
+//!   entries: a relative one would mean the workspace), as `execvp` finds it; none found is an
+//!   error, never a file of that name in the working directory.
 //! - The pointer arrays are null-terminated and point into strings this value owns (their
 //!   bytes never move: moving a `CString` moves only its handle).
 
@@ -34,19 +37,22 @@ fn c_string(bytes: &[u8], what: &str) -> Result<CString, SandboxError> {
     })
 }
 
-/// The file `execvp` would run for `program` with `search` as the `PATH`.
-fn found_on_path(program: &OsStr, search: Option<&OsStr>) -> OsString {
+/// The file `execvp` would run for `program` with `search` as the `PATH` (glibc's default
+/// without one); `None` when there is none, where `execvp` fails too (never a file of that
+/// name in the working directory).
+fn found_on_path(program: &OsStr, search: Option<&OsStr>) -> Option<OsString> {
     if program.as_bytes().contains(&b'/') {
-        return program.to_os_string();
+        return Some(program.to_os_string());
     }
-    let search = search.unwrap_or(OsStr::new("/usr/local/bin:/usr/bin:/bin"));
+    let search = search.unwrap_or(OsStr::new("/bin:/usr/bin"));
     std::env::split_paths(search)
+        .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(program))
         .find(|candidate| {
             std::fs::metadata(candidate)
                 .is_ok_and(|found| found.is_file() && found.permissions().mode() & 0o111 != 0)
         })
-        .map_or_else(|| program.to_os_string(), OsString::from)
+        .map(OsString::from)
 }
 
 impl Exec {
@@ -58,10 +64,12 @@ impl Exec {
                 None => env.remove(name),
             };
         }
-        let program = found_on_path(
-            command.get_program(),
-            env.get(OsStr::new("PATH")).map(|p| p.as_os_str()),
-        );
+        let search = env.get(OsStr::new("PATH")).map(|path| path.as_os_str());
+        let program =
+            found_on_path(command.get_program(), search).ok_or_else(|| SandboxError::Path {
+                path: Path::new(command.get_program()).to_path_buf(),
+                reason: "no such program on the command's PATH".into(),
+            })?;
         let path = c_string(program.as_bytes(), "program")?;
         let mut strings = Vec::new();
         for argument in std::iter::once(command.get_program()).chain(command.get_args()) {

@@ -167,7 +167,7 @@ pub struct Sandbox {
 
     /// Whether commands join the session's namespaces (`sharing_namespaces`).
     shares_namespaces: bool,
-    /// The namespaces the session's commands join (ended before the temp dir is removed).
+    /// The namespaces the session's commands join.
     holders: std::sync::Arc<std::sync::Mutex<holders::Holders>>,
     /// A temp dir this sandbox owns (removed with its last clone).
     _owned_temp: Option<std::sync::Arc<TempDir>>,
@@ -187,8 +187,9 @@ const LINK_SEARCH_BUDGET: usize = 1_000;
 
 /// A command set up to run confined; explains a failed spawn. Keep it until the command has
 /// ended: when the last command of a session's namespaces lets go of its own, what they left
-/// behind there is killed.
+/// behind there is killed (the command too, if it still runs).
 #[derive(Debug)]
+#[must_use = "keep it until the command has ended: dropping it ends what runs in the session's namespaces"]
 pub struct Confinement {
     failures: Option<Failures>,
     mode: SandboxMode,
@@ -239,8 +240,7 @@ impl Sandbox {
 
     /// Commands confined by `confine` join namespaces made once, for the first command with
     /// their plan, by a holder process (see `holders`): a fraction of making them each time.
-    /// They live as long as the sandbox, so keep it (a clone of it) until its commands end: a
-    /// command still running when the last clone is dropped is killed with them. For a
+    /// They live as long as the sandbox or a command's `Confinement`, whichever is last. For a
     /// session's sandbox; a one-off command gains nothing.
     pub fn sharing_namespaces(self) -> Sandbox {
         Sandbox {
@@ -400,7 +400,9 @@ impl Sandbox {
     }
 
     /// Arrange for `command` to run confined in `mode` (nothing when `Off`). Spawn it with
-    /// `on_lasting_thread`, so that it dies with keel.
+    /// `on_lasting_thread`, so that it dies with keel; change nothing of it after this (a
+    /// command that joins the session's namespaces runs its program, arguments and
+    /// environment as they are now), and keep the `Confinement` until it has ended.
     pub fn confine(
         &self,
         command: &mut std::process::Command,
@@ -495,6 +497,14 @@ impl Sandbox {
             mode,
             _running: running,
         })
+    }
+
+    /// The process ids of the session's namespace holders alive (keel's children).
+    pub fn namespace_holder_pids(&self) -> Vec<u32> {
+        self.holders
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .alive_pids()
     }
 
     /// How many namespace holders the session has started.

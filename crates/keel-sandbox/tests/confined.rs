@@ -252,7 +252,7 @@ fn no_terminal_is_reachable_and_typing_into_one_is_refused() {
     let policy = sandbox.policy(SandboxMode::WorkspaceWrite);
     let mut command = Command::new("bash");
     command.args(["-c", script]).current_dir(&fixture.workspace);
-    sandbox.confine_policy(&mut command, &policy).unwrap();
+    let _confinement = sandbox.confine_policy(&mut command, &policy).unwrap();
     let output = on_lasting_thread(move || command.output())
         .unwrap()
         .unwrap();

@@ -8,6 +8,7 @@ mod fixture;
 
 use fixture::Fixture;
 use keel_sandbox::{SandboxMode, SandboxSettings};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Whether a process whose command line holds `marker` runs anywhere on the machine.
@@ -131,4 +132,136 @@ fn a_one_off_sandbox_makes_its_namespaces_for_each_command() {
     let (_, second) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, script);
     assert_ne!(first.lines().next(), second.lines().next());
     assert_eq!(sandbox.namespace_holders(), 0);
+}
+
+#[test]
+fn a_path_removed_and_linked_back_on_the_host_retires_the_holder_whose_mounts_went_with_it() {
+    let fixture = Fixture::new();
+    std::fs::write(fixture.home.join(".netrc"), "NETRC-SECRET").unwrap();
+    let sandbox = fixture.sandbox(SandboxSettings::default(), false);
+    let netrc = fixture.home.join(".netrc");
+    let script = format!("cat {}; echo '[core] x' >> .git/config", netrc.display());
+    let (code, output) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, &script);
+    assert_ne!(code, 0, "{output}");
+    assert!(!output.contains("NETRC-SECRET"), "{output}");
+    assert_eq!(sandbox.namespace_holders(), 1);
+    // Unlinked and linked back: the same inode at the same path, but the mounts that hid and
+    // protected it in the holder's namespace went with the name (as git's lock-and-rename of
+    // `.git/config` takes them).
+    for path in [netrc.clone(), fixture.workspace.join(".git/config")] {
+        let kept = path.with_extension("kept");
+        std::fs::hard_link(&path, &kept).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::fs::hard_link(&kept, &path).unwrap();
+        std::fs::remove_file(&kept).unwrap();
+    }
+    let (code, output) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, &script);
+    assert_ne!(code, 0, "{output}");
+    assert!(!output.contains("NETRC-SECRET"), "{output}");
+    let config = std::fs::read_to_string(fixture.workspace.join(".git/config")).unwrap();
+    assert_eq!(config, "[core]\n", "the protected file was written");
+    assert_eq!(sandbox.namespace_holders(), 2, "a new holder");
+    assert_eq!(
+        sandbox.namespace_holder_pids().len(),
+        1,
+        "the old one ended"
+    );
+}
+
+#[test]
+fn a_holder_that_died_is_replaced_and_keels_terminal_signals_do_not_reach_it() {
+    let fixture = Fixture::new();
+    let sandbox = fixture.sandbox(SandboxSettings::default(), true);
+    let (code, output) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, "true");
+    assert_eq!(code, 0, "{output}");
+    let [holder] = sandbox.namespace_holder_pids()[..] else {
+        panic!("one holder");
+    };
+    // A process group of its own: Ctrl-C in keel's terminal goes to keel's group only.
+    let group = std::fs::read_to_string(format!("/proc/{holder}/stat")).unwrap();
+    let group: u32 = group
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(group, holder);
+    let killed = Command::new("kill")
+        .args(["-KILL", &holder.to_string()])
+        .status();
+    assert!(killed.unwrap().success());
+    std::thread::sleep(Duration::from_millis(100));
+    let (code, output) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, "echo after");
+    assert_eq!((code, output.trim()), (0, "after"));
+    assert_eq!(sandbox.namespace_holders(), 2);
+}
+
+#[test]
+fn the_directories_on_the_way_to_a_workspace_under_tmp_cannot_be_moved_for_a_decoy() {
+    let fixture = Fixture::new();
+    // The fixture lives under the host's /tmp, which the session's temp dir replaces: the
+    // directories down to the workspace are made in the temp dir.
+    assert!(fixture.workspace.starts_with("/tmp"));
+    let sandbox = fixture.sandbox(SandboxSettings::default(), true);
+    let top = fixture
+        .root
+        .ancestors()
+        .find(|dir| dir.parent() == Some(std::path::Path::new("/tmp")))
+        .unwrap()
+        .to_path_buf();
+    let decoy = format!(
+        "mv {top} /tmp/moved-away; echo moved=$?; mkdir -p {ws} && pwd -P > {ws}/planted",
+        top = top.display(),
+        ws = fixture.workspace.display()
+    );
+    let (_, output) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, &decoy);
+    assert!(output.contains("busy"), "{output}");
+    assert!(output.contains("moved=1"), "{output}");
+    let (code, output) =
+        fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, "echo real > written");
+    assert_eq!(code, 0, "{output}");
+    assert_eq!(
+        std::fs::read_to_string(fixture.workspace.join("written")).unwrap(),
+        "real\n",
+        "the next command wrote the real workspace"
+    );
+}
+
+#[test]
+fn a_program_on_no_path_is_an_error_naming_it_and_never_a_file_in_the_workspace() {
+    let fixture = Fixture::new();
+    let sandbox = fixture.sandbox(SandboxSettings::default(), false);
+    std::fs::write(
+        fixture.workspace.join("planted-tool"),
+        "#!/bin/sh\necho ran\n",
+    )
+    .unwrap();
+    let mut command = Command::new("planted-tool");
+    command
+        .current_dir(&fixture.workspace)
+        .env("PATH", "/usr/bin:/bin");
+    let error = sandbox
+        .confine(&mut command, SandboxMode::WorkspaceWrite)
+        .map(|_| ())
+        .unwrap_err();
+    assert!(error.to_string().contains("planted-tool"), "{error}");
+    assert!(error.to_string().contains("no such program"), "{error}");
+    // What the command's own changes say is what runs: a removed variable is not there.
+    let mut command = Command::new("sh");
+    command
+        .args(["-c", "echo \"[${KEEL_TEST_SECRET:-unset}]\""])
+        .current_dir(&fixture.workspace)
+        .env("KEEL_TEST_SECRET", "visible")
+        .env_remove("KEEL_TEST_SECRET");
+    let confinement = sandbox
+        .confine(&mut command, SandboxMode::WorkspaceWrite)
+        .unwrap();
+    let output = keel_sandbox::on_lasting_thread(move || command.output())
+        .unwrap()
+        .unwrap();
+    drop(confinement);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "[unset]\n");
 }

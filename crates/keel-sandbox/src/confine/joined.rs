@@ -13,7 +13,12 @@
 //! Invariants:
 //! - The outer process is suspended until the command's process has exec'd or ended
 //!   (`CLONE_VFORK`); the command's process writes nothing of the outer process's memory but
-//!   the `failure` slot of `Start`, which the outer process reads only after that.
+//!   the `failure` slot of `Start`, which the outer process reads only after that (and
+//!   `errno`: the two share thread-local storage; the outer process reads `errno` only after
+//!   its own calls). Until the command's process execs, keel's signal handlers are installed
+//!   in it, as in any child std starts with a `pre_exec` hook (resetting 64 of them would
+//!   double the window's cost); nothing signals it then: its pid is known to no one, and it
+//!   is not in the terminal's foreground process group.
 //! - A failure before exec reaches keel as `spawn`'s error: the outer process returns it from
 //!   `pre_exec` (set-up failures are also reported on the report pipe, naming their step).
 //! - After the exec the outer process closes everything (std's exec-status pipe too, so
@@ -27,8 +32,10 @@ use super::{Joined, Prepared, Step, check, errno, fail, restrict};
 use libc::{c_int, c_long, c_void};
 use std::os::fd::AsRawFd;
 
-/// The command's process's stack.
+/// The command's process's stack, and the inaccessible page below it (an overflow faults
+/// instead of writing into the outer process's memory).
 const STACK_SIZE: usize = 256 * 1024;
+const GUARD_SIZE: usize = 4096;
 
 /// Shared between the outer process and the command's process (same memory until exec).
 struct Start<'a> {
@@ -75,9 +82,10 @@ pub(super) fn run(prepared: &Prepared, joined: &Joined) -> std::io::Result<()> {
             Step::Fork,
             5,
         )?;
+        let mapped = GUARD_SIZE + STACK_SIZE;
         let stack = libc::mmap(
             std::ptr::null_mut(),
-            STACK_SIZE,
+            mapped,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
             -1,
@@ -86,7 +94,12 @@ pub(super) fn run(prepared: &Prepared, joined: &Joined) -> std::io::Result<()> {
         if stack == libc::MAP_FAILED {
             return Err(fail(prepared, Step::Fork, 6));
         }
-        let top = stack.cast::<u8>().add(STACK_SIZE).cast::<c_void>();
+        if libc::mprotect(stack, GUARD_SIZE, libc::PROT_NONE) < 0 {
+            let error = fail(prepared, Step::Fork, 6);
+            libc::munmap(stack, mapped);
+            return Err(error);
+        }
+        let top = stack.cast::<u8>().add(mapped).cast::<c_void>();
         let command = libc::clone(
             start_command,
             top,
@@ -95,10 +108,10 @@ pub(super) fn run(prepared: &Prepared, joined: &Joined) -> std::io::Result<()> {
         );
         if command < 0 {
             let error = fail(prepared, Step::Fork, 7);
-            libc::munmap(stack, STACK_SIZE);
+            libc::munmap(stack, mapped);
             return Err(error);
         }
-        libc::munmap(stack, STACK_SIZE);
+        libc::munmap(stack, mapped);
         let failure = std::ptr::read_volatile(&raw const start.failure);
         if failure != 0 {
             wait_for(command);
@@ -128,6 +141,8 @@ extern "C" fn start_command(argument: *mut c_void) -> c_int {
             revents: 0,
         };
         if libc::poll(&raw mut poll, 1, 0) != 0 {
+            // The outer process is gone (so is keel): nothing runs.
+            std::ptr::write_volatile(&raw mut (*start).failure, libc::ESRCH);
             libc::_exit(1);
         }
         libc::close(lifeline[0]);
