@@ -265,3 +265,28 @@ fn a_program_on_no_path_is_an_error_naming_it_and_never_a_file_in_the_workspace(
     drop(confinement);
     assert_eq!(String::from_utf8_lossy(&output.stdout), "[unset]\n");
 }
+
+#[test]
+fn a_program_the_sandbox_hides_fails_to_start_and_says_why() {
+    let fixture = Fixture::new();
+    let sandbox = fixture.sandbox(SandboxSettings::default(), false);
+    let hidden = fixture.home.join(".ssh/tool");
+    std::fs::write(&hidden, "#!/bin/sh\necho ran\n").unwrap();
+    std::fs::set_permissions(&hidden, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // keel sees it; the command's namespaces do not (`~/.ssh` is hidden there).
+    let mut command = Command::new(&hidden);
+    command.current_dir(&fixture.workspace);
+    let confinement = sandbox
+        .confine(&mut command, SandboxMode::WorkspaceWrite)
+        .unwrap();
+    let spawned = keel_sandbox::on_lasting_thread(move || command.output()).unwrap();
+    let error = spawned.map(|output| output.stdout).unwrap_err();
+    let said = confinement.explain(error).to_string();
+    assert!(
+        said.contains("starting the command in the session's namespaces: No such file"),
+        "{said}"
+    );
+    // The session goes on.
+    let (code, output) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, "echo next");
+    assert_eq!((code, output.trim()), (0, "next"));
+}

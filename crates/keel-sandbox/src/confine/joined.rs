@@ -158,10 +158,14 @@ extern "C" fn start_command(argument: *mut c_void) -> c_int {
                 exec.envp.as_ptr().cast::<*const libc::c_char>(),
             );
         }
+        // keel found the program before the spawn: what stops it here is the sandbox's view
+        // (a hidden directory) or the file itself, named as this step.
         let code = match errno() {
             0 => libc::ENOEXEC,
             code => code,
         };
+        *libc::__errno_location() = code;
+        fail(prepared, Step::Exec, 0);
         std::ptr::write_volatile(&raw mut (*start).failure, code);
         libc::_exit(127)
     }
