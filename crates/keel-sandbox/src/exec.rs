@@ -8,8 +8,10 @@
 //!   it is confined (`Sandbox::confine` says: change nothing after): keel's environment with
 //!   the command's changes (a command confined this way is never `env_clear`ed: std does not
 //!   say whether it was), the program found on the `PATH` the command gets (its absolute
-//!   entries: a relative one would mean the workspace), as `execvp` finds it; none found is an
-//!   error, never a file of that name in the working directory.
+//!   entries: a relative one would mean the workspace), as `execvp` finds it (in keel's view: a
+//!   program in a directory the sandbox hides fails to start, where `execvp` would go on to
+//!   the next entry); none found is an error, never a file of that name in the working
+//!   directory.
 //! - The pointer arrays are null-terminated and point into strings this value owns (their
 //!   bytes never move: moving a `CString` moves only its handle).
 

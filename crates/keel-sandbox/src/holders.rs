@@ -21,10 +21,21 @@
 //!   the holder's PID 1 kills every other process in the namespace and says so before `Running`
 //!   is gone. Joining and that sweep both happen under the holders' lock, so no command is
 //!   swept as it starts.
+//! - A sweep is answered once nothing else is left in the namespace (PID 1 waits for what it
+//!   killed to be gone); a sweep that is not (a process stuck in the kernel) ends the holder.
+//!   The sweep is skipped only after a command that ended on its own (`Running::ended`) left
+//!   PID 1 without children: every process it left behind is then PID 1's child or below one
+//!   (orphans are given to PID 1 before their parent's end is seen). A command killed or
+//!   still running is always swept.
 //! - At most `MOST_HOLDERS` alive per session: past them the longest unused idle one ends; if
-//!   none is idle, or `MOST_MADE` were made, a command makes its own namespaces, as a spawn
-//!   without a holder does. A retired holder ends when its last command has.
-//! - A holder whose namespaces do not arrive is killed, and the command does not run.
+//!   none is idle, a command makes its own namespaces, as a spawn without a holder does. A
+//!   retired holder ends when its last command has; an ended holder's slot (and with it its
+//!   namespaces) is let go, and the slot is used again.
+//! - A holder whose namespaces do not arrive, or whose paths changed while it started, is
+//!   killed; the command does not run, or makes its own namespaces.
+//! - The holder's two processes are copies of keel (not dumpable, keel's arguments and
+//!   environment cleared in PID 1): they keep the pages keel had when they forked, until the
+//!   session ends.
 
 use crate::SandboxError;
 use crate::confine::{self, Joined, MountOp};
@@ -44,8 +55,9 @@ use std::time::Duration;
 /// Holders a session keeps alive at most (a plan changes when a hidden or protected path
 /// appears or goes, or the mode changes: rarely).
 const MOST_HOLDERS: usize = 4;
-/// Holders a session makes at most (their records are kept for the commands that hold them).
-const MOST_MADE: usize = 64;
+
+/// How long keel waits for a sweep's answer (PID 1 answers within 2 s).
+const SWEEP_WAIT: Duration = Duration::from_secs(3);
 
 /// What a holder made, as a command's plan would make it.
 #[derive(Debug, PartialEq, Eq)]
@@ -84,10 +96,12 @@ impl Key {
     }
 }
 
-/// A session's holders.
+/// A session's holders, in slots that `Running` points at (a slot in use is never emptied).
 #[derive(Debug, Default)]
 pub(crate) struct Holders {
-    made: Vec<Holder>,
+    slots: Vec<Option<Holder>>,
+    /// Holders started (for tests and diagnostics).
+    started: usize,
     /// Joins so far (the clock of `last_used`).
     joins: u64,
 }
@@ -99,35 +113,43 @@ struct Holder {
     process: std::process::Child,
     /// keel's end of the socket its PID 1 sent the namespaces over, and reads sweeps from.
     socket: UnixStream,
-    /// The holder's mount table, polled for any change since it was made.
-    mount_table: std::fs::File,
-    /// Where the kernel lists its PID 1's children: every process a finished command left
-    /// behind is one of them or below one (orphans are given to PID 1 as their parent ends).
+    /// The holder's mount table, opened by PID 1 once its mounts were made, polled for any
+    /// change since.
+    mount_table: OwnedFd,
+    /// Where the kernel lists PID 1's children.
     init_children: Option<std::path::PathBuf>,
     /// Commands joined and not yet ended (their `Running` not dropped).
     running: usize,
+    /// Whether every command since the last sweep ended on its own.
+    all_ended_on_their_own: bool,
     /// When it was last joined (a count of joins in the session).
     last_used: u64,
-    /// No longer joined (its mounts changed, it died, or it was evicted).
+    /// No longer joined (its mounts changed, it died, or it was evicted); ended when its last
+    /// command has.
     retired: bool,
-    /// Killed and reaped.
-    ended: bool,
 }
 
 impl Drop for Holder {
+    /// Killed and reaped: everything in its namespaces dies with its PID 1.
     fn drop(&mut self) {
-        self.end();
+        let _ = self.process.kill();
+        let _ = self.process.wait();
     }
 }
-
-/// How long a sweep may take before keel goes on without its answer.
-const SWEEP_WAIT: Duration = Duration::from_secs(2);
 
 /// A command joined to a holder, until it has ended: keep it until then.
 #[derive(Debug)]
 pub(crate) struct Running {
     holders: Arc<Mutex<Holders>>,
     index: usize,
+    ended_on_its_own: bool,
+}
+
+impl Running {
+    /// The command ended on its own (it was waited for, and nobody killed it).
+    pub(crate) fn ended(mut self) {
+        self.ended_on_its_own = true;
+    }
 }
 
 impl Drop for Running {
@@ -136,22 +158,29 @@ impl Drop for Running {
             .holders
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(holder) = holders.made.get_mut(self.index) {
-            holder.running = holder.running.saturating_sub(1);
-            if holder.running == 0 {
-                if holder.retired {
-                    holder.end();
-                } else {
-                    holder.sweep();
-                }
-            }
+        let Some(slot) = holders.slots.get_mut(self.index) else {
+            return;
+        };
+        let Some(holder) = slot.as_mut() else {
+            return;
+        };
+        holder.running = holder.running.saturating_sub(1);
+        holder.all_ended_on_their_own &= self.ended_on_its_own;
+        if holder.running > 0 {
+            return;
+        }
+        let swept = !holder.retired && holder.sweep();
+        holder.all_ended_on_their_own = true;
+        if !swept {
+            *slot = None;
         }
     }
 }
 
 /// Have `plan` join the namespaces of the holder made for it, starting one (confined by
 /// `policy` under `layers`) when there is none; what the command holds until it has ended. A
-/// plan that makes no PID namespace, or a session past `MOST_HOLDERS`, is left to make its own.
+/// plan that makes no PID namespace, or a session with `MOST_HOLDERS` busy, is left to make its
+/// own.
 pub(crate) fn join(
     holders: &Arc<Mutex<Holders>>,
     plan: &mut Plan,
@@ -166,32 +195,41 @@ pub(crate) fn join(
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let locked = &mut *locked;
     locked.joins += 1;
-    for holder in &mut locked.made {
-        if !holder.retired && holder.key == key && !holder.usable() {
-            holder.retire();
+    for slot in &mut locked.slots {
+        if let Some(holder) = slot
+            && !holder.retired
+            && holder.key == key
+            && !holder.usable()
+        {
+            retire(slot);
         }
     }
-    let found = locked
-        .made
-        .iter()
-        .position(|holder| !holder.retired && holder.key == key);
+    let found = locked.slots.iter().position(|slot| {
+        slot.as_ref()
+            .is_some_and(|holder| !holder.retired && holder.key == key)
+    });
     let index = match found {
         Some(index) => index,
         None => {
-            if !locked.room_for_one_more() {
+            let Some(index) = locked.free_slot() else {
                 return Ok(None);
-            }
+            };
             let holder = Holder::start(policy, layers)?;
-            if holder.key != key {
-                // The file system changed between the two plans: this command makes its own.
-                locked.made.push(holder);
+            locked.started += 1;
+            // What it mounted is what this command's plan would: same steps, same files, and
+            // nothing changed since in its mount table.
+            let mut holder = holder;
+            if holder.key != key || !holder.usable() {
                 return Ok(None);
             }
-            locked.made.push(holder);
-            locked.made.len() - 1
+            holder.last_used = locked.joins;
+            locked.slots[index] = Some(holder);
+            index
         }
     };
-    let holder = &mut locked.made[index];
+    let Some(holder) = locked.slots[index].as_mut() else {
+        return Ok(None);
+    };
     let joined = holder.joined.try_clone().map_err(SandboxError::Io)?;
     holder.running += 1;
     holder.last_used = locked.joins;
@@ -199,46 +237,55 @@ pub(crate) fn join(
     Ok(Some(Running {
         holders: holders.clone(),
         index,
+        ended_on_its_own: false,
     }))
+}
+
+/// Joined no more; ended (its slot emptied) now if no command of it runs.
+fn retire(slot: &mut Option<Holder>) {
+    if let Some(holder) = slot {
+        holder.retired = true;
+        if holder.running == 0 {
+            *slot = None;
+        }
+    }
 }
 
 impl Holders {
     /// How many holders the session has started.
     pub(crate) fn count(&self) -> usize {
-        self.made.len()
+        self.started
     }
 
-    /// The process ids of the holders not ended.
+    /// The process ids of the holders alive.
     pub(crate) fn alive_pids(&self) -> Vec<u32> {
-        self.made
+        self.slots
             .iter()
-            .filter(|holder| !holder.ended)
+            .flatten()
             .map(|holder| holder.process.id())
             .collect()
     }
 
-    /// Whether another holder may start: fewer than `MOST_MADE` made, and fewer than
-    /// `MOST_HOLDERS` alive once the longest unused idle one is ended if need be.
-    fn room_for_one_more(&mut self) -> bool {
-        if self.made.len() >= MOST_MADE {
-            return false;
+    /// A slot for another holder: an empty one, or a new one while fewer than `MOST_HOLDERS`
+    /// are alive, or the longest unused idle holder's (ended); none when all are busy.
+    fn free_slot(&mut self) -> Option<usize> {
+        if let Some(empty) = self.slots.iter().position(Option::is_none) {
+            return Some(empty);
         }
-        let alive = self.made.iter().filter(|holder| !holder.ended).count();
-        if alive < MOST_HOLDERS {
-            return true;
+        if self.slots.len() < MOST_HOLDERS {
+            self.slots.push(None);
+            return Some(self.slots.len() - 1);
         }
         let idle = self
-            .made
-            .iter_mut()
-            .filter(|holder| !holder.ended && holder.running == 0)
-            .min_by_key(|holder| holder.last_used);
-        match idle {
-            Some(holder) => {
-                holder.retire();
-                true
-            }
-            None => false,
-        }
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(index, slot)| slot.as_ref().map(|holder| (index, holder)))
+            .filter(|(_, holder)| holder.running == 0)
+            .min_by_key(|(_, holder)| holder.last_used)
+            .map(|(index, _)| index)?;
+        self.slots[idle] = None;
+        Some(idle)
     }
 }
 
@@ -270,7 +317,7 @@ impl Holder {
             Some((step, source)) => SandboxError::SetUp { step, source },
             None => SandboxError::Io(error),
         })?;
-        let Some(joined) = confine::received_namespaces(&receiver, flags) else {
+        let Some((joined, mount_table)) = confine::received_namespaces(&receiver, flags) else {
             let _ = process.kill();
             let _ = process.wait();
             return Err(SandboxError::SetUp {
@@ -278,24 +325,17 @@ impl Holder {
                 source: std::io::Error::other("their holder sent none"),
             });
         };
-        // Its outer process is in the mount namespace it made (and PID 1 shares it).
-        let table = format!("/proc/{}/mountinfo", process.id());
-        let mount_table = match std::fs::File::open(&table) {
-            Ok(file) => file,
-            Err(error) => {
-                let _ = process.kill();
-                let _ = process.wait();
-                return Err(SandboxError::SetUp {
-                    step: format!("watching the session's mounts ({table})"),
-                    source: error,
-                });
-            }
-        };
         let outer = process.id();
         let init_children = std::fs::read_to_string(format!("/proc/{outer}/task/{outer}/children"))
             .ok()
             .and_then(|children| children.split_whitespace().next().map(str::to_string))
             .map(|init| format!("/proc/{init}/task/{init}/children").into());
+        // The files the mounts name, found again now that they are made: one replaced while
+        // the holder started is not what it mounted.
+        let key = Key {
+            identities: Key::new(key.unshare_flags, &key.mounts).identities,
+            ..key
+        };
         Ok(Holder {
             key,
             joined,
@@ -304,9 +344,9 @@ impl Holder {
             mount_table,
             init_children,
             running: 0,
+            all_ended_on_their_own: true,
             last_used: 0,
             retired: false,
-            ended: false,
         })
     }
 
@@ -314,7 +354,7 @@ impl Holder {
     fn usable(&mut self) -> bool {
         use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
         use std::os::fd::AsFd;
-        if self.ended || !matches!(self.process.try_wait(), Ok(None)) {
+        if !matches!(self.process.try_wait(), Ok(None)) {
             return false;
         }
         let mut watched = [PollFd::new(self.mount_table.as_fd(), PollFlags::POLLPRI)];
@@ -327,32 +367,16 @@ impl Holder {
         }
     }
 
-    /// Joined no more; ended now when no command of it runs.
-    fn retire(&mut self) {
-        self.retired = true;
-        if self.running == 0 {
-            self.end();
-        }
-    }
-
-    /// Killed and reaped: everything in its namespaces dies with its PID 1.
-    fn end(&mut self) {
-        if !self.ended {
-            self.ended = true;
-            let _ = self.process.kill();
-            let _ = self.process.wait();
-        }
-    }
-
-    /// Have PID 1 kill every other process in the namespace, and wait (a while) until it has.
-    /// An answer left from a sweep that took too long is read first, so it is not taken for
-    /// this one's.
-    fn sweep(&mut self) {
-        let left_nothing = self.init_children.as_ref().is_some_and(|children| {
-            std::fs::read_to_string(children).is_ok_and(|listed| listed.trim().is_empty())
-        });
+    /// Have PID 1 kill every other process in the namespace and wait until none is left;
+    /// whether it did. Skipped when every command since the last sweep ended on its own and
+    /// left PID 1 without children. An answer left from an earlier sweep is read first.
+    fn sweep(&mut self) -> bool {
+        let left_nothing = self.all_ended_on_their_own
+            && self.init_children.as_ref().is_some_and(|children| {
+                std::fs::read_to_string(children).is_ok_and(|listed| listed.trim().is_empty())
+            });
         if left_nothing {
-            return;
+            return true;
         }
         let mut answer = [0u8; 1];
         if self.socket.set_nonblocking(true).is_ok() {
@@ -360,8 +384,9 @@ impl Holder {
         }
         let _ = self.socket.set_nonblocking(false);
         let _ = self.socket.set_read_timeout(Some(SWEEP_WAIT));
-        if self.socket.write_all(&[1]).is_ok() {
-            let _ = self.socket.read_exact(&mut answer);
-        }
+        answer[0] = 0;
+        self.socket.write_all(&[1]).is_ok()
+            && self.socket.read_exact(&mut answer).is_ok()
+            && answer[0] == 1
     }
 }

@@ -197,6 +197,15 @@ pub struct Confinement {
 }
 
 impl Confinement {
+    /// The command ended on its own: it was waited for and nobody killed it. What it left
+    /// behind in the session's namespaces is looked for more cheaply (see `holders`); a
+    /// `Confinement` merely dropped is always swept.
+    pub fn ended(self) {
+        if let Some(running) = self._running {
+            running.ended();
+        }
+    }
+
     /// The mode the command runs under.
     pub fn mode(&self) -> SandboxMode {
         self.mode

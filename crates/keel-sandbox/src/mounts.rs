@@ -27,6 +27,9 @@ pub(crate) struct Mounts {
     pub ops: Vec<MountOp>,
     pub steps: Vec<String>,
     pub tmp_replaced: bool,
+    /// The directories made in the temp dir down to the roots attached under the new `/tmp`,
+    /// each a mount point (so that none can be moved away for a decoy), once each.
+    pub pins: Vec<PathBuf>,
 }
 
 impl Mounts {
@@ -123,6 +126,7 @@ pub(crate) fn mounts(policy: &SandboxPolicy) -> Result<Mounts, SandboxError> {
         ops: Vec::new(),
         steps: Vec::new(),
         tmp_replaced: false,
+        pins: Vec::new(),
     };
     mounts.push(MountOp::MakePrivate, "making mounts private".into());
     let tmp = Path::new("/tmp");
@@ -188,7 +192,21 @@ pub(crate) fn mounts(policy: &SandboxPolicy) -> Result<Mounts, SandboxError> {
         }
     }
     match &policy.temp_dir {
-        Some(_) if mounts.tmp_replaced => mounts.reopen(tmp, false)?,
+        Some(_) if mounts.tmp_replaced => {
+            mounts.reopen(tmp, false)?;
+            // As writable as the temp dir they are in (`mkdir ../build` beside a workspace).
+            for pin in mounts.pins.clone() {
+                mounts.push(
+                    MountOp::Seal {
+                        target: c_path(&pin)?,
+                        attributes: 0,
+                        cleared: libc::MOUNT_ATTR_RDONLY,
+                        recursive: false,
+                    },
+                    format!("keeping {} writable", pin.display()),
+                );
+            }
+        }
         Some(temp) => mounts.reopen(temp, true)?,
         None => {}
     }
@@ -282,10 +300,14 @@ fn replace_tmp(mounts: &mut Mounts, temp: &Path, back: &[&PathBuf]) -> Done {
                 })?;
             }
         }
-        let make_dirs = skeleton
-            .into_iter()
-            .map(c_path)
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut make_dirs = Vec::new();
+        for dir in skeleton {
+            let pin = dir != root.as_path() && !mounts.pins.iter().any(|pinned| pinned == dir);
+            if pin {
+                mounts.pins.push(dir.to_path_buf());
+            }
+            make_dirs.push((c_path(dir)?, pin));
+        }
         mounts.push(
             MountOp::AttachTree {
                 slot,

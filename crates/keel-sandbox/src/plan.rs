@@ -253,6 +253,7 @@ pub(crate) fn prepare(
         ops: Vec::new(),
         steps: Vec::new(),
         tmp_replaced: false,
+        pins: Vec::new(),
     };
     let mut loopback = None;
     if layers.user_namespace {

@@ -290,3 +290,60 @@ fn a_program_the_sandbox_hides_fails_to_start_and_says_why() {
     let (code, output) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, "echo next");
     assert_eq!((code, output.trim()), (0, "next"));
 }
+
+#[test]
+fn a_command_killed_or_let_go_of_while_it_runs_leaves_nothing_behind() {
+    let fixture = Fixture::new();
+    let sandbox = fixture.sandbox(SandboxSettings::default(), true);
+    for (case, kill_first) in [("killed", true), ("let go of", false)] {
+        let marker = format!("sleep 301.{}{}", std::process::id(), u8::from(kill_first));
+        let mut command = Command::new("bash");
+        command
+            .args(["-c", &format!("setsid {marker} >/dev/null 2>&1 & sleep 30")])
+            .current_dir(&fixture.workspace);
+        let confinement = sandbox
+            .confine(&mut command, SandboxMode::WorkspaceWrite)
+            .unwrap();
+        let mut child = keel_sandbox::on_lasting_thread(move || command.spawn())
+            .unwrap()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(running(&marker), "{case}: started");
+        if kill_first {
+            // As keel's timeout does: the command's outer process killed, not waited for.
+            child.kill().unwrap();
+        }
+        drop(confinement);
+        assert!(gone(&marker), "{case}: {marker} outlived its command");
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "{case}: the command itself was ended");
+    }
+}
+
+#[test]
+fn roots_side_by_side_under_tmp_stay_whole_and_the_directories_above_them_writable() {
+    let fixture = Fixture::new();
+    let other = fixture.root.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let settings = SandboxSettings {
+        allow_write: vec![other.display().to_string()],
+        ..SandboxSettings::default()
+    };
+    let sandbox = fixture.sandbox(settings, true);
+    let script = format!(
+        "echo ws > here && echo other > {other}/there && mkdir ../beside && echo ok",
+        other = other.display()
+    );
+    let (code, output) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, &script);
+    assert_eq!(code, 0, "{output}");
+    assert_eq!(
+        std::fs::read_to_string(fixture.workspace.join("here")).unwrap(),
+        "ws\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(other.join("there")).unwrap(),
+        "other\n"
+    );
+    // `../beside` is in the session's temp dir (the fixture's root is under the host's /tmp).
+    assert!(!fixture.root.join("beside").exists());
+}

@@ -261,7 +261,17 @@ pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
     });
     let status = tokio::time::timeout(timeout, child.wait()).await;
     drop(killer); // ends the group: on timeout the command, and any background leftovers
-    drop(confinement.take()); // and what left the group, in the session's namespaces
+    // And what left the group, in the session's namespaces (a sweep may wait a little: not on
+    // the runtime's thread).
+    if let Some(confinement) = confinement.take() {
+        let ended_on_its_own = matches!(status, Ok(Ok(_)));
+        let _ = tokio::task::spawn_blocking(move || {
+            if ended_on_its_own {
+                confinement.ended();
+            }
+        })
+        .await;
+    }
     let complete = tokio::time::timeout(OUTPUT_GRACE, reading).await.is_ok();
     let mut output = lock(&capture).render();
     if !complete {

@@ -247,10 +247,14 @@ pub(super) fn split_into_init_and_command(prepared: &Prepared) -> std::io::Resul
     }
 }
 
+/// How many milliseconds a sweep waits at most for what it killed to be gone.
+pub(crate) const SWEEP_TRIES: u32 = 2000;
+
 /// A holder's PID 1 from here on: nothing open but keel's socket (so keel's `spawn` returns),
 /// every process left to it reaped by the kernel (`SIGCHLD` ignored). Each byte keel sends
 /// asks it to kill every other process in the namespace (no command of the session runs: what
-/// they left behind goes), answered with a byte once the signals are sent. When keel closes
+/// they left behind goes), answered once none is left — 1 — or `SWEEP_TRIES` ms have passed
+/// (a process stuck in the kernel) — 0, and keel ends the holder. When keel closes
 /// the socket (the session ended, or keel did), it ends, and everything in the namespaces
 /// dies with it.
 fn hold_namespaces(socket: c_int) -> ! {
@@ -268,6 +272,16 @@ fn hold_namespaces(socket: c_int) -> ! {
             if read == 1 {
                 // In a PID namespace, -1 is every process in it but its init.
                 libc::kill(-1, libc::SIGKILL);
+                let pause = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 1_000_000,
+                };
+                let mut tries = 0;
+                while libc::kill(-1, 0) == 0 && tries < SWEEP_TRIES {
+                    libc::nanosleep(&raw const pause, std::ptr::null_mut());
+                    tries += 1;
+                }
+                byte[0] = u8::from(tries < SWEEP_TRIES);
                 libc::write(socket, byte.as_ptr().cast::<c_void>(), 1);
             }
         }

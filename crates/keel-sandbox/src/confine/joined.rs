@@ -17,8 +17,10 @@
 //!   `errno`: the two share thread-local storage; the outer process reads `errno` only after
 //!   its own calls). Until the command's process execs, keel's signal handlers are installed
 //!   in it, as in any child std starts with a `pre_exec` hook (resetting 64 of them would
-//!   double the window's cost); nothing signals it then: its pid is known to no one, and it
-//!   is not in the terminal's foreground process group.
+//!   double the window's cost); the terminal's signals do not reach it (it is not in the
+//!   foreground process group); another command of the session running at once could see
+//!   it in `/proc`, and signal it only without Landlock scoping (ABI 6): a handler would then
+//!   run on the outer process's copy of keel's memory, and at most wake keel.
 //! - A failure before exec reaches keel as `spawn`'s error: the outer process returns it from
 //!   `pre_exec` (set-up failures are also reported on the report pipe, naming their step).
 //! - After the exec the outer process closes everything (std's exec-status pipe too, so

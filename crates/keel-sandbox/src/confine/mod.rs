@@ -53,12 +53,12 @@ pub(crate) enum MountOp {
     CloneTree { source: CString, slot: usize },
     /// `source` bound on `target` (recursive).
     Bind { source: CString, target: CString },
-    /// The tree in `slot` attached at `target`, after creating `make_dirs` (in order; each
-    /// above `target` bound on itself, so that it cannot be moved away).
+    /// The tree in `slot` attached at `target`, after creating `make_dirs` (in order; those
+    /// marked bound on themselves, so that they cannot be moved away).
     AttachTree {
         slot: usize,
         target: CString,
-        make_dirs: Vec<CString>,
+        make_dirs: Vec<(CString, bool)>,
     },
     /// A new filesystem on `target`: an empty tmpfs (read-only when it hides something), or
     /// a private devpts.
@@ -475,14 +475,14 @@ fn mount(
                 target,
                 make_dirs,
             } => {
-                for (depth, dir) in make_dirs.iter().enumerate() {
+                for (dir, pin) in make_dirs {
                     if libc::mkdir(dir.as_ptr(), 0o700) < 0 && errno() != libc::EEXIST {
                         return Err(fail(prepared, Step::MakeDir, index));
                     }
-                    // Each directory on the way (in the temp dir, which commands write) a
+                    // A directory on the way (in the temp dir, which commands write) made a
                     // mount point: it cannot be renamed or removed, so no later command of
                     // the session is led into a decoy put in its place.
-                    if depth + 1 < make_dirs.len()
+                    if *pin
                         && libc::mount(dir.as_ptr(), dir.as_ptr(), null, libc::MS_BIND, null.cast())
                             < 0
                     {

@@ -7,7 +7,7 @@
 //! - Sent only once the namespaces are whole (maps written, `setgroups` denied, nested user
 //!   namespaces refused, `lo` up, every mount made, `/proc` mounted and its corners sealed):
 //!   a half-made one is never shared.
-//! - Always all five, in the order of `KINDS`; the receiver keeps the IPC and network ones
+//! - Always all six, in the order of `KINDS`; the receiver keeps the IPC and network ones
 //!   only where the holder made its own (joining keel's would need keel's privileges).
 //! - Every descriptor that arrives is owned at once (closed on any mismatch), close-on-exec.
 #![allow(unsafe_code)]
@@ -17,13 +17,15 @@ use libc::{c_int, c_void};
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-/// The namespaces sent, in order.
-const KINDS: [&CStr; 5] = [
+/// What is sent, in order: the namespaces, then the mount table (opened here, as soon as the
+/// mounts are made: keel polls it for any change from then on).
+const KINDS: [&CStr; 6] = [
     c"/proc/self/ns/user",
     c"/proc/self/ns/mnt",
     c"/proc/self/ns/ipc",
     c"/proc/self/ns/net",
     c"/proc/self/ns/pid",
+    c"/proc/self/mountinfo",
 ];
 
 /// Room for a `cmsghdr` (16 bytes) and five descriptors, 8-byte aligned.
@@ -32,7 +34,7 @@ type Control = [u64; 8];
 /// Send this process's namespaces over `socket` (best effort: keel says so when none arrive,
 /// and the command does not run).
 pub(super) fn send_namespaces(socket: &OwnedFd) {
-    let mut fds: [c_int; 5] = [-1; 5];
+    let mut fds: [c_int; 6] = [-1; 6];
     // SAFETY: opens and a sendmsg whose buffers are all on this stack; the descriptors opened
     // are closed again.
     unsafe {
@@ -72,9 +74,13 @@ pub(super) fn send_namespaces(socket: &OwnedFd) {
     }
 }
 
-/// The namespaces a holder sent over `socket`, if it did; `unshare_flags` say which the
-/// holder made (the IPC and network ones are kept only then).
-pub(crate) fn received_namespaces(socket: &impl AsRawFd, unshare_flags: c_int) -> Option<Joined> {
+/// The namespaces a holder sent over `socket`, and its mount table, if it did;
+/// `unshare_flags` say which namespaces the holder made (the IPC and network ones are kept
+/// only then).
+pub(crate) fn received_namespaces(
+    socket: &impl AsRawFd,
+    unshare_flags: c_int,
+) -> Option<(Joined, OwnedFd)> {
     use std::os::fd::FromRawFd;
     // SAFETY: a recvmsg into buffers on this stack; descriptors received are owned from here.
     unsafe {
@@ -113,14 +119,15 @@ pub(crate) fn received_namespaces(socket: &impl AsRawFd, unshare_flags: c_int) -
         if message.msg_flags & libc::MSG_CTRUNC != 0 {
             return None;
         }
-        let [user, mount, ipc, net, pid]: [OwnedFd; 5] = received.try_into().ok()?;
+        let [user, mount, ipc, net, pid, mount_table]: [OwnedFd; 6] = received.try_into().ok()?;
         let made = |flag: c_int, fd: OwnedFd| (unshare_flags & flag != 0).then_some(fd);
-        Some(Joined {
+        let joined = Joined {
             user,
             mount,
             ipc: made(libc::CLONE_NEWIPC, ipc),
             net: made(libc::CLONE_NEWNET, net),
             pid,
-        })
+        };
+        Some((joined, mount_table))
     }
 }
