@@ -28,8 +28,10 @@ fn spawn_once(sandbox: &Sandbox, layers: Option<&Layers>, workspace: &std::path:
     let status = on_lasting_thread(move || command.status())
         .unwrap()
         .unwrap();
-    drop(confinement);
     assert!(status.success());
+    if let Some(confinement) = confinement {
+        confinement.ended();
+    }
     started.elapsed()
 }
 
