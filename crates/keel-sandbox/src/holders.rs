@@ -68,6 +68,15 @@ pub(crate) struct Key {
     identities: Vec<Option<(u64, u64)>>,
 }
 
+/// What a holder for `plan`'s namespaces must have made (`None`: the plan makes no PID
+/// namespace, so no holder serves it).
+fn key_of(plan: &Plan) -> Option<Key> {
+    let prepared = &plan.prepared;
+    prepared
+        .pid_namespace
+        .then(|| Key::new(prepared.unshare_flags, &prepared.mounts))
+}
+
 impl Key {
     pub(crate) fn new(unshare_flags: libc::c_int, mounts: &[MountOp]) -> Key {
         let identity = |path: &std::ffi::CStr| {
@@ -187,7 +196,7 @@ pub(crate) fn join(
     policy: &SandboxPolicy,
     layers: &Layers,
 ) -> Result<Option<Running>, SandboxError> {
-    let Some(key) = plan.holder_key() else {
+    let Some(key) = key_of(plan) else {
         return Ok(None);
     };
     let mut locked = holders
@@ -294,7 +303,7 @@ impl Holder {
     fn start(policy: &SandboxPolicy, layers: &Layers) -> Result<Holder, SandboxError> {
         let (receiver, sender) = UnixStream::pair().map_err(SandboxError::Io)?;
         let plan = plan::prepare(policy, layers, Some(OwnedFd::from(sender)))?;
-        let key = plan.holder_key().ok_or_else(|| SandboxError::SetUp {
+        let key = key_of(&plan).ok_or_else(|| SandboxError::SetUp {
             step: "starting the session's namespaces".into(),
             source: std::io::Error::other("this kernel makes no PID namespace"),
         })?;

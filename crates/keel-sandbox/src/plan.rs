@@ -20,7 +20,6 @@
 use crate::SandboxError;
 use crate::confine::{self, Joined, LateRule, LoopbackUp, Prepared, REPORT_LEN, Step};
 use crate::filter::{self, InternetSockets};
-use crate::holders::Key;
 use crate::layers::Layers;
 use crate::mounts::{DEVICES, Mounts, mounts};
 use crate::policy::{Network, SandboxPolicy};
@@ -219,15 +218,6 @@ fn cached_program(
 }
 
 impl Plan {
-    /// What a holder for this plan's namespaces must have made (`None`: this plan makes no
-    /// PID namespace, so no holder serves it).
-    pub(crate) fn holder_key(&self) -> Option<Key> {
-        let prepared = &self.prepared;
-        prepared
-            .pid_namespace
-            .then(|| Key::new(prepared.unshare_flags, &prepared.mounts))
-    }
-
     /// Join a holder's namespaces instead of making them: nothing is mounted, mapped or
     /// brought up again, and no init is forked (the holder's PID 1 is the namespace's).
     pub(crate) fn join(&mut self, joined: Joined) {

@@ -96,6 +96,22 @@ fn close_range(first: c_uint, last: c_uint) {
     }
 }
 
+/// In a child that has just asked for its parent-death signal: whether the parent was gone
+/// before that (`lifeline` is a pipe whose write end only the parent still holds; this closes
+/// the child's copy of it).
+pub(super) fn parent_is_gone(lifeline: [c_int; 2]) -> bool {
+    // SAFETY: a close and a poll on descriptors of this process and a stack struct.
+    unsafe {
+        libc::close(lifeline[1]);
+        let mut poll = libc::pollfd {
+            fd: lifeline[0],
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        libc::poll(&raw mut poll, 1, 0) != 0
+    }
+}
+
 /// Wait for `pid` (retrying when interrupted); its wait status.
 pub(super) fn wait_for(pid: pid_t) -> Option<c_int> {
     let mut status: c_int = 0;
@@ -189,13 +205,7 @@ pub(super) fn split_into_init_and_command(prepared: &Prepared) -> std::io::Resul
                 libc::memset(start as *mut c_void, 0, end - start);
             }
         }
-        libc::close(lifeline[1]);
-        let mut poll = libc::pollfd {
-            fd: lifeline[0],
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        if libc::poll(&raw mut poll, 1, 0) != 0 {
+        if parent_is_gone(lifeline) {
             libc::_exit(1);
         }
         check(

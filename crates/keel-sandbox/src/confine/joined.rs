@@ -29,7 +29,7 @@
 //!   before that was set does not run.
 #![allow(unsafe_code)]
 
-use super::init::{close_all_but, default_signals, encode, exit_like, wait_for};
+use super::init::{close_all_but, default_signals, encode, exit_like, parent_is_gone, wait_for};
 use super::{Joined, Prepared, Step, check, errno, fail, restrict};
 use libc::{c_int, c_long, c_void};
 use std::os::fd::AsRawFd;
@@ -136,13 +136,7 @@ extern "C" fn start_command(argument: *mut c_void) -> c_int {
         let prepared = (*start).prepared;
         let lifeline = (*start).lifeline;
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-        libc::close(lifeline[1]);
-        let mut poll = libc::pollfd {
-            fd: lifeline[0],
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        if libc::poll(&raw mut poll, 1, 0) != 0 {
+        if parent_is_gone(lifeline) {
             // The outer process is gone (so is keel): nothing runs.
             std::ptr::write_volatile(&raw mut (*start).failure, libc::ESRCH);
             libc::_exit(1);
