@@ -223,15 +223,13 @@ pub(crate) fn join(
             let Some(index) = locked.free_slot() else {
                 return Ok(None);
             };
-            let holder = Holder::start(policy, layers)?;
+            let mut holder = Holder::start(policy, layers)?;
             locked.started += 1;
             // What it mounted is what this command's plan would: same steps, same files, and
             // nothing changed since in its mount table.
-            let mut holder = holder;
             if holder.key != key || !holder.usable() {
                 return Ok(None);
             }
-            holder.last_used = locked.joins;
             locked.slots[index] = Some(holder);
             index
         }

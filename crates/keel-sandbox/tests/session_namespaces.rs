@@ -53,15 +53,8 @@ fn a_sessions_commands_share_one_set_of_namespaces_and_leave_nothing_behind() {
     assert_eq!(code, 0, "{output}");
     assert!(gone(&marker), "{marker} outlived its command");
     // Not while another command of the session runs: the last one to end takes them all.
-    let mut long = std::process::Command::new("bash");
-    long.args(["-c", "sleep 1.5"])
-        .current_dir(&fixture.workspace);
-    let confinement = sandbox
-        .confine(&mut long, SandboxMode::WorkspaceWrite)
-        .unwrap();
-    let mut long = keel_sandbox::on_lasting_thread(move || long.spawn())
-        .unwrap()
-        .unwrap();
+    let (confinement, mut long) =
+        fixture.start_in(&sandbox, SandboxMode::WorkspaceWrite, "sleep 1.5");
     let (code, output) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, &leave);
     assert_eq!(code, 0, "{output}");
     assert!(running(&marker), "swept while another command ran");
@@ -297,16 +290,11 @@ fn a_command_killed_or_let_go_of_while_it_runs_leaves_nothing_behind() {
     let sandbox = fixture.sandbox(SandboxSettings::default(), true);
     for (case, kill_first) in [("killed", true), ("let go of", false)] {
         let marker = format!("sleep 301.{}{}", std::process::id(), u8::from(kill_first));
-        let mut command = Command::new("bash");
-        command
-            .args(["-c", &format!("setsid {marker} >/dev/null 2>&1 & sleep 30")])
-            .current_dir(&fixture.workspace);
-        let confinement = sandbox
-            .confine(&mut command, SandboxMode::WorkspaceWrite)
-            .unwrap();
-        let mut child = keel_sandbox::on_lasting_thread(move || command.spawn())
-            .unwrap()
-            .unwrap();
+        let (confinement, mut child) = fixture.start_in(
+            &sandbox,
+            SandboxMode::WorkspaceWrite,
+            &format!("setsid {marker} >/dev/null 2>&1 & sleep 30"),
+        );
         std::thread::sleep(Duration::from_millis(300));
         assert!(running(&marker), "{case}: started");
         if kill_first {

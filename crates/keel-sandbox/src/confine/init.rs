@@ -258,7 +258,7 @@ pub(super) fn split_into_init_and_command(prepared: &Prepared) -> std::io::Resul
 }
 
 /// How many milliseconds a sweep waits at most for what it killed to be gone.
-pub(crate) const SWEEP_TRIES: u32 = 2000;
+const SWEEP_TRIES: u32 = 2000;
 
 /// A holder's PID 1 from here on: nothing open but keel's socket (so keel's `spawn` returns),
 /// every process left to it reaped by the kernel (`SIGCHLD` ignored). Each byte keel sends
