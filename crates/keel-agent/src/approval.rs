@@ -133,3 +133,111 @@ impl Approver for HeadlessApprover {
         false
     }
 }
+
+impl ApprovalRequest {
+    /// What "always" for this call covers (`keel_tools::always`), or `None` when it cannot be
+    /// remembered: an unconfined re-run, a plan, a `bash` line not read in full.
+    pub fn always_scopes(&self) -> Option<Vec<String>> {
+        if self.unconfined || self.plan {
+            return None;
+        }
+        keel_tools::always::always_scopes(&self.tool, &self.subject)
+    }
+
+    /// "always" for this call in a person's words (`git status`, `edit_file`), or `None`; each
+    /// scope folded as the subject is (`keel_types::fold_line`: blank runs counted, invisible
+    /// characters named), so no surface shows less than what is remembered.
+    pub fn always_label(&self) -> Option<String> {
+        self.always_scopes().map(|scopes| {
+            scopes
+                .iter()
+                .map(|scope| keel_types::approval_view::fold_line(scope))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+    }
+}
+
+/// The calls a person said "always" to in one session: held in memory only, never saved.
+#[derive(Debug, Default)]
+pub struct AlwaysAllowed {
+    /// (tool, scope) pairs.
+    scopes: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
+}
+
+impl AlwaysAllowed {
+    /// Whether an earlier "always" covers `request` (every scope of it).
+    pub fn covers(&self, request: &ApprovalRequest) -> bool {
+        let Some(scopes) = request.always_scopes() else {
+            return false;
+        };
+        let Ok(held) = self.scopes.lock() else {
+            return false;
+        };
+        scopes
+            .into_iter()
+            .all(|scope| held.contains(&(request.tool.clone(), scope)))
+    }
+
+    /// Remember "always" for `request`; what it covers, or `None` when nothing could be.
+    pub fn remember(&self, request: &ApprovalRequest) -> Option<String> {
+        let scopes = request.always_scopes()?;
+        let mut held = self.scopes.lock().ok()?;
+        for scope in &scopes {
+            held.insert((request.tool.clone(), scope.clone()));
+        }
+        drop(held);
+        request.always_label()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(tool: &str, subject: &str) -> ApprovalRequest {
+        ApprovalRequest {
+            call_id: "call_1".into(),
+            tool: tool.into(),
+            subject: subject.into(),
+            arguments: String::new(),
+            unconfined: false,
+            plan: false,
+            preview: None,
+        }
+    }
+
+    #[test]
+    fn always_covers_what_was_said_and_nothing_wider() {
+        let always = AlwaysAllowed::default();
+        assert_eq!(
+            always.remember(&request("bash", "git status")).as_deref(),
+            Some("git status")
+        );
+        assert!(always.covers(&request("bash", "git status --short")));
+        assert!(!always.covers(&request("bash", "git push --force")));
+        assert!(!always.covers(&request("bash", "git status; rm -rf ~")));
+        // A scope of bash is not a scope of another tool.
+        assert!(!always.covers(&request("edit_file", "git status")));
+        assert_eq!(
+            always.remember(&request("edit_file", "a.rs")).as_deref(),
+            Some("edit_file")
+        );
+        assert!(always.covers(&request("edit_file", "b.rs")));
+    }
+
+    #[test]
+    fn an_unconfined_run_a_plan_and_an_unread_line_are_never_remembered() {
+        let always = AlwaysAllowed::default();
+        let mut unconfined = request("bash", "git status");
+        unconfined.unconfined = true;
+        assert_eq!(always.remember(&unconfined), None);
+        let mut plan = request("propose_plan", "do it");
+        plan.plan = true;
+        assert_eq!(always.remember(&plan), None);
+        assert_eq!(always.remember(&request("bash", "git status $(id)")), None);
+        assert!(!always.covers(&request("bash", "git status")));
+        always.remember(&request("bash", "git status"));
+        assert!(!always.covers(&unconfined));
+    }
+}

@@ -40,7 +40,9 @@ mod turn_run;
 mod unconfined;
 
 pub use admitted::AdmittedTurn;
-pub use approval::{Approval, ApprovalRequest, Approver, HeadlessApprover, LONGEST_NOTE};
+pub use approval::{
+    AlwaysAllowed, Approval, ApprovalRequest, Approver, HeadlessApprover, LONGEST_NOTE,
+};
 pub use confinement::SandboxSetup;
 pub use custom_commands::{CommandLayer, CustomCommand, CustomCommands};
 pub use host::{Host, Transcript};

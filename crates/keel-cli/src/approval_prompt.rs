@@ -6,22 +6,22 @@
 //!   blank runs folded, a line count in the header): what the person approves is what runs.
 //! - Anything but `y`/`yes`/`a`/`always` is a decline, and the model is told the user declined;
 //!   `N` declines with the person's note, which the model is given. "Always" lasts for this
-//!   session only and is never written to a file.
+//!   session only and is never written to a file; for `bash` it covers the program and
+//!   subcommand (`keel_tools::always`), and where nothing can be remembered `a` is a plain yes.
 //! - Running a command again outside the sandbox is asked as such ("UNCONFINED"), every time:
 //!   it has no "always".
 //! - A prompt abandoned by a cancelled turn stops reading at once: it never takes the line the
 //!   person types next at the session's prompt.
 
-use keel_agent::{Approval, ApprovalRequest, Approver};
+use keel_agent::{AlwaysAllowed, Approval, ApprovalRequest, Approver};
 use keel_tui::Question;
 use keel_tui::approval::change_lines;
-use std::collections::HashSet;
 use std::future::Future;
 use std::io::Write;
 use std::os::fd::AsFd;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// Sets its flag when dropped.
 struct AbandonOnDrop(Arc<AtomicBool>);
@@ -52,19 +52,9 @@ fn read_answer(stop: &AtomicBool) -> String {
     String::new()
 }
 
-/// Asks on the terminal; "always" remembers the tool for the rest of the session.
+/// Asks on the terminal; "always" is remembered for the rest of the session.
 pub struct TerminalApprover {
-    pub always: Mutex<HashSet<String>>,
-}
-
-/// Whether the person said "always" for this request's tool in this session (an unconfined
-/// run is asked about every time).
-pub fn allowed_always(always: &Mutex<HashSet<String>>, request: &ApprovalRequest) -> bool {
-    !request.unconfined
-        && always
-            .lock()
-            .map(|set| set.contains(&request.tool))
-            .unwrap_or(false)
+    pub always: AlwaysAllowed,
 }
 
 impl Approver for TerminalApprover {
@@ -73,7 +63,7 @@ impl Approver for TerminalApprover {
         request: &'a ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
         Box::pin(async move {
-            if allowed_always(&self.always, request) {
+            if self.always.covers(request) {
                 return Approval::Allow;
             }
             let question = approval_question(request);
@@ -117,8 +107,15 @@ impl Approver for TerminalApprover {
             match answer.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" => Approval::Allow,
                 "a" | "always" if !request.unconfined => {
-                    if let Ok(mut set) = self.always.lock() {
-                        set.insert(request.tool.clone());
+                    match self.always.remember(request) {
+                        Some(covered) => eprintln!(
+                            "  allowed; {} allowed for the rest of this session (never saved)",
+                            keel_render::visible_line(&covered)
+                        ),
+                        None => eprintln!(
+                            "  allowed once: keel cannot read this command line in full, so \
+                             it is not remembered"
+                        ),
                     }
                     Approval::Allow
                 }
@@ -162,7 +159,7 @@ pub(crate) type Asked = (ApprovalRequest, tokio::sync::oneshot::Sender<Approval>
 
 /// Sends each question to the live region; "always" is remembered for this session only.
 pub(crate) struct TuiApprover {
-    pub(crate) always: Mutex<HashSet<String>>,
+    pub(crate) always: AlwaysAllowed,
     pub(crate) questions: tokio::sync::mpsc::UnboundedSender<Asked>,
 }
 
@@ -172,7 +169,7 @@ impl Approver for TuiApprover {
         request: &'a ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
         Box::pin(async move {
-            if crate::approval_prompt::allowed_always(&self.always, request) {
+            if self.always.covers(request) {
                 return Approval::Allow;
             }
             let (answer, answered) = tokio::sync::oneshot::channel();

@@ -18,8 +18,7 @@ use keel_agent::{Approver, Controller, Input, Line, SLASH_COMMANDS, SurfaceComma
 use keel_render::{visible, visible_line};
 use keel_types::Usage;
 use rustyline::error::ReadlineError;
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub(crate) struct Repl {
     pub(crate) common: CommonArgs,
@@ -126,7 +125,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let setup = prepare(common, "keel (interactive)")?;
     print_notices(&setup);
     let approver = Arc::new(TerminalApprover {
-        always: Mutex::new(HashSet::new()),
+        always: keel_agent::AlwaysAllowed::default(),
     });
     let controller = open_controller(setup, approver.clone())?;
     let rendering = Some(start_rendering(&controller));

@@ -35,9 +35,8 @@ use keel_agent::{
 };
 use keel_render::{Colors, Style};
 use keel_tui::{Action, Focus, InlineSurface, LiveView, Status, action};
-use std::collections::HashSet;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
@@ -79,7 +78,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     print_notices(&setup);
     let (questions, mut asked_rx) = mpsc::unbounded_channel();
     let approver = Arc::new(TuiApprover {
-        always: Mutex::new(HashSet::new()),
+        always: keel_agent::AlwaysAllowed::default(),
         questions,
     });
     // The first frame waits for no MCP server: they start behind it, the first request waits

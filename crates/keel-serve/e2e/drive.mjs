@@ -153,6 +153,9 @@ const scenarios = {
       assert.equal(await page.locator(".card .filediff tr.add td.text").first().innerText(), "+ y");
     };
     await diff();
+    // "always" says what it covers.
+    assert.equal(await page.getByRole("button", { name: /^always/ }).first().innerText(),
+      "always for write_file (this session, never saved)");
     // A reload while the call waits: the card, its diff and its buttons come back.
     await page.reload();
     await page.getByRole("button", { name: "allow" }).first().waitFor();

@@ -5,12 +5,14 @@
 //!   one for a call that is not waiting) is refused, so two browsers cannot both decide.
 //! - When the turn is cancelled the waiting future is dropped: the call leaves the table and
 //!   the turn records it as denied (the controller's cancel path); nothing waits for ever.
-//! - "always" allows the tool for the rest of the session without asking again. A plan
+//! - "always" allows what it covers (`ApprovalRequest::always_scopes`: the tool, or for `bash`
+//!   the program and subcommand of each command) for the rest of the session without asking
+//!   again; where nothing can be remembered (`always` absent on the call) it allows once. A plan
 //!   (`propose_plan` in plan mode) is never allowed "always": each plan is approved by itself,
 //!   with the mode to carry it out in (`mode`), which no other call takes.
 
-use keel_agent::{Approval, ApprovalRequest, Approver};
-use std::collections::{HashMap, HashSet};
+use keel_agent::{AlwaysAllowed, Approval, ApprovalRequest, Approver};
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -49,6 +51,10 @@ pub struct WaitingCall {
     pub view: keel_types::ApprovalView,
     /// Running it again outside the sandbox: "always" is taken as allowing it once.
     pub unconfined: bool,
+    /// What "always" covers, in a person's words (`git status`); absent where it is not
+    /// offered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub always: Option<String>,
     /// What a write or an edit would change, as keel-render's diff table (or why none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff_html: Option<String>,
@@ -76,7 +82,8 @@ fn diff_html(preview: Option<&keel_tools::Preview>) -> Option<String> {
 #[derive(Default)]
 pub struct Approvals {
     waiting: Mutex<HashMap<Key, (oneshot::Sender<Decision>, WaitingCall)>>,
-    always: Mutex<HashSet<(String, String)>>,
+    /// Each session's "always" answers.
+    always: Mutex<HashMap<String, Arc<AlwaysAllowed>>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -173,11 +180,12 @@ impl Approver for SessionApprover {
         };
         let approvals = &self.approvals;
         let plan = request.plan;
-        // An unconfined run is asked about every time, and so is every plan.
-        if !request.unconfined
-            && !plan
-            && lock(&approvals.always).contains(&(session.clone(), request.tool.clone()))
-        {
+        let always = lock(&approvals.always)
+            .entry(session.clone())
+            .or_default()
+            .clone();
+        // An unconfined run is asked about every time, and so is every plan (`covers`).
+        if always.covers(request) {
             return Box::pin(async { Approval::Allow });
         }
         let (sender, receiver) = oneshot::channel();
@@ -188,6 +196,7 @@ impl Approver for SessionApprover {
             subject: request.subject.clone(),
             view: keel_types::approval_view(&request.subject),
             unconfined: request.unconfined,
+            always: request.always_label(),
             diff_html: diff_html(request.preview.as_ref()),
             plan_html: plan.then(|| keel_render::markdown_html(&request.subject)),
         };
@@ -200,9 +209,7 @@ impl Approver for SessionApprover {
                 Ok(Decision::Allow(Some(mode))) if plan => Approval::AllowSwitching(mode),
                 Ok(Decision::Allow(Some(_))) => Approval::Allow,
                 Ok(Decision::Always) => {
-                    if !request.unconfined && !plan {
-                        lock(&approvals.always).insert((session.clone(), request.tool.clone()));
-                    }
+                    always.remember(request);
                     Approval::Allow
                 }
                 Ok(Decision::Deny(None)) => Approval::Declined,
@@ -272,5 +279,69 @@ mod tests {
         approvals.decide("s1", "c2", Decision::Always).unwrap();
         assert_eq!(waiting.await, Approval::Allow);
         assert_eq!(approver.approve(&request("c3")).await, Approval::Allow);
+    }
+
+    fn command(call_id: &str, line: &str) -> ApprovalRequest {
+        ApprovalRequest {
+            tool: "bash".into(),
+            subject: line.into(),
+            ..request(call_id)
+        }
+    }
+
+    #[tokio::test]
+    async fn always_for_a_command_covers_its_program_and_subcommand_in_its_session_only() {
+        let approvals = Arc::new(Approvals::default());
+        let approver = approvals.approver();
+        approver.set_session("s1");
+        let call = command("c1", "git status");
+        let waiting = approver.approve(&call);
+        tokio::pin!(waiting);
+        assert!(still_waiting(&mut waiting).await);
+        assert_eq!(
+            approvals
+                .waiting_call("s1", "c1")
+                .unwrap()
+                .always
+                .as_deref(),
+            Some("git status")
+        );
+        approvals.decide("s1", "c1", Decision::Always).unwrap();
+        assert_eq!(waiting.await, Approval::Allow);
+        assert_eq!(
+            approver.approve(&command("c2", "git status -s")).await,
+            Approval::Allow
+        );
+        for (call_id, line) in [("c3", "git push"), ("c4", "git status && rm -rf ~")] {
+            let call = command(call_id, line);
+            let waiting = approver.approve(&call);
+            tokio::pin!(waiting);
+            assert!(still_waiting(&mut waiting).await, "{line}");
+        }
+        // Another session has its own answers.
+        let other = approvals.approver();
+        other.set_session("s2");
+        let call = command("c5", "git status");
+        let waiting = other.approve(&call);
+        tokio::pin!(waiting);
+        assert!(still_waiting(&mut waiting).await);
+    }
+
+    #[tokio::test]
+    async fn a_line_keel_cannot_read_offers_no_always_and_always_allows_it_once() {
+        let approvals = Arc::new(Approvals::default());
+        let approver = approvals.approver();
+        approver.set_session("s1");
+        let call = command("c1", "echo $(id)");
+        let waiting = approver.approve(&call);
+        tokio::pin!(waiting);
+        assert!(still_waiting(&mut waiting).await);
+        assert_eq!(approvals.waiting_call("s1", "c1").unwrap().always, None);
+        approvals.decide("s1", "c1", Decision::Always).unwrap();
+        assert_eq!(waiting.await, Approval::Allow);
+        let again = command("c2", "echo $(id)");
+        let waiting = approver.approve(&again);
+        tokio::pin!(waiting);
+        assert!(still_waiting(&mut waiting).await);
     }
 }

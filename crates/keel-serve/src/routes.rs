@@ -561,6 +561,9 @@ async fn events(
                         .as_str()
                         .and_then(|call_id| approvals.waiting_call(&session, call_id))
                 {
+                    if let Some(always) = call.always {
+                        data["always"] = Value::String(always);
+                    }
                     if let Some(diff) = call.diff_html {
                         data["diff_html"] = Value::String(diff);
                     }

@@ -127,10 +127,12 @@ function askOnCard(event) {
   const actions = el("div", "actions");
   const count = (folded.line_count > 1 ? ` (${folded.line_count} lines)` : "")
     + (folded.hidden_chars ? ` — ${folded.hidden_chars} characters of long lines not shown` : "");
-  // Running it again outside the sandbox: said as such, and never "always".
+  // Running it again outside the sandbox: said as such, and never "always". "always" says what
+  // it covers, and is not offered where keel can remember nothing (a line it cannot read).
   const choices = event.unconfined
     ? [["allow", "run it UNCONFINED"], ["deny", "deny"]]
-    : [["allow", "allow"], ["deny", "deny"], ["always", "always (this session, never saved)"]];
+    : [["allow", "allow"], ["deny", "deny"]].concat(typeof event.always === "string"
+      ? [["always", `always for ${event.always} (this session, never saved)`]] : []);
   if (event.unconfined) {
     entry.box.classList.add("unconfined");
     actions.appendChild(el("div", "warning",

@@ -11,6 +11,7 @@
 //! - A call's permission subject for a path tool is the path it will really touch (resolved
 //!   like the tool resolves it), so `./x`, `a/../x` and symlinks cannot dodge a path rule.
 
+pub mod always;
 mod bash;
 mod beneath;
 mod command_line;

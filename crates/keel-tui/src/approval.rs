@@ -8,7 +8,9 @@
 //!   shown, and the head of the command with its line count next to the question.
 //! - A diff longer than `LONGEST_DIFF_SHOWN` lines says how many lines were not shown.
 //! - Running a command again outside the sandbox is asked as such ("UNCONFINED"), and has no
-//!   "always".
+//!   "always". Elsewhere `a` says what "always" covers (`ApprovalRequest::always_label`: the
+//!   program and subcommand of each command for `bash`), and is not offered where nothing can
+//!   be remembered (a line keel cannot read in full).
 //! - A plan (`propose_plan` in plan mode) is shown as rendered markdown, and its keys say what
 //!   each answer does: approve into `ask` or into `auto`, or keep planning (with a note). Its
 //!   `a` is "auto", never an "always".
@@ -63,6 +65,8 @@ pub struct Question {
     pub head: String,
     /// The tool's name, made visible.
     pub tool: String,
+    /// What "always" covers, made visible; `None` where it is not offered.
+    pub always: Option<String>,
     pub unconfined: bool,
     /// The plan of a `propose_plan` call (markdown), shown rendered instead of `subject`.
     pub plan: Option<String>,
@@ -124,6 +128,9 @@ impl Question {
             },
             title,
             tool,
+            always: request
+                .always_label()
+                .map(|label| visible_line(&label).into_owned()),
             unconfined: request.unconfined,
             plan,
         }
@@ -151,13 +158,12 @@ impl Question {
             question.push_str(line);
             question.push('\n');
         }
-        let choices = if self.unconfined {
-            "run it UNCONFINED? [y]es / [n]o".to_string()
-        } else {
-            format!(
-                "[y]es / [n]o / [N]o + note / [a]lways for {} (session)",
-                self.tool
-            )
+        let choices = match (&self.always, self.unconfined) {
+            (_, true) => "run it UNCONFINED? [y]es / [n]o".to_string(),
+            (Some(always), false) => {
+                format!("[y]es / [n]o / [N]o + note / [a]lways for {always} (session)")
+            }
+            (None, false) => "[y]es / [n]o / [N]o + note".to_string(),
         };
         question.push_str(&format!("  {} — {choices}: ", self.head));
         question
@@ -200,10 +206,10 @@ impl Question {
                 "runs UNCONFINED",
                 Style::fg(keel_render::Color::Red),
             )]);
-        } else if self.plan.is_none() {
+        } else if let (None, Some(always)) = (&self.plan, &self.always) {
             choices.push(choice(
                 "a",
-                &format!(" always for {} (this session, never saved)", self.tool),
+                &format!(" always for {always} (this session, never saved)"),
                 Style::PLAIN,
             ));
         }
@@ -281,7 +287,7 @@ mod tests {
         assert!(
             shown.ends_with(
                 "bash: touch PWNED (201 lines) — [y]es / [n]o / [N]o + note / [a]lways for \
-                 bash (session): "
+                 touch PWNED, echo harmless (session): "
             ),
             "{shown}"
         );
@@ -292,7 +298,7 @@ mod tests {
         assert_eq!(
             question("rm -rf x\r"),
             "? allow bash:\n    rm -rf x␍\n  bash: rm -rf x␍ — [y]es / [n]o / [N]o + note / \
-             [a]lways for bash (session): "
+             [a]lways for rm -rf x␍ (session): "
         );
     }
 

@@ -184,6 +184,44 @@ fn an_approval_shows_its_diff_then_one_key_choices() {
     });
 }
 
+/// A command of three lines, one with a long run of spaces and one with an invisible
+/// character: every line shown, the run folded and marked, the character made visible, the line
+/// count next to the keys, and "always" naming the program and subcommand it covers.
+#[test]
+fn a_command_approval_shows_every_line_folded_and_what_always_covers() {
+    each("approval_bash", |width| {
+        let now = Instant::now();
+        let command = format!(
+            "git status &&\\\n  cargo test{}--workspace &&\\\n  echo done{}",
+            " ".repeat(40),
+            '\u{200b}'
+        );
+        let mut view = LiveView::new(status(), Vec::new(), usize::from(width), 30);
+        view.apply(
+            &event(EventBody::ToolCall {
+                call_id: "call_1".into(),
+                name: "bash".into(),
+                arguments: "{}".into(),
+                subject: Some(command.clone()),
+            }),
+            now,
+        );
+        view.ask(&ApprovalRequest {
+            call_id: "call_1".into(),
+            tool: "bash".into(),
+            subject: command,
+            arguments: "{}".into(),
+            unconfined: false,
+            plan: false,
+            preview: None,
+        });
+        let mut lines = view.take_commits();
+        lines.push(Line::from_text("(live region:)", keel_render::Style::PLAIN));
+        lines.extend(view.frame(now).lines);
+        lines
+    });
+}
+
 #[test]
 fn a_turn_in_flight() {
     each("in_flight", |width| {

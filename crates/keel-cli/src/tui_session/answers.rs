@@ -65,22 +65,21 @@ impl Session {
             Action::Deny => self.answer(Approval::Declined, "denied"),
             Action::DenyWithNote => self.view.start_note(),
             Action::Always => {
-                if let Some((request, _)) = &self.question
-                    && let Ok(mut always) = self.approver.always.lock()
-                {
-                    always.insert(request.tool.clone());
-                }
-                let tool = self
+                // Offered only where something can be remembered (`Question::always`).
+                let covered = self
                     .question
                     .as_ref()
-                    .map(|(request, _)| keel_render::visible_line(&request.tool).into_owned())
-                    .unwrap_or_default();
-                self.answer(
-                    Approval::Allow,
-                    &format!(
-                        "allowed, and {tool} is allowed for the rest of this session (never saved)"
-                    ),
-                );
+                    .and_then(|(request, _)| self.approver.always.remember(request));
+                if let Some(covered) = covered {
+                    let covered = keel_render::visible_line(&covered).into_owned();
+                    self.answer(
+                        Approval::Allow,
+                        &format!(
+                            "allowed, and {covered} is allowed for the rest of this session \
+                             (never saved)"
+                        ),
+                    );
+                }
             }
             _ => {}
         }
