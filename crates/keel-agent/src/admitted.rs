@@ -56,7 +56,14 @@ impl AdmittedTurn {
             }
             Ok(Err(error)) => {
                 let diagnostic = internal(&error.to_string());
-                shared.emit(Some(turn), EventBody::TurnFailed { diagnostic });
+                shared.emit(
+                    Some(turn),
+                    EventBody::TurnFailed {
+                        diagnostic,
+                        usage: None,
+                        cost: None,
+                    },
+                );
                 Err(error)
             }
             Err(_panic) => {
@@ -65,6 +72,8 @@ impl AdmittedTurn {
                     Some(turn),
                     EventBody::TurnFailed {
                         diagnostic: diagnostic.clone(),
+                        usage: None,
+                        cost: None,
                     },
                 );
                 Ok(TurnOutcome::Failed {

@@ -40,6 +40,7 @@ mod turn_run;
 mod unconfined;
 
 pub use admitted::AdmittedTurn;
+mod spend;
 pub use approval::{
     AlwaysAllowed, Approval, ApprovalRequest, Approver, HeadlessApprover, LONGEST_NOTE,
 };
@@ -58,6 +59,7 @@ pub use recovery::record::{RecordState, RecoveryRecord, StoredRecord};
 pub use recovery::record::{decode as decode_record, encode as encode_record};
 pub use recovery::refusal::RecoveryRefusal;
 pub use rewind::{RewindReport, RewindScope, SessionLease};
+pub use spend::SessionSpend;
 pub use turn::TurnOutcome;
 
 use keel_llm::client::HttpClient;
@@ -169,13 +171,6 @@ impl AgentError {
             | AgentError::Client(_) => false,
         }
     }
-}
-
-/// What a session's completed turns used, and cost where they had a price.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct SessionSpend {
-    pub usage: keel_types::Usage,
-    pub cost: Option<keel_types::Cost>,
 }
 
 pub(crate) struct SessionState {
@@ -615,8 +610,10 @@ impl Controller {
         *self.shared.lock_usage()
     }
 
-    /// Tokens used by every completed turn of the session, in any process (from its stored
-    /// `turn/completed` events; each call reads only the events stored since the last).
+    /// Tokens used by every turn of the session, in any process, from its stored
+    /// `turn/completed` and `turn/failed` events (a failed or stopped turn's responses are
+    /// billed too); each call reads only the events stored since the last. The cost is
+    /// `partial` where some of those tokens have no price (another model, another currency).
     pub fn session_usage(&self) -> Result<SessionSpend, AgentError> {
         let mut counted = self
             .shared
@@ -629,16 +626,17 @@ impl Controller {
             .store
             .events_after(&self.shared.session.id, *last)?
         {
-            if let keel_types::EventBody::TurnCompleted {
-                usage: turn, cost, ..
-            } = &stored.event.body
-            {
-                spend.usage.add(turn);
-                match (&mut spend.cost, cost) {
-                    (Some(total), Some(cost)) => total.add(cost),
-                    (total @ None, Some(cost)) => *total = Some(cost.clone()),
-                    (_, None) => {}
-                }
+            let (turn, cost) = match &stored.event.body {
+                keel_types::EventBody::TurnCompleted {
+                    usage: turn, cost, ..
+                } => (Some(turn), cost),
+                keel_types::EventBody::TurnFailed {
+                    usage: turn, cost, ..
+                } => (turn.as_ref(), cost),
+                _ => (None, &None),
+            };
+            if let Some(turn) = turn {
+                spend.add(turn, cost.as_ref());
             }
             *last = (*last).max(stored.event.id.unwrap_or(*last));
         }

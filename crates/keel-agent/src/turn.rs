@@ -81,14 +81,9 @@ async fn run_turn_inner(
     if !take_mcp_tools(&mut run, state).await {
         return Ok(end_cancelled(&run));
     }
-    let mut usage = Usage::default();
-    let mut bill = Bill::for_model(shared);
     if let Some(reason) = compaction_of(input_kind) {
         match compaction::compact(&mut run, state, reason, input.focus.as_deref()).await? {
-            Compaction::Done { usage: spent, .. } => {
-                usage.add(&spent);
-                bill.charge(&spent);
-            }
+            Compaction::Done { usage: spent, .. } => run.spent.charge(&spent),
             Compaction::Impossible(why) => {
                 let diagnostic =
                     FailureDiagnostic::with_message(FailureKind::Limit, None, why.to_string());
@@ -98,14 +93,13 @@ async fn run_turn_inner(
             Compaction::Cancelled => return Ok(end_cancelled(&run)),
         }
         if input_kind == InputKind::Compaction {
-            let spent = (usage, bill.total());
             let readiness = Readiness::of(
                 keel_types::FinishReason::Stop,
                 &state.history,
                 // The history's last round is an earlier turn's: its receipts decide.
                 &denied_calls(shared, None),
             );
-            return complete(&run, state, readiness, spent, false);
+            return complete(&run, state, readiness, false);
         }
     }
     // A session's first prompt: the environment says how the repository stands (keel's git,
@@ -129,8 +123,7 @@ async fn run_turn_inner(
                     usage: spent,
                     tokens_after,
                 } => {
-                    usage.add(&spent);
-                    bill.charge(&spent);
+                    run.spent.charge(&spent);
                     compaction_futile = compaction::threshold(shared, state)
                         .is_some_and(|threshold| tokens_after >= threshold);
                 }
@@ -177,8 +170,7 @@ async fn run_turn_inner(
             // A late reply of a cancelled turn: dropped, never committed.
             return Ok(end_cancelled(&run));
         }
-        usage.add(&completion.usage);
-        bill.charge(&completion.usage);
+        run.spent.charge(&completion.usage);
         let finish_reason = completion.finish_reason;
         let round = commit_reply(&run, state, completion)?;
         if round.calls.is_empty() {
@@ -188,16 +180,13 @@ async fn run_turn_inner(
                 &state.history,
                 &denied_calls(shared, Some(run.turn)),
             );
-            return complete(&run, state, readiness, (usage, bill.total()), may_offer);
+            return complete(&run, state, readiness, may_offer);
         }
         match run_tools(&mut run, state, round).await? {
             RoundEnd::Continue => ran_tools = true,
             RoundEnd::Cancelled => return Ok(end_cancelled(&run)),
             // The plan is the answer: nothing is left open.
-            RoundEnd::PlanShown => {
-                let spent = (usage, bill.total());
-                return complete(&run, state, Readiness::Ready, spent, false);
-            }
+            RoundEnd::PlanShown => return complete(&run, state, Readiness::Ready, false),
         }
         if let Some(diagnostic) = progress.observe(&state.history) {
             return Ok(end_failed(&run, diagnostic));
@@ -412,9 +401,7 @@ fn fail_request(
         )?;
         (offered, InputKind::ProtocolRecovery)
     };
-    run.emit(EventBody::TurnFailed {
-        diagnostic: diagnostic.clone(),
-    });
+    emit_failed(run, diagnostic.clone());
     if let Some(recovery_id) = &offered {
         run.emit(EventBody::RecoveryOffered {
             recovery_id: recovery_id.clone(),
@@ -482,9 +469,9 @@ fn complete(
     run: &TurnRun<'_>,
     state: &SessionState,
     readiness: Readiness,
-    (usage, cost): (Usage, Option<keel_types::Cost>),
     may_offer: bool,
 ) -> Result<TurnOutcome, AgentError> {
+    let (usage, cost) = (run.spent.usage, run.spent.cost());
     let offered = match readiness.reason() {
         Some(reason) if may_offer => {
             recovery::admission::record_readiness(run.shared, state, run.turn, reason)?
@@ -509,41 +496,22 @@ fn complete(
     Ok(TurnOutcome::Completed { usage, readiness })
 }
 
-/// What a turn's responses cost, each priced at the hour it completed (`None` without a price).
-struct Bill {
-    price: Option<keel_llm::price::Price>,
-    amount: f64,
-}
-
-impl Bill {
-    fn for_model(shared: &Shared) -> Bill {
-        Bill {
-            price: keel_llm::price::price_for(&shared.settings.profile, &shared.settings.model),
-            amount: 0.0,
-        }
+/// `turn/failed` with what the turn's responses used, which also counts in this controller's
+/// usage (a completed turn's is counted where its outcome is taken).
+fn emit_failed(run: &TurnRun<'_>, diagnostic: FailureDiagnostic) {
+    let (usage, cost) = run.spent.if_any();
+    if let Some(usage) = &usage {
+        run.shared.lock_usage().add(usage);
     }
-
-    fn charge(&mut self, usage: &Usage) {
-        if let Some(price) = &self.price {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |since| since.as_secs());
-            self.amount += price.cost(usage, now);
-        }
-    }
-
-    fn total(&self) -> Option<keel_types::Cost> {
-        self.price.as_ref().map(|price| keel_types::Cost {
-            amount: self.amount,
-            currency: price.currency.clone(),
-        })
-    }
+    run.emit(EventBody::TurnFailed {
+        diagnostic,
+        usage,
+        cost,
+    });
 }
 
 fn end_failed(run: &TurnRun<'_>, diagnostic: FailureDiagnostic) -> TurnOutcome {
-    run.emit(EventBody::TurnFailed {
-        diagnostic: diagnostic.clone(),
-    });
+    emit_failed(run, diagnostic.clone());
     TurnOutcome::Failed {
         diagnostic,
         recovery_id: None,
@@ -551,8 +519,7 @@ fn end_failed(run: &TurnRun<'_>, diagnostic: FailureDiagnostic) -> TurnOutcome {
 }
 
 fn end_cancelled(run: &TurnRun<'_>) -> TurnOutcome {
-    let diagnostic = FailureDiagnostic::new(FailureKind::Cancelled, None);
-    run.emit(EventBody::TurnFailed { diagnostic });
+    emit_failed(run, FailureDiagnostic::new(FailureKind::Cancelled, None));
     TurnOutcome::Cancelled
 }
 

@@ -6,10 +6,12 @@
 //!   moves the generation on (a cancel), `is_current` is false for ever and `cancelled`
 //!   resolves, so nothing of this turn is committed or started afterwards.
 //! - Events a turn emits carry its number.
+//! - `spent` holds every response the turn received, each priced at the hour it completed:
+//!   however the turn ends (completed, failed, cancelled), its event says what was used.
 
 use crate::Shared;
 use keel_llm::AccountCursor;
-use keel_types::{EventBody, InputKind};
+use keel_types::{EventBody, InputKind, Usage};
 use std::sync::atomic::Ordering;
 use tokio::sync::watch;
 
@@ -32,6 +34,54 @@ pub struct TurnRun<'a> {
     /// An unconfined re-run was offered in this turn (at most one is: a command's own output
     /// triggers the offer, so a model cannot make it ask again and again).
     pub unconfined_offered: bool,
+    /// What the turn's responses used and cost so far.
+    pub spent: Spent,
+}
+
+/// What a turn's responses used, and cost, each priced at the hour it completed (no amount
+/// without a price).
+pub(crate) struct Spent {
+    pub usage: Usage,
+    price: Option<keel_llm::price::Price>,
+    amount: f64,
+}
+
+impl Spent {
+    fn for_model(shared: &Shared) -> Spent {
+        Spent {
+            usage: Usage::default(),
+            price: keel_llm::price::price_for(&shared.settings.profile, &shared.settings.model),
+            amount: 0.0,
+        }
+    }
+
+    /// Count a response's tokens, priced now.
+    pub fn charge(&mut self, usage: &Usage) {
+        self.usage.add(usage);
+        if let Some(price) = &self.price {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_secs());
+            self.amount += price.cost(usage, now);
+        }
+    }
+
+    /// The cost so far, where the model has a price.
+    pub fn cost(&self) -> Option<keel_types::Cost> {
+        self.price.as_ref().map(|price| keel_types::Cost {
+            amount: self.amount,
+            currency: price.currency.clone(),
+        })
+    }
+
+    /// What a failed or cancelled turn's event says it used: nothing when no response came.
+    pub fn if_any(&self) -> (Option<Usage>, Option<keel_types::Cost>) {
+        if self.usage == Usage::default() {
+            (None, None)
+        } else {
+            (Some(self.usage), self.cost())
+        }
+    }
 }
 
 impl<'a> TurnRun<'a> {
@@ -45,6 +95,7 @@ impl<'a> TurnRun<'a> {
             signal: shared.cancel_signal.subscribe(),
             accounts: AccountCursor::new(&shared.settings.profile),
             unconfined_offered: false,
+            spent: Spent::for_model(shared),
         }
     }
 

@@ -132,7 +132,7 @@ impl Renderer {
                     eprintln!("{text}");
                 }
             }
-            EventBody::TurnFailed { diagnostic } => match diagnostic.kind {
+            EventBody::TurnFailed { diagnostic, .. } => match diagnostic.kind {
                 FailureKind::Cancelled => {
                     // What streamed stays on screen, marked (it is never committed).
                     let streamed = self.keep_attempt();

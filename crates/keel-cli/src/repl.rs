@@ -359,8 +359,8 @@ impl Repl {
                     usage_line(&usage, usage.cache_hit_ratio())
                 );
                 if let Some(spend) = spent {
-                    let money = match &spend.cost {
-                        Some(cost) => cost.display(),
+                    let money = match spend.cost_display() {
+                        Some(cost) => cost,
                         None => "no price known for this model (tokens only; set [providers.NAME.price])".into(),
                     };
                     eprintln!(

@@ -304,7 +304,7 @@ impl Session {
                         .clamp(0.0, 100.0) as u8,
                 );
             }
-            status.cost = spend.cost.as_ref().map(keel_types::Cost::display);
+            status.cost = spend.cost_display();
         }
         self.view.status = status;
     }

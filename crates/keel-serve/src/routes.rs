@@ -203,8 +203,10 @@ async fn session_status(
         "waiting": state.approvals.waiting(&id),
         "usage": usage,
         "cache_hit_ratio": usage.cache_hit_ratio(),
-        "cost_display": spend.cost.as_ref().map(keel_types::Cost::display),
+        "cost_display": spend.cost_display(),
         "cost": spend.cost,
+        // Some of `usage` has no price in `cost` (another model or currency).
+        "cost_partial": spend.partial,
         "context": controller.context_use(),
         // What the workspace's untrusted project files asked for and did not get.
         "untrusted": settings.untrusted,

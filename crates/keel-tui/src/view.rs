@@ -392,7 +392,7 @@ impl LiveView {
                     self.say(&text, Style::PLAIN.dim());
                 }
             }
-            EventBody::TurnFailed { diagnostic } => {
+            EventBody::TurnFailed { diagnostic, .. } => {
                 self.waiting = None;
                 self.drop_approval();
                 match diagnostic.kind {

@@ -217,7 +217,16 @@ pub enum EventBody {
         cost: Option<crate::Cost>,
     },
     #[serde(rename = "turn/failed")]
-    TurnFailed { diagnostic: FailureDiagnostic },
+    TurnFailed {
+        diagnostic: FailureDiagnostic,
+        /// What the responses the turn received before it ended used (the provider bills
+        /// them): absent when it received none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        /// What those tokens cost, where the model has a price.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost: Option<crate::Cost>,
+    },
     #[serde(rename = "recovery/offered")]
     RecoveryOffered {
         recovery_id: String,
@@ -327,6 +336,8 @@ mod tests {
             turn: Some(1),
             body: EventBody::TurnFailed {
                 diagnostic: FailureDiagnostic::new(FailureKind::Quota, Some(402)),
+                usage: None,
+                cost: None,
             },
         };
         let json = serde_json::to_value(&failed).unwrap();
@@ -334,5 +345,6 @@ mod tests {
         assert_eq!(json["diagnostic"]["kind"], "quota");
         assert_eq!(json["diagnostic"]["status"], 402);
         assert!(json["diagnostic"]["trace_id"].is_null());
+        assert!(json.get("usage").is_none() && json.get("cost").is_none());
     }
 }
