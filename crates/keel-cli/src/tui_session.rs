@@ -10,8 +10,9 @@
 //! - One turn at a time: what is typed while a turn runs is queued (shown, editable with Up,
 //!   cancellable with Esc twice) and sent when the turn ends, unless the turn offered a recovery
 //!   (then it waits, shown, for Enter).
-//! - Esc or Ctrl-C during a turn cancels it; what streamed stays on screen, marked interrupted
-//!   (never committed). Ctrl-C twice on an empty input, or Ctrl-D, quits.
+//! - Esc on an empty input, or Ctrl-C, during a turn cancels it; what streamed stays on screen,
+//!   marked interrupted (never committed). Esc on a typed input clears it (twice), during a turn
+//!   too. Ctrl-C twice on an empty input, or Ctrl-D, quits.
 //! - An approval is answered by one key, but not by keys pressed in its first `ANSWER_DELAY`
 //!   or in a burst of typing that went on as it appeared (typed for the input: only a key
 //!   after a pause answers); an approval abandoned by its turn disappears.
@@ -67,6 +68,9 @@ struct Session {
     last_draw: Instant,
     /// Something changed since the last frame.
     dirty: bool,
+    /// What the running turn's responses used so far (not stored until the turn ends), so the
+    /// status line counts as the turn goes.
+    running: keel_agent::SessionSpend,
 }
 
 /// The shortest time between two frames (60 a second).
@@ -135,6 +139,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
             .checked_sub(FRAME)
             .unwrap_or_else(Instant::now),
         dirty: true,
+        running: keel_agent::SessionSpend::default(),
     };
     session.refresh_status();
     if !asked {
@@ -169,14 +174,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
             }
             event = session.events.recv() => {
                 if let Some(event) = event {
-                    session.view.apply(&event, Instant::now());
-                    session.dirty = true;
-                    // An approved plan changed the mode: the status line says so at once.
-                    if matches!(&event.body, keel_types::EventBody::ToolResult { name, .. }
-                        if name == keel_tools::BuiltinTool::ProposePlan.name())
-                    {
-                        session.refresh_status();
-                    }
+                    session.take_event(&event);
                 }
             }
             question = asked_rx.recv() => {
@@ -267,8 +265,52 @@ impl Session {
 
     fn drain_events(&mut self) {
         while let Ok(event) = self.events.try_recv() {
-            self.view.apply(&event, Instant::now());
-            self.dirty = true;
+            self.take_event(&event);
+        }
+    }
+
+    /// An event of the session: to the view, and to the status line where it changes it.
+    fn take_event(&mut self, event: &keel_types::Event) {
+        use keel_types::EventBody;
+        match &event.body {
+            EventBody::LlmResponse { usage, .. } => self.count_response(usage),
+            // Stored now: the session's totals hold the turn.
+            EventBody::TurnCompleted { .. } | EventBody::TurnFailed { .. } => {
+                self.running = keel_agent::SessionSpend::default();
+            }
+            // An approved plan changed the mode: the status line says so at once.
+            EventBody::ToolResult { name, .. }
+                if name == keel_tools::BuiltinTool::ProposePlan.name() =>
+            {
+                self.refresh_status();
+            }
+            _ => {}
+        }
+        self.view.apply(event, Instant::now());
+        self.dirty = true;
+    }
+
+    /// A response of the running turn: its tokens (and cost, priced now) on the status line.
+    fn count_response(&mut self, usage: &keel_types::Usage) {
+        let Some(controller) = self.controller() else {
+            return;
+        };
+        let settings = controller.settings();
+        let cost = keel_llm::price::price_for(&settings.profile, &settings.model).map(|price| {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_secs());
+            keel_types::Cost {
+                amount: price.cost(usage, now),
+                currency: price.currency.clone(),
+            }
+        });
+        self.running.add(usage, cost.as_ref());
+        let context_percent = self.view.status.context_percent;
+        self.refresh_status();
+        // The context is measured between turns; the last figure stays until then.
+        if self.view.status.context_percent.is_none() {
+            self.view.status.context_percent = context_percent;
         }
     }
 
@@ -294,7 +336,8 @@ impl Session {
                 .map(|context| u8::try_from(context.percent()).unwrap_or(100)),
             ..Status::default()
         };
-        if let Ok(spend) = controller.session_usage() {
+        if let Ok(mut spend) = controller.session_usage() {
+            spend.add(&self.running.usage, self.running.cost.as_ref());
             status.tokens_in = spend.usage.input;
             status.tokens_out = spend.usage.output;
             if spend.usage.cache_hit + spend.usage.cache_miss > 0 {
@@ -698,8 +741,10 @@ impl Session {
                     return self.run_command(command).await;
                 }
             }
+            // Typing: Esc clears the input (twice), also while a turn runs; on an empty input
+            // it stops the running turn.
             Action::Escape => {
-                if self.view.is_busy() {
+                if self.view.is_busy() && self.view.editor.is_empty() {
                     self.cancel_turn();
                 } else {
                     self.view.escape();

@@ -79,3 +79,107 @@ fn a_command_line_keel_cannot_read_in_full_has_no_always() {
     tmux.wait_for("All done.");
     assert_eq!(tool_messages(&mock).len(), 2);
 }
+
+/// A turn whose command runs for a while, in `auto` mode: the status line, the input and Esc
+/// can be watched while it runs.
+fn slow_turn() -> (common::Home, common::MockProcess, Tmux) {
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "bash", "args": {"command": "sleep 4; echo slept"}},
+        {"say": "All done."},
+        {"fault": "stall", "seconds": 30}
+    ]})
+    .to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    home.prepend_config("permission_mode = \"auto\"\n");
+    home.append_config(
+        "[providers.deepseek.price]\ninput_cache_hit = 1.0\ninput_cache_miss = 2.0\n\
+         output = 4.0\ncurrency = \"EUR\"\n",
+    );
+    let tmux = Tmux::start(&home, &home.path(), &[], (100, 30));
+    tmux.wait_for("mock-model · auto");
+    (home, mock, tmux)
+}
+
+#[test]
+fn the_status_line_counts_the_running_turns_responses() {
+    if !available() {
+        return;
+    }
+    let (_home, _mock, tmux) = slow_turn();
+    assert!(!tmux.screen().contains('↑'), "{}", tmux.screen());
+    tmux.type_text("go");
+    tmux.press(&["Enter"]);
+    // While the command runs, the first response's tokens and cost are on the status line.
+    tmux.wait_until_screen("tokens while the turn runs", |screen| {
+        screen.contains("sleep 4") && !screen.contains("All done.") && {
+            let status = screen
+                .lines()
+                .rev()
+                .find(|l| l.contains("mock-model"))
+                .unwrap_or("");
+            status.contains('↑') && status.contains('€')
+        }
+    });
+    let during = tmux.screen();
+    tmux.wait_for("All done.");
+    // Counted once: the stored turn replaces the running count.
+    let status = |screen: &str| {
+        screen
+            .lines()
+            .rev()
+            .find(|l| l.contains("mock-model"))
+            .unwrap_or("")
+            .to_string()
+    };
+    // `↑1.1k` as 1100.
+    let up = |line: &str| -> f64 {
+        let count = line
+            .split('↑')
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("{line}"));
+        match count.strip_suffix('k') {
+            Some(thousands) => thousands.parse::<f64>().unwrap() * 1000.0,
+            None => count.parse().unwrap(),
+        }
+    };
+    let (before, after) = (up(&status(&during)), up(&status(&tmux.screen())));
+    assert!(
+        after > before && after < 2.0 * before + 2_000.0,
+        "{before} then {after}"
+    );
+}
+
+#[test]
+fn esc_while_typing_during_a_turn_clears_the_input_and_keeps_the_turn() {
+    if !available() {
+        return;
+    }
+    let (_home, mock, tmux) = slow_turn();
+    tmux.type_text("go");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("sleep 4");
+    tmux.type_text("a thought for later");
+    tmux.wait_for("a thought for later");
+    tmux.press(&["Escape"]);
+    tmux.wait_for("Esc again clears the input");
+    tmux.press(&["Escape"]);
+    tmux.wait_until_screen("the input cleared", |screen| {
+        !screen.contains("a thought for later")
+    });
+    // The turn went on: the command finished and the model answered.
+    tmux.wait_for("All done.");
+    assert!(
+        !tmux.everything().contains("interrupted"),
+        "{}",
+        tmux.everything()
+    );
+    assert_eq!(mock.requests().len(), 2);
+
+    // With the input empty, Esc stops a turn.
+    tmux.type_text("again");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("waiting for the model");
+    tmux.press(&["Escape"]);
+    tmux.wait_for("⏹ cancelled");
+}

@@ -213,7 +213,11 @@ impl LiveView {
             return true;
         }
         self.escape_armed = true;
-        self.notice = Some("Esc again clears the input".into());
+        self.notice = Some(if self.busy {
+            "Esc again clears the input (Esc on an empty input stops the turn)".into()
+        } else {
+            "Esc again clears the input".into()
+        });
         false
     }
 
@@ -653,7 +657,8 @@ impl LiveView {
         }
         if !self.queued.is_empty() {
             middle.push(Line::from_text(
-                "sent when this turn ends · Up on an empty input edits the last",
+                "sent when this turn ends · Up on an empty input takes the last back to edit \
+                 (Esc twice cancels it)",
                 Style::PLAIN.dim(),
             ));
         }
