@@ -71,7 +71,7 @@ fn no_color_draws_the_same_structure_without_styles() {
 #[test]
 fn a_piped_answer_keeps_newlines_and_tabs_and_shows_every_other_control() {
     let answer = "red \u{1b}[31mtext\u{1b}[0m\tand\ttabs\nbell \u{7} and \u{9b}2J and title \u{1b}]0;pwned\u{7}";
-    let scenario = serde_json::json!({"steps": [{"say": answer}]}).to_string();
+    let scenario = serde_json::json!({"steps": [{"say": answer}, {"say": answer}]}).to_string();
     let (home, _mock) = scripted("chat", &scenario, "");
     let output = home.run(&["run", "hi"]);
     let stdout = output.stdout();
@@ -79,6 +79,15 @@ fn a_piped_answer_keeps_newlines_and_tabs_and_shows_every_other_control() {
         stdout,
         "red ␛[31mtext␛[0m\tand\ttabs\nbell ␇ and ⟨U+009B⟩2J and title ␛]0;pwned␇\n"
     );
+    // `--json` is the exact record: the same answer, byte for byte, JSON-escaped.
+    let json = home.run(&["run", "--json", "hi"]);
+    assert!(!json.stdout().contains('\u{1b}'), "no raw ESC on stdout");
+    let text: String = json
+        .events_of("llm/text")
+        .iter()
+        .map(|event| event["delta"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(text, answer);
 }
 
 #[test]
