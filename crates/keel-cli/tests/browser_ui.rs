@@ -132,6 +132,33 @@ fn tool_rounds_show_as_cards_with_their_states() {
     not(keel_e2e_browser),
     ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
 )]
+fn a_turn_shows_live_output_the_renderers_diff_and_a_rendered_stream() {
+    require_browser();
+    let answer = format!(
+        "## Report\n\n| step | state |\n|---|---|\n| edit | done |\n\n{}ENDWORD",
+        "The work went as planned. ".repeat(12)
+    );
+    let steps = json!({"chunk_delay_ms": 40, "steps": [
+        {"tool": "bash", "args": {"command": "for i in 1 2 3 4 5 6; do echo line $i; sleep 0.6; done"}},
+        {"tool": "edit_file", "args": {"path": "notes.txt", "old_string": "two", "new_string": "beta"}},
+        {"say": answer},
+    ]});
+    let (home, _mock) = drive_prepared("live", steps, "permission_mode = \"auto\"", &[], &|home| {
+        std::fs::write(home.path().join("notes.txt"), "one\ntwo\nthree\n").unwrap();
+        home.append_config(
+            "[providers.deepseek.price]\ninput_cache_hit = 1.0\ninput_cache_miss = 2.0\n\
+                 output = 4.0\ncurrency = \"EUR\"\n",
+        );
+    });
+    let notes = std::fs::read_to_string(home.path().join("notes.txt")).unwrap();
+    assert_eq!(notes, "one\nbeta\nthree\n");
+}
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
 fn approvals_from_the_card_allow_one_call_and_deny_another() {
     require_browser();
     let steps = json!({"steps": [

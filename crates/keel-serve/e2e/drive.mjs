@@ -335,6 +335,41 @@ const scenarios = {
     assert.equal(await page.locator("#send").isDisabled(), false, "ready for the next prompt");
   },
 
+  // A turn as it happens: a command's output and elapsed time while it runs, an edit's exact
+  // change from keel's renderer, and an answer rendered while it still streams.
+  async live() {
+    await ask("do the work");
+    await page.waitForFunction(() => {
+      const live = document.querySelector(".card .live-output");
+      const state = document.querySelector(".card .state");
+      return live && live.textContent.includes("line 2") && /^running… [1-9]\d* s$/.test(state.textContent);
+    }, null, { timeout: 20000 });
+    assert.ok(!(await page.locator(".card .live-output").innerText()).includes("line 6"), "seen while it runs");
+    await page.waitForFunction(() => document.querySelector(".card .state").textContent.startsWith("completed"));
+    assert.equal(await page.locator(".card .live-output").count(), 0, "the live tail gives way to the output");
+    // The edit allowed without a question: its change, numbered, from the preview.
+    await page.locator(".card .filediff tr.del").first().waitFor();
+    assert.equal(await page.locator(".card .filediff tr.del td.no").first().innerText(), "2");
+    assert.equal(await page.locator(".card .filediff tr.add td.text").first().innerText(), "+ beta");
+    assert.equal(await page.locator(".card pre.args-diff").count(), 0, "no diff of the page's own");
+    // The answer is rendered while it streams: a heading and a table before the last word.
+    await page.waitForFunction(() => {
+      const live = document.querySelector("#transcript .msg > .md");
+      return live && live.querySelector("h2") && live.querySelector("table")
+        && !document.getElementById("transcript").innerText.includes("ENDWORD");
+    }, null, { timeout: 20000 });
+    assert.ok(!(await text()).includes("|---|"), "no raw table while it streams");
+    await waitForText("ENDWORD");
+    assert.equal(await page.locator(".md h2").innerText(), "Report");
+    // The header's totals, money included, also as a fresh page loads them.
+    const totals = /^· tokens [1-9]\d* in · [1-9]\d* out · cache \d+% · €0\.\d+/;
+    await page.waitForFunction((re) => new RegExp(re).test(document.getElementById("usage").textContent), totals.source);
+    const before = await page.locator("#usage").innerText();
+    await page.reload();
+    await page.waitForFunction((re) => new RegExp(re).test(document.getElementById("usage").textContent), totals.source);
+    assert.equal(await page.locator("#usage").innerText(), before);
+  },
+
   // Reload in the middle of a turn: the transcript is whole and keeps streaming.
   async reload() {
     await ask("stream slowly");

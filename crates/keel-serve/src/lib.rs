@@ -16,6 +16,7 @@
 mod access;
 mod approvals;
 mod error;
+mod page_events;
 mod routes;
 mod ui;
 

@@ -10,6 +10,7 @@
 
 use crate::approvals::Decision;
 use crate::error::ApiError;
+use crate::page_events::PageEvents;
 use crate::{AppState, CLIENT_BUFFER, MAX_BODY_BYTES, OpenSession, access, ui};
 use axum::Router;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
@@ -492,32 +493,6 @@ fn with_html(item: &mut Value) {
     }
 }
 
-/// The text an attempt streamed, for the `html` of its `llm/response` (one per SSE client:
-/// a client that joins mid-attempt gets the HTML of what it saw, and the page's history
-/// reload at the turn's end shows the whole answer).
-#[derive(Default)]
-struct AttemptText(String);
-
-impl AttemptText {
-    fn follow(&mut self, data: &mut Value) {
-        match data["type"].as_str() {
-            Some("llm/request" | "llm/retry") => self.0.clear(),
-            Some("llm/text") => {
-                if let Some(delta) = data["delta"].as_str() {
-                    self.0.push_str(delta);
-                }
-            }
-            Some("llm/response") => {
-                let text = std::mem::take(&mut self.0);
-                if !text.is_empty() {
-                    data["html"] = Value::String(keel_render::markdown_html(&text));
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
 #[derive(Debug, Deserialize)]
 struct EventsQuery {
     after: Option<u64>,
@@ -545,7 +520,7 @@ async fn events(
     let stopping = state.shutting_down.clone();
     let approvals = state.approvals.clone();
     let stream = futures_util::stream::unfold(
-        (receiver, stopping, AttemptText::default()),
+        (receiver, stopping, PageEvents::default()),
         move |(mut receiver, mut stopping, mut attempt)| {
             let approvals = approvals.clone();
             let session = id.clone();
@@ -555,7 +530,7 @@ async fn events(
                     _ = stopping.wait_for(|stop| *stop) => return None,
                 };
                 let mut data = serde_json::to_value(&event).unwrap_or(Value::Null);
-                attempt.follow(&mut data);
+                attempt.enrich(&mut data);
                 // The change a waiting write or edit would make, or the plan to approve, for
                 // its card (asked before announced, so the call is waiting by now).
                 if data["type"] == "approval/requested"

@@ -63,8 +63,8 @@ mod tests {
     #[test]
     fn model_text_is_never_written_as_html() {
         // HTML is set in exactly two places, each from keel-render's sanitised output sent by
-        // the server (`html` of a message, `diff_html` of a waiting call); everything else is
-        // text (`textContent`).
+        // the server (`html` of a message or of an answer so far, `diff_html` of a waiting call
+        // or a preview); everything else is text (`textContent`).
         let writes: Vec<&str> = SCRIPT
             .lines()
             .filter(|line| line.contains("innerHTML"))
@@ -72,7 +72,7 @@ mod tests {
             .collect();
         assert_eq!(
             writes,
-            ["box.innerHTML = html;", "diff.innerHTML = event.diff_html;"],
+            ["box.innerHTML = html;", "diff.innerHTML = html;"],
             "the UI writes HTML only from the renderer"
         );
         assert!(!SCRIPT.contains("insertAdjacentHTML"));

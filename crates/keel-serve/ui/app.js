@@ -50,10 +50,17 @@ function scrollDown() { $("transcript").scrollTop = $("transcript").scrollHeight
 // Markdown arrives rendered: keel's renderer writes the HTML (escaped text, fixed tags and
 // classes, links only to http(s)/mailto), the same parse the terminal draws. The page
 // renders no markdown of its own.
-function markdownBox(html) {
-  const box = el("div", "msg md");
+function markdownBox(html, className = "msg md") {
+  const box = el("div", className);
   box.innerHTML = html;
   return box;
+}
+
+// A diff keel's renderer wrote (numbered, in hunks), as the terminal shows it.
+function diffBox(html) {
+  const diff = el("div", "filediff");
+  diff.innerHTML = html;
+  return diff;
 }
 
 // A code block's copy button copies the code as text.
@@ -107,6 +114,45 @@ function card(event) {
   return box;
 }
 
+// This call's change, from keel's renderer, in place of anything shown before.
+function showDiff(box, html) {
+  box.querySelectorAll("pre.args-diff, .filediff").forEach((node) => node.remove());
+  box.querySelector(".subject").after(diffBox(html));
+}
+
+// A running command: the time it has run, and the end of its output as it arrives (the same
+// redacted stream the terminal shows).
+const LIVE_LINES = 12;
+function started(event) {
+  const entry = view.cards.get(event.call_id);
+  if (!entry) return;
+  const since = Date.now();
+  const tick = () => {
+    if (!entry.state.classList.contains("muted")) return;
+    entry.state.textContent = `running… ${Math.floor((Date.now() - since) / 1000)} s`;
+  };
+  entry.timer = setInterval(tick, 1000);
+}
+
+function output(event) {
+  const entry = view.cards.get(event.call_id);
+  if (!entry) return;
+  entry.output = ((entry.output || "") + event.delta).slice(-65536);
+  if (!entry.live) {
+    entry.live = el("pre", "live-output");
+    entry.state.before(entry.live);
+  }
+  const lines = entry.output.replace(/\n$/, "").split("\n");
+  const hidden = lines.length > LIVE_LINES ? `… ${lines.length - LIVE_LINES} lines above\n` : "";
+  entry.live.textContent = hidden + lines.slice(-LIVE_LINES).join("\n");
+}
+
+function ended(entry) {
+  if (entry.timer) clearInterval(entry.timer);
+  if (entry.live) entry.live.remove();
+  entry.live = null; entry.timer = null;
+}
+
 function askOnCard(event) {
   const entry = view.cards.get(event.call_id) || { box: card(event), state: null };
   if (entry.box.querySelector(".actions")) return;
@@ -114,16 +160,9 @@ function askOnCard(event) {
   // The subject folded as on every surface: a run of blanks or a long line cannot push the
   // command out of sight, and its head stands next to the question.
   const folded = event.view || { lines: [event.subject || ""], line_count: 1, head: event.subject || "" };
-  const subject = entry.box.querySelector(".subject");
-  if (subject) subject.textContent = folded.lines.join("\n");
+  entry.box.querySelector(".subject").textContent = folded.lines.join("\n");
   // The exact change a write or an edit would make, numbered (keel's renderer wrote it).
-  if (event.diff_html !== undefined) {
-    // This question's diff, never one left from an earlier call on the card.
-    entry.box.querySelectorAll("pre.args-diff, .filediff").forEach((node) => node.remove());
-    const diff = el("div", "filediff");
-    diff.innerHTML = event.diff_html;
-    subject.after(diff);
-  }
+  if (event.diff_html !== undefined) showDiff(entry.box, event.diff_html);
   const actions = el("div", "actions");
   const count = (folded.line_count > 1 ? ` (${folded.line_count} lines)` : "")
     + (folded.hidden_chars ? ` — ${folded.hidden_chars} characters of long lines not shown` : "");
@@ -231,11 +270,22 @@ function delta(kind, text) {
     } else {
       view.live = el("div", "msg"); $("transcript").appendChild(view.live);
       view.liveText = view.live;
+      // What keel's renderer made of the text so far, then the raw text after it.
+      view.liveRendered = el("div", "md"); view.livePending = el("span", "pending");
+      view.live.append(view.liveRendered, view.livePending);
     }
     view.liveKind = kind;
     view.attempt.push(view.live.closest("details") || view.live);
   }
-  view.live.textContent += text;
+  if (kind === "text") view.livePending.textContent += text;
+  else view.live.textContent += text;
+}
+
+// The answer so far as keel's renderer made it (sent every so often while it streams).
+function renderedSoFar(html) {
+  if (view.liveKind !== "text" || !view.liveRendered) return;
+  view.liveRendered.replaceWith(view.liveRendered = markdownBox(html, "md"));
+  view.livePending.textContent = "";
 }
 
 // Put what a stopped attempt streamed back above its turn's "stopped" note.
@@ -263,7 +313,7 @@ function handle(event) {
   switch (event.type) {
     case "turn/started": leaveEmptyState(); setBusy(true); view.attempt = []; break;
     case "llm/request": view.attempt = []; view.liveText = null; endLive(); break;
-    case "llm/text": delta("text", event.delta); break;
+    case "llm/text": delta("text", event.delta); if (event.html !== undefined) renderedSoFar(event.html); break;
     case "llm/reasoning": delta("reasoning", event.delta); break;
     case "llm/retry":
       // What the failed attempt streamed is dropped: the final answer has no duplicate.
@@ -272,10 +322,18 @@ function handle(event) {
       break;
     case "llm/response": settleText(event.html); endLive(); view.attempt = []; break;
     case "tool/call": endLive(); card(event); break;
+    case "tool/started": started(event); break;
+    case "tool/output": output(event); break;
+    case "tool/preview": {
+      const entry = view.cards.get(event.call_id);
+      if (entry && event.diff_html !== undefined) showDiff(entry.box, event.diff_html);
+      break;
+    }
     case "approval/requested": askOnCard(event); break;
     case "tool/result": {
       const entry = view.cards.get(event.call_id);
       if (entry) {
+        ended(entry);
         entry.state.textContent = event.state + " · " + event.summary;
         entry.state.className = "state state-" + event.state;
         entry.box.querySelectorAll(".actions").forEach((node) => node.remove());
