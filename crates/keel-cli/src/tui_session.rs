@@ -439,6 +439,7 @@ impl Session {
         self.paused.store(true, Ordering::SeqCst);
         // Let the key reader finish a poll in progress.
         std::thread::sleep(Duration::from_millis(60));
+        crate::tui_terminal::plain_keys();
         let _ = self.surface.finish();
         let _ = crossterm::terminal::disable_raw_mode();
     }
@@ -451,6 +452,7 @@ impl Session {
         let (columns, rows) = screen_size();
         let row = crossterm::cursor::position().map_or(rows.saturating_sub(1), |(_, row)| row);
         self.paused.store(false, Ordering::SeqCst);
+        crate::tui_terminal::enhanced_keys();
         self.surface = InlineSurface::new(std::io::stdout(), (columns, rows), row, self.colors);
         self.view.resize(usize::from(columns), usize::from(rows));
     }

@@ -3,9 +3,12 @@
 //! temporary files for `$EDITOR` and the pager.
 //!
 //! Invariants:
-//! - `RawMode` puts the terminal back (raw mode off, bracketed paste off, cursor shown) when
-//!   dropped; the key reader is the only reader of the terminal, and stops reading while paused
-//!   (another program has the terminal).
+//! - `RawMode` puts the terminal back (raw mode off, bracketed paste off, cursor shown, the
+//!   keyboard protocol popped) when dropped; the key reader is the only reader of the terminal,
+//!   and stops reading while paused (another program has the terminal).
+//! - Modified keys (Shift+Enter) are asked for only from a terminal that says it has the
+//!   keyboard protocol (the key reader asks, so the first frame waits for no answer), and only
+//!   while keel has the terminal: `plain_keys` before another program gets it.
 //! - Notifications carry fixed text only: nothing from the model reaches an OSC sequence.
 
 use crossterm::event::Event as TermEvent;
@@ -14,6 +17,35 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::mpsc;
+
+/// The terminal said it has the keyboard protocol (kitty's; asked once by the key reader).
+static KEYBOARD_PROTOCOL: AtomicBool = AtomicBool::new(false);
+/// keel pushed its keyboard flags, and has not popped them.
+static KEYS_ENHANCED: AtomicBool = AtomicBool::new(false);
+
+/// Ask a terminal with the keyboard protocol to report modified keys (Shift+Enter), with
+/// escape codes no key can be mistaken for.
+pub(crate) fn enhanced_keys() {
+    if KEYBOARD_PROTOCOL.load(Ordering::SeqCst) && !KEYS_ENHANCED.swap(true, Ordering::SeqCst) {
+        let _ = crossterm::execute!(
+            std::io::stdout(),
+            crossterm::event::PushKeyboardEnhancementFlags(
+                crossterm::event::KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES
+            )
+        );
+    }
+}
+
+/// Back to the keys the terminal sends by default (before another program gets it, and at
+/// the end).
+pub(crate) fn plain_keys() {
+    if KEYS_ENHANCED.swap(false, Ordering::SeqCst) {
+        let _ = crossterm::execute!(
+            std::io::stdout(),
+            crossterm::event::PopKeyboardEnhancementFlags
+        );
+    }
+}
 
 /// Puts the terminal back when dropped.
 pub(crate) struct RawMode;
@@ -28,6 +60,7 @@ impl RawMode {
 
 impl Drop for RawMode {
     fn drop(&mut self) {
+        plain_keys();
         let _ = crossterm::execute!(
             std::io::stdout(),
             crossterm::event::DisableBracketedPaste,
@@ -46,6 +79,13 @@ pub(crate) type Said = (TermEvent, Option<u16>);
 pub(crate) fn read_keys(paused: Arc<AtomicBool>) -> mpsc::UnboundedReceiver<Said> {
     let (sender, receiver) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
+        // Asked here, by the one reader, so the first frame waits for no answer.
+        if crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false) {
+            KEYBOARD_PROTOCOL.store(true, Ordering::SeqCst);
+            if !paused.load(Ordering::SeqCst) {
+                enhanced_keys();
+            }
+        }
         loop {
             if paused.load(Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(20));

@@ -183,3 +183,43 @@ fn esc_while_typing_during_a_turn_clears_the_input_and_keeps_the_turn() {
     tmux.press(&["Escape"]);
     tmux.wait_for("⏹ cancelled");
 }
+
+#[test]
+fn shift_enter_inserts_a_newline_where_the_terminal_reports_it() {
+    let scenario = serde_json::json!({"steps": [{"say": "Got it."}]}).to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    let (screen, _) = common::terminal::live_tui_session(
+        &home,
+        &[
+            // A terminal with the keyboard protocol answers keel's questions: where the cursor
+            // is, which keyboard flags are on, and what it is (DA1). keel then asks it for
+            // modified keys.
+            ("\x1b[1;1R\x1b[?0u\x1b[?62;22c", Some("\x1b[>1u"), 0),
+            // Shift+Enter as that terminal sends it.
+            ("hello\x1b[13;2uworld", Some("world"), 0),
+            ("\r", Some("Got it."), 0),
+            ("\x04", Some("resume it with"), 0),
+        ],
+    );
+    assert_eq!(common::last_user_message(&mock), "hello\nworld");
+    // The terminal is put back: the flags popped as keel leaves.
+    let pushed = screen.find("\x1b[>1u").unwrap();
+    assert!(screen[pushed..].contains("\x1b[<1u"), "{screen:?}");
+}
+
+#[test]
+fn a_terminal_without_the_keyboard_protocol_is_never_asked_for_modified_keys() {
+    let scenario = serde_json::json!({"steps": [{"say": "Got it."}]}).to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    let (screen, _) = common::terminal::live_tui_session(
+        &home,
+        &[
+            // Only the cursor and DA1: no keyboard protocol.
+            ("\x1b[1;1R\x1b[?62;22c", None, 300),
+            ("hello\r", Some("Got it."), 0),
+            ("\x04", Some("resume it with"), 0),
+        ],
+    );
+    assert_eq!(common::last_user_message(&mock), "hello");
+    assert!(!screen.contains("\x1b[>1u"), "{screen:?}");
+}

@@ -52,11 +52,31 @@ pub fn interactive_session_with_env(
     first_marker: &str,
     inputs: &[(&str, Option<&str>, u64)],
 ) -> (String, Option<i32>) {
+    // The line mode: these tests read its lines (the live TUI has tests of its own, under tmux).
+    session_under_script(home, cwd, env, "--plain", first_marker, inputs)
+}
+
+/// The live TUI under `script`, for what tmux cannot play: a terminal's own answers to keel's
+/// questions, typed as bytes (the raw bytes keel writes are in the screen returned).
+pub fn live_tui_session(
+    home: &Home,
+    inputs: &[(&str, Option<&str>, u64)],
+) -> (String, Option<i32>) {
+    session_under_script(home, &home.path(), &[], "", "/help for commands", inputs)
+}
+
+fn session_under_script(
+    home: &Home,
+    cwd: &Path,
+    env: &[(&str, &str)],
+    flags: &str,
+    first_marker: &str,
+    inputs: &[(&str, Option<&str>, u64)],
+) -> (String, Option<i32>) {
     use std::io::Read;
     use std::sync::{Arc, Mutex};
     let mut child = std::process::Command::new("script")
-        // The line mode: these tests read its lines (the live TUI has tests of its own, under tmux).
-        .args(["-qec", &format!("{KEEL} --plain"), "/dev/null"])
+        .args(["-qec", &format!("{KEEL} {flags}"), "/dev/null"])
         .envs(env.iter().copied())
         .current_dir(cwd)
         .env("KEEL_HOME", home.path())
