@@ -26,6 +26,7 @@ impl Shared {
                 subject: request.subject.clone(),
                 view: keel_types::approval_view(&request.subject),
                 unconfined: request.unconfined,
+                reason: request.reason.clone(),
             },
         );
         answer
@@ -48,6 +49,8 @@ pub struct ApprovalRequest {
     /// What a `write_file` or `edit_file` call would change (the exact bytes before and after),
     /// for a surface to show as a diff before it asks.
     pub preview: Option<keel_tools::Preview>,
+    /// Why it is asked where the subject alone does not say (`it reads outside the workspace`).
+    pub reason: Option<String>,
 }
 
 /// The answer to an approval request. Why a call was not approved matters to the model: a
@@ -203,6 +206,7 @@ mod tests {
             arguments: String::new(),
             unconfined: false,
             plan: false,
+            reason: None,
             preview: None,
         }
     }

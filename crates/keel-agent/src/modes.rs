@@ -151,6 +151,7 @@ pub(crate) async fn propose(shared: &Shared, turn: u64, call: &ToolCall, plan: &
         arguments: call.arguments.clone(),
         unconfined: false,
         plan: true,
+        reason: None,
         preview: None,
     };
     let answer = shared.ask(turn, &request);

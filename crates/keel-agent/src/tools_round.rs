@@ -473,6 +473,14 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
                 arguments: call.arguments.clone(),
                 unconfined: false,
                 plan: false,
+                reason: match &valid {
+                    Valid::Builtin(builtin)
+                        if builtin.reads_outside_workspace(&shared.tool_context) =>
+                    {
+                        Some("it reads outside the workspace".into())
+                    }
+                    _ => None,
+                },
                 // The very arguments the call will run with.
                 preview: match &valid {
                     Valid::Builtin(builtin) => {

@@ -81,6 +81,7 @@ pub(crate) async fn offer(
         arguments: call.arguments.clone(),
         unconfined: true,
         plan: false,
+        reason: None,
         preview: None,
     };
     let answer = shared.ask(run.turn, &request);

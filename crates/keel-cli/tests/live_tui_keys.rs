@@ -223,3 +223,49 @@ fn a_terminal_without_the_keyboard_protocol_is_never_asked_for_modified_keys() {
     assert_eq!(common::last_user_message(&mock), "hello");
     assert!(!screen.contains("\x1b[>1u"), "{screen:?}");
 }
+
+#[test]
+fn a_read_outside_the_workspace_is_asked_with_its_reason_on_every_surface() {
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "read_file", "args": {"path": "/etc/hostname"}},
+        {"say": "Not read."},
+        {"tool": "read_file", "args": {"path": "/etc/hostname"}},
+        {"say": "Not read either."}
+    ]})
+    .to_string();
+    let (home, _mock) = scripted("chat", &scenario, "");
+    if available() {
+        let tmux = Tmux::start(&home, &home.path(), &[], (100, 30));
+        tmux.wait_for("mock-model · ask");
+        tmux.type_text("read it");
+        tmux.press(&["Enter"]);
+        let asked = tmux.wait_for("? allow read_file — it reads outside the workspace:");
+        assert!(asked.contains("/etc/hostname"), "{asked}");
+        tmux.answer("n");
+        tmux.wait_for("Not read.");
+    }
+    // The browser's card and any client get it in the event and the waiting list.
+    let server = common::serve::Server::start(&home, &[]);
+    let session = server.new_session();
+    assert_eq!(
+        server
+            .submit(&session, serde_json::json!({"input": "read it"}))
+            .0,
+        202
+    );
+    let events = server.events(&session, None, "approval/requested", 100);
+    let asked = events
+        .iter()
+        .find(|e| e["type"] == "approval/requested")
+        .unwrap();
+    assert_eq!(asked["reason"], "it reads outside the workspace", "{asked}");
+    let (_, header) = server.api(
+        "GET",
+        &format!("/api/sessions/{session}"),
+        serde_json::Value::Null,
+    );
+    assert_eq!(
+        header["waiting"][0]["reason"], "it reads outside the workspace",
+        "{header}"
+    );
+}

@@ -55,6 +55,9 @@ pub struct WaitingCall {
     /// offered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub always: Option<String>,
+    /// Why it is asked where the subject alone does not say (a read outside the workspace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// What a write or an edit would change, as keel-render's diff table (or why none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff_html: Option<String>,
@@ -197,6 +200,7 @@ impl Approver for SessionApprover {
             view: keel_types::approval_view(&request.subject),
             unconfined: request.unconfined,
             always: request.always_label(),
+            reason: request.reason.clone(),
             diff_html: diff_html(request.preview.as_ref()),
             plan_html: plan.then(|| keel_render::markdown_html(&request.subject)),
         };
@@ -238,6 +242,7 @@ mod tests {
             arguments: "{}".into(),
             unconfined: false,
             plan: false,
+            reason: None,
             preview: None,
         }
     }

@@ -181,6 +181,8 @@ function askOnCard(event) {
       "sandboxed run may have left it?"));
     actions.appendChild(el("span", "muted", "run "));
   } else {
+    // Why it is asked, in keel's words (a read outside the workspace).
+    if (event.reason) actions.appendChild(el("div", "warning", event.reason));
     actions.appendChild(el("span", "muted", "allow "));
   }
   actions.appendChild(el("code", "ask-head", folded.head + count));

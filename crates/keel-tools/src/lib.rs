@@ -330,6 +330,22 @@ impl ValidCall {
             BuiltinTool::ReadFile
             | BuiltinTool::ListDir
             | BuiltinTool::Glob
+            | BuiltinTool::Grep => self.reads_outside_workspace(ctx),
+            BuiltinTool::WriteFile
+            | BuiltinTool::EditFile
+            | BuiltinTool::Bash
+            | BuiltinTool::TodoWrite
+            | BuiltinTool::WebFetch
+            | BuiltinTool::ProposePlan => false,
+        }
+    }
+
+    /// Whether a read-only file tool reads outside the workspace (or where keel cannot tell).
+    pub fn reads_outside_workspace(&self, ctx: &ToolContext) -> bool {
+        match self.tool {
+            BuiltinTool::ReadFile
+            | BuiltinTool::ListDir
+            | BuiltinTool::Glob
             | BuiltinTool::Grep => {
                 let path = self.args.get("path").and_then(Value::as_str).unwrap_or(".");
                 ctx.guard
@@ -337,12 +353,7 @@ impl ValidCall {
                     .map(|p| !ctx.guard.is_inside(&p))
                     .unwrap_or(true)
             }
-            BuiltinTool::WriteFile
-            | BuiltinTool::EditFile
-            | BuiltinTool::Bash
-            | BuiltinTool::TodoWrite
-            | BuiltinTool::WebFetch
-            | BuiltinTool::ProposePlan => false,
+            _ => false,
         }
     }
 

@@ -91,6 +91,12 @@ impl Question {
         };
         let view = keel_types::approval_view(subject);
         let plan = is_plan(request).then(|| request.subject.clone());
+        // Why it is asked, where the subject alone does not say (keel's own words).
+        let because = request
+            .reason
+            .as_deref()
+            .map(|reason| format!(" — {}", visible_line(reason)))
+            .unwrap_or_default();
         let title = match (request.unconfined, view.line_count) {
             _ if plan.is_some() => {
                 "? the model proposes this plan (nothing has changed yet):".to_string()
@@ -103,8 +109,8 @@ impl Question {
                 view.line_count,
                 if view.line_count == 1 { "" } else { "s" }
             ),
-            (false, 1) => format!("? allow {tool}:"),
-            (false, lines) => format!("? allow {tool} ({lines} lines):"),
+            (false, 1) => format!("? allow {tool}{because}:"),
+            (false, lines) => format!("? allow {tool} ({lines} lines){because}:"),
         };
         let lines = match view.line_count {
             1 => String::new(),
@@ -240,6 +246,7 @@ mod tests {
             arguments: String::new(),
             unconfined: false,
             plan: false,
+            reason: None,
             preview: None,
         })
         .typed()
@@ -290,6 +297,24 @@ mod tests {
                  touch PWNED, echo harmless (session): "
             ),
             "{shown}"
+        );
+    }
+
+    #[test]
+    fn a_read_outside_the_workspace_says_so_in_the_question() {
+        let question = Question::new(&ApprovalRequest {
+            call_id: "call_1".into(),
+            tool: "read_file".into(),
+            subject: "/etc/hosts".into(),
+            arguments: String::new(),
+            unconfined: false,
+            plan: false,
+            reason: Some("it reads outside the workspace".into()),
+            preview: None,
+        });
+        assert_eq!(
+            question.title,
+            "? allow read_file — it reads outside the workspace:"
         );
     }
 

@@ -722,6 +722,7 @@ mod tests {
             arguments: String::new(),
             unconfined: false,
             plan: false,
+            reason: None,
             preview: None,
         });
         let now = Instant::now();
@@ -750,6 +751,7 @@ mod tests {
             arguments: String::new(),
             unconfined: false,
             plan: false,
+            reason: None,
             preview: None,
         });
         let now = Instant::now();

@@ -129,6 +129,7 @@ proptest! {
             arguments: String::new(),
             unconfined: false,
             plan: false,
+            reason: None,
             preview: None,
         });
         let commits = view.take_commits();

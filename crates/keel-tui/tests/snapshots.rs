@@ -146,6 +146,7 @@ fn edit_request() -> ApprovalRequest {
         arguments: String::new(),
         unconfined: false,
         plan: false,
+        reason: None,
         preview: Some(Preview::Change {
             before: Some(b"fn a() {}\nfn b() {}\n".to_vec()),
             after: b"fn a() {}\nfn b() { todo() }\n".to_vec(),
@@ -213,6 +214,7 @@ fn a_command_approval_shows_every_line_folded_and_what_always_covers() {
             arguments: "{}".into(),
             unconfined: false,
             plan: false,
+            reason: None,
             preview: None,
         });
         let mut lines = view.take_commits();

@@ -162,6 +162,10 @@ pub enum EventBody {
         /// says so, and offers no "always" (absent when false).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         unconfined: bool,
+        /// Why it is asked where the subject alone does not say (a read outside the
+        /// workspace); absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     #[serde(rename = "tool/result")]
     ToolResult {
