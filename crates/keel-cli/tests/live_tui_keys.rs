@@ -269,3 +269,29 @@ fn a_read_outside_the_workspace_is_asked_with_its_reason_on_every_surface() {
         "{header}"
     );
 }
+
+#[test]
+fn a_queued_prompt_is_shown_and_can_be_taken_back_and_cancelled() {
+    if !available() {
+        return;
+    }
+    let (_home, mock, tmux) = slow_turn();
+    tmux.type_text("go");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("sleep 4");
+    tmux.type_text("next question");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("queued › next question");
+    // Up takes it back into the input; Esc twice cancels it.
+    tmux.press(&["Up"]);
+    tmux.wait_until_screen("taken back", |screen| {
+        !screen.contains("queued › ") && screen.contains("› next question")
+    });
+    tmux.press(&["Escape"]);
+    tmux.wait_for("Esc again clears the input");
+    tmux.press(&["Escape"]);
+    tmux.wait_until_screen("cancelled", |screen| !screen.contains("next question"));
+    tmux.wait_for("All done.");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(mock.requests().len(), 2, "nothing queued was sent");
+}

@@ -657,8 +657,7 @@ impl LiveView {
         }
         if !self.queued.is_empty() {
             middle.push(Line::from_text(
-                "sent when this turn ends · Up on an empty input takes the last back to edit \
-                 (Esc twice cancels it)",
+                "sent when this turn ends · Up takes the last back · Esc Esc cancels it",
                 Style::PLAIN.dim(),
             ));
         }
