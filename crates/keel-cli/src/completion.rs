@@ -4,8 +4,9 @@
 //! - Completion only suggests: nothing is read from a file and nothing is sent until Enter.
 //! - A slash command at the start of the line completes from the controller's list; `@path`
 //!   anywhere completes from the workspace's files (the `ignore` walker: `.gitignore`
-//!   respected, hidden files skipped), matched fuzzily (the typed characters in order),
-//!   best first. The file list is taken once, on the first `@` completion, and bounded.
+//!   respected, in a git repository or not; hidden files skipped), matched fuzzily (the typed
+//!   characters in order), best first. The file list is bounded, and taken again when it is
+//!   older than `FILES_FRESH`, so files made during the session complete too.
 //! - Alt+Enter inserts a newline; a pasted text keeps its lines; Enter sends. (Ctrl-J stays
 //!   Enter in line mode: what is typed while a turn runs reaches the editor with its Enter
 //!   already turned into a line feed by the terminal, and must still send.)
@@ -17,15 +18,20 @@ use rustyline::hint::Hinter;
 use rustyline::validate::Validator;
 use rustyline::{Cmd, Context, Helper, KeyCode, KeyEvent, Modifiers};
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The most files `@` completion looks at, and the most it offers.
 const MOST_FILES: usize = 20_000;
 const MOST_OFFERED: usize = 30;
+/// How long a listing of the workspace's files is used before it is taken again.
+const FILES_FRESH: Duration = Duration::from_secs(2);
 
 pub struct LineHelper {
     workspace: PathBuf,
-    files: OnceLock<Vec<String>>,
+    /// The last listing of the workspace's files, and when it was taken.
+    files: Mutex<Option<(Instant, Arc<Vec<String>>)>>,
+    fresh_for: Duration,
     /// The session's custom commands, with their slash.
     custom: Vec<String>,
 }
@@ -35,7 +41,8 @@ impl LineHelper {
     pub fn new(workspace: PathBuf, custom: Vec<String>) -> LineHelper {
         LineHelper {
             workspace,
-            files: OnceLock::new(),
+            files: Mutex::new(None),
+            fresh_for: FILES_FRESH,
             custom,
         }
     }
@@ -91,7 +98,7 @@ impl LineHelper {
             return (0, found);
         }
         if let Some(typed) = word.strip_prefix('@') {
-            let found = path_candidates(typed, self.files())
+            let found = path_candidates(typed, &self.files())
                 .into_iter()
                 .map(|path| (path.clone(), format!("@{path}")))
                 .collect();
@@ -100,22 +107,37 @@ impl LineHelper {
         (pos, Vec::new())
     }
 
-    fn files(&self) -> &[String] {
-        self.files.get_or_init(|| {
-            ignore::WalkBuilder::new(&self.workspace)
-                .build()
-                .flatten()
-                .filter(|entry| entry.file_type().is_some_and(|kind| kind.is_file()))
-                .filter_map(|entry| {
-                    entry
-                        .path()
-                        .strip_prefix(&self.workspace)
-                        .ok()
-                        .map(|relative| relative.to_string_lossy().into_owned())
-                })
-                .take(MOST_FILES)
-                .collect()
-        })
+    fn files(&self) -> Arc<Vec<String>> {
+        let mut held = self
+            .files
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((taken, files)) = held.as_ref()
+            && taken.elapsed() < self.fresh_for
+        {
+            return files.clone();
+        }
+        let files = Arc::new(self.list_files());
+        *held = Some((Instant::now(), files.clone()));
+        files
+    }
+
+    fn list_files(&self) -> Vec<String> {
+        ignore::WalkBuilder::new(&self.workspace)
+            // `.gitignore` counts in a workspace that is not (yet) a git repository too.
+            .require_git(false)
+            .build()
+            .flatten()
+            .filter(|entry| entry.file_type().is_some_and(|kind| kind.is_file()))
+            .filter_map(|entry| {
+                entry
+                    .path()
+                    .strip_prefix(&self.workspace)
+                    .ok()
+                    .map(|relative| relative.to_string_lossy().into_owned())
+            })
+            .take(MOST_FILES)
+            .collect()
     }
 }
 
@@ -257,6 +279,32 @@ pub fn common_prefix<'a>(mut items: impl Iterator<Item = &'a str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_file_list_respects_gitignore_and_sees_new_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".gitignore"), "build/\nsecret.txt\n").unwrap();
+        std::fs::write(dir.path().join("main.rs"), "").unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "").unwrap();
+        std::fs::create_dir(dir.path().join("build")).unwrap();
+        std::fs::write(dir.path().join("build/out.rs"), "").unwrap();
+        let mut helper = LineHelper::new(dir.path().to_path_buf(), Vec::new());
+        let shown = |helper: &LineHelper, typed: &str| -> Vec<String> {
+            let line = format!("look at @{typed}");
+            helper
+                .candidates(&line, line.len())
+                .1
+                .into_iter()
+                .map(|(shown, _)| shown)
+                .collect()
+        };
+        assert_eq!(shown(&helper, "rs"), ["main.rs"], "not a git repository");
+        assert!(shown(&helper, "secret").is_empty());
+        // A file made later completes once the listing is taken again.
+        helper.fresh_for = Duration::ZERO;
+        std::fs::write(dir.path().join("later.rs"), "").unwrap();
+        assert_eq!(shown(&helper, "later"), ["later.rs"]);
+    }
 
     #[test]
     fn paths_match_fuzzily_best_first() {
