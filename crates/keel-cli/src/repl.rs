@@ -104,8 +104,18 @@ pub(crate) fn transcript_text(
     colors: keel_render::Colors,
 ) -> Result<String, keel_agent::AgentError> {
     let transcript = controller.transcript()?;
+    // The last receipt of each call id (ids may repeat across providers; the latest counts).
+    let states: std::collections::HashMap<&str, keel_types::ReceiptState> = transcript
+        .receipts
+        .iter()
+        .map(|receipt| (receipt.call_id.as_str(), receipt.state))
+        .collect();
     Ok(keel_render::to_ansi(
-        &keel_tui::transcript_lines(transcript.items.iter().map(|stored| &stored.item), width),
+        &keel_tui::transcript_lines(
+            transcript.items.iter().map(|stored| &stored.item),
+            &|call_id| states.get(call_id).copied(),
+            width,
+        ),
         colors,
     ))
 }

@@ -295,3 +295,36 @@ fn a_queued_prompt_is_shown_and_can_be_taken_back_and_cancelled() {
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert_eq!(mock.requests().len(), 2, "nothing queued was sent");
 }
+
+#[test]
+fn ctrl_t_pages_the_whole_transcript_with_each_calls_state() {
+    if !available() {
+        return;
+    }
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "bash", "args": {"command": "seq 1 40"}},
+        {"tool": "edit_file", "args": {"path": "notes.txt", "old_string": "two", "new_string": "beta"}},
+        {"say": "Edited."}
+    ]})
+    .to_string();
+    let (home, _mock) = scripted("chat", &scenario, "");
+    home.prepend_config("permission_mode = \"auto\"\n");
+    std::fs::write(home.path().join("notes.txt"), "one\ntwo\n").unwrap();
+    // `cat` as the pager: the transcript stays in the terminal's scrollback to read.
+    let tmux = Tmux::start_with_env(&home, &home.path(), &[], (100, 30), &[("PAGER", "cat")]);
+    tmux.wait_for("mock-model · auto");
+    tmux.type_text("go");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("Edited.");
+    tmux.press(&["C-t"]);
+    tmux.wait_until_screen("the transcript paged", |_| {
+        tmux.everything().contains("⎿ edit_file completed")
+    });
+    let all = tmux.everything();
+    // Every line of the command's output, which its card folds.
+    assert!(all.contains("\n1\n") && all.contains("\n40\n"), "{all}");
+    assert!(all.contains("● bash call\nseq 1 40"), "{all}");
+    assert!(all.contains("- two") && all.contains("+ beta"), "{all}");
+    // The session goes on after the pager.
+    tmux.wait_for("mock-model · auto");
+}

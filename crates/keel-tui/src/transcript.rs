@@ -6,15 +6,47 @@
 //! - Pure: stored items in, lines out. What the history holds was redacted before it was
 //!   stored; everything is made visible (`keel_render`), so nothing in it is a control sequence.
 //! - Nothing is folded or cut: this is where the full output lives.
+//! - A call is shown as its card's subject would be, in full: a command's every line, an edit
+//!   or a write as the renderer's diff of its arguments (the replaced text and its
+//!   replacement; the whole content of a write), other calls as their arguments. A result is
+//!   headed by its receipt's state (completed, failed, denied, cancelled, unknown …) in the
+//!   cards' colours.
 
-use keel_render::{Color, Line, Span, Style, markdown_lines};
-use keel_types::{AssistantPart, Item};
+use keel_render::{Color, FileDiff, Line, Span, Style, markdown_lines};
+use keel_types::{AssistantPart, Item, ReceiptState};
 
 use crate::rows::wrapped;
 
-/// The transcript of `items` (a stored item that cannot be read is named, not skipped).
+/// A tool call's arguments as a person reads them in full (see the module invariants).
+fn call_lines(name: &str, arguments: &str, width: usize) -> Vec<Line> {
+    let parsed: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
+    let text = |key: &str| parsed.get(key).and_then(serde_json::Value::as_str);
+    match (name, text("command"), text("path")) {
+        ("bash", Some(command), _) => wrapped(command, width, Style::PLAIN),
+        ("edit_file", _, Some(path)) => {
+            let mut lines = wrapped(path, width, Style::PLAIN.dim());
+            let (old, new) = (
+                text("old_string").unwrap_or(""),
+                text("new_string").unwrap_or(""),
+            );
+            lines.extend(FileDiff::new(Some(old.as_bytes()), new.as_bytes()).lines(width));
+            lines
+        }
+        ("write_file", _, Some(path)) => {
+            let mut lines = wrapped(path, width, Style::PLAIN.dim());
+            let content = text("content").unwrap_or("");
+            lines.extend(FileDiff::new(None, content.as_bytes()).lines(width));
+            lines
+        }
+        _ => wrapped(arguments, width, Style::PLAIN.dim()),
+    }
+}
+
+/// The transcript of `items` (a stored item that cannot be read is named, not skipped), each
+/// result headed by `state_of(call id)`, its receipt's state where there is one.
 pub fn transcript_lines<'a>(
     items: impl IntoIterator<Item = &'a Result<Item, String>>,
+    state_of: &dyn Fn(&str) -> Option<ReceiptState>,
     width: usize,
 ) -> Vec<Line> {
     let mut lines = Vec::new();
@@ -61,7 +93,7 @@ pub fn transcript_lines<'a>(
                         }
                         AssistantPart::ToolCall(call) => {
                             lines.push(heading(&format!("● {} call", call.name), Color::Blue));
-                            lines.extend(wrapped(&call.arguments, width, Style::PLAIN.dim()));
+                            lines.extend(call_lines(&call.name, &call.arguments, width));
                         }
                         AssistantPart::WebSearch(search) => {
                             lines.push(heading("⌕ web search", Color::Blue));
@@ -75,12 +107,15 @@ pub fn transcript_lines<'a>(
                 }
             }
             Ok(Item::ToolResult(result)) => {
-                let (mark, color) = if result.is_error {
-                    ("failed", Color::Red)
+                let state = state_of(&result.call_id).unwrap_or(if result.is_error {
+                    ReceiptState::Failed
                 } else {
-                    ("result", Color::Green)
-                };
-                lines.push(heading(&format!("  ⎿ {} {mark}", result.name), color));
+                    ReceiptState::Completed
+                });
+                lines.push(heading(
+                    &format!("  ⎿ {} {}", result.name, state.as_str().replace('_', " ")),
+                    crate::cards::state_color(state),
+                ));
                 lines.extend(wrapped(&result.content, width, Style::PLAIN));
             }
         }
@@ -122,7 +157,7 @@ mod tests {
             })),
             Err("bad json".into()),
         ];
-        let text = keel_render::to_plain(&transcript_lines(&items, 80));
+        let text = keel_render::to_plain(&transcript_lines(&items, &|_| None, 80));
         assert!(text.contains("think ␛[2J"), "{text}");
         assert!(!text.contains('\u{1b}'));
         assert!(
@@ -131,5 +166,76 @@ mod tests {
         );
         assert!(!text.contains("## Done") && text.contains("Done"), "{text}");
         assert!(text.contains("cannot be read: bad json"), "{text}");
+        assert!(
+            text.contains("● bash call\nseq 50\n"),
+            "the command: {text}"
+        );
+        assert!(text.contains("⎿ bash completed"), "{text}");
+    }
+
+    #[test]
+    fn an_edit_is_a_diff_and_a_result_says_its_receipts_state() {
+        let call = |id: &str, name: &str, arguments: serde_json::Value| {
+            AssistantPart::ToolCall(ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments: arguments.to_string(),
+            })
+        };
+        let result = |id: &str, name: &str, content: &str| {
+            Ok(Item::ToolResult(ToolResult {
+                call_id: id.into(),
+                name: name.into(),
+                content: content.into(),
+                is_error: true,
+            }))
+        };
+        let items = vec![
+            Ok(Item::Assistant(AssistantItem {
+                parts: vec![
+                    call(
+                        "c1",
+                        "edit_file",
+                        serde_json::json!({"path": "a.rs", "old_string": "one\ntwo", "new_string": "one\n2"}),
+                    ),
+                    call("c2", "bash", serde_json::json!({"command": "rm -rf x"})),
+                    call("c3", "bash", serde_json::json!({"command": "sleep 9"})),
+                ],
+            })),
+            result("c1", "edit_file", "denied: the user declined"),
+            result("c2", "bash", "the turn was cancelled"),
+            result("c3", "bash", "it may have run"),
+        ];
+        let states = |id: &str| match id {
+            "c1" => Some(ReceiptState::Denied),
+            "c2" => Some(ReceiptState::Cancelled),
+            "c3" => Some(ReceiptState::Unknown),
+            _ => None,
+        };
+        let lines = transcript_lines(&items, &states, 80);
+        let text = keel_render::to_plain(&lines);
+        assert!(text.contains("- two") && text.contains("+ 2"), "{text}");
+        assert!(!text.contains("old_string"), "no raw arguments: {text}");
+        for said in ["⎿ edit_file denied", "⎿ bash cancelled", "⎿ bash unknown"] {
+            assert!(text.contains(said), "{said}: {text}");
+        }
+        // In the cards' colours.
+        let colored = keel_render::to_ansi(&lines, keel_render::Colors::Ansi);
+        let denied = colored
+            .lines()
+            .find(|l| l.contains("edit_file denied"))
+            .unwrap();
+        let yellow = keel_render::to_ansi(
+            &[Line::new(vec![Span::new(
+                "x",
+                Style::fg(crate::cards::state_color(ReceiptState::Denied)).bold(),
+            )])],
+            keel_render::Colors::Ansi,
+        );
+        let code = yellow.split('x').next().unwrap();
+        assert!(
+            !code.is_empty() && denied.starts_with(code),
+            "{denied:?} {code:?}"
+        );
     }
 }

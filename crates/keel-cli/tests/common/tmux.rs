@@ -31,6 +31,17 @@ pub fn available() -> bool {
 impl Tmux {
     /// `keel ARGS` in a `width` × `height` terminal, in `cwd`, with `home` as KEEL_HOME.
     pub fn start(home: &Home, cwd: &Path, args: &[&str], size: (u16, u16)) -> Tmux {
+        Tmux::start_with_env(home, cwd, args, size, &[])
+    }
+
+    /// `start`, with more environment variables for keel.
+    pub fn start_with_env(
+        home: &Home,
+        cwd: &Path,
+        args: &[&str],
+        size: (u16, u16),
+        env: &[(&str, &str)],
+    ) -> Tmux {
         let tmux = Tmux {
             socket: tempfile::tempdir().unwrap(),
         };
@@ -39,27 +50,39 @@ impl Tmux {
             "{KEEL} {}; echo \"[keel exited: $?]\"; echo \"[terminal: $(stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' ')]\"; sleep 60",
             args.join(" ")
         );
-        let out = tmux.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            "keel",
-            "-x",
-            &size.0.to_string(),
-            "-y",
-            &size.1.to_string(),
-            "-c",
-            cwd.to_str().unwrap(),
-            "-e",
-            &format!("KEEL_HOME={}", home.path().display()),
-            "-e",
-            "DEEPSEEK_API_KEY=test-key-1",
-            "-e",
-            "NO_COLOR=",
-            "sh",
-            "-c",
-            &command,
-        ]);
+        let env: Vec<String> = env
+            .iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect();
+        let mut with_env: Vec<&str> = Vec::new();
+        for variable in &env {
+            with_env.extend(["-e", variable]);
+        }
+        let out = tmux.run(
+            &[
+                &[
+                    "new-session",
+                    "-d",
+                    "-s",
+                    "keel",
+                    "-x",
+                    &size.0.to_string(),
+                    "-y",
+                    &size.1.to_string(),
+                    "-c",
+                    cwd.to_str().unwrap(),
+                    "-e",
+                    &format!("KEEL_HOME={}", home.path().display()),
+                    "-e",
+                    "DEEPSEEK_API_KEY=test-key-1",
+                    "-e",
+                    "NO_COLOR=",
+                ][..],
+                &with_env,
+                &["sh", "-c", &command],
+            ]
+            .concat(),
+        );
         assert!(
             out.status.success(),
             "tmux: {}",
