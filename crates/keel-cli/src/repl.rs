@@ -4,7 +4,7 @@
 //! - One controller at a time; switching model or session drops the old one first (releasing
 //!   its lease) and resumes through the same loading path as `--session`.
 //! - Ctrl-C during a turn cancels the turn; a second Ctrl-C before it ends exits (130). At the
-//!   prompt, Ctrl-C clears the line and Ctrl-D quits.
+//!   prompt, Ctrl-C clears the line, and a second Ctrl-C in a row, or Ctrl-D, quits.
 //! - Slash commands are parsed only at the start of a line; anything else goes to the model.
 
 use crate::approval_prompt::TerminalApprover;
@@ -164,6 +164,8 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         rendering,
     };
     repl.banner();
+    // Ctrl-C at the prompt clears the line; a second one in a row quits (as Ctrl-D does).
+    let mut interrupted = false;
     let outcome = loop {
         let reading = tokio::task::spawn_blocking(move || {
             let line = editor.readline("› ");
@@ -179,6 +181,9 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
             }
         };
         editor = returned;
+        if !matches!(line, Err(ReadlineError::Interrupted)) {
+            interrupted = false;
+        }
         match line {
             Ok(line) => {
                 let text = line.trim();
@@ -208,7 +213,11 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
                     break outcome;
                 }
             }
-            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Interrupted) if interrupted => break Outcome::Completed,
+            Err(ReadlineError::Interrupted) => {
+                interrupted = true;
+                eprintln!("(Ctrl-C again, or Ctrl-D, quits)");
+            }
             Err(ReadlineError::Eof) => break Outcome::Completed,
             Err(error) => return Err(error.into()),
         }

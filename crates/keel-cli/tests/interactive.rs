@@ -291,6 +291,35 @@ fn sigterm_stops_the_interactive_session_during_a_turn_and_at_the_prompt() {
 }
 
 #[test]
+fn ctrl_c_twice_at_the_prompt_quits_and_says_how_to_resume() {
+    let mock = MockProcess::start("basic");
+    let home = Home::new(&config_for("chat", &mock.base_url, ""));
+    let (screen, code) = interactive_session(
+        &home,
+        &[
+            ("what is the answer?\n", Some("tokens: "), 0),
+            ("", None, 500),
+            // The first clears the line and says what a second does; typing in between starts
+            // over.
+            (
+                "half a line\u{3}",
+                Some("(Ctrl-C again, or Ctrl-D, quits)"),
+                0,
+            ),
+            ("/help\n", Some("/transcript"), 0),
+            ("\u{3}", Some("(Ctrl-C again, or Ctrl-D, quits)"), 0),
+            ("\u{3}", Some("resume it with"), 0),
+        ],
+    );
+    assert_eq!(code, Some(0), "{screen}");
+    assert_eq!(
+        screen.matches("(Ctrl-C again, or Ctrl-D, quits)").count(),
+        2,
+        "{screen}"
+    );
+}
+
+#[test]
 fn ctrl_d_quits_and_says_how_to_resume() {
     let mock = MockProcess::start("basic");
     let home = Home::new(&config_for("chat", &mock.base_url, ""));
