@@ -108,6 +108,9 @@ pub(crate) struct RawProvider {
 pub(crate) struct RawPrice {
     pub input_cache_hit: f64,
     pub input_cache_miss: f64,
+    /// Tokens written to the provider's cache, where the protocol reports them (Anthropic);
+    /// billed as misses when absent.
+    pub input_cache_write: Option<f64>,
     pub output: f64,
     pub currency: String,
 }

@@ -100,7 +100,12 @@ impl KeelConfig {
         let price = match self.provider_field(name, |p| p.price.as_ref()) {
             Some((layer, value)) => {
                 let raw = value.get_ref();
-                let rates = [raw.input_cache_hit, raw.input_cache_miss, raw.output];
+                let rates = [
+                    raw.input_cache_hit,
+                    raw.input_cache_miss,
+                    raw.output,
+                    raw.input_cache_write.unwrap_or(0.0),
+                ];
                 if rates.iter().any(|rate| !rate.is_finite() || *rate < 0.0) {
                     return Err(layer.error(
                         value.span(),
@@ -121,6 +126,7 @@ impl KeelConfig {
                     Rates {
                         input_cache_hit: raw.input_cache_hit,
                         input_cache_miss: raw.input_cache_miss,
+                        input_cache_write: raw.input_cache_write,
                         output: raw.output,
                     },
                     currency.to_ascii_uppercase(),

@@ -51,6 +51,7 @@ const RETRY: &[(&str, Shape)] = &[
 const PRICE: &[(&str, Shape)] = &[
     ("input_cache_hit", Shape::Value),
     ("input_cache_miss", Shape::Value),
+    ("input_cache_write", Shape::Value),
     ("output", Shape::Value),
     ("currency", Shape::Value),
 ];

@@ -398,6 +398,7 @@ fn priced(targets: &BTreeMap<String, ProviderTarget>, result: &TrialResult) -> O
         reasoning: 0,
         cache_hit: 0,
         cache_miss: input,
+        cache_write: 0,
     };
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -19,6 +19,9 @@ use keel_types::Usage;
 pub struct Rates {
     pub input_cache_hit: f64,
     pub input_cache_miss: f64,
+    /// What a token written to the cache costs, where the provider bills writes at their own
+    /// rate (`None`: as a miss).
+    pub input_cache_write: Option<f64>,
     pub output: f64,
 }
 
@@ -81,6 +84,7 @@ fn rates((input_cache_hit, input_cache_miss, output): (f64, f64, f64)) -> Rates 
     Rates {
         input_cache_hit,
         input_cache_miss,
+        input_cache_write: None,
         output,
     }
 }
@@ -178,9 +182,15 @@ impl Price {
         } else {
             (0, usage.input)
         };
+        // Writes are part of the misses; billed at their own rate where there is one.
+        let writes = usage.cache_write.min(misses);
         let per_token = |count: u64, per_million: f64| count as f64 * per_million / 1_000_000.0;
         per_token(hits, rates.input_cache_hit)
-            + per_token(misses, rates.input_cache_miss)
+            + per_token(misses - writes, rates.input_cache_miss)
+            + per_token(
+                writes,
+                rates.input_cache_write.unwrap_or(rates.input_cache_miss),
+            )
             + per_token(usage.output, rates.output)
     }
 }
@@ -199,6 +209,7 @@ mod tests {
             reasoning: 0,
             cache_hit: 800_000,
             cache_miss: 200_000,
+            cache_write: 0,
         }
     }
 
@@ -252,6 +263,7 @@ mod tests {
             Rates {
                 input_cache_hit: 1.0,
                 input_cache_miss: 2.0,
+                input_cache_write: None,
                 output: 4.0,
             },
             "EUR".into(),
@@ -263,5 +275,31 @@ mod tests {
         };
         assert!((flat.cost(&unsplit, 0) - 6.0).abs() < 1e-9);
         assert!((flat.cost(&usage(), WEDNESDAY_MIDNIGHT + 7_200) - (0.8 + 0.4 + 4.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cache_writes_are_billed_at_their_own_rate_where_there_is_one() {
+        let rates = |write: Option<f64>| Rates {
+            input_cache_hit: 1.0,
+            input_cache_miss: 2.0,
+            input_cache_write: write,
+            output: 4.0,
+        };
+        // 800k hits, 200k misses of which 150k were written to the cache, 1M out.
+        let written = Usage {
+            cache_write: 150_000,
+            ..usage()
+        };
+        let with_rate = Price::flat(rates(Some(2.5)), "USD".into());
+        assert!((with_rate.cost(&written, 0) - (0.8 + 0.05 * 2.0 + 0.15 * 2.5 + 4.0)).abs() < 1e-9);
+        // No write rate: a write is a miss.
+        let without = Price::flat(rates(None), "USD".into());
+        assert!((without.cost(&written, 0) - (0.8 + 0.4 + 4.0)).abs() < 1e-9);
+        // More writes than misses reported: never a negative count.
+        let odd = Usage {
+            cache_write: 900_000,
+            ..usage()
+        };
+        assert!((with_rate.cost(&odd, 0) - (0.8 + 0.2 * 2.5 + 4.0)).abs() < 1e-9);
     }
 }

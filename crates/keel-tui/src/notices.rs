@@ -175,6 +175,7 @@ mod tests {
             reasoning: 10,
             cache_hit: 150,
             cache_miss: 50,
+            cache_write: 0,
         };
         assert_eq!(
             usage_line(&usage, usage.cache_hit_ratio()),

@@ -50,6 +50,15 @@ pub struct Usage {
     pub reasoning: u64,
     pub cache_hit: u64,
     pub cache_miss: u64,
+    /// Of `cache_miss`, the tokens written to the provider's cache where the protocol reports
+    /// them (Anthropic's `cache_creation_input_tokens`), which some providers bill at their
+    /// own rate; absent when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 impl Usage {
@@ -60,6 +69,7 @@ impl Usage {
         self.reasoning = self.reasoning.saturating_add(other.reasoning);
         self.cache_hit = self.cache_hit.saturating_add(other.cache_hit);
         self.cache_miss = self.cache_miss.saturating_add(other.cache_miss);
+        self.cache_write = self.cache_write.saturating_add(other.cache_write);
     }
 
     /// Share of prompt tokens served from the provider's prefix cache, in `0.0..=1.0`.

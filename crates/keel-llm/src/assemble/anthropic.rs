@@ -239,6 +239,7 @@ impl AnthropicUsage {
             reasoning: 0,
             cache_hit: read,
             cache_miss: uncached + written,
+            cache_write: written,
         }
     }
 }

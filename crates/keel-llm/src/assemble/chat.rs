@@ -209,6 +209,7 @@ impl ChatUsage {
                 .unwrap_or(0),
             cache_hit,
             cache_miss,
+            cache_write: 0,
         }
     }
 }

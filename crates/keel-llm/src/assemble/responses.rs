@@ -252,6 +252,7 @@ impl ResponsesUsage {
                 .map_or(0, |d| d.reasoning_tokens),
             cache_hit: cached.unwrap_or(0),
             cache_miss: cached.map_or(0, |hit| self.input_tokens.saturating_sub(hit)),
+            cache_write: 0,
         }
     }
 }

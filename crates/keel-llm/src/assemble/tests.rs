@@ -291,6 +291,7 @@ fn deepseek_expected() -> Completion {
             reasoning: 7,
             cache_hit: 64,
             cache_miss: 36,
+            cache_write: 0,
         },
     }
 }
@@ -357,7 +358,8 @@ fn anthropic_thinking_signature_and_tool_json() {
             output: 33,
             reasoning: 0,
             cache_hit: 90,
-            cache_miss: 10
+            cache_miss: 10,
+            cache_write: 0,
         }
     );
     let bytes = ANTHROPIC_STREAM.as_bytes();
@@ -369,6 +371,25 @@ fn anthropic_thinking_signature_and_tool_json() {
         );
         assert_eq!(split.as_ref(), Ok(&completion), "split at byte {cut}");
     }
+}
+
+#[test]
+fn anthropic_cache_writes_are_counted_as_misses_and_as_writes() {
+    let stream = ANTHROPIC_STREAM.replace(
+        "\"cache_read_input_tokens\":90,",
+        "\"cache_read_input_tokens\":90,\"cache_creation_input_tokens\":500,",
+    );
+    let (result, _) = assemble(WireProtocol::Anthropic, stream.as_bytes());
+    let usage = result.unwrap().usage;
+    assert_eq!(
+        (
+            usage.input,
+            usage.cache_hit,
+            usage.cache_miss,
+            usage.cache_write
+        ),
+        (600, 90, 510, 500)
+    );
 }
 
 const RESPONSES_STREAM: &str = concat!(
@@ -406,7 +427,8 @@ fn responses_reasoning_keeps_encrypted_content_and_calls_finish_without_done() {
             output: 9,
             reasoning: 4,
             cache_hit: 40,
-            cache_miss: 10
+            cache_miss: 10,
+            cache_write: 0,
         }
     );
 }
