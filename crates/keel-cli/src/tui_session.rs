@@ -184,7 +184,11 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
                     session.question = Some((request, answer));
                     // Someone may be in another window: the bell, and a desktop notification
                     // where the terminal shows OSC 9 (fixed text: nothing from the model).
-                    print!("{}\u{7}", if osc9_supported() { OSC9_APPROVAL } else { "" });
+                    // Flushed at once: it rings now, not with the next line of output.
+                    use std::io::Write as _;
+                    let mut out = std::io::stdout();
+                    let _ = write!(out, "{}\u{7}", if osc9_supported() { OSC9_APPROVAL } else { "" });
+                    let _ = out.flush();
                 }
             }
             finished = async {

@@ -328,3 +328,92 @@ fn ctrl_t_pages_the_whole_transcript_with_each_calls_state() {
     // The session goes on after the pager.
     tmux.wait_for("mock-model · auto");
 }
+
+#[test]
+fn ctrl_g_composes_the_prompt_in_the_editor() {
+    if !available() {
+        return;
+    }
+    let scenario = serde_json::json!({"steps": [{"say": "Read it."}]}).to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    // An "editor" that appends two lines to what was typed.
+    let editor = home.path().join("editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nprintf ' and more\\nfrom the editor\\n' >> \"$1\"\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .args(["+x", editor.to_str().unwrap()])
+        .status()
+        .unwrap();
+    let tmux = Tmux::start_with_env(
+        &home,
+        &home.path(),
+        &[],
+        (100, 30),
+        &[("VISUAL", editor.to_str().unwrap())],
+    );
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("typed");
+    tmux.press(&["C-g"]);
+    // Back from the editor: its text is the input, not sent until Enter.
+    tmux.wait_for("from the editor");
+    assert_eq!(mock.requests().len(), 0);
+    tmux.press(&["Enter"]);
+    tmux.wait_for("Read it.");
+    assert_eq!(
+        common::last_user_message(&mock),
+        "typed and more\nfrom the editor"
+    );
+}
+
+#[test]
+fn term_dumb_keeps_the_line_mode() {
+    let scenario = serde_json::json!({"steps": [{"say": "Plain."}]}).to_string();
+    let (home, _mock) = scripted("chat", &scenario, "");
+    let (screen, _) = common::terminal::terminal_session_with_env(
+        &home,
+        &[("TERM", "dumb")],
+        &[
+            ("hello\n", Some("Plain."), 0),
+            ("\u{4}", Some("resume it with"), 0),
+        ],
+    );
+    // No live region: no synchronized frames, no status line, no cursor questions.
+    assert!(!screen.contains("\x1b[?2026h"), "{screen:?}");
+    assert!(!screen.contains("mock-model · ask"), "{screen:?}");
+    assert!(!screen.contains("\x1b[6n"), "{screen:?}");
+    assert!(
+        screen.contains("tokens: "),
+        "the line mode's footer: {screen:?}"
+    );
+}
+
+#[test]
+fn a_waiting_approval_rings_the_bell() {
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "bash", "args": {"command": "true"}},
+        {"say": "Done."}
+    ]})
+    .to_string();
+    let (home, _mock) = scripted("chat", &scenario, "");
+    let (screen, _) = common::terminal::live_tui_session(
+        &home,
+        &[
+            ("\x1b[1;1R\x1b[?62;22c", None, 300),
+            ("run it\r", Some("saved)"), 0),
+            // A key in the question's first moments is not an answer.
+            ("", None, 800),
+            ("y", Some("Done."), 0),
+            ("\x04", Some("resume it"), 0),
+        ],
+    );
+    // One question, one bell, and it rang before the answer, not with later output.
+    let answered = screen.find("Done.").unwrap();
+    assert_eq!(screen.matches('\u{7}').count(), 1, "{screen:?}");
+    assert!(
+        screen[..answered].contains('\u{7}'),
+        "a bell while the question waits: {screen:?}"
+    );
+}

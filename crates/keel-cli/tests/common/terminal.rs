@@ -65,6 +65,15 @@ pub fn live_tui_session(
     session_under_script(home, &home.path(), &[], "", "/help for commands", inputs)
 }
 
+/// `keel` (no flags) under `script` with `env` over the harness's own (`TERM` included).
+pub fn terminal_session_with_env(
+    home: &Home,
+    env: &[(&str, &str)],
+    inputs: &[(&str, Option<&str>, u64)],
+) -> (String, Option<i32>) {
+    session_under_script(home, &home.path(), env, "", "/help for commands", inputs)
+}
+
 fn session_under_script(
     home: &Home,
     cwd: &Path,
@@ -77,12 +86,12 @@ fn session_under_script(
     use std::sync::{Arc, Mutex};
     let mut child = std::process::Command::new("script")
         .args(["-qec", &format!("{KEEL} {flags}"), "/dev/null"])
-        .envs(env.iter().copied())
         .current_dir(cwd)
         .env("KEEL_HOME", home.path())
         .env("DEEPSEEK_API_KEY", "test-key-1")
         .env("TERM", "xterm")
         .env("NO_COLOR", "1")
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
