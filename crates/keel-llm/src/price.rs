@@ -8,7 +8,9 @@
 //!   has no price: keel shows tokens, never a guessed amount.
 //! - Matched on the real model id (exact), never a display name.
 //! - DeepSeek bills peak and off-peak hours differently: a response is priced at the rate of
-//!   the hour (UTC) it completed in.
+//!   the hour (UTC) it completed in. DeepSeek bills China's statutory holidays off-peak all day;
+//!   keel has no holiday calendar (none of the official notices is in reach), so a weekday
+//!   holiday's peak hours are priced at the peak rate: an amount above the bill, never below.
 //! - Where a provider does not split input into cache hits and misses, all input is priced as
 //!   misses (the higher rate: an amount never below the bill).
 
