@@ -2,8 +2,9 @@
 //! tokens · cost of the session.
 //!
 //! Invariants:
-//! - It fits the width: parts are dropped least-important first (tokens, then cache, then
-//!   cost, then context), never cut mid-word; the model and the mode always stay.
+//! - It fits the width: the model loses its provider first (`deepseek-v4-flash`), then parts
+//!   are dropped least-important first (tokens, then cache, then cost, then context), never
+//!   cut mid-word; the model and the mode always stay.
 //! - Money is shown only where a price is known: no price, no figure (never a guess).
 
 use keel_render::{Color, Line, Span, Style, visible_line};
@@ -85,6 +86,11 @@ impl Status {
                 .sum::<usize>()
                 + 3 * parts.len().saturating_sub(1)
         };
+        if total(&parts) > width
+            && let Some((_, id)) = self.model.rsplit_once('/')
+        {
+            parts[0].1 = visible_line(id).into_owned();
+        }
         for priority in 0..9 {
             if total(&parts) <= width {
                 break;
@@ -129,15 +135,16 @@ mod tests {
             status().line(120).plain(),
             "deepseek/deepseek-v4-flash · ask · ctx 12% · cache 87% · ↑12.3k ↓678 · $0.0042"
         );
+        // Narrower: the model without its provider first, then the least important parts.
         assert_eq!(
             status().line(60).plain(),
-            "deepseek/deepseek-v4-flash · ask · ctx 12% · $0.0042"
+            "deepseek-v4-flash · ask · ctx 12% · cache 87% · $0.0042"
         );
         assert_eq!(
             status().line(36).plain(),
-            "deepseek/deepseek-v4-flash · ask"
+            "deepseek-v4-flash · ask · ctx 12%"
         );
-        assert_eq!(status().line(20).plain(), "deepseek/deepseek-v…");
+        assert_eq!(status().line(20).plain(), "deepseek-v4-flash ·…");
         for width in [10, 20, 40, 60, 80, 120] {
             assert!(status().line(width).width() <= width);
         }

@@ -117,6 +117,25 @@ fn every_card_state() {
                 "src/main.rs",
                 "120 lines",
             ),
+            (
+                ReceiptState::Completed,
+                "grep",
+                "TODO in src",
+                "3 matches in 2 files",
+            ),
+            (ReceiptState::Completed, "glob", "**/*.rs", "14 files"),
+            (
+                ReceiptState::Completed,
+                "write_file",
+                "notes.txt",
+                "created notes.txt (2 lines)",
+            ),
+            (
+                ReceiptState::Completed,
+                "mcp__docs__search",
+                "{\"query\":\"ratatui inline viewport\",\"limit\":5}",
+                "2 results",
+            ),
         ] {
             lines.extend(cards::ended(
                 &call(name, subject),
@@ -135,7 +154,24 @@ fn every_card_state() {
 
 #[test]
 fn the_status_line() {
-    each("status", |width| vec![status().line(usize::from(width))]);
+    each("status", |width| {
+        let width = usize::from(width);
+        // Everything known; then a model with no price and no known window: tokens only.
+        let unpriced = Status {
+            context_percent: None,
+            cost: None,
+            ..status()
+        };
+        let full_context = Status {
+            context_percent: Some(91),
+            ..status()
+        };
+        vec![
+            status().line(width),
+            unpriced.line(width),
+            full_context.line(width),
+        ]
+    });
 }
 
 fn edit_request() -> ApprovalRequest {
