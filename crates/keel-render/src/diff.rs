@@ -232,8 +232,19 @@ impl FileDiff {
 
     /// The diff as an HTML table (the summary in its caption).
     pub fn html(&self) -> String {
+        self.html_with(&self.summary(), true)
+    }
+
+    /// The diff of a change whose place in its file is not known (an edit's replaced text and
+    /// its replacement, a write's content, from a stored call): no line numbers, `caption` as
+    /// its summary.
+    pub fn html_unplaced(&self, caption: &str) -> String {
+        self.html_with(caption, false)
+    }
+
+    fn html_with(&self, caption: &str, numbered: bool) -> String {
         let mut out = String::from("<table class=\"diff\"><caption>");
-        escape(&self.summary(), &mut out);
+        escape(caption, &mut out);
         out.push_str("</caption>\n");
         if let FileDiff::Text { hunks, .. } = self {
             for hunk in hunks {
@@ -246,7 +257,11 @@ impl FileDiff {
                         LineKind::Removed => ("del", '-'),
                         LineKind::Added => ("add", '+'),
                     };
-                    let number = |n: Option<usize>| n.map(|n| n.to_string()).unwrap_or_default();
+                    let number = |n: Option<usize>| {
+                        n.filter(|_| numbered)
+                            .map(|n| n.to_string())
+                            .unwrap_or_default()
+                    };
                     out.push_str(&format!(
                         "<tr class=\"{class}\"><td class=\"no\">{}</td><td class=\"no\">{}</td><td class=\"text\">{sign} ",
                         number(line.old_number),

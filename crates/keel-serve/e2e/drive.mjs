@@ -351,7 +351,8 @@ const scenarios = {
     await page.locator(".card .filediff tr.del").first().waitFor();
     assert.equal(await page.locator(".card .filediff tr.del td.no").first().innerText(), "2");
     assert.equal(await page.locator(".card .filediff tr.add td.text").first().innerText(), "+ beta");
-    assert.equal(await page.locator(".card pre.args-diff").count(), 0, "no diff of the page's own");
+    assert.equal(await page.locator(".card", { hasText: "edit_file" }).locator(".filediff").count(), 1,
+      "one diff on the card: the preview's replaced the call's");
     // The answer is rendered while it streams: a heading and a table before the last word.
     await page.waitForFunction(() => {
       const live = document.querySelector("#transcript .msg > .md");
@@ -361,6 +362,12 @@ const scenarios = {
     assert.ok(!(await text()).includes("|---|"), "no raw table while it streams");
     await waitForText("ENDWORD");
     assert.equal(await page.locator(".md h2").innerText(), "Report");
+    // After a reload the edit's card shows keel's diff of its arguments (its place in the
+    // file is not known there: no line numbers).
+    await page.reload();
+    await waitForText("ENDWORD");
+    assert.equal(await page.locator(".filediff caption").first().innerText(), "+1 −1 (the replaced text)");
+    assert.equal(await page.locator(".filediff tr.add td.text").first().innerText(), "+ beta");
     // The header's totals, money included, also as a fresh page loads them.
     const totals = /^· tokens [1-9]\d* in · [1-9]\d* out · cache \d+% · €0\.\d+/;
     await page.waitForFunction((re) => new RegExp(re).test(document.getElementById("usage").textContent), totals.source);

@@ -10,7 +10,9 @@
 //!   that the page shows the raw text until the response completes): the page never shows raw
 //!   `## ` or `|---|` for longer than that, and rendering stays a bounded share of the stream.
 //! - `tool/preview` (a write or edit allowed without a question) carries `diff_html`: the
-//!   renderer's diff of the exact change, line-numbered, as the terminal's card shows it.
+//!   renderer's diff of the exact change, line-numbered, as the terminal's card shows it. A
+//!   `tool/call` of `edit_file` or `write_file` (and the same call in the history) carries the
+//!   renderer's diff of its arguments, unnumbered (its place in the file is not known there).
 //! - Everything added is HTML keel's renderer wrote from escaped text; no model, tool or
 //!   provider text reaches the page as markup.
 
@@ -61,6 +63,14 @@ impl PageEvents {
                     data["html"] = Value::String(keel_render::markdown_html(&text));
                 }
             }
+            Some("tool/call") => {
+                if let (Some(name), Some(arguments)) =
+                    (data["name"].as_str(), data["arguments"].as_str())
+                    && let Some(diff) = call_diff_html(name, arguments)
+                {
+                    data["diff_html"] = Value::String(diff);
+                }
+            }
             Some("tool/preview") => {
                 if let Some(after) = data["after"].as_str() {
                     let before = data["before"].as_str().map(str::as_bytes);
@@ -70,6 +80,27 @@ impl PageEvents {
             }
             _ => {}
         }
+    }
+}
+
+/// An edit's or a write's change as its arguments say it (see the module invariants).
+pub fn call_diff_html(name: &str, arguments: &str) -> Option<String> {
+    let args: Value = serde_json::from_str(arguments).ok()?;
+    let text = |key: &str| args.get(key).and_then(Value::as_str);
+    match name {
+        "edit_file" => {
+            let (old, new) = (text("old_string")?, text("new_string")?);
+            let diff = keel_render::FileDiff::new(Some(old.as_bytes()), new.as_bytes());
+            Some(diff.html_unplaced(&format!("{} (the replaced text)", diff.summary())))
+        }
+        "write_file" => {
+            let content = text("content")?;
+            let lines = content.lines().count();
+            let diff = keel_render::FileDiff::new(None, content.as_bytes());
+            let caption = format!("writes {lines} line{}", if lines == 1 { "" } else { "s" });
+            Some(diff.html_unplaced(&caption))
+        }
+        _ => None,
     }
 }
 
@@ -132,6 +163,28 @@ mod tests {
             !html.contains("<script") && !html.contains("<img"),
             "{html}"
         );
+    }
+
+    #[test]
+    fn an_edit_call_carries_the_diff_of_its_arguments_unnumbered() {
+        let mut page = PageEvents::default();
+        let mut call = json!({"type": "tool/call", "call_id": "c", "name": "edit_file",
+            "arguments": "{\"path\":\"a\",\"old_string\":\"x\\ny\",\"new_string\":\"x\\n<z>\"}"});
+        page.enrich(&mut call);
+        let diff = call["diff_html"].as_str().unwrap();
+        assert!(
+            diff.contains("<caption>+1 −1 (the replaced text)</caption>"),
+            "{diff}"
+        );
+        assert!(diff.contains("<tr class=\"add\"><td class=\"no\"></td><td class=\"no\"></td><td class=\"text\">+ &lt;z&gt;"), "{diff}");
+        let write =
+            call_diff_html("write_file", "{\"path\":\"n\",\"content\":\"a\\nb\\n\"}").unwrap();
+        assert!(
+            write.contains("<caption>writes 2 lines</caption>"),
+            "{write}"
+        );
+        assert_eq!(call_diff_html("bash", "{\"command\":\"ls\"}"), None);
+        assert_eq!(call_diff_html("edit_file", "not json"), None);
     }
 
     #[test]

@@ -489,6 +489,13 @@ fn with_html(item: &mut Value) {
                 let html = keel_render::markdown_html(text);
                 part["html"] = Value::String(html);
             }
+            if part["type"] == "tool_call"
+                && let (Some(name), Some(arguments)) =
+                    (part["name"].as_str(), part["arguments"].as_str())
+                && let Some(diff) = crate::page_events::call_diff_html(name, arguments)
+            {
+                part["diff_html"] = Value::String(diff);
+            }
         }
     }
 }

@@ -87,26 +87,14 @@ function subjectOf(name, argumentsText, subject) {
   } catch (_) { return argumentsText; }
 }
 
-function diffOf(name, argumentsText) {
-  let args;
-  try { args = JSON.parse(argumentsText); } catch (_) { return null; }
-  if (name !== "edit_file" && name !== "write_file") return null;
-  const pre = el("pre", "args-diff");
-  const lines = (text, mark, cls) => (text || "").split("\n").forEach((line) =>
-    pre.appendChild(el("div", cls, mark + line)));
-  if (name === "edit_file") { lines(args.old_string, "- ", "diff-del"); lines(args.new_string, "+ ", "diff-add"); }
-  else lines(args.content, "+ ", "diff-add");
-  return pre;
-}
-
 function card(event) {
   const known = view.cards.get(event.call_id);
   if (known) return known.box;
   const box = el("div", "card");
   box.appendChild(el("strong", "", "● " + event.name + " "));
   box.appendChild(el("span", "subject", subjectOf(event.name, event.arguments, event.subject)));
-  const diff = diffOf(event.name, event.arguments);
-  if (diff) box.appendChild(diff);
+  // An edit's or a write's change, as keel's renderer drew it from the call's arguments.
+  if (event.diff_html !== undefined) box.appendChild(diffBox(event.diff_html));
   const state = el("div", "state muted", "running…");
   box.appendChild(state);
   view.cards.set(event.call_id, { box, state });
@@ -116,7 +104,7 @@ function card(event) {
 
 // This call's change, from keel's renderer, in place of anything shown before.
 function showDiff(box, html) {
-  box.querySelectorAll("pre.args-diff, .filediff").forEach((node) => node.remove());
+  box.querySelectorAll(".filediff").forEach((node) => node.remove());
   box.querySelector(".subject").after(diffBox(html));
 }
 
@@ -513,7 +501,7 @@ function renderHistory(history) {
           details.appendChild(el("div", "msg", part.text));
           t.appendChild(details);
         } else if (part.type === "text") t.appendChild(part.html !== undefined ? markdownBox(part.html) : el("div", "msg", part.text));
-        else if (part.type === "tool_call") card({ call_id: part.id, name: part.name, arguments: part.arguments });
+        else if (part.type === "tool_call") card({ call_id: part.id, name: part.name, arguments: part.arguments, diff_html: part.diff_html });
       }
     } else if (item.role === "tool_result") {
       const entry = view.cards.get(item.call_id);
