@@ -417,3 +417,16 @@ fn a_waiting_approval_rings_the_bell() {
         "a bell while the question waits: {screen:?}"
     );
 }
+
+#[test]
+fn tab_completes_a_model_for_model() {
+    if !available() {
+        return;
+    }
+    let (home, _mock) = scripted("chat", "{\"steps\": []}", "");
+    let tmux = Tmux::start(&home, &home.path(), &[], (90, 30));
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("/model dee");
+    tmux.press(&["Tab"]);
+    tmux.wait_for("› /model deepseek/mock-model");
+}
