@@ -100,6 +100,22 @@ fn slow_turn() -> (common::Home, common::MockProcess, Tmux) {
     (home, mock, tmux)
 }
 
+/// `slow_turn`, with its turn started and its command running.
+fn running_slow_turn() -> (common::Home, common::MockProcess, Tmux) {
+    let (home, mock, tmux) = slow_turn();
+    tmux.type_text("go");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("sleep 4");
+    (home, mock, tmux)
+}
+
+/// Esc twice at the input, the first answered by its hint.
+fn esc_twice(tmux: &Tmux) {
+    tmux.press(&["Escape"]);
+    tmux.wait_for("Esc again clears the input");
+    tmux.press(&["Escape"]);
+}
+
 #[test]
 fn the_status_line_counts_the_running_turns_responses() {
     if !available() {
@@ -155,15 +171,10 @@ fn esc_while_typing_during_a_turn_clears_the_input_and_keeps_the_turn() {
     if !available() {
         return;
     }
-    let (_home, mock, tmux) = slow_turn();
-    tmux.type_text("go");
-    tmux.press(&["Enter"]);
-    tmux.wait_for("sleep 4");
+    let (_home, mock, tmux) = running_slow_turn();
     tmux.type_text("a thought for later");
     tmux.wait_for("a thought for later");
-    tmux.press(&["Escape"]);
-    tmux.wait_for("Esc again clears the input");
-    tmux.press(&["Escape"]);
+    esc_twice(&tmux);
     tmux.wait_until_screen("the input cleared", |screen| {
         !screen.contains("a thought for later")
     });
@@ -275,10 +286,7 @@ fn a_queued_prompt_is_shown_and_can_be_taken_back_and_cancelled() {
     if !available() {
         return;
     }
-    let (_home, mock, tmux) = slow_turn();
-    tmux.type_text("go");
-    tmux.press(&["Enter"]);
-    tmux.wait_for("sleep 4");
+    let (_home, mock, tmux) = running_slow_turn();
     tmux.type_text("next question");
     tmux.press(&["Enter"]);
     tmux.wait_for("queued › next question");
@@ -287,9 +295,7 @@ fn a_queued_prompt_is_shown_and_can_be_taken_back_and_cancelled() {
     tmux.wait_until_screen("taken back", |screen| {
         !screen.contains("queued › ") && screen.contains("› next question")
     });
-    tmux.press(&["Escape"]);
-    tmux.wait_for("Esc again clears the input");
-    tmux.press(&["Escape"]);
+    esc_twice(&tmux);
     tmux.wait_until_screen("cancelled", |screen| !screen.contains("next question"));
     tmux.wait_for("All done.");
     std::thread::sleep(std::time::Duration::from_millis(500));
