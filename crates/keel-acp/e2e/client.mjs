@@ -237,11 +237,16 @@ const scenarios = {
       assert.equal(result.stopReason, "end_turn");
     });
     client.child.kill();
-    assert.equal(client.asked.length, 2, "asked twice, then remembered");
+    // Two writes asked, then remembered; `git status` asked, `git status --short` remembered,
+    // `git log -1` asked.
+    assert.equal(client.asked.length, 4, "asked four times");
     assert.deepEqual(client.asked[0].options.map((o) => o.kind),
       ["allow_once", "allow_always", "reject_once", "reject_always"]);
+    assert.equal(client.asked[1].options[1].name, "Allow always: write_file (this session)");
+    assert.equal(client.asked[2].options[1].name, "Allow always: git status (this session)");
+    assert.equal(client.asked[3].options[1].name, "Allow always: git log (this session)");
     const finals = statusesByCall(client.updates).map((s) => s[s.length - 1]);
-    assert.deepEqual(finals, ["failed", "completed", "completed"]);
+    assert.deepEqual(finals.slice(0, 3), ["failed", "completed", "completed"]);
     assert.ok(client.updates.some((u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "ask"));
     return {};
   },

@@ -2,8 +2,10 @@
 //! when it offers them, its files (`fs/read_text_file`, `fs/write_text_file`).
 //!
 //! Invariants:
-//! - Anything but an explicit allow is a decline; "always" answers are remembered per tool for
-//!   the session.
+//! - Anything but an explicit allow is a decline. "Allow always" covers what
+//!   `ApprovalRequest::always_scopes` says (the tool; for `bash` a read-only subcommand or the
+//!   exact command), is named by it, and is not offered where nothing can be remembered;
+//!   "reject always" refuses the whole tool. Both last for the session (one approver a session).
 //! - A plan (`propose_plan` in plan mode) is asked with its whole text and two approvals that
 //!   name the mode it is carried out in; neither is remembered.
 //! - File calls go to the editor only after the workspace guard (the tools do that); they are
@@ -11,7 +13,7 @@
 
 use crate::lock;
 use crate::rpc::Connection;
-use keel_agent::{Approval, ApprovalRequest, Approver};
+use keel_agent::{AlwaysAllowed, Approval, ApprovalRequest, Approver};
 use keel_tools::EditorFiles;
 use serde_json::{Value, json};
 use std::future::Future;
@@ -23,8 +25,8 @@ use std::sync::Mutex;
 pub(crate) struct AcpApprover {
     pub(crate) connection: Connection,
     pub(crate) session: Mutex<Option<String>>,
-    /// Tools allowed for the rest of the session ("allow always").
-    pub(crate) always: Mutex<Vec<String>>,
+    /// What "allow always" covers for the rest of the session.
+    pub(crate) always: AlwaysAllowed,
     /// Tools refused for the rest of the session ("reject always").
     pub(crate) never: Mutex<Vec<String>>,
 }
@@ -39,7 +41,7 @@ impl Approver for AcpApprover {
                 return self.approve_plan(request).await;
             }
             // An unconfined run is asked about every time.
-            if !request.unconfined && lock(&self.always).contains(&request.tool) {
+            if self.always.covers(request) {
                 return Approval::Allow;
             }
             if !request.unconfined && lock(&self.never).contains(&request.tool) {
@@ -69,12 +71,21 @@ impl Approver for AcpApprover {
                     {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
                 ])
             } else {
-                json!([
-                    {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
-                    {"optionId": "allow_always", "name": "Allow always", "kind": "allow_always"},
-                    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
-                    {"optionId": "reject_always", "name": "Reject always", "kind": "reject_always"},
-                ])
+                let mut options = vec![
+                    json!({"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"}),
+                ];
+                if let Some(label) = request.always_label() {
+                    options.push(json!({"optionId": "allow_always",
+                        "name": format!("Allow always: {label} (this session)"),
+                        "kind": "allow_always"}));
+                }
+                options.push(
+                    json!({"optionId": "reject_once", "name": "Reject", "kind": "reject_once"}),
+                );
+                options.push(json!({"optionId": "reject_always",
+                    "name": format!("Reject {} always (this session)", request.tool),
+                    "kind": "reject_always"}));
+                Value::Array(options)
             };
             let params = json!({
                 "sessionId": session,
@@ -84,8 +95,10 @@ impl Approver for AcpApprover {
             });
             match self.ask(params).await.as_deref() {
                 Some("allow_once") => Approval::Allow,
-                Some("allow_always") if !request.unconfined => {
-                    lock(&self.always).push(request.tool.clone());
+                // Where nothing can be remembered it was not offered: an editor that sends
+                // it anyway gets a yes for this call only.
+                Some("allow_always") => {
+                    self.always.remember(request);
                     Approval::Allow
                 }
                 Some("reject_always") if !request.unconfined => {

@@ -368,7 +368,7 @@ impl Agent {
         let approver = Arc::new(AcpApprover {
             connection: self.connection.clone(),
             session: Mutex::new(None),
-            always: Mutex::new(Vec::new()),
+            always: keel_agent::AlwaysAllowed::default(),
             never: Mutex::new(Vec::new()),
         });
         let editor = (*lock(&self.editor_files)).then(|| {

@@ -112,6 +112,10 @@ pub trait Approver: Send + Sync {
     fn asks_a_person(&self) -> bool {
         true
     }
+
+    /// The surface moves to another session: what was answered "always" in the last one no
+    /// longer holds.
+    fn forget_always(&self) {}
 }
 
 /// For `keel run`: nobody to ask, so deny (or allow everything with `--yes`).
@@ -139,9 +143,11 @@ impl Approver for HeadlessApprover {
 
 impl ApprovalRequest {
     /// What "always" for this call covers (`keel_tools::always`), or `None` when it cannot be
-    /// remembered: an unconfined re-run, a plan, a `bash` line not read in full.
-    pub fn always_scopes(&self) -> Option<Vec<String>> {
-        if self.unconfined || self.plan {
+    /// remembered: an unconfined re-run, a plan, a call asked for a reason of its own (a read
+    /// outside the workspace: "always" would allow every such read), a `bash` line not read in
+    /// full or writing a file by redirection.
+    pub fn always_scopes(&self) -> Option<Vec<keel_tools::always::Scope>> {
+        if self.unconfined || self.plan || self.reason.is_some() {
             return None;
         }
         keel_tools::always::always_scopes(&self.tool, &self.subject)
@@ -154,17 +160,18 @@ impl ApprovalRequest {
         self.always_scopes().map(|scopes| {
             scopes
                 .iter()
-                .map(|scope| keel_types::approval_view::fold_line(scope))
+                .map(|scope| keel_types::approval_view::fold_line(&scope.label()))
                 .collect::<Vec<_>>()
                 .join(", ")
         })
     }
 }
 
-/// The calls a person said "always" to in one session: held in memory only, never saved.
+/// The calls a person said "always" to in one session: held in memory only, never saved, and
+/// forgotten when the surface moves to another session (`forget`).
 #[derive(Debug, Default)]
 pub struct AlwaysAllowed {
-    /// (tool, scope) pairs.
+    /// (tool, scope key) pairs.
     scopes: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
 }
 
@@ -178,8 +185,15 @@ impl AlwaysAllowed {
             return false;
         };
         scopes
-            .into_iter()
-            .all(|scope| held.contains(&(request.tool.clone(), scope)))
+            .iter()
+            .all(|scope| held.contains(&(request.tool.clone(), scope.key())))
+    }
+
+    /// Forget every "always" (another session begins on this surface).
+    pub fn forget(&self) {
+        if let Ok(mut held) = self.scopes.lock() {
+            held.clear();
+        }
     }
 
     /// Remember "always" for `request`; what it covers, or `None` when nothing could be.
@@ -187,7 +201,7 @@ impl AlwaysAllowed {
         let scopes = request.always_scopes()?;
         let mut held = self.scopes.lock().ok()?;
         for scope in &scopes {
-            held.insert((request.tool.clone(), scope.clone()));
+            held.insert((request.tool.clone(), scope.key()));
         }
         drop(held);
         request.always_label()
@@ -221,6 +235,7 @@ mod tests {
         assert!(always.covers(&request("bash", "git status --short")));
         assert!(!always.covers(&request("bash", "git push --force")));
         assert!(!always.covers(&request("bash", "git status; rm -rf ~")));
+        assert!(!always.covers(&request("bash", "git status > src/lib.rs")));
         // A scope of bash is not a scope of another tool.
         assert!(!always.covers(&request("edit_file", "git status")));
         assert_eq!(
@@ -228,6 +243,9 @@ mod tests {
             Some("edit_file")
         );
         assert!(always.covers(&request("edit_file", "b.rs")));
+        always.forget();
+        assert!(!always.covers(&request("edit_file", "b.rs")));
+        assert!(!always.covers(&request("bash", "git status")));
     }
 
     #[test]
@@ -240,6 +258,9 @@ mod tests {
         plan.plan = true;
         assert_eq!(always.remember(&plan), None);
         assert_eq!(always.remember(&request("bash", "git status $(id)")), None);
+        let mut outside = request("read_file", "/etc/hosts");
+        outside.reason = Some("it reads outside the workspace".into());
+        assert_eq!(always.remember(&outside), None);
         assert!(!always.covers(&request("bash", "git status")));
         always.remember(&request("bash", "git status"));
         assert!(!always.covers(&unconfined));

@@ -166,11 +166,12 @@ async fn run_turn_inner(
                 return Ok(end_failed(&run, diagnostic));
             }
         };
+        // Billed by the provider whether or not the turn keeps it.
+        run.spent.charge(&completion.usage);
         if !run.is_current() {
             // A late reply of a cancelled turn: dropped, never committed.
             return Ok(end_cancelled(&run));
         }
-        run.spent.charge(&completion.usage);
         let finish_reason = completion.finish_reason;
         let round = commit_reply(&run, state, completion)?;
         if round.calls.is_empty() {

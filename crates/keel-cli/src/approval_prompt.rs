@@ -58,6 +58,10 @@ pub struct TerminalApprover {
 }
 
 impl Approver for TerminalApprover {
+    fn forget_always(&self) {
+        self.always.forget();
+    }
+
     fn approve<'a>(
         &'a self,
         request: &'a ApprovalRequest,
@@ -164,6 +168,10 @@ pub(crate) struct TuiApprover {
 }
 
 impl Approver for TuiApprover {
+    fn forget_always(&self) {
+        self.always.forget();
+    }
+
     fn approve<'a>(
         &'a self,
         request: &'a ApprovalRequest,

@@ -557,6 +557,8 @@ impl Repl {
             rendering.abort();
             true
         });
+        // "always" lasts for one session.
+        self.approver.forget_always();
         match open_controller(setup, self.approver.clone()) {
             Ok(controller) => {
                 self.controller = Some(controller);

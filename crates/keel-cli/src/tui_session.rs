@@ -71,6 +71,9 @@ struct Session {
     /// What the running turn's responses used so far (not stored until the turn ends), so the
     /// status line counts as the turn goes.
     running: keel_agent::SessionSpend,
+    /// The session's stored totals as of the last turn's end: during a turn the status line is
+    /// these plus `running`, never the store again (it may already hold the turn's end).
+    stored: Option<keel_agent::SessionSpend>,
 }
 
 /// The shortest time between two frames (60 a second).
@@ -140,6 +143,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
             .unwrap_or_else(Instant::now),
         dirty: true,
         running: keel_agent::SessionSpend::default(),
+        stored: None,
     };
     session.refresh_status();
     if !asked {
@@ -281,6 +285,8 @@ impl Session {
             // Stored now: the session's totals hold the turn.
             EventBody::TurnCompleted { .. } | EventBody::TurnFailed { .. } => {
                 self.running = keel_agent::SessionSpend::default();
+                self.stored = None;
+                self.refresh_status();
             }
             // An approved plan changed the mode: the status line says so at once.
             EventBody::ToolResult { name, .. }
@@ -340,7 +346,12 @@ impl Session {
                 .map(|context| u8::try_from(context.percent()).unwrap_or(100)),
             ..Status::default()
         };
-        if let Ok(mut spend) = controller.session_usage() {
+        let stored = match self.stored.take() {
+            Some(stored) if self.view.is_busy() => Some(stored),
+            _ => controller.session_usage().ok(),
+        };
+        self.stored = stored.clone();
+        if let Some(mut spend) = stored {
             spend.add(&self.running.usage, self.running.cost.as_ref());
             status.tokens_in = spend.usage.input;
             status.tokens_out = spend.usage.output;

@@ -84,6 +84,10 @@ pub(crate) fn read_keys(paused: Arc<AtomicBool>) -> mpsc::UnboundedReceiver<Said
             KEYBOARD_PROTOCOL.store(true, Ordering::SeqCst);
             if !paused.load(Ordering::SeqCst) {
                 enhanced_keys();
+                // Paused meanwhile (another program took the terminal): its keys stay plain.
+                if paused.load(Ordering::SeqCst) {
+                    plain_keys();
+                }
             }
         }
         loop {

@@ -165,6 +165,10 @@ fn permissions_are_asked_through_the_editor() {
         {"tool": "write_file", "args": {"path": "rejected.txt", "content": "x"}},
         {"tool": "write_file", "args": {"path": "allowed.txt", "content": "y"}},
         {"tool": "write_file", "args": {"path": "remembered.txt", "content": "z"}},
+        // A command's "always" covers its read-only subcommand only.
+        {"tool": "bash", "args": {"command": "git status"}},
+        {"tool": "bash", "args": {"command": "git status --short"}},
+        {"tool": "bash", "args": {"command": "git log -1"}},
         {"say": "done"},
     ]});
     let (home, mock) = client("permissions", steps, "permission_mode = \"auto\"");

@@ -13,7 +13,7 @@ fn always_for_a_command_covers_its_program_and_subcommand_only() {
         return;
     }
     let scenario = serde_json::json!({"steps": [
-        {"tool": "bash", "args": {"command": "echo first > first.txt"}},
+        {"tool": "bash", "args": {"command": "echo first"}},
         {"tool": "bash", "args": {"command": "git status"}},
         {"tool": "bash", "args": {"command": "git status --short"}},
         {"tool": "bash", "args": {"command": "git stash list"}},
@@ -30,8 +30,9 @@ fn always_for_a_command_covers_its_program_and_subcommand_only() {
     tmux.answer("y");
     tmux.wait_for("a always for git status (this session, never saved)");
     tmux.answer("a");
-    // `git status --short` runs without a question; `git stash` is asked about.
-    tmux.wait_for("a always for git stash (this session, never saved)");
+    // `git status --short` runs without a question; `git stash list` is asked about, and its
+    // "always" would cover only those words (`git stash` can also drop).
+    tmux.wait_for("a always for git stash list (this session, never saved)");
     assert!(
         tmux.everything()
             .contains("git status is allowed for the rest of this session (never saved)"),

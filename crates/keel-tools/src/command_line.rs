@@ -35,6 +35,9 @@
 //!   (`(( ))`, `$(( ))`, `[[ ]]`, `${…}`, array subscripts).
 //! - `inert` holds text a shell does not run here but a misreading could: comment bodies and
 //!   here-document and here-string contents.
+//! - `writes_files` is set by any redirection that writes to a file (`>`, `>>`, `>|`, `<>`,
+//!   `&>`, `>&name`), on a simple or a compound command, unless its target is `/dev/null`; a
+//!   duplication onto another descriptor (`2>&1`) writes no file.
 //! - Parsing never panics and never overflows the caller's stack: it runs on a thread of its
 //!   own with `STACK_SIZE` of stack, and a panic or a failed spawn reads as a parse failure.
 
@@ -107,6 +110,7 @@ pub struct CommandLine {
     pub unread: Vec<Construct>,
     pub hidden: bool,
     pub inert: Vec<String>,
+    pub writes_files: bool,
 }
 
 impl CommandLine {
@@ -570,6 +574,28 @@ impl Reader {
         let fd = |fd: &Option<ast::IoFd>| fd.map(|fd| fd.to_string()).unwrap_or_default();
         match redirect {
             ast::IoRedirect::File(number, kind, target) => {
+                let writes = match (kind, target) {
+                    (
+                        ast::IoFileRedirectKind::Write
+                        | ast::IoFileRedirectKind::Append
+                        | ast::IoFileRedirectKind::ReadAndWrite
+                        | ast::IoFileRedirectKind::Clobber,
+                        ast::IoFileRedirectTarget::Filename(word)
+                        | ast::IoFileRedirectTarget::Duplicate(word),
+                    ) => word.value != "/dev/null",
+                    // `>&name` is a file unless it names a descriptor (`>&2`, `>&-`).
+                    (
+                        ast::IoFileRedirectKind::DuplicateOutput,
+                        ast::IoFileRedirectTarget::Filename(word)
+                        | ast::IoFileRedirectTarget::Duplicate(word),
+                    ) => {
+                        word.value != "/dev/null"
+                            && word.value != "-"
+                            && !word.value.chars().all(|c| c.is_ascii_digit())
+                    }
+                    _ => false,
+                };
+                self.line.writes_files |= writes;
                 let target = match target {
                     ast::IoFileRedirectTarget::Filename(word)
                     | ast::IoFileRedirectTarget::Duplicate(word) => {
@@ -610,6 +636,7 @@ impl Reader {
                 format!("{}<<<{}", fd(number), word.value)
             }
             ast::IoRedirect::OutputAndError(word, append) => {
+                self.line.writes_files |= word.value != "/dev/null";
                 self.word(word, depth);
                 let more = if *append { ">" } else { "" };
                 format!("&>{more}{}", word.value)
@@ -621,6 +648,35 @@ impl Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_redirection_into_a_file_is_seen_on_any_command() {
+        for line in [
+            "git status > src/main.rs",
+            "git status >> notes",
+            "git status >| notes",
+            "git status &> notes",
+            "git status >&notes",
+            "cat <> f",
+            "{ git status; } > f",
+            "(git status) > f",
+            "for x in a; do echo $x; done > f",
+            "git status 2> errors.txt",
+        ] {
+            assert!(parse(line).writes_files, "{line}");
+        }
+        for line in [
+            "git status",
+            "git status 2>&1",
+            "git status > /dev/null 2>&1",
+            "git status &> /dev/null",
+            "git status >&2",
+            "git status < input.txt",
+            "git status 2>&-",
+        ] {
+            assert!(!parse(line).writes_files, "{line}");
+        }
+    }
 
     fn commands(line: &str) -> Vec<String> {
         let parsed = parse(line);

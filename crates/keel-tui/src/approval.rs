@@ -323,7 +323,7 @@ mod tests {
         assert_eq!(
             question("rm -rf x\r"),
             "? allow bash:\n    rm -rf x␍\n  bash: rm -rf x␍ — [y]es / [n]o / [N]o + note / \
-             [a]lways for rm -rf x␍ (session): "
+             [a]lways for rm -rf 'x␍' (session): "
         );
     }
 
