@@ -437,3 +437,36 @@ fn tab_completes_a_model_for_model() {
     tmux.press(&["Tab"]);
     tmux.wait_for("› /model deepseek/mock-model");
 }
+
+#[test]
+fn always_is_forgotten_when_another_session_begins() {
+    if !available() {
+        return;
+    }
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "bash", "args": {"command": "git status"}},
+        {"say": "First."},
+        {"tool": "bash", "args": {"command": "git status"}},
+        {"say": "Second."}
+    ]})
+    .to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    let tmux = Tmux::start(&home, &home.path(), &[], (100, 30));
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("look");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("a always for git status (this session, never saved)");
+    tmux.answer("a");
+    tmux.wait_for("First.");
+    tmux.type_text("/fork");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("now in the fork");
+    tmux.type_text("look again");
+    tmux.press(&["Enter"]);
+    // Asked again: the new session has no "always" of the last.
+    tmux.wait_for("a always for git status (this session, never saved)");
+    tmux.answer("y");
+    tmux.wait_for("Second.");
+    // The fork's second call was run once asked: both results are there.
+    assert_eq!(tool_messages(&mock).len(), 2);
+}
