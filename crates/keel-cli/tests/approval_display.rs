@@ -32,7 +32,7 @@ fn the_terminal_question_shows_the_hidden_start_next_to_it() {
     let screen = interactive_until(
         &home,
         &[
-            ("go\n", Some("+ note / [a]lways for "), 0),
+            ("go\n", Some("[N]o + note"), 0),
             ("n\n", Some("tokens: "), 0),
             ("/quit\n", None, 300),
         ],
@@ -41,7 +41,7 @@ fn the_terminal_question_shows_the_hidden_start_next_to_it() {
     assert!(!screen.contains(&" ".repeat(200)), "no screen of blanks");
     let question = screen
         .lines()
-        .find(|line| line.contains("+ note / [a]lways for "))
+        .find(|line| line.contains("[N]o + note"))
         .unwrap();
     assert!(
         question.contains("bash: touch PWNED;"),

@@ -121,7 +121,7 @@ fn model_text_cannot_forge_the_approval_prompt_or_the_screen() {
     let screen = interactive_until(
         &home,
         &[
-            ("run it\n", Some("+ note / [a]lways for "), 0),
+            ("run it\n", Some("[N]o + note"), 0),
             ("n\n", Some("tokens: "), 0),
             ("/quit\n", None, 300),
         ],
@@ -260,7 +260,7 @@ fn sigterm_stops_the_interactive_session_during_a_turn_and_at_the_prompt() {
     let (screen, code) = interactive_session(
         &home,
         &[
-            ("run it\n", Some("+ note / [a]lways for "), 0),
+            ("run it\n", Some("[N]o + note"), 0),
             ("y\n", None, 0),
             ("\u{0}wait-file:started", None, 0),
             ("\u{0}signal:TERM", Some("exiting"), 0),

@@ -266,7 +266,7 @@ fn the_interactive_session_asks_once_and_defaults_to_no() {
         "[y/N]",
         &[
             ("\n", Some("/help for commands"), 0),
-            ("go\n", Some("+ note / [a]lways for "), 0),
+            ("go\n", Some("[N]o + note"), 0),
             ("n\n", Some("tokens: "), 0),
             ("/quit\n", None, 300),
         ],

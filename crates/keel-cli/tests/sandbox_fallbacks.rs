@@ -68,7 +68,7 @@ fn without_landlock_keel_says_so_and_never_runs_a_command_unconfined_unasked() {
         &[unsupported, ("HOME", escapes.me.to_str().unwrap())],
         "/help for commands",
         &[
-            ("go\n", Some("+ note / [a]lways for "), 0),
+            ("go\n", Some("[N]o + note"), 0),
             ("n\n", Some("tokens: "), 0),
             ("/quit\n", None, 300),
         ],
@@ -187,11 +187,11 @@ fn in_ask_mode_a_refused_command_may_be_run_again_unconfined_only_when_the_user_
         &[("HOME", escapes.me.to_str().unwrap())],
         "/help for commands",
         &[
-            ("go\n", Some("+ note / [a]lways for "), 0),
+            ("go\n", Some("[N]o + note"), 0),
             ("y\n", Some("UNCONFINED? [y]es / [n]o"), 0),
-            ("n\n", Some("+ note / [a]lways for "), 0),
+            ("n\n", Some("[N]o + note"), 0),
             ("y\n", Some("tokens: "), 0),
-            ("again\n", Some("+ note / [a]lways for "), 0),
+            ("again\n", Some("[N]o + note"), 0),
             ("y\n", Some("UNCONFINED? [y]es / [n]o"), 0),
             ("y\n", Some("tokens: "), 0),
             ("/quit\n", None, 300),
