@@ -47,6 +47,16 @@ impl AdmittedTurn {
                 format!("keel stopped the turn: {what}; the history committed so far is kept"),
             )
         };
+        // What the turn's responses used, for a turn that ends on an error or a panic.
+        let (usage, cost) = std::mem::take(
+            &mut *shared
+                .turn_spent
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
+        if let (Err(_) | Ok(Err(_)), Some(usage)) = (&ran, &usage) {
+            shared.lock_usage().add(usage);
+        }
         match ran {
             Ok(Ok(outcome)) => {
                 if let TurnOutcome::Completed { usage, .. } = &outcome {
@@ -60,8 +70,8 @@ impl AdmittedTurn {
                     Some(turn),
                     EventBody::TurnFailed {
                         diagnostic,
-                        usage: None,
-                        cost: None,
+                        usage,
+                        cost,
                     },
                 );
                 Err(error)
@@ -72,8 +82,8 @@ impl AdmittedTurn {
                     Some(turn),
                     EventBody::TurnFailed {
                         diagnostic: diagnostic.clone(),
-                        usage: None,
-                        cost: None,
+                        usage,
+                        cost,
                     },
                 );
                 Ok(TurnOutcome::Failed {

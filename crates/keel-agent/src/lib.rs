@@ -243,6 +243,9 @@ pub(crate) struct Shared {
     usage: Mutex<keel_types::Usage>,
     /// The session's totals from its stored turns, and the last event they counted.
     session_usage: Mutex<(u64, SessionSpend)>,
+    /// What the running turn's responses used so far, for a turn that ends on an error or a
+    /// panic (its `turn/failed` still says it).
+    turn_spent: Mutex<(Option<keel_types::Usage>, Option<keel_types::Cost>)>,
     /// The session's temp dir, removed with the controller.
     _temp: Option<keel_sandbox::TempDir>,
     /// Git snapshots of the workspace at each turn's start and end (in a repository).
@@ -384,6 +387,7 @@ impl Controller {
             resumed,
             usage: Mutex::new(keel_types::Usage::default()),
             session_usage: Mutex::new((0, SessionSpend::default())),
+            turn_spent: Mutex::new((None, None)),
             _temp: temp,
             snapshots,
         };

@@ -83,7 +83,7 @@ async fn run_turn_inner(
     }
     if let Some(reason) = compaction_of(input_kind) {
         match compaction::compact(&mut run, state, reason, input.focus.as_deref()).await? {
-            Compaction::Done { usage: spent, .. } => run.spent.charge(&spent),
+            Compaction::Done { usage: spent, .. } => run.charge(&spent),
             Compaction::Impossible(why) => {
                 let diagnostic =
                     FailureDiagnostic::with_message(FailureKind::Limit, None, why.to_string());
@@ -123,7 +123,7 @@ async fn run_turn_inner(
                     usage: spent,
                     tokens_after,
                 } => {
-                    run.spent.charge(&spent);
+                    run.charge(&spent);
                     compaction_futile = compaction::threshold(shared, state)
                         .is_some_and(|threshold| tokens_after >= threshold);
                 }
@@ -167,7 +167,7 @@ async fn run_turn_inner(
             }
         };
         // Billed by the provider whether or not the turn keeps it.
-        run.spent.charge(&completion.usage);
+        run.charge(&completion.usage);
         if !run.is_current() {
             // A late reply of a cancelled turn: dropped, never committed.
             return Ok(end_cancelled(&run));

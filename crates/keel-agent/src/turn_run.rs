@@ -46,6 +46,18 @@ pub(crate) struct Spent {
     amount: f64,
 }
 
+impl TurnRun<'_> {
+    /// Count a response's tokens (priced now), also where a turn ending on an error finds them.
+    pub fn charge(&mut self, usage: &Usage) {
+        self.spent.charge(usage);
+        *self
+            .shared
+            .turn_spent
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = self.spent.if_any();
+    }
+}
+
 impl Spent {
     fn for_model(shared: &Shared) -> Spent {
         Spent {
@@ -56,7 +68,7 @@ impl Spent {
     }
 
     /// Count a response's tokens, priced now.
-    pub fn charge(&mut self, usage: &Usage) {
+    fn charge(&mut self, usage: &Usage) {
         self.usage.add(usage);
         if let Some(price) = &self.price {
             let now = std::time::SystemTime::now()
@@ -88,6 +100,10 @@ impl<'a> TurnRun<'a> {
     /// A run of `turn`, belonging to `generation` (the one current when it was admitted, so a
     /// cancel between admission and start still cancels it).
     pub fn start(shared: &'a Shared, turn: u64, generation: u64) -> TurnRun<'a> {
+        *shared
+            .turn_spent
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = (None, None);
         TurnRun {
             shared,
             turn,

@@ -128,3 +128,35 @@ fn a_session_with_unpriced_tokens_never_shows_a_part_of_its_cost_as_the_whole() 
         "{header}"
     );
 }
+
+#[test]
+fn a_turn_stopped_by_a_bug_in_keel_still_counts_its_responses() {
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": "echo one"}},
+        {"say": "never reached"}
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    home.prepend_config("permission_mode = \"auto\"\n");
+    home.append_config(EUR_PRICE);
+    // A panic as the command's result is committed: after the first response was billed.
+    let run: Run = home
+        .keel(&["run", "--json", "go"])
+        .env("KEEL_KILL_AT", "panic:before_result_commit")
+        .output()
+        .unwrap()
+        .into();
+    let failed = &run.events_of("turn/failed")[0];
+    assert!(
+        failed["diagnostic"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("a bug in keel"),
+        "{failed}"
+    );
+    assert!(failed["usage"]["input"].as_u64().unwrap() > 0, "{failed}");
+    let amount = failed["cost"]["amount"].as_f64().unwrap();
+    assert!(
+        (amount - cost_of(&failed["usage"])).abs() < 1e-12,
+        "{failed}"
+    );
+}
