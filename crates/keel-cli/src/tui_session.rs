@@ -27,7 +27,6 @@ use crate::session_setup::{McpStart, mcp_notes, open_controller_with, prepare, p
 use crate::signals::StopSignals;
 use crate::tui_terminal::{
     OSC9_APPROVAL, RawMode, load_history, osc9_supported, read_keys, save_history, screen_size,
-    tempfile_path,
 };
 use crate::{Outcome, settings};
 use crossterm::event::{Event as TermEvent, KeyEvent};
@@ -42,6 +41,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 mod answers;
+mod programs;
 
 /// Whether the interactive session should be the live TUI.
 pub fn wanted(common: &CommonArgs) -> bool {
@@ -516,70 +516,6 @@ impl Session {
         self.resume();
         self.refresh_status();
         outcome
-    }
-
-    /// Compose the prompt in `$VISUAL`/`$EDITOR` (the text so far to start from).
-    fn external_editor(&mut self) {
-        let editor = std::env::var("VISUAL")
-            .or_else(|_| std::env::var("EDITOR"))
-            .unwrap_or_else(|_| "vi".into());
-        let Ok(file) = tempfile_path() else {
-            return;
-        };
-        if std::fs::write(&file, self.view.editor.text()).is_err() {
-            return;
-        }
-        self.suspend();
-        let status = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("{editor} \"$1\""))
-            .arg("keel-editor")
-            .arg(&file)
-            .status();
-        self.resume();
-        match status {
-            Ok(status) if status.success() => {
-                if let Ok(text) = std::fs::read_to_string(&file) {
-                    self.view.editor.set(text.trim_end_matches('\n'));
-                }
-            }
-            _ => self.view.set_notice(Some(format!(
-                "the editor (`{}`) did not finish cleanly: the input is as it was",
-                keel_render::visible_line(&editor)
-            ))),
-        }
-        let _ = std::fs::remove_file(&file);
-    }
-
-    /// Every answer, card and reasoning block of the session, in a pager.
-    fn transcript(&mut self) {
-        let Some(controller) = self.controller() else {
-            return;
-        };
-        let text = match crate::repl::transcript_text(&controller, self.view.width(), self.colors) {
-            Ok(text) => text,
-            Err(error) => {
-                self.view
-                    .set_notice(Some(format!("cannot read the transcript: {error}")));
-                return;
-            }
-        };
-        let Ok(file) = tempfile_path() else {
-            return;
-        };
-        if std::fs::write(&file, text).is_err() {
-            return;
-        }
-        let pager = std::env::var("PAGER").unwrap_or_else(|_| "less -R".into());
-        self.suspend();
-        let _ = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("{pager} \"$1\""))
-            .arg("keel-pager")
-            .arg(&file)
-            .status();
-        self.resume();
-        let _ = std::fs::remove_file(&file);
     }
 
     fn complete(&mut self) {
