@@ -71,10 +71,7 @@ impl Spent {
     fn charge(&mut self, usage: &Usage) {
         self.usage.add(usage);
         if let Some(price) = &self.price {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |since| since.as_secs());
-            self.amount += price.cost(usage, now);
+            self.amount += price.charge_now(usage).amount;
         }
     }
 

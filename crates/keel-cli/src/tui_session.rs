@@ -306,15 +306,8 @@ impl Session {
             return;
         };
         let settings = controller.settings();
-        let cost = keel_llm::price::price_for(&settings.profile, &settings.model).map(|price| {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |since| since.as_secs());
-            keel_types::Cost {
-                amount: price.cost(usage, now),
-                currency: price.currency.clone(),
-            }
-        });
+        let cost = keel_llm::price::price_for(&settings.profile, &settings.model)
+            .map(|price| price.charge_now(usage));
         self.running.add(usage, cost.as_ref());
         let context_percent = self.view.status.context_percent;
         self.refresh_status();

@@ -176,6 +176,17 @@ impl Price {
         }
     }
 
+    /// What `usage` costs if billed now, in this price's currency.
+    pub fn charge_now(&self, usage: &Usage) -> keel_types::Cost {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        keel_types::Cost {
+            amount: self.cost(usage, now),
+            currency: self.currency.clone(),
+        }
+    }
+
     /// What `usage` cost, billed at `unix_seconds`.
     pub fn cost(&self, usage: &Usage, unix_seconds: u64) -> f64 {
         let rates = self.rates_at(unix_seconds);

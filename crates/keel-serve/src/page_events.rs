@@ -85,23 +85,17 @@ impl PageEvents {
 
 /// An edit's or a write's change as its arguments say it (see the module invariants).
 pub fn call_diff_html(name: &str, arguments: &str) -> Option<String> {
-    let args: Value = serde_json::from_str(arguments).ok()?;
-    let text = |key: &str| args.get(key).and_then(Value::as_str);
-    match name {
-        "edit_file" => {
-            let (old, new) = (text("old_string")?, text("new_string")?);
-            let diff = keel_render::FileDiff::new(Some(old.as_bytes()), new.as_bytes());
-            Some(diff.html_unplaced(&format!("{} (the replaced text)", diff.summary())))
+    let change = keel_tools::stated_change(name, arguments)?;
+    let before = change.replaced.as_deref().map(str::as_bytes);
+    let diff = keel_render::FileDiff::new(before, change.with.as_bytes());
+    let caption = match &change.replaced {
+        Some(_) => format!("{} (the replaced text)", diff.summary()),
+        None => {
+            let lines = change.with.lines().count();
+            format!("writes {lines} line{}", if lines == 1 { "" } else { "s" })
         }
-        "write_file" => {
-            let content = text("content")?;
-            let lines = content.lines().count();
-            let diff = keel_render::FileDiff::new(None, content.as_bytes());
-            let caption = format!("writes {lines} line{}", if lines == 1 { "" } else { "s" });
-            Some(diff.html_unplaced(&caption))
-        }
-        _ => None,
-    }
+    };
+    Some(diff.html_unplaced(&caption))
 }
 
 #[cfg(test)]

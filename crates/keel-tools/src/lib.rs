@@ -39,7 +39,7 @@ pub use mention::{attachment, instruction_file, mentions, names_something};
 pub use permission::{
     Decision, PermissionMode, PermissionPolicy, PermissionRule, Reach, RuleError,
 };
-pub use preview::{Preview, preview};
+pub use preview::{Preview, StatedChange, preview, stated_change};
 pub use restore::restore_file;
 pub use sandboxed::CommandSandbox;
 pub use specs::{BuiltinTool, NOT_IN_PLAN_MODE};

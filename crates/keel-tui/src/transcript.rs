@@ -19,25 +19,15 @@ use crate::rows::wrapped;
 
 /// A tool call's arguments as a person reads them in full (see the module invariants).
 fn call_lines(name: &str, arguments: &str, width: usize) -> Vec<Line> {
+    if let Some(change) = keel_tools::stated_change(name, arguments) {
+        let mut lines = wrapped(&change.path, width, Style::PLAIN.dim());
+        let before = change.replaced.as_deref().map(str::as_bytes);
+        lines.extend(FileDiff::new(before, change.with.as_bytes()).lines(width));
+        return lines;
+    }
     let parsed: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
-    let text = |key: &str| parsed.get(key).and_then(serde_json::Value::as_str);
-    match (name, text("command"), text("path")) {
-        ("bash", Some(command), _) => wrapped(command, width, Style::PLAIN),
-        ("edit_file", _, Some(path)) => {
-            let mut lines = wrapped(path, width, Style::PLAIN.dim());
-            let (old, new) = (
-                text("old_string").unwrap_or(""),
-                text("new_string").unwrap_or(""),
-            );
-            lines.extend(FileDiff::new(Some(old.as_bytes()), new.as_bytes()).lines(width));
-            lines
-        }
-        ("write_file", _, Some(path)) => {
-            let mut lines = wrapped(path, width, Style::PLAIN.dim());
-            let content = text("content").unwrap_or("");
-            lines.extend(FileDiff::new(None, content.as_bytes()).lines(width));
-            lines
-        }
+    match parsed.get("command").and_then(serde_json::Value::as_str) {
+        Some(command) if name == "bash" => wrapped(command, width, Style::PLAIN),
         _ => wrapped(arguments, width, Style::PLAIN.dim()),
     }
 }
