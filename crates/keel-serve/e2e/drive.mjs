@@ -345,6 +345,7 @@ const scenarios = {
       return live && live.textContent.includes("line 2") && /^running… [1-9]\d* s$/.test(state.textContent);
     }, null, { timeout: 20000 });
     assert.ok(!(await page.locator(".card .live-output").innerText()).includes("line 6"), "seen while it runs");
+    await page.screenshot({ path: `${out}/live-output.png` });
     await page.waitForFunction(() => document.querySelector(".card .state").textContent.startsWith("completed"));
     assert.equal(await page.locator(".card .live-output").count(), 0, "the live tail gives way to the output");
     // The edit allowed without a question: its change, numbered, from the preview.
@@ -360,6 +361,7 @@ const scenarios = {
         && !document.getElementById("transcript").innerText.includes("ENDWORD");
     }, null, { timeout: 20000 });
     assert.ok(!(await text()).includes("|---|"), "no raw table while it streams");
+    await page.screenshot({ path: `${out}/live-stream.png` });
     await waitForText("ENDWORD");
     assert.equal(await page.locator(".md h2").innerText(), "Report");
     // After a reload the edit's card shows keel's diff of its arguments (its place in the
