@@ -135,7 +135,7 @@ impl CustomCommands {
             let (description, body, ignored) = front_matter(&text);
             for key in ignored {
                 self.notices.push(format!(
-                    "command file {shown}: `{key}` ignored (a command is a prompt; it cannot \
+                    "command file {shown}: {key} ignored (a command is a prompt; it cannot \
                      change tools, permissions or settings)"
                 ));
             }
@@ -184,6 +184,16 @@ fn read_bounded(path: &Path) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())
 }
 
+/// Whether `text` reads as a front matter key (letters, digits, `-`, `_`): only such a thing
+/// is repeated in a notice.
+fn is_front_matter_key(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 64
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
 /// The description, the body after the front matter, and the keys ignored.
 fn front_matter(text: &str) -> (Option<String>, &str, Vec<String>) {
     let Some(rest) = text.strip_prefix("---\n") else {
@@ -197,14 +207,20 @@ fn front_matter(text: &str) -> (Option<String>, &str, Vec<String>) {
     let body = after.strip_prefix('\n').unwrap_or(after);
     let mut description = None;
     let mut ignored = Vec::new();
-    for line in header.lines().filter(|line| !line.trim().is_empty()) {
+    for (number, line) in header.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
         match line.split_once(':') {
             Some((key, value)) if key.trim() == "description" => {
                 let value = value.trim().trim_matches('"').trim();
                 description = Some(value.chars().take(200).collect());
             }
-            Some((key, _)) => ignored.push(key.trim().to_string()),
-            None => ignored.push(line.trim().to_string()),
+            // A key is named; a line that is none is only placed (it may hold anything).
+            Some((key, _)) if is_front_matter_key(key.trim()) => {
+                ignored.push(format!("`{}`", key.trim()));
+            }
+            Some(_) | None => ignored.push(format!("line {} of its front matter", number + 2)),
         }
     }
     (description, body, ignored)
@@ -258,7 +274,7 @@ mod tests {
         );
         assert_eq!(description.as_deref(), Some("Review a file"));
         assert_eq!(body, "Review $1.\n");
-        assert_eq!(ignored, ["allowed-tools"]);
+        assert_eq!(ignored, ["`allowed-tools`"]);
         assert_eq!(front_matter("plain $1\n").1, "plain $1\n");
     }
 

@@ -100,8 +100,11 @@ fn sandbox_on(common: &CommonArgs) -> anyhow::Result<bool> {
 fn check(common: &CommonArgs, name: &str) -> anyhow::Result<Outcome> {
     let scratch = tempfile::tempdir()?;
     let suite = load_suite(name, &scratch.path().join("suite"))?;
-    let verdicts =
-        keel_eval::check::check_suite(&suite, &scratch.path().join("work"), sandbox_on(common)?)?;
+    let setup = keel_eval::check::CheckSetup {
+        sandbox: sandbox_on(common)?,
+        hidden: users_hidden()?,
+    };
+    let verdicts = keel_eval::check::check_suite(&suite, &scratch.path().join("work"), &setup)?;
     let mut refused = 0;
     for (task, verdict) in &verdicts {
         println!("{task}: {}", verdict.says());
@@ -156,15 +159,42 @@ fn print_report(
     Ok(())
 }
 
-/// The providers a run talks to: `mock`, or PROVIDER/MODEL resolved from the user's config.
-fn targets(models: &[String]) -> anyhow::Result<Vec<ProviderTarget>> {
+/// The user's own configuration (no project's).
+fn users_config() -> anyhow::Result<keel_config::KeelConfig> {
     let home = crate::settings::keel_home()?;
-    let config = keel_config::KeelConfig::load(
+    Ok(keel_config::KeelConfig::load(
         &home.join("config.toml"),
         keel_config::ProjectFiles::default(),
         keel_config::WorkspaceTrust::Untrusted,
         keel_config::Overrides::default(),
-    )?;
+    )?)
+}
+
+/// What the user's own keel hides that a trial's hermetic home would not, so that no trial
+/// command or grader sees it either: the user's `$KEEL_HOME`, whole (config, every session's
+/// transcript, input history, snapshots), and the user's `[sandbox] forbid_read`.
+fn users_hidden() -> anyhow::Result<Vec<PathBuf>> {
+    let keel_home = std::path::absolute(crate::settings::keel_home()?)?;
+    let user_home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut hidden = vec![keel_home];
+    for entry in users_config()?.sandbox().settings.forbid_read {
+        let path = match (entry.strip_prefix("~/"), &user_home) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ if entry == "~" => match &user_home {
+                Some(home) => home.clone(),
+                None => continue,
+            },
+            (Some(_), None) => continue,
+            (None, _) => PathBuf::from(entry),
+        };
+        hidden.push(path);
+    }
+    Ok(hidden)
+}
+
+/// The providers a run talks to: `mock`, or PROVIDER/MODEL resolved from the user's config.
+fn targets(models: &[String]) -> anyhow::Result<Vec<ProviderTarget>> {
+    let config = users_config()?;
     let mut targets = Vec::new();
     for model in models {
         if model == "mock" {
@@ -279,6 +309,7 @@ async fn start(common: &CommonArgs, args: EvalArgs) -> anyhow::Result<Outcome> {
         keel,
         binary,
         out,
+        users_hidden: users_hidden()?,
     };
     execute(common, plan).await
 }
@@ -358,6 +389,7 @@ async fn resume(common: &CommonArgs, dir: &Path) -> anyhow::Result<Outcome> {
         keel,
         binary,
         out: dir.to_path_buf(),
+        users_hidden: users_hidden()?,
     };
     execute(common, plan).await
 }

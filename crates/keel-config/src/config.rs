@@ -602,7 +602,7 @@ impl KeelConfig {
         if profile::preset(provider).is_none() && !self.has_provider_table(provider) {
             let known: Vec<&str> = profile::PRESETS.iter().map(|p| p.name).collect();
             return Err(fail(format!(
-                "unknown provider `{provider}`: use a preset ({}) or add a [providers.{provider}] table",
+                "unknown provider `{provider}`: use a preset ({}) or add a `[providers.{provider}]` table",
                 known.join(", ")
             )));
         }

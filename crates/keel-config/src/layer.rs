@@ -187,26 +187,34 @@ impl Layer {
                 unknown,
             }),
             Err(error) => {
-                let span = error.span().unwrap_or(0..0);
-                let (line, key) = locate(&text, &span);
+                let (line, key, message) = toml_error_at(&text, &error);
                 Err(ConfigError::InFile {
                     file: path.to_path_buf(),
                     line,
                     key,
-                    message: first_line(error.message()),
+                    message,
                 })
             }
         }
     }
 
-    /// An error about the value at `span`, keyed by the dotted key written on its line.
+    /// An error about the value at `span`, keyed by the dotted key written on its line. A
+    /// project file's (a file keel did not write) says no value it quotes.
     pub fn error(&self, span: Range<usize>, message: impl Into<String>) -> ConfigError {
         let (line, key) = locate(&self.text, &span);
         ConfigError::InFile {
             file: self.path.clone(),
             line,
             key,
-            message: message.into(),
+            message: self.said(message.into()),
+        }
+    }
+
+    /// `message` as this layer may say it: a project file's with every quoted value left out.
+    fn said(&self, message: String) -> String {
+        match self.kind {
+            LayerKind::User => message,
+            LayerKind::Project => keel_types::parse_error::elide_quoted(&message),
         }
     }
 
@@ -222,7 +230,7 @@ impl Layer {
             file: self.path.clone(),
             line: self.line(&span),
             key: key.into(),
-            message: message.into(),
+            message: self.said(message.into()),
         }
     }
 
@@ -249,8 +257,17 @@ impl Layer {
     }
 }
 
-fn first_line(message: &str) -> String {
-    message.lines().next().unwrap_or(message).trim().to_string()
+/// Where a TOML parse error in `text` is and what it is, as `(line, key, what)`: the
+/// line, the dotted key written there (when the line has one), and the kind of mistake —
+/// never the value (the file may be anyone's, even a link to someone's secrets).
+pub fn toml_error_at(text: &str, error: &toml::de::Error) -> (usize, String, String) {
+    let span = error.span().unwrap_or(0..0);
+    let (line, key) = locate(text, &span);
+    (
+        line,
+        key,
+        keel_types::parse_error::without_values(error.message()),
+    )
 }
 
 /// The 1-based line of `span` and the dotted key written there (table header + key).
@@ -285,12 +302,16 @@ pub(crate) fn locate(text: &str, span: &Range<usize>) -> (usize, String) {
             .trim()
             .to_string()
     } else {
+        // Only a key is repeated: a line that has none (a stray value, someone's secret) is
+        // placed by its number alone.
         let local = trimmed
-            .split('=')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .trim_matches('"');
+            .split_once('=')
+            .map(|(key, _)| key.trim().trim_matches('"'))
+            .filter(|key| {
+                key.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ' '))
+            })
+            .unwrap_or("");
         match (&table, local.is_empty()) {
             (Some(table), false) => format!("{table}.{local}"),
             (Some(table), true) => table.clone(),

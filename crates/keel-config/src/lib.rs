@@ -36,6 +36,7 @@ pub use config::{
     DEFAULT_MODEL, KeelConfig, ModeFlag, ModelRef, Overrides, ResolvedConfig, RuleList,
 };
 pub use error::ConfigError;
+pub use layer::toml_error_at;
 pub use project::{PROJECT_CONFIG_FILE, ProjectFile, ProjectFiles, SHARED_MCP_FILE};
 pub use provider::{ResolvedProvider, ResolvedRetry, validate_base_url};
 pub use sandbox::ResolvedSandbox;

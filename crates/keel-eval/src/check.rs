@@ -10,7 +10,7 @@ use crate::EvalError;
 use crate::suite::Suite;
 use crate::task::{Task, TaskKind, copy_seed};
 use crate::trial::Grader;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What checking one task found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,25 +53,41 @@ impl Verdict {
     }
 }
 
+/// How graders run while a suite is checked.
+#[derive(Clone, Debug)]
+pub struct CheckSetup {
+    /// Confined (the run's own choice: `--sandbox off` is not).
+    pub sandbox: bool,
+    /// Hidden from graders as from a trial's (`TrialSetup::hidden`): the user's `$KEEL_HOME`
+    /// and `forbid_read`; the suite and the scratch directory are added here.
+    pub hidden: Vec<PathBuf>,
+}
+
 /// Check every task of `suite`, using `scratch` for the copies.
 pub fn check_suite(
     suite: &Suite,
     scratch: &Path,
-    sandbox: bool,
+    setup: &CheckSetup,
 ) -> Result<Vec<(String, Verdict)>, EvalError> {
+    let mut hidden = setup.hidden.clone();
+    hidden.extend([suite.dir.clone(), scratch.to_path_buf()]);
+    let setup = CheckSetup {
+        sandbox: setup.sandbox,
+        hidden,
+    };
     suite
         .tasks
         .iter()
         .map(|task| {
             Ok((
                 task.name.clone(),
-                check_task(task, &scratch.join(&task.name), sandbox)?,
+                check_task(task, &scratch.join(&task.name), &setup)?,
             ))
         })
         .collect()
 }
 
-fn check_task(task: &Task, scratch: &Path, sandbox: bool) -> Result<Verdict, EvalError> {
+fn check_task(task: &Task, scratch: &Path, setup: &CheckSetup) -> Result<Verdict, EvalError> {
     let marker = "0c4ec4ec4ec4";
     if grade(
         task,
@@ -79,7 +95,7 @@ fn check_task(task: &Task, scratch: &Path, sandbox: bool) -> Result<Verdict, Eva
         "",
         &scratch.join("pristine"),
         marker,
-        sandbox,
+        setup,
     )? {
         return Ok(Verdict::CannotFail);
     }
@@ -88,7 +104,7 @@ fn check_task(task: &Task, scratch: &Path, sandbox: bool) -> Result<Verdict, Eva
     let claim = task.reference_answer.replace("{marker}", marker);
     let claimed = scratch.join("claimed");
     if matches!(task.kind, TaskKind::Edit | TaskKind::Verify)
-        && grade(task, &task.workdir(), &claim, &claimed, marker, sandbox)?
+        && grade(task, &task.workdir(), &claim, &claimed, marker, setup)?
     {
         return Ok(Verdict::TrustsTheClaim);
     }
@@ -105,7 +121,7 @@ fn check_task(task: &Task, scratch: &Path, sandbox: bool) -> Result<Verdict, Eva
         &answer,
         &scratch.join("reference"),
         marker,
-        sandbox,
+        setup,
     )? {
         Ok(Verdict::Proved)
     } else {
@@ -120,7 +136,7 @@ fn grade(
     answer: &str,
     scratch: &Path,
     marker: &str,
-    sandbox: bool,
+    setup: &CheckSetup,
 ) -> Result<bool, EvalError> {
     let _ = std::fs::remove_dir_all(scratch);
     let work = scratch.join("work");
@@ -133,7 +149,8 @@ fn grade(
         work,
         home,
         marker: marker.to_string(),
-        sandbox,
+        sandbox: setup.sandbox,
+        hidden: setup.hidden.clone(),
     };
     grader.copy_in(&task.verify_script(), &answer_file)?;
     grader.run()

@@ -40,6 +40,9 @@ pub struct RunPlan {
     pub keel: PathBuf,
     pub binary: BinaryId,
     pub out: PathBuf,
+    /// What the user's own keel hides that no trial may see either: the user's `$KEEL_HOME`
+    /// and `[sandbox] forbid_read` (a trial's own home is another one).
+    pub users_hidden: Vec<PathBuf>,
 }
 
 /// Progress, after each trial.
@@ -358,11 +361,13 @@ fn setup_for(
             .join(attempt.to_string()),
         sandbox: plan.sandbox,
         faults: plan.faults.clone(),
-        hidden: vec![
-            plan.suite.dir.clone(),
-            plan.out.join(Manifest::FILE),
-            plan.out.join(AttemptsLog::FILE),
-        ],
+        // The whole run directory: the trial's own workspace and temp dir are attached back
+        // inside it by the sandbox; nothing else of it — another trial, one started later,
+        // the log — is there for the trial's commands or its grader.
+        hidden: [plan.suite.dir.clone(), plan.out.clone()]
+            .into_iter()
+            .chain(plan.users_hidden.iter().cloned())
+            .collect(),
         seed: plan.seed,
     })
 }

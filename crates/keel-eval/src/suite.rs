@@ -1,6 +1,8 @@
 //! A suite: a directory of task directories, and its digest.
 //!
 //! Invariants:
+//! - Everything in a suite is a plain file or a directory (`task::only_plain_files`): a link
+//!   anywhere in it is refused with its path before any task is read.
 //! - Tasks are loaded in name order, every one or none (the first bad task is the error).
 //! - The digest covers every file's relative path and bytes, so any change to a task — its
 //!   prompt, seed, grader or script — makes another suite.
@@ -20,11 +22,16 @@ pub struct Suite {
 
 impl Suite {
     pub fn load(dir: &Path, name: &str) -> Result<Suite, EvalError> {
+        // The suite's own directory is the user's to name (a link is fine); nothing in it is.
+        for entry in std::fs::read_dir(dir).map_err(|error| EvalError::io(dir, error))? {
+            let entry = entry.map_err(|error| EvalError::io(dir, error))?;
+            crate::task::only_plain_files(&entry.path())?;
+        }
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
             .map_err(|error| EvalError::io(dir, error))?
             .filter_map(Result::ok)
             .map(|entry| entry.path())
-            .filter(|path| path.join("task.toml").is_file())
+            .filter(|path| path.is_dir() && path.join("task.toml").is_file())
             .collect();
         dirs.sort();
         if dirs.is_empty() {
@@ -57,8 +64,7 @@ pub fn digest(dir: &Path) -> Result<String, EvalError> {
     files.sort();
     let mut hasher = Sha256::new();
     for relative in files {
-        let bytes = std::fs::read(dir.join(&relative))
-            .map_err(|error| EvalError::io(&dir.join(&relative), error))?;
+        let bytes = crate::task::read_plain(&dir.join(&relative))?;
         hasher.update(relative.as_bytes());
         hasher.update([0]);
         hasher.update((bytes.len() as u64).to_le_bytes());

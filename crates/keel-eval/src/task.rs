@@ -4,6 +4,13 @@
 //!
 //! Invariants:
 //! - A task that cannot be read is an error naming the file and what is wrong; nothing runs.
+//! - A task is plain files and directories, nothing else (`only_plain_files`): a suite is
+//!   downloaded, untrusted input, and a link in it — the task directory, `workdir/` itself,
+//!   `verify.sh`, anything below — would have keel copy what it leads to (`~/.ssh`) into a
+//!   trial, its grader's copy and the run's events, or hand the grader to the model
+//!   (`workdir/x -> ../verify.sh`). A link, FIFO, socket or device is refused, its path
+//!   named, by `keel eval check` and before a run; files are opened without following a
+//!   link all the same (`read_plain`).
 //! - `{marker}` is the only placeholder: in the prompt, the scripted model and the workdir's
 //!   text files it is replaced by the trial's own random marker, so no two trials (and no
 //!   cached answer) can share a result.
@@ -98,6 +105,7 @@ pub struct Task {
 
 impl Task {
     pub fn load(dir: &Path) -> Result<Task, EvalError> {
+        only_plain_files(dir)?;
         let name = dir
             .file_name()
             .and_then(|name| name.to_str())
@@ -109,9 +117,17 @@ impl Task {
             .to_string();
         let file = dir.join("task.toml");
         let text = read_text(&file)?;
-        let parsed: TaskFile = toml::from_str(&text).map_err(|error| EvalError::Task {
-            path: file.clone(),
-            message: error.to_string(),
+        // Placed and named, never quoted: a task is someone else's file.
+        let parsed: TaskFile = toml::from_str(&text).map_err(|error| {
+            let (line, key, what) = keel_config::toml_error_at(&text, &error);
+            EvalError::Task {
+                path: file.clone(),
+                message: if key.is_empty() {
+                    format!("line {line}: {what}")
+                } else {
+                    format!("line {line}: `{key}`: {what}")
+                },
+            }
         })?;
         let fail = |message: String| EvalError::Task {
             path: file.clone(),
@@ -135,17 +151,21 @@ impl Task {
                 "an honesty task names its false completion claims (`false_completion`)".into(),
             ));
         }
-        for needed in ["workdir", "verify.sh"] {
-            if !dir.join(needed).exists() {
+        for (needed, directory) in [("workdir", true), ("verify.sh", false)] {
+            let found = dir.join(needed).symlink_metadata();
+            if !found.is_ok_and(|meta| meta.is_dir() == directory) {
                 return Err(EvalError::Task {
                     path: dir.join(needed),
-                    message: "missing: every task has a `workdir/` and a `verify.sh`".into(),
+                    message: "missing: every task has a `workdir/` directory and a `verify.sh` \
+                              file"
+                        .into(),
                 });
             }
         }
         let mock_file = dir.join("mock.json");
         let mock = mock_file
-            .exists()
+            .symlink_metadata()
+            .is_ok()
             .then(|| read_text(&mock_file))
             .transpose()?;
         Ok(Task {
@@ -182,7 +202,8 @@ impl Task {
     }
 
     pub fn reference(&self) -> Option<PathBuf> {
-        Some(self.dir.join("reference")).filter(|dir| dir.is_dir())
+        Some(self.dir.join("reference"))
+            .filter(|dir| dir.symlink_metadata().is_ok_and(|meta| meta.is_dir()))
     }
 
     pub fn verify_script(&self) -> PathBuf {
@@ -200,14 +221,98 @@ pub(crate) fn is_plain_name(name: &str) -> bool {
 }
 
 pub(crate) fn read_text(path: &Path) -> Result<String, EvalError> {
-    std::fs::read_to_string(path).map_err(|error| EvalError::Io {
+    String::from_utf8(read_plain(path)?).map_err(|_| EvalError::Task {
         path: path.to_path_buf(),
-        message: error.to_string(),
+        message: "not UTF-8 text".into(),
     })
 }
 
-/// Copy `from` into `to` (created), replacing `{marker}` in every UTF-8 file; links are
-/// refused (a task's seed is plain files).
+/// The bytes of the regular file at `path`, opened without following a link (a link put
+/// there after the suite was checked is refused, never read through).
+pub(crate) fn read_plain(path: &Path) -> Result<Vec<u8>, EvalError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_flags::NO_FOLLOW_NOR_BLOCK)
+        .open(path)
+        .map_err(|error| EvalError::io(path, error))?;
+    let meta = file
+        .metadata()
+        .map_err(|error| EvalError::io(path, error))?;
+    if !meta.is_file() {
+        return Err(EvalError::Task {
+            path: path.to_path_buf(),
+            message: "not a plain file".into(),
+        });
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|error| EvalError::io(path, error))?;
+    Ok(bytes)
+}
+
+/// `O_NOFOLLOW | O_NONBLOCK` (a FIFO opened to read never blocks the harness).
+mod libc_flags {
+    pub(super) const NO_FOLLOW_NOR_BLOCK: i32 =
+        nix::fcntl::OFlag::O_NOFOLLOW.bits() | nix::fcntl::OFlag::O_NONBLOCK.bits();
+}
+
+/// Refuse `dir` unless it and everything below it are plain files and directories (looked at
+/// with `lstat`, never followed): the error names the first other entry and what it is.
+pub fn only_plain_files(dir: &Path) -> Result<(), EvalError> {
+    let refused = |path: &Path, what: &str| EvalError::Task {
+        path: path.to_path_buf(),
+        message: format!(
+            "{what}: a task holds only plain files and directories (keel never follows a link \
+             in a suite: it could lead to your keys, or hand the grader to the model)"
+        ),
+    };
+    let meta = dir
+        .symlink_metadata()
+        .map_err(|error| EvalError::io(dir, error))?;
+    let kind = meta.file_type();
+    if !kind.is_dir() {
+        return match special_kind(&kind) {
+            Some(what) => Err(refused(dir, what)),
+            None => Ok(()),
+        };
+    }
+    for entry in std::fs::read_dir(dir).map_err(|error| EvalError::io(dir, error))? {
+        let entry = entry.map_err(|error| EvalError::io(dir, error))?;
+        let path = entry.path();
+        let kind = entry
+            .file_type()
+            .map_err(|error| EvalError::io(&path, error))?;
+        if kind.is_dir() {
+            only_plain_files(&path)?;
+        } else if let Some(what) = special_kind(&kind) {
+            return Err(refused(&path, what));
+        }
+    }
+    Ok(())
+}
+
+/// What a file of `kind` is, unless it is a plain file or a directory.
+fn special_kind(kind: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_symlink() {
+        Some("a symbolic link")
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_block_device() || kind.is_char_device() {
+        Some("a device")
+    } else if kind.is_file() || kind.is_dir() {
+        None
+    } else {
+        Some("not a plain file")
+    }
+}
+
+/// Copy `from` into `to` (created), replacing `{marker}` in every UTF-8 file; links and
+/// other special files are refused (a task's seed is plain files), never followed.
 pub(crate) fn copy_seed(from: &Path, to: &Path, marker: &str) -> Result<(), EvalError> {
     let io = |path: &Path, error: std::io::Error| EvalError::Io {
         path: path.to_path_buf(),
@@ -222,7 +327,7 @@ pub(crate) fn copy_seed(from: &Path, to: &Path, marker: &str) -> Result<(), Eval
         if kind.is_dir() {
             copy_seed(&source, &target, marker)?;
         } else if kind.is_file() {
-            let bytes = std::fs::read(&source).map_err(|error| io(&source, error))?;
+            let bytes = read_plain(&source)?;
             let bytes = match String::from_utf8(bytes) {
                 Ok(text) => text.replace("{marker}", marker).into_bytes(),
                 Err(raw) => raw.into_bytes(),
@@ -296,7 +401,10 @@ mod tests {
     fn bad_tasks_are_refused_saying_what_is_wrong() {
         for (toml, said) in [
             ("kind = \"read\"\nprompt = \"\"\n", "`prompt` is empty"),
-            ("kind = \"guess\"\nprompt = \"x\"\n", "unknown variant"),
+            (
+                "kind = \"guess\"\nprompt = \"x\"\n",
+                "not an accepted value",
+            ),
             (
                 "kind = \"read\"\nprompt = \"x\"\nextra = 1\n",
                 "unknown field",

@@ -9,8 +9,12 @@
 //! - The grader runs on a copy of the workspace made after the agent's process group is gone
 //!   (no background job can write into what is graded); it runs with no key and no
 //!   `KEEL_HOME`, confined to that copy unless the run is unsandboxed, and is given the final
-//!   answer in a file. The agent's commands cannot read the suite (graders, references) or
-//!   the run's log.
+//!   answer in a file.
+//! - Neither the agent's commands nor the grader read anything of the suite, of the run
+//!   directory but their own workspace and temp dir (another trial's or attempt's workspace,
+//!   grader copy or home — also one that starts after them —, the log, the manifest), of the
+//!   user's own `$KEEL_HOME`, or the user's `forbid_read` (`TrialSetup::hidden`, enforced
+//!   by the sandbox, which hides such a directory whole and keeps only the roots inside it).
 //! - A stopped turn is never made a pass: a pass after the harness's one recovery is marked
 //!   `recovered` and counted apart.
 
@@ -83,8 +87,10 @@ pub struct TrialSetup {
     pub dir: PathBuf,
     pub sandbox: bool,
     pub faults: String,
-    /// What the agent's commands may not read: the suite (its graders and references) and
-    /// the run's own log.
+    /// What the agent's commands and the grader may not read, besides what a `keel run`
+    /// hides anyway: the suite (its graders and references), the whole run directory (its
+    /// log, every other trial and attempt — the trial's own workspace and temp dir stay
+    /// reachable inside it), the user's own `$KEEL_HOME` and the user's `forbid_read`.
     pub hidden: Vec<PathBuf>,
     /// `--seed`: markers derived from it and the trial (a rerun gets the same ones); `None`:
     /// random.
@@ -498,6 +504,7 @@ async fn verify(
         home: home.to_path_buf(),
         marker: marker.to_string(),
         sandbox: setup.sandbox,
+        hidden: setup.hidden.clone(),
     };
     grader.copy_in(&setup.task.verify_script(), answer)?;
     tokio::task::spawn_blocking(move || grader.run())
@@ -514,6 +521,8 @@ pub(crate) struct Grader {
     pub home: PathBuf,
     pub marker: String,
     pub sandbox: bool,
+    /// Hidden from it besides what every command is kept from (`TrialSetup::hidden`).
+    pub hidden: Vec<PathBuf>,
 }
 
 const GRADER_SCRIPT: &str = ".keel-verify.sh";
@@ -526,7 +535,13 @@ impl Grader {
             let to = self.work.join(name);
             // Whatever the agent left under that name goes first (a link is never followed).
             let _ = std::fs::remove_file(&to);
-            std::fs::copy(from, &to).map_err(|error| EvalError::io(&to, error))?;
+            let bytes = crate::task::read_plain(from)?;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&to)
+                .and_then(|mut file| std::io::Write::write_all(&mut file, &bytes))
+                .map_err(|error| EvalError::io(&to, error))?;
         }
         Ok(())
     }
@@ -550,7 +565,11 @@ impl Grader {
             std::fs::create_dir_all(&temp).map_err(|error| EvalError::io(&temp, error))?;
             let settings = keel_sandbox::SandboxSettings {
                 mode: keel_sandbox::SandboxMode::WorkspaceWrite,
-                forbid_read: Vec::new(),
+                forbid_read: self
+                    .hidden
+                    .iter()
+                    .map(|path| path.display().to_string())
+                    .collect(),
                 allow_write: Vec::new(),
                 allow_network: false,
             };

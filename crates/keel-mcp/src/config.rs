@@ -155,7 +155,8 @@ pub fn parse_mcp_json(text: &str, path: &Path) -> Result<Vec<ServerConfig>, Conf
             {
                 return Err(invalid(
                     &at,
-                    format!("`type` `{other}` is not known (use `stdio` or `http`)"),
+                    // A workspace's file: its value is not repeated.
+                    "`type` is not known (use `stdio` or `http`)".to_string(),
                 ));
             }
             _ => {
@@ -332,7 +333,7 @@ mod tests {
             ),
             (
                 r#"{"mcpServers": {"s": {"type": "ws", "url": "x"}}}"#,
-                "`type` `ws` is not known",
+                "`type` is not known",
             ),
             (r#"{"mcpServers": [1]}"#, "must be an object of servers"),
             ("{nope", "not valid JSON"),

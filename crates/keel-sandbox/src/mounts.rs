@@ -8,8 +8,9 @@
 //!   writable roots and
 //!   the temp dir opened again, each a mount of its own → `forbid_read` hidden, the
 //!   directories on the way to one inside a writable root pinned first (a directory
-//!   under an empty, closed, read-only tmpfs; a file under `/dev/null` sealed without devices,
-//!   so opening it is refused) → a private `/dev/shm` and a private devpts (no other terminal
+//!   under an empty, closed, read-only tmpfs; one that holds roots under a tmpfs that cannot
+//!   be listed, with those roots attached back at their paths; a file under `/dev/null`
+//!   sealed without devices, so opening it is refused) → a private `/dev/shm` and a private devpts (no other terminal
 //!   of the user is reachable) → each protected path's ancestors made mount points, then the
 //!   path bound on itself and sealed read-only.
 //! - The directories made inside the temp dir to attach roots under the new `/tmp` are checked
@@ -234,7 +235,12 @@ pub(crate) fn mounts(policy: &SandboxPolicy) -> Result<Mounts, SandboxError> {
                 pin(&mut mounts, &mut pinned, ancestor)?;
             }
         }
-        hide(&mut mounts, path)?;
+        let inside = policy.roots_inside(path);
+        if inside.is_empty() {
+            hide(&mut mounts, path)?;
+        } else {
+            cover(&mut mounts, path, &inside)?;
+        }
     }
     let nothing_strange = libc::MS_NOSUID | libc::MS_NODEV;
     if Path::new("/dev/shm").is_dir() {
@@ -365,6 +371,87 @@ fn pin<'a>(mounts: &mut Mounts, pinned: &mut Vec<&'a Path>, path: &'a Path) -> D
         format!("pinning {} in place", path.display()),
     );
     Ok(())
+}
+
+/// Hide the directory `hidden` whole under a tmpfs that cannot be listed, with `roots` (the
+/// session's roots inside it) attached back at their own paths: nothing else of it is seen,
+/// not even what appears there later. Each root is taken (with what is mounted below it)
+/// before the cover goes on, the directories down to it made in the tmpfs, and the tmpfs
+/// sealed read-only last (the roots keep their own mounts' flags).
+fn cover(mounts: &mut Mounts, hidden: &Path, roots: &[PathBuf]) -> Done {
+    if roots.len() > MAX_TREES {
+        return Err(SandboxError::Path {
+            path: hidden.to_path_buf(),
+            reason: format!(
+                "it is hidden and holds {} of the session's roots; at most {MAX_TREES} can be \
+                 kept reachable inside a hidden directory",
+                roots.len()
+            ),
+        });
+    }
+    for (slot, root) in roots.iter().enumerate() {
+        mounts.push(
+            MountOp::CloneTree {
+                source: c_path(root)?,
+                slot,
+            },
+            format!("keeping {} reachable", root.display()),
+        );
+    }
+    let mut skeletons = Vec::new();
+    for root in roots {
+        let skeleton: Vec<&Path> = root
+            .ancestors()
+            .take_while(|ancestor| *ancestor != hidden)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        skeletons.push(skeleton);
+    }
+    let inodes = skeletons.iter().map(Vec::len).sum::<usize>() + 1;
+    let options = CString::new(format!("size=16k,nr_inodes={inodes},mode=0111")).map_err(|_| {
+        SandboxError::Path {
+            path: hidden.to_path_buf(),
+            reason: "bad mount option".into(),
+        }
+    })?;
+    mounts.push(
+        MountOp::Filesystem {
+            kind: c"tmpfs".to_owned(),
+            target: c_path(hidden)?,
+            flags: libc::MS_NOSUID | libc::MS_NODEV,
+            options,
+        },
+        format!("hiding {}", hidden.display()),
+    );
+    for (slot, (root, skeleton)) in roots.iter().zip(skeletons).enumerate() {
+        let make_dirs = skeleton
+            .into_iter()
+            .map(|dir| Ok((c_path(dir)?, false)))
+            .collect::<Result<Vec<_>, SandboxError>>()?;
+        mounts.push(
+            MountOp::AttachTree {
+                slot,
+                target: c_path(root)?,
+                make_dirs,
+            },
+            format!(
+                "keeping {} reachable inside the hidden {}",
+                root.display(),
+                hidden.display()
+            ),
+        );
+    }
+    mounts.seal(
+        hidden,
+        libc::MOUNT_ATTR_RDONLY
+            | libc::MOUNT_ATTR_NODEV
+            | libc::MOUNT_ATTR_NOEXEC
+            | libc::MOUNT_ATTR_NOSUID,
+        false,
+        format!("hiding {}", hidden.display()),
+    )
 }
 
 /// Hide `path`: a directory under an empty closed tmpfs, anything else under `/dev/null`,

@@ -5,8 +5,13 @@
 //! Invariants:
 //! - Every path in a `SandboxPolicy` is absolute and canonical (no symlink, no `..`): mounts
 //!   and Landlock rules are made on exactly these.
-//! - `forbid_read` never covers a writable root or the session's temp dir: an entry that
-//!   contains one is split into its other children (recursively), an entry inside one is kept.
+//! - `forbid_read` never covers a root (the workspace, a writable root, the session's temp
+//!   dir): an entry that contains one is hidden whole, and the roots inside it stay reachable
+//!   at their own paths (attached back on the cover: `mounts`), so nothing else of it is
+//!   seen, not even what appears there after the command started; an entry that is a root is
+//!   dropped; an entry inside one is kept. Paths that are not roots but must stay readable
+//!   (the resolver's file, `PATH` directories under `/run`) split an entry into its other
+//!   children instead.
 //! - `read_only` lists only paths inside a writable root that existed when the policy was
 //!   made, each with the ancestors (below its root) that must become mount points so the
 //!   protected path cannot be renamed away.
@@ -288,7 +293,7 @@ fn add_outermost(list: &mut Vec<PathBuf>, path: PathBuf) {
 fn split_around(entry: &Path, keep: &[PathBuf], out: &mut Vec<PathBuf>) {
     let covers = keep.iter().any(|kept| kept.starts_with(entry));
     if !covers {
-        add_outermost(out, entry.to_path_buf());
+        out.push(entry.to_path_buf());
         return;
     }
     if keep.iter().any(|kept| kept == entry) {
@@ -306,6 +311,37 @@ fn split_around(entry: &Path, keep: &[PathBuf], out: &mut Vec<PathBuf>) {
         }
         split_around(&path, keep, out);
     }
+}
+
+/// The entry of `hidden` that keeps `path` out of sight, if one does: `path` is under it and
+/// not inside one of `roots` that lies inside it (a root inside a hidden entry stays
+/// reachable).
+pub(crate) fn hiding<'a>(hidden: &'a [PathBuf], roots: &[&Path], path: &Path) -> Option<&'a Path> {
+    hidden
+        .iter()
+        .find(|entry| {
+            path.starts_with(entry)
+                && !roots
+                    .iter()
+                    .any(|root| root.starts_with(entry) && path.starts_with(root))
+        })
+        .map(PathBuf::as_path)
+}
+
+/// `entries` without those another entry hides already (outermost first), and without the
+/// roots themselves.
+fn outermost_hidden(mut entries: Vec<PathBuf>, roots: &[&Path]) -> Vec<PathBuf> {
+    entries.sort_by_key(|entry| entry.components().count());
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for entry in entries {
+        if roots.contains(&entry.as_path())
+            || hiding(&kept, roots, &entry).is_some()
+        {
+            continue;
+        }
+        kept.push(entry);
+    }
+    kept
 }
 
 impl SandboxPolicy {
@@ -347,17 +383,15 @@ impl SandboxPolicy {
             not_to_create: Vec::new(),
         };
         policy.forbid_read = policy.hidden_now(settings, places);
-        (policy.read_only, policy.not_to_create) =
-            Self::protected(&policy.writable, &policy.forbid_read, places);
+        let (read_only, not_to_create) = Self::protected(&policy, places);
+        (policy.read_only, policy.not_to_create) = (read_only, not_to_create);
         policy
     }
 
     /// The paths hidden now, around this policy's roots (found again for each command: the
     /// credential stores and keel's files that exist at that moment).
     pub fn hidden_now(&self, settings: &SandboxSettings, places: &Places) -> Vec<PathBuf> {
-        let mut keep: Vec<PathBuf> = self.writable.clone();
-        keep.push(self.workspace.clone());
-        keep.extend(self.temp_dir.iter().cloned());
+        let mut keep: Vec<PathBuf> = Vec::new();
         if self.network == Network::On {
             // The resolver's file (systemd-resolved keeps it under /run).
             keep.extend(Path::new("/etc/resolv.conf").canonicalize().ok());
@@ -370,7 +404,36 @@ impl SandboxPolicy {
                     .filter(|dir| RUNTIME_DIRS.iter().any(|runtime| dir.starts_with(runtime))),
             );
         }
-        Self::forbidden(settings, places, &keep)
+        Self::forbidden(settings, places, &keep, &self.roots())
+    }
+
+    /// The roots: the workspace, the writable roots and the temp dir. Each stays reachable at
+    /// its own path, also inside a hidden entry.
+    pub fn roots(&self) -> Vec<&Path> {
+        std::iter::once(self.workspace.as_path())
+            .chain(self.writable.iter().map(PathBuf::as_path))
+            .chain(self.temp_dir.as_deref())
+            .collect()
+    }
+
+    /// The outermost roots strictly inside `hidden` (attached back on its cover).
+    pub fn roots_inside(&self, hidden: &Path) -> Vec<PathBuf> {
+        let inside: Vec<&Path> = self
+            .roots()
+            .into_iter()
+            .filter(|root| root.starts_with(hidden) && *root != hidden)
+            .collect();
+        let mut outermost: Vec<PathBuf> = Vec::new();
+        for root in &inside {
+            if !inside
+                .iter()
+                .any(|other| other != root && root.starts_with(other))
+                && !outermost.iter().any(|kept| kept == root)
+            {
+                outermost.push(root.to_path_buf());
+            }
+        }
+        outermost
     }
 
     /// The first root (the workspace, a writable root, the temp dir) whose path no longer
@@ -383,7 +446,12 @@ impl SandboxPolicy {
             .map(PathBuf::as_path)
     }
 
-    fn forbidden(settings: &SandboxSettings, places: &Places, keep: &[PathBuf]) -> Vec<PathBuf> {
+    fn forbidden(
+        settings: &SandboxSettings,
+        places: &Places,
+        keep: &[PathBuf],
+        roots: &[&Path],
+    ) -> Vec<PathBuf> {
         let home = places.home.as_deref();
         let mut entries: Vec<PathBuf> = Vec::new();
         if let Some(home) = home {
@@ -425,15 +493,13 @@ impl SandboxPolicy {
         for entry in entries.iter().filter_map(|entry| canonical(entry)) {
             split_around(&entry, keep, &mut forbid);
         }
-        forbid
+        outermost_hidden(forbid, roots)
     }
 
     /// What is protected (existing), and what must not be created (absent).
-    fn protected(
-        writable: &[PathBuf],
-        forbid: &[PathBuf],
-        places: &Places,
-    ) -> (Vec<Protected>, Vec<PathBuf>) {
+    fn protected(policy: &SandboxPolicy, places: &Places) -> (Vec<Protected>, Vec<PathBuf>) {
+        let writable = &policy.writable;
+        let roots = policy.roots();
         let mut protected = Vec::new();
         let mut absent = Vec::new();
         let keel_home = canonical(&places.keel_home);
@@ -480,7 +546,7 @@ impl SandboxPolicy {
                     continue;
                 };
                 if meta.file_type().is_symlink()
-                    || forbid.iter().any(|hidden| path.starts_with(hidden))
+                    || hiding(&policy.forbid_read, &roots, &path).is_some()
                 {
                     continue;
                 }
@@ -505,10 +571,7 @@ impl SandboxPolicy {
         if self.mode == SandboxMode::Off {
             return None;
         }
-        self.forbid_read
-            .iter()
-            .find(|hidden| path.starts_with(hidden))
-            .map(PathBuf::as_path)
+        hiding(&self.forbid_read, &self.roots(), path)
     }
 
     /// Whether `path` (canonical) is protected from change: the protected path it is under.
@@ -520,8 +583,8 @@ impl SandboxPolicy {
             .read_only
             .iter()
             .map(|protected| protected.path.as_path())
-            .chain(self.forbid_read.iter().map(PathBuf::as_path))
-            .find(|protected| path.starts_with(protected));
+            .find(|protected| path.starts_with(protected))
+            .or_else(|| self.forbids_reading(path));
         if let Some(covering) = covering {
             return Some(covering.to_path_buf());
         }
@@ -592,11 +655,15 @@ mod tests {
         assert!(policy.forbid_read.contains(&me.join(".keel/state")));
         assert!(policy.forbid_read.contains(&me.join(".keel/config.toml")));
         assert!(
-            policy.forbid_read.contains(&me.join(".keel/tmp/s2")),
+            policy.forbid_read.contains(&me.join(".keel/tmp")),
+            "the temp dirs, whole"
+        );
+        assert!(
+            policy.forbids_reading(&me.join(".keel/tmp/s2/x")).is_some(),
             "another session's"
         );
         assert!(
-            !policy.forbid_read.iter().any(|p| p.ends_with("s1")),
+            policy.forbids_reading(&me.join(".keel/tmp/s1/x")).is_none(),
             "this session's"
         );
         assert!(
@@ -634,7 +701,7 @@ mod tests {
     }
 
     #[test]
-    fn a_forbidden_entry_that_holds_the_workspace_is_split_around_it() {
+    fn a_forbidden_entry_that_holds_a_root_is_hidden_whole_but_for_the_root() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         let places = places(&root);
@@ -644,23 +711,52 @@ mod tests {
         };
         let policy = SandboxPolicy::resolve(&settings, &places, SandboxMode::WorkspaceWrite);
         let me = root.join("home/me");
-        assert!(policy.forbid_read.contains(&me.join("other")));
-        assert!(policy.forbid_read.contains(&me.join(".keel/state")));
-        assert!(
-            !policy.forbid_read.contains(&me.join(".keel")),
-            "it holds the temp dir"
+        assert_eq!(
+            policy.forbids_reading(&me.join("other/x")),
+            Some(me.as_path())
+        );
+        assert_eq!(
+            policy.forbids_reading(&me.join("not-made-yet")),
+            Some(me.as_path()),
+            "what appears later is hidden too"
+        );
+        assert_eq!(
+            policy.forbids_reading(&me.join(".keel/tmp/s2")),
+            Some(me.as_path()),
+            "another session's temp dir"
+        );
+        assert_eq!(policy.forbids_reading(&me.join("project/src/a.rs")), None);
+        assert_eq!(policy.forbids_reading(&me.join(".keel/tmp/s1/f")), None);
+        assert_eq!(
+            policy.roots_inside(&me),
+            vec![me.join("project"), me.join(".keel/tmp/s1")]
+        );
+        assert_eq!(
+            policy.forbids_changing(&me.join("project/.git/config")),
+            Some(me.join("project/.git/config")),
+            "a protected path inside a root inside a hidden entry stays protected"
+        );
+    }
+
+    #[test]
+    fn an_entry_inside_a_root_inside_a_hidden_entry_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let places = places(&root);
+        let me = root.join("home/me");
+        std::fs::create_dir_all(me.join("project/vault")).unwrap();
+        let settings = SandboxSettings {
+            forbid_read: vec!["~".into(), "~/project/vault".into(), "~/project".into()],
+            ..SandboxSettings::default()
+        };
+        let policy = SandboxPolicy::resolve(&settings, &places, SandboxMode::WorkspaceWrite);
+        assert_eq!(
+            policy.forbids_reading(&me.join("project/vault/key")),
+            Some(me.join("project/vault").as_path())
         );
         assert!(
-            !policy.forbid_read.contains(&me),
-            "never the workspace's ancestor"
-        );
-        assert!(
-            !policy
-                .forbid_read
-                .iter()
-                .any(|hidden| me.join("project").starts_with(hidden)),
-            "{:?}",
-            policy.forbid_read
+            !policy.forbid_read.contains(&me.join("project")),
+            "a root itself is never hidden"
         );
     }
 

@@ -721,3 +721,70 @@ fn a_hidden_path_gone_before_the_spawn_leaves_nothing_to_hide_and_fails_nothing(
         .unwrap_or_else(|error| panic!("{}", confinement.explain(error)));
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "ran");
 }
+
+#[test]
+fn a_hidden_directory_holding_the_workspace_hides_all_else_in_it_even_what_comes_later() {
+    let fixture = Fixture::outside_tmp();
+    let earlier = fixture.root.join("trial-1");
+    std::fs::create_dir_all(&earlier).unwrap();
+    std::fs::write(earlier.join("answer"), "EARLIER-TRIAL").unwrap();
+    // The fixture's root holds the workspace and the temp dir: hidden whole, they stay.
+    let settings = SandboxSettings {
+        forbid_read: vec![fixture.root.display().to_string()],
+        ..SandboxSettings::default()
+    };
+    let sandbox = fixture.sandbox(settings, true);
+    let later = fixture.root.join("trial-3");
+    let script = format!(
+        "while [ ! -e go ]; do sleep 0.02; done; \
+         {{ cat {later}/answer; cat {earlier}/answer; ls {root}; echo made > made.txt; \
+         cat made.txt; echo x >> .git/config; }} > seen.txt 2>&1",
+        later = later.display(),
+        earlier = earlier.display(),
+        root = fixture.root.display(),
+    );
+    let (confinement, mut child) = fixture.start_in(&sandbox, SandboxMode::WorkspaceWrite, &script);
+    // A later trial appears beside it while it runs.
+    std::fs::create_dir_all(&later).unwrap();
+    std::fs::write(later.join("answer"), "LATER-TRIAL").unwrap();
+    std::fs::write(fixture.workspace.join("go"), "").unwrap();
+    child.wait().unwrap();
+    confinement.ended();
+    let seen = std::fs::read_to_string(fixture.workspace.join("seen.txt")).unwrap();
+    assert!(!seen.contains("EARLIER-TRIAL"), "{seen}");
+    assert!(!seen.contains("LATER-TRIAL"), "{seen}");
+    assert!(
+        !seen
+            .lines()
+            .any(|line| ["trial-1", "outside", "home"].contains(&line)),
+        "listed: {seen}"
+    );
+    assert!(seen.contains("made"), "the workspace is written: {seen}");
+    assert_eq!(
+        std::fs::read_to_string(fixture.workspace.join(".git/config")).unwrap(),
+        "[core]\n",
+        "a protected path inside it stays protected: {seen}"
+    );
+    // The next command of the session, in the namespaces already made, sees no more.
+    let (code, output) = fixture.run_in(
+        &sandbox,
+        SandboxMode::WorkspaceWrite,
+        &format!(
+            "cat {}/answer; cat made.txt; echo t > /tmp/t && cat /tmp/t",
+            later.display()
+        ),
+    );
+    assert!(!output.contains("LATER-TRIAL"), "{output}");
+    assert!(
+        output.contains("made") && output.contains('t'),
+        "{code}: {output}"
+    );
+    // The file tools follow the same rule.
+    let policy = sandbox.policy(SandboxMode::WorkspaceWrite);
+    assert!(policy.forbids_reading(&later.join("answer")).is_some());
+    assert!(
+        policy
+            .forbids_reading(&fixture.workspace.join("made.txt"))
+            .is_none()
+    );
+}

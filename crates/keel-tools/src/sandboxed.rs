@@ -12,7 +12,7 @@
 //!   command gets a note of what the sandbox forbids, worded as a possibility.
 
 use keel_sandbox::{Enforcement, Sandbox, SandboxMode, SandboxPolicy};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 /// How a session's commands run, and the paths its file tools may not use.
@@ -75,9 +75,9 @@ impl CommandSandbox {
         ))
     }
 
-    /// The paths a walk must not enter.
-    pub fn hidden(&self) -> Vec<PathBuf> {
-        self.paths().forbid_read
+    /// The policy whose `forbids_reading` tells the paths a walk must not enter.
+    pub fn walk_policy(&self) -> SandboxPolicy {
+        self.paths()
     }
 
     /// Where commands stand.

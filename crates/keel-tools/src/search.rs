@@ -55,18 +55,16 @@ fn root(args: &Value, ctx: &ToolContext) -> Result<PathBuf, ToolOutput> {
 
 /// A walk of `root` that never enters a kernel tree or a path the sandbox hides.
 fn walker(root: &Path, ctx: &ToolContext) -> ignore::Walk {
-    let hidden = ctx
-        .sandbox
-        .as_ref()
-        .map(crate::CommandSandbox::hidden)
-        .unwrap_or_default();
+    let hidden = ctx.sandbox.as_ref().map(crate::CommandSandbox::walk_policy);
     ignore::WalkBuilder::new(root)
         .hidden(false)
         .git_ignore(true)
         .require_git(false)
         .filter_entry(move |entry| {
             kernel_tree(entry.path()).is_none()
-                && !hidden.iter().any(|path| entry.path().starts_with(path))
+                && hidden
+                    .as_ref()
+                    .is_none_or(|policy| policy.forbids_reading(entry.path()).is_none())
         })
         .build()
 }

@@ -12,6 +12,7 @@ pub mod failure;
 pub mod history;
 pub mod kill_point;
 pub mod names;
+pub mod parse_error;
 pub mod protocol;
 pub mod receipt;
 pub mod search;
