@@ -367,7 +367,7 @@ impl Snapshots {
     fn prepare(&self) -> Result<(), String> {
         if !self.store.join("objects").is_dir() {
             let parent = self.store.parent().unwrap_or(Path::new("."));
-            std::fs::create_dir_all(parent)
+            keel_types::private_files::create_private_dir(parent)
                 .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
             let building = parent.join(format!(".building-{}", self.session));
             let _ = std::fs::remove_dir_all(&building);

@@ -83,6 +83,13 @@ fn suite_for_run(name: &str, out: &Path) -> anyhow::Result<Suite> {
     Ok(Suite::load(&kept, name)?)
 }
 
+/// `dir` owner-only: made so, or tightened if it is the user's own and looser.
+fn keep_private(dir: &Path) -> anyhow::Result<()> {
+    keel_types::private_files::create_private_dir(dir)?;
+    keel_types::private_files::tighten(dir, keel_types::private_files::Entry::Dir)?;
+    Ok(())
+}
+
 fn sandbox_on(common: &CommonArgs) -> anyhow::Result<bool> {
     if matches!(common.sandbox, Some(SandboxModeArg::Off)) {
         return Ok(false);
@@ -127,7 +134,7 @@ fn merge(common: &CommonArgs, dirs: &[PathBuf], out: Option<&Path>) -> anyhow::R
         eprintln!("warning: {warning}");
     }
     if let Some(out) = out {
-        std::fs::create_dir_all(out)?;
+        keep_private(out)?;
         std::fs::write(out.join("report.md"), &merged.markdown)?;
         std::fs::write(
             out.join("report.json"),
@@ -287,7 +294,10 @@ async fn start(common: &CommonArgs, args: EvalArgs) -> anyhow::Result<Outcome> {
         .transpose()?
         .unwrap_or(Shard::WHOLE);
     let sandbox = sandbox_on(common)?;
-    // Written into the run's directory only once every argument is known good.
+    // Written into the run's directory only once every argument is known good. The directory
+    // is the user's alone: trials' transcripts and answers are in it (what is inside trial
+    // workspaces keeps the modes the trials gave it).
+    keep_private(&out)?;
     let suite = suite_for_run(&args.suite, &out)?;
     let (keel, binary) = binary()?;
     let plan = RunPlan {
@@ -358,6 +368,7 @@ fn refuse_inside_a_repository(out: &Path) -> anyhow::Result<()> {
 
 async fn resume(common: &CommonArgs, dir: &Path) -> anyhow::Result<Outcome> {
     let dir = &std::path::absolute(dir)?;
+    keep_private(dir)?;
     let manifest = keel_eval::log::Manifest::read(dir)?.ok_or_else(|| {
         usage(format!(
             "{}: no manifest.json, nothing to resume",

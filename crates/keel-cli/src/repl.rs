@@ -222,7 +222,8 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
             Err(error) => return Err(error.into()),
         }
     };
-    let _ = editor.save_history(&history_path);
+    let entries: Vec<String> = editor.history().iter().cloned().collect();
+    crate::tui_terminal::save_history(&history_path, &entries);
     if let Some(rendering) = &repl.rendering {
         rendering.abort();
     }

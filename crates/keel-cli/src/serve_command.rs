@@ -104,7 +104,7 @@ fn write_launch_page(
     use std::io::Write as _;
     use std::os::unix::fs::OpenOptionsExt;
     let state = settings::keel_home()?.join("state");
-    std::fs::create_dir_all(&state)?;
+    keel_types::private_files::create_private_dir(&state)?;
     let path = state.join(format!("serve-launch-{}.html", bound.port()));
     let target = match code {
         Some(code) => format!("http://{bound}/#code={code}"),

@@ -15,15 +15,32 @@ use std::path::Path;
 use std::path::PathBuf;
 
 pub fn keel_home() -> anyhow::Result<PathBuf> {
-    if let Some(home) = std::env::var_os("KEEL_HOME").filter(|home| !home.is_empty()) {
-        return Ok(PathBuf::from(home));
-    }
-    let user_home = std::env::var_os("HOME")
-        .filter(|home| !home.is_empty())
-        .ok_or_else(|| {
-            UsageError("neither KEEL_HOME nor HOME is set: set KEEL_HOME to a directory".into())
-        })?;
-    Ok(PathBuf::from(user_home).join(".keel"))
+    let home = match std::env::var_os("KEEL_HOME").filter(|home| !home.is_empty()) {
+        Some(home) => PathBuf::from(home),
+        None => {
+            let user_home = std::env::var_os("HOME")
+                .filter(|home| !home.is_empty())
+                .ok_or_else(|| {
+                    UsageError(
+                        "neither KEEL_HOME nor HOME is set: set KEEL_HOME to a directory".into(),
+                    )
+                })?;
+            PathBuf::from(user_home).join(".keel")
+        }
+    };
+    keep_private(&home);
+    Ok(home)
+}
+
+/// Once per process: make `home` owner-only if keel is the one to create it, and tighten what
+/// an earlier keel left readable by others there (`keel_types::private_files`). A failure here
+/// is left to the first real use of the directory to report.
+fn keep_private(home: &std::path::Path) {
+    static DONE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| {
+        let _ = keel_types::private_files::create_private_dir(home);
+        keel_types::private_files::tighten_home(home);
+    });
 }
 
 /// The workspace: `--cwd` or the current directory, made absolute.

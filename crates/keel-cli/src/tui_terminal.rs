@@ -115,8 +115,10 @@ pub(crate) fn read_keys(paused: Arc<AtomicBool>) -> mpsc::UnboundedReceiver<Said
     receiver
 }
 
-/// The history file shared with the line mode, read and written by the line editor's own
-/// history type (so the two modes agree on its format).
+/// The history file shared with the line mode, read by the line editor's own history type
+/// and written in its format (`#V2`, a line per entry with `\` and newlines escaped) by keel,
+/// owner-only: the editor's own writer changes the process umask while it writes, which a
+/// command started meanwhile would inherit.
 pub(crate) fn load_history(path: &std::path::Path) -> Vec<String> {
     use rustyline::history::{FileHistory, History};
     let mut history = FileHistory::new();
@@ -127,13 +129,20 @@ pub(crate) fn load_history(path: &std::path::Path) -> Vec<String> {
 }
 
 pub(crate) fn save_history(path: &std::path::Path, entries: &[String]) {
-    use rustyline::history::{FileHistory, History};
-    let mut history = FileHistory::new();
-    for entry in entries {
-        let _ = history.add(entry);
+    if entries.is_empty() {
+        return;
     }
-    let _ = history.save(path);
+    let kept = &entries[entries.len().saturating_sub(HISTORY_KEPT)..];
+    let mut text = String::from("#V2\n");
+    for entry in kept {
+        text.push_str(&entry.replace('\\', "\\\\").replace('\n', "\\n"));
+        text.push('\n');
+    }
+    let _ = keel_types::private_files::write_private_file(path, text.as_bytes());
 }
+
+/// Entries the history file keeps (the line editor's own default).
+const HISTORY_KEPT: usize = 100;
 
 /// The terminal's columns and rows (80 × 24 when it cannot say, or says 0, as a
 /// pseudo-terminal nobody sized does).

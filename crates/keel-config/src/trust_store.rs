@@ -13,7 +13,6 @@
 use crate::project::ProjectFiles;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The store's file name under `$KEEL_HOME`.
@@ -116,17 +115,9 @@ impl TrustStore {
         let text = serde_json::to_string_pretty(store)
             .map_err(|error| fail(std::io::Error::other(error)))?;
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(fail)?;
-        let temporary = self.path.with_extension("json.tmp");
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(&temporary).map_err(fail)?;
-        file.write_all(text.as_bytes()).map_err(fail)?;
-        file.write_all(b"\n").map_err(fail)?;
-        file.sync_all().map_err(fail)?;
-        std::fs::rename(&temporary, &self.path).map_err(fail)
+        keel_types::private_files::create_private_dir(dir).map_err(fail)?;
+        keel_types::private_files::write_private_file(&self.path, format!("{text}\n").as_bytes())
+            .map_err(fail)
     }
 
     /// Whether `workspace` is trusted for exactly `files`. A workspace without project files

@@ -343,6 +343,9 @@ impl Sandbox {
                     .join(server_cache_name(server));
                 let npm = cache.join("npm");
                 let xdg = cache.join("xdg");
+                let _ = keel_types::private_files::create_private_dir(
+                    &self.places.keel_home.join("cache"),
+                );
                 if std::fs::create_dir_all(&npm).is_ok()
                     && std::fs::create_dir_all(&xdg).is_ok()
                     && let Ok(cache) = cache.canonicalize()

@@ -334,9 +334,7 @@ fn outermost_hidden(mut entries: Vec<PathBuf>, roots: &[&Path]) -> Vec<PathBuf> 
     entries.sort_by_key(|entry| entry.components().count());
     let mut kept: Vec<PathBuf> = Vec::new();
     for entry in entries {
-        if roots.contains(&entry.as_path())
-            || hiding(&kept, roots, &entry).is_some()
-        {
+        if roots.contains(&entry.as_path()) || hiding(&kept, roots, &entry).is_some() {
             continue;
         }
         kept.push(entry);

@@ -52,9 +52,21 @@ impl Store {
     /// Open (creating if needed) the database at `path` and bring its schema up to date.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|source| StoreError::Io {
-                path: parent.to_path_buf(),
-                source,
+            keel_types::private_files::create_private_dir(parent).map_err(|source| {
+                StoreError::Io {
+                    path: parent.to_path_buf(),
+                    source,
+                }
+            })?;
+        }
+        // Made owner-only before SQLite opens it: SQLite gives its `-wal` and `-shm` files
+        // the database file's mode, so all three are the user's alone, whatever the umask.
+        if path.symlink_metadata().is_err() {
+            keel_types::private_files::create_private_file(path).map_err(|source| {
+                StoreError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                }
             })?;
         }
         let connection =

@@ -1,4 +1,6 @@
-//! keel's provider-neutral model: plain data and serde, no I/O.
+//! keel's provider-neutral model: plain data and serde, no I/O — but for `private_files`,
+//! the one way keel makes its own files owner-only, here because every crate that writes
+//! into `$KEEL_HOME` depends on this one.
 //!
 //! Invariants:
 //! - Every type here serializes deterministically: the same value always gives the same bytes
@@ -13,6 +15,7 @@ pub mod history;
 pub mod kill_point;
 pub mod names;
 pub mod parse_error;
+pub mod private_files;
 pub mod protocol;
 pub mod receipt;
 pub mod search;
