@@ -255,7 +255,15 @@ impl ConfigJson {
             sandbox: SandboxJson {
                 mode: field(&resolved.sandbox.mode, |mode| mode.name()),
                 forbid_read: resolved.sandbox.settings.forbid_read.clone(),
-                allow_write: resolved.sandbox.settings.allow_write.clone(),
+                // The user's entries and a trusted project's (opened only inside its workspace).
+                allow_write: resolved
+                    .sandbox
+                    .settings
+                    .allow_write
+                    .iter()
+                    .chain(&resolved.sandbox.settings.project_allow_write)
+                    .cloned()
+                    .collect(),
                 allow_network: resolved.sandbox.settings.allow_network,
             },
             providers: resolved
@@ -439,9 +447,15 @@ fn general_rows(resolved: &ResolvedConfig) -> Vec<Row> {
         |mode| mode.name().to_string(),
     ));
     let sandbox = &resolved.sandbox.settings;
+    let allow_write: Vec<String> = sandbox
+        .allow_write
+        .iter()
+        .chain(&sandbox.project_allow_write)
+        .cloned()
+        .collect();
     for (key, list) in [
         ("sandbox.forbid_read", &sandbox.forbid_read),
-        ("sandbox.allow_write", &sandbox.allow_write),
+        ("sandbox.allow_write", &allow_write),
     ] {
         if !list.is_empty() {
             rows.push(Row::bare(0, key, list.join(", ")));

@@ -473,11 +473,20 @@ pub fn untrusted_settings(config: &keel_config::KeelConfig) -> Vec<keel_types::I
             file: value.file.display().to_string(),
             line: value.line,
             key: value.key.clone(),
-            reason: format!(
-                "not applied: {}; this workspace is not trusted (`keel trust` shows what its \
-                 files ask for and trusts them)",
-                value.why
-            ),
+            reason: match value.why {
+                // Refused whether or not the workspace is trusted: trusting it changes nothing.
+                keel_config::IgnoredBecause::NeverFromProject(why) => {
+                    format!("not applied: {why}")
+                }
+                keel_config::IgnoredBecause::Closed
+                | keel_config::IgnoredBecause::Looser { .. }
+                | keel_config::IgnoredBecause::ProjectProvider
+                | keel_config::IgnoredBecause::UnknownKey { .. } => format!(
+                    "not applied: {}; this workspace is not trusted (`keel trust` shows what \
+                     its files ask for and trusts them)",
+                    value.why
+                ),
+            },
         })
         .collect()
 }

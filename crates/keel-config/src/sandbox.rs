@@ -4,7 +4,7 @@
 //! |---|---|---|---|
 //! | `mode` | any | stricter than the user's only, never `off` | ignored |
 //! | `forbid_read` | added to the built-in list | added | ignored |
-//! | `allow_write` | added | entries inside its workspace only | ignored |
+//! | `allow_write` | added | entries inside its workspace only, judged by where their links lead (`project_allow_write`) | ignored |
 //! | `allow_network` | any | any | ignored |
 //! | `mcp_servers.X.sandbox` | any | not `off` | (the server is ignored) |
 //!
@@ -141,11 +141,31 @@ pub(crate) fn limit_trusted_project(layer: &mut Layer, user: SandboxMode) -> Vec
                 "a project file may only let commands write inside its workspace",
             ));
         }
-        let relative: Vec<String> = kept
-            .into_iter()
-            .map(|entry| workspace.join(entry).display().to_string())
-            .collect();
-        Spanned::new(span, relative)
+        // The words are inside; where a link on the way leads is what counts (the sandbox
+        // checks it again when the session starts, and refuses it there too).
+        let mut absolute = Vec::new();
+        for entry in kept {
+            let path = workspace.join(&entry);
+            match keel_sandbox::project_write_target(&path, &workspace) {
+                keel_sandbox::ProjectWrite::Outside(target) => ignored.push(IgnoredValue {
+                    file: layer.path.clone(),
+                    line: layer.line(&span),
+                    key: "sandbox.allow_write".to_string(),
+                    value: format!("{entry} → {}", target.display())
+                        .chars()
+                        .take(VALUE_SHOWN_CHARS)
+                        .collect(),
+                    why: IgnoredBecause::NeverFromProject(
+                        "it leads outside the workspace (through a link): a project file may \
+                         only let commands write inside its workspace",
+                    ),
+                }),
+                keel_sandbox::ProjectWrite::Inside(_) | keel_sandbox::ProjectWrite::Missing => {
+                    absolute.push(path.display().to_string());
+                }
+            }
+        }
+        Spanned::new(span, absolute)
     });
     layer.raw.sandbox = RawSandbox {
         mode,
@@ -175,6 +195,35 @@ pub(crate) fn limit_trusted_project(layer: &mut Layer, user: SandboxMode) -> Vec
     ignored
 }
 
+/// Where the `allow_write` entries of the project file in `workspace` lead, for those whose
+/// real path is not the path written (a link on the way): ` (cache → /home/u: outside the
+/// workspace, refused even when trusted)`. Empty when every entry is what it says.
+pub(crate) fn where_writes_lead(workspace: &Path, entries: &[String]) -> String {
+    let mut said = Vec::new();
+    for entry in entries {
+        if entry.starts_with('~') {
+            continue;
+        }
+        let path = workspace.join(entry);
+        let written = std::path::absolute(&path).unwrap_or(path.clone());
+        match keel_sandbox::project_write_target(&path, workspace) {
+            keel_sandbox::ProjectWrite::Outside(target) => said.push(format!(
+                "{entry} → {}: outside the workspace, refused even when trusted",
+                target.display()
+            )),
+            keel_sandbox::ProjectWrite::Inside(target) if target != written => {
+                said.push(format!("{entry} → {}", target.display()));
+            }
+            keel_sandbox::ProjectWrite::Inside(_) | keel_sandbox::ProjectWrite::Missing => {}
+        }
+    }
+    if said.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", said.join("; "))
+    }
+}
+
 /// `[sandbox]` over `layers` (highest precedence first), with the `--sandbox` flag.
 pub(crate) fn resolve(layers: &[Layer], flag: Option<SandboxMode>) -> ResolvedSandbox {
     let mode = match flag {
@@ -184,9 +233,11 @@ pub(crate) fn resolve(layers: &[Layer], flag: Option<SandboxMode>) -> ResolvedSa
             .find_map(|layer| layer.raw.sandbox.mode.as_ref().map(|v| layer.sourced(v)))
             .unwrap_or(Sourced::default_value(SandboxMode::default())),
     };
-    let lists = |pick: fn(&RawSandbox) -> Option<&Spanned<Vec<String>>>| -> Vec<String> {
+    let lists = |pick: fn(&RawSandbox) -> Option<&Spanned<Vec<String>>>,
+                 kinds: &[LayerKind]|
+     -> Vec<String> {
         let mut all: Vec<String> = Vec::new();
-        for layer in layers {
+        for layer in layers.iter().filter(|layer| kinds.contains(&layer.kind)) {
             for entry in pick(&layer.raw.sandbox)
                 .map(Spanned::get_ref)
                 .into_iter()
@@ -213,8 +264,14 @@ pub(crate) fn resolve(layers: &[Layer], flag: Option<SandboxMode>) -> ResolvedSa
     ResolvedSandbox {
         settings: SandboxSettings {
             mode: mode.value,
-            forbid_read: lists(|raw| raw.forbid_read.as_ref()),
-            allow_write: lists(|raw| raw.allow_write.as_ref()),
+            forbid_read: lists(
+                |raw| raw.forbid_read.as_ref(),
+                &[LayerKind::User, LayerKind::Project],
+            ),
+            // Each keeps where it came from: a project's entries are opened only inside its
+            // workspace's real path (`keel_sandbox::project_write_target`).
+            allow_write: lists(|raw| raw.allow_write.as_ref(), &[LayerKind::User]),
+            project_allow_write: lists(|raw| raw.allow_write.as_ref(), &[LayerKind::Project]),
             allow_network,
         },
         mode,

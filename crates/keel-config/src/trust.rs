@@ -201,7 +201,17 @@ pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<Ign
     } = sandbox;
     report.closed("sandbox.mode", mode);
     report.closed("sandbox.forbid_read", forbid_read);
+    // What each entry really leads to is shown with it: the words alone can hide a link.
+    let leads = match (&allow_write, layer.path.parent()) {
+        (Some(list), Some(workspace)) => {
+            crate::sandbox::where_writes_lead(workspace, list.get_ref())
+        }
+        _ => String::new(),
+    };
     report.closed("sandbox.allow_write", allow_write);
+    if let Some(last) = report.ignored.last_mut().filter(|_| !leads.is_empty()) {
+        last.value.push_str(&leads);
+    }
     report.closed("sandbox.allow_network", allow_network);
     let model = model.and_then(|model| {
         let provider = model.get_ref().split_once('/').map(|(p, _)| p);

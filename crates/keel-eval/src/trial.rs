@@ -571,6 +571,7 @@ impl Grader {
                     .map(|path| path.display().to_string())
                     .collect(),
                 allow_write: Vec::new(),
+                project_allow_write: Vec::new(),
                 allow_network: false,
             };
             let places = keel_sandbox::Places {

@@ -48,8 +48,9 @@ pub use layers::Layers;
 pub use plan::Failures;
 pub use planted::{Undo, Undone};
 pub use policy::{
-    GIT_REDIRECTS, HOME_SECRETS, KEEL_HOME_PRIVATE, Network, PROTECTED_IN_ROOT, Places, Protected,
-    RUNTIME_DIRS, STARTUP_IN_HOME, SYSTEM_SECRETS, SandboxMode, SandboxPolicy, SandboxSettings,
+    GIT_REDIRECTS, HOME_SECRETS, KEEL_HOME_PRIVATE, Network, PROTECTED_IN_ROOT, Places,
+    ProjectWrite, Protected, RUNTIME_DIRS, STARTUP_IN_HOME, SYSTEM_SECRETS, SandboxMode,
+    SandboxPolicy, SandboxSettings, project_write_target,
 };
 pub use support::{UNSUPPORTED_ENV, detected, meets_minimum, warm_up};
 pub use temp::TempDir;
@@ -552,6 +553,13 @@ impl Sandbox {
             "read-only: {}",
             list(&mut policy.read_only.iter().map(|protected| &protected.path))
         ));
+        for (entry, target) in &policy.refused_writes {
+            lines.push(format!(
+                "refused: the project's allow_write {} leads to {}, outside the workspace",
+                entry.display(),
+                target.display()
+            ));
+        }
         lines.push(format!(
             "network: {}",
             match policy.network {

@@ -76,9 +76,40 @@ pub struct SandboxSettings {
     pub mode: SandboxMode,
     /// Added to the built-in list (`~` is the home directory).
     pub forbid_read: Vec<String>,
-    /// Written besides the workspace (`~` is the home directory).
+    /// Written besides the workspace (`~` is the home directory): the user's own entries,
+    /// which may name any path.
     pub allow_write: Vec<String>,
+    /// A trusted project's `allow_write` entries (absolute, joined with its workspace): each
+    /// is opened only where its real path, every link followed, is inside the workspace's
+    /// real path (`project_write_target`); the others are refused (`refused_writes`).
+    pub project_allow_write: Vec<String>,
     pub allow_network: bool,
+}
+
+/// Where a project's `allow_write` entry leads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProjectWrite {
+    /// Inside the workspace's real path: this real path may be opened.
+    Inside(PathBuf),
+    /// Somewhere else (through a link, or named so): never opened.
+    Outside(PathBuf),
+    /// Nowhere yet (nothing to open).
+    Missing,
+}
+
+/// Where the project `allow_write` entry `entry` (absolute) really leads, judged against the
+/// real path of `workspace`: a link on the way (`cache -> ~`) is followed, so the words of the
+/// entry decide nothing.
+pub fn project_write_target(entry: &Path, workspace: &Path) -> ProjectWrite {
+    let Some(target) = canonical(entry) else {
+        return ProjectWrite::Missing;
+    };
+    let workspace = canonical(workspace).unwrap_or_else(|| workspace.to_path_buf());
+    if target.starts_with(&workspace) {
+        ProjectWrite::Inside(target)
+    } else {
+        ProjectWrite::Outside(target)
+    }
 }
 
 /// Where things are for one session.
@@ -256,6 +287,9 @@ pub struct SandboxPolicy {
     /// Variables the command is given (where an MCP server keeps its caches), unless it
     /// was given its own.
     pub env: Vec<(&'static str, String)>,
+    /// A project's `allow_write` entries that lead outside the workspace, and where: never
+    /// writable (said by `keel sandbox`, and at start as `trust/ignored`).
+    pub refused_writes: Vec<(PathBuf, PathBuf)>,
     /// Inside a writable root, absent at start, and not to be made: git's redirect files and,
     /// where a root holds the home, the startup files (no mount can guard a path that does
     /// not exist: the file tools refuse them, and keel undoes them after each command).
@@ -350,6 +384,17 @@ impl SandboxPolicy {
         let workspace = canonical(&places.workspace).unwrap_or_else(|| places.workspace.clone());
         let temp_dir = places.temp_dir.as_deref().and_then(canonical);
         let mut writable = Vec::new();
+        let mut refused_writes = Vec::new();
+        let mut project_roots = Vec::new();
+        for entry in &settings.project_allow_write {
+            match project_write_target(Path::new(entry), &workspace) {
+                ProjectWrite::Inside(root) => project_roots.push(root),
+                ProjectWrite::Outside(target) => {
+                    refused_writes.push((PathBuf::from(entry), target))
+                }
+                ProjectWrite::Missing => {}
+            }
+        }
         if mode == SandboxMode::WorkspaceWrite {
             let roots = std::iter::once(workspace.clone())
                 .chain(places.extra_dirs.iter().filter_map(|dir| canonical(dir)))
@@ -359,7 +404,8 @@ impl SandboxPolicy {
                         .iter()
                         .filter_map(|entry| expand(entry, home))
                         .filter_map(|path| canonical(&path)),
-                );
+                )
+                .chain(project_roots);
             for root in roots {
                 add_outermost(&mut writable, root);
             }
@@ -378,6 +424,7 @@ impl SandboxPolicy {
             read_only: Vec::new(),
             private_tmp: true,
             env: Vec::new(),
+            refused_writes,
             not_to_create: Vec::new(),
         };
         policy.forbid_read = policy.hidden_now(settings, places);
@@ -804,6 +851,41 @@ mod tests {
             Some(me.join(".local/bin"))
         );
         assert_eq!(policy.forbids_changing(&me.join("notes.txt")), None);
+    }
+
+    #[test]
+    fn a_projects_allow_write_opens_only_what_really_lies_inside_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let places = places(&root);
+        let me = root.join("home/me");
+        let project = me.join("project");
+        std::os::unix::fs::symlink(&me, project.join("cache")).unwrap();
+        std::fs::create_dir_all(project.join("build")).unwrap();
+        let settings = SandboxSettings {
+            project_allow_write: vec![
+                project.join("cache").display().to_string(),
+                project.join("build").display().to_string(),
+            ],
+            ..SandboxSettings::default()
+        };
+        let policy = SandboxPolicy::resolve(&settings, &places, SandboxMode::WorkspaceWrite);
+        assert_eq!(
+            policy.writable,
+            vec![project.clone()],
+            "the home is not writable"
+        );
+        assert_eq!(
+            policy.refused_writes,
+            vec![(project.join("cache"), me.clone())]
+        );
+        // The user's own entry may name it.
+        let settings = SandboxSettings {
+            allow_write: vec![project.join("cache").display().to_string()],
+            ..SandboxSettings::default()
+        };
+        let policy = SandboxPolicy::resolve(&settings, &places, SandboxMode::WorkspaceWrite);
+        assert_eq!(policy.writable, vec![me]);
     }
 
     #[test]

@@ -144,6 +144,7 @@ fn probe(layers: &Layers) -> Result<(), SandboxError> {
         read_only: Vec::new(),
         private_tmp: true,
         env: Vec::new(),
+        refused_writes: Vec::new(),
         not_to_create: Vec::new(),
     };
     let plan = crate::plan::prepare(&policy, layers, None)?;
