@@ -25,6 +25,8 @@ use std::sync::Mutex;
 pub(crate) struct AcpApprover {
     pub(crate) connection: Connection,
     pub(crate) session: Mutex<Option<String>>,
+    /// The session's working directory (a relative path in a request is below it).
+    pub(crate) cwd: std::path::PathBuf,
     /// What "allow always" covers for the rest of the session.
     pub(crate) always: AlwaysAllowed,
     /// Tools refused for the rest of the session ("reject always").
@@ -87,10 +89,18 @@ impl Approver for AcpApprover {
                     "kind": "reject_always"}));
                 Value::Array(options)
             };
+            let mut content = vec![
+                json!({"type": "content", "content": {"type": "text", "text": view.lines.join("\n")}}),
+            ];
+            // The exact change, as the terminal and the browser show it before they ask
+            // (keel's secrets already redacted in it: `keel_tools::preview`).
+            if let Some(diff) = preview_diff(request, &self.cwd) {
+                content.push(diff);
+            }
             let params = json!({
                 "sessionId": session,
                 "toolCall": {"toolCallId": request.call_id, "title": title, "status": "pending",
-                    "content": [{"type": "content", "content": {"type": "text", "text": view.lines.join("\n")}}]},
+                    "content": content},
                 "options": options,
             });
             match self.ask(params).await.as_deref() {
@@ -215,4 +225,22 @@ impl EditorFiles for AcpEditor {
         )
         .map(|_| ())
     }
+}
+
+/// The `diff` content (ACP's `{type, path, oldText, newText}`) of an edit's or a write's
+/// preview, where it has one in text and a path an editor can show (absolute).
+fn preview_diff(request: &ApprovalRequest, cwd: &Path) -> Option<Value> {
+    let Some(keel_tools::Preview::Change { before, after }) = &request.preview else {
+        return None;
+    };
+    let path = cwd.join(&request.subject);
+    let old_text = match before {
+        Some(bytes) => Value::String(String::from_utf8(bytes.clone()).ok()?),
+        None => Value::Null,
+    };
+    let new_text = String::from_utf8(after.clone()).ok()?;
+    Some(
+        json!({"type": "diff", "path": path.display().to_string(), "oldText": old_text,
+        "newText": new_text}),
+    )
 }

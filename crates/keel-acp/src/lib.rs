@@ -368,6 +368,7 @@ impl Agent {
         let approver = Arc::new(AcpApprover {
             connection: self.connection.clone(),
             session: Mutex::new(None),
+            cwd: cwd.clone(),
             always: keel_agent::AlwaysAllowed::default(),
             never: Mutex::new(Vec::new()),
         });

@@ -8,6 +8,10 @@
 //! - A preview is what the file holds when the question is asked: `write_file` then writes
 //!   exactly the approved bytes; `edit_file` applies the approved replacement to the file as
 //!   it is when it runs.
+//! - A preview never holds one of keel's secrets: both sides are redacted as a tool result is
+//!   (`[redacted $NAME]`) before any surface gets them — the terminal's question, the
+//!   browser's card, serve's waiting list, an editor's request all show this one value. Bytes
+//!   that are not text and hold a secret are not shown at all. The write itself is unchanged.
 
 use crate::ToolContext;
 use crate::beneath::{FileBeneath, MissingParents};
@@ -33,8 +37,38 @@ fn text_arg<'a>(args: &'a Value, key: &str) -> &'a str {
     args.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-/// The preview of a `write_file` or `edit_file` call; `None` for any other tool.
+/// The preview of a `write_file` or `edit_file` call, redacted; `None` for any other tool.
 pub fn preview(tool: &str, args: &Value, ctx: &ToolContext) -> Option<Preview> {
+    unredacted(tool, args, ctx).map(|preview| redacted(preview, &ctx.secrets))
+}
+
+/// `preview` with keel's secrets shown as `[redacted $NAME]`.
+fn redacted(preview: Preview, secrets: &keel_types::Secrets) -> Preview {
+    let Preview::Change { before, after } = preview else {
+        return preview;
+    };
+    let clean = |bytes: Vec<u8>| -> Result<Vec<u8>, ()> {
+        match String::from_utf8(bytes) {
+            Ok(text) => Ok(secrets.redact(&text).into_owned().into_bytes()),
+            Err(raw) => {
+                let lossy = String::from_utf8_lossy(raw.as_bytes()).into_owned();
+                if secrets.redact(&lossy) == lossy {
+                    Ok(raw.into_bytes())
+                } else {
+                    Err(())
+                }
+            }
+        }
+    };
+    match (before.map(clean).transpose(), clean(after)) {
+        (Ok(before), Ok(after)) => Preview::Change { before, after },
+        (Err(()), _) | (_, Err(())) => Preview::Unavailable(
+            "the file holds one of keel's secrets in bytes that are not text".into(),
+        ),
+    }
+}
+
+fn unredacted(tool: &str, args: &Value, ctx: &ToolContext) -> Option<Preview> {
     if tool != "write_file" && tool != "edit_file" {
         return None;
     }
@@ -179,6 +213,33 @@ mod tests {
             .unwrap();
         assert!(!valid.run(&ctx).await.is_error);
         assert_eq!(std::fs::read(dir.path().join("a.rs")).unwrap(), after);
+    }
+
+    #[test]
+    fn a_preview_never_holds_a_secret() {
+        let (dir, ctx) = context();
+        let ctx = ToolContext {
+            secrets: keel_types::Secrets::from_names(["CANARY_KEY".to_string()], |_| {
+                Some("sk-canary-0123456789".to_string())
+            }),
+            ..ctx
+        };
+        std::fs::write(dir.path().join("a.sh"), "K=sk-canary-0123456789\nb\n").unwrap();
+        let edit = r#"{"path": "a.sh", "old_string": "b", "new_string": "c"}"#;
+        let Some(Preview::Change { before, after }) = preview("edit_file", &args(edit), &ctx)
+        else {
+            panic!("a change")
+        };
+        assert_eq!(before.unwrap(), b"K=[redacted $CANARY_KEY]\nb\n");
+        assert_eq!(after, b"K=[redacted $CANARY_KEY]\nc\n");
+        let mut binary = b"\xff\xfe".to_vec();
+        binary.extend_from_slice(b"sk-canary-0123456789");
+        std::fs::write(dir.path().join("b.bin"), binary).unwrap();
+        let write = r#"{"path": "b.bin", "content": "x"}"#;
+        assert!(matches!(
+            preview("write_file", &args(write), &ctx),
+            Some(Preview::Unavailable(_))
+        ));
     }
 
     #[test]
