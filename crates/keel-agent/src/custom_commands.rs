@@ -68,8 +68,20 @@ impl CustomCommands {
             .ok()
             .zip(workspace.canonicalize().ok())
             .is_some_and(|(dir, root)| dir.starts_with(root));
-        if project_inside {
-            loaded.read_dir(&project, CommandLayer::Project, builtins);
+        // Another local user's commands are not this workspace's owner's prompts.
+        let strangers = [workspace.join(".keel"), project.clone()]
+            .into_iter()
+            .find(|dir| !owned_by_workspace_owner(dir, workspace));
+        match strangers {
+            Some(dir) if dir.symlink_metadata().is_ok() => loaded.notices.push(format!(
+                "the commands of {} ignored: it belongs to another user",
+                dir.display()
+            )),
+            Some(_) => {}
+            None if project_inside => {
+                loaded.read_dir(&project, CommandLayer::Project, builtins);
+            }
+            None => {}
         }
         if let Some(home) = keel_home {
             loaded.read_dir(&home.join("commands"), CommandLayer::User, builtins);
@@ -121,6 +133,16 @@ impl CustomCommands {
                     } else {
                         ""
                     }
+                ));
+                continue;
+            }
+            if layer == CommandLayer::Project
+                && let Some(workspace) = dir.parent().and_then(Path::parent)
+                && !owned_by_workspace_owner(&path, workspace)
+            {
+                self.notices.push(format!(
+                    "command file {shown} ignored: it belongs to another user (keel takes \
+                     commands only from the workspace's owner or root)"
                 ));
                 continue;
             }
@@ -182,6 +204,17 @@ fn read_bounded(path: &Path) -> Result<String, String> {
         return Err(format!("larger than {MOST_COMMAND_BYTES} bytes"));
     }
     String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())
+}
+
+/// Whether `path` (not followed) belongs to the owner of `workspace` or to root; `false` for
+/// what cannot be looked at.
+fn owned_by_workspace_owner(path: &Path, workspace: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Some(owner) = crate::project_context::workspace_owner(workspace) else {
+        return false;
+    };
+    path.symlink_metadata()
+        .is_ok_and(|meta| meta.uid() == owner || meta.uid() == 0)
 }
 
 /// Whether `text` reads as a front matter key (letters, digits, `-`, `_`): only such a thing

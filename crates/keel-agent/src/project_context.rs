@@ -80,16 +80,31 @@ struct Found {
 /// straddles the cut is whole when redaction sees it.
 const REDACTION_MARGIN: u64 = 4096;
 
+/// Who owns `workspace`: only their files (and root's) instruct its sessions.
+pub(crate) fn workspace_owner(workspace: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    workspace.metadata().ok().map(|meta| meta.uid())
+}
+
 /// The repository around `workspace` (the nearest ancestor with a `.git`), if it belongs to
-/// whoever owns the workspace: another user's `/tmp/.git` does not instruct sessions below it.
+/// whoever owns the workspace. The walk up stops at a directory, or a `.git`, of another user
+/// (root's directories are passed): another user's repository — or one of the user's own
+/// above it — does not instruct sessions below it.
 pub(crate) fn repository_root(workspace: &Path) -> Option<&Path> {
     use std::os::unix::fs::MetadataExt;
-    let owner = workspace.metadata().ok()?.uid();
-    workspace.ancestors().find(|dir| {
-        dir.join(".git")
-            .symlink_metadata()
-            .is_ok_and(|meta| meta.uid() == owner)
-    })
+    let owner = workspace_owner(workspace)?;
+    for dir in workspace.ancestors() {
+        if dir != workspace {
+            let uid = dir.symlink_metadata().ok()?.uid();
+            if uid != owner && uid != 0 {
+                return None;
+            }
+        }
+        if let Ok(git) = dir.join(".git").symlink_metadata() {
+            return (git.uid() == owner).then_some(dir);
+        }
+    }
+    None
 }
 
 /// The directories whose instructions apply, farthest first: the repository root down to
@@ -154,7 +169,13 @@ pub fn instruction_paths(workspace: &Path, settings: &ContextSettings) -> Vec<Pa
 /// The text of the instruction file at `path`: read under the file tools' rules, UTF-8,
 /// redacted; a repository's file must stay inside the repository (or the workspace) after
 /// its links are followed, whatever the sandbox says.
-fn read_one(path: &Path, within: Option<&Path>, tools: &ToolContext, cap: u64) -> Found {
+fn read_one(
+    path: &Path,
+    within: Option<&Path>,
+    tools: &ToolContext,
+    cap: u64,
+    owner: Option<u32>,
+) -> Found {
     let read = (|| {
         if let Some(root) = within {
             let resolved = tools
@@ -168,7 +189,7 @@ fn read_one(path: &Path, within: Option<&Path>, tools: &ToolContext, cap: u64) -
                 ));
             }
         }
-        let (bytes, size) = keel_tools::instruction_file(path, tools, cap)?;
+        let (bytes, size) = keel_tools::instruction_file(path, tools, cap, owner)?;
         let text = match std::str::from_utf8(&bytes) {
             Ok(text) => text,
             // Cut by the read mid-character: the whole characters before it.
@@ -200,13 +221,16 @@ pub(crate) fn read(
         .unwrap_or(workspace)
         .canonicalize()
         .unwrap_or_else(|_| workspace.to_path_buf());
+    // The global file is the user's own (in `$KEEL_HOME`); a repository's must be its
+    // owner's or root's.
+    let owner = workspace_owner(workspace).or(Some(0));
     let found: Vec<Found> = global
         .iter()
-        .map(|path| read_one(path, None, tools, cap))
+        .map(|path| read_one(path, None, tools, cap, None))
         .chain(
             local
                 .iter()
-                .map(|path| read_one(path, Some(&root), tools, cap)),
+                .map(|path| read_one(path, Some(&root), tools, cap, owner)),
         )
         .collect();
     let environment = environment(settings, workspace, mode, tools);
@@ -323,7 +347,8 @@ fn environment(
 fn git_branch(workspace: &Path, tools: &ToolContext) -> Option<String> {
     let root = repository_root(workspace)?;
     let read_small = |path: &Path| -> Option<String> {
-        let (bytes, _) = keel_tools::instruction_file(path, tools, 512).ok()?;
+        let owner = workspace_owner(workspace);
+        let (bytes, _) = keel_tools::instruction_file(path, tools, 512, owner).ok()?;
         String::from_utf8(bytes).ok()
     };
     let dot_git = root.join(".git");
@@ -620,6 +645,7 @@ mod tests {
             Some(&root),
             &tools,
             101 + REDACTION_MARGIN,
+            None,
         );
         let (block, _) = compose(&[file], 100, "");
         assert!(
@@ -638,7 +664,7 @@ mod tests {
         std::fs::write(root.join("bashrc"), "export TOKEN=abc\n").unwrap();
         std::os::unix::fs::symlink(root.join("bashrc"), repo.join("AGENTS.md")).unwrap();
         let tools = tools_with_secret(&repo, "unrelated-secret-value");
-        let refused = read_one(&repo.join("AGENTS.md"), Some(&repo), &tools, 100);
+        let refused = read_one(&repo.join("AGENTS.md"), Some(&repo), &tools, 100, None);
         assert!(
             refused
                 .read
@@ -649,12 +675,12 @@ mod tests {
         );
         std::fs::remove_file(repo.join("AGENTS.md")).unwrap();
         std::fs::write(repo.join("AGENTS.md"), b"\xff\xfe binary").unwrap();
-        let binary = read_one(&repo.join("AGENTS.md"), Some(&repo), &tools, 100);
+        let binary = read_one(&repo.join("AGENTS.md"), Some(&repo), &tools, 100, None);
         assert_eq!(binary.read.unwrap_err(), "it is not UTF-8 text");
         // A FIFO is refused at once, never waited on.
         std::fs::remove_file(repo.join("AGENTS.md")).unwrap();
         mkfifo(&repo.join("AGENTS.md"));
-        let fifo = read_one(&repo.join("AGENTS.md"), Some(&repo), &tools, 100);
+        let fifo = read_one(&repo.join("AGENTS.md"), Some(&repo), &tools, 100, None);
         assert!(fifo.read.is_err(), "{:?}", fifo.read);
         std::fs::create_dir(repo.join(".git")).unwrap();
         mkfifo(&repo.join(".git/HEAD"));

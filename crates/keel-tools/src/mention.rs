@@ -51,11 +51,13 @@ pub fn attachment(path: &str, ctx: &ToolContext) -> Option<Result<String, String
 
 /// The bytes of an instruction file (`AGENTS.md` and kin) at `path`, read under the rules of
 /// `read_file` (the sandbox's forbid_read after every link is followed, a regular file only),
-/// at most `cap` of them; and the file's size.
+/// at most `cap` of them; and the file's size. With `owner`, the file opened must belong to
+/// that user or to root (another local user's file gives no instructions).
 pub fn instruction_file(
     path: &std::path::Path,
     ctx: &ToolContext,
     cap: u64,
+    owner: Option<u32>,
 ) -> Result<(Vec<u8>, u64), String> {
     use std::io::Read;
     let shown = path.display().to_string();
@@ -73,6 +75,20 @@ pub fn instruction_file(
     }
     let file =
         crate::special::open_regular(&resolved, &shown).map_err(|error| error.to_string())?;
+    if let Some(owner) = owner {
+        use std::os::unix::fs::MetadataExt;
+        // The file opened, not the name: nothing can be swapped in between.
+        let uid = file
+            .metadata()
+            .map_err(|error| format!("cannot read `{shown}`: {error}"))?
+            .uid();
+        if uid != owner && uid != 0 {
+            return Err(format!(
+                "it belongs to another user (uid {uid}): keel reads instructions only from \
+                 files of the workspace's owner or root"
+            ));
+        }
+    }
     let size = file.metadata().map(|meta| meta.len()).unwrap_or(0);
     let mut bytes = Vec::new();
     file.take(cap)
