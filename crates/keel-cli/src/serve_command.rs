@@ -174,6 +174,12 @@ pub async fn run(common: &CommonArgs, args: ServeArgs) -> anyhow::Result<Outcome
         },
         keel_render::visible_line(&workspace.display().to_string())
     );
+    let file_limit = raise_file_limit();
+    let max_connections = keel_serve::connection_cap(file_limit);
+    eprintln!(
+        "keel serve: up to {max_connections} connections at once (file limit {file_limit}); \
+         when full, the oldest that never presented the token gives way"
+    );
     let mut access = Access::new(token.clone(), bound);
     if args.open {
         let code = token.as_ref().map(|_| keel_serve::generate_token());
@@ -197,6 +203,24 @@ pub async fn run(common: &CommonArgs, args: ServeArgs) -> anyhow::Result<Outcome
         let stop = signals.next().await;
         eprintln!("keel serve: {} received, stopping", stop.name());
     };
-    keel_serve::serve(listener, access, factory, shutdown).await?;
+    keel_serve::serve(listener, access, factory, max_connections, shutdown).await?;
     Ok(Outcome::Completed)
+}
+
+/// Raise the soft limit of open files to the hard one (connections are files); the limit in
+/// force after.
+fn raise_file_limit() -> u64 {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return 1024;
+    };
+    // An unlimited hard limit is still bounded by the kernel's `nr_open`.
+    let wanted = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|text| text.trim().parse::<u64>().ok())
+        .map_or(hard, |most| hard.min(most));
+    if wanted > soft && setrlimit(Resource::RLIMIT_NOFILE, wanted, hard).is_ok() {
+        return wanted;
+    }
+    soft
 }

@@ -13,6 +13,7 @@
 //!   the only `/api/` path without the token). A second redemption means someone else holds
 //!   the code: the token is revoked (replaced by one nobody knows) and every client is refused.
 
+use crate::connections::ConnectionMark;
 use crate::error::ApiError;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -117,6 +118,11 @@ impl Access {
         }
     }
 
+    /// Whether requests must present a token (not `--no-auth`).
+    fn token_required(&self) -> bool {
+        locked(&self.token).is_some()
+    }
+
     fn token_ok(&self, headers: &HeaderMap) -> bool {
         let token = locked(&self.token);
         let Some(token) = token.as_ref() else {
@@ -159,8 +165,23 @@ pub async fn check(
             "requests from another origin are not allowed",
         ));
     }
+    // A connection that presents the real token is a client's: it never gives way to
+    // strangers when the connections are too many (`connections`).
+    let mark = request.extensions().get::<ConnectionMark>().cloned();
+    if access.token_required()
+        && access.token_ok(headers)
+        && let Some(mark) = &mark
+    {
+        mark.authenticated();
+    }
     if request.uri().path() == "/api/launch" {
-        return Ok(redeem(&access, request).await);
+        let response = redeem(&access, request).await;
+        if response.status().is_success()
+            && let Some(mark) = &mark
+        {
+            mark.authenticated();
+        }
+        return Ok(response);
     }
     if request.uri().path().starts_with("/api/") && !access.token_ok(headers) {
         return Err(ApiError::new(

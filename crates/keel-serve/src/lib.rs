@@ -15,6 +15,7 @@
 
 mod access;
 mod approvals;
+mod connections;
 mod error;
 mod page_events;
 mod routes;
@@ -22,6 +23,7 @@ mod ui;
 
 pub use access::Access;
 pub use approvals::{Approvals, Decision, SessionApprover};
+pub use connections::ConnectionMark;
 pub use error::ApiError;
 
 use keel_agent::{AgentError, Approver, Controller, SessionChoice, SessionInfo, SessionOverview};
@@ -95,6 +97,7 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     access: Access,
     factory: Arc<dyn SessionFactory>,
+    max_connections: usize,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let (stop, shutting_down) = watch::channel(false);
@@ -117,7 +120,7 @@ pub async fn serve(
             session.controller.cancel();
         }
     };
-    accept_connections(listener, app, stopping).await;
+    accept_connections(listener, app, max_connections, stopping).await;
     let turns: Vec<JoinHandle<()>> = state.lock_turns().drain(..).collect();
     for turn in turns {
         let _ = turn.await;
@@ -125,23 +128,32 @@ pub async fn serve(
     Ok(())
 }
 
-/// The most connections served at once; one more is closed as soon as it is accepted.
-pub const MAX_CONNECTIONS: usize = 512;
+/// The descriptors kept for everything but connections (the store, sessions' commands and
+/// MCP servers, the listener): at least this many, or an eighth of the limit.
+pub const RESERVED_DESCRIPTORS: u64 = 128;
+
+/// The most connections to hold at once under a file limit of `limit` descriptors.
+pub fn connection_cap(limit: u64) -> usize {
+    let reserve = RESERVED_DESCRIPTORS.max(limit / 8);
+    usize::try_from(limit.saturating_sub(reserve).clamp(16, 65_536)).unwrap_or(65_536)
+}
 
 /// How long a client may take to send a request's headers (a half-sent request holds a
 /// connection for no longer).
 pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Serve `app` on `listener` until `stop` resolves: each connection with a header-read timeout,
-/// at most `MAX_CONNECTIONS` at once; after `stop`, open connections get `SHUTDOWN_GRACE` to
-/// finish, then they are dropped.
+/// at most `cap` at once — when full, the oldest connection that never presented the token
+/// gives way (`connections`); after `stop`, open connections get `SHUTDOWN_GRACE` to finish,
+/// then they are dropped.
 async fn accept_connections(
     listener: tokio::net::TcpListener,
     app: axum::Router,
+    cap: usize,
     stop: impl Future<Output = ()>,
 ) {
     use hyper_util::rt::{TokioIo, TokioTimer};
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let connections = connections::Connections::new(cap);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -151,24 +163,35 @@ async fn accept_connections(
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
-                // Out of file descriptors, say: wait a moment instead of spinning.
+                // Out of file descriptors, say: a stranger's connection gives way, and the
+                // accept is tried again a moment later (its socket closes with its task).
                 Err(_) => {
-                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    connections.make_room();
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
                     continue;
                 }
             },
             () = &mut stop => break,
         };
-        // Past the cap the connection is closed at once: it cannot queue behind the others.
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
+        // Full of connections that presented the token: the new one is closed at once.
+        let Some(admitted) = connections.admit() else {
             drop(stream);
             continue;
         };
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        // Each request of the connection carries its mark, which the token check sets.
+        let service = hyper_util::service::TowerToHyperService::new(tower_layer::Layer::layer(
+            &axum::Extension(admitted.mark.clone()),
+            app.clone(),
+        ));
         let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
-            let _ = connection.await;
-            drop(slot);
+            let mut admitted = admitted;
+            tokio::select! {
+                _ = connection => {}
+                // Closed to make room: dropping the connection drops its socket.
+                _ = &mut admitted.closed => {}
+            }
+            drop(admitted);
         });
     }
     drop(listener);

@@ -28,13 +28,41 @@ impl Server {
         Server::start_with_env(home, extra, &[])
     }
 
+    /// `start` with keel's file limit set to `limit` (soft and hard: keel cannot raise it), by
+    /// a shell that then execs keel (the same process).
+    pub fn start_with_file_limit(home: &Home, limit: u32) -> Server {
+        let keel = home.keel(&["serve"]);
+        let mut command = std::process::Command::new("sh");
+        command
+            .args([
+                "-c",
+                &format!("ulimit -n {limit} && exec \"$0\" \"$@\""),
+                super::KEEL,
+            ])
+            .args(keel.get_args())
+            .current_dir(keel.get_current_dir().unwrap())
+            .stdin(Stdio::null());
+        for (name, value) in keel.get_envs() {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
+        Server::spawned(command)
+    }
+
     /// `start`, with variables added to keel's environment.
     pub fn start_with_env(home: &Home, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut args = vec!["serve"];
         args.extend_from_slice(extra);
-        let mut child = home
-            .keel(&args)
-            .envs(env.iter().copied())
+        let mut command = home.keel(&args);
+        command.envs(env.iter().copied());
+        Server::spawned(command)
+    }
+
+    /// A `keel serve` started by `command`, once it printed its URL.
+    fn spawned(mut command: std::process::Command) -> Server {
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
