@@ -353,6 +353,7 @@ impl Controller {
                 &session.id,
                 tool_context.sandbox.clone(),
             )
+            .map(|snapshots| snapshots.keeping_out(tool_context.secrets.clone()))
         });
         if !loaded
             .history

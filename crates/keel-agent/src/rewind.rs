@@ -401,11 +401,13 @@ impl Controller {
             .filter(|pair| is_bracket(&pair[0], &pair[1]))
             .flat_map(|pair| pair[0].first..=pair[0].last)
             .collect();
-        let compared = snapshots.take_now().and_then(|now| {
-            let elsewhere = changed_outside_commands(snapshots, &points, &now)?;
-            Ok((snapshots.changed(&base, &now)?, elsewhere))
-        });
-        let (changed, elsewhere) = match compared {
+        let compared = snapshots
+            .take_now_withholding()
+            .and_then(|(now, withheld_now)| {
+                let elsewhere = changed_outside_commands(snapshots, &points, &now)?;
+                Ok((snapshots.changed(&base, &now)?, elsewhere, withheld_now))
+            });
+        let (changed, elsewhere, withheld_now) = match compared {
             Ok(found) => found,
             Err(why) => {
                 report.not_restorable.push(format!(
@@ -415,7 +417,21 @@ impl Controller {
                 return BTreeSet::new();
             }
         };
-        for change in changed {
+        // Files that held one of keel's secrets were never copied into a snapshot: what
+        // commands did to them cannot be undone, and their snapshot entries are stale.
+        let mut withheld = snapshots.withheld_since(first_seq);
+        withheld.extend(withheld_now);
+        for path in &withheld {
+            report.not_restorable.push(format!(
+                "{}: it holds one of keel's secrets, which keel keeps out of its snapshots; \
+                 what commands did to it is not restored",
+                snapshots.path_of(path).display()
+            ));
+        }
+        for change in changed
+            .into_iter()
+            .filter(|change| !withheld.contains(&change.path))
+        {
             let on_disk = snapshots.path_of(&change.path);
             let Some(path) = on_disk.to_str().map(str::to_string) else {
                 report.not_restorable.push(format!(

@@ -22,10 +22,14 @@
 //!   says so.
 //! - A snapshot is what `git add -A` sees in the workspace (files the repository's ignore
 //!   files, its `info/exclude` or the user's global `git/ignore` leave out, and files it
-//!   cannot read, are not in it); keel's own files are never in it.
+//!   cannot read, are not in it); keel's own files are never in it, nor a file holding one of
+//!   keel's secrets (`withheld`): the store never holds a secret.
+//! - A store an earlier keel made (without `FORMAT` in it) may hold a secret: it is removed,
+//!   whole, the first time this keel snapshots its workspace, and made again.
 
 mod prune;
 mod status;
+mod withheld;
 
 use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
@@ -99,7 +103,16 @@ pub(crate) struct Snapshots {
     excluded: Vec<String>,
     session: String,
     sandbox: Option<keel_tools::CommandSandbox>,
+    /// keel's secrets: a file holding one is never copied into the store.
+    secrets: keel_types::Secrets,
 }
+
+/// The file that marks a store made by this keel (which keeps secrets out of it), and what it
+/// holds.
+const FORMAT: (&str, &str) = (
+    "keel-format",
+    "2 (files holding keel's secrets are left out)\n",
+);
 
 impl Snapshots {
     /// The snapshots of a session in `workspace`, if it is inside a repository of its owner
@@ -163,7 +176,13 @@ impl Snapshots {
             excluded,
             session: session.to_string(),
             sandbox,
+            secrets: keel_types::Secrets::default(),
         })
+    }
+
+    /// These snapshots, keeping every file that holds one of `secrets` out of the store.
+    pub(crate) fn keeping_out(self, secrets: keel_types::Secrets) -> Snapshots {
+        Snapshots { secrets, ..self }
     }
 
     fn reference(&self, first: u64, last: u64, side: Side) -> String {
@@ -180,7 +199,9 @@ impl Snapshots {
         self.prepare()?;
         // Held until the ref names the tree: a prune never sees the tree unnamed.
         let _held = self.lock_store(nix::fcntl::FlockArg::LockShared)?;
-        let tree = self.tree_now()?;
+        let (tree, withheld) = self.tree_now()?;
+        self.record_withheld(first, &withheld)
+            .map_err(|error| format!("cannot record what the snapshot left out: {error}"))?;
         let reference = self.store.join(self.reference(first, last, side));
         let written = (|| -> std::io::Result<()> {
             if let Some(parent) = reference.parent() {
@@ -196,29 +217,35 @@ impl Snapshots {
 
     /// A snapshot of the workspace now, recorded nowhere: its tree id.
     pub(crate) fn take_now(&self) -> Result<String, String> {
+        self.take_now_withholding().map(|(tree, _)| tree)
+    }
+
+    /// `take_now`, with the paths it left out for holding one of keel's secrets.
+    pub(crate) fn take_now_withholding(&self) -> Result<(String, Vec<Vec<u8>>), String> {
         self.prepare()?;
         // Shared with other sessions' snapshots; a prune waits for it and holds it alone.
         let _held = self.lock_store(nix::fcntl::FlockArg::LockShared)?;
         self.tree_now()
     }
 
-    /// The workspace's tree now (the store prepared and locked).
-    fn tree_now(&self) -> Result<String, String> {
-        match self.add() {
+    /// The workspace's tree now (the store prepared and locked), and what it withheld.
+    fn tree_now(&self) -> Result<(String, Vec<Vec<u8>>), String> {
+        let withheld = match self.add() {
             Err(error) if is_corrupt_index(&error) => {
                 // An index left broken (a killed run): start again from nothing.
                 let _ = std::fs::remove_file(self.index());
-                self.add()?;
+                self.add()?
             }
             other => other?,
-        }
+        };
         let tree = self.git(&["write-tree"])?;
-        Ok(tree.trim().to_string())
+        Ok((tree.trim().to_string(), withheld))
     }
 
-    /// Bring the index up to the workspace. A file git cannot add (unreadable, a repository
-    /// inside with no commit) is left as the index had it; only a fatal error fails.
-    fn add(&self) -> Result<(), String> {
+    /// Bring the index up to the workspace; the paths left out for holding a secret. A file
+    /// git cannot add (unreadable, a repository inside with no commit) is left as the index
+    /// had it; only a fatal error fails.
+    fn add(&self) -> Result<Vec<Vec<u8>>, String> {
         let mut add: Vec<OsString> = [
             "-c",
             "advice.addEmbeddedRepo=false",
@@ -232,38 +259,13 @@ impl Snapshots {
         .map(OsString::from)
         .chain(self.excluded.iter().map(OsString::from))
         .collect();
-        add.extend(self.big_untracked());
+        let left_out = self.left_out();
+        add.extend(left_out.pathspecs);
         match self.run(&add) {
-            Ok(_) => Ok(()),
-            Err(error) if !error.contains("fatal:") => Ok(()),
+            Ok(_) => Ok(left_out.withheld),
+            Err(error) if !error.contains("fatal:") => Ok(left_out.withheld),
             Err(error) => Err(error),
         }
-    }
-
-    /// Files git does not track (and does not ignore) larger than `MOST_UNTRACKED`, as
-    /// pathspecs that leave them out of a snapshot (a downloaded model or dataset would
-    /// otherwise be copied into keel's store at every command).
-    fn big_untracked(&self) -> Vec<OsString> {
-        let mut list = vec!["ls-files", "--others", "--exclude-standard", "-z", "--"];
-        list.push(&self.scope);
-        list.extend(self.excluded.iter().map(String::as_str));
-        let Ok(listed) = self.run(&list) else {
-            return Vec::new();
-        };
-        listed
-            .split(|byte| *byte == 0)
-            .filter(|path| !path.is_empty())
-            .filter(|path| {
-                self.path_of(path)
-                    .symlink_metadata()
-                    .is_ok_and(|meta| meta.is_file() && meta.len() > MOST_UNTRACKED)
-            })
-            .map(|path| {
-                let mut spec = OsString::from(":(exclude,top,literal)");
-                spec.push(OsStr::from_bytes(path));
-                spec
-            })
-            .collect()
     }
 
     /// The snapshots recorded for this session, in the order they were taken.
@@ -365,6 +367,9 @@ impl Snapshots {
     /// Create keel's repository for this workspace (once, whole or not at all) and this
     /// session's index.
     fn prepare(&self) -> Result<(), String> {
+        if self.store.join("objects").is_dir() && !self.store.join(FORMAT.0).is_file() {
+            self.retire_old_store()?;
+        }
         if !self.store.join("objects").is_dir() {
             let parent = self.store.parent().unwrap_or(Path::new("."));
             keel_types::private_files::create_private_dir(parent)
@@ -383,6 +388,7 @@ impl Snapshots {
                      [gc]\n\tauto = 0\n",
                 )?;
                 std::fs::write(building.join("info/attributes"), NO_CONVERSION)?;
+                std::fs::write(building.join(FORMAT.0), FORMAT.1)?;
                 std::fs::rename(&building, &self.store)
             })();
             if made.is_err() {
@@ -425,6 +431,29 @@ impl Snapshots {
             }
         }
         Ok(())
+    }
+
+    /// Remove a store an earlier keel made: it may hold a file with one of keel's secrets (it
+    /// took every file). Moved aside first (one rename), so no session sees half of it.
+    fn retire_old_store(&self) -> Result<(), String> {
+        let parent = self.store.parent().unwrap_or(Path::new("."));
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_nanos());
+        let retired = parent.join(format!(".retired-{}-{nanos}", self.session));
+        match std::fs::rename(&self.store, &retired) {
+            Ok(()) => {
+                let _ = std::fs::remove_dir_all(&retired);
+                Ok(())
+            }
+            // Another session retired it first.
+            Err(_) if !self.store.join("objects").is_dir() => Ok(()),
+            Err(_) if self.store.join(FORMAT.0).is_file() => Ok(()),
+            Err(error) => Err(format!(
+                "cannot remove the old snapshot store {}: {error}",
+                self.store.display()
+            )),
+        }
     }
 
     /// Hold the store's lock (`store/lock`) until the returned value is dropped.

@@ -604,3 +604,115 @@ fn what_the_users_global_git_ignore_leaves_out_stays_out_of_the_snapshots() {
         rewound.stderr()
     );
 }
+
+/// Every object in keel's snapshot store of `home` (the workspace), contents included.
+fn stored_objects(home: &Home) -> String {
+    let mut all = String::new();
+    for store in std::fs::read_dir(home.path().join("snapshots"))
+        .unwrap()
+        .flatten()
+    {
+        if !store.file_name().to_string_lossy().ends_with(".git") {
+            continue;
+        }
+        let output = Command::new("git")
+            .args(["--git-dir", store.path().to_str().unwrap()])
+            .args(["cat-file", "--batch-all-objects", "--batch"])
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        all.push_str(&String::from_utf8_lossy(&output.stdout));
+    }
+    all
+}
+
+/// The key every test home gives keel (`Home::keel`).
+const KEY: &str = "test-key-1";
+
+#[test]
+fn a_file_holding_the_key_never_enters_the_snapshots_and_is_named_at_rewind() {
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command":
+            "echo more >> tracked.txt && echo '# edited' >> deploy.sh && cat deploy.sh >> kept.txt"}},
+        {"say": "Changed them."},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    repository(&home);
+    // Untracked, holding the provider's key (never in a command's arguments).
+    std::fs::write(
+        home.path().join("deploy.sh"),
+        format!("export DEEPSEEK_API_KEY={KEY}\n"),
+    )
+    .unwrap();
+    let run = home.run(&["run", "--yes", "--json", "change them"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let stored = stored_objects(&home);
+    assert!(!stored.is_empty(), "snapshots were taken");
+    assert!(!stored.contains(KEY), "the key is in keel's snapshot store");
+    let rewound = home.run(&["session", "rewind", &session_of(&run), "--to", "1"]);
+    assert_eq!(rewound.code(), 0, "{}", rewound.stderr());
+    assert_eq!(read(&home, "tracked.txt").as_deref(), Some("tracked\n"));
+    let said = rewound.stderr();
+    for path in ["deploy.sh", "kept.txt"] {
+        assert!(
+            said.lines()
+                .any(|line| line.contains(path) && line.contains("holds one of keel's secrets")),
+            "{path} named as not restorable: {said}"
+        );
+    }
+    assert!(
+        read(&home, "deploy.sh").unwrap().contains("# edited"),
+        "a file keel has no copy of is left as it is"
+    );
+    assert!(!stored_objects(&home).contains(KEY));
+}
+
+#[test]
+fn a_store_an_earlier_keel_made_is_replaced_with_everything_in_it() {
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": "echo more >> tracked.txt"}},
+        {"say": "once"},
+        {"tool": "bash", "args": {"command": "echo again >> tracked.txt"}},
+        {"say": "twice"},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    repository(&home);
+    assert_eq!(home.run(&["run", "--yes", "change it"]).code(), 0);
+    // As an earlier keel left it: no format mark, and a copy of a file with the key.
+    let store = std::fs::read_dir(home.path().join("snapshots"))
+        .unwrap()
+        .flatten()
+        .find(|entry| entry.file_name().to_string_lossy().ends_with(".git"))
+        .unwrap()
+        .path();
+    std::fs::remove_file(store.join("keel-format")).unwrap();
+    let mut planting = Command::new("git")
+        .args([
+            "--git-dir",
+            store.to_str().unwrap(),
+            "hash-object",
+            "-w",
+            "--stdin",
+        ])
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        planting.stdin.as_mut().unwrap(),
+        format!("export DEEPSEEK_API_KEY={KEY}\n").as_bytes(),
+    )
+    .unwrap();
+    drop(planting.stdin.take());
+    assert!(planting.wait().unwrap().success());
+    assert!(stored_objects(&home).contains(KEY));
+    assert_eq!(home.run(&["run", "--yes", "change it again"]).code(), 0);
+    assert!(
+        !stored_objects(&home).contains(KEY),
+        "the old store is gone, with the key"
+    );
+    assert!(store.join("keel-format").is_file(), "a store of this keel");
+}

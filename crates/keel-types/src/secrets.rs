@@ -124,7 +124,45 @@ impl Secrets {
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
+
+    /// Whether the file at `path` holds a secret value anywhere in its bytes (read in pieces
+    /// that overlap by `hold`, so a value across two is found). A file that cannot be read
+    /// holds none that keel could copy.
+    pub fn held_in_file(&self, path: &std::path::Path) -> bool {
+        use std::io::Read;
+        if self.values.is_empty() {
+            return false;
+        }
+        let Ok(mut file) = std::fs::File::open(path) else {
+            return false;
+        };
+        let keep = self.hold();
+        let mut window: Vec<u8> = Vec::with_capacity(PIECE + keep);
+        let mut piece = vec![0u8; PIECE];
+        loop {
+            let read = match file.read(&mut piece) {
+                Ok(0) | Err(_) => return false,
+                Ok(read) => read,
+            };
+            window.extend_from_slice(&piece[..read]);
+            if self.held_in(&window) {
+                return true;
+            }
+            let cut = window.len().saturating_sub(keep);
+            window.drain(..cut);
+        }
+    }
+
+    /// Whether `bytes` hold a secret value.
+    pub fn held_in(&self, bytes: &[u8]) -> bool {
+        self.values
+            .iter()
+            .any(|(value, _)| memchr::memmem::find(bytes, value.as_bytes()).is_some())
+    }
 }
+
+/// How much of a file is looked at at once for a secret.
+const PIECE: usize = 1 << 20;
 
 /// Whether `a` and `b` share a run of at least `run` bytes.
 pub fn shares_run(a: &str, b: &str, run: usize) -> bool {
@@ -233,6 +271,21 @@ mod tests {
                 .find(|(n, _)| n == name)
                 .map(|(_, v)| v.clone())
         })
+    }
+
+    #[test]
+    fn a_value_is_found_in_a_file_also_across_two_pieces() {
+        let s = secrets(&[("K1", "sk-canary-123")]);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big");
+        let mut bytes = vec![b'x'; PIECE - 5];
+        bytes.extend_from_slice(b"sk-canary-123");
+        bytes.extend_from_slice(&[0xff; 100]);
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(s.held_in_file(&path));
+        std::fs::write(&path, &bytes[..PIECE]).unwrap();
+        assert!(!s.held_in_file(&path), "a part of it is no value");
+        assert!(!s.held_in_file(&dir.path().join("absent")));
     }
 
     #[test]
