@@ -57,6 +57,12 @@ pub(crate) fn rewind_reply(
                 .iter()
                 .map(|path| format!("- restored {path}")),
         );
+        lines.extend(report.saved.iter().map(|(path, retrieve)| {
+            format!(
+                "- restored {path} — it changed while a command ran; what it held is kept: \
+                 `{retrieve}`"
+            )
+        }));
         lines.extend(
             report
                 .conflicts

@@ -45,7 +45,7 @@ pub(crate) fn pre_images(valid: &Valid, ctx: &ToolContext) -> Result<Vec<PreImag
 
 /// What is at `path` now: as the editor has it, where the file tools go through one (an
 /// unsaved buffer is what the write replaces), else on disk.
-fn before(path: &Path, ctx: &ToolContext) -> Before {
+pub(crate) fn before(path: &Path, ctx: &ToolContext) -> Before {
     if let Some(Ok(text)) = through_editor(path, ctx) {
         return kept(text.into_bytes(), ctx);
     }

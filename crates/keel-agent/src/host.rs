@@ -111,12 +111,27 @@ impl Host {
             remove(store.join("refs/keel").join(id));
             remove(store.join(format!("index-{id}")));
             remove(store.join(format!("pruned-{id}")));
+            remove(store.join(format!("withheld-{id}")));
         }
         Ok(left)
     }
 
     pub fn transcript(&self, id: &str) -> Result<Transcript, AgentError> {
         transcript(&self.store, id)
+    }
+
+    /// The versions of files rewinds of session `id` kept before overwriting them (what each
+    /// held), oldest first, with their bytes.
+    pub fn saved_versions(
+        &self,
+        id: &str,
+    ) -> Result<Vec<(keel_store::SavedVersion, Vec<u8>)>, AgentError> {
+        let mut versions = Vec::new();
+        for version in self.store.saved_versions(id)? {
+            let bytes = self.store.blob(&version.hash)?.unwrap_or_default();
+            versions.push((version, bytes));
+        }
+        Ok(versions)
     }
 
     /// The transcript of session `id` at history revision `revision` (an earlier revision of

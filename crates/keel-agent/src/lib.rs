@@ -23,6 +23,7 @@ mod custom_commands;
 mod exchange;
 mod host;
 mod input;
+mod kept_versions;
 mod leftovers;
 mod load;
 mod modes;

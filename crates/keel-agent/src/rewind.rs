@@ -21,6 +21,7 @@
 
 use crate::checkpoint::seen_hash;
 use crate::command_steps::{CommandSteps, command_steps};
+use crate::kept_versions::Kept;
 use crate::rewrite::{Rewrite, commit};
 use crate::snapshot::{Point, Side};
 use crate::{AgentError, Controller};
@@ -58,6 +59,10 @@ pub struct RewindReport {
     pub restored: Vec<String>,
     /// Files left alone: they changed after the turn that last wrote them (path, why).
     pub conflicts: Vec<(String, String)>,
+    /// Files written back after their bytes as they were were kept — they changed while one of
+    /// keel's commands ran, so an edit of a person's may be among what was undone (path, the
+    /// command that prints the kept bytes).
+    pub saved: Vec<(String, String)>,
     /// What keel cannot undo: commands and MCP calls of the undone turns, files not kept.
     pub not_restorable: Vec<String>,
     /// The history revision the conversation now is (none: not rewound, or nothing to drop).
@@ -178,7 +183,7 @@ impl Controller {
                 receipts: &receipts,
             };
             let checkpointed = self.restore_files(&undone, force, &mut report)?;
-            covered = self.restore_from_snapshots(first_seq, force, &checkpointed, &mut report);
+            covered = self.restore_from_snapshots(to, first_seq, force, &checkpointed, &mut report);
         }
         // Only calls that ran (a denied or never-started one changed nothing), and only those
         // no snapshots bracketed.
@@ -335,7 +340,8 @@ impl Controller {
                 ));
                 continue;
             }
-            if let Some(why) = conflict(&chain, last, &now, undone.rows)
+            let conflicted = conflict(&chain, last, &now, undone.rows);
+            if let Some(why) = &conflicted
                 && !force
             {
                 report
@@ -343,6 +349,20 @@ impl Controller {
                     .push((path, format!("{why}; --force restores it anyway")));
                 continue;
             }
+            // A command changed it too (a person's edit may be in that), or it is forced past
+            // a conflict: what it holds now is kept first.
+            let by_command = commands
+                .steps
+                .get(&path)
+                .is_some_and(|steps| !steps.is_empty());
+            let kept = if by_command || conflicted.is_some() {
+                match self.keep_first(&path, content.as_deref(), undone.to, force, report) {
+                    Some(kept) => kept,
+                    None => continue,
+                }
+            } else {
+                None
+            };
             let restored = keel_tools::restore_file(
                 &shared.tool_context,
                 &path,
@@ -355,7 +375,7 @@ impl Controller {
             match restored {
                 Ok(()) => {
                     shared.store.mark_undone(session, &path, &seqs)?;
-                    report.restored.push(path);
+                    report.done(path, kept);
                 }
                 Err(why) => report.not_restorable.push(format!("{path}: {why}")),
             }
@@ -368,6 +388,7 @@ impl Controller {
     /// sequence number) whose commands a snapshot covered.
     fn restore_from_snapshots(
         &self,
+        to: u64,
         first_seq: Option<u64>,
         force: bool,
         checkpointed: &BTreeSet<String>,
@@ -443,7 +464,8 @@ impl Controller {
             if checkpointed.contains(&path) {
                 continue;
             }
-            if let Some(why) = elsewhere.get(&change.path).or(elsewhere.get(&Vec::new()))
+            let changed_elsewhere = elsewhere.get(&change.path).or(elsewhere.get(&Vec::new()));
+            if let Some(why) = changed_elsewhere
                 && !force
             {
                 report
@@ -474,6 +496,10 @@ impl Controller {
                     continue;
                 }
             };
+            // It changed while a command ran: a person's edit may be in it. Kept first.
+            let Some(kept) = self.keep_first(&path, content.as_deref(), to, force, report) else {
+                continue;
+            };
             let restored =
                 keel_tools::restore_file(&shared.tool_context, &path, content.as_deref()).and_then(
                     |()| match content {
@@ -482,11 +508,59 @@ impl Controller {
                     },
                 );
             match restored {
-                Ok(()) => report.restored.push(path),
+                Ok(()) => report.done(path, kept),
                 Err(why) => report.not_restorable.push(format!("{path}: {why}")),
             }
         }
         covered
+    }
+}
+
+impl RewindReport {
+    /// `path` was written back; `kept`: how to get what it held before.
+    fn done(&mut self, path: String, kept: Option<String>) {
+        match kept {
+            Some(retrieve) => self.saved.push((path, retrieve)),
+            None => self.restored.push(path),
+        }
+    }
+}
+
+impl Controller {
+    /// Keep what `path` holds before a rewind to `to` writes `restoring` there: `Some` with
+    /// how to get it back (`Some(None)`: nothing to keep) to go on, `None` to leave the path
+    /// (it cannot be kept and nothing forces it; said as a conflict).
+    fn keep_first(
+        &self,
+        path: &str,
+        restoring: Option<&[u8]>,
+        to: u64,
+        force: bool,
+        report: &mut RewindReport,
+    ) -> Option<Option<String>> {
+        let shared = &self.shared;
+        match crate::kept_versions::keep_before_overwrite(
+            &shared.store,
+            &shared.tool_context,
+            &shared.session.id,
+            path,
+            restoring,
+            to,
+        ) {
+            Kept::Nothing => Some(None),
+            Kept::Saved { retrieve } => Some(Some(retrieve)),
+            Kept::CannotKeep(_) if force => Some(None),
+            Kept::CannotKeep(why) => {
+                report.conflicts.push((
+                    path.to_string(),
+                    format!(
+                        "it changed while one of keel's commands ran and {why}; --force \
+                         restores it anyway"
+                    ),
+                ));
+                None
+            }
+        }
     }
 }
 

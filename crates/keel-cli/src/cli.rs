@@ -191,8 +191,13 @@ pub enum SessionCommand {
     Show {
         id: String,
         /// An earlier revision of a compacted history (`keel session show ID` lists them).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", conflicts_with = "saved")]
         revision: Option<u64>,
+        /// What a file held before a rewind wrote it back (kept when it changed while one of
+        /// keel's commands ran): its bytes on stdout, the newest kept (`--json`: every
+        /// version of it).
+        #[arg(long, value_name = "PATH")]
+        saved: Option<String>,
         #[command(flatten)]
         output: OutputArgs,
     },

@@ -189,8 +189,15 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
         Some(Command::Session(SessionCommand::Show {
             id,
             revision,
+            saved,
             output,
-        })) => sessions::show(&base.with_output(&output), &id, revision),
+        })) => {
+            let common = base.with_output(&output);
+            match saved {
+                Some(path) => sessions::show_saved(&common, &id, &path),
+                None => sessions::show(&common, &id, revision),
+            }
+        }
         Some(Command::Session(SessionCommand::Recovery { id, output })) => {
             sessions::recovery(&base.with_output(&output), &id)
         }

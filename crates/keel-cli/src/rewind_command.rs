@@ -177,6 +177,13 @@ fn print_report(report: &RewindReport, to: u64) {
     for path in &report.restored {
         eprintln!("restored {}", visible_line(path));
     }
+    for (path, retrieve) in &report.saved {
+        eprintln!(
+            "restored {} — it changed while a command ran; what it held is kept: {}",
+            visible_line(path),
+            visible_line(retrieve)
+        );
+    }
     for (path, why) in &report.conflicts {
         eprintln!("conflict {}: {}", visible_line(path), visible_line(why));
     }

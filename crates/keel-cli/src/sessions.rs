@@ -180,6 +180,68 @@ fn humanize(age: std::time::Duration) -> String {
     format!("{seconds}s")
 }
 
+/// `keel session show ID --saved PATH`: what PATH held before a rewind of the session wrote
+/// it back — its exact bytes on stdout (the newest version kept), or every version as JSON.
+pub fn show_saved(common: &CommonArgs, id: &str, path: &str) -> anyhow::Result<Outcome> {
+    use std::io::Write as _;
+    let host = open_host()?;
+    let Some(session) = host.session(id)? else {
+        return Err(UsageError(format!(
+            "no session `{id}`: `keel sessions` lists this workspace's sessions"
+        ))
+        .into());
+    };
+    let versions = host.saved_versions(id)?;
+    // As the rewind named it, or relative to the session's workspace.
+    let absolute = std::path::Path::new(&session.workspace)
+        .join(path)
+        .display()
+        .to_string();
+    let matching: Vec<_> = versions
+        .iter()
+        .filter(|(version, _)| version.path == path || version.path == absolute)
+        .collect();
+    if matching.is_empty() {
+        let kept: Vec<String> = versions
+            .iter()
+            .map(|(version, _)| visible_line(&version.path).into_owned())
+            .collect();
+        return Err(UsageError(if kept.is_empty() {
+            format!("session `{id}` kept no file's earlier version")
+        } else {
+            format!(
+                "session `{id}` kept no version of {}; it kept: {}",
+                visible_line(path),
+                kept.join(", ")
+            )
+        })
+        .into());
+    }
+    if common.json {
+        let listed: Vec<serde_json::Value> = matching
+            .iter()
+            .map(|(version, bytes)| {
+                serde_json::json!({
+                    "number": version.number,
+                    "path": version.path,
+                    "sha256": version.hash,
+                    "bytes": bytes.len(),
+                    "text": String::from_utf8(bytes.clone()).ok(),
+                    "rewound_to_turn": version.turn,
+                    "saved_at_ms": version.saved_at_ms,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string(&listed)?);
+    } else if let Some((_, bytes)) = matching.last() {
+        // The exact bytes: `> file` gets the file back as it was.
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(bytes)?;
+        stdout.flush()?;
+    }
+    Ok(Outcome::Completed)
+}
+
 pub fn show(common: &CommonArgs, id: &str, revision: Option<u64>) -> anyhow::Result<Outcome> {
     let host = open_host()?;
     if host.session(id)?.is_none() {

@@ -5,37 +5,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+use common::repository::{git, read, repository, session_of};
 use common::*;
 use serde_json::json;
 use std::path::Path;
 use std::process::Command;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .args(["-c", "user.email=t@example.org", "-c", "user.name=t"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {output:?}");
-    String::from_utf8(output.stdout).unwrap()
-}
-
-/// A repository in the home (the workspace) with `tracked.txt` and `kept.txt` committed.
-fn repository(home: &Home) {
-    let dir = home.path();
-    git(&dir, &["init", "-q"]);
-    std::fs::write(dir.join("tracked.txt"), "tracked\n").unwrap();
-    std::fs::write(dir.join("kept.txt"), "old text\n").unwrap();
-    git(&dir, &["add", "tracked.txt", "kept.txt"]);
-    git(&dir, &["commit", "-qm", "start"]);
-}
-
-fn read(home: &Home, name: &str) -> Option<String> {
-    std::fs::read_to_string(home.path().join(name)).ok()
-}
 
 /// A turn that writes a file, edits another and runs a command that makes a third and
 /// changes a tracked one.
@@ -47,10 +21,6 @@ fn changing_turn() -> String {
         {"say": "Changed four files."},
     ]})
     .to_string()
-}
-
-fn session_of(run: &Run) -> String {
-    run.events()[0]["session_id"].as_str().unwrap().to_string()
 }
 
 #[test]

@@ -291,9 +291,15 @@ async fn rewind(
         .iter()
         .map(|(path, why)| json!({"path": path, "why": why}))
         .collect();
+    let saved: Vec<serde_json::Value> = report
+        .saved
+        .iter()
+        .map(|(path, retrieve)| json!({"path": path, "retrieve": retrieve}))
+        .collect();
     Ok(axum::Json(json!({
         "to": to,
         "restored": report.restored,
+        "saved": saved,
         "conflicts": conflicts,
         "not_restored": report.not_restorable,
         "revision": report.revision,

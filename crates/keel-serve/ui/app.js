@@ -673,6 +673,9 @@ $("undo").addEventListener("click", async () => {
     [`undo failed: ${(report.error && report.error.message) || response.status}`];
   if (response.ok) {
     for (const path of report.restored) lines.push(`restored ${path}`);
+    for (const s of report.saved || []) {
+      lines.push(`restored ${s.path} — it changed while a command ran; what it held is kept: ${s.retrieve}`);
+    }
     for (const c of report.conflicts) lines.push(`conflict ${c.path}: ${c.why}`);
     for (const what of report.not_restored) lines.push(`not restored: ${what}`);
   }

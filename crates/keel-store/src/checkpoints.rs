@@ -125,14 +125,15 @@ fn make_room(
         )?;
         transaction.execute(
             "DELETE FROM blobs WHERE hash = ?1 AND NOT EXISTS \
-             (SELECT 1 FROM checkpoints WHERE hash = ?1)",
+             (SELECT 1 FROM checkpoints WHERE hash = ?1) AND NOT EXISTS \
+             (SELECT 1 FROM saved WHERE hash = ?1)",
             [hash],
         )?;
     }
     Ok(())
 }
 
-fn put_blob(transaction: &Transaction<'_>, bytes: &[u8]) -> Result<String, StoreError> {
+pub(crate) fn put_blob(transaction: &Transaction<'_>, bytes: &[u8]) -> Result<String, StoreError> {
     let hash = content_hash(bytes);
     transaction.execute(
         "INSERT OR IGNORE INTO blobs (hash, bytes) VALUES (?1, ?2)",

@@ -22,6 +22,7 @@ mod history;
 mod lease;
 mod processes;
 mod remove;
+mod saved;
 mod schema;
 mod sessions;
 
@@ -30,6 +31,7 @@ pub use error::StoreError;
 pub use history::{HistoryRewrite, RevisionInfo};
 pub use lease::Lease;
 pub use processes::RecordedProcess;
+pub use saved::SavedVersion;
 pub use sessions::{SessionInfo, SessionOverview, StoredEvent, StoredItem, TITLE_CHARS};
 
 use rusqlite::Connection;

@@ -18,6 +18,7 @@ const SESSION_TABLES: &[&str] = &[
     "history_revisions",
     "tool_processes",
     "checkpoints",
+    "saved",
 ];
 
 impl Store {
@@ -34,7 +35,8 @@ impl Store {
             }
             transaction.execute(
                 "DELETE FROM blobs WHERE hash NOT IN \
-                 (SELECT hash FROM checkpoints WHERE hash IS NOT NULL)",
+                 (SELECT hash FROM checkpoints WHERE hash IS NOT NULL) AND hash NOT IN \
+                 (SELECT hash FROM saved)",
                 [],
             )?;
             transaction.execute("DELETE FROM sessions WHERE id = ?1", [session])?;

@@ -14,7 +14,7 @@ use crate::StoreError;
 use rusqlite::Connection;
 use std::path::Path;
 
-pub const CURRENT_VERSION: i64 = 5;
+pub const CURRENT_VERSION: i64 = 6;
 
 pub(crate) const SCHEMA_V1: &str = "
 CREATE TABLE sessions (
@@ -104,7 +104,7 @@ ALTER TABLE receipts ADD COLUMN sandbox TEXT;
 ";
 
 /// The tables each schema version has (version 2 and 3 each add one; 4 adds a column; 5 adds
-/// the checkpoint tables).
+/// the checkpoint tables; 6 the versions rewinds kept).
 fn expected_tables(version: i64) -> &'static [&'static str] {
     const TABLES: &[&str] = &[
         "sessions",
@@ -117,11 +117,13 @@ fn expected_tables(version: i64) -> &'static [&'static str] {
         "tool_processes",
         "blobs",
         "checkpoints",
+        "saved",
     ];
     match version {
         i64::MIN..=1 => &TABLES[..6],
         2 => &TABLES[..7],
         3 | 4 => &TABLES[..8],
+        5 => &TABLES[..10],
         _ => TABLES,
     }
 }
@@ -196,6 +198,14 @@ fn prepare_once(connection: &Connection, path: &Path) -> Result<(), StoreError> 
                 .execute_batch(&format!(
                     "{} PRAGMA user_version = 5;",
                     crate::checkpoints::SCHEMA_V5
+                ))
+                .map_err(fail)?;
+        }
+        if version < 6 {
+            connection
+                .execute_batch(&format!(
+                    "{} PRAGMA user_version = 6;",
+                    crate::saved::SCHEMA_V6
                 ))
                 .map_err(fail)?;
         }

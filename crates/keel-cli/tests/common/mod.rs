@@ -2,6 +2,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod escapes;
+pub mod repository;
 pub mod serve;
 pub mod terminal;
 pub mod tmux;
