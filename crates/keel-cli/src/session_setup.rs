@@ -256,6 +256,8 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
     let declared = mcp_servers(&config)?;
     notices.extend(declared.notices);
     let mcp_servers = declared.trusted;
+    let sandbox = settings::sandbox_setup(&config)?;
+    notices.extend(home_notice(&sandbox, &workspace, &extra_dirs));
     let settings = AgentSettings {
         profile,
         model: model.model,
@@ -269,7 +271,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         editor: None,
         mcp: Arc::new(keel_mcp::McpHub::empty()),
         untrusted: untrusted_settings(&config),
-        sandbox: Some(settings::sandbox_setup(&config)?),
+        sandbox: Some(sandbox),
         context: keel_agent::ContextSettings {
             instruction_files: config.instruction_files()?,
             global_dir: Some(settings::keel_home()?),
@@ -290,6 +292,32 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         choice,
         notices,
     })
+}
+
+/// What a session whose writable roots hold the home is told at its start: its dot entries
+/// and `$PATH` directories are kept from commands (`keel_sandbox::HomeDots`).
+fn home_notice(
+    sandbox: &keel_agent::SandboxSetup,
+    workspace: &std::path::Path,
+    extra_dirs: &[std::path::PathBuf],
+) -> Option<String> {
+    if sandbox.settings.mode == keel_sandbox::SandboxMode::Off {
+        return None;
+    }
+    let places = keel_sandbox::Places {
+        workspace: workspace.to_path_buf(),
+        extra_dirs: extra_dirs.to_vec(),
+        keel_home: sandbox.keel_home.clone(),
+        home: sandbox.home.clone(),
+        ..keel_sandbox::Places::default()
+    };
+    keel_sandbox::SandboxPolicy::resolve(
+        &sandbox.settings,
+        &places,
+        keel_sandbox::SandboxMode::WorkspaceWrite,
+    )
+    .home_dots
+    .map(|rule| rule.notice())
 }
 
 /// `base` asking for `choice`: a new session, or exactly the session to resume (never "the

@@ -33,6 +33,7 @@ mod exec;
 mod filter;
 mod found;
 mod holders;
+mod home_dots;
 mod lasting;
 mod layers;
 mod mounts;
@@ -43,10 +44,11 @@ mod support;
 mod temp;
 
 pub use filter::FilterError;
+pub use home_dots::HomeDots;
 pub use lasting::on_lasting_thread;
 pub use layers::Layers;
 pub use plan::Failures;
-pub use planted::{Undo, Undone};
+pub use planted::{Planted, Undo, Undone};
 pub use policy::{
     GIT_REDIRECTS, HOME_SECRETS, KEEL_HOME_PRIVATE, Network, PROTECTED_IN_ROOT, Places,
     ProjectWrite, Protected, RUNTIME_DIRS, STARTUP_IN_HOME, SYSTEM_SECRETS, SandboxMode,
@@ -385,16 +387,22 @@ impl Sandbox {
         Some(policy)
     }
 
-    /// The paths a command must not create that are absent now: take this just before a
-    /// command, and give it to `undo_planted` after.
-    pub fn planted_absent_now(&self) -> Vec<PathBuf> {
-        planted::absent_now(&self.start.not_to_create)
+    /// What a command could plant, as it is now (the paths it must not create that are
+    /// absent, the home's dot entries): take this just before a command, and give it to
+    /// `undo_planted` after.
+    pub fn planted_absent_now(&self) -> Planted {
+        planted::before(&self.start.not_to_create, self.start.home_dots.as_ref())
     }
 
-    /// Undo what a command made, of `absent_before` (`planted_absent_now`), that would run
-    /// code outside the sandbox later (see `planted`); each with how, or why not.
-    pub fn undo_planted(&self, absent_before: &[PathBuf]) -> Vec<Undone> {
-        planted::undo(absent_before)
+    /// Undo what a command made, of `before` (`planted_absent_now`), that would run code
+    /// outside the sandbox later (see `planted`); each with how, or why not.
+    pub fn undo_planted(&self, before: &Planted) -> Vec<Undone> {
+        planted::undo(before)
+    }
+
+    /// What a session in a writable home is told at its start (`home_dots`), if it is one.
+    pub fn home_notice(&self) -> Option<String> {
+        self.start.home_dots.as_ref().map(HomeDots::notice)
     }
 
     /// Where commands stand in `mode` on this kernel.

@@ -145,6 +145,7 @@ fn probe(layers: &Layers) -> Result<(), SandboxError> {
         private_tmp: true,
         env: Vec::new(),
         refused_writes: Vec::new(),
+        home_dots: None,
         not_to_create: Vec::new(),
     };
     let plan = crate::plan::prepare(&policy, layers, None)?;

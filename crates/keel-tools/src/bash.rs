@@ -108,7 +108,7 @@ impl Capture {
 /// Undoes the git redirect and startup files a confined command made (of those absent just
 /// before it) when dropped: also when the call is cancelled or times out, or keel unwinds (the
 /// normal path takes it, to report them).
-struct PlantedUndo(Option<(Arc<keel_sandbox::Sandbox>, Vec<std::path::PathBuf>)>);
+struct PlantedUndo(Option<(Arc<keel_sandbox::Sandbox>, keel_sandbox::Planted)>);
 
 impl PlantedUndo {
     /// What was undone, said (nothing more to undo when dropped).
