@@ -29,11 +29,11 @@ fn named(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 #[test]
 fn the_homes_dot_entries_and_path_dirs_are_kept_from_commands() {
     let steps = vec![
-        // New dot entries: Python's user site (runs usercustomize.py at every start), and an
-        // authorized key where there was no ~/.ssh.
+        // New dot entries: Python's user site (its usercustomize.py runs at every start of
+        // the user's python3), and an authorized key where there was no ~/.ssh.
         bash(
-            "mkdir -p .pylocal/lib/python3/site-packages && echo 'import os' > \
-             .pylocal/lib/python3/site-packages/usercustomize.py; mkdir -p .ssh && echo \
+            "mkdir -p .local/lib/python3.11/site-packages && echo 'import os' > \
+             .local/lib/python3.11/site-packages/usercustomize.py; mkdir -p .ssh && echo \
              'ssh-ed25519 AAAA attacker' > .ssh/authorized_keys",
         ),
         // Existing ones: read-only, also through a link and in a $PATH directory.
@@ -93,7 +93,8 @@ fn the_homes_dot_entries_and_path_dirs_are_kept_from_commands() {
         .map(|result| result["output"].as_str().unwrap_or("").to_string())
         .collect();
     // New dot entries: moved aside, said, kept.
-    assert!(!me.join(".pylocal").exists(), "{}", results[0]);
+    assert!(!me.join(".local").exists(), "{}", results[0]);
+    assert_eq!(named(&me, ".local.keel-moved-aside-").len(), 1, "{}", results[0]);
     assert!(!me.join(".ssh").exists(), "{}", results[0]);
     assert_eq!(
         named(&me, ".ssh.keel-moved-aside-").len(),
