@@ -233,6 +233,11 @@ fn preview_diff(request: &ApprovalRequest, cwd: &Path) -> Option<Value> {
     let Some(keel_tools::Preview::Change { before, after }) = &request.preview else {
         return None;
     };
+    // As large as a preview event may be, no larger (the terminal shows its own cut).
+    let limit = keel_types::event::PREVIEW_EVENT_BYTES;
+    if after.len() > limit || before.as_ref().is_some_and(|before| before.len() > limit) {
+        return None;
+    }
     let path = cwd.join(&request.subject);
     let old_text = match before {
         Some(bytes) => Value::String(String::from_utf8(bytes.clone()).ok()?),

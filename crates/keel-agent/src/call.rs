@@ -50,8 +50,25 @@ impl Valid {
         match self {
             Valid::Builtin(valid) => valid.run(context).await,
             Valid::Mcp { name, args, .. } => {
-                hub.call_redacted(name, args.clone(), MCP_CALL_TIMEOUT, &context.secrets)
-                    .await
+                // A server may write what a command may (`sandbox = "workspace-write"`): what
+                // it leaves for the user's git and shell is undone after the call, as after a
+                // command.
+                let confined = context
+                    .sandbox
+                    .as_ref()
+                    .filter(|sandbox| sandbox.mode != keel_sandbox::SandboxMode::Off);
+                let before = confined.map(|sandbox| sandbox.sandbox.planted_absent_now());
+                let mut output = hub
+                    .call_redacted(name, args.clone(), MCP_CALL_TIMEOUT, &context.secrets)
+                    .await;
+                if let (Some(sandbox), Some(before)) = (confined, before) {
+                    for undone in sandbox.sandbox.undo_planted(&before) {
+                        output
+                            .content
+                            .push_str(&format!("\n[keel sandbox: {}]", undone.describe()));
+                    }
+                }
+                output
             }
         }
     }

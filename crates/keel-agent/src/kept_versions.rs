@@ -13,7 +13,9 @@
 //! - Nothing is kept where there is nothing to lose: the path is absent, or already holds what
 //!   the rewind would write.
 
+use crate::Controller;
 use crate::checkpoint::before;
+use crate::rewind::RewindReport;
 use keel_store::{Before, Store};
 use keel_tools::ToolContext;
 use std::path::Path;
@@ -61,5 +63,58 @@ fn quoted(path: &str) -> String {
         path.to_string()
     } else {
         format!("'{}'", path.replace('\'', "'\\''"))
+    }
+}
+
+impl RewindReport {
+    /// `path` was written back; `kept`: how to get what it held before.
+    pub(crate) fn done(&mut self, path: String, kept: Option<String>) {
+        match kept {
+            Some(retrieve) => self.saved.push((path, retrieve)),
+            None => self.restored.push(path),
+        }
+    }
+}
+
+impl Controller {
+    /// Keep what `path` holds before a rewind to `to` writes `restoring` there: `Some` with
+    /// how to get it back (`Some(None)`: nothing to keep) to go on, `None` to leave the path
+    /// (it cannot be kept and nothing forces it; said as a conflict).
+    pub(crate) fn keep_first(
+        &self,
+        path: &str,
+        restoring: Option<&[u8]>,
+        to: u64,
+        force: bool,
+        report: &mut RewindReport,
+    ) -> Option<Option<String>> {
+        let shared = &self.shared;
+        match keep_before_overwrite(
+            &shared.store,
+            &shared.tool_context,
+            &shared.session.id,
+            path,
+            restoring,
+            to,
+        ) {
+            Kept::Nothing => Some(None),
+            Kept::Saved { retrieve } => Some(Some(retrieve)),
+            Kept::CannotKeep(why) if force => {
+                report.not_restorable.push(format!(
+                    "{path}: restored because of --force, but what it held is lost: {why}"
+                ));
+                Some(None)
+            }
+            Kept::CannotKeep(why) => {
+                report.conflicts.push((
+                    path.to_string(),
+                    format!(
+                        "it changed while one of keel's commands ran and {why}; --force \
+                         restores it anyway"
+                    ),
+                ));
+                None
+            }
+        }
     }
 }

@@ -60,6 +60,7 @@ pub use recovery::record::{RecordState, RecoveryRecord, StoredRecord};
 pub use recovery::record::{decode as decode_record, encode as encode_record};
 pub use recovery::refusal::RecoveryRefusal;
 pub use rewind::{RewindReport, RewindScope, SessionLease};
+pub use snapshot::retire_old_stores as retire_old_snapshot_stores;
 pub use spend::SessionSpend;
 pub use turn::TurnOutcome;
 

@@ -21,7 +21,6 @@
 
 use crate::checkpoint::seen_hash;
 use crate::command_steps::{CommandSteps, command_steps};
-use crate::kept_versions::Kept;
 use crate::rewrite::{Rewrite, commit};
 use crate::snapshot::{Point, Side};
 use crate::{AgentError, Controller};
@@ -513,54 +512,6 @@ impl Controller {
             }
         }
         covered
-    }
-}
-
-impl RewindReport {
-    /// `path` was written back; `kept`: how to get what it held before.
-    fn done(&mut self, path: String, kept: Option<String>) {
-        match kept {
-            Some(retrieve) => self.saved.push((path, retrieve)),
-            None => self.restored.push(path),
-        }
-    }
-}
-
-impl Controller {
-    /// Keep what `path` holds before a rewind to `to` writes `restoring` there: `Some` with
-    /// how to get it back (`Some(None)`: nothing to keep) to go on, `None` to leave the path
-    /// (it cannot be kept and nothing forces it; said as a conflict).
-    fn keep_first(
-        &self,
-        path: &str,
-        restoring: Option<&[u8]>,
-        to: u64,
-        force: bool,
-        report: &mut RewindReport,
-    ) -> Option<Option<String>> {
-        let shared = &self.shared;
-        match crate::kept_versions::keep_before_overwrite(
-            &shared.store,
-            &shared.tool_context,
-            &shared.session.id,
-            path,
-            restoring,
-            to,
-        ) {
-            Kept::Nothing => Some(None),
-            Kept::Saved { retrieve } => Some(Some(retrieve)),
-            Kept::CannotKeep(_) if force => Some(None),
-            Kept::CannotKeep(why) => {
-                report.conflicts.push((
-                    path.to_string(),
-                    format!(
-                        "it changed while one of keel's commands ran and {why}; --force \
-                         restores it anyway"
-                    ),
-                ));
-                None
-            }
-        }
     }
 }
 

@@ -27,9 +27,13 @@
 //! - A store an earlier keel made (without `FORMAT` in it) may hold a secret: it is removed,
 //!   whole, the first time this keel snapshots its workspace, and made again.
 
+mod format;
 mod prune;
 mod status;
 mod withheld;
+
+use format::FORMAT;
+pub use format::retire_old_stores;
 
 use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
@@ -106,13 +110,6 @@ pub(crate) struct Snapshots {
     /// keel's secrets: a file holding one is never copied into the store.
     secrets: keel_types::Secrets,
 }
-
-/// The file that marks a store made by this keel (which keeps secrets out of it), and what it
-/// holds.
-const FORMAT: (&str, &str) = (
-    "keel-format",
-    "2 (files holding keel's secrets are left out)\n",
-);
 
 impl Snapshots {
     /// The snapshots of a session in `workspace`, if it is inside a repository of its owner
@@ -433,29 +430,6 @@ impl Snapshots {
         Ok(())
     }
 
-    /// Remove a store an earlier keel made: it may hold a file with one of keel's secrets (it
-    /// took every file). Moved aside first (one rename), so no session sees half of it.
-    fn retire_old_store(&self) -> Result<(), String> {
-        let parent = self.store.parent().unwrap_or(Path::new("."));
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_nanos());
-        let retired = parent.join(format!(".retired-{}-{nanos}", self.session));
-        match std::fs::rename(&self.store, &retired) {
-            Ok(()) => {
-                let _ = std::fs::remove_dir_all(&retired);
-                Ok(())
-            }
-            // Another session retired it first.
-            Err(_) if !self.store.join("objects").is_dir() => Ok(()),
-            Err(_) if self.store.join(FORMAT.0).is_file() => Ok(()),
-            Err(error) => Err(format!(
-                "cannot remove the old snapshot store {}: {error}",
-                self.store.display()
-            )),
-        }
-    }
-
     /// Hold the store's lock (`store/lock`) until the returned value is dropped.
     fn lock_store(
         &self,
@@ -549,7 +523,10 @@ impl Snapshots {
                     .map_err(|error| format!("cannot confine git: {error}"))?;
                 Some(confinement)
             }
-            _ => None,
+            _ => {
+                keel_sandbox::keep_file_limit(&mut command);
+                None
+            }
         };
         let mut child = keel_sandbox::on_lasting_thread(move || command.spawn())
             .and_then(|spawned| spawned)

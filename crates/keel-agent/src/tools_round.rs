@@ -469,7 +469,12 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
             let request = ApprovalRequest {
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
-                subject: approval_subject(&valid, checked.subject.as_deref()),
+                // What every surface shows: keel's secrets redacted, as in the preview.
+                subject: shared
+                    .tool_context
+                    .secrets
+                    .redact(&approval_subject(&valid, checked.subject.as_deref()))
+                    .into_owned(),
                 arguments: call.arguments.clone(),
                 unconfined: false,
                 plan: false,

@@ -57,23 +57,27 @@ fn load_suite(name: &str, into: &Path) -> anyhow::Result<Suite> {
     Ok(Suite::load(&dir, name)?)
 }
 
-/// The suite a run in `out` uses: the built-in one is written to `out/suite` — unless the
-/// directory already holds a run of another built-in suite, whose copy is left as it is.
+/// The suite a run in `out` uses, copied to `out/suite` (checked, then read from there for the
+/// whole run: a change to the original meanwhile reaches no trial) — unless the directory
+/// already holds a run of another suite, whose copy is left as it is.
 fn suite_for_run(name: &str, out: &Path) -> anyhow::Result<Suite> {
-    if name != keel_eval::builtin::NAME {
-        return load_suite(name, out);
-    }
     let kept = out.join("suite");
     let fresh = out.join(".suite-new");
     let _ = std::fs::remove_dir_all(&fresh);
-    let suite = load_suite(name, &fresh)?;
+    let suite = if name == keel_eval::builtin::NAME {
+        load_suite(name, &fresh)?
+    } else {
+        let original = load_suite(name, out)?;
+        keel_eval::suite::copy_verbatim(&original.dir, &fresh)?;
+        Suite::load(&fresh, name)?
+    };
     if kept.exists() {
         let same = keel_eval::suite::digest(&kept).ok().as_deref() == Some(suite.sha256.as_str());
         std::fs::remove_dir_all(&fresh)?;
         if !same {
             return Err(usage(format!(
-                "{} holds a run of another keel's built-in suite (the suite differs); use a \
-                 new --out directory",
+                "{} holds a run of another suite (or another keel's built-in one); use a new \
+                 --out directory",
                 out.display()
             )));
         }
@@ -84,9 +88,20 @@ fn suite_for_run(name: &str, out: &Path) -> anyhow::Result<Suite> {
 }
 
 /// `dir` owner-only: made so, or tightened if it is the user's own and looser.
+/// Refused unless it is a directory of the user's own (not a link, not another user's: the
+/// run's transcripts go there).
 fn keep_private(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
     keel_types::private_files::create_private_dir(dir)?;
     keel_types::private_files::tighten(dir, keel_types::private_files::Entry::Dir)?;
+    let meta = dir.symlink_metadata()?;
+    if !meta.is_dir() || meta.uid() != nix::unistd::getuid().as_raw() {
+        return Err(usage(format!(
+            "--out {}: not a directory of yours (a link, or another user's): the run's \
+             transcripts go there; use a new directory",
+            dir.display()
+        )));
+    }
     Ok(())
 }
 
@@ -195,6 +210,16 @@ fn users_hidden() -> anyhow::Result<Vec<PathBuf>> {
             (None, _) => PathBuf::from(entry),
         };
         hidden.push(path);
+    }
+    Ok(hidden)
+}
+
+/// `users_hidden`, and the suite the run was started from (the run reads its copy; the
+/// original's graders and references are no trial's either).
+fn users_hidden_with_suite(suite: &str) -> anyhow::Result<Vec<PathBuf>> {
+    let mut hidden = users_hidden()?;
+    if suite != keel_eval::builtin::NAME {
+        hidden.push(std::path::absolute(suite)?);
     }
     Ok(hidden)
 }
@@ -319,7 +344,7 @@ async fn start(common: &CommonArgs, args: EvalArgs) -> anyhow::Result<Outcome> {
         keel,
         binary,
         out,
-        users_hidden: users_hidden()?,
+        users_hidden: users_hidden_with_suite(&args.suite)?,
     };
     execute(common, plan).await
 }
@@ -400,7 +425,7 @@ async fn resume(common: &CommonArgs, dir: &Path) -> anyhow::Result<Outcome> {
         keel,
         binary,
         out: dir.to_path_buf(),
-        users_hidden: users_hidden()?,
+        users_hidden: users_hidden_with_suite(&manifest.suite)?,
     };
     execute(common, plan).await
 }

@@ -208,7 +208,7 @@ pub async fn run(common: &CommonArgs, args: ServeArgs) -> anyhow::Result<Outcome
 }
 
 /// Raise the soft limit of open files to the hard one (connections are files); the limit in
-/// force after.
+/// force after. The commands and servers keel starts keep the limit keel was started with.
 fn raise_file_limit() -> u64 {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
@@ -220,6 +220,7 @@ fn raise_file_limit() -> u64 {
         .and_then(|text| text.trim().parse::<u64>().ok())
         .map_or(hard, |most| hard.min(most));
     if wanted > soft && setrlimit(Resource::RLIMIT_NOFILE, wanted, hard).is_ok() {
+        keel_sandbox::set_children_file_limit(soft);
         return wanted;
     }
     soft

@@ -234,9 +234,17 @@ pub fn show_saved(common: &CommonArgs, id: &str, path: &str) -> anyhow::Result<O
             .collect();
         println!("{}", serde_json::to_string(&listed)?);
     } else if let Some((_, bytes)) = matching.last() {
-        // The exact bytes: `> file` gets the file back as it was.
+        use std::io::IsTerminal as _;
         let mut stdout = std::io::stdout().lock();
-        stdout.write_all(bytes)?;
+        if stdout.is_terminal() {
+            // A person reads it: what a command may have written there reaches no terminal
+            // as control sequences.
+            writeln!(stdout, "{}", visible(&String::from_utf8_lossy(bytes)))?;
+            eprintln!("(control characters shown as symbols; `> FILE` gets the exact bytes back)");
+        } else {
+            // The exact bytes: `> file` gets the file back as it was.
+            stdout.write_all(bytes)?;
+        }
         stdout.flush()?;
     }
     Ok(Outcome::Completed)

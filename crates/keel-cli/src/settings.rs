@@ -40,6 +40,8 @@ fn keep_private(home: &std::path::Path) {
     DONE.get_or_init(|| {
         let _ = keel_types::private_files::create_private_dir(home);
         keel_types::private_files::tighten_home(home);
+        // An earlier keel's snapshot stores may hold a copy of a file with a key.
+        keel_agent::retire_old_snapshot_stores(home);
     });
 }
 

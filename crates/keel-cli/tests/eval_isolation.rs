@@ -217,11 +217,17 @@ fn no_trial_reads_another_trials_files_or_the_runs_log_at_concurrency_4() {
         out = out.display()
     );
     let suite = home.path().join("suite");
+    // The grader looks too (its own copy of the grader is the only one it may read).
+    let grader_look = format!(
+        "{{ ls -R {out}; cat {out}/trials/*/*/graded/.keel-verify.sh {out}/trials/*/*/work/seen.txt; }} \
+         > grader-saw.txt 2>&1\n",
+        out = out.display()
+    );
     command_task(
         &suite,
         "spy",
         &format!("{{ {look}; }} > seen.txt 2>&1; echo {{marker}} > a.txt"),
-        "# GRADER-CANARY-3e3e\ngrep -qx \"$MARKER\" a.txt\n",
+        &format!("# GRADER-CANARY-3e3e\n{grader_look}grep -qx \"$MARKER\" a.txt\n"),
     );
     let run = Run::from(
         home.keel(&eval_args(
@@ -238,6 +244,20 @@ fn no_trial_reads_another_trials_files_or_the_runs_log_at_concurrency_4() {
     for rep in 1..=6 {
         let attempt = out.join(format!("trials/mock.default.spy.base.{rep}/1"));
         let seen = std::fs::read_to_string(attempt.join("work/seen.txt")).unwrap();
+        let grader_saw = std::fs::read_to_string(attempt.join("graded/grader-saw.txt")).unwrap();
+        // Its own copy of the grader it may read (once); no other trial's anything.
+        let others: Vec<String> = (1..=6)
+            .filter(|other| *other != rep)
+            .map(|other| format!("mock.default.spy.base.{other}"))
+            .collect();
+        assert!(
+            grader_saw.matches("GRADER-CANARY-3e3e").count() <= 1
+                && !others
+                    .iter()
+                    .any(|other| grader_saw.contains(other.as_str()))
+                && !grader_saw.contains("api_key_env"),
+            "rep {rep}'s grader saw another trial: {grader_saw}"
+        );
         trials += 1;
         assert!(!seen.contains("GRADER-CANARY-3e3e"), "rep {rep}: {seen}");
         assert!(

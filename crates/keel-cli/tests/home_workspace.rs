@@ -94,7 +94,12 @@ fn the_homes_dot_entries_and_path_dirs_are_kept_from_commands() {
         .collect();
     // New dot entries: moved aside, said, kept.
     assert!(!me.join(".local").exists(), "{}", results[0]);
-    assert_eq!(named(&me, ".local.keel-moved-aside-").len(), 1, "{}", results[0]);
+    assert_eq!(
+        named(&me, ".local.keel-moved-aside-").len(),
+        1,
+        "{}",
+        results[0]
+    );
     assert!(!me.join(".ssh").exists(), "{}", results[0]);
     assert_eq!(
         named(&me, ".ssh.keel-moved-aside-").len(),
@@ -144,4 +149,143 @@ fn the_homes_dot_entries_and_path_dirs_are_kept_from_commands() {
         results[3]
     );
     assert!(!me.join(".ssh/authorized_keys").exists());
+}
+
+/// A run in the home: keel as the user starts it there.
+fn run_in_home(home: &Home, me: &Path, args: &[&str]) -> Run {
+    Run::from(
+        home.keel(args)
+            .current_dir(me)
+            .env("HOME", me)
+            .output()
+            .unwrap(),
+    )
+}
+
+/// What the user makes in the home between two commands is theirs, and kept from the next.
+#[test]
+fn a_dot_entry_the_user_makes_between_commands_is_kept_from_the_next() {
+    let steps = json!({"chunk_delay_ms": 300, "steps": [
+        bash("touch first-done"),
+        bash("echo evil >> .later/config.toml; echo evil > .later/new.toml; true"),
+        {"say": "done"},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    let me = home.path().join("me");
+    std::fs::create_dir_all(&me).unwrap();
+    let making = {
+        let me = me.clone();
+        std::thread::spawn(move || {
+            wait_until(
+                "the first command ran",
+                std::time::Duration::from_secs(20),
+                || me.join("first-done").exists(),
+            );
+            // After the first command's end was dealt with, while the model answers slowly.
+            std::thread::sleep(std::time::Duration::from_millis(400));
+            std::fs::create_dir_all(me.join(".later")).unwrap();
+            std::fs::write(me.join(".later/config.toml"), "mine\n").unwrap();
+        })
+    };
+    let run = run_in_home(&home, &me, &["run", "--yes", "--json", "go"]);
+    making.join().unwrap();
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(
+        std::fs::read_to_string(me.join(".later/config.toml")).unwrap(),
+        "mine\n",
+        "{:?}",
+        run.events_of("tool/result")
+    );
+    assert!(!me.join(".later/new.toml").exists());
+}
+
+/// A root asked for inside a dot entry stays writable; the rest of the entry does not.
+#[test]
+fn a_root_asked_for_inside_a_dot_entry_stays_writable() {
+    let steps = vec![
+        bash(
+            "echo ok > .config/proj/x && echo ok > .cargo/registry/y; echo bad > .config/other; \
+             echo bad >> .cargo/config.toml; true",
+        ),
+        json!({"tool": "write_file", "args": {"path": ".config/proj/z", "content": "ok"}}),
+        json!({"say": "done"}),
+    ];
+    let (home, _mock) = scripted("chat", &json!({ "steps": steps }).to_string(), "");
+    home.append_config("[sandbox]\nallow_write = [\"~/.cargo/registry\"]\n");
+    let me = home.path().join("me");
+    std::fs::create_dir_all(me.join(".config/proj")).unwrap();
+    std::fs::create_dir_all(me.join(".cargo/registry")).unwrap();
+    std::fs::write(me.join(".cargo/config.toml"), "[build]\n").unwrap();
+    let run = run_in_home(
+        &home,
+        &me,
+        &["run", "--yes", "--json", "--add-dir", ".config/proj", "go"],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let results = run.events_of("tool/result");
+    assert_eq!(
+        std::fs::read_to_string(me.join(".config/proj/x")).unwrap_or_default(),
+        "ok\n",
+        "{results:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(me.join(".cargo/registry/y")).unwrap_or_default(),
+        "ok\n",
+        "the user's own allow_write inside a dot entry: {results:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(me.join(".config/proj/z")).unwrap_or_default(),
+        "ok",
+        "the file tools too: {results:?}"
+    );
+    assert!(!me.join(".config/other").exists());
+    assert_eq!(
+        std::fs::read_to_string(me.join(".cargo/config.toml")).unwrap(),
+        "[build]\n"
+    );
+}
+
+/// An MCP server confined like a command (`sandbox = "workspace-write"`) writes what a command
+/// may: what it leaves among the home's dot entries is moved aside after the call.
+#[test]
+#[cfg_attr(
+    not(keel_e2e_mcp),
+    ignore = "needs node and `npm ci` in crates/keel-mcp/e2e (.ci/run does it)"
+)]
+fn an_mcp_server_that_plants_a_dot_entry_has_it_moved_aside_after_the_call() {
+    let server = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../keel-mcp/e2e/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    assert!(
+        server.exists(),
+        "this test needs `npm ci` in crates/keel-mcp/e2e"
+    );
+    let home = Home::new("");
+    let me = home.path().join("me");
+    std::fs::create_dir_all(&me).unwrap();
+    let steps = json!({"steps": [
+        {"tool": "mcp__fs__create_directory", "args": {"path": me.join(".ssh")}},
+        {"tool": "mcp__fs__write_file", "args": {"path": me.join(".ssh/authorized_keys"),
+            "content": "ssh-ed25519 AAAA attacker"}},
+        {"say": "done"},
+    ]});
+    let (_dir, _mock) = repoint(&home, "chat", &steps.to_string(), "");
+    home.append_config(&format!(
+        "[mcp_servers.fs]\ncommand = \"node\"\nargs = [\"{}\", \"{}\"]\nsandbox = \
+         \"workspace-write\"\n",
+        server.display(),
+        me.display()
+    ));
+    let run = run_in_home(&home, &me, &["run", "--yes", "--json", "plant"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let results = run.events_of("tool/result");
+    assert!(!me.join(".ssh/authorized_keys").exists(), "{results:?}");
+    assert!(!me.join(".ssh").exists(), "{results:?}");
+    assert_eq!(named(&me, ".ssh.keel-moved-aside-").len(), 1, "{results:?}");
+    assert!(
+        results[0]["output"]
+            .as_str()
+            .unwrap_or("")
+            .contains("moved it to"),
+        "{results:?}"
+    );
 }

@@ -181,3 +181,31 @@ fn a_real_client_is_served_while_strangers_hold_every_connection() {
     );
     drop(half_open);
 }
+
+/// keel serve raises its own soft file limit for connections; the commands it runs still start
+/// with the limit keel was started with (tools built for it — `select`, a loop closing every
+/// descriptor — keep working).
+#[test]
+fn commands_keep_the_file_limit_keel_was_started_with() {
+    let steps = serde_json::json!({"steps": [
+        {"tool": "bash", "args": {"command": "echo soft=$(ulimit -Sn)"}},
+        {"say": "done"},
+    ]});
+    let (home, _mock) = scripted("chat", &steps.to_string(), "");
+    home.prepend_config("permission_mode = \"auto\"");
+    let server = Server::start_with_file_limits(&home, 256, 4096);
+    let session = server.new_session();
+    assert_eq!(
+        server
+            .submit(&session, serde_json::json!({"input": "go"}))
+            .0,
+        202
+    );
+    let events = server.events(&session, None, "turn/completed", 200);
+    let result = events
+        .iter()
+        .find(|event| event["type"] == "tool/result")
+        .unwrap_or_else(|| panic!("a result: {events:?}"));
+    let output = result["output"].as_str().unwrap_or("");
+    assert!(output.contains("soft=256"), "{output}");
+}

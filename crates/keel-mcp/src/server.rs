@@ -296,6 +296,7 @@ fn spawn_stdio(
         Some((sandbox, sandbox.server_policy(config.sandbox, &identity)?))
     });
     let Some((sandbox, policy)) = policy else {
+        keel_sandbox::keep_file_limit(process.as_std_mut());
         return TokioChildProcess::builder(process)
             .stderr(std::process::Stdio::piped())
             .spawn()

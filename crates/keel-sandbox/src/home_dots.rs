@@ -32,6 +32,10 @@ pub struct HomeDots {
     pub exempt: Vec<OsString>,
     /// `~/.git` was a directory at the start (a dotfiles repository): left to git.
     pub dotfiles_git: bool,
+    /// Roots asked for inside a dot entry (the workspace in `~/.dotfiles`, `--add-dir
+    /// ~/.config/x`, the user's `allow_write = ["~/.cargo/registry"]`): writable still, the
+    /// rest of their dot entry not.
+    pub open_inside: Vec<PathBuf>,
 }
 
 /// The home's top-level dot entries at a moment: each name, with where it led if a link.
@@ -43,6 +47,7 @@ impl HomeDots {
     pub(crate) fn of(
         home: Option<&Path>,
         writable: &[PathBuf],
+        requested: &[PathBuf],
         allow_write: &[String],
     ) -> Option<HomeDots> {
         let home = canonical(home?)?;
@@ -54,6 +59,11 @@ impl HomeDots {
             .filter_map(|entry| expand(entry, Some(&home)))
             .filter_map(|path| dot_name(&home, &path).filter(|_| path.parent() == Some(&home)))
             .collect();
+        let open_inside = requested
+            .iter()
+            .filter(|root| dot_name(&home, root).is_some())
+            .cloned()
+            .collect();
         Some(HomeDots {
             dotfiles_git: home
                 .join(".git")
@@ -61,12 +71,16 @@ impl HomeDots {
                 .is_ok_and(|meta| meta.is_dir()),
             home,
             exempt,
+            open_inside,
         })
     }
 
     /// The top-level dot entry of the home that `path` is or is inside, if commands and the
     /// file tools may not change it.
     pub fn covers(&self, path: &Path) -> Option<PathBuf> {
+        if self.open_inside.iter().any(|root| path.starts_with(root)) {
+            return None;
+        }
         let name = dot_name(&self.home, path)?;
         self.kept(&name).then(|| self.home.join(name))
     }
@@ -163,9 +177,11 @@ mod tests {
         let home = dir.path().canonicalize().unwrap();
         std::fs::create_dir_all(home.join(".git")).unwrap();
         std::fs::create_dir_all(home.join(".cache/pip")).unwrap();
+        std::fs::create_dir_all(home.join(".cargo/registry")).unwrap();
         let rule = HomeDots::of(
             Some(&home),
             std::slice::from_ref(&home),
+            &[home.clone(), home.join(".cargo/registry")],
             &["~/.cache".to_string(), "~/.cargo/registry".to_string()],
         )
         .unwrap();
@@ -179,10 +195,15 @@ mod tests {
             Some(home.join(".cargo")),
             "only an exact top-level entry exempts"
         );
+        assert_eq!(
+            rule.covers(&home.join(".cargo/registry/index")),
+            None,
+            "a root asked for inside one stays writable"
+        );
         assert_eq!(rule.covers(&home.join(".cache/pip/x")), None);
         assert_eq!(rule.covers(&home.join(".git/objects/x")), None);
         assert_eq!(
-            HomeDots::of(Some(&home), &[home.join("project")], &[]),
+            HomeDots::of(Some(&home), &[home.join("project")], &[], &[]),
             None,
             "no root holds the home"
         );

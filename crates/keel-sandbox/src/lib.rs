@@ -43,6 +43,7 @@ mod policy;
 mod support;
 mod temp;
 
+pub use confine::{keep_file_limit, set_children_file_limit};
 pub use filter::FilterError;
 pub use home_dots::HomeDots;
 pub use lasting::on_lasting_thread;
@@ -295,6 +296,7 @@ impl Sandbox {
         };
         let mut policy = self.start.with_mode(mode);
         policy.forbid_read = policy.hidden_now(&self.settings, &places);
+        policy.protect_home_now();
         let targets = self.found_link_targets.get_or_init(|| {
             found::secret_link_targets(&self.settings, &self.places, LINK_SEARCH_BUDGET)
         });
@@ -317,9 +319,7 @@ impl Sandbox {
     /// commands), no network.
     pub fn snapshot_policy(&self, store: &Path) -> SandboxPolicy {
         let mut policy = self.policy(SandboxMode::ReadOnly);
-        policy
-            .forbid_read
-            .retain(|hidden| !store.starts_with(hidden));
+        // A root like any other: a hidden directory holding it stays hidden around it.
         policy.writable = vec![store.to_path_buf()];
         // The repository may be above the workspace, under the host's /tmp: git must see it.
         policy.private_tmp = false;

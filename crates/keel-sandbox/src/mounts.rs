@@ -260,6 +260,15 @@ pub(crate) fn mounts(policy: &SandboxPolicy) -> Result<Mounts, SandboxError> {
         }
     }
     protect(&mut mounts, policy)?;
+    // Roots asked for inside a home's dot entry, sealed with it just above: writable again
+    // (what is protected inside them stays so: their own mounts).
+    if policy.mode == crate::SandboxMode::WorkspaceWrite
+        && let Some(rule) = &policy.home_dots
+    {
+        for root in rule.open_inside.iter().filter(|root| root.is_dir()) {
+            mounts.reopen(root, true)?;
+        }
+    }
     Ok(mounts)
 }
 

@@ -289,6 +289,7 @@ pub(crate) fn prepare(
         keel_pid: confine::own_pid(),
         keel_strings: own_strings(),
         join: None,
+        file_limit: confine::children_file_limit(),
         exec: None,
         hold: hold.filter(|_| layers.user_namespace && layers.pid_namespace),
         ruleset: ruleset(policy, layers)?,

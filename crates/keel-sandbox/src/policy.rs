@@ -398,8 +398,10 @@ impl SandboxPolicy {
                 ProjectWrite::Missing => {}
             }
         }
+        // Every root asked for, before the outermost stand for those inside them.
+        let mut requested: Vec<PathBuf> = Vec::new();
         if mode == SandboxMode::WorkspaceWrite {
-            let roots = std::iter::once(workspace.clone())
+            requested = std::iter::once(workspace.clone())
                 .chain(places.extra_dirs.iter().filter_map(|dir| canonical(dir)))
                 .chain(
                     settings
@@ -408,9 +410,10 @@ impl SandboxPolicy {
                         .filter_map(|entry| expand(entry, home))
                         .filter_map(|path| canonical(&path)),
                 )
-                .chain(project_roots);
-            for root in roots {
-                add_outermost(&mut writable, root);
+                .chain(project_roots)
+                .collect();
+            for root in &requested {
+                add_outermost(&mut writable, root.clone());
             }
         }
         let mut policy = SandboxPolicy {
@@ -431,8 +434,12 @@ impl SandboxPolicy {
             home_dots: None,
             not_to_create: Vec::new(),
         };
-        policy.home_dots =
-            crate::home_dots::HomeDots::of(home, &policy.writable, &settings.allow_write);
+        policy.home_dots = crate::home_dots::HomeDots::of(
+            home,
+            &policy.writable,
+            &requested,
+            &settings.allow_write,
+        );
         policy.forbid_read = policy.hidden_now(settings, places);
         let (read_only, not_to_create) = Self::protected(&policy, places);
         (policy.read_only, policy.not_to_create) = (read_only, not_to_create);
@@ -609,46 +616,77 @@ impl SandboxPolicy {
             {
                 candidates.push(keel_home.clone());
             }
-            // The outermost of each nest only; never one holding a writable root (it would be
-            // sealed with it), never one outside this root.
-            let outermost: Vec<PathBuf> = candidates
-                .iter()
-                .filter(|path| {
-                    path.starts_with(root)
-                        && *path != root
-                        && !writable.iter().any(|other| other.starts_with(path))
-                        && !candidates
-                            .iter()
-                            .any(|other| other != *path && path.starts_with(other))
-                })
-                .cloned()
-                .collect();
-            for path in outermost {
-                if protected.iter().any(|kept: &Protected| kept.path == path) {
-                    continue;
-                }
-                let Ok(meta) = path.symlink_metadata() else {
-                    continue;
-                };
-                if meta.file_type().is_symlink()
-                    || hiding(&policy.forbid_read, &roots, &path).is_some()
-                {
-                    continue;
-                }
-                let ancestors = path
-                    .ancestors()
-                    .skip(1)
-                    .take_while(|ancestor| *ancestor != root.as_path())
-                    .filter(|ancestor| ancestor.starts_with(root))
-                    .map(Path::to_path_buf)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .collect();
-                protected.push(Protected { path, ancestors });
-            }
+            policy.protect_in(root, &candidates, &roots, &mut protected);
         }
         (protected, absent)
+    }
+
+    /// Protect each of `candidates` in `root` that exists now, into `protected`: the outermost
+    /// of each nest only, never one holding a writable root (it would be sealed with it), a
+    /// link or a hidden path, nor one outside this root, nor one already there.
+    fn protect_in(
+        &self,
+        root: &Path,
+        candidates: &[PathBuf],
+        roots: &[&Path],
+        protected: &mut Vec<Protected>,
+    ) {
+        let outermost = candidates.iter().filter(|path| {
+            path.starts_with(root)
+                && path.as_path() != root
+                && !self.writable.iter().any(|other| other.starts_with(path))
+                && !candidates
+                    .iter()
+                    .any(|other| other != *path && path.starts_with(other))
+        });
+        for path in outermost {
+            if protected.iter().any(|kept| kept.path == *path) {
+                continue;
+            }
+            let Ok(meta) = path.symlink_metadata() else {
+                continue;
+            };
+            if meta.file_type().is_symlink() || hiding(&self.forbid_read, roots, path).is_some() {
+                continue;
+            }
+            let ancestors = path
+                .ancestors()
+                .skip(1)
+                .take_while(|ancestor| *ancestor != root)
+                .filter(|ancestor| ancestor.starts_with(root))
+                .map(Path::to_path_buf)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            protected.push(Protected {
+                path: path.clone(),
+                ancestors,
+            });
+        }
+    }
+
+    /// The home's dot entries and `$PATH` directories as they are now, protected too (one the
+    /// user made since the session started is theirs: it was there before the command).
+    pub(crate) fn protect_home_now(&mut self) {
+        let Some(rule) = self.home_dots.clone() else {
+            return;
+        };
+        let Some(root) = self
+            .writable
+            .iter()
+            .find(|root| rule.home.starts_with(root))
+            .cloned()
+        else {
+            return;
+        };
+        let mut candidates = rule.to_protect();
+        candidates.extend(rule.path_dirs().0);
+        let roots: Vec<PathBuf> = self.roots().into_iter().map(Path::to_path_buf).collect();
+        let roots: Vec<&Path> = roots.iter().map(PathBuf::as_path).collect();
+        let mut protected = std::mem::take(&mut self.read_only);
+        self.protect_in(&root, &candidates, &roots, &mut protected);
+        self.read_only = protected;
     }
 
     /// Whether a command may read `path` (canonical): not under a `forbid_read` entry.
@@ -664,11 +702,19 @@ impl SandboxPolicy {
         if self.mode == SandboxMode::Off {
             return None;
         }
+        // A root asked for inside a home's dot entry is writable inside the protected entry.
+        let opened = |protected: &Path| {
+            self.home_dots.as_ref().is_some_and(|rule| {
+                rule.open_inside
+                    .iter()
+                    .any(|root| root.starts_with(protected) && path.starts_with(root))
+            })
+        };
         let covering = self
             .read_only
             .iter()
             .map(|protected| protected.path.as_path())
-            .find(|protected| path.starts_with(protected))
+            .find(|protected| path.starts_with(protected) && !opened(protected))
             .or_else(|| self.forbids_reading(path));
         if let Some(covering) = covering {
             return Some(covering.to_path_buf());
@@ -692,6 +738,7 @@ impl SandboxPolicy {
                 mode,
                 writable: Vec::new(),
                 read_only: Vec::new(),
+                home_dots: None,
                 ..self.clone()
             },
             SandboxMode::WorkspaceWrite | SandboxMode::Off => SandboxPolicy {

@@ -165,8 +165,10 @@ async fn accept_connections(
                 Ok((stream, _)) => stream,
                 // Out of file descriptors, say: a stranger's connection gives way, and the
                 // accept is tried again a moment later (its socket closes with its task).
-                Err(_) => {
-                    connections.make_room();
+                Err(error) => {
+                    if matches!(error.raw_os_error(), Some(EMFILE | ENFILE)) {
+                        connections.make_room();
+                    }
                     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
                     continue;
                 }
@@ -200,6 +202,11 @@ async fn accept_connections(
         () = tokio::time::sleep(SHUTDOWN_GRACE) => {}
     }
 }
+
+/// `accept`'s errors for running out of descriptors (the process's, the system's): Linux's
+/// numbers (no crate here knows them by name).
+const EMFILE: i32 = 24;
+const ENFILE: i32 = 23;
 
 /// How long open connections may take to finish after a stop signal.
 pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(3);

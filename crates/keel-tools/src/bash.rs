@@ -139,6 +139,7 @@ fn spawn(
     sandbox: Option<&crate::CommandSandbox>,
 ) -> Result<(tokio::process::Child, Option<keel_sandbox::Confinement>), String> {
     let Some(sandbox) = sandbox.filter(|sandbox| sandbox.mode != SandboxMode::Off) else {
+        keel_sandbox::keep_file_limit(&mut process);
         return tokio::process::Command::from(process)
             .spawn()
             .map(|child| (child, None))

@@ -70,7 +70,8 @@ impl CommandSandbox {
         let protected = policy.forbids_changing(resolved)?;
         Some(format!(
             "keel sandbox: writing `{path}` is forbidden: {} is read-only for this session \
-             (git hooks and config, and keel's project files, change only by the user's hand)",
+             (git hooks and config, keel's project files and, where the workspace holds the \
+             home, its dot entries change only by the user's hand)",
             shown(&protected, self.home())
         ))
     }

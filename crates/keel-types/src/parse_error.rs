@@ -69,8 +69,14 @@ pub fn without_values(message: &str) -> String {
         "duplicate field `",
         "duplicate key `",
     ] {
-        if first.starts_with(keyed) {
-            return first.to_string();
+        if let Some(rest) = first.strip_prefix(keyed) {
+            let key = rest.split('`').next().unwrap_or("");
+            let what = &keyed[..keyed.len() - 2];
+            return if reads_as_key(key) {
+                format!("{what} `{key}`")
+            } else {
+                format!("{what} (a name that is no key of keel's)")
+            };
         }
     }
     if first.starts_with("data did not match any variant") {
@@ -81,6 +87,16 @@ pub fn without_values(message: &str) -> String {
         return "not valid here".to_string();
     }
     first.to_string()
+}
+
+/// Whether `text` reads as a key (letters, digits, `_`, `-`, `.`; at most 64): only such a name
+/// is repeated.
+fn reads_as_key(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 64
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
 /// `message` (keel's own words about a value in a file keel did not write) with every quoted
@@ -145,7 +161,11 @@ mod tests {
             ),
             (
                 "unknown field `extra`, expected one of `kind`, `prompt`".to_string(),
-                "unknown field `extra`, expected one of `kind`, `prompt`",
+                "unknown field `extra`",
+            ),
+            (
+                format!("unknown field `{SECRET}`"),
+                "unknown field (a name that is no key of keel's)",
             ),
             (
                 "missing field `prompt`".to_string(),

@@ -133,9 +133,24 @@ impl Secrets {
         if self.values.is_empty() {
             return false;
         }
-        let Ok(mut file) = std::fs::File::open(path) else {
+        use std::os::unix::fs::OpenOptionsExt;
+        let flags = nix::fcntl::OFlag::O_NOFOLLOW.bits() | nix::fcntl::OFlag::O_NONBLOCK.bits();
+        let Ok(file) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(flags)
+            .open(path)
+        else {
             return false;
         };
+        // A regular file only (a FIFO or device put in its place is not read), and no more of
+        // it than it held when opened.
+        let Ok(meta) = file.metadata() else {
+            return false;
+        };
+        if !meta.is_file() {
+            return false;
+        }
+        let mut file = file.take(meta.len());
         let keep = self.hold();
         let mut window: Vec<u8> = Vec::with_capacity(PIECE + keep);
         let mut piece = vec![0u8; PIECE];

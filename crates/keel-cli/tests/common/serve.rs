@@ -31,12 +31,17 @@ impl Server {
     /// `start` with keel's file limit set to `limit` (soft and hard: keel cannot raise it), by
     /// a shell that then execs keel (the same process).
     pub fn start_with_file_limit(home: &Home, limit: u32) -> Server {
+        Server::start_with_file_limits(home, limit, limit)
+    }
+
+    /// `start` with keel's soft and hard file limits set.
+    pub fn start_with_file_limits(home: &Home, soft: u32, hard: u32) -> Server {
         let keel = home.keel(&["serve"]);
         let mut command = std::process::Command::new("sh");
         command
             .args([
                 "-c",
-                &format!("ulimit -n {limit} && exec \"$0\" \"$@\""),
+                &format!("ulimit -Sn {soft} && ulimit -Hn {hard} && exec \"$0\" \"$@\""),
                 super::KEEL,
             ])
             .args(keel.get_args())

@@ -158,6 +158,9 @@ pub(crate) struct Prepared {
     /// The session holder's namespaces, joined instead of made: the mounts, the maps, the
     /// loopback and `/proc` are the holder's, made once for every command of the session.
     pub join: Option<Joined>,
+    /// The soft limit of open files the command starts with, where keel raised its own
+    /// (`set_children_file_limit`); 0: keel's.
+    pub file_limit: u64,
     /// This spawn is a session's holder: PID 1 sends its namespaces over this socket and stays.
     pub hold: Option<OwnedFd>,
     /// What a command that joins a holder's namespaces execs (it cannot return into std's).
@@ -337,6 +340,7 @@ fn confine(prepared: &Prepared) -> std::io::Result<()> {
             libc::_exit(1);
         }
     }
+    restore_file_limit(prepared.file_limit);
     if let Some(joined) = &prepared.join {
         return joined::run(prepared, joined);
     }
@@ -760,4 +764,56 @@ pub(crate) fn ids() -> (u32, u32) {
 pub(crate) fn own_pid() -> pid_t {
     // SAFETY: a query that cannot fail.
     unsafe { libc::getpid() }
+}
+
+/// The soft limit of open files keel's children start with where keel raised its own (`keel
+/// serve` does, for connections); 0: as keel's.
+static CHILDREN_FILE_LIMIT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Give every command and server keel starts from now on a soft limit of open files of
+/// `soft` (the limit keel was started with), whatever keel raised its own to: a tool built for
+/// the usual limit (`select`, a loop closing every descriptor) keeps working.
+pub fn set_children_file_limit(soft: u64) {
+    CHILDREN_FILE_LIMIT.store(soft, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The soft limit `set_children_file_limit` set (0: none).
+pub(crate) fn children_file_limit() -> u64 {
+    CHILDREN_FILE_LIMIT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Lower the soft limit of open files to `soft` (0: leave it), in a child before exec.
+fn restore_file_limit(soft: u64) {
+    if soft == 0 {
+        return;
+    }
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: two system calls on a stack value; lowering a soft limit cannot fail but for a
+    // bad value, and a failure leaves the limit as it was.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) == 0 && soft < limit.rlim_cur {
+            limit.rlim_cur = soft;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &raw const limit);
+        }
+    }
+}
+
+/// For a command keel starts unconfined: start it with the soft limit of open files keel was
+/// started with (`set_children_file_limit`), where keel raised its own.
+pub fn keep_file_limit(command: &mut std::process::Command) {
+    let soft = children_file_limit();
+    if soft == 0 {
+        return;
+    }
+    // SAFETY: the hook makes two system calls on a stack value (async-signal-safe), and
+    // allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            restore_file_limit(soft);
+            Ok(())
+        });
+    }
 }
