@@ -374,7 +374,9 @@ fn the_first_prompt_says_how_the_repository_stands() {
     let steps = json!({"steps": [{"say": "one"}, {"say": "two"}]});
     let (home, mock) = scripted("chat", &steps.to_string(), "");
     repository(&home);
-    std::fs::write(home.path().join("tracked.txt"), "changed\n").unwrap();
+    // Another size than what was committed: git trusts a same-size file whose mtime is in the
+    // commit's second (its "racy" check), which a loaded machine can make this edit miss.
+    std::fs::write(home.path().join("tracked.txt"), "changed it\n").unwrap();
     std::fs::write(home.path().join("new.txt"), "new\n").unwrap();
     let run = home.run(&["run", "--yes", "--json", "hello"]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
