@@ -9,8 +9,6 @@ use common::serve::{Server, wait_until_idle};
 use common::terminal::interactive_until;
 use common::*;
 use serde_json::{Value, json};
-use std::io::Write;
-use std::time::{Duration, Instant};
 
 fn hiding_command() -> String {
     format!("touch PWNED;{}echo harmless", " ".repeat(9000))
@@ -78,30 +76,7 @@ fn the_browser_card_and_the_waiting_list_get_the_folded_view() {
 #[test]
 fn the_editors_permission_request_is_folded_too() {
     let (home, _mock) = scripted_hiding();
-    let (mut child, mut stdin, mut lines) = acp_started(&home);
-    let started = Instant::now();
-    let mut request = None;
-    while started.elapsed() < Duration::from_secs(20) {
-        let Some(Ok(line)) = lines.next() else { break };
-        let message: Value = serde_json::from_str(&line).unwrap();
-        if message["id"] == 2 {
-            let session = message["result"]["sessionId"].as_str().unwrap();
-            let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}});
-            writeln!(stdin, "{prompt}").unwrap();
-        }
-        if message["method"] == "session/request_permission" {
-            let reject = json!({"jsonrpc": "2.0", "id": message["id"],
-                "result": {"outcome": {"outcome": "selected", "optionId": "reject_once"}}});
-            writeln!(stdin, "{reject}").unwrap();
-            request = Some(message.clone());
-        }
-        if message["id"] == 3 {
-            break;
-        }
-    }
-    drop(stdin);
-    let _ = child.wait();
+    let (request, _) = acp_first_permission(&home, "go", "reject_once");
     let request = request.expect("a permission request");
     let tool_call = &request["params"]["toolCall"];
     assert_eq!(tool_call["title"], format!("bash {FOLDED}"), "{tool_call}");

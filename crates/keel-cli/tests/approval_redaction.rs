@@ -10,8 +10,6 @@ use common::serve::{Server, wait_until_idle};
 use common::terminal::interactive_until;
 use common::*;
 use serde_json::{Value, json};
-use std::io::Write;
-use std::time::{Duration, Instant};
 
 /// The key every test home gives keel (`Home::keel`).
 const KEY: &str = "test-key-1";
@@ -82,32 +80,7 @@ fn the_browser_card_and_the_waiting_list_show_the_key_redacted() {
 #[test]
 fn the_editors_permission_request_never_holds_the_key() {
     let (home, _mock) = scripted_edit_next_to_the_key();
-    let (mut child, mut stdin, mut lines) = acp_started(&home);
-    let started = Instant::now();
-    let mut said = String::new();
-    let mut request = None;
-    while started.elapsed() < Duration::from_secs(20) {
-        let Some(Ok(line)) = lines.next() else { break };
-        said.push_str(&line);
-        let message: Value = serde_json::from_str(&line).unwrap();
-        if message["id"] == 2 {
-            let session = message["result"]["sessionId"].as_str().unwrap();
-            let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                "params": {"sessionId": session, "prompt": [{"type": "text", "text": "ship"}]}});
-            writeln!(stdin, "{prompt}").unwrap();
-        }
-        if message["method"] == "session/request_permission" {
-            request = Some(message.clone());
-            let reject = json!({"jsonrpc": "2.0", "id": message["id"],
-                "result": {"outcome": {"outcome": "selected", "optionId": "reject_once"}}});
-            writeln!(stdin, "{reject}").unwrap();
-        }
-        if message["id"] == 3 {
-            break;
-        }
-    }
-    drop(stdin);
-    let _ = child.wait();
+    let (request, said) = acp_first_permission(&home, "ship", "reject_once");
     let request = request.unwrap_or_else(|| panic!("a permission request: {said}"));
     assert!(!said.contains(KEY), "the editor was sent the key: {said}");
     // The change itself, as the terminal shows it, with the key redacted.

@@ -62,30 +62,7 @@ impl Suite {
 /// on from such a copy, so a change to the original while it runs (a directory swapped for a
 /// link) reaches no trial.
 pub fn copy_verbatim(from: &Path, to: &Path) -> Result<(), EvalError> {
-    std::fs::create_dir_all(to).map_err(|error| EvalError::io(to, error))?;
-    for entry in std::fs::read_dir(from).map_err(|error| EvalError::io(from, error))? {
-        let entry = entry.map_err(|error| EvalError::io(from, error))?;
-        let source = entry.path();
-        let target = to.join(entry.file_name());
-        let kind = entry
-            .file_type()
-            .map_err(|error| EvalError::io(&source, error))?;
-        if kind.is_dir() {
-            copy_verbatim(&source, &target)?;
-        } else if kind.is_file() {
-            let bytes = crate::task::read_plain(&source)?;
-            std::fs::write(&target, bytes).map_err(|error| EvalError::io(&target, error))?;
-            let mode = entry
-                .metadata()
-                .map_err(|error| EvalError::io(&source, error))?
-                .permissions();
-            std::fs::set_permissions(&target, mode)
-                .map_err(|error| EvalError::io(&target, error))?;
-        } else {
-            crate::task::only_plain_files(&source)?;
-        }
-    }
-    Ok(())
+    crate::task::copy_plain_tree(from, to, None)
 }
 
 /// SHA-256 over every file below `dir`: relative path, a zero byte, length, bytes.

@@ -314,35 +314,45 @@ fn special_kind(kind: &std::fs::FileType) -> Option<&'static str> {
 /// Copy `from` into `to` (created), replacing `{marker}` in every UTF-8 file; links and
 /// other special files are refused (a task's seed is plain files), never followed.
 pub(crate) fn copy_seed(from: &Path, to: &Path, marker: &str) -> Result<(), EvalError> {
-    let io = |path: &Path, error: std::io::Error| EvalError::Io {
-        path: path.to_path_buf(),
-        message: error.to_string(),
-    };
-    std::fs::create_dir_all(to).map_err(|error| io(to, error))?;
-    for entry in std::fs::read_dir(from).map_err(|error| io(from, error))? {
-        let entry = entry.map_err(|error| io(from, error))?;
+    copy_plain_tree(from, to, Some(marker))
+}
+
+/// Copy the plain files and directories of `from` into `to` (created), their modes kept, with
+/// `{marker}` replaced in every UTF-8 file where `marker` is given; anything else (a link, a
+/// FIFO, …) is refused with its path named, never followed.
+pub(crate) fn copy_plain_tree(
+    from: &Path,
+    to: &Path,
+    marker: Option<&str>,
+) -> Result<(), EvalError> {
+    std::fs::create_dir_all(to).map_err(|error| EvalError::io(to, error))?;
+    for entry in std::fs::read_dir(from).map_err(|error| EvalError::io(from, error))? {
+        let entry = entry.map_err(|error| EvalError::io(from, error))?;
         let source = entry.path();
         let target = to.join(entry.file_name());
-        let kind = entry.file_type().map_err(|error| io(&source, error))?;
+        let kind = entry
+            .file_type()
+            .map_err(|error| EvalError::io(&source, error))?;
         if kind.is_dir() {
-            copy_seed(&source, &target, marker)?;
+            copy_plain_tree(&source, &target, marker)?;
         } else if kind.is_file() {
             let bytes = read_plain(&source)?;
-            let bytes = match String::from_utf8(bytes) {
-                Ok(text) => text.replace("{marker}", marker).into_bytes(),
-                Err(raw) => raw.into_bytes(),
+            let bytes = match marker {
+                Some(marker) => match String::from_utf8(bytes) {
+                    Ok(text) => text.replace("{marker}", marker).into_bytes(),
+                    Err(raw) => raw.into_bytes(),
+                },
+                None => bytes,
             };
-            std::fs::write(&target, bytes).map_err(|error| io(&target, error))?;
+            std::fs::write(&target, bytes).map_err(|error| EvalError::io(&target, error))?;
             let mode = entry
                 .metadata()
-                .map_err(|error| io(&source, error))?
+                .map_err(|error| EvalError::io(&source, error))?
                 .permissions();
-            std::fs::set_permissions(&target, mode).map_err(|error| io(&target, error))?;
+            std::fs::set_permissions(&target, mode)
+                .map_err(|error| EvalError::io(&target, error))?;
         } else {
-            return Err(EvalError::Task {
-                path: source,
-                message: "a task's files must be plain files and directories (no links)".into(),
-            });
+            only_plain_files(&source)?;
         }
     }
     Ok(())

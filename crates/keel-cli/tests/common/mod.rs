@@ -231,6 +231,40 @@ pub fn acp_started(
     (child, stdin, lines)
 }
 
+/// `keel acp` in `home`: the prompt `text` sent, the first `session/request_permission`
+/// answered with `option` (`reject_once`, …), until the prompt ends (20 s at most). The
+/// request, and every line keel wrote.
+pub fn acp_first_permission(home: &Home, text: &str, option: &str) -> (Option<Value>, String) {
+    let (mut child, mut stdin, mut lines) = acp_started(home);
+    let started = Instant::now();
+    let mut said = String::new();
+    let mut request = None;
+    while started.elapsed() < Duration::from_secs(20) {
+        let Some(Ok(line)) = lines.next() else { break };
+        said.push_str(&line);
+        said.push('\n');
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 2 {
+            let session = message["result"]["sessionId"].as_str().unwrap();
+            let prompt = serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}});
+            writeln!(stdin, "{prompt}").unwrap();
+        }
+        if message["method"] == "session/request_permission" && request.is_none() {
+            let answer = serde_json::json!({"jsonrpc": "2.0", "id": message["id"],
+                "result": {"outcome": {"outcome": "selected", "optionId": option}}});
+            writeln!(stdin, "{answer}").unwrap();
+            request = Some(message.clone());
+        }
+        if message["id"] == 3 {
+            break;
+        }
+    }
+    drop(stdin);
+    let _ = child.wait();
+    (request, said)
+}
+
 /// Start `keel run --yes --json "run it"` and wait until its bash tool has written `file` in
 /// the home (the workspace). Returns the running child and the session id.
 pub fn start_until_tool_runs(home: &Home, file: &str) -> (Child, String) {
