@@ -16,6 +16,7 @@ mod eval_command;
 mod live_answer;
 mod mcp_command;
 mod mock_command;
+mod piped_input;
 mod render;
 mod repl;
 mod rewind_command;

@@ -22,9 +22,16 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// The most bytes of a prompt read from stdin.
 const MOST_STDIN_PROMPT: u64 = 4 * 1024 * 1024;
 
-/// The prompt `keel run` was given: as an argument, or from stdin for `-` (or none, with stdin
-/// not a terminal).
-pub fn prompt_of(argument: Option<String>) -> anyhow::Result<String> {
+/// The prompt `keel run` was given, and what was piped in with it.
+pub struct RunPrompt {
+    pub text: String,
+    /// Text piped into `keel run "PROMPT"` (`crate::piped_input`): it follows the prompt.
+    pub piped: Option<String>,
+}
+
+/// The prompt `keel run` was given: as an argument (with what is piped in), or from stdin for
+/// `-` (or none, with stdin not a terminal).
+pub fn prompt_of(argument: Option<String>) -> anyhow::Result<RunPrompt> {
     use std::io::{IsTerminal, Read};
     let from_stdin = match argument.as_deref() {
         Some("-") => true,
@@ -40,7 +47,10 @@ pub fn prompt_of(argument: Option<String>) -> anyhow::Result<String> {
         }
     };
     if !from_stdin {
-        return Ok(argument.unwrap_or_default());
+        return Ok(RunPrompt {
+            text: argument.unwrap_or_default(),
+            piped: crate::piped_input::piped_input()?,
+        });
     }
     let mut bytes = Vec::new();
     std::io::stdin()
@@ -54,11 +64,13 @@ pub fn prompt_of(argument: Option<String>) -> anyhow::Result<String> {
         ))
         .into());
     }
-    String::from_utf8(bytes)
-        .map_err(|_| UsageError("the prompt on stdin is not UTF-8 text".into()).into())
+    let text = String::from_utf8(bytes)
+        .map_err(|_| UsageError("the prompt on stdin is not UTF-8 text".into()))?;
+    Ok(RunPrompt { text, piped: None })
 }
 
-pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Outcome> {
+pub async fn run_command(common: &CommonArgs, given: &RunPrompt) -> anyhow::Result<Outcome> {
+    let prompt = given.text.as_str();
     let unknown = || {
         let name = prompt.split_whitespace().next().unwrap_or("");
         UsageError(format!(
@@ -105,6 +117,18 @@ pub async fn run_command(common: &CommonArgs, prompt: &str) -> anyhow::Result<Ou
             Line::Input(input) => input,
             Line::Empty | Line::Command(_) | Line::Unknown(_) => return Err(unknown().into()),
         },
+    };
+    // Piped text follows a prompt (redacted like an attached file); a slash command gets none.
+    let input = match (input, &given.piped) {
+        (Input::Prompt(text), Some(piped)) if !plan && !prompt.trim_start().starts_with('/') => {
+            let piped = setup.settings.secrets.redact(piped);
+            Input::Prompt(crate::piped_input::with_piped(&text, &piped))
+        }
+        (input, Some(_)) => {
+            eprintln!("note: the piped input is not added to a slash command");
+            input
+        }
+        (input, None) => input,
     };
     if setup
         .settings
