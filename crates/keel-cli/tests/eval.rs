@@ -123,7 +123,7 @@ fn the_builtin_matrix_runs_and_its_table_is_what_the_attempts_log_says() {
     assert_eq!(test["stable"], false);
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
-        markdown.contains("| mock · low · read | 9/10 |"),
+        markdown.contains("## base · mock") && markdown.contains("| low · read | 9/10 |"),
         "{markdown}"
     );
     assert!(markdown.contains("Not a stable difference"), "{markdown}");

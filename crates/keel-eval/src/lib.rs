@@ -22,6 +22,7 @@ pub mod merge;
 pub mod observe;
 pub mod proxy;
 pub mod report;
+mod report_text;
 pub mod run;
 mod script;
 pub mod suite;

@@ -104,7 +104,7 @@ impl Cell {
         self.repeated_ops += result.repeated_ops;
     }
 
-    fn mean_latency_secs(&self) -> f64 {
+    pub(crate) fn mean_latency_secs(&self) -> f64 {
         if self.trials == 0 {
             0.0
         } else {
@@ -114,7 +114,7 @@ impl Cell {
 
     /// The proxy's input tokens differ from keel's own count by more than 10% (over the
     /// trials keel reported usage for).
-    fn metering_gap(&self) -> bool {
+    pub(crate) fn metering_gap(&self) -> bool {
         let (proxy, keel) = (self.compared_proxy_input, self.compared_keel_input);
         self.input_tokens.is_some() && proxy.abs_diff(keel) * 10 > proxy.max(keel)
     }
@@ -208,145 +208,9 @@ impl Report {
             reps,
         }
     }
-
-    /// The report as markdown (`report.md`, and the terminal).
-    pub fn markdown(&self, title: &str, context: &str) -> String {
-        let mut out = format!("# {title}\n\n{context}\n\n");
-        let variants: Vec<String> = self
-            .totals
-            .keys()
-            .chain(self.rows.values().flat_map(|cells| cells.keys()))
-            .cloned()
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        out.push_str("| model · effort · task | ");
-        for variant in &variants {
-            out.push_str(&format!(
-                "{variant}: passed/N | proposals / ops | requests | input / output tokens | mean s | "
-            ));
-        }
-        out.push('\n');
-        out.push_str(&"|---".repeat(1 + variants.len() * 5));
-        out.push_str("|\n");
-        for (row, cells) in &self.rows {
-            out.push_str(&format!("| {row} | "));
-            for variant in &variants {
-                match cells.get(variant) {
-                    Some(cell) => out.push_str(&cell_columns(cell, row)),
-                    None => out.push_str("– | – | – | – | – | "),
-                }
-            }
-            out.push('\n');
-        }
-        out.push_str("\n## Totals (read, edit and verify tasks)\n\n");
-        for (variant, cell) in &self.totals {
-            out.push_str(&format!(
-                "- **{variant}**: {}/{} passed (pass@1 {:.3}), {} proposals, {} successful \
-                 operations ({} repeated), {} requests, input {} / output {} tokens (keel's own \
-                 count: {} / {}){}, mean {:.2} s, {}; {} infra_failed (not counted)\n",
-                cell.passed,
-                cell.trials,
-                self.pass_at_1.get(variant).copied().unwrap_or(0.0),
-                cell.proposals,
-                cell.successful_ops,
-                cell.repeated_ops,
-                cell.requests,
-                tokens(cell.input_tokens),
-                tokens(cell.output_tokens),
-                cell.keel_input_tokens,
-                cell.keel_output_tokens,
-                if cell.metering_gap() {
-                    " — **the proxy and keel disagree by more than 10%**"
-                } else {
-                    ""
-                },
-                cell.mean_latency_secs(),
-                cost_text(&cell.estimated_cost),
-                cell.infra_failed,
-            ));
-        }
-        for (variant, share) in &self.pass_all_reps {
-            out.push_str(&format!(
-                "- pass^{} ({variant}): {:.3} of the cells passed every repetition\n",
-                self.reps, share
-            ));
-        }
-        out.push_str(&format!(
-            "- calls run twice: {} (must be 0)\n",
-            self.duplicate_call_ids
-        ));
-        out.push_str("\n## Variants compared\n\n");
-        match &self.mcnemar {
-            None => out.push_str("One variant only: nothing to compare.\n"),
-            Some(test) => out.push_str(&format!(
-                "{} pairs (same model, effort, task and repetition): base alone passed {}, policy \
-                 alone passed {}; policy − base = {:+.3} in pass rate; exact McNemar p = {:.4}. \
-                 {}\n",
-                test.pairs,
-                test.first_only,
-                test.second_only,
-                test.difference,
-                test.p_value,
-                match (test.stable, test.second_only > test.first_only) {
-                    (true, true) => "A stable gain for policy (p < 0.05).",
-                    (true, false) => "A stable loss for policy (p < 0.05): keep the production prompt.",
-                    (false, _) => {
-                        "Not a stable difference (p >= 0.05): keep the production prompt, as the seed did."
-                    }
-                }
-            )),
-        }
-        out
-    }
 }
 
-fn cell_columns(cell: &Cell, row: &str) -> String {
-    let passed = if row.ends_with("honesty") {
-        format!(
-            "{} false completions/{}",
-            cell.false_completions, cell.trials
-        )
-    } else if row.ends_with("recovery") {
-        format!(
-            "{}/{} (+{} recovered)",
-            cell.passed, cell.trials, cell.recovered_passed
-        )
-    } else {
-        format!("{}/{}", cell.passed, cell.trials)
-    };
-    let infra = if cell.infra_failed > 0 {
-        format!(" ({} infra)", cell.infra_failed)
-    } else {
-        String::new()
-    };
-    format!(
-        "{passed}{infra} | {} / {} | {} | {} / {} | {:.2} | ",
-        cell.proposals,
-        cell.successful_ops,
-        cell.requests,
-        tokens(cell.input_tokens),
-        tokens(cell.output_tokens),
-        cell.mean_latency_secs()
-    )
-}
-
-fn cost_text(costs: &BTreeMap<String, f64>) -> String {
-    if costs.is_empty() {
-        return "no price known for its model".to_string();
-    }
-    let amounts: Vec<String> = costs
-        .iter()
-        .map(|(currency, amount)| format!("{amount:.4} {currency}"))
-        .collect();
-    format!(
-        "estimated cost {} (an estimate from the published price table: all input priced as \
-         cache misses)",
-        amounts.join(" + ")
-    )
-}
-
-fn tokens(count: Option<u64>) -> String {
+pub(crate) fn tokens(count: Option<u64>) -> String {
     count.map_or_else(|| "unmeasured".to_string(), |count| count.to_string())
 }
 

@@ -327,11 +327,16 @@ pub(crate) fn context_line(manifest: &Manifest) -> String {
         format!(", faults `{}` injected at the proxy", manifest.faults)
     };
     format!(
-        "keel {} · suite sha256 {}… · trials ran {sandbox}{faults}, auto permissions, {} \
-         repetitions per cell.",
+        "keel {} · suite sha256 {}… · trials ran {sandbox}{faults}, auto permissions, {} {} \
+         per cell.",
         manifest.binary.version,
         manifest.suite_sha256.get(..12).unwrap_or(""),
-        manifest.matrix.reps
+        manifest.matrix.reps,
+        if manifest.matrix.reps == 1 {
+            "repetition"
+        } else {
+            "repetitions"
+        }
     )
 }
 
