@@ -450,7 +450,8 @@ const scenarios = {
   },
 
   // The provider refuses the key: a JSON-RPC error that says what to do, its data the
-  // failure's kind, status and trace id; nothing about it in the message text.
+  // failure's kind, status and trace id; the provider's own words only in the message text,
+  // fenced and labelled as its (never in the error).
   async refused_key() {
     const client = connect();
     await client.app.connectWith(client.stream, async (agent) => {
@@ -461,7 +462,10 @@ const scenarios = {
       assert.match(error.message, /keel config/);
       assert.doesNotMatch(error.message, /secret detail/);
       assert.deepEqual(error.data, { kind: "auth", status: 401, trace_id: null });
-      assert.equal(messageText(client.updates), "");
+      assert.equal(
+        messageText(client.updates),
+        "the provider said:\n```\nAuthentication Fails: secret detail\n```\n\n",
+      );
     });
     client.child.kill();
     return {};

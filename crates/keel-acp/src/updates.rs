@@ -177,6 +177,19 @@ impl Translator {
                     ),
                 )]
             }
+            // The provider's words, fenced so an editor never renders them as markdown.
+            EventBody::ProviderSaid { message, .. } => {
+                let longest = message
+                    .split(|c| c != '`')
+                    .map(str::len)
+                    .max()
+                    .unwrap_or(0);
+                let fence = "`".repeat(longest.max(2) + 1);
+                vec![chunk(
+                    "agent_message_chunk",
+                    &format!("the provider said:\n{fence}\n{message}\n{fence}\n\n"),
+                )]
+            }
             EventBody::LlmResponse { usage, .. } => {
                 let mut updates = Vec::new();
                 if let Some(size) = self.context_window {

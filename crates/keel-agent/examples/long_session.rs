@@ -120,6 +120,7 @@ fn settings() -> AgentSettings {
             name: "deepseek".into(),
             protocol: WireProtocol::Chat,
             base_url: "http://127.0.0.1:9".into(),
+            base_url_setting: String::new(),
             accounts: vec![Account {
                 name: "default".into(),
                 api_key_env: "K".into(),

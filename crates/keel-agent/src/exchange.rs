@@ -56,6 +56,7 @@ pub(crate) async fn send_items(
         client: &shared.client,
         profile: &settings.profile,
         keys: shared.keys.as_ref(),
+        secrets: &shared.tool_context.secrets,
     };
     let request = match shared.project(history, mcp_tools) {
         Ok(request) => request,

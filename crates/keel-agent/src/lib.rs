@@ -765,15 +765,8 @@ impl Shared {
             turn,
             body,
         };
-        let is_delta = matches!(
-            event.body,
-            EventBody::LlmText { .. }
-                | EventBody::LlmReasoning { .. }
-                | EventBody::ToolOutput { .. }
-                | EventBody::ToolPreview { .. }
-        );
         let mut subscribers = self.lock_subscribers();
-        if !is_delta {
+        if !event.body.is_transient() {
             // The event index is derived data: a failed write must not fail the turn.
             event.id = self.store.append_event(&event).ok();
         }

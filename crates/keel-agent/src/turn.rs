@@ -375,7 +375,7 @@ fn fail_request(
     if diagnostic
         .trace_id
         .as_deref()
-        .is_some_and(|id| secrets.shares_run(id, 8))
+        .is_some_and(|id| secrets.shares_run(id, keel_types::secrets::ECHO_RUN))
     {
         diagnostic.trace_id = None;
     }

@@ -212,6 +212,8 @@ struct RetryJson {
     /// The effective policy as one line: `[mode, max_retries, retry_on, base_delay_ms,
     /// max_delay_ms, jitter]`.
     policy_key: String,
+    /// Failures never retried whatever `retry_on` says: `kind/sub_reason`.
+    never_retried: Vec<String>,
     mode: Field<&'static str>,
     max_retries: Field<u32>,
     retry_on: Field<Vec<&'static str>>,
@@ -321,6 +323,7 @@ impl RetryJson {
     fn new(retry: &ResolvedRetry) -> RetryJson {
         RetryJson {
             policy_key: retry.policy().policy_key(),
+            never_retried: never_retried(),
             mode: field(&retry.mode, |mode| mode.as_str()),
             max_retries: field(&retry.max_retries, |n| *n),
             retry_on: field(&retry.retry_on, |kinds| kind_names(kinds)),
@@ -549,7 +552,15 @@ fn provider_rows(
             &provider.reasoning_effort,
             |effort| effort.map_or_else(|| "provider default".to_string(), |e| e.to_string()),
         ),
-        Row::bare(2, "retry", provider.retry.policy().policy_key()),
+        Row::bare(
+            2,
+            "retry",
+            format!(
+                "{} · never retried: a connection a loopback address refused, an event over \
+                 max_event_bytes",
+                provider.retry.policy().policy_key()
+            ),
+        ),
     ];
     rows.extend(retry_rows(&provider.retry));
     rows
@@ -641,4 +652,12 @@ fn render(sections: &[Vec<Row>]) -> String {
         }
     }
     out
+}
+
+/// The failures no policy retries, as `kind/sub_reason`.
+fn never_retried() -> Vec<String> {
+    keel_types::SubReason::NEVER_RETRIED
+        .iter()
+        .map(|(kind, sub)| format!("{}/{}", kind.as_str(), sub.as_str()))
+        .collect()
 }

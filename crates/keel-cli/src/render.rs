@@ -200,6 +200,7 @@ impl Renderer {
             | EventBody::RecoveryExpired { .. }
             | EventBody::SnapshotFailed { .. }
             | EventBody::SnapshotPruned { .. }
+            | EventBody::ProviderSaid { .. }
             | EventBody::TrustIgnored(_) => {
                 self.end_live_line();
                 if let Some(text) = keel_tui::notice(&event.body) {

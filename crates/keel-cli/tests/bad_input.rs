@@ -200,7 +200,7 @@ fn an_unreachable_provider_is_a_transport_failure() {
     let home = Home::new(&config);
     let run = home.run(&["run", "hi"]);
     // In words for a person; the kind (`transport`) is in --json.
-    assert_clean_failure(&run, 1, &["cannot connect to the provider"]);
+    assert_clean_failure(&run, 1, &["nothing is listening at"]);
     let json = home.run(&["run", "--json", "hi"]);
     assert_eq!(
         json.events_of("turn/failed")[0]["diagnostic"]["kind"],

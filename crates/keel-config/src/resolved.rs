@@ -4,7 +4,7 @@
 //! Invariant: plain data built by `provider` (which checks it); the config's resolved view
 //! holds it without depending on how it was resolved.
 
-use crate::source::Sourced;
+use crate::source::{Source, Sourced};
 use keel_llm::price::Price;
 use keel_llm::profile::{Account, ProviderProfile};
 use keel_llm::{ReasoningEffort, RetryMode, RetryPolicy};
@@ -40,6 +40,18 @@ impl ResolvedProvider {
             name: self.name.clone(),
             protocol: self.protocol.value,
             base_url: self.base_url.value.clone(),
+            base_url_setting: match &self.base_url.source {
+                Source::Env(variable) => format!("`{variable}`"),
+                Source::File { path, line } => format!(
+                    "`base_url` in [providers.{}] ({}:{line})",
+                    self.name,
+                    path.display()
+                ),
+                Source::Preset(name) => format!("the `{name}` preset's `base_url`"),
+                Source::Default | Source::Flag(_) | Source::ModelTable => {
+                    format!("`base_url` of [providers.{}]", self.name)
+                }
+            },
             accounts: self.accounts.value.clone(),
             reasoning_protocol: self.reasoning_protocol.value,
             retry: self.retry.policy(),

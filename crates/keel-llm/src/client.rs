@@ -24,11 +24,13 @@ use std::time::Duration;
 const MAX_ERROR_BODY: usize = 64 * 1024;
 const MAX_JSON_BODY: usize = 32 * 1024 * 1024;
 
-/// Why an attempt failed, and how long the provider asked us to wait.
+/// Why an attempt failed, how long the provider asked us to wait, and what it said (its
+/// structured error message, kept beside the diagnostic: never in it, never stored).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AttemptFailure {
     pub diagnostic: FailureDiagnostic,
     pub retry_after: Option<Duration>,
+    pub said: Option<crate::said::ProviderWords>,
 }
 
 impl From<FailureDiagnostic> for AttemptFailure {
@@ -36,6 +38,7 @@ impl From<FailureDiagnostic> for AttemptFailure {
         Self {
             diagnostic,
             retry_after: None,
+            said: None,
         }
     }
 }
@@ -136,7 +139,7 @@ impl HttpClient {
             FailureDiagnostic::with_message(FailureKind::Transport, None, error.to_string())
         })?;
         let mut request = client
-            .post(endpoint)
+            .post(&endpoint)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .body(body);
@@ -149,7 +152,7 @@ impl HttpClient {
         keel_types::startup_trace::first_request();
         let response = match tokio::time::timeout(profile.idle_timeout, request.send()).await {
             Err(_) => return Err(idle_timeout(profile.idle_timeout, "for response headers").into()),
-            Ok(Err(error)) => return Err(request_error(&error).into()),
+            Ok(Err(error)) => return Err(request_error(&error, &endpoint).into()),
             Ok(Ok(response)) => response,
         };
         let status = response.status().as_u16();
@@ -167,6 +170,7 @@ impl HttpClient {
             return Err(AttemptFailure {
                 diagnostic,
                 retry_after: retry_after_from_headers(&headers),
+                said: crate::said::said_in(profile.protocol, &body),
             });
         }
         let content_type = headers
@@ -177,6 +181,7 @@ impl HttpClient {
         let with_trace = |diagnostic: FailureDiagnostic| AttemptFailure {
             diagnostic: diagnostic.with_trace_id(trace_id.clone()),
             retry_after: None,
+            said: None,
         };
         if content_type.starts_with("text/event-stream") {
             return stream_events(profile, response, sink)
@@ -236,7 +241,7 @@ async fn stream_events(
     loop {
         let read = match tokio::time::timeout(profile.idle_timeout, response.chunk()).await {
             Err(_) => return Err(idle_timeout(profile.idle_timeout, "inside the stream")),
-            Ok(Err(error)) => return Err(request_error(&error)),
+            Ok(Err(error)) => return Err(request_error(&error, &profile.endpoint())),
             Ok(Ok(None)) => break,
             Ok(Ok(Some(read))) => read,
         };
@@ -313,7 +318,7 @@ fn idle_timeout(limit: Duration, place: &str) -> FailureDiagnostic {
     )
 }
 
-fn request_error(error: &reqwest::Error) -> FailureDiagnostic {
+fn request_error(error: &reqwest::Error, endpoint: &str) -> FailureDiagnostic {
     let kind = if error.is_timeout() {
         FailureKind::Timeout
     } else {
@@ -327,7 +332,43 @@ fn request_error(error: &reqwest::Error) -> FailureDiagnostic {
     } else {
         format!("{} ({cause})", kind.describe())
     };
-    FailureDiagnostic::with_message(kind, None, message)
+    let diagnostic = FailureDiagnostic::with_message(kind, None, message);
+    if error.is_connect() && refused(error) && is_loopback(endpoint) {
+        diagnostic.with_sub_reason(keel_types::SubReason::LoopbackRefused)
+    } else {
+        diagnostic
+    }
+}
+
+/// Whether the connection was refused (an `ECONNREFUSED` somewhere in the chain).
+fn refused(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(cause) = current {
+        if cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return true;
+        }
+        current = cause.source();
+    }
+    false
+}
+
+/// Whether `url` names this machine's loopback (`127.0.0.0/8`, `::1`, `localhost`).
+fn is_loopback(url: &str) -> bool {
+    match url::Url::parse(url)
+        .ok()
+        .and_then(|url| url.host().map(|host| host.to_owned()))
+    {
+        Some(url::Host::Ipv4(address)) => address.is_loopback(),
+        Some(url::Host::Ipv6(address)) => address.is_loopback(),
+        Some(url::Host::Domain(name)) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+        None => false,
+    }
 }
 
 /// The innermost causes of an error, which name the OS-level problem; never a body.

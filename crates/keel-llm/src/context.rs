@@ -101,6 +101,7 @@ mod tests {
             name: "x".into(),
             protocol: keel_types::WireProtocol::Chat,
             base_url: "http://127.0.0.1:1".into(),
+            base_url_setting: String::new(),
             accounts: vec![],
             reasoning_protocol: keel_types::ReasoningProtocol::None,
             retry: crate::RetryPolicy::default(),

@@ -15,9 +15,6 @@ use crate::profile::ProviderProfile;
 use crate::project::{ProjectedRequest, ProjectionInput, project};
 use keel_types::{EventBody, FailureDiagnostic, FailureKind};
 
-/// The shortest run shared with a key that makes a trace id an echo of it.
-const TRACE_ECHO_RUN: usize = 8;
-
 /// Which accounts of a provider are still usable in this turn.
 #[derive(Clone, Debug)]
 pub struct AccountCursor {
@@ -100,6 +97,8 @@ pub struct Dispatcher<'a> {
     pub client: &'a HttpClient,
     pub profile: &'a ProviderProfile,
     pub keys: &'a dyn KeySource,
+    /// keel's secrets: a provider's message that echoes one is never shown (`said`).
+    pub secrets: &'a keel_types::Secrets,
 }
 
 impl Dispatcher<'_> {
@@ -116,7 +115,7 @@ impl Dispatcher<'_> {
         self.send(request, input.model, accounts, emit).await
     }
 
-    /// A trace id that shares a run of `TRACE_ECHO_RUN` bytes with any account's key is an echo
+    /// A trace id that shares a run of `keel_types::secrets::ECHO_RUN` bytes with any account's key is an echo
     /// of the key (a hostile or broken provider), not a trace id: it is dropped.
     fn without_echoed_key(&self, mut failure: AttemptFailure) -> AttemptFailure {
         let echoes = failure.diagnostic.trace_id.as_deref().is_some_and(|id| {
@@ -124,7 +123,7 @@ impl Dispatcher<'_> {
                 .accounts
                 .iter()
                 .filter_map(|account| self.keys.key(&account.api_key_env))
-                .any(|key| keel_types::secrets::shares_run(id, &key, TRACE_ECHO_RUN))
+                .any(|key| keel_types::secrets::shares_run(id, &key, keel_types::secrets::ECHO_RUN))
         });
         if echoes {
             failure.diagnostic.trace_id = None;
@@ -218,6 +217,23 @@ impl Dispatcher<'_> {
                 // No account left: `quota` is never retried, `rate_limit` may wait and retry.
             }
             if failure.diagnostic.is_never_retryable() || !policy.allows_retry(kind, retries) {
+                // The last attempt's words, for a person: beside the diagnostic, never in it.
+                let keys: Vec<String> = self
+                    .profile
+                    .accounts
+                    .iter()
+                    .filter_map(|account| self.keys.key(&account.api_key_env))
+                    .collect();
+                if let Some(message) = failure
+                    .said
+                    .as_ref()
+                    .and_then(|words| crate::said::shown(words, self.secrets, &keys))
+                {
+                    emit(EventBody::ProviderSaid {
+                        status: failure.diagnostic.status,
+                        message,
+                    });
+                }
                 return Err(failure.diagnostic);
             }
             retries += 1;
@@ -249,6 +265,7 @@ mod tests {
             name: "p".into(),
             protocol: WireProtocol::Chat,
             base_url: "http://127.0.0.1:9".into(),
+            base_url_setting: String::new(),
             accounts: (0..accounts)
                 .map(|i| Account {
                     name: format!("a{i}"),

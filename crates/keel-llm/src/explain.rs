@@ -33,11 +33,34 @@ pub(crate) fn what_to_do(
              [providers.{provider}] (`keel config` shows it)",
             shown_url(&profile.endpoint())
         ),
+        // No advice the provider's own code does not give (its words are shown apart, as
+        // `provider/said`).
         (FailureKind::InvalidRequest, Some(_), _) => format!(
-            "the provider `{provider}` rejected the request as invalid: check the model id \
-             `{model}` and the provider's settings (`keel config`)"
+            "the provider `{provider}` rejected the request as invalid; `keel config` shows the \
+             settings keel sent it"
+        ),
+        (FailureKind::Transport, _, Some(SubReason::LoopbackRefused)) => format!(
+            "nothing is listening at {}: the connection was refused (not retried: a local \
+             server that is not running does not start by waiting); {} chose this URL",
+            shown_url(&profile.endpoint()),
+            chosen_by(profile)
+        ),
+        (FailureKind::Transport | FailureKind::Timeout, None, _) => format!(
+            "{} — at {}, which {} chose",
+            diagnostic.message,
+            shown_url(&profile.endpoint()),
+            chosen_by(profile)
         ),
         _ => diagnostic.message.clone(),
+    }
+}
+
+/// What chose the provider's URL, as a person reads it.
+fn chosen_by(profile: &ProviderProfile) -> String {
+    if profile.base_url_setting.is_empty() {
+        format!("`base_url` of [providers.{}]", profile.name)
+    } else {
+        profile.base_url_setting.clone()
     }
 }
 
@@ -47,7 +70,7 @@ pub(crate) fn shown_url(url: &str) -> String {
         Ok(parsed) => {
             let host = parsed.host_str().unwrap_or("?");
             let port = parsed
-                .port()
+                .port_or_known_default()
                 .map(|port| format!(":{port}"))
                 .unwrap_or_default();
             format!("{}://{host}{port}{}", parsed.scheme(), parsed.path())

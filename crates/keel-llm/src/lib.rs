@@ -18,6 +18,7 @@ pub mod price;
 pub mod profile;
 pub mod project;
 pub mod retry;
+pub mod said;
 pub mod sse;
 
 pub use assemble::{Completion, Delta};

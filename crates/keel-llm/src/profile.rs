@@ -23,6 +23,10 @@ pub struct ProviderProfile {
     pub name: String,
     pub protocol: WireProtocol,
     pub base_url: String,
+    /// What chose `base_url`, as a person reads it (`` `base_url` in [providers.deepseek]
+    /// (~/.keel/config.toml:3) ``, `DEEPSEEK_BASE_URL`, the preset); named when the provider
+    /// cannot be reached. Empty where nothing says.
+    pub base_url_setting: String,
     pub accounts: Vec<Account>,
     pub reasoning_protocol: ReasoningProtocol,
     pub retry: RetryPolicy,
@@ -152,6 +156,7 @@ mod tests {
             name: "x".into(),
             protocol: WireProtocol::Chat,
             base_url: "https://api.deepseek.com/".into(),
+            base_url_setting: String::new(),
             accounts: vec![],
             reasoning_protocol: ReasoningProtocol::Deepseek,
             retry: RetryPolicy::default(),

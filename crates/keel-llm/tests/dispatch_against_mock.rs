@@ -30,6 +30,7 @@ fn profile(
         name: "mock".into(),
         protocol,
         base_url: server.base_url(),
+        base_url_setting: String::new(),
         accounts: vec![Account {
             name: "default".into(),
             api_key_env: "K".into(),
@@ -99,6 +100,7 @@ async fn complete(
         client: &client,
         profile,
         keys: &FixedKey,
+        secrets: &keel_types::Secrets::default(),
     };
     let mut accounts = AccountCursor::new(profile);
     let input = ProjectionInput {

@@ -291,6 +291,16 @@ function keepStopped(nodes) {
   scrollDown();
 }
 
+// Put the provider's words (live only, never in the history) back above its failure's note.
+function keepProviderSaid(message) {
+  if (!message) return;
+  const errors = $("transcript").querySelectorAll(".error");
+  const node = el("div", "notice provider-said", "the provider said: " + message);
+  const last = errors[errors.length - 1];
+  if (last) last.before(node); else $("transcript").appendChild(node);
+  scrollDown();
+}
+
 function setBusy(busy) {
   view.busy = busy;
   $("stop").disabled = !busy;
@@ -301,7 +311,7 @@ function handle(event) {
   if (event.id) view.lastId = Math.max(view.lastId, event.id);
   const t = $("transcript");
   switch (event.type) {
-    case "turn/started": leaveEmptyState(); setBusy(true); view.attempt = []; break;
+    case "turn/started": leaveEmptyState(); setBusy(true); view.attempt = []; view.providerSaid = null; break;
     case "llm/request": view.attempt = []; view.liveText = null; endLive(); break;
     case "llm/text": delta("text", event.delta); if (event.html !== undefined) renderedSoFar(event.html); break;
     case "llm/reasoning": delta("reasoning", event.delta); break;
@@ -311,6 +321,12 @@ function handle(event) {
       t.appendChild(el("div", "notice", `retry ${event.attempt}/${event.max_retries}${event.host ? " to " + event.host : ""} in ${(event.delay_ms / 1000).toFixed(1)} s: ${RETRIED[event.kind] || "the request failed"}${event.status ? " (HTTP " + event.status + ")" : ""}`));
       break;
     case "llm/response": settleText(event.html); endLive(); view.attempt = []; break;
+    case "provider/said":
+      // The provider's own words, live only (never stored): plain text, shown with the failure
+      // and kept through the history's reload below.
+      view.providerSaid = event.message;
+      t.appendChild(el("div", "notice provider-said", "the provider said: " + event.message));
+      break;
     case "tool/call": endLive(); card(event); break;
     case "tool/started": started(event); break;
     case "tool/output": output(event); break;
@@ -345,8 +361,9 @@ function handle(event) {
       // What a stopped attempt streamed is never committed, but stays on the page, marked.
       const stopped = event.type === "turn/failed" && event.diagnostic && event.diagnostic.kind === "cancelled";
       const kept = stopped ? (view.attempt || []).slice() : [];
-      endLive(); setBusy(false); view.attempt = []; view.liveText = null;
-      reloadHistory().then(() => keepStopped(kept));
+      const said = event.type === "turn/failed" ? view.providerSaid : null;
+      endLive(); setBusy(false); view.attempt = []; view.liveText = null; view.providerSaid = null;
+      reloadHistory().then(() => { keepStopped(kept); keepProviderSaid(said); });
       relistSessions();
       refreshStatus();
       break;

@@ -49,6 +49,10 @@ pub fn notice(body: &EventBody) -> Option<String> {
                 kind.describe()
             )
         }
+        // The provider's own words: plain text, every control escaped, labelled as its.
+        EventBody::ProviderSaid { message, .. } => {
+            format!("the provider said: {}", visible_line(message))
+        }
         EventBody::AccountRotated {
             provider,
             from,

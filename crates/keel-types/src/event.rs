@@ -25,6 +25,25 @@ pub struct Event {
 /// The largest file text (before or after) a `tool/preview` event carries.
 pub const PREVIEW_EVENT_BYTES: usize = 64 * 1024;
 
+impl EventBody {
+    /// Whether the event is live only: never stored (so never replayed, and no id): what
+    /// streams (`llm/text`, `llm/reasoning`, `tool/output`, `tool/preview`) and what only a
+    /// person may read (`provider/said`).
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            EventBody::LlmText { .. }
+                | EventBody::LlmReasoning { .. }
+                | EventBody::ToolOutput { .. }
+                | EventBody::ToolPreview { .. }
+                | EventBody::ProviderSaid { .. }
+        )
+    }
+}
+
+/// The most characters of a provider's message a `provider/said` event carries.
+pub const PROVIDER_SAID_CHARS: usize = 300;
+
 /// The longest tool output excerpt an event carries.
 pub const OUTPUT_EXCERPT_CHARS: usize = 2000;
 
@@ -110,6 +129,16 @@ pub enum EventBody {
         /// The host being retried (from the provider's `base_url`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         host: Option<String>,
+    },
+    /// The provider's own words about a request it refused (its structured error message,
+    /// never raw bytes): for a person only. Transient: never stored, never in the diagnostic,
+    /// never sent to the model; dropped when it shares `ECHO_RUN` bytes with a secret;
+    /// control characters escaped; at most `PROVIDER_SAID_CHARS` characters. For a retried
+    /// failure, the last attempt's.
+    #[serde(rename = "provider/said")]
+    ProviderSaid {
+        status: Option<u16>,
+        message: String,
     },
     #[serde(rename = "llm/text")]
     LlmText { delta: String },

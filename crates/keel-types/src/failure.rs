@@ -158,6 +158,25 @@ pub enum SubReason {
     EventTooLarge,
     /// `invalid_request`: the provider's own error code says it does not know the model.
     UnknownModel,
+    /// `transport`: a loopback address refused the connection — nothing listens there (a
+    /// local server that is not running, a wrong port). Never retried: waiting changes nothing.
+    LoopbackRefused,
+}
+
+impl SubReason {
+    /// The sub-reasons that are never retried, whatever the policy lists (for `keel config`).
+    pub const NEVER_RETRIED: [(FailureKind, SubReason); 2] = [
+        (FailureKind::Transport, SubReason::LoopbackRefused),
+        (FailureKind::StreamCorrupt, SubReason::EventTooLarge),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubReason::EventTooLarge => "event_too_large",
+            SubReason::UnknownModel => "unknown_model",
+            SubReason::LoopbackRefused => "loopback_refused",
+        }
+    }
 }
 
 impl FailureDiagnostic {
@@ -195,7 +214,12 @@ impl FailureDiagnostic {
     /// Whether this failure may never be retried, whatever the policy lists: its kind is never
     /// retryable, or its sub-reason says repeating the request cannot help.
     pub fn is_never_retryable(&self) -> bool {
-        self.kind.is_never_retryable() || self.sub_reason == Some(SubReason::EventTooLarge)
+        self.kind.is_never_retryable()
+            || self.sub_reason.is_some_and(|sub| {
+                SubReason::NEVER_RETRIED
+                    .iter()
+                    .any(|(_, never)| *never == sub)
+            })
     }
 
     pub fn with_trace_id(mut self, trace_id: Option<String>) -> Self {

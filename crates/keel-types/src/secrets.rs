@@ -17,6 +17,10 @@
 
 use std::borrow::Cow;
 
+/// A run of this many bytes shared with a secret makes a text an echo of the secret: a trace
+/// id, or a provider's message, that does is dropped.
+pub const ECHO_RUN: usize = 8;
+
 /// The shortest secret value that is redacted from text.
 pub const MIN_REDACTED_LEN: usize = 6;
 

@@ -51,6 +51,7 @@ pub fn settings_for(base_url: &str, workspace: &Path) -> AgentSettings {
         name: "deepseek".into(),
         protocol: WireProtocol::Chat,
         base_url: base_url.to_string(),
+        base_url_setting: String::new(),
         accounts: vec![Account {
             name: "default".into(),
             api_key_env: "K".into(),

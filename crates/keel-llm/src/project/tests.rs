@@ -12,6 +12,7 @@ fn profile(protocol: WireProtocol, reasoning_protocol: ReasoningProtocol) -> Pro
         name: "test".into(),
         protocol,
         base_url: "http://127.0.0.1:1".into(),
+        base_url_setting: String::new(),
         accounts: vec![],
         reasoning_protocol,
         retry: RetryPolicy::default(),
