@@ -231,8 +231,19 @@ impl Translator {
                 }
                 updates
             }
-            EventBody::ToolStarted { call_id, .. } => vec![json!({
-                "sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"})],
+            EventBody::ToolStarted {
+                call_id, read_only, ..
+            } => {
+                let mut update = json!({
+                    "sessionUpdate": "tool_call_update", "toolCallId": call_id,
+                    "status": "in_progress"});
+                // A command confined to reading is a read, as the client's icon shows it.
+                if *read_only {
+                    update["kind"] = json!("read");
+                    update["_meta"] = json!({"keel": {"readOnly": true}});
+                }
+                vec![update]
+            }
             EventBody::ToolResult {
                 call_id,
                 state,
@@ -425,6 +436,24 @@ mod tests {
             .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
             .map(|u| u["content"]["text"].as_str().unwrap_or("").to_string())
             .collect()
+    }
+
+    #[test]
+    fn a_command_confined_to_reading_is_a_read_for_the_client() {
+        let mut translator = Translator::default();
+        let started = |read_only| {
+            event(EventBody::ToolStarted {
+                call_id: "c1".into(),
+                name: "bash".into(),
+                read_only,
+            })
+        };
+        let confined = translator.updates(Path::new("/w"), &started(true));
+        assert_eq!(confined[0]["status"], "in_progress");
+        assert_eq!(confined[0]["kind"], "read");
+        assert_eq!(confined[0]["_meta"]["keel"]["readOnly"], true);
+        let plain = translator.updates(Path::new("/w"), &started(false));
+        assert!(plain[0].get("kind").is_none(), "{}", plain[0]);
     }
 
     #[test]

@@ -9,10 +9,17 @@
 //! - Where the sandbox cannot be enforced (and the user did not choose `off`), no command runs
 //!   without a person's approval: an `allow` becomes `ask` (and a headless run, which cannot
 //!   ask, refuses).
+//! - In `ask` mode, where the sandbox is enforced, a command line on the read-only list
+//!   (`keel_tools::read_only_commands`) is decided as `Reach::ReadOnlyCommand`: unless a rule
+//!   or `ask_read_only_commands` asks, it runs without a question under the read-only sandbox
+//!   (`Decision::AllowReadOnly`). Never where the sandbox is below the minimum or off.
 //! - Deny rules win everywhere, as before.
 
 use keel_sandbox::{Enforcement, Places, Sandbox, SandboxMode, SandboxSettings, TempDir};
-use keel_tools::{CommandSandbox, Decision, PermissionMode, PermissionPolicy, Reach};
+use keel_tools::read_only_commands::{self, ReadPlaces};
+use keel_tools::{
+    CommandSandbox, Decision, PermissionMode, PermissionPolicy, Reach, WorkspaceGuard,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -72,11 +79,12 @@ pub(crate) fn effective_mode(
     }
 }
 
-/// The decision for a `bash` call running `command`.
+/// The decision for a `bash` call running `command` in the workspace `guard` guards.
 pub(crate) fn decide_command(
     policy: &PermissionPolicy,
     sandbox: Option<&CommandSandbox>,
     command: &str,
+    guard: &WorkspaceGuard,
 ) -> Decision {
     let Some(sandbox) = sandbox.filter(|sandbox| sandbox.mode != SandboxMode::Off) else {
         return policy.decide("bash", command, Reach::Sensitive);
@@ -89,12 +97,14 @@ pub(crate) fn decide_command(
         (true, Enforcement::BelowMinimum { missing }) => {
             match policy.decide("bash", command, Reach::ReadsWorkspace) {
                 Decision::Deny(reason) => Decision::Deny(reason),
-                Decision::Allow | Decision::Ask => Decision::Deny(format!(
-                    "denied: keel is in {} mode, {}, and this kernel lacks {}",
-                    policy.mode.as_str(),
-                    crate::recovery::readiness::SANDBOX_DENIAL,
-                    missing.join("; ")
-                )),
+                Decision::Allow | Decision::AllowReadOnly | Decision::Ask => {
+                    Decision::Deny(format!(
+                        "denied: keel is in {} mode, {}, and this kernel lacks {}",
+                        policy.mode.as_str(),
+                        crate::recovery::readiness::SANDBOX_DENIAL,
+                        missing.join("; ")
+                    ))
+                }
             }
         }
         (_, Enforcement::BelowMinimum { .. }) => {
@@ -102,6 +112,13 @@ pub(crate) fn decide_command(
                 Decision::Allow => Decision::Ask,
                 other => other,
             }
+        }
+        (false, Enforcement::Enforced)
+            if policy.mode == PermissionMode::Ask
+                && !policy.asks_read_only_commands()
+                && read_only_commands::check(command, &ReadPlaces::from_env(guard)).is_ok() =>
+        {
+            policy.decide("bash", command, Reach::ReadOnlyCommand)
         }
         (_, Enforcement::Enforced | Enforcement::Off) => {
             policy.decide("bash", command, Reach::Sensitive)

@@ -60,6 +60,7 @@ mod tests {
         let result = event(EventBody::ToolStarted {
             call_id: "c".into(),
             name: "bash".into(),
+            read_only: false,
         });
         assert!(subscriber.deliver(&output));
         // Full: more output is skipped and the consumer stays; anything else drops it.

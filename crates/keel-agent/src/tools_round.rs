@@ -17,6 +17,10 @@
 //!   (in the background, awaited before the next snapshot and at the turn's end).
 //! - `propose_plan` is answered by itself (`modes::propose`), before any rule, never batched.
 //! - A mode the person chose while the turn runs is told at the end of the next result.
+//! - A command allowed as read-only (`Decision::AllowReadOnly`) runs alone under the read-only
+//!   sandbox: its receipt records `read-only`, `tool/started` says `read_only` (as for every
+//!   command confined to reading, in read-only and plan mode too), no snapshot
+//!   brackets it (it can change nothing) and no unconfined run is offered for it.
 
 use crate::ApprovalRequest;
 use crate::call::{Valid, validate_mcp};
@@ -54,7 +58,8 @@ struct Checked {
 }
 
 enum Prepared {
-    Run(Valid),
+    /// Runs; `read_only`: confined to reading whatever the session's sandbox mode is.
+    Run { valid: Valid, read_only: bool },
     Finished {
         state: ReceiptState,
         output: ToolOutput,
@@ -105,9 +110,14 @@ pub async fn run_tools(
                 index += 1;
                 continue;
             }
-            Prepared::Run(valid) => valid,
+            Prepared::Run { valid, read_only } => (valid, read_only),
         };
-        let batch = gather_batch(run, &state.mcp_tools, &round, index, first);
+        let (first, read_only) = first;
+        let batch = if read_only {
+            vec![(index, first)]
+        } else {
+            gather_batch(run, &state.mcp_tools, &round, index, first)
+        };
         // The last command's "after" snapshot must not see what this batch changes.
         if batch
             .iter()
@@ -116,14 +126,25 @@ pub async fn run_tools(
             finish_snapshot(shared, run.turn, state).await;
         }
         // The batch runs under the mode in force as it starts (the person may change it).
+        let sandbox = shared.sandbox_now().map(|sandbox| {
+            if read_only {
+                keel_tools::CommandSandbox {
+                    mode: keel_sandbox::SandboxMode::ReadOnly,
+                    ..sandbox
+                }
+            } else {
+                sandbox
+            }
+        });
         let base_context = ToolContext {
-            sandbox: shared.sandbox_now(),
+            sandbox,
             ..shared.tool_context.clone()
         };
         for (position, valid) in &batch {
             round.receipts[*position].state = ReceiptState::Started;
+            let command = round.calls[*position].name == keel_tools::BuiltinTool::Bash.name();
             // The sandbox a command runs under is part of what was done.
-            if round.calls[*position].name == keel_tools::BuiltinTool::Bash.name() {
+            if command {
                 round.receipts[*position].sandbox = base_context
                     .sandbox
                     .as_ref()
@@ -142,6 +163,11 @@ pub async fn run_tools(
             run.emit(EventBody::ToolStarted {
                 call_id: round.calls[*position].id.clone(),
                 name: round.calls[*position].name.clone(),
+                read_only: command
+                    && base_context
+                        .sandbox
+                        .as_ref()
+                        .is_some_and(|sandbox| sandbox.mode == keel_sandbox::SandboxMode::ReadOnly),
             });
         }
         // Each call's commands are recorded under its id (a restart after a crash stops them),
@@ -168,7 +194,7 @@ pub async fn run_tools(
         drop(live_sender);
         // A command's effects are bracketed by snapshots (in a git repository), so a rewind
         // can undo them and only them.
-        let bracket = commands_bracket(shared, &round, &batch);
+        let bracket = commands_bracket(shared, &round, &batch, base_context.sandbox.as_ref());
         if bracket.is_some() {
             // The last batch's "after" first: one git at a time on the session's index.
             finish_snapshot(shared, run.turn, state).await;
@@ -214,7 +240,7 @@ pub async fn run_tools(
             };
             // A failure that reads like a sandbox refusal: the person may run it unconfined.
             let call = round.calls[*position].clone();
-            let output = if crate::unconfined::worth_offering(run, &call, &output) {
+            let output = if !read_only && crate::unconfined::worth_offering(run, &call, &output) {
                 crate::unconfined::offer(run, state, &call, context, output).await?
             } else {
                 output
@@ -236,10 +262,11 @@ fn commands_bracket(
     shared: &Shared,
     round: &ToolRound,
     batch: &[(usize, Valid)],
+    sandbox: Option<&keel_tools::CommandSandbox>,
 ) -> Option<(u64, u64)> {
     shared.snapshots.as_ref()?;
     // A command confined to reading by an enforced sandbox changes nothing to bracket.
-    let reading_only = shared.sandbox_now().is_some_and(|sandbox| {
+    let reading_only = sandbox.is_some_and(|sandbox| {
         sandbox.mode == keel_sandbox::SandboxMode::ReadOnly && sandbox.enforcement().is_enforced()
     });
     let runs_commands = batch.iter().any(|(_, valid)| match valid {
@@ -433,7 +460,12 @@ fn decide(shared: &Shared, valid: &Valid, subject: Option<&str>) -> Decision {
     let policy = &shared.policy_now();
     let subject = subject.unwrap_or("");
     if valid.tool_name() == keel_tools::BuiltinTool::Bash.name() {
-        return crate::confinement::decide_command(policy, shared.sandbox_now().as_ref(), subject);
+        return crate::confinement::decide_command(
+            policy,
+            shared.sandbox_now().as_ref(),
+            subject,
+            &shared.tool_context.guard,
+        );
     }
     policy.decide(valid.tool_name(), subject, reach)
 }
@@ -459,8 +491,15 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
     match decide(shared, &valid, checked.subject.as_deref()) {
         Decision::Allow => {
             announce_change(shared, turn, call, &valid);
-            Prepared::Run(valid)
+            Prepared::Run {
+                valid,
+                read_only: false,
+            }
         }
+        Decision::AllowReadOnly => Prepared::Run {
+            valid,
+            read_only: true,
+        },
         Decision::Deny(reason) => Prepared::Finished {
             state: ReceiptState::Denied,
             output: ToolOutput::error(format!("{reason}; the call was not run")),
@@ -495,7 +534,10 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
                 },
             };
             match shared.ask(turn, &request).await.refusal() {
-                None => Prepared::Run(valid),
+                None => Prepared::Run {
+                    valid,
+                    read_only: false,
+                },
                 Some(refusal) => Prepared::Finished {
                     state: ReceiptState::Denied,
                     output: ToolOutput::error(refusal),

@@ -118,6 +118,7 @@ pub(crate) async fn offer(
     run.emit(EventBody::ToolStarted {
         call_id: call_id.clone(),
         name: call.name.clone(),
+        read_only: false,
     });
     let unconfined_context = ToolContext {
         sandbox: None,

@@ -122,6 +122,7 @@ struct ConfigJson {
     compact_at: Field<f64>,
     instruction_files: Field<Vec<String>>,
     checkpoint_max_bytes: Field<u64>,
+    ask_read_only_commands: Field<bool>,
     permissions: PermissionsJson,
     sandbox: SandboxJson,
     providers: BTreeMap<String, ProviderJson>,
@@ -249,6 +250,7 @@ impl ConfigJson {
             compact_at: field(&resolved.compact_at, |share| *share),
             instruction_files: field(&resolved.instruction_files, Clone::clone),
             checkpoint_max_bytes: field(&resolved.checkpoint_max_bytes, |bytes| *bytes),
+            ask_read_only_commands: field(&resolved.ask_read_only_commands, |ask| *ask),
             permissions: PermissionsJson {
                 allow: rules(RuleList::Allow),
                 ask: rules(RuleList::Ask),
@@ -435,6 +437,12 @@ fn general_rows(resolved: &ResolvedConfig) -> Vec<Row> {
         0,
         "checkpoint_max_bytes",
         &resolved.checkpoint_max_bytes,
+        ToString::to_string,
+    ));
+    rows.push(Row::new(
+        0,
+        "ask_read_only_commands",
+        &resolved.ask_read_only_commands,
         ToString::to_string,
     ));
     rows.push(Row::new(

@@ -215,6 +215,12 @@ impl Renderer {
                 self.delta(Shown::Text, subject);
                 self.commit_attempt();
             }
+            EventBody::ToolStarted {
+                read_only: true, ..
+            } => {
+                self.end_live_line();
+                eprintln!("  · read-only: runs confined to reading");
+            }
             EventBody::SessionStarted { .. }
             | EventBody::HistoryRewritten { .. }
             | EventBody::SessionRewound { .. }

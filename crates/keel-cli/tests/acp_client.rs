@@ -171,7 +171,12 @@ fn permissions_are_asked_through_the_editor() {
         {"tool": "bash", "args": {"command": "git log -1"}},
         {"say": "done"},
     ]});
-    let (home, mock) = client("permissions", steps, "permission_mode = \"auto\"");
+    // Read-only commands are asked about too: "always" is what this is about.
+    let (home, mock) = client(
+        "permissions",
+        steps,
+        "permission_mode = \"auto\"\nask_read_only_commands = true",
+    );
     assert!(!home.path().join("rejected.txt").exists());
     assert!(home.path().join("allowed.txt").exists());
     assert!(home.path().join("remembered.txt").exists());

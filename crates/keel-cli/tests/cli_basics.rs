@@ -342,6 +342,8 @@ fn a_headless_denial_is_said_once_cut_between_words_with_how_to_go_on() {
     ]})
     .to_string();
     let (home, mock) = scripted("chat", &steps, "");
+    // `echo` is read-only: asked about only with this.
+    home.prepend_config("ask_read_only_commands = true");
     let run = home.run(&["run", "go"]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let said = run.stderr();

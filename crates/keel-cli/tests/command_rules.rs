@@ -11,26 +11,7 @@
 
 mod common;
 use common::*;
-use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
-
-/// A scenario running each command with the bash tool in turn, then saying `done`.
-fn scenario(commands: &[&str]) -> String {
-    let mut steps: Vec<Value> = commands
-        .iter()
-        .map(|command| json!({"tool": "bash", "args": {"command": command}}))
-        .collect();
-    steps.push(json!({"say": "done"}));
-    json!({ "steps": steps }).to_string()
-}
-
-/// The state of each tool result of a run.
-fn states(run: &Run) -> Vec<String> {
-    run.events_of("tool/result")
-        .iter()
-        .map(|result| result["state"].as_str().unwrap().to_string())
-        .collect()
-}
 
 /// `keel ARGS` in `home`, with a fake `cargo` first on the `PATH` that logs its arguments to
 /// `cargo.log` (so an allowed `cargo build` is fast and touches nothing else).
@@ -60,14 +41,14 @@ fn an_allow_rule_lets_nothing_it_cannot_read_run_without_asking() {
         "sh -s <<'EOF'\ntouch PWNED\nEOF",
         "cargo build && cargo test",
     ];
-    let (home, _mock) = scripted("chat", &scenario(&commands), "");
+    let (home, _mock) = scripted("chat", &commands_scenario(&commands), "");
     let allow = r#"allow = ["bash(cargo *)", "bash(cat *)", "bash(sh -s*)"]"#;
     home.append_config(&format!("[permissions]\n{allow}\n"));
     // Headless and in `ask` mode: a call that needs approval is denied.
     let run = run_with_fake_cargo(&home, &["run", "--json", "go"]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     assert_eq!(
-        states(&run),
+        result_states(&run),
         [
             "denied",
             "denied",
@@ -98,14 +79,14 @@ fn a_deny_rule_holds_against_what_it_cannot_read() {
         "cat <(touch PWNED)",
         "ls victim",
     ];
-    let (home, _mock) = scripted("chat", &scenario(&commands), "");
+    let (home, _mock) = scripted("chat", &commands_scenario(&commands), "");
     home.append_config("[permissions]\ndeny = [\"bash(rm -rf *)\", \"bash(touch *)\"]\n");
     std::fs::create_dir(home.path().join("victim")).unwrap();
     // `--yes` approves everything no rule denies.
     let run = home.run(&["run", "--yes", "--json", "go"]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     assert_eq!(
-        states(&run),
+        result_states(&run),
         [
             "denied",
             "denied",

@@ -21,6 +21,8 @@ fn always_for_a_command_covers_its_program_and_subcommand_only() {
     ]})
     .to_string();
     let (home, mock) = scripted("chat", &scenario, "");
+    // Read-only commands are asked about too: the question is what this is about.
+    home.prepend_config("ask_read_only_commands = true");
     let tmux = Tmux::start(&home, &home.path(), &[], (100, 30));
     tmux.wait_for("mock-model · ask");
     tmux.type_text("look around");
@@ -405,6 +407,8 @@ fn a_waiting_approval_rings_the_bell() {
     ]})
     .to_string();
     let (home, _mock) = scripted("chat", &scenario, "");
+    // Read-only commands are asked about too: the question is what this is about.
+    home.prepend_config("ask_read_only_commands = true");
     let (screen, _) = common::terminal::live_tui_session(
         &home,
         &[
@@ -451,6 +455,8 @@ fn always_is_forgotten_when_another_session_begins() {
     ]})
     .to_string();
     let (home, mock) = scripted("chat", &scenario, "");
+    // Read-only commands are asked about too: the question is what this is about.
+    home.prepend_config("ask_read_only_commands = true");
     let tmux = Tmux::start(&home, &home.path(), &[], (100, 30));
     tmux.wait_for("mock-model · ask");
     tmux.type_text("look");

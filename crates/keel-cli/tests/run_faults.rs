@@ -89,10 +89,18 @@ fn quota_402_is_not_retried_and_fails_with_quota() {
         assert_eq!(failed[0]["diagnostic"]["trace_id"], "mock-quota-1");
         assert!(run.events_of("llm/retry").is_empty());
         assert_eq!(mock.requests().len(), 1, "{protocol}");
-        assert!(
-            !run.stdout().contains("Insufficient Balance"),
-            "the body never reaches events"
-        );
+        // The provider's words reach one transient `provider/said` line only: never the
+        // diagnostic, never the store.
+        let carrying: Vec<String> = run
+            .events()
+            .iter()
+            .filter(|event| event.to_string().contains("Insufficient Balance"))
+            .map(|event| event["type"].as_str().unwrap_or("").to_string())
+            .collect();
+        assert_eq!(carrying, ["provider/said"], "{protocol}");
+        let session = run.events()[0]["session_id"].as_str().unwrap().to_string();
+        let stored = home.run(&["session", "show", &session, "--json"]).stdout();
+        assert!(!stored.contains("Insufficient Balance"), "{stored}");
     }
 }
 

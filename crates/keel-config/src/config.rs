@@ -162,6 +162,8 @@ pub struct ResolvedConfig {
     pub instruction_files: Sourced<Vec<String>>,
     /// The most bytes of file checkpoints one session keeps (the oldest are pruned).
     pub checkpoint_max_bytes: Sourced<u64>,
+    /// Whether read-only commands are asked about in `ask` mode too.
+    pub ask_read_only_commands: Sourced<bool>,
 }
 
 /// The merged configuration: files in precedence order plus overrides.
@@ -388,7 +390,22 @@ impl KeelConfig {
             sandbox: self.sandbox(),
             instruction_files: self.sourced_instruction_files()?,
             checkpoint_max_bytes: self.sourced_checkpoint_max_bytes(),
+            ask_read_only_commands: self.sourced_ask_read_only_commands(),
         })
+    }
+
+    /// Whether `ask` mode asks about read-only commands too (`false` unless a file says so).
+    fn sourced_ask_read_only_commands(&self) -> Sourced<bool> {
+        self.layers
+            .iter()
+            .find_map(|layer| {
+                layer
+                    .raw
+                    .ask_read_only_commands
+                    .as_ref()
+                    .map(|value| layer.sourced(value))
+            })
+            .unwrap_or(Sourced::default_value(false))
     }
 
     /// The most bytes of file checkpoints one session keeps.
@@ -512,7 +529,8 @@ impl KeelConfig {
             user_ask,
             parse(RuleList::Deny)?,
         )
-        .with_overriding_ask(project_ask))
+        .with_overriding_ask(project_ask)
+        .with_ask_read_only_commands(self.sourced_ask_read_only_commands().value))
     }
 
     /// The most tool rounds one turn may take.

@@ -41,6 +41,8 @@ pub(crate) struct RawFile {
     pub checkpoint_max_bytes: Option<Spanned<u64>>,
     /// How hard the model reasons (`off`, `low`, `medium`, `high`, `max`).
     pub reasoning_effort: Option<Spanned<String>>,
+    /// Ask about read-only commands too (a project may only set `true`).
+    pub ask_read_only_commands: Option<Spanned<bool>>,
 }
 
 /// `[sandbox]`: how commands are confined (user layers; see `sandbox.rs` for projects).

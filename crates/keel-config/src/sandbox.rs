@@ -38,7 +38,12 @@ pub(crate) fn user_mode(layers: &[Layer]) -> SandboxMode {
         .unwrap_or_default()
 }
 
-fn refused<T>(layer: &Layer, key: &str, value: &Spanned<T>, why: &'static str) -> IgnoredValue {
+pub(crate) fn refused<T>(
+    layer: &Layer,
+    key: &str,
+    value: &Spanned<T>,
+    why: &'static str,
+) -> IgnoredValue {
     let span = value.span();
     IgnoredValue {
         file: layer.path.clone(),
@@ -80,6 +85,10 @@ fn inside(workspace: &Path, entry: &str) -> bool {
     true
 }
 
+/// Why a project's `ask_read_only_commands = false` is not applied.
+pub(crate) const ONLY_ASK_MORE: &str =
+    "a project file may only set it to true (ask about read-only commands too)";
+
 /// Take from a trusted project layer what no project may set; the reports.
 pub(crate) fn limit_trusted_project(layer: &mut Layer, user: SandboxMode) -> Vec<IgnoredValue> {
     let mut ignored = Vec::new();
@@ -88,6 +97,18 @@ pub(crate) fn limit_trusted_project(layer: &mut Layer, user: SandboxMode) -> Vec
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default();
+    if let Some(ask) = layer
+        .raw
+        .ask_read_only_commands
+        .take_if(|ask| !*ask.get_ref())
+    {
+        ignored.push(refused(
+            layer,
+            "ask_read_only_commands",
+            &ask,
+            ONLY_ASK_MORE,
+        ));
+    }
     // Which files instruct the model is the user's choice, like the sandbox.
     if let Some(names) = layer.raw.instruction_files.take() {
         ignored.push(refused(

@@ -7,6 +7,7 @@
 //! | `permission_mode` | kept when at least as strict as the user's (read-only < ask < auto) |
 //! | `max_rounds`, `providers.X.context_window` | kept when not above the user's (the minimum) |
 //! | `permissions.deny`, `permissions.ask` | added (a project ask beats a user allow) |
+//! | `ask_read_only_commands` | kept when `true` (trusted or not, a project may only ask more) |
 //! | `sandbox.*` | ignored and reported (a trusted project is limited too: see `sandbox.rs`) |
 //! | everything else | ignored and reported |
 //!
@@ -188,7 +189,21 @@ pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<Ign
         instruction_files,
         checkpoint_max_bytes,
         reasoning_effort,
+        ask_read_only_commands,
     } = raw;
+    let ask_read_only_commands = ask_read_only_commands.and_then(|ask| {
+        if *ask.get_ref() {
+            Some(ask)
+        } else {
+            report.ignored.push(crate::sandbox::refused(
+                &layer,
+                "ask_read_only_commands",
+                &ask,
+                crate::sandbox::ONLY_ASK_MORE,
+            ));
+            None
+        }
+    });
     report.closed("instruction_files", instruction_files);
     report.closed("checkpoint_max_bytes", checkpoint_max_bytes);
     // The sandbox is the user's: an untrusted project may not even tighten it (deny and ask
@@ -311,6 +326,7 @@ pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<Ign
         instruction_files: None,
         checkpoint_max_bytes: None,
         reasoning_effort: None,
+        ask_read_only_commands,
     };
     (layer, ignored)
 }

@@ -72,6 +72,11 @@ const CASES: &[Case] = &[
     case("compact_at", "compact_at = 0.5\n", Ignored),
     case("reasoning_effort", "reasoning_effort = \"max\"\n", Ignored),
     case(
+        "ask_read_only_commands",
+        "ask_read_only_commands = true\n",
+        Applied,
+    ),
+    case(
         "permissions.allow",
         "[permissions]\nallow = [\"bash\"]\n",
         Ignored,
@@ -560,4 +565,44 @@ fn a_trusted_project_cannot_run_an_mcp_server_unconfined() {
     .unwrap();
     let (servers, _) = user.mcp_servers().unwrap();
     assert_eq!(servers[0].sandbox, keel_sandbox::ServerConfinement::Off);
+}
+
+#[test]
+fn no_project_may_stop_keel_asking_about_read_only_commands() {
+    let user = "ask_read_only_commands = true\n";
+    for trust in [WorkspaceTrust::Trusted, WorkspaceTrust::Untrusted] {
+        let config = KeelConfig::from_parts(
+            Some((home_path(), user.into())),
+            project("ask_read_only_commands = false\n"),
+            trust,
+            Overrides::default(),
+        )
+        .unwrap();
+        let resolved = config.resolve().unwrap();
+        assert!(resolved.ask_read_only_commands.value, "{trust:?}");
+        assert!(
+            config
+                .permission_policy()
+                .unwrap()
+                .asks_read_only_commands()
+        );
+        let ignored = config.ignored();
+        assert_eq!(ignored.len(), 1, "{trust:?}: reported once");
+        assert_eq!(ignored[0].key, "ask_read_only_commands");
+        assert!(ignored[0].why.to_string().contains("only set it to true"));
+    }
+    // The user's own `false` is theirs to set; a project's `true` asks more.
+    let config = KeelConfig::from_parts(
+        Some((home_path(), "ask_read_only_commands = false\n".into())),
+        project("ask_read_only_commands = true\n"),
+        WorkspaceTrust::Untrusted,
+        Overrides::default(),
+    )
+    .unwrap();
+    assert!(
+        config
+            .permission_policy()
+            .unwrap()
+            .asks_read_only_commands()
+    );
 }

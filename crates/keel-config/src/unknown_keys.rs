@@ -98,6 +98,7 @@ const FILE: &[(&str, Shape)] = &[
     ("instruction_files", Shape::Value),
     ("checkpoint_max_bytes", Shape::Value),
     ("reasoning_effort", Shape::Value),
+    ("ask_read_only_commands", Shape::Value),
 ];
 
 /// One key keel does not know.

@@ -2,9 +2,9 @@
 //! (`provider/said`): the structured error message of a JSON body, made safe to show.
 //!
 //! Invariants:
-//! - Only a message the protocol's error shape names is taken (`error.message`, Anthropic's
-//!   `error.message` under `"type": "error"`, a top-level `message`); a body that is not JSON,
-//!   or has none, gives nothing — never raw bytes.
+//! - Only a message the protocol's error shape names is taken (`error.message`, also under
+//!   Anthropic's `"type": "error"`; a top-level `message`); a body that is not JSON, or has
+//!   none, gives nothing — never raw bytes.
 //! - A message that shares `ECHO_RUN` bytes with any of keel's secrets is dropped whole
 //!   (a hostile or broken provider echoing the key).
 //! - Control, bidi and other invisible characters are escaped (`\u{1b}`), white space runs are
@@ -32,9 +32,9 @@ pub fn said_in(protocol: WireProtocol, body: &[u8]) -> Option<ProviderWords> {
     let value: serde_json::Value = serde_json::from_slice(body).ok()?;
     let error = value.get("error");
     let message = match protocol {
-        WireProtocol::Anthropic => error
-            .filter(|_| value.get("type").and_then(|t| t.as_str()) == Some("error"))
-            .and_then(|error| error.get("message")),
+        // Anthropic's `{"type": "error", "error": {"message"}}`, and the same without the
+        // outer `type` that gateways in front of Anthropic-shaped endpoints answer with.
+        WireProtocol::Anthropic => error.and_then(|error| error.get("message")),
         WireProtocol::Chat | WireProtocol::Responses => error.and_then(|error| {
             error
                 .get("message")
@@ -114,6 +114,11 @@ mod tests {
         assert_eq!(
             said(WireProtocol::Anthropic, anthropic).as_deref(),
             Some("bad")
+        );
+        assert_eq!(
+            said(WireProtocol::Anthropic, chat).as_deref(),
+            Some("Invalid max_tokens value"),
+            "a gateway's OpenAI-shaped body on the Anthropic protocol"
         );
         assert_eq!(
             said(WireProtocol::Responses, llama).as_deref(),

@@ -111,9 +111,19 @@ function showDiff(box, html) {
 // A running command: the time it has run, and the end of its output as it arrives (the same
 // redacted stream the terminal shows).
 const LIVE_LINES = 12;
+// A command that ran confined to reading (a read-only command run without a question, or any
+// command in read-only or plan mode): said on its card.
+function markReadOnly(entry) {
+  if (entry.box.querySelector(".read-only")) return;
+  const badge = el("span", "badge read-only", "read-only");
+  badge.title = "it ran confined to reading";
+  entry.box.querySelector(".subject").after(badge);
+}
+
 function started(event) {
   const entry = view.cards.get(event.call_id);
   if (!entry) return;
+  if (event.read_only) markReadOnly(entry);
   const since = Date.now();
   const tick = () => {
     if (!entry.state.classList.contains("muted")) return;
@@ -527,6 +537,7 @@ function renderHistory(history) {
         const state = receipt ? receipt.state : (item.is_error ? "failed" : "completed");
         entry.state.textContent = state + " · " + ((receipt && receipt.summary) || item.content.split("\n")[0]);
         entry.state.className = "state state-" + state;
+        if (receipt && receipt.sandbox === "read-only") markReadOnly(entry);
         const details = el("details");
         details.appendChild(el("summary", "muted", "output"));
         const pre = el("pre"); pre.appendChild(el("code", "", item.content.slice(0, 2000))); details.appendChild(pre);

@@ -38,6 +38,8 @@
 //! - `writes_files` is set by any redirection that writes to a file (`>`, `>>`, `>|`, `<>`,
 //!   `&>`, `>&name`), on a simple or a compound command, unless its target is `/dev/null`; a
 //!   duplication onto another descriptor (`2>&1`) writes no file.
+//! - `reads_from` holds the target of every redirection that reads a file (`<`, `<&name`), as
+//!   written with quotes removed, `None` where it cannot be read literally.
 //! - Parsing never panics and never overflows the caller's stack: it runs on a thread of its
 //!   own with `STACK_SIZE` of stack, and a panic or a failed spawn reads as a parse failure.
 
@@ -111,6 +113,8 @@ pub struct CommandLine {
     pub hidden: bool,
     pub inert: Vec<String>,
     pub writes_files: bool,
+    /// The files input redirections read (see the module invariants).
+    pub reads_from: Vec<Option<String>>,
 }
 
 impl CommandLine {
@@ -596,10 +600,25 @@ impl Reader {
                     _ => false,
                 };
                 self.line.writes_files |= writes;
+                let reads = match kind {
+                    ast::IoFileRedirectKind::Read => true,
+                    // `<&name` reads a file unless it names a descriptor (`<&0`, `<&-`).
+                    ast::IoFileRedirectKind::DuplicateInput => match target {
+                        ast::IoFileRedirectTarget::Filename(word)
+                        | ast::IoFileRedirectTarget::Duplicate(word) => {
+                            word.value != "-" && !word.value.chars().all(|c| c.is_ascii_digit())
+                        }
+                        _ => false,
+                    },
+                    _ => false,
+                };
                 let target = match target {
                     ast::IoFileRedirectTarget::Filename(word)
                     | ast::IoFileRedirectTarget::Duplicate(word) => {
-                        self.word(word, depth);
+                        let literal = self.word(word, depth);
+                        if reads {
+                            self.line.reads_from.push(literal);
+                        }
                         word.value.clone()
                     }
                     ast::IoFileRedirectTarget::Fd(target) => target.to_string(),

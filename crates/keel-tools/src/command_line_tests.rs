@@ -31,6 +31,34 @@ fn a_redirection_into_a_file_is_seen_on_any_command() {
     }
 }
 
+#[test]
+fn the_files_input_redirections_read_are_kept() {
+    let reads = |line: &str| parse(line).reads_from;
+    assert_eq!(
+        reads("wc -l < src/main.rs"),
+        vec![Some("src/main.rs".into())]
+    );
+    assert_eq!(
+        reads("sort <'../other/.env'"),
+        vec![Some("../other/.env".into())]
+    );
+    assert_eq!(reads("cat 0<&notes"), vec![Some("notes".into())]);
+    assert_eq!(
+        reads("{ cat; } < a; grep x < \"$F\""),
+        vec![Some("a".into()), None]
+    );
+    for line in [
+        "cat a",
+        "cat a 2>&1",
+        "cat <&0",
+        "cat <&-",
+        "cat > out",
+        "cat <<< text",
+    ] {
+        assert!(reads(line).is_empty(), "{line}");
+    }
+}
+
 fn commands(line: &str) -> Vec<String> {
     let parsed = parse(line);
     assert!(!parsed.unread.contains(&Construct::Unparsed), "{line:?}");

@@ -25,6 +25,7 @@ pub mod output;
 pub mod permission;
 mod preview;
 pub mod process;
+pub mod read_only_commands;
 mod restore;
 mod sandboxed;
 mod search;

@@ -6,7 +6,8 @@
 //! - Deny wins over everything; then `read-only` and `plan` refuse every tool that can change
 //!   anything (the modes differ only in `propose_plan`, which the agent answers);
 //!   then a project's ask rules, then allow, then the user's ask rules; then read-only tools
-//!   run, and the mode decides the rest.
+//!   run, a read-only command (`Reach::ReadOnlyCommand`) in `ask` mode runs confined to
+//!   reading unless `ask_read_only_commands` is set, and the mode decides the rest.
 //! - A rule is `tool` or `tool(glob)`; the glob is matched against the call's subject (the
 //!   command line for `bash`, the resolved path for path tools; see `ValidCall::subject`).
 //! - A `bash` line is taken apart by a shell parser into simple commands (`command_line`).
@@ -120,12 +121,17 @@ pub enum Reach {
     ReadsWorkspace,
     /// Writes, runs commands, or reads outside the workspace.
     Sensitive,
+    /// A command line on the read-only list (`read_only_commands`) that will run under an
+    /// enforced read-only sandbox if it is not asked about.
+    ReadOnlyCommand,
 }
 
 /// What the policy says about one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
     Allow,
+    /// Runs without a question, confined to reading: a read-only command in `ask` mode.
+    AllowReadOnly,
     /// Needs the user's approval (headless runs refuse).
     Ask,
     Deny(String),
@@ -310,6 +316,8 @@ pub struct PermissionPolicy {
     deny: Vec<PermissionRule>,
     /// Ask rules that beat allow rules: a project's (PRODUCT.md §4c).
     overriding_ask: Vec<PermissionRule>,
+    /// Ask about read-only commands too (`ask_read_only_commands`).
+    ask_read_only_commands: bool,
 }
 
 impl PermissionPolicy {
@@ -347,7 +355,20 @@ impl PermissionPolicy {
             ask,
             deny,
             overriding_ask: Vec::new(),
+            ask_read_only_commands: false,
         }
+    }
+
+    /// The same policy, asking about read-only commands too when `ask` is set
+    /// (`ask_read_only_commands`).
+    pub fn with_ask_read_only_commands(mut self, ask: bool) -> PermissionPolicy {
+        self.ask_read_only_commands = ask;
+        self
+    }
+
+    /// Whether read-only commands are asked about like any other.
+    pub fn asks_read_only_commands(&self) -> bool {
+        self.ask_read_only_commands
     }
 
     /// The same policy with ask rules that are checked before the allow rules (a project's ask
@@ -377,7 +398,7 @@ impl PermissionPolicy {
     }
 
     pub fn decide(&self, tool: &str, subject: &str, reach: Reach) -> Decision {
-        let changes_things = reach == Reach::Sensitive;
+        let changes_things = reach != Reach::ReadsWorkspace;
         let subjects = Subjects::of(tool, subject);
         if let Some(rule) = subjects.any_match(&self.deny, tool) {
             return Decision::Deny(format!("denied by the rule `{}`", rule.text));
@@ -396,6 +417,12 @@ impl PermissionPolicy {
         }
         if !changes_things {
             return Decision::Allow;
+        }
+        if reach == Reach::ReadOnlyCommand
+            && self.mode == PermissionMode::Ask
+            && !self.ask_read_only_commands
+        {
+            return Decision::AllowReadOnly;
         }
         match self.mode.refusal() {
             Some(refusal) => Decision::Deny(refusal.into()),

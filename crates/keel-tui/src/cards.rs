@@ -142,6 +142,8 @@ pub struct Call {
     pub name: String,
     /// `call_subject` of the call.
     pub subject: String,
+    /// A read-only command run without a question, confined to reading (`tool/started`).
+    pub read_only: bool,
 }
 
 /// How a call ended, as its card shows it.
@@ -155,8 +157,15 @@ pub struct Ended {
     pub lines: u64,
 }
 
-/// The card's first line: `● name subject`, the dot in the state's colour.
+/// The card's first line: `● name subject`, the dot in the state's colour; `· read-only`
+/// after the subject when the command ran confined to reading without a question.
 fn header(call: &Call, state: ReceiptState, suffix: &str, width: usize) -> Line {
+    let suffix = if call.read_only {
+        format!(" · read-only{suffix}")
+    } else {
+        suffix.to_string()
+    };
+    let suffix = suffix.as_str();
     let name = visible_line(&call.name).into_owned();
     let mut line = Line::new(vec![
         Span::new("● ", Style::fg(state_color(state))),
@@ -320,6 +329,7 @@ mod tests {
             call_id: "c".into(),
             name: "bash".into(),
             subject: "x".repeat(300),
+            read_only: true,
         };
         let end = Ended {
             state: ReceiptState::Failed,

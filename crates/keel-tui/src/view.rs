@@ -433,6 +433,7 @@ impl LiveView {
                         call_id: call_id.clone(),
                         name: name.clone(),
                         subject: cards::call_subject(name, arguments, subject.as_deref()),
+                        read_only: false,
                     },
                     since: now,
                     asked: self.asked_call.as_deref() == Some(call_id.as_str()),
@@ -440,11 +441,14 @@ impl LiveView {
                     change: None,
                 });
             }
-            EventBody::ToolStarted { call_id, .. } => {
+            EventBody::ToolStarted {
+                call_id, read_only, ..
+            } => {
                 if let Some(running) = self.running.iter_mut().find(|r| &r.call.call_id == call_id)
                 {
                     running.since = now;
                     running.asked = false;
+                    running.call.read_only = *read_only;
                 }
             }
             EventBody::ToolPreview {
@@ -491,6 +495,7 @@ impl LiveView {
                                 call_id: call_id.clone(),
                                 name: name.clone(),
                                 subject: String::new(),
+                                read_only: false,
                             },
                             None,
                         ),

@@ -74,6 +74,7 @@ fn every_card_state() {
             call_id: "c".into(),
             name: name.into(),
             subject: subject.into(),
+            read_only: false,
         };
         let output: String = (1..=12).map(|n| format!("test t{n} ... ok\n")).collect();
         let mut lines = cards::running(
@@ -83,6 +84,17 @@ fn every_card_state() {
             "   Compiling keel v0.1.0\ntest a ... ok\ntest b ... ok\nprogress 10%\rprogress 80%\n",
             width,
         );
+        // A read-only command run without a question.
+        lines.extend(cards::running(
+            &Call {
+                read_only: true,
+                ..call("bash", "git status --short")
+            },
+            Duration::from_millis(200),
+            false,
+            " M src/lib.rs\n",
+            width,
+        ));
         lines.extend(cards::running(
             &call("edit_file", "src/lib.rs"),
             Duration::ZERO,

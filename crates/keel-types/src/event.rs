@@ -159,9 +159,16 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         subject: Option<String>,
     },
-    /// A call's tool starts running (its receipt is durably `started`).
+    /// A call's tool starts running (its receipt is durably `started`). `read_only`: a command
+    /// confined to reading — one of the read-only list run without a question, or any in
+    /// read-only or plan mode (absent when false).
     #[serde(rename = "tool/started")]
-    ToolStarted { call_id: String, name: String },
+    ToolStarted {
+        call_id: String,
+        name: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        read_only: bool,
+    },
     /// Output of a running command as it arrives (redacted before it is sent), for surfaces
     /// that show it live. Transient like `llm/text`: never stored; the whole result is in
     /// `tool/result` and the history.

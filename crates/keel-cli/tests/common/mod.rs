@@ -603,3 +603,21 @@ pub fn write_review_command(home: &Home, text: &str) {
     )
     .unwrap();
 }
+
+/// A scenario running each command with the bash tool in turn, then saying `done`.
+pub fn commands_scenario(commands: &[&str]) -> String {
+    let mut steps: Vec<Value> = commands
+        .iter()
+        .map(|command| serde_json::json!({"tool": "bash", "args": {"command": command}}))
+        .collect();
+    steps.push(serde_json::json!({"say": "done"}));
+    serde_json::json!({ "steps": steps }).to_string()
+}
+
+/// The state of each tool result of a run, in order.
+pub fn result_states(run: &Run) -> Vec<String> {
+    run.events_of("tool/result")
+        .iter()
+        .map(|result| result["state"].as_str().unwrap_or("").to_string())
+        .collect()
+}

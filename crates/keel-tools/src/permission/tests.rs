@@ -446,3 +446,29 @@ fn permission_mode_names_are_the_config_names() {
     }
     assert_eq!(PermissionMode::parse("yolo"), None);
 }
+
+#[test]
+fn a_read_only_command_runs_confined_in_ask_mode_unless_a_rule_or_the_setting_asks() {
+    let decide =
+        |policy: &PermissionPolicy, line: &str| policy.decide("bash", line, Reach::ReadOnlyCommand);
+    let ask = policy(PermissionMode::Ask, &[], &[], &[]);
+    assert_eq!(decide(&ask, "ls -la src"), Decision::AllowReadOnly);
+    // The setting restores the question.
+    let asking = ask.clone().with_ask_read_only_commands(true);
+    assert_eq!(decide(&asking, "ls -la src"), Decision::Ask);
+    // Deny and every ask rule still win; an allow rule allows as before (not confined).
+    let deny = policy(PermissionMode::Ask, &[], &[], &["bash(ls *)"]);
+    assert!(matches!(decide(&deny, "ls -la src"), Decision::Deny(_)));
+    let user_ask = policy(PermissionMode::Ask, &[], &["bash(git *)"], &[]);
+    assert_eq!(decide(&user_ask, "git status --short"), Decision::Ask);
+    let project_ask = policy(PermissionMode::Ask, &["bash"], &[], &[])
+        .with_overriding_ask(vec![PermissionRule::parse("bash(git diff*)").unwrap()]);
+    assert_eq!(decide(&project_ask, "git diff --stat"), Decision::Ask);
+    let allowed = policy(PermissionMode::Ask, &["bash(ls *)"], &[], &[]);
+    assert_eq!(decide(&allowed, "ls -la src"), Decision::Allow);
+    // Other modes decide as for any command.
+    let auto = policy(PermissionMode::Auto, &[], &[], &[]);
+    assert_eq!(decide(&auto, "ls"), Decision::Allow);
+    let read_only = policy(PermissionMode::ReadOnly, &[], &[], &[]);
+    assert!(matches!(decide(&read_only, "ls"), Decision::Deny(_)));
+}
