@@ -3,9 +3,11 @@
 //!
 //! Invariants:
 //! - The lines are `markdown_lines` of the text so far (settled blocks one empty line apart),
-//!   at the width last set; a new width renders the settled text again.
-//! - Nothing here is on screen for good: the attempt's lines go to the scrollback only when
-//!   the attempt is the answer (or was interrupted), so a retry drops them whole.
+//!   at the width last set; a new width renders again the settled text not yet taken.
+//! - `take_settled` hands out each settled block's lines once, in order, with the empty line
+//!   that parts it from the block before; what was taken, then `finish`, is line for line the
+//!   block-by-block render of the whole text (at an unchanged width). Lines taken are never
+//!   rendered again: they are the caller's (the terminal's scrollback) at their width.
 
 use keel_render::{Line, MarkdownStream, OpenCode, markdown_lines};
 
@@ -20,6 +22,10 @@ pub struct StreamedAnswer {
     /// The open fence grew since its rows were brought up to date (done once per frame, not
     /// once per delta: the line still arriving is highlighted again on each update).
     code_stale: bool,
+    /// A block settled before (taken or not): the next one is parted from it by an empty line.
+    blocks_before: bool,
+    /// Lines were taken by `take_settled`.
+    taken: bool,
 }
 
 impl StreamedAnswer {
@@ -31,7 +37,22 @@ impl StreamedAnswer {
             width: width.max(1),
             code: None,
             code_stale: false,
+            blocks_before: false,
+            taken: false,
         }
+    }
+
+    /// The settled lines not taken before (final: a settled block never renders otherwise).
+    pub fn take_settled(&mut self) -> Vec<Line> {
+        self.settled_text.clear();
+        let lines = std::mem::take(&mut self.settled);
+        self.taken |= !lines.is_empty();
+        lines
+    }
+
+    /// Whether `take_settled` gave out any line.
+    pub fn has_taken(&self) -> bool {
+        self.taken
     }
 
     pub fn is_empty(&self) -> bool {
@@ -77,9 +98,10 @@ impl StreamedAnswer {
         if markdown.trim().is_empty() {
             return;
         }
-        if !self.settled.is_empty() {
+        if self.blocks_before {
             self.settled.push(Line::empty());
         }
+        self.blocks_before = true;
         self.settled.extend(markdown_lines(markdown, self.width));
         self.settled_text.push_str(markdown);
     }
@@ -93,6 +115,8 @@ impl StreamedAnswer {
         self.width = width;
         let settled = std::mem::take(&mut self.settled_text);
         self.settled.clear();
+        // What was taken stays as it was written; what follows it is parted from it.
+        self.blocks_before = self.taken;
         // Block by block as they settled: the same lines as while streaming.
         let mut stream = MarkdownStream::new();
         stream.push(&settled);
@@ -122,7 +146,8 @@ impl StreamedAnswer {
             None => open,
         };
         const SEPARATOR: &[Line] = &[Line { spans: Vec::new() }];
-        let separator = if !open.is_empty() && !self.settled.is_empty() {
+        // Also after blocks already taken: the open block is parted from them as it will be.
+        let separator = if !open.is_empty() && self.blocks_before {
             SEPARATOR
         } else {
             &[]
@@ -153,7 +178,7 @@ impl StreamedAnswer {
         self.parts(&open).iter().map(|part| part.len()).sum()
     }
 
-    /// Every line of the answer, the open block rendered as final.
+    /// Every line of the answer not taken, the open block rendered as final.
     pub fn finish(mut self) -> Vec<Line> {
         let rest = self.stream.finish();
         self.add_settled(&rest);
@@ -178,6 +203,48 @@ mod tests {
             assert_eq!(answer.tail(usize::MAX / 2), whole, "at {width}");
             assert_eq!(answer.finish(), whole, "at {width}");
         }
+    }
+
+    #[test]
+    fn taken_as_it_settles_then_finished_it_is_the_whole_render() {
+        let text = "# Title\n\nSome *text* here.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```rust\nfn main() {}\n```\n\n- one\n- two\n\nlast words";
+        for width in [20, 40, 80] {
+            let mut answer = StreamedAnswer::new(width);
+            let mut written = Vec::new();
+            for chunk in text.as_bytes().chunks(3) {
+                answer.push(std::str::from_utf8(chunk).unwrap_or(""));
+                written.extend(answer.take_settled());
+            }
+            assert!(answer.has_taken());
+            // Before the end, most of it has left; the live lines are the open block only.
+            assert!(written.len() > 8, "at {width}");
+            let whole = markdown_lines(text, width).len();
+            assert!(answer.tail(usize::MAX / 2).len() < whole / 2, "at {width}");
+            written.extend(answer.finish());
+            assert_eq!(written, markdown_lines(text, width), "at {width}");
+        }
+    }
+
+    #[test]
+    fn a_new_width_leaves_what_was_taken_and_renders_the_rest_again() {
+        let mut answer = StreamedAnswer::new(80);
+        answer.push("First paragraph, long enough to wrap at twenty columns.\n\nSecond one, ");
+        answer.push("also long enough to wrap.\n");
+        let taken = answer.take_settled();
+        let first = "First paragraph, long enough to wrap at twenty columns.\n";
+        assert_eq!(taken, markdown_lines(first, 80));
+        answer.push("\nthird");
+        answer.set_width(20);
+        let mut rest = answer.take_settled();
+        rest.extend(answer.finish());
+        let mut expected = vec![Line::empty()];
+        expected.extend(markdown_lines(
+            "Second one, also long enough to wrap.\n",
+            20,
+        ));
+        expected.push(Line::empty());
+        expected.extend(markdown_lines("third", 20));
+        assert_eq!(rest, expected);
     }
 
     #[test]

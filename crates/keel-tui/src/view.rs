@@ -3,8 +3,12 @@
 //! session change it; what is finished becomes lines for the terminal's scrollback.
 //!
 //! Invariants:
-//! - An attempt's text stays in the region until it is the answer (`llm/response`) or was
-//!   interrupted; a retry drops it whole (attempt isolation, as in line mode).
+//! - An attempt's blocks go to the scrollback as they settle (`StreamedAnswer::take_settled`);
+//!   the region holds only the open block. If the attempt then fails, one line under what was
+//!   written says it is discarded (the model never sees it; PRODUCT.md §3) and the retry
+//!   streams below; what had not settled is dropped with the attempt.
+//! - The answer's share of the region is at most a third of the screen (`ANSWER_SHARE`), so a
+//!   terminal that narrows and reflows the region pushes none of it into the scrollback.
 //! - Finished things (answers, ended cards, notices, the question of an approval with its
 //!   diff) leave through `take_commits` exactly once, in the order they happened.
 //! - `frame` never returns more lines than the screen has rows, and every line fits the width:
@@ -27,6 +31,8 @@ use std::time::Instant;
 
 /// The most lines of reasoning shown while it streams (all of it is in the transcript).
 const REASONING_SHOWN: usize = 3;
+/// The answer's open block may take at most 1/`ANSWER_SHARE` of the screen's rows.
+const ANSWER_SHARE: usize = 3;
 /// The most queued prompts listed (the rest are counted).
 const QUEUED_SHOWN: usize = 3;
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -63,6 +69,8 @@ pub struct LiveView {
     answer: StreamedAnswer,
     /// A request was sent and nothing has streamed back yet: since when, which attempt.
     waiting: Option<(Instant, u32)>,
+    /// The attempt streaming now (the last `llm/request`'s).
+    attempt: u32,
     running: Vec<Running>,
     approval: Option<Question>,
     /// The call the approval on screen is about (its card may be announced after the question:
@@ -99,6 +107,7 @@ impl LiveView {
             reasoning: String::new(),
             answer: StreamedAnswer::new(width.max(10)),
             waiting: None,
+            attempt: 1,
             running: Vec::new(),
             approval: None,
             asked_call: None,
@@ -337,13 +346,22 @@ impl LiveView {
         self.note = None;
     }
 
+    /// A new attempt: the last one's text is dropped, and if part of it was written to the
+    /// scrollback, a line under it says it is discarded.
     fn start_attempt(&mut self) {
+        if self.answer.has_taken() {
+            let attempt = self.attempt;
+            self.say(
+                &format!("↑ attempt {attempt} failed — the text above is discarded"),
+                Style::fg(Color::Yellow),
+            );
+        }
         self.reasoning.clear();
         self.answer = StreamedAnswer::new(self.width);
     }
 
-    /// The attempt's text for good: a line about its reasoning, then the answer.
-    fn commit_attempt(&mut self) {
+    /// A line about the attempt's reasoning, once.
+    fn say_reasoning(&mut self) {
         let reasoning_lines = self.reasoning.trim().lines().count();
         if reasoning_lines > 0 {
             self.say(
@@ -354,13 +372,36 @@ impl LiveView {
                 Style::PLAIN.dim().italic(),
             );
         }
+        self.reasoning.clear();
+    }
+
+    /// The answer's blocks that settled, to the scrollback (after its reasoning's line and an
+    /// empty line, the first time).
+    fn write_settled(&mut self) {
+        let first = !self.answer.has_taken();
+        let lines = self.answer.take_settled();
+        if lines.is_empty() {
+            return;
+        }
+        if first {
+            self.say_reasoning();
+            self.commits.push(Line::empty());
+        }
+        self.commits.extend(lines);
+    }
+
+    /// The attempt's text for good: a line about its reasoning, then the answer (what is left
+    /// of it, when its first blocks were written as they settled).
+    fn commit_attempt(&mut self) {
+        self.say_reasoning();
         let answer = std::mem::replace(&mut self.answer, StreamedAnswer::new(self.width));
-        if !answer.is_empty() {
+        if answer.has_taken() {
+            self.commits.extend(answer.finish());
+        } else if !answer.is_empty() {
             // An answer stands apart from the cards and notices around it.
             self.commits.push(Line::empty());
             self.commits.extend(answer.finish());
         }
-        self.reasoning.clear();
     }
 
     /// Apply one event of the session.
@@ -369,6 +410,7 @@ impl LiveView {
             EventBody::TurnStarted { .. } => self.busy = true,
             EventBody::LlmRequest { attempt, .. } => {
                 self.start_attempt();
+                self.attempt = *attempt;
                 self.waiting = Some((now, *attempt));
             }
             EventBody::LlmReasoning { delta } => {
@@ -378,6 +420,7 @@ impl LiveView {
             EventBody::LlmText { delta } => {
                 self.waiting = None;
                 self.answer.push(delta);
+                self.write_settled();
             }
             EventBody::LlmRetry { .. } | EventBody::AccountRotated { .. } => {
                 self.waiting = None;
@@ -685,7 +728,7 @@ impl LiveView {
                         .cloned(),
                 );
             }
-            let answer_room = room.saturating_sub(top.len());
+            let answer_room = room.saturating_sub(top.len()).min(self.rows / ANSWER_SHARE);
             if answer_room > 0 && !self.answer.is_empty() {
                 top.extend(self.answer.tail(answer_room));
             }

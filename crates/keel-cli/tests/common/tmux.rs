@@ -142,6 +142,17 @@ impl Tmux {
         .into_owned()
     }
 
+    /// The scrollback and the screen, each line the terminal wrapped joined again (`-J`): the
+    /// lines as they were written, whatever the width is now.
+    pub fn history(&self) -> String {
+        String::from_utf8_lossy(
+            &self
+                .run(&["capture-pane", "-p", "-J", "-S", "-", "-t", "keel"])
+                .stdout,
+        )
+        .into_owned()
+    }
+
     /// Wait until the scrollback and screen show `marker`; fail, showing them, after 20 s.
     pub fn wait_for(&self, marker: &str) -> String {
         let started = Instant::now();
