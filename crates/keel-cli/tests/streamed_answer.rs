@@ -206,3 +206,51 @@ fn a_resize_inside_a_long_open_code_block_leaves_no_stale_frame() {
         .count();
     assert_eq!(status, 1, "{all}");
 }
+
+/// The status line: the screen's last non-empty line.
+fn status_line(screen: &str) -> String {
+    screen
+        .lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn while_it_streams_the_status_line_says_time_tokens_and_how_to_stop() {
+    if !available() {
+        return;
+    }
+    let text = long_answer(60);
+    let scenario = serde_json::json!({"chunk_delay_ms": 8, "steps": [{"say": text}]});
+    let (_home, _mock, tmux) = start(&scenario, (120, 30));
+    tmux.wait_for("end5.");
+    let status = status_line(&tmux.screen());
+    assert!(status.contains("· ask · "), "{status}");
+    assert!(status.contains(" s · ≈"), "{status}");
+    assert!(status.contains(" tokens · Esc stops"), "{status}");
+    // The time and the estimate grow.
+    let estimate = |status: &str| -> u64 {
+        let after = status.split('≈').nth(1).unwrap_or("");
+        let figure = after.split(' ').next().unwrap_or("");
+        match figure.strip_suffix('k') {
+            Some(thousands) => (thousands.parse::<f64>().unwrap() * 1000.0) as u64,
+            None => figure.parse().unwrap(),
+        }
+    };
+    let first = estimate(&status);
+    tmux.wait_for("end30.");
+    let later = status_line(&tmux.screen());
+    assert!(estimate(&later) > first, "{status} then {later}");
+    // Text in the input: Esc clears it first, and the line says so.
+    tmux.type_text("next question");
+    tmux.wait_until_screen("what Esc does with text in the input", |screen| {
+        status_line(screen).contains("Esc Esc clears the input, then Esc stops")
+    });
+    tmux.wait_for("tokens:");
+    let after = tmux.wait_until_screen("the status line at rest", |screen| {
+        !status_line(screen).contains("Esc")
+    });
+    assert!(!status_line(&after).contains('≈'), "{after}");
+}

@@ -1,13 +1,43 @@
 //! The status line at the foot of the live region: model · mode · context % · cache-hit % ·
-//! tokens · cost of the session.
+//! tokens · cost of the session; while a turn runs, also its elapsed time, an estimate of the
+//! output tokens so far (`≈`) and what Esc does.
 //!
 //! Invariants:
 //! - It fits the width: the model loses its provider first (`deepseek-v4-flash`), then parts
 //!   are dropped least-important first (tokens, then cache, then cost, then context), never
 //!   cut mid-word; the model and the mode always stay.
 //! - Money is shown only where a price is known: no price, no figure (never a guess).
+//! - A turn's parts come right after the mode and go after the model and mode only: elapsed
+//!   time last of them, the Esc hint before it, the estimate first. An estimate always says
+//!   `≈`.
 
 use keel_render::{Color, Line, Span, Style, visible_line};
+use std::time::Duration;
+
+/// A turn running now, as the status line says it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Working {
+    /// Since the turn started.
+    pub elapsed: Duration,
+    /// Output tokens so far: what the provider reported for this turn's finished requests,
+    /// plus an estimate of what is streaming now.
+    pub output_estimate: u64,
+    /// The input holds text (so Esc first clears it).
+    pub input_holds_text: bool,
+}
+
+/// Roughly how many tokens `text` is: a token per four ASCII characters, one per other
+/// character (CJK text is about a token a character). A display estimate only.
+pub fn estimate_tokens(text: &str) -> u64 {
+    let (ascii, other) = text.chars().fold((0u64, 0u64), |(ascii, other), c| {
+        if c.is_ascii() {
+            (ascii + 1, other)
+        } else {
+            (ascii, other + 1)
+        }
+    });
+    ascii.div_ceil(4) + other
+}
 
 /// What the status line shows.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -24,6 +54,8 @@ pub struct Status {
     pub tokens_out: u64,
     /// The session's cost, displayed (`$0.0123`), when a price is known.
     pub cost: Option<String>,
+    /// The turn running now, if any.
+    pub working: Option<Working>,
 }
 
 /// Tokens in a few characters: `950`, `12.3k`, `4.1M`.
@@ -53,6 +85,24 @@ impl Status {
             ),
             (9, self.mode.clone(), Style::fg(mode_color)),
         ];
+        if let Some(working) = &self.working {
+            parts.push((
+                8,
+                format!("{:.1} s", working.elapsed.as_secs_f64()),
+                Style::fg(Color::Cyan),
+            ));
+            parts.push((
+                6,
+                format!("≈{} tokens", short_count(working.output_estimate)),
+                Style::PLAIN,
+            ));
+            let escape = if working.input_holds_text {
+                "Esc Esc clears the input, then Esc stops"
+            } else {
+                "Esc stops"
+            };
+            parts.push((7, escape.to_string(), Style::PLAIN.dim()));
+        }
         if let Some(percent) = self.context_percent {
             let style = if percent >= 80 {
                 Style::fg(Color::Yellow)
@@ -126,7 +176,40 @@ mod tests {
             tokens_in: 12_345,
             tokens_out: 678,
             cost: Some("$0.0042".into()),
+            working: None,
         }
+    }
+
+    #[test]
+    fn a_running_turn_says_its_time_its_estimate_and_what_esc_does() {
+        let mut running = status();
+        running.working = Some(Working {
+            elapsed: Duration::from_millis(12_340),
+            output_estimate: 1_234,
+            input_holds_text: false,
+        });
+        assert_eq!(
+            running.line(200).plain(),
+            "deepseek/deepseek-v4-flash · ask · 12.3 s · ≈1.2k tokens · Esc stops · ctx 12% · \
+             cache 87% · ↑12.3k ↓678 · $0.0042"
+        );
+        // Narrow: the session's figures go first, the turn's stay longest.
+        assert_eq!(
+            running.line(50).plain(),
+            "deepseek-v4-flash · ask · 12.3 s · Esc stops"
+        );
+        running.working = Some(Working {
+            input_holds_text: true,
+            ..Working::default()
+        });
+        assert!(
+            running
+                .line(120)
+                .plain()
+                .contains("Esc Esc clears the input, then Esc stops")
+        );
+        assert_eq!(estimate_tokens("abcdefgh"), 2);
+        assert_eq!(estimate_tokens("配置文件"), 4);
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::editor::Editor;
 use crate::keymap::Focus;
 use crate::notices::notice;
 use crate::rows::{fit, wrapped};
-use crate::status::Status;
+use crate::status::{Status, Working, estimate_tokens};
 use keel_agent::ApprovalRequest;
 use keel_render::{Color, Line, Span, Style};
 use keel_types::{Event, EventBody, FailureKind, ReceiptState};
@@ -71,6 +71,11 @@ pub struct LiveView {
     waiting: Option<(Instant, u32)>,
     /// The attempt streaming now (the last `llm/request`'s).
     attempt: u32,
+    /// The turn running now: when it started, and the output tokens its finished requests
+    /// reported.
+    turn: Option<(Instant, u64)>,
+    /// An estimate of the output tokens the attempt streaming now has sent so far.
+    attempt_tokens: u64,
     running: Vec<Running>,
     approval: Option<Question>,
     /// The call the approval on screen is about (its card may be announced after the question:
@@ -108,6 +113,8 @@ impl LiveView {
             answer: StreamedAnswer::new(width.max(10)),
             waiting: None,
             attempt: 1,
+            turn: None,
+            attempt_tokens: 0,
             running: Vec::new(),
             approval: None,
             asked_call: None,
@@ -407,18 +414,24 @@ impl LiveView {
     /// Apply one event of the session.
     pub fn apply(&mut self, event: &Event, now: Instant) {
         match &event.body {
-            EventBody::TurnStarted { .. } => self.busy = true,
+            EventBody::TurnStarted { .. } => {
+                self.busy = true;
+                self.turn = Some((now, 0));
+            }
             EventBody::LlmRequest { attempt, .. } => {
                 self.start_attempt();
                 self.attempt = *attempt;
+                self.attempt_tokens = 0;
                 self.waiting = Some((now, *attempt));
             }
             EventBody::LlmReasoning { delta } => {
                 self.waiting = None;
+                self.attempt_tokens += estimate_tokens(delta);
                 self.reasoning.push_str(delta);
             }
             EventBody::LlmText { delta } => {
                 self.waiting = None;
+                self.attempt_tokens += estimate_tokens(delta);
                 self.answer.push(delta);
                 self.write_settled();
             }
@@ -429,17 +442,24 @@ impl LiveView {
                     self.say(&text, Style::fg(Color::Yellow));
                 }
             }
-            EventBody::LlmResponse { .. } => {
+            EventBody::LlmResponse { usage, .. } => {
+                // The provider's own count replaces the estimate.
+                if let Some((_, reported)) = &mut self.turn {
+                    *reported += usage.output;
+                }
+                self.attempt_tokens = 0;
                 self.waiting = None;
                 self.commit_attempt();
             }
             EventBody::TurnCompleted { .. } => {
+                self.turn = None;
                 self.waiting = None;
                 if let Some(text) = notice(&event.body) {
                     self.say(&text, Style::PLAIN.dim());
                 }
             }
             EventBody::TurnFailed { diagnostic, .. } => {
+                self.turn = None;
                 self.waiting = None;
                 self.drop_approval();
                 match diagnostic.kind {
@@ -657,7 +677,16 @@ impl LiveView {
         if let Some(notice) = &self.notice {
             foot.extend(wrapped(notice, width, Style::fg(Color::Yellow)));
         }
-        foot.push(self.status.line(width));
+        let working = self.turn.map(|(since, reported)| Working {
+            elapsed: now.saturating_duration_since(since),
+            output_estimate: reported + self.attempt_tokens,
+            input_holds_text: !self.editor.is_empty(),
+        });
+        let status = Status {
+            working,
+            ..self.status.clone()
+        };
+        foot.push(status.line(width));
 
         let mut middle: Vec<Line> = Vec::new();
         if let Some((since, attempt)) = self.waiting {

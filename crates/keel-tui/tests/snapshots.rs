@@ -63,6 +63,7 @@ fn status() -> Status {
         tokens_in: 184_220,
         tokens_out: 3_310,
         cost: Some("$0.0213".into()),
+        working: None,
     }
 }
 
@@ -178,10 +179,20 @@ fn the_status_line() {
             context_percent: Some(91),
             ..status()
         };
+        // A turn running, the input holding text.
+        let working = Status {
+            working: Some(keel_tui::status::Working {
+                elapsed: std::time::Duration::from_millis(4_200),
+                output_estimate: 380,
+                input_holds_text: true,
+            }),
+            ..status()
+        };
         vec![
             status().line(width),
             unpriced.line(width),
             full_context.line(width),
+            working.line(width),
         ]
     });
 }
