@@ -91,6 +91,9 @@ pub struct SimpleCommand {
     pub written: String,
     /// Its words with quotes removed; `None` for a word that cannot be read literally.
     pub words: Vec<Option<String>>,
+    /// For each word, whether it has a `*`, `?` or `[` outside quotes and escapes: a pattern
+    /// the shell may expand to file names.
+    pub globbed: Vec<bool>,
 }
 
 impl SimpleCommand {
@@ -207,6 +210,20 @@ fn openers(tokens: &[Token]) -> usize {
 struct Reader {
     options: ParserOptions,
     line: CommandLine,
+}
+
+/// A simple command's words as they are read: their literal texts and whether each globs.
+#[derive(Default)]
+struct Words {
+    texts: Vec<Option<String>>,
+    globbed: Vec<bool>,
+}
+
+impl Words {
+    fn push(&mut self, text: Option<String>, globbed: bool) {
+        self.texts.push(text);
+        self.globbed.push(globbed);
+    }
 }
 
 impl Reader {
@@ -401,22 +418,24 @@ impl Reader {
         let place = self.line.commands.len();
         self.line.commands.push(SimpleCommand::default());
         let mut written = Vec::new();
-        let mut words = Vec::new();
+        let mut words = Words::default();
         for item in simple.prefix.iter().flat_map(|prefix| &prefix.0) {
             self.item(item, &mut written, &mut words, depth);
         }
         if let Some(name) = &simple.word_or_name {
             written.push(name.value.clone());
-            words.push(self.word(name, depth));
+            let literal = self.word(name, depth);
+            words.push(literal, self.globbed(name));
         }
         for item in simple.suffix.iter().flat_map(|suffix| &suffix.0) {
             self.item(item, &mut written, &mut words, depth);
         }
-        self.code_in(&words, depth);
+        self.code_in(&words.texts, depth);
         if let Some(slot) = self.line.commands.get_mut(place) {
             *slot = SimpleCommand {
                 written: written.join(" "),
-                words,
+                words: words.texts,
+                globbed: words.globbed,
             };
         }
     }
@@ -425,7 +444,7 @@ impl Reader {
         &mut self,
         item: &ast::CommandPrefixOrSuffixItem,
         written: &mut Vec<String>,
-        words: &mut Vec<Option<String>>,
+        words: &mut Words,
         depth: usize,
     ) {
         match item {
@@ -434,7 +453,8 @@ impl Reader {
             }
             ast::CommandPrefixOrSuffixItem::Word(word) => {
                 written.push(word.value.clone());
-                words.push(self.word(word, depth));
+                let literal = self.word(word, depth);
+                words.push(literal, self.globbed(word));
             }
             ast::CommandPrefixOrSuffixItem::AssignmentWord(assignment, word) => {
                 let array = match (&assignment.name, &assignment.value) {
@@ -452,13 +472,14 @@ impl Reader {
                     }
                 }
                 written.push(word.value.clone());
-                words.push(self.word(word, depth));
+                let literal = self.word(word, depth);
+                words.push(literal, self.globbed(word));
             }
             ast::CommandPrefixOrSuffixItem::ProcessSubstitution(kind, subshell) => {
                 self.mark(Construct::ProcessSubstitution);
                 self.list(&subshell.list, depth);
                 written.push(format!("{kind}(…)"));
-                words.push(None);
+                words.push(None, false);
             }
         }
     }
@@ -477,6 +498,16 @@ impl Reader {
                 None => self.line.hidden = true,
             },
         }
+    }
+
+    /// Whether `word` has a glob character outside quotes and escapes.
+    fn globbed(&self, word: &ast::Word) -> bool {
+        word::parse(&word.value, &self.options).map_or(true, |pieces| {
+            pieces.iter().any(|piece| match &piece.piece {
+                WordPiece::Text(text) => text.contains(['*', '?', '[']),
+                _ => false,
+            })
+        })
     }
 
     /// A word's literal text, or `None` if it has a piece that cannot be read literally.

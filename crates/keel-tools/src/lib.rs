@@ -26,6 +26,7 @@ pub mod permission;
 mod preview;
 pub mod process;
 pub mod read_only_commands;
+mod read_only_paths;
 mod restore;
 mod sandboxed;
 mod search;

@@ -5,13 +5,14 @@
 //! - Programs that list, read, count, compare or search files, print text or tell about the
 //!   system, and never change anything or run other code with the options they accept here:
 //!   `PROGRAMS`. `sed` and `awk` are not on it (both write files and run commands from their
-//!   own scripts); neither are `env`, `printenv` (the environment can hold the user's own
-//!   tokens), `xargs`, `timeout` or anything that runs another program; nor `cd` (operands
-//!   after it would be read from elsewhere); nor build and test commands (the "always" list's
-//!   `cargo test` runs the repository's code).
+//!   own scripts); neither are `env`, `printenv` and `jq` (the environment can hold the user's
+//!   own tokens, and jq reads it and modules from anywhere), `strings` (it reads options from
+//!   any `@file`), `xargs`, `timeout` or anything that runs another program; nor `cd`
+//!   (operands after it would be read from elsewhere); nor build and test commands (the
+//!   "always" list's `cargo test` runs the repository's code).
 //! - `git` with a subcommand that only reads (`GIT_READS`), and none of git's options that
 //!   write a file, run a program, change where git looks, or compare paths outside the
-//!   repository (`GIT_RISKY`).
+//!   repository (`GIT_RISKY`); `branch`, `tag` and `remote` only as they list.
 //!
 //! A line is read-only when, and only when:
 //! - the shell grammar read it in full (`CommandLine::understood`: no substitution, expansion,
@@ -19,38 +20,42 @@
 //!   redirection writes a file;
 //! - every simple command's words are literal, the first one is a program of the list by its
 //!   bare name (never `./ls`, never a variable assignment such as `GIT_EXTERNAL_DIFF=x git diff`),
-//!   found on a `PATH` with no relative entry and none inside the workspace or the added
-//!   directories (so the repository cannot provide its own `ls`);
-//! - no option is one its program lists as risky (a short option is matched inside a cluster,
-//!   `-rno` holds `-o`), and no short option carries a glued path (`-f/etc/x`);
-//! - every word that could name a file — each operand, the value after `=` of a long option,
-//!   and every file an input redirection reads — resolves, with `~` expanded and symlinks
-//!   followed, inside the workspace or an added directory; a word with glob characters is
-//!   expanded component by component against the directory tree and every match must resolve
-//!   inside too (a link to `~/.ssh` in the repository is caught), and a component that starts
-//!   with `.` and holds a glob character (which older bash lets match `..`) is refused.
-//!   Programs that read no file (`echo`, `date` ...) skip the operand check.
+//!   found on `PATH` where the repository cannot have put it (`read_only_paths::found_outside`);
+//! - no option is one its program lists as risky, or an abbreviation of one (GNU programs and
+//!   git take `--compress-p` for `--compress-program`); a short option is matched inside a
+//!   cluster (`-rno` holds `-o`);
+//! - every word that could name a file stays inside the workspace and the added directories
+//!   (`read_only_paths::inside`: `~`, links and the shell's globs followed): each operand, the
+//!   value after `=` of a long option, every tail of a short-option cluster longer than one
+//!   character (`-f../x`, `-flink`), and every file an input redirection reads. Programs that
+//!   read no file (`echo`, `date` ...) skip the operand check but not for a glob the shell
+//!   would expand (`echo ~/*` lists your home); a search's first operand is its pattern, not a
+//!   path, unless `-e`/`-f` gave the pattern; `diff` and `cmp` take files only (they follow
+//!   links inside directories);
+//! - a `git` line's repository lies inside (`read_only_paths::repository_inside`).
 //!
-//! Deliberately stricter than needed: a pattern such as `grep /usr x` is taken for a path and
-//! asks. The list is a convenience, not the boundary: a read-only command runs under the
-//! read-only sandbox, which refuses every write and the network whatever the command does
-//! (code git runs from the repository's own configuration included).
+//! Deliberately stricter than needed: an operand such as `ls /usr` asks, and a cluster is
+//! matched letter by letter. The list is a convenience, not the boundary: a read-only command
+//! runs under the read-only sandbox, which refuses every write and the network whatever the
+//! command does (code git runs from the repository's own configuration included).
 
 use crate::command_line::{self, SimpleCommand};
-use crate::guard::WorkspaceGuard;
-use globset::GlobBuilder;
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+pub use crate::read_only_paths::ReadPlaces;
+use crate::read_only_paths::{self, Leads};
 
 /// A program of the list and what of it is not read-only.
 struct Program {
     name: &'static str,
     /// Options that write a file, run code, follow links out of the tree it walks, or read a
     /// list of file names from a file: `-x` (also inside a cluster) or `--long` (also
-    /// `--long=value`). For `find`, whole words.
+    /// `--long=value` and any abbreviation). For `find`, whole words.
     risky: &'static [&'static str],
     /// Whether its operands may name files (checked to be inside the workspace).
     reads_operands: bool,
+    /// The first operand is a pattern unless an option gave it (`grep`, `rg`).
+    pattern_first: bool,
+    /// Its operands must be files, not directories.
+    files_only: bool,
     /// The most operands it reads (`uniq IN OUT` writes OUT).
     most_operands: Option<usize>,
 }
@@ -60,18 +65,28 @@ const fn reads(name: &'static str, risky: &'static [&'static str]) -> Program {
         name,
         risky,
         reads_operands: true,
+        pattern_first: false,
+        files_only: false,
         most_operands: None,
+    }
+}
+
+const fn searches(name: &'static str, risky: &'static [&'static str]) -> Program {
+    Program {
+        pattern_first: true,
+        ..reads(name, risky)
     }
 }
 
 const fn text_only(name: &'static str, risky: &'static [&'static str]) -> Program {
     Program {
-        name,
-        risky,
         reads_operands: false,
-        most_operands: None,
+        ..reads(name, risky)
     }
 }
+
+/// Options of a search that give its pattern (so every operand is a path).
+const PATTERN_OPTIONS: &[&str] = &["-e", "-f", "--regexp", "--file"];
 
 /// Checksums read a list of files to check from a file with `-c`.
 const CHECKSUM_RISKY: &[&str] = &["-c", "--check"];
@@ -81,7 +96,7 @@ const GREP_RISKY: &[&str] = &["-R", "--dereference-recursive"];
 /// The programs of the list (see the module doc for why each kind is here).
 const PROGRAMS: &[Program] = &[
     // Listing and describing files.
-    reads("ls", &[]),
+    reads("ls", &["-L", "--dereference"]),
     reads("tree", &["-o", "-l", "-R", "--fromfile"]),
     reads("stat", &[]),
     reads(
@@ -110,7 +125,6 @@ const PROGRAMS: &[Program] = &[
     reads("rev", &[]),
     reads("od", &[]),
     reads("hexdump", &[]),
-    reads("strings", &[]),
     reads("wc", &["--files0-from"]),
     reads("cut", &[]),
     reads("paste", &[]),
@@ -120,7 +134,6 @@ const PROGRAMS: &[Program] = &[
     reads("expand", &[]),
     reads("unexpand", &[]),
     reads("fold", &[]),
-    reads("jq", &[]),
     reads("md5sum", CHECKSUM_RISKY),
     reads("sha1sum", CHECKSUM_RISKY),
     reads("sha256sum", CHECKSUM_RISKY),
@@ -143,13 +156,19 @@ const PROGRAMS: &[Program] = &[
         ..reads("uniq", &[])
     },
     // Comparing files (`diff -r` follows links inside the trees it compares).
-    reads("diff", &["-r", "--recursive"]),
-    reads("cmp", &[]),
+    Program {
+        files_only: true,
+        ..reads("diff", &["-r", "--recursive"])
+    },
+    Program {
+        files_only: true,
+        ..reads("cmp", &[])
+    },
     // Searching.
-    reads("grep", GREP_RISKY),
-    reads("egrep", GREP_RISKY),
-    reads("fgrep", GREP_RISKY),
-    reads(
+    searches("grep", GREP_RISKY),
+    searches("egrep", GREP_RISKY),
+    searches("fgrep", GREP_RISKY),
+    searches(
         "rg",
         &[
             "--pre",
@@ -250,6 +269,7 @@ const GIT_RISKY: &[&str] = &[
     "--open-files-in-pager",
     "--upload-pack",
     "--paginate",
+    "--config-env",
 ];
 
 /// Options of `git branch`, `git tag` and `git remote` that change something: these three are
@@ -272,33 +292,20 @@ const GIT_LISTING_WRITES: &[&str] = &[
     "--edit-description",
 ];
 
+/// Options that make `git branch` and `git tag` list (their operands are then patterns).
+const GIT_LISTING: &[&str] = &[
+    "--list",
+    "-l",
+    "--contains",
+    "--no-contains",
+    "--merged",
+    "--no-merged",
+    "--points-at",
+];
+
 /// git's options before the subcommand that keel accepts (none that changes where it looks,
 /// its configuration or what it runs).
 const GIT_GLOBAL: &[&str] = &["--no-pager", "-P", "--no-optional-locks"];
-
-/// The most directory entries one glob may make keel look at before it gives up and asks.
-const MOST_GLOB_ENTRIES: usize = 10_000;
-
-/// Where a read-only command may read, and how the shell finds programs and `~`.
-pub struct ReadPlaces<'a> {
-    /// The workspace and the added directories.
-    pub guard: &'a WorkspaceGuard,
-    /// `$HOME` as the command sees it (for `~`).
-    pub home: Option<PathBuf>,
-    /// `$PATH` as the command sees it.
-    pub path: Option<OsString>,
-}
-
-impl<'a> ReadPlaces<'a> {
-    /// The places as a command keel runs sees them: `HOME` and `PATH` of this process.
-    pub fn from_env(guard: &'a WorkspaceGuard) -> ReadPlaces<'a> {
-        ReadPlaces {
-            guard,
-            home: std::env::var_os("HOME").map(PathBuf::from),
-            path: std::env::var_os("PATH"),
-        }
-    }
-}
 
 /// Why a line is not read-only.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -321,6 +328,21 @@ pub enum NotReadOnly {
     Outside(String),
     #[error("`{0}` has more operands than it only reads")]
     TooManyOperands(String),
+    #[error("`{0}` would be read as an option")]
+    GlobToOption(String),
+    #[error("`{0}` is a directory, and this program follows links inside directories")]
+    Directory(String),
+    #[error("git would read a repository outside the workspace")]
+    RepositoryOutside,
+}
+
+/// One word a command gets, and whether the shell may expand it as a glob.
+#[derive(Clone, Copy)]
+struct Word<'w> {
+    text: &'w str,
+    globbed: bool,
+    /// An operand of its own, not the value of a `--long=value` option.
+    positional: bool,
 }
 
 /// Whether `line` is read-only (see the module doc); the first reason it is not.
@@ -337,7 +359,8 @@ pub fn check(line: &str, places: &ReadPlaces<'_>) -> Result<(), NotReadOnly> {
     }
     for target in &parsed.reads_from {
         let target = target.as_deref().ok_or(NotReadOnly::NotLiteral)?;
-        inside(target, places)?;
+        // A redirection's target is not globbed by a non-interactive bash.
+        inside(target, false, places)?;
     }
     parsed
         .commands
@@ -345,91 +368,151 @@ pub fn check(line: &str, places: &ReadPlaces<'_>) -> Result<(), NotReadOnly> {
         .try_for_each(|command| check_command(command, places))
 }
 
+/// `Ok` if `word` stays inside (`read_only_paths::inside`), else why not.
+fn inside(word: &str, globbed: bool, places: &ReadPlaces<'_>) -> Result<(), NotReadOnly> {
+    read_only_paths::inside(word, globbed, places).map_err(|leads| match leads {
+        Leads::Outside => NotReadOnly::Outside(word.to_string()),
+        Leads::ToAnOption(option) => NotReadOnly::GlobToOption(option),
+    })
+}
+
 fn check_command(command: &SimpleCommand, places: &ReadPlaces<'_>) -> Result<(), NotReadOnly> {
-    let words = command.literal_words().ok_or(NotReadOnly::NotLiteral)?;
+    let texts = command.literal_words().ok_or(NotReadOnly::NotLiteral)?;
+    let words: Vec<Word<'_>> = texts
+        .iter()
+        .enumerate()
+        .map(|(index, text)| Word {
+            text,
+            globbed: command.globbed.get(index).copied().unwrap_or(true),
+            positional: true,
+        })
+        .collect();
     let Some((name, rest)) = words.split_first() else {
         return Err(NotReadOnly::Empty);
     };
+    let name = name.text;
     if name.contains('/') || name.contains('=') {
-        return Err(NotReadOnly::NotOnList(name.clone()));
+        return Err(NotReadOnly::NotOnList(name.to_string()));
     }
+    let found = |program: &str| {
+        if read_only_paths::found_outside(program, places) {
+            Ok(())
+        } else {
+            Err(NotReadOnly::NotFound(program.to_string()))
+        }
+    };
     if name == "git" {
-        found_outside(name, places)?;
+        found(name)?;
         return check_git(rest, places);
     }
     let program = PROGRAMS
         .iter()
         .find(|program| program.name == name)
-        .ok_or_else(|| NotReadOnly::NotOnList(name.clone()))?;
-    if !BUILTINS.contains(&name.as_str()) {
-        found_outside(name, places)?;
+        .ok_or_else(|| NotReadOnly::NotOnList(name.to_string()))?;
+    if !BUILTINS.contains(&name) {
+        found(name)?;
     }
     let whole_words = program.name == "find";
-    let operands = options_and_operands(name, rest, program.risky, whole_words)?;
+    let mut operands = options_and_operands(name, rest, program.risky, whole_words, places)?;
     if program
         .most_operands
         .is_some_and(|most| operands.len() > most)
     {
-        return Err(NotReadOnly::TooManyOperands(name.clone()));
+        return Err(NotReadOnly::TooManyOperands(name.to_string()));
     }
-    if program.reads_operands {
-        for operand in operands {
-            inside(operand, places)?;
+    let pattern_given = rest.iter().any(|word| {
+        PATTERN_OPTIONS
+            .iter()
+            .any(|option| word.text.starts_with(option))
+    });
+    if program.pattern_first
+        && !pattern_given
+        && let Some(pattern) = operands.iter().position(|word| word.positional)
+    {
+        operands.remove(pattern);
+    }
+    for operand in operands {
+        if program.reads_operands || operand.globbed {
+            inside(operand.text, operand.globbed, places)?;
+        }
+        if program.files_only && read_only_paths::is_directory(operand.text, places.guard) {
+            return Err(NotReadOnly::Directory(operand.text.to_string()));
         }
     }
     Ok(())
 }
 
-fn check_git(words: &[String], places: &ReadPlaces<'_>) -> Result<(), NotReadOnly> {
+fn check_git(words: &[Word<'_>], places: &ReadPlaces<'_>) -> Result<(), NotReadOnly> {
     let risky = |option: &str| NotReadOnly::RiskyOption {
         program: "git".into(),
         option: option.into(),
     };
     let mut rest = words;
     while let Some((word, after)) = rest.split_first() {
-        if !word.starts_with('-') {
+        if !word.text.starts_with('-') {
             break;
         }
-        if !GIT_GLOBAL.contains(&word.as_str()) {
-            return Err(risky(word));
+        if !GIT_GLOBAL.contains(&word.text) {
+            return Err(risky(word.text));
         }
         rest = after;
     }
     let Some((subcommand, arguments)) = rest.split_first() else {
         return Err(NotReadOnly::NotOnList("git".into()));
     };
-    if !GIT_READS.contains(&subcommand.as_str()) {
+    let subcommand = subcommand.text;
+    if !GIT_READS.contains(&subcommand) {
         return Err(NotReadOnly::NotOnList(format!("git {subcommand}")));
     }
-    let listing_only = matches!(subcommand.as_str(), "branch" | "tag" | "remote");
+    if !read_only_paths::repository_inside(places.guard) {
+        return Err(NotReadOnly::RepositoryOutside);
+    }
+    let listing_only = matches!(subcommand, "branch" | "tag" | "remote");
     let mut risky_options = GIT_RISKY.to_vec();
     if listing_only {
         risky_options.extend_from_slice(GIT_LISTING_WRITES);
     }
-    let operands = options_and_operands("git", arguments, &risky_options, false)?;
+    let mut operands = options_and_operands("git", arguments, &risky_options, false, places)?;
     // `git branch NAME` creates a branch, `git tag NAME` a tag, `git remote add` a remote:
-    // these list only with no operand (or with `--list`/`-l`, whose operands are patterns).
-    let lists = arguments
-        .iter()
-        .any(|word| word == "--list" || word == "-l");
-    if listing_only && !operands.is_empty() && !lists {
-        return Err(NotReadOnly::TooManyOperands(format!("git {subcommand}")));
+    // these list only with no operand, or with an option that makes them list (whose
+    // operands are patterns or commits); `git remote` also as `get-url NAME` and `show`.
+    if listing_only && operands.iter().any(|word| word.positional) {
+        let lists = arguments.iter().any(|word| {
+            GIT_LISTING
+                .iter()
+                .any(|option| word.text.starts_with(option))
+        });
+        let first = operands.iter().position(|word| word.positional);
+        let remote_reads = subcommand == "remote"
+            && matches!(first.map(|at| operands[at].text), Some("get-url" | "show"));
+        if let Some(at) = first.filter(|_| remote_reads) {
+            operands.remove(at);
+        } else if !lists || subcommand == "remote" {
+            return Err(NotReadOnly::TooManyOperands(format!("git {subcommand}")));
+        }
     }
     for operand in operands {
-        inside(operand, places)?;
+        inside(operand.text, operand.globbed, places)?;
     }
     Ok(())
 }
 
+/// Whether the long option `--name` is `risky` or an abbreviation of it.
+fn long_is_risky(name: &str, risky: &str) -> bool {
+    risky.starts_with("--") && name.len() > 2 && risky.starts_with(name)
+}
+
 /// The operands of `words` after every option is checked against `risky`; the values of
-/// `--long=value` options count as operands (they may name files). `whole_words`: options are
+/// `--long=value` options count as operands (they may name files), and every tail longer than
+/// one character of a short-option cluster must stay inside. `whole_words`: options are
 /// matched as whole words (`find -exec`), never as clusters.
 fn options_and_operands<'w>(
     program: &str,
-    words: &'w [String],
+    words: &[Word<'w>],
     risky: &[&str],
     whole_words: bool,
-) -> Result<Vec<&'w str>, NotReadOnly> {
+    places: &ReadPlaces<'_>,
+) -> Result<Vec<Word<'w>>, NotReadOnly> {
     let refuse = |option: &str| NotReadOnly::RiskyOption {
         program: program.into(),
         option: option.into(),
@@ -437,38 +520,43 @@ fn options_and_operands<'w>(
     let mut operands = Vec::new();
     let mut options_end = false;
     for word in words {
-        if options_end || !word.starts_with('-') || word == "-" {
-            if !word.is_empty() {
-                operands.push(word.as_str());
+        let text = word.text;
+        if options_end || !text.starts_with('-') || text == "-" {
+            if !text.is_empty() {
+                operands.push(*word);
             }
             continue;
         }
-        if word == "--" {
+        if text == "--" {
             options_end = true;
             continue;
         }
         if whole_words {
-            if risky.contains(&word.as_str()) {
-                return Err(refuse(word));
+            if let Some(option) = risky.iter().find(|option| **option == text) {
+                return Err(refuse(option));
             }
             continue;
         }
-        if let Some(long) = word.strip_prefix("--") {
+        if let Some(long) = text.strip_prefix("--") {
             let (name, value) = match long.split_once('=') {
                 Some((name, value)) => (name, Some(value)),
                 None => (long, None),
             };
             let spelled = format!("--{name}");
-            if risky.contains(&spelled.as_str()) {
-                return Err(refuse(&spelled));
+            if let Some(option) = risky.iter().find(|option| long_is_risky(&spelled, option)) {
+                return Err(refuse(option));
             }
             if let Some(value) = value.filter(|value| !value.is_empty()) {
-                operands.push(value);
+                operands.push(Word {
+                    text: value,
+                    globbed: word.globbed,
+                    positional: false,
+                });
             }
             continue;
         }
-        // A cluster of short options, whose tail may be a value (`-n5`, `-f/etc/x`).
-        let cluster = &word[1..];
+        // A cluster of short options, whose tail may be a value (`-n5`, `-f../x`).
+        let cluster = &text[1..];
         if let Some(option) = risky
             .iter()
             .filter(|option| option.len() == 2 && !option.starts_with("--"))
@@ -476,128 +564,14 @@ fn options_and_operands<'w>(
         {
             return Err(refuse(option));
         }
-        if cluster.contains('/') || cluster.contains('~') || cluster.contains("..") {
-            // A value glued to an option that looks like a path: keel cannot tell which.
-            return Err(NotReadOnly::Outside(word.clone()));
+        for (at, _) in cluster.char_indices().skip(1) {
+            let tail = &cluster[at..];
+            if tail.chars().count() > 1 {
+                inside(tail, word.globbed, places)?;
+            }
         }
     }
     Ok(operands)
-}
-
-/// `Ok` if `word`, taken as a path (with `~` expanded; a glob expanded), stays inside.
-fn inside(word: &str, places: &ReadPlaces<'_>) -> Result<(), NotReadOnly> {
-    let outside = || NotReadOnly::Outside(word.to_string());
-    let expanded = match word.strip_prefix('~') {
-        None => word.to_string(),
-        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
-            let home = places.home.as_ref().ok_or_else(outside)?;
-            format!("{}{rest}", home.display())
-        }
-        // `~user`, `~+`, `~-`: another place keel does not look up.
-        Some(_) => return Err(outside()),
-    };
-    let guard = places.guard;
-    let stays = |path: &str| {
-        guard
-            .resolve(path)
-            .is_ok_and(|resolved| guard.is_inside(&resolved))
-    };
-    // Unmatched, a glob is passed as written: that path must be inside too.
-    if !stays(&expanded) {
-        return Err(outside());
-    }
-    if !expanded.contains(['*', '?', '[']) {
-        return Ok(());
-    }
-    let matches = glob_matches(&expanded, guard).ok_or_else(outside)?;
-    if matches.iter().all(|path| stays(path)) {
-        Ok(())
-    } else {
-        Err(outside())
-    }
-}
-
-/// Every path `pattern` matches, as the shell would expand it (a superset: hidden entries
-/// match too); `None` when keel cannot tell (a component such as `.*`, too many entries, a
-/// directory it cannot read, a pattern globset refuses).
-fn glob_matches(pattern: &str, guard: &WorkspaceGuard) -> Option<Vec<String>> {
-    let absolute = pattern.starts_with('/');
-    let mut found = vec![if absolute {
-        "/".to_string()
-    } else {
-        String::new()
-    }];
-    let mut looked = 0;
-    for component in pattern.split('/').filter(|part| !part.is_empty()) {
-        let joined = |base: &str, name: &str| {
-            if base.is_empty() || base.ends_with('/') {
-                format!("{base}{name}")
-            } else {
-                format!("{base}/{name}")
-            }
-        };
-        if !component.contains(['*', '?', '[']) {
-            found = found.iter().map(|base| joined(base, component)).collect();
-            continue;
-        }
-        if component.starts_with('.') {
-            return None;
-        }
-        let matcher = GlobBuilder::new(component)
-            .literal_separator(true)
-            .build()
-            .ok()?
-            .compile_matcher();
-        let mut next = Vec::new();
-        for base in &found {
-            let directory = guard
-                .resolve(if base.is_empty() { "." } else { base })
-                .ok()?;
-            let Ok(entries) = std::fs::read_dir(&directory) else {
-                continue;
-            };
-            for entry in entries {
-                looked += 1;
-                if looked > MOST_GLOB_ENTRIES {
-                    return None;
-                }
-                let name = entry.ok()?.file_name();
-                let name = name.to_str()?;
-                if matcher.is_match(name) {
-                    next.push(joined(base, name));
-                }
-            }
-        }
-        found = next;
-    }
-    Some(found)
-}
-
-/// `Ok` if the shell finds `program` on `PATH`, and no `PATH` entry is relative, empty or
-/// inside the workspace or an added directory (the repository cannot provide its own `ls`,
-/// also not behind an entry the sandbox hides, such as one in `/tmp`).
-fn found_outside(program: &str, places: &ReadPlaces<'_>) -> Result<(), NotReadOnly> {
-    let not_found = || NotReadOnly::NotFound(program.to_string());
-    let path = places.path.as_ref().ok_or_else(not_found)?;
-    let mut found = false;
-    for entry in std::env::split_paths(path) {
-        let inside = |path: &Path| {
-            path.canonicalize()
-                .is_ok_and(|real| places.guard.is_inside(&real))
-        };
-        let candidate = entry.join(program);
-        if !entry.is_absolute() || inside(&entry) || inside(&candidate) {
-            return Err(not_found());
-        }
-        found |= is_executable(&candidate);
-    }
-    if found { Ok(()) } else { Err(not_found()) }
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path)
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 #[cfg(test)]
