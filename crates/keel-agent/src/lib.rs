@@ -62,7 +62,7 @@ pub use recovery::refusal::RecoveryRefusal;
 pub use rewind::{RewindReport, RewindScope, SessionLease};
 pub use snapshot::retire_old_stores as retire_old_snapshot_stores;
 pub use spend::SessionSpend;
-pub use turn::TurnOutcome;
+pub use turn::{TurnOutcome, person_text};
 
 use keel_llm::client::HttpClient;
 use keel_llm::{KeySource, ProviderProfile};
@@ -588,6 +588,21 @@ impl Controller {
     /// The latest recovery record of this session (any state), decoded.
     pub fn latest_recovery(&self) -> Result<Option<StoredRecord>, AgentError> {
         Ok(recovery::stored::load_records(&self.shared)?.pop())
+    }
+
+    /// How each turn began (its `turn/started` event's `input_kind`), by turn number; a turn
+    /// whose event is not stored (one a fork copied) is missing.
+    pub fn turn_inputs(
+        &self,
+    ) -> Result<std::collections::HashMap<u64, keel_types::InputKind>, AgentError> {
+        let events = self.shared.store.events_after(&self.shared.session.id, 0)?;
+        Ok(events
+            .into_iter()
+            .filter_map(|stored| match (stored.event.turn, stored.event.body) {
+                (Some(turn), EventBody::TurnStarted { input_kind }) => Some((turn, input_kind)),
+                _ => None,
+            })
+            .collect())
     }
 
     /// The session's history and receipts as stored.

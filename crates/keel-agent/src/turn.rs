@@ -251,6 +251,25 @@ fn open(run: &TurnRun<'_>, kind: InputKind) -> Result<(), AgentError> {
 pub(crate) const INTERRUPTED_NOTE: &str = "[keel: the user stopped your previous answer before \
      it was complete; what it had produced was not kept.]";
 
+/// What the person wrote of a user item's `text`: without the notes keel put before it (the
+/// interruption, a mode change: lines of `[keel: …]` and an empty line) and the files it
+/// attached after it (`<attached …>` blocks, and `[keel: @… was not attached …]`).
+pub fn person_text(text: &str) -> &str {
+    let mut rest = text;
+    if rest.starts_with("[keel: ")
+        && let Some((notes, prompt)) = rest.split_once("\n\n")
+        && notes.lines().all(|line| line.starts_with("[keel: "))
+    {
+        rest = prompt;
+    }
+    let end = ["\n\n<attached path=\"", "\n\n[keel: @"]
+        .iter()
+        .filter_map(|marker| rest.find(marker))
+        .min()
+        .unwrap_or(rest.len());
+    &rest[..end]
+}
+
 /// Commit the turn's input text; a prompt after a stopped answer carries the note first.
 fn commit_input(
     run: &TurnRun<'_>,
@@ -531,4 +550,24 @@ fn denied_calls(shared: &Shared, turn: Option<u64>) -> impl Fn(&str) -> bool + u
         .receipts(&shared.session.id)
         .unwrap_or_default();
     crate::recovery::readiness::denials(receipts, turn)
+}
+
+#[cfg(test)]
+mod person_text_tests {
+    use super::*;
+
+    #[test]
+    fn the_notes_before_and_the_files_after_are_keels_not_the_persons() {
+        let noted = format!(
+            "{INTERRUPTED_NOTE}\n{}\n\nfix @src/a.rs please\n\n<attached path=\"src/a.rs\">\nfn a() {{}}\n</attached>\n\n[keel: @b.rs was not attached: missing]",
+            crate::modes::mode_note(keel_tools::PermissionMode::Auto)
+        );
+        assert_eq!(person_text(&noted), "fix @src/a.rs please");
+        assert_eq!(person_text("just this"), "just this");
+        // A person's own text that only looks like a note at its start stays.
+        assert_eq!(
+            person_text("[keel: mine]\nsecond line\n\nmore"),
+            "[keel: mine]\nsecond line\n\nmore"
+        );
+    }
 }

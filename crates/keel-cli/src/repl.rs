@@ -120,6 +120,42 @@ pub(crate) fn transcript_text(
     ))
 }
 
+/// A resumed session's recent turns as the person saw them (`keel_tui::resumed`), printed
+/// under the banner; nothing for a new session or one with no turn yet.
+pub(crate) fn print_where_you_were(
+    controller: &Controller,
+    common: &CommonArgs,
+    colors: keel_render::Colors,
+) {
+    if common.session.is_none() && !common.continue_latest {
+        return;
+    }
+    let (Ok(transcript), Ok(inputs)) = (controller.transcript(), controller.turn_inputs()) else {
+        return;
+    };
+    let states: std::collections::HashMap<&str, keel_types::ReceiptState> = transcript
+        .receipts
+        .iter()
+        .map(|receipt| (receipt.call_id.as_str(), receipt.state))
+        .collect();
+    let (columns, rows) = crate::tui_terminal::screen_size();
+    // The banner above and the live region (or the prompt) below keep about eight rows.
+    let room = usize::from(rows).saturating_sub(8).max(4);
+    let lines = keel_tui::resumed::recent_lines(
+        transcript
+            .items
+            .iter()
+            .map(|stored| (stored.turn, &stored.item)),
+        &|turn| inputs.get(&turn).copied(),
+        &|call_id| states.get(call_id).copied(),
+        usize::from(columns),
+        room,
+    );
+    if !lines.is_empty() {
+        eprint!("{}", keel_render::to_ansi(&lines, colors));
+    }
+}
+
 /// A new session in a workspace whose files ask for more than the user's settings: ask once,
 /// before anything starts; whether the question was asked.
 pub(crate) fn ask_trust_first(common: &CommonArgs) -> anyhow::Result<bool> {
@@ -164,6 +200,9 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         rendering,
     };
     repl.banner();
+    if let Some(controller) = &repl.controller {
+        print_where_you_were(controller, common, keel_render::Colors::from_env());
+    }
     // Ctrl-C at the prompt clears the line; a second one in a row quits (as Ctrl-D does).
     let mut interrupted = false;
     let outcome = loop {

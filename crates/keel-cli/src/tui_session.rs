@@ -103,6 +103,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     );
     let history_path = settings::keel_home()?.join("history.txt");
     let colors = Colors::from_env();
+    crate::repl::print_where_you_were(&controller, common, colors);
     let raw = RawMode::enter()?;
     // A panic puts the terminal back before its message is printed.
     let previous_hook = std::panic::take_hook();

@@ -183,6 +183,13 @@ fn header(call: &Call, state: ReceiptState, suffix: &str, width: usize) -> Line 
     fit(line, width)
 }
 
+/// A call's card folded to its one line, its state after it (a resumed session's recent
+/// turns).
+pub fn collapsed(call: &Call, state: ReceiptState, width: usize) -> Line {
+    let said = format!(" · {}", state.as_str().replace('_', " "));
+    header(call, state, &said, width)
+}
+
 /// The most lines of a running command's output shown under its card.
 pub const LIVE_LINES: usize = 4;
 

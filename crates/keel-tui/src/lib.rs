@@ -16,6 +16,7 @@ pub mod cards;
 pub mod editor;
 pub mod keymap;
 pub mod notices;
+pub mod resumed;
 pub mod rows;
 pub mod status;
 pub mod surface;
