@@ -79,6 +79,22 @@ pub(crate) fn effective_mode(
     }
 }
 
+/// Why a command that would otherwise read only is asked about, where the command alone does
+/// not say (a path that leads outside through `~`, a link or a glob; git's repository).
+pub(crate) fn why_asked(command: &str, guard: &WorkspaceGuard) -> Option<String> {
+    use read_only_commands::NotReadOnly;
+    match read_only_commands::check(command, &ReadPlaces::from_env(guard)) {
+        Err(NotReadOnly::Outside(word)) => Some(format!("`{word}` leads outside the workspace")),
+        Err(NotReadOnly::RepositoryOutside) => {
+            Some("git would read a repository outside the workspace".into())
+        }
+        Err(NotReadOnly::GlobToOption(name)) => Some(format!(
+            "a glob matches `{name}`, which the program would take as an option"
+        )),
+        _ => None,
+    }
+}
+
 /// The decision for a `bash` call running `command` in the workspace `guard` guards.
 pub(crate) fn decide_command(
     policy: &PermissionPolicy,

@@ -523,6 +523,12 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
                     {
                         Some("it reads outside the workspace".into())
                     }
+                    Valid::Builtin(builtin) if builtin.tool == keel_tools::BuiltinTool::Bash => {
+                        crate::confinement::why_asked(
+                            checked.subject.as_deref().unwrap_or(""),
+                            &shared.tool_context.guard,
+                        )
+                    }
                     _ => None,
                 },
                 // The very arguments the call will run with.

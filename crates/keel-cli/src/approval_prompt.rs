@@ -143,18 +143,21 @@ fn plan_answer(answer: &str) -> Approval {
 /// same words as the live region's).
 fn approval_question(request: &ApprovalRequest) -> String {
     let diff = change_lines(request.preview.as_ref(), crate::render::terminal_width());
-    let mut question = keel_render::to_ansi(&diff, crate::render::stderr_colors());
+    let diff = keel_render::to_ansi(&diff, crate::render::stderr_colors());
     let asked = Question::new(request);
-    if asked.plan.is_some() {
+    if asked.plan.is_none() {
+        // What it is about (the file's name), then its diff, then the answers.
+        return asked.typed_with_change(&diff);
+    }
+    let mut question = diff;
+    {
         // The title, the plan rendered, then the answers.
         question.push_str(&format!("{}\n", asked.title));
         let width = crate::render::terminal_width();
         let plan = asked.plan_lines(width);
         question.push_str(&keel_render::to_ansi(&plan, crate::render::stderr_colors()));
         question.push_str(keel_tui::approval::PLAN_CHOICES);
-        return question;
     }
-    question.push_str(&asked.typed());
     question
 }
 

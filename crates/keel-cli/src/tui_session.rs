@@ -98,9 +98,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let signals = StopSignals::register()?;
     let repl = Repl::for_tui(common, controller.clone(), approver.clone(), signals);
     repl.banner();
-    eprintln!(
-        "Enter sends · Alt+Enter newline · Esc stops a turn · Shift+Tab mode · Ctrl-T transcript"
-    );
+    eprintln!("Enter sends · Alt+Enter newline · Esc stops · Shift+Tab mode · Ctrl-T transcript");
     let history_path = settings::keel_home()?.join("history.txt");
     let colors = Colors::from_env();
     crate::repl::print_where_you_were(&controller, common, colors);
@@ -647,6 +645,7 @@ impl Session {
             Action::Allow | Action::Deny | Action::DenyWithNote | Action::Always => {
                 self.on_answer_key(act);
             }
+            Action::ShowAll => self.question_in_pager(),
             Action::Insert(c) => self.view.editor.insert(c),
             Action::Newline => self.view.editor.newline(),
             Action::Backspace => self.view.editor.backspace(),

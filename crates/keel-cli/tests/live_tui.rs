@@ -58,8 +58,8 @@ fn an_answer_is_rendered_an_edit_is_approved_with_one_key_and_ctrl_d_says_how_to
     // drawn once (nothing of the old one left above it).
     tmux.resize(70, 40);
     tmux.wait_until_screen("the region once, at 70 columns", |screen| {
-        screen.matches("waiting for your answer").count() == 1
-            && screen.matches("? write_file: notes.txt").count() == 1
+        screen.matches("? write_file notes.txt").count() == 1
+            && screen.matches("always for write_file").count() == 1
             && screen.lines().all(|line| line.chars().count() <= 70)
     });
     // One key, no Enter.
@@ -71,7 +71,7 @@ fn an_answer_is_rendered_an_edit_is_approved_with_one_key_and_ctrl_d_says_how_to
     );
     // The command is asked about (with no "always": keel cannot read `$(…)` in full), then
     // its output's end shows under its card.
-    let asked = tmux.wait_for("? bash: for n in");
+    let asked = tmux.wait_for("? bash for n in");
     assert!(!asked.contains("a always"), "{asked}");
     tmux.answer("y");
     let shown = tmux.wait_for("Done.");

@@ -253,8 +253,8 @@ fn a_read_outside_the_workspace_is_asked_with_its_reason_on_every_surface() {
         tmux.wait_for("mock-model · ask");
         tmux.type_text("read it");
         tmux.press(&["Enter"]);
-        let asked = tmux.wait_for("? allow read_file — it reads outside the workspace:");
-        assert!(asked.contains("/etc/hostname"), "{asked}");
+        let asked = tmux.wait_for("asks because it reads outside the workspace");
+        assert!(asked.contains("? read_file /etc/hostname"), "{asked}");
         tmux.answer("n");
         tmux.wait_for("Not read.");
     }

@@ -70,6 +70,12 @@ pub struct Question {
     pub unconfined: bool,
     /// The plan of a `propose_plan` call (markdown), shown rendered instead of `subject`.
     pub plan: Option<String>,
+    /// Why it is asked, where the subject alone does not say (keel's words, made visible).
+    pub reason: Option<String>,
+    /// The subject's lines as they are, made visible (not indented).
+    pub lines: Vec<String>,
+    /// A warning that long lines were cut.
+    pub warning: Option<String>,
 }
 
 /// The typed answers to a plan, as the line mode asks them.
@@ -123,6 +129,21 @@ impl Question {
             }
         };
         Question {
+            reason: request
+                .reason
+                .as_deref()
+                .map(|r| visible_line(r).into_owned()),
+            lines: view
+                .lines
+                .iter()
+                .map(|line| visible_line(line).into_owned())
+                .collect(),
+            warning: (view.hidden_chars > 0).then(|| {
+                format!(
+                    "⚠ {} characters of long lines not shown; say no unless you know them",
+                    view.hidden_chars
+                )
+            }),
             subject: view
                 .lines
                 .iter()
@@ -155,6 +176,12 @@ impl Question {
 
     /// The question as the line mode asks it (typed answer, then Enter).
     pub fn typed(&self) -> String {
+        self.typed_with_change("")
+    }
+
+    /// The question as the line mode asks it, with the change (a diff, as terminal text) under
+    /// the subject it changes: the file's name first.
+    pub fn typed_with_change(&self, change: &str) -> String {
         let mut question = format!("{}\n", self.title);
         if self.plan.is_some() {
             question.push_str(PLAN_CHOICES);
@@ -164,6 +191,7 @@ impl Question {
             question.push_str(line);
             question.push('\n');
         }
+        question.push_str(change);
         let choices = match (&self.always, self.unconfined) {
             (_, true) => "run it UNCONFINED? [y]es / [n]o".to_string(),
             (Some(always), false) => {
@@ -173,6 +201,98 @@ impl Question {
         };
         question.push_str(&format!("  {} — {choices}: ", self.head));
         question
+    }
+
+    /// What the question is about in one line: `edit_file notes.txt`, `bash cargo test`,
+    /// `bash (3 lines)`, `the plan`.
+    pub fn about(&self) -> String {
+        if self.plan.is_some() {
+            return "the plan".to_string();
+        }
+        match self.lines.as_slice() {
+            [only] => format!("{} {only}", self.tool),
+            lines => format!("{} ({} lines)", self.tool, lines.len()),
+        }
+    }
+
+    /// The block the live region shows while it waits: what it is about (the file's name over
+    /// its diff, or the whole command), why it asks where the subject alone does not say, the
+    /// change, and the keys; at most `room` lines, the middle cut with a count and `d` offered
+    /// when it does not fit (`all_lines` has everything).
+    pub fn block_lines(&self, change: &[Line], width: usize, room: usize) -> Vec<Line> {
+        let (head, body) = self.head_and_body(change, width);
+        let keys = self.keys(width);
+        let fixed = head.len() + keys.len();
+        let body_room = room.saturating_sub(fixed);
+        let mut lines = head;
+        if body.len() <= body_room {
+            lines.extend(body);
+        } else {
+            let shown = body_room.saturating_sub(1);
+            let hidden = body.len() - shown;
+            lines.extend(body.into_iter().take(shown));
+            lines.push(Line::new(vec![
+                Span::plain(&format!(
+                    "  … {hidden} more line{} not shown: ",
+                    if hidden == 1 { "" } else { "s" }
+                )),
+                Span::new("d", Style::PLAIN.bold()),
+                Span::plain(" shows them all"),
+            ]));
+        }
+        lines.extend(keys);
+        lines
+    }
+
+    /// Everything `block_lines` shows, never cut (for a pager).
+    pub fn all_lines(&self, change: &[Line], width: usize) -> Vec<Line> {
+        let (mut lines, body) = self.head_and_body(change, width);
+        lines.extend(body);
+        lines
+    }
+
+    /// The block's head (what it is about, why) and its body (the subject's lines, the plan,
+    /// the change).
+    fn head_and_body(&self, change: &[Line], width: usize) -> (Vec<Line>, Vec<Line>) {
+        let asked = Style::fg(keel_render::Color::Yellow).bold();
+        let mut head = Vec::new();
+        let mut body = Vec::new();
+        if self.plan.is_some() || self.unconfined {
+            head.extend(crate::rows::wrapped(
+                self.title.trim_end_matches(':'),
+                width,
+                asked,
+            ));
+        } else {
+            head.extend(crate::rows::wrapped(
+                &format!("? {}", self.about()),
+                width,
+                asked,
+            ));
+        }
+        if let Some(reason) = &self.reason {
+            head.extend(crate::rows::wrapped(
+                &format!("  asks because {reason}"),
+                width,
+                Style::PLAIN,
+            ));
+        }
+        if let Some(warning) = &self.warning {
+            head.extend(crate::rows::wrapped(
+                &format!("  {warning}"),
+                width,
+                Style::fg(keel_render::Color::Yellow),
+            ));
+        }
+        if self.plan.is_some() {
+            body.extend(self.plan_lines(width));
+        } else if self.lines.len() > 1 || self.unconfined {
+            for line in &self.subject {
+                body.extend(crate::rows::wrapped(line, width, Style::PLAIN));
+            }
+        }
+        body.extend(change.iter().cloned());
+        (head, body)
     }
 
     /// The keys of the live region's question (one key, no Enter), packed into lines of the

@@ -50,6 +50,8 @@ pub enum Action {
     Deny,
     DenyWithNote,
     Always,
+    /// `d` at an approval: everything it is about, in the pager.
+    ShowAll,
     Transcript,
     /// Ctrl-R: start searching the history, or find the next older match.
     HistorySearch,
@@ -80,6 +82,7 @@ pub fn action(key: &KeyEvent, focus: Focus, input_empty: bool, unconfined: bool)
             KeyCode::Esc => Action::Deny,
             KeyCode::Char('N') if !control && !alt => Action::DenyWithNote,
             KeyCode::Char('a') if !control && !alt && !unconfined => Action::Always,
+            KeyCode::Char('d') if !control && !alt => Action::ShowAll,
             KeyCode::Char('t') if control => Action::Transcript,
             _ => Action::Ignore,
         };

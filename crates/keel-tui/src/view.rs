@@ -78,6 +78,9 @@ pub struct LiveView {
     attempt_tokens: u64,
     running: Vec<Running>,
     approval: Option<Question>,
+    /// The change the approval on screen is about (a write's or an edit's), and its diff's
+    /// lines at the width they were made for.
+    asked_change: Option<(keel_tools::Preview, usize, Vec<Line>)>,
     /// The call the approval on screen is about (its card may be announced after the question:
     /// the two come over different channels).
     asked_call: Option<String>,
@@ -117,6 +120,7 @@ impl LiveView {
             attempt_tokens: 0,
             running: Vec::new(),
             approval: None,
+            asked_change: None,
             asked_call: None,
             note: None,
             queued: VecDeque::new(),
@@ -280,22 +284,14 @@ impl LiveView {
         self.queued.pop_back()
     }
 
-    /// An approval waits: its diff and question go to the scrollback; the keys stay here.
+    /// An approval waits: one block in the region says what it is about, why, the change and
+    /// the keys (`Question::block_lines`); its call's card is not drawn meanwhile.
     pub fn ask(&mut self, request: &ApprovalRequest) {
         let question = Question::new(request);
-        self.commits
-            .extend(change_lines(request.preview.as_ref(), self.width));
-        self.say(&question.title, Style::fg(Color::Yellow).bold());
-        self.commits.extend(question.plan_lines(self.width));
-        let subject = if question.plan.is_some() {
-            &[][..]
-        } else {
-            &question.subject[..]
-        };
-        for line in subject {
-            let lines = wrapped(line, self.width, Style::PLAIN);
-            self.commits.extend(lines);
-        }
+        self.asked_change = request
+            .preview
+            .clone()
+            .map(|preview| (preview, 0, Vec::new()));
         if let Some(running) = self
             .running
             .iter_mut()
@@ -335,19 +331,59 @@ impl LiveView {
         self.note.as_mut()
     }
 
-    /// The approval was answered (`answer` says how, for the scrollback).
+    /// The approval was answered: its block becomes one line in the scrollback saying what it
+    /// was about and `answer`.
     pub fn answered(&mut self, answer: &str) {
+        if let Some(question) = self.approval.take() {
+            let allowed = answer.starts_with("allowed") || answer.starts_with("plan approved");
+            let (mark, color) = if allowed {
+                ("✓ ", Color::Green)
+            } else {
+                ("✗ ", Color::Yellow)
+            };
+            let line = Line::new(vec![
+                Span::new(mark, Style::fg(color)),
+                Span::plain(&question.about()),
+                Span::new(&format!(" · {answer}"), Style::PLAIN.dim()),
+            ]);
+            self.commits.push(fit(line, self.width));
+        }
+        self.asked_change = None;
         self.approval = None;
         self.asked_call = None;
         self.note = None;
         for running in &mut self.running {
             running.asked = false;
         }
-        self.say(&format!("  ↳ {answer}"), Style::PLAIN.dim());
+    }
+
+    /// Everything the approval waiting is about, never cut (for the pager).
+    pub fn asked_in_full(&self) -> Option<Vec<Line>> {
+        let question = self.approval.as_ref()?;
+        let change = match &self.asked_preview() {
+            Some(preview) => change_lines(Some(preview), self.width),
+            None => Vec::new(),
+        };
+        Some(question.all_lines(&change, self.width))
+    }
+
+    fn asked_preview(&self) -> Option<keel_tools::Preview> {
+        self.asked_change
+            .as_ref()
+            .map(|(preview, _, _)| preview.clone())
     }
 
     /// The approval went away without an answer (the turn was cancelled).
     pub fn drop_approval(&mut self) {
+        if let Some(question) = self.approval.take() {
+            let line = Line::new(vec![
+                Span::new("✗ ", Style::fg(Color::Yellow)),
+                Span::plain(&question.about()),
+                Span::new(" · not answered", Style::PLAIN.dim()),
+            ]);
+            self.commits.push(fit(line, self.width));
+        }
+        self.asked_change = None;
         self.approval = None;
         self.asked_call = None;
         self.note = None;
@@ -635,14 +671,20 @@ impl LiveView {
         let mut foot: Vec<Line> = Vec::new();
         let mut cursor = None;
         foot.push(Line::from_text(&"─".repeat(width), Style::PLAIN.dim()));
+        let block_room = self.rows.saturating_sub(3).max(4);
+        if let Some((preview, made_for, lines)) = &mut self.asked_change
+            && *made_for != width
+        {
+            *lines = change_lines(Some(&*preview), width);
+            *made_for = width;
+        }
         match (&self.approval, &self.note) {
             (Some(question), None) => {
-                foot.extend(wrapped(
-                    &format!("? {}", question.head),
-                    width,
-                    Style::fg(Color::Yellow).bold(),
-                ));
-                foot.extend(question.keys(width));
+                let change = self
+                    .asked_change
+                    .as_ref()
+                    .map_or(&[][..], |(_, _, lines)| &lines[..]);
+                foot.extend(question.block_lines(change, width, block_room));
             }
             (Some(_), Some(note)) => {
                 let layout = note.layout("note for the model › ", width);
@@ -705,7 +747,8 @@ impl LiveView {
                 )),
             ]));
         }
-        for running in &self.running {
+        // A call waiting for its answer is the approval's block, not a card as well.
+        for running in self.running.iter().filter(|running| !running.asked) {
             let elapsed = now.saturating_duration_since(running.since);
             middle.extend(cards::running(
                 &running.call,
@@ -817,7 +860,7 @@ mod tests {
     }
 
     #[test]
-    fn a_card_announced_after_its_question_still_says_it_waits_for_an_answer() {
+    fn a_card_announced_after_its_question_is_not_drawn_beside_it() {
         let mut view = LiveView::new(Status::default(), Vec::new(), 80, 24);
         // The question and the card come over different channels: the question first here.
         view.ask(&ApprovalRequest {
@@ -851,7 +894,21 @@ mod tests {
             .iter()
             .map(|line| line.plain() + "\n")
             .collect();
-        assert!(shown.contains("waiting for your answer"), "{shown}");
+        // One block says what waits: no card repeats it.
+        assert_eq!(shown.matches("notes.txt").count(), 1, "{shown}");
+        assert!(shown.contains("? write_file notes.txt"), "{shown}");
+        assert!(!shown.contains("waiting for your answer"), "{shown}");
+        // Answered: one line in the scrollback, and the card runs.
+        view.answered("allowed");
+        let said = keel_render::to_plain(&view.take_commits());
+        assert_eq!(said, "✓ write_file notes.txt · allowed\n");
+        let shown: String = view
+            .frame(now)
+            .lines
+            .iter()
+            .map(|line| line.plain() + "\n")
+            .collect();
+        assert!(shown.contains("● write_file notes.txt"), "{shown}");
     }
 
     #[test]

@@ -47,6 +47,17 @@ impl Session {
     }
 
     /// Every answer, card and reasoning block of the session, in a pager.
+    /// `d` at an approval: all it is about (the whole diff, every line of the command) in the
+    /// pager; the question still waits when it closes.
+    pub(super) fn question_in_pager(&mut self) {
+        let Some(lines) = self.view.asked_in_full() else {
+            return;
+        };
+        let text = keel_render::to_ansi(&lines, self.colors);
+        let pager = std::env::var("PAGER").unwrap_or_else(|_| "less -R".into());
+        let _ = self.run_on_file(&pager, "keel-question", &text);
+    }
+
     pub(super) fn transcript(&mut self) {
         let Some(controller) = self.controller() else {
             return;
