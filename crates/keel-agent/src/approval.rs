@@ -91,6 +91,28 @@ impl Approval {
     }
 }
 
+impl Approval {
+    /// The call's result when it was not approved: the model's words (`refusal`) as its
+    /// content, and a person's words as the summary their card shows (nothing written for the
+    /// model, such as "do not retry it as is", reaches a card); `None` when it was approved.
+    pub fn refused_output(self) -> Option<keel_tools::ToolOutput> {
+        let summary = match &self {
+            Approval::Allow | Approval::AllowSwitching(_) => return None,
+            Approval::Declined => "you declined it",
+            Approval::DeclinedWithNote(_) => "you declined it, with a note for the model",
+            Approval::Unattended => {
+                "needs approval, and nobody could be asked: rerun with --yes or an allow rule"
+            }
+        };
+        let content = self.refusal()?;
+        Some(keel_tools::ToolOutput {
+            content,
+            is_error: true,
+            summary: summary.to_string(),
+        })
+    }
+}
+
 /// A person's note as the model gets it: trimmed, cut at `LONGEST_NOTE` characters (marked).
 pub(crate) fn bounded_note(note: &str) -> String {
     let mut note: String = note.trim().chars().take(LONGEST_NOTE).collect();

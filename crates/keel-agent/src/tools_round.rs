@@ -488,6 +488,18 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
         let answer = crate::modes::propose(shared, turn, call, plan.unwrap_or("")).await;
         return Prepared::Plan(answer);
     }
+    // keel's own policy first (a write outside the workspace): refused before it runs, and
+    // recorded as a denial, so that readiness counts it as the choice it is.
+    if let Valid::Builtin(builtin) = &valid
+        && let Some(refusal) = builtin.refused_by_policy(&shared.tool_context)
+    {
+        let mut output = ToolOutput::error(refusal);
+        output.summary = "outside the workspace: keel only writes inside it".into();
+        return Prepared::Finished {
+            state: ReceiptState::Denied,
+            output,
+        };
+    }
     match decide(shared, &valid, checked.subject.as_deref()) {
         Decision::Allow => {
             announce_change(shared, turn, call, &valid);
@@ -539,14 +551,14 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
                     Valid::Mcp { .. } => None,
                 },
             };
-            match shared.ask(turn, &request).await.refusal() {
+            match shared.ask(turn, &request).await.refused_output() {
                 None => Prepared::Run {
                     valid,
                     read_only: false,
                 },
-                Some(refusal) => Prepared::Finished {
+                Some(output) => Prepared::Finished {
                     state: ReceiptState::Denied,
-                    output: ToolOutput::error(refusal),
+                    output,
                 },
             }
         }

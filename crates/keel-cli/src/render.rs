@@ -45,6 +45,8 @@ pub struct Renderer {
     spinner: Option<indicatif::ProgressBar>,
     /// Nobody is asked (`keel run`): a proposed plan is printed as the answer.
     plans_as_answers: bool,
+    /// An offer to go on was printed and still stands (only then is its expiry said).
+    offer_said: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +74,7 @@ impl Renderer {
             pending_text: String::new(),
             pending_reasoning: String::new(),
             session_hints: true,
+            offer_said: false,
             spinner: None,
             plans_as_answers: false,
         }
@@ -113,6 +116,13 @@ impl Renderer {
         }
         self.stop_spinner();
         match &event.body {
+            EventBody::RecoveryOffered { .. } => {
+                self.offer_said = !(self.plans_as_answers && self.session_hints);
+            }
+            EventBody::RecoveryConsumed { .. } => self.offer_said = false,
+            _ => {}
+        }
+        match &event.body {
             EventBody::LlmRequest { attempt, .. } => {
                 self.start_attempt();
                 self.start_spinner(*attempt);
@@ -137,9 +147,9 @@ impl Renderer {
                     // What streamed stays on screen, marked (it is never committed).
                     let streamed = self.keep_attempt();
                     if streamed {
-                        eprintln!("⏹ interrupted: the answer above is incomplete and not kept");
+                        eprintln!("⏹ stopped — kept on screen; the model is told you stopped it, not what it wrote");
                     } else {
-                        eprintln!("cancelled");
+                        eprintln!("⏹ stopped");
                     }
                 }
                 _ => {
@@ -195,6 +205,8 @@ impl Renderer {
             }
             // A headless run prints the exact command to run it when the turn ends.
             EventBody::RecoveryOffered { .. } if self.plans_as_answers && self.session_hints => {}
+            // The expiry of an offer nobody saw is not news.
+            EventBody::RecoveryExpired { .. } if !std::mem::take(&mut self.offer_said) => {}
             EventBody::RecoveryOffered { .. }
             | EventBody::RecoveryConsumed { .. }
             | EventBody::RecoveryExpired { .. }

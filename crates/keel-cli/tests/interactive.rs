@@ -68,13 +68,13 @@ fn ctrl_c_cancels_the_turn_and_the_session_goes_on() {
         &home,
         &[
             ("wait forever\n", Some("waiting"), 0),
-            ("\u{3}", Some("cancelled"), 0),
+            ("\u{3}", Some("⏹ stopped"), 0),
             ("are you there?\n", Some("still here"), 0),
             ("/quit\n", None, 300),
         ],
     );
     assert!(screen.contains("cancelling"), "{screen}");
-    assert!(screen.contains("cancelled"), "{screen}");
+    assert!(screen.contains("⏹ stopped"), "{screen}");
     assert!(screen.contains("still here"), "{screen}");
     assert_eq!(mock.requests().len(), 2);
 }
@@ -235,7 +235,7 @@ fn ctrl_c_at_the_approval_prompt_does_not_eat_the_next_line() {
         &home,
         &[
             ("write it\n", Some("[a]lways for write_file"), 0),
-            ("\u{3}", Some("cancelled"), 0),
+            ("\u{3}", Some("⏹ stopped"), 0),
             ("are you there?\n", Some("still here"), 0),
             ("/quit\n", None, 300),
         ],

@@ -109,7 +109,8 @@ fn esc_stops_a_stream_keeps_its_text_and_the_next_request_says_so() {
     tmux.press(&["Enter"]);
     tmux.wait_for("Sentence number 2.");
     tmux.press(&["Escape"]);
-    let shown = tmux.wait_for("interrupted");
+    let shown = tmux
+        .wait_for("stopped — kept on screen; the model is told you stopped it, not what it wrote");
     assert!(shown.contains("Sentence number 1."), "{shown}");
     assert!(!shown.contains("Sentence number 60."), "{shown}");
     tmux.type_text("go on");
@@ -449,7 +450,7 @@ fn leaving_during_a_turn_stops_it_keeps_its_text_and_gives_the_terminal_back() {
     let shown = tmux.wait_for("[terminal:");
     assert!(shown.contains("[keel exited: 0]"), "{shown}");
     assert!(!shown.contains("Paragraph 60."), "{shown}");
-    assert!(shown.contains("interrupted"), "{shown}");
+    assert!(shown.contains("stopped — kept on screen"), "{shown}");
     assert!(shown.contains("Paragraph 1."), "{shown}");
     assert!(shown.contains("[terminal: icanon echo ]"), "{shown}");
 }

@@ -184,7 +184,7 @@ fn esc_while_typing_during_a_turn_clears_the_input_and_keeps_the_turn() {
     // The turn went on: the command finished and the model answered.
     tmux.wait_for("All done.");
     assert!(
-        !tmux.everything().contains("interrupted"),
+        !tmux.everything().contains("stopped — kept on screen"),
         "{}",
         tmux.everything()
     );
@@ -195,7 +195,7 @@ fn esc_while_typing_during_a_turn_clears_the_input_and_keeps_the_turn() {
     tmux.press(&["Enter"]);
     tmux.wait_for("waiting for the model");
     tmux.press(&["Escape"]);
-    tmux.wait_for("⏹ cancelled");
+    tmux.wait_for("⏹ stopped");
 }
 
 #[test]

@@ -105,7 +105,7 @@ fn an_interrupted_answer_stays_on_screen_marked() {
         &home,
         &[
             ("tell me\n", Some("Second paragraph"), 0),
-            ("\u{3}", Some("interrupted"), 0),
+            ("\u{3}", Some("stopped — kept on screen"), 0),
             ("ok\n", Some("Fine, stopping."), 0),
             ("/quit\n", None, 300),
         ],
@@ -113,7 +113,7 @@ fn an_interrupted_answer_stays_on_screen_marked() {
     let rows: Vec<String> = screen_of(&bytes).rows(0, 80).collect();
     let (first, _) = row_with(&rows, "First paragraph of the answer.");
     let (second, _) = row_with(&rows, "Second paragraph");
-    let (marked, _) = row_with(&rows, "interrupted");
+    let (marked, _) = row_with(&rows, "stopped — kept on screen");
     assert!(first < second && second < marked, "{}", rows.join("\n"));
     assert!(
         !rows

@@ -342,6 +342,20 @@ impl ValidCall {
         }
     }
 
+    /// Why keel's own policy refuses this call before it runs, if it does: a write or an edit
+    /// of a path outside the workspace and the added directories (keel only writes inside).
+    /// The words are the model's; a person's card says `outside the workspace`.
+    pub fn refused_by_policy(&self, ctx: &ToolContext) -> Option<String> {
+        if !matches!(self.tool, BuiltinTool::WriteFile | BuiltinTool::EditFile) {
+            return None;
+        }
+        let path = self.path_arg()?;
+        match ctx.guard.check_write(path) {
+            Err(error @ GuardError::Outside { .. }) => Some(format!("denied: {error}")),
+            Ok(_) | Err(GuardError::Invalid(_)) => None,
+        }
+    }
+
     /// Whether a read-only file tool reads outside the workspace (or where keel cannot tell).
     pub fn reads_outside_workspace(&self, ctx: &ToolContext) -> bool {
         match self.tool {

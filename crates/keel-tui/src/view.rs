@@ -71,6 +71,9 @@ pub struct LiveView {
     waiting: Option<(Instant, u32)>,
     /// The attempt streaming now (the last `llm/request`'s).
     attempt: u32,
+    /// An offer to go on (`recovery/offered`) was said here and is still standing: only then
+    /// is its expiry worth a word.
+    offer_said: bool,
     /// The turn running now: when it started, and the output tokens its finished requests
     /// reported.
     turn: Option<(Instant, u64)>,
@@ -116,6 +119,7 @@ impl LiveView {
             answer: StreamedAnswer::new(width.max(10)),
             waiting: None,
             attempt: 1,
+            offer_said: false,
             turn: None,
             attempt_tokens: 0,
             running: Vec::new(),
@@ -504,11 +508,11 @@ impl LiveView {
                         self.commit_attempt();
                         if streamed {
                             self.say(
-                                "⏹ interrupted: the answer above is incomplete and not kept",
+                                "⏹ stopped — kept on screen; the model is told you stopped it, not what it wrote",
                                 Style::fg(Color::Yellow),
                             );
                         } else {
-                            self.say("⏹ cancelled", Style::fg(Color::Yellow));
+                            self.say("⏹ stopped", Style::fg(Color::Yellow));
                         }
                     }
                     _ => {
@@ -629,6 +633,19 @@ impl LiveView {
                             Style::PLAIN.dim(),
                         );
                     }
+                }
+            }
+            EventBody::RecoveryOffered { .. } | EventBody::RecoveryConsumed { .. } => {
+                self.offer_said = matches!(event.body, EventBody::RecoveryOffered { .. });
+                if let Some(text) = notice(&event.body) {
+                    self.say(&text, Style::PLAIN.dim());
+                }
+            }
+            EventBody::RecoveryExpired { .. } => {
+                if std::mem::take(&mut self.offer_said)
+                    && let Some(text) = notice(&event.body)
+                {
+                    self.say(&text, Style::PLAIN.dim());
                 }
             }
             // A rewind's surface prints its own report.
