@@ -39,6 +39,9 @@ use std::process::ExitCode;
 pub enum Outcome {
     Completed,
     TurnFailed,
+    /// The provider refused the key (failure kind `auth`): the user's to fix, like a usage
+    /// error (exit 2).
+    KeyRefused,
     Cancelled,
     /// Stopped by SIGTERM or SIGHUP after cancelling cleanly: the signal's exit code.
     Stopped(u8),
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Completed) => ExitCode::SUCCESS,
         Ok(Outcome::TurnFailed) => ExitCode::from(1),
+        Ok(Outcome::KeyRefused) => ExitCode::from(2),
         Ok(Outcome::Cancelled) => ExitCode::from(130),
         Ok(Outcome::Stopped(code) | Outcome::Exited(code)) => ExitCode::from(code),
         Err(error) => {

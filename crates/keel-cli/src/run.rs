@@ -191,23 +191,24 @@ pub async fn run_turn(
         TurnOutcome::Completed { readiness, .. } => {
             let continue_line =
                 format!("continue with: keel run --session {session} \"/continue-checks\"");
+            // Not ready: exit 1, and the next step on stderr in every mode (CONTRACT.md).
             match readiness {
                 Readiness::Ready => Ok(Outcome::Completed),
                 // Nobody could approve a call: going on needs someone who can.
                 Readiness::OpenWork(reason) if reason.ends_with(RERUN_WITH_YES) => {
                     if renderer.session_hints() {
-                        renderer.hint(&format!(
+                        eprintln!(
                             "continue with: keel run --session {session} --yes \"/continue-checks\" \
                              (or add an allow rule)"
-                        ));
+                        );
                     }
-                    Ok(Outcome::Completed)
+                    Ok(Outcome::TurnFailed)
                 }
                 Readiness::OpenWork(_) => {
                     if renderer.session_hints() {
-                        renderer.hint(&continue_line);
+                        eprintln!("{continue_line}");
                     }
-                    Ok(Outcome::Completed)
+                    Ok(Outcome::TurnFailed)
                 }
                 Readiness::CutOff(_) => {
                     if renderer.session_hints() {
@@ -217,7 +218,10 @@ pub async fn run_turn(
                 }
             }
         }
-        TurnOutcome::Failed { recovery_id, .. } => {
+        TurnOutcome::Failed {
+            recovery_id,
+            diagnostic,
+        } => {
             if renderer.session_hints() {
                 if recovery_id.is_some() {
                     let command = match pending.map(|pending| pending.action) {
@@ -232,7 +236,11 @@ pub async fn run_turn(
                     ));
                 }
             }
-            Ok(Outcome::TurnFailed)
+            if diagnostic.kind == keel_types::FailureKind::Auth {
+                Ok(Outcome::KeyRefused)
+            } else {
+                Ok(Outcome::TurnFailed)
+            }
         }
         TurnOutcome::Cancelled => match stopped.load(Ordering::SeqCst) {
             0 | 130 => Ok(Outcome::Cancelled),

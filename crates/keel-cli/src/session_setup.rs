@@ -98,7 +98,7 @@ fn requested_session(
     if common.continue_latest {
         // The newest one `keel sessions` lists: a session nobody typed into is not "the last".
         let latest = host.session_overviews(&workspace.display().to_string())?;
-        return match latest.into_iter().find(|overview| overview.turns > 0) {
+        return match latest.into_iter().find(keel_agent::SessionOverview::listed) {
             Some(overview) => Ok(Some(overview.info)),
             None => {
                 Err(UsageError(format!("no session to continue in {}", workspace.display())).into())

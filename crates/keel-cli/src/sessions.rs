@@ -27,11 +27,12 @@ macro_rules! out {
 pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let workspace = settings::workspace(common)?;
     let host = open_host()?;
-    // A session nobody typed into (a browser tab opened and left) is not worth listing.
+    // A session nobody typed into (a browser tab opened and left), or one that failed before
+    // any answer and holds no offer to go on, is not worth listing.
     let sessions: Vec<_> = host
         .session_overviews(&workspace.display().to_string())?
         .into_iter()
-        .filter(|overview| overview.turns > 0)
+        .filter(keel_agent::SessionOverview::listed)
         .collect();
     if common.json {
         let rows: Vec<serde_json::Value> = sessions

@@ -156,7 +156,7 @@ fn headless_ask_mode_fails_closed() {
     let scenario = r#"{"steps": [{"tool": "write_file", "args": {"path": "new.txt", "content": "x"}}, {"say": "ok"}]}"#;
     let (home, mock) = scripted("chat", scenario, "");
     let run = home.run(&["run", "--json", "write"]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     assert!(!home.path().join("new.txt").exists());
     assert_eq!(run.events_of("tool/result")[0]["state"], "denied");
     let second = mock.requests()[1]["body"].as_str().unwrap().to_string();

@@ -345,7 +345,7 @@ fn a_headless_denial_is_said_once_in_the_persons_words_with_how_to_go_on() {
     // `echo` is read-only: asked about only with this.
     home.prepend_config("ask_read_only_commands = true");
     let run = home.run(&["run", "go"]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     let said = run.stderr();
     let denied: Vec<&str> = said
         .lines()

@@ -257,7 +257,7 @@ fn open_plan_items_keep_a_turn_not_ready_after_the_plan_was_compacted_away() {
     let scenario = json!({"context_window": 4000, "steps": steps}).to_string();
     let (home, _mock) = scripted("chat", &scenario, "context_window = 4000");
     let run = home.run(&["run", "--yes", "--json", "append and test"]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     assert!(!run.events_of("context/compacted").is_empty());
     let session = session_of(&run);
     let shown = session_json(&home, &session, &[]);

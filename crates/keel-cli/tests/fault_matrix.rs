@@ -119,8 +119,9 @@ fn run_case(case: &Case) {
         "{label}: a cut answer is never acted on"
     );
 
-    let session: Value = serde_json::from_str(&home.run(&["sessions", "--json"]).stdout()).unwrap();
-    let session = session[0]["id"].as_str().unwrap().to_string();
+    let sessions = stored_session_ids(&home);
+    assert_eq!(sessions.len(), 1, "{label}: one session");
+    let session = sessions[0].clone();
     let shown = session_json(&home, &session, &[]);
     let roles: Vec<&str> = shown["items"]
         .as_array()

@@ -80,7 +80,7 @@ fn the_homes_dot_entries_and_path_dirs_are_kept_from_commands() {
             .output()
             .unwrap(),
     );
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     assert!(
         run.stderr().contains("is writable in this session")
             && run.stderr().contains("allow_write"),
@@ -276,7 +276,7 @@ fn an_mcp_server_that_plants_a_dot_entry_has_it_moved_aside_after_the_call() {
         me.display()
     ));
     let run = run_in_home(&home, &me, &["run", "--yes", "--json", "plant"]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     let results = run.events_of("tool/result");
     assert!(!me.join(".ssh/authorized_keys").exists(), "{results:?}");
     assert!(!me.join(".ssh").exists(), "{results:?}");

@@ -138,7 +138,7 @@ fn a_trace_id_that_echoes_the_key_is_dropped() {
                 .output()
                 .unwrap(),
         );
-        assert_eq!(run.code(), 1);
+        assert_eq!(run.code(), 2);
         let diagnostic = &run.events_of("turn/failed")[0]["diagnostic"];
         assert_eq!(
             diagnostic["trace_id"].is_string(),
@@ -166,7 +166,7 @@ fn a_trace_id_that_echoes_any_of_keels_secrets_is_dropped() {
             .output()
             .unwrap(),
     );
-    assert_eq!(run.code(), 1);
+    assert_eq!(run.code(), 2);
     let diagnostic = &run.events_of("turn/failed")[0]["diagnostic"];
     assert!(diagnostic["trace_id"].is_null(), "{diagnostic}");
     assert!(!run.stdout().contains(&token[4..16]));

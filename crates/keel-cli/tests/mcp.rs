@@ -135,7 +135,7 @@ fn mcp_tools_ask_unless_a_rule_allows_them() {
         &["stdio"],
     ));
     let run = home.run(&["run", "--json", "echo"]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     assert_eq!(receipts(&home, &run)[0]["state"], "denied");
     assert!(
         mock.requests()[1]["body"]

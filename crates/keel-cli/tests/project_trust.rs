@@ -78,7 +78,7 @@ fn keel_run_applies_nothing_loosening_and_names_each_refused_key() {
         .output()
         .unwrap();
     let run = Run::from(run);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     assert_nothing_loosened(&home, &good, &attacker);
     let results = run.events_of("tool/result");
     assert_eq!(
@@ -219,7 +219,7 @@ fn a_trusted_run_cannot_escalate_the_next_one_by_editing_keel_toml() {
     std::fs::write(home.path().join("keel.toml"), "max_rounds = 50\n").unwrap();
     assert_eq!(home.run(&["trust"]).code(), 0);
     let refused = home.run(&["run", "--yes", "--json", "tidy up"]);
-    assert_eq!(refused.code(), 0, "{}", refused.stderr());
+    assert_eq!(refused.code(), 1, "{}", refused.stderr());
     let results = refused.events_of("tool/result");
     assert_eq!(results[0]["state"], "failed", "{results:?}");
     assert!(

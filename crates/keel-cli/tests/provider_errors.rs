@@ -21,7 +21,7 @@ fn a_refused_key_names_the_provider_the_variable_and_keel_config() {
         401,
         r#"{"error":{"message":"Authentication Fails: secret detail","type":"authentication_error"}}"#,
     );
-    assert_eq!(run.code(), 1);
+    assert_eq!(run.code(), 2);
     let said = run.stderr();
     assert!(
         said.contains(

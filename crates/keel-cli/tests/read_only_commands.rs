@@ -82,7 +82,7 @@ fn a_read_only_command_cannot_write_whatever_it_does() {
             .output()
             .unwrap(),
     );
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     assert_eq!(started_read_only(&run), [true], "{}", run.stdout());
     assert_eq!(result_states(&run), ["failed"], "{}", run.stdout());
     assert!(!home.path().join("src/lib.rs.pwned").exists());

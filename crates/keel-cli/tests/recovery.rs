@@ -137,7 +137,8 @@ fn credentials_and_quota_failures_offer_nothing() {
         );
         let (home, _mock) = setup(&scenario);
         let (run, session) = failing_run(&home);
-        assert_eq!(run.code(), 1);
+        // A refused key is the user's to fix (2); no quota is a failed turn (1).
+        assert_eq!(run.code(), if status == 401 { 2 } else { 1 }, "{status}");
         assert!(run.events_of("recovery/offered").is_empty(), "{status}");
         assert_eq!(record(&home, &session), Value::Null, "{status}");
     }
@@ -368,7 +369,7 @@ fn open_plan_items_mark_the_turn_not_ready_and_continue_checks_runs_once() {
     ]});
     let (home, mock) = setup(&scenario.to_string());
     let run = home.run(&["run", "--json", "edit and test"]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     let completed = &run.events_of("turn/completed")[0];
     assert_eq!(completed["ready"], false);
     let offered = &run.events_of("recovery/offered")[0];
@@ -386,7 +387,9 @@ fn open_plan_items_mark_the_turn_not_ready_and_continue_checks_runs_once() {
         "a readiness offer is not a protocol recovery"
     );
     let checks = home.run(&["run", "--session", &session, "--json", "/continue-checks"]);
-    assert_eq!(checks.code(), 0, "{}", checks.stderr());
+    // The plan is still open: not ready again.
+    assert_eq!(checks.code(), 1, "{}", checks.stderr());
+    assert_eq!(checks.events_of("turn/completed")[0]["ready"], false);
     assert_eq!(
         checks.events_of("turn/started")[0]["input_kind"],
         "final_readiness_recovery"
@@ -416,12 +419,17 @@ fn an_answer_after_a_failed_tool_is_not_ready() {
                       {"tool": "bash", "args": {"command": "exit 5"}}, {"say": "Fine again."}]}"#,
     );
     let run = home.run(&["run", "--yes", "--json", "check"]);
-    assert_eq!(run.code(), 0);
+    assert_eq!(run.code(), 1);
     assert_eq!(run.events_of("turn/completed")[0]["ready"], false);
-    assert!(run.stderr().is_empty());
+    // The next step is the only thing on stderr, in JSON mode too.
+    let session = run.events()[0]["session_id"].as_str().unwrap().to_string();
+    assert_eq!(
+        run.stderr(),
+        format!("continue with: keel run --session {session} \"/continue-checks\"\n")
+    );
     // A person sees the answer, and is told it is not ready and why.
     let human = home.run(&["run", "--yes", "-c", "check again"]);
-    assert_eq!(human.code(), 0, "{}", human.stderr());
+    assert_eq!(human.code(), 1, "{}", human.stderr());
     assert!(human.stdout().contains("Fine again."), "{}", human.stdout());
     assert!(
         human.stderr().contains("not ready: ") && human.stderr().contains("fail"),
@@ -572,10 +580,12 @@ fn the_repaired_prefix_stays_projected_after_a_restart_and_new_items_replay_norm
     ]}"#;
     let (home, mock) = setup(scenario);
     let (_, session) = failing_run(&home);
+    let recovered = home.run(&["run", "--session", &session, "--json", "/recover-context"]);
     assert_eq!(
-        home.run(&["run", "--session", &session, "/recover-context"])
-            .code(),
-        0
+        recovered.events_of("turn/completed").len(),
+        1,
+        "{}",
+        recovered.stderr()
     );
     // A new process, a new turn: the old prefix keeps the fault projection, the tool round
     // that came after the repair is replayed normally.
@@ -664,7 +674,7 @@ fn a_deliberate_denial_ends_the_turn_ready_and_an_unattended_one_says_how_to_rer
     // Headless, nobody to ask: not ready, and the way to rerun is said.
     let (home, _mock) = setup(script);
     let run = home.run(&["run", "--json", "write a"]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     let completed = &run.events_of("turn/completed")[0];
     assert_eq!(completed["ready"], false, "{completed}");
     assert!(

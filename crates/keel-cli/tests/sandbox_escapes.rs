@@ -191,7 +191,7 @@ fn the_network_the_host_and_keel_are_out_of_reach() {
         .read_to_string(&mut stderr)
         .unwrap();
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "keel was not stopped: {stderr}");
+    assert_eq!(status.code(), Some(1), "keel was not stopped: {stderr}");
     let results = escapes.results();
     assert_eq!(results.len(), cases.len());
     for ((label, _), result) in cases.iter().zip(&results) {
@@ -240,7 +240,7 @@ fn git_and_keels_own_files_cannot_be_changed() {
     let mut escapes = Escapes::new();
     escapes.script(steps, "");
     let run = escapes.run(&["run", "--yes", "--json", "tamper"]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     let results = escapes.results();
     assert_eq!(results.len(), cases.len() + 6);
     assert!(
@@ -310,7 +310,7 @@ fn startup_files_a_command_makes_in_the_home_are_moved_aside() {
     let mut escapes = Escapes::new();
     escapes.script(steps, "");
     let run = escapes.run(&["run", "--yes", "--json", "plant"]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     let results = escapes.results();
     let me = &escapes.me;
     assert!(!me.join(".config/git").exists(), "{}", results[0]);
@@ -360,7 +360,7 @@ fn a_hidden_store_cannot_be_moved_out_from_under_its_cover() {
         "",
     );
     let run = escapes.run(&["run", "--yes", "--json", "move"]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     let results = escapes.results();
     assert!(
         escapes.me.join(".config/gh/hosts.yml").exists(),
@@ -518,7 +518,7 @@ fn read_only_mode_runs_commands_confined_to_reading() {
     let mut escapes = Escapes::new();
     escapes.script(steps, "");
     let run = escapes.run(&["run", "--permission-mode", "read-only", "--json", "look"]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     let results = escapes.results();
     assert!(
         results[0].starts_with("mine"),
@@ -555,7 +555,7 @@ fn a_command_has_no_controlling_terminal_when_keel_has_one() {
         };
     }
     let output = command.output().expect("script(1) from util-linux");
-    assert!(output.status.success(), "{output:?}");
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
     let results = escapes.results();
     assert_eq!(results.len(), 2, "{results:?}");
     for result in results {

@@ -116,7 +116,7 @@ fn the_key_never_appears_in_any_output_even_on_auth_failure() {
             .output()
             .unwrap();
         let run = Run::from(output);
-        assert_eq!(run.code(), 1);
+        assert_eq!(run.code(), 2);
         assert!(!run.stdout().contains(secret) && !run.stderr().contains(secret));
         assert!(
             !run.stdout().contains("Authentication Fails")

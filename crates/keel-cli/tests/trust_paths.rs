@@ -128,7 +128,7 @@ fn reading_a_fifo_fails_and_keel_exits_promptly() {
         panic!("keel was still running {deadline:?} after reading a FIFO");
     }
     let run = Run::from(child.wait_with_output().unwrap());
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     let results = run.events_of("tool/result");
     assert_eq!(results.len(), 1, "{}", run.stdout());
     assert_eq!(results[0]["state"], "failed", "{}", results[0]);

@@ -105,7 +105,7 @@ fn web_fetch_reads_pages_as_text_within_its_limits() {
     // The test's server is on loopback: the user allows that host by rule.
     home.append_config("[permissions]\nallow = [\"web_fetch(127.0.0.1)\"]\n");
     let run = home.run(&["run", "--yes", "--json", "read the release notes"]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     let requests = mock.requests();
     let result_of = |index: usize| -> String {
         let body: serde_json::Value =
@@ -165,7 +165,7 @@ fn a_private_address_is_refused_without_a_rule_and_nothing_is_sent() {
     ]});
     let (home, mock) = scripted("chat", &steps.to_string(), "");
     let run = home.run(&["run", "--yes", "--json", "fetch it"]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     let answer = mock.requests()[1]["body"].as_str().unwrap().to_string();
     assert!(
         answer.contains("refused: `127.0.0.1` is 127.0.0.1"),
@@ -185,7 +185,7 @@ fn a_private_address_is_refused_without_a_rule_and_nothing_is_sent() {
     let (home, mock) = scripted("chat", &steps.to_string(), "");
     home.prepend_config("permission_mode = \"ask\"");
     let run = home.run(&["run", "--json", "fetch it"]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     assert!(
         mock.requests()[1]["body"]
             .as_str()

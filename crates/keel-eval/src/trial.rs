@@ -206,7 +206,9 @@ async fn attempt(
             Outcome::Timeout,
             Some(format!("over {} s", setup.task.timeout_secs)),
         ),
-        Some(RunExit::Code(0)) => {
+        // A turn that completed is graded, ready or not (not ready exits 1: the grader and
+        // the false-completion count judge it, not the exit code).
+        Some(RunExit::Code(code)) if code == 0 || (code == 1 && observed.completed) => {
             let passed = verify(setup, &work, &home, &answer_file, marker).await?;
             if passed {
                 (Outcome::Passed, None)
@@ -217,7 +219,13 @@ async fn attempt(
         Some(RunExit::Code(1)) if result.metered.budget_exhausted => {
             (Outcome::BudgetExhausted, Some("tokens".into()))
         }
+        // A refused key exits 2, as a usage error does; its turn/failed says which.
         Some(RunExit::Code(1)) => failed_turn(
+            observed.failure,
+            &observed.failure_message,
+            result.metered.unreachable,
+        ),
+        Some(RunExit::Code(2)) if observed.failure.is_some() => failed_turn(
             observed.failure,
             &observed.failure_message,
             result.metered.unreachable,

@@ -25,9 +25,20 @@ pub struct SessionOverview {
     /// The first line of the first thing the user typed (at most [`TITLE_CHARS`] characters,
     /// with `…` when cut); empty before the first prompt. Raw text: each surface escapes it.
     pub title: String,
+    /// The model ever answered in it (an assistant item in any revision of its history).
+    pub answered: bool,
+    /// It holds a recovery record (an offer to go on, in any state).
+    pub has_recovery: bool,
 }
 
 impl SessionOverview {
+    /// Whether a list of sessions shows it: one nobody typed into (or whose turns were all
+    /// rewound away), and one that failed before any answer and holds no offer to go on, are
+    /// left out (they stay until pruned: `keel session show` still finds them).
+    pub fn listed(&self) -> bool {
+        self.turns > 0 && (self.answered || self.has_recovery)
+    }
+
     /// The session as `keel sessions --json` and `GET /api/sessions` list it.
     pub fn to_json(&self) -> serde_json::Value {
         let info = &self.info;
@@ -175,6 +186,12 @@ impl Store {
              AND history_revision = {CURRENT_REVISION_OF_1} AND {user_row} \
              ORDER BY revision LIMIT 1"
         ))?;
+        let mut answered = connection.prepare(
+            "SELECT 1 FROM items WHERE session_id = ?1 AND json_valid(item) \
+             AND json_extract(item, '$.role') = 'assistant' LIMIT 1",
+        )?;
+        let mut has_recovery =
+            connection.prepare("SELECT 1 FROM recovery_records WHERE session_id = ?1 LIMIT 1")?;
         let mut first_user_ever = connection.prepare(&format!(
             "SELECT json_extract(item, '$.text') FROM items WHERE session_id = ?1 \
              AND {user_row} ORDER BY revision LIMIT 1"
@@ -193,7 +210,11 @@ impl Store {
                     .query_row([&info.id], |row| row.get(0))
                     .optional()?;
             }
+            let answered = answered.exists([&info.id])?;
+            let has_recovery = has_recovery.exists([&info.id])?;
             overviews.push(SessionOverview {
+                answered,
+                has_recovery,
                 turns: to_u64(turn_count),
                 title: title_of(&first.flatten().unwrap_or_default()),
                 info,

@@ -735,3 +735,35 @@ fn a_session_list_reads_titles_and_turns_past_a_damaged_row() {
     let s2 = listed.iter().find(|o| o.info.id == "s2").unwrap();
     assert_eq!((s2.turns, s2.title.as_str()), (0, ""));
 }
+
+#[test]
+fn a_session_is_listed_once_it_was_answered_or_holds_an_offer() {
+    let (_dir, store) = store();
+    for id in ["unanswered", "answered", "offered"] {
+        store.create_session(id, "/w", "p", "m").unwrap();
+        store
+            .append_items(id, 1, &[Item::User { text: "hi".into() }])
+            .unwrap();
+    }
+    store
+        .append_items(
+            "answered",
+            1,
+            &[Item::Assistant(keel_types::AssistantItem {
+                parts: vec![keel_types::AssistantPart::Text {
+                    text: "hello".into(),
+                }],
+            })],
+        )
+        .unwrap();
+    store
+        .put_recovery_record("offered", "r1", "{\"state\":\"pending\"}")
+        .unwrap();
+    let listed = |id: &str| {
+        let overviews = store.session_overviews("/w").unwrap();
+        overviews.iter().find(|o| o.info.id == id).unwrap().listed()
+    };
+    assert!(!listed("unanswered"));
+    assert!(listed("answered"));
+    assert!(listed("offered"));
+}

@@ -231,14 +231,24 @@ impl Question {
             let shown = body_room.saturating_sub(1);
             let hidden = body.len() - shown;
             lines.extend(body.into_iter().take(shown));
-            lines.push(Line::new(vec![
+            let said = Line::new(vec![
                 Span::plain(&format!(
                     "  … {hidden} more line{} not shown: ",
                     if hidden == 1 { "" } else { "s" }
                 )),
                 Span::new("d", Style::PLAIN.bold()),
                 Span::plain(" shows them all"),
-            ]));
+            ]);
+            // A narrow screen gets the short form; the key is always in it.
+            let said = if said.width() <= width {
+                said
+            } else {
+                Line::new(vec![
+                    Span::plain(&format!("  … +{hidden} ")),
+                    Span::new("d", Style::PLAIN.bold()),
+                ])
+            };
+            lines.push(crate::rows::fit(said, width));
         }
         lines.extend(keys);
         lines

@@ -442,6 +442,24 @@ pub fn stored_receipt_states(home: &Home) -> Vec<String> {
         .unwrap()
 }
 
+/// The ids of every session in the home's store, listed or not (a run that failed before any
+/// answer is not in `keel sessions`), oldest first.
+pub fn stored_session_ids(home: &Home) -> Vec<String> {
+    let path = home.path().join("state/keel.db");
+    let db =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let mut statement = db
+        .prepare("SELECT id FROM sessions ORDER BY created_at, rowid")
+        .unwrap();
+    statement
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
 /// Wait (at most `limit`) for `child` to exit; fails the test naming `what` otherwise.
 pub fn wait_for_exit(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
     let started = Instant::now();
