@@ -61,6 +61,12 @@ pub enum SurfaceCommand {
     Plan(Option<String>),
     /// `/fork [TURN]`: continue in a new session sharing this one's history (up to TURN).
     Fork(Option<u64>),
+    /// `/clear`: a new session in this workspace (the old one kept).
+    Clear,
+    /// `/status`: model, endpoint, mode, sandbox, session, context, spend.
+    Status,
+    /// `/permissions`: the mode and the rules in force, each with its source.
+    Permissions,
     /// `/undo` (the last turn, files and conversation) and `/rewind [TURN] [--code |
     /// --conversation] [--force]`.
     Rewind {
@@ -106,8 +112,20 @@ pub enum Line {
 }
 
 /// The slash commands, for help texts and editor completion.
-pub const SLASH_COMMANDS: [(&str, &str); 18] = [
+pub const SLASH_COMMANDS: &[(&str, &str)] = &[
     ("/help", "this list"),
+    (
+        "/clear",
+        "start a new session here (this one is kept: /resume)",
+    ),
+    (
+        "/status",
+        "model, endpoint, mode, sandbox, session, context and spend",
+    ),
+    (
+        "/permissions",
+        "the mode and the rules in force, with their sources",
+    ),
     (
         "/model [PROVIDER/ID]",
         "show or switch the model (the session continues)",
@@ -203,6 +221,9 @@ impl Line {
                 format!("{INIT_PROMPT}\n\nUser guidance: {rest}")
             })),
             "/help" => Line::Command(SurfaceCommand::Help),
+            "/clear" => Line::Command(SurfaceCommand::Clear),
+            "/status" => Line::Command(SurfaceCommand::Status),
+            "/permissions" => Line::Command(SurfaceCommand::Permissions),
             "/quit" | "/exit" => Line::Command(SurfaceCommand::Quit),
             "/cost" => Line::Command(SurfaceCommand::Cost),
             "/sessions" => Line::Command(SurfaceCommand::Sessions),

@@ -65,6 +65,31 @@ pub enum Command {
     /// The reliability study: a suite's tasks × models × efforts × variants × repetitions,
     /// each trial a fresh `keel run` graded by the task's verify.sh (`check`, `merge`).
     Eval(EvalArgs),
+    /// Store a provider's key for keel (`login`: typed without echo, never on the command
+    /// line) or forget it (`logout`); a variable in the environment still wins.
+    #[command(subcommand)]
+    Auth(AuthCommand),
+    /// `keel "PROMPT"`: the interactive session, the prompt sent first (options go before it).
+    #[command(external_subcommand)]
+    Prompt(Vec<String>),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuthCommand {
+    /// Read a key (from the terminal without echo, or one line on stdin) and store it,
+    /// owner-only, in $KEEL_HOME/state/ (hidden from the commands keel runs).
+    Login {
+        /// The provider (default: the configured model's).
+        provider: Option<String>,
+        #[command(flatten)]
+        place: PlaceArgs,
+    },
+    /// Remove the stored key of a provider (default: the configured model's).
+    Logout {
+        provider: Option<String>,
+        #[command(flatten)]
+        place: PlaceArgs,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -540,6 +565,8 @@ impl Command {
             Command::Trust(_) => ("trust", T::PLACE),
             Command::Sandbox(_) => ("sandbox", T::REACH | T::PLACE),
             Command::Eval(_) => ("eval", T::JSON),
+            Command::Auth(_) => ("auth", T::PLACE),
+            Command::Prompt(_) => ("\"PROMPT\"", T::AGENT | T::REACH | T::RESUME | T::PLACE),
         }
     }
 }
@@ -587,7 +614,10 @@ impl Cli {
                 "--cwd",
             ),
             (self.json && !takes.has(Takes::JSON), "--json"),
-            (self.plain, "--plain"),
+            (
+                self.plain && !matches!(self.command, Some(Command::Prompt(_))),
+                "--plain",
+            ),
         ];
         given
             .into_iter()

@@ -174,6 +174,27 @@ pub fn path_candidates(typed: &str, files: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The slash menu's entries for `controller`'s session: the built-in commands, then its
+/// custom ones with their front matter's description (or their file), escaped when drawn.
+pub fn menu_entries(controller: &keel_agent::Controller) -> Vec<keel_tui::MenuEntry> {
+    let built_in = SLASH_COMMANDS
+        .iter()
+        .map(|(usage, about)| keel_tui::MenuEntry::from_usage(usage, about));
+    let custom = controller
+        .settings()
+        .commands
+        .list()
+        .map(|command| keel_tui::MenuEntry {
+            name: format!("/{}", command.name),
+            arguments: "[ARGUMENTS]".into(),
+            about: command
+                .description
+                .clone()
+                .unwrap_or_else(|| format!("custom command ({})", command.path.display())),
+        });
+    built_in.chain(custom).collect()
+}
+
 /// The slash commands starting with `typed`: the built-in ones, then `custom`.
 fn command_candidates(typed: &str, custom: &[String]) -> Vec<String> {
     SLASH_COMMANDS

@@ -17,7 +17,7 @@ use keel_config::{
     IgnoredValue, ResolvedConfig, ResolvedProvider, ResolvedRetry, RuleList, Source, Sourced,
 };
 use keel_llm::profile::Account;
-use keel_llm::{EnvKeys, KeySource};
+use keel_llm::{HomeKeys, KeyOrigin};
 use keel_render::visible_line;
 use keel_types::FailureKind;
 use serde::Serialize;
@@ -29,6 +29,7 @@ pub fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let workspace = settings::workspace(common)?;
     let config = settings::load_config(common, &workspace)?;
     let resolved = config.resolve()?;
+    let keys = settings::keys()?;
     // The instruction files a session here reads (the same search as the session's).
     // The canonical workspace, as a session's guard sees it.
     let found = keel_agent::instruction_paths(
@@ -46,12 +47,12 @@ pub fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         .map(|path| path.display().to_string())
         .collect();
     if common.json {
-        let mut json = ConfigJson::new(&resolved, &EnvKeys);
+        let mut json = ConfigJson::new(&resolved, &keys);
         json.ignored = config.ignored().iter().map(IgnoredJson::new).collect();
         json.instructions_found = found;
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
-        print!("{}", human(&resolved, config.ignored(), &EnvKeys));
+        print!("{}", human(&resolved, config.ignored(), &keys));
         match found.as_slice() {
             [] => println!(
                 "\ninstructions: no instruction file here (the names above, in the workspace, \
@@ -80,15 +81,16 @@ fn kind_names(kinds: &[FailureKind]) -> Vec<&'static str> {
     kinds.iter().map(|kind| kind.as_str()).collect()
 }
 
-/// `name: $VAR (set)` for each account; never the key.
-fn accounts_text(accounts: &[Account], keys: &dyn KeySource) -> String {
+/// `name: $VAR (set)` for each account (`stored` when `keel auth login` holds it and the
+/// variable is not set); never the key.
+fn accounts_text(accounts: &[Account], keys: &HomeKeys) -> String {
     accounts
         .iter()
         .map(|account| {
-            let state = if keys.key(&account.api_key_env).is_some() {
-                "set"
-            } else {
-                "not set"
+            let state = match keys.origin(&account.api_key_env) {
+                Some(KeyOrigin::Environment) => "set",
+                Some(KeyOrigin::Stored) => "stored by keel auth login",
+                None => "not set",
             };
             format!("{}: ${} ({state})", account.name, account.api_key_env)
         })
@@ -204,8 +206,11 @@ struct ProviderJson {
 struct AccountJson {
     name: String,
     api_key_env: String,
-    /// Whether the variable holds a key (never the key).
+    /// Whether there is a key for it (never the key).
     set: bool,
+    /// Where it comes from: `environment` or `stored` (`keel auth login`); absent when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -226,7 +231,7 @@ struct RetryJson {
 }
 
 impl ConfigJson {
-    fn new(resolved: &ResolvedConfig, keys: &dyn KeySource) -> ConfigJson {
+    fn new(resolved: &ResolvedConfig, keys: &HomeKeys) -> ConfigJson {
         let rules = |list: RuleList| {
             resolved
                 .rules
@@ -290,7 +295,7 @@ impl ProviderJson {
     fn new(
         provider: &ResolvedProvider,
         active_model: Option<&str>,
-        keys: &dyn KeySource,
+        keys: &HomeKeys,
     ) -> ProviderJson {
         ProviderJson {
             active: active_model.is_some(),
@@ -302,7 +307,13 @@ impl ProviderJson {
                     .map(|account| AccountJson {
                         name: account.name.clone(),
                         api_key_env: account.api_key_env.clone(),
-                        set: keys.key(&account.api_key_env).is_some(),
+                        set: keys.origin(&account.api_key_env).is_some(),
+                        source: keys
+                            .origin(&account.api_key_env)
+                            .map(|origin| match origin {
+                                KeyOrigin::Environment => "environment",
+                                KeyOrigin::Stored => "stored",
+                            }),
                     })
                     .collect()
             }),
@@ -374,7 +385,7 @@ impl Row {
     }
 }
 
-fn human(resolved: &ResolvedConfig, ignored: &[IgnoredValue], keys: &dyn KeySource) -> String {
+fn human(resolved: &ResolvedConfig, ignored: &[IgnoredValue], keys: &HomeKeys) -> String {
     let mut sections = vec![general_rows(resolved)];
     if !ignored.is_empty() {
         let mut rows = vec![Row::bare(
@@ -508,7 +519,7 @@ fn context_window(provider: &ResolvedProvider, active_model: Option<&str>) -> So
 fn provider_rows(
     provider: &ResolvedProvider,
     active_model: Option<&str>,
-    keys: &dyn KeySource,
+    keys: &HomeKeys,
 ) -> Vec<Row> {
     let heading = format!(
         "[providers.{}]{}",

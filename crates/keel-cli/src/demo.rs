@@ -89,7 +89,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         KeelConfig::from_texts(vec![("(demo)".into(), config_text)], Overrides::default())?;
     let model = config.model()?;
     // The demo's commands must not see the user's real keys either.
-    let secrets = crate::session_setup::secrets(&config);
+    let secrets = crate::session_setup::secrets(&config, crate::settings::keys().ok().as_ref());
     // Its commands run confined like any session's.
     let sandbox = settings::sandbox_setup(&config)?;
     let settings = AgentSettings {

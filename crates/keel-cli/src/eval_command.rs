@@ -325,6 +325,7 @@ async fn start(common: &CommonArgs, args: EvalArgs) -> anyhow::Result<Outcome> {
     keep_private(&out)?;
     let suite = suite_for_run(&args.suite, &out)?;
     let (keel, binary) = binary()?;
+    let keys_from = stored_keys_home(&targets)?;
     let plan = RunPlan {
         matrix: MatrixSpec {
             models: args.models.clone(),
@@ -345,6 +346,7 @@ async fn start(common: &CommonArgs, args: EvalArgs) -> anyhow::Result<Outcome> {
         binary,
         out,
         users_hidden: users_hidden_with_suite(&args.suite)?,
+        keys_from,
     };
     execute(common, plan).await
 }
@@ -412,6 +414,7 @@ async fn resume(common: &CommonArgs, dir: &Path) -> anyhow::Result<Outcome> {
             ))
         })?;
     let (keel, binary) = binary()?;
+    let keys_from = stored_keys_home(&targets)?;
     let plan = RunPlan {
         suite,
         targets,
@@ -426,8 +429,19 @@ async fn resume(common: &CommonArgs, dir: &Path) -> anyhow::Result<Outcome> {
         binary,
         out: dir.to_path_buf(),
         users_hidden: users_hidden_with_suite(&manifest.suite)?,
+        keys_from,
     };
     execute(common, plan).await
+}
+
+/// The home whose stored keys a real model's trials may get; a key file keel cannot read is
+/// said before any trial runs (a mock-only run needs no key).
+fn stored_keys_home(targets: &[ProviderTarget]) -> anyhow::Result<Option<PathBuf>> {
+    if targets.iter().all(ProviderTarget::is_mock) {
+        return Ok(None);
+    }
+    crate::settings::keys()?;
+    Ok(Some(crate::settings::keel_home()?))
 }
 
 async fn execute(common: &CommonArgs, plan: RunPlan) -> anyhow::Result<Outcome> {

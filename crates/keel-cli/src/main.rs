@@ -7,6 +7,7 @@
 
 mod acp_command;
 mod approval_prompt;
+mod auth_command;
 mod cli;
 mod completion;
 mod config_command;
@@ -27,6 +28,8 @@ mod session_setup;
 mod sessions;
 mod settings;
 mod signals;
+mod slash_commands;
+mod start_prompt;
 mod trust_command;
 mod tui_session;
 mod tui_terminal;
@@ -239,7 +242,21 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
             };
             eval_command::run_command(&common, args).await
         }
-        None if tui_session::wanted(&base) => tui_session::run(&base).await,
-        None => repl::run(&base).await,
+        Some(Command::Auth(cli::AuthCommand::Login { provider, place })) => {
+            auth_command::login(&base.with_place(&place), provider.as_deref())
+        }
+        Some(Command::Auth(cli::AuthCommand::Logout { provider, place })) => {
+            auth_command::logout(&base.with_place(&place), provider.as_deref())
+        }
+        Some(Command::Prompt(words)) => {
+            let prompt = start_prompt::prompt_of(&words)?;
+            if tui_session::wanted(&base) {
+                tui_session::run(&base, Some(prompt)).await
+            } else {
+                repl::run(&base, Some(prompt)).await
+            }
+        }
+        None if tui_session::wanted(&base) => tui_session::run(&base, None).await,
+        None => repl::run(&base, None).await,
     }
 }

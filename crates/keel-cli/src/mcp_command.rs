@@ -32,7 +32,9 @@ pub async fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
     }
     let servers = declared.trusted;
     // A listing waits for every server as long as a server may take.
-    let secret_names = crate::session_setup::secrets(&config).env_names().to_vec();
+    let secret_names = crate::session_setup::secrets(&config, Some(&crate::settings::keys()?))
+        .env_names()
+        .to_vec();
     let setup = crate::settings::sandbox_setup(&config)?;
     let sandbox = crate::session_setup::mcp_sandbox(Some(&setup), &workspace, &[])?;
     let hub = start_mcp(

@@ -166,7 +166,8 @@ pub(crate) fn ask_trust_first(common: &CommonArgs) -> anyhow::Result<bool> {
     }
 }
 
-pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
+/// The line-mode session; `first` (from `keel "PROMPT"`) is sent as if typed.
+pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<Outcome> {
     let asked = ask_trust_first(common)?;
     let setup = prepare(common, "keel (interactive)")?;
     print_notices(&setup);
@@ -205,21 +206,30 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
     }
     // Ctrl-C at the prompt clears the line; a second one in a row quits (as Ctrl-D does).
     let mut interrupted = false;
+    let mut first = first;
     let outcome = loop {
-        let reading = tokio::task::spawn_blocking(move || {
-            let line = editor.readline("› ");
-            (editor, line)
-        });
-        // At the prompt nothing runs: SIGTERM / SIGHUP end keel at once (Ctrl-C is a key here).
-        let (returned, line) = tokio::select! {
-            read = reading => read?,
-            stop = repl.signals.next_terminating() => {
-                restore_terminal(saved_terminal.as_ref());
-                eprintln!("\nstopped by {}", stop.name());
-                std::process::exit(i32::from(stop.exit_code()));
-            }
+        let line = if let Some(prompt) = first.take() {
+            // `keel "PROMPT"`: shown as if typed at the prompt.
+            println!("› {}", visible_line(&prompt));
+            Ok(prompt)
+        } else {
+            let reading = tokio::task::spawn_blocking(move || {
+                let line = editor.readline("› ");
+                (editor, line)
+            });
+            // At the prompt nothing runs: SIGTERM / SIGHUP end keel at once (Ctrl-C is a key
+            // here).
+            let (returned, line) = tokio::select! {
+                read = reading => read?,
+                stop = repl.signals.next_terminating() => {
+                    restore_terminal(saved_terminal.as_ref());
+                    eprintln!("\nstopped by {}", stop.name());
+                    std::process::exit(i32::from(stop.exit_code()));
+                }
+            };
+            editor = returned;
+            line
         };
-        editor = returned;
         if !matches!(line, Err(ReadlineError::Interrupted)) {
             interrupted = false;
         }
@@ -383,6 +393,35 @@ impl Repl {
                     return self.turn(Input::Prompt(prompt)).await;
                 }
             }
+            SurfaceCommand::Status => match &self.controller {
+                Some(controller) => crate::slash_commands::status(controller),
+                None => eprintln!("no session is open"),
+            },
+            SurfaceCommand::Permissions => match &self.controller {
+                Some(controller) => crate::slash_commands::permissions(controller, &self.common),
+                None => eprintln!("no session is open"),
+            },
+            SurfaceCommand::Clear => {
+                let Some(controller) = &self.controller else {
+                    eprintln!("no session is open");
+                    return Ok(None);
+                };
+                let old = controller.session().id.clone();
+                let mut common = self.common.clone();
+                common.session = None;
+                common.continue_latest = false;
+                common.cwd = Some(controller.settings().workspace.clone());
+                self.switch(common).await;
+                if let Some(controller) = &self.controller
+                    && controller.session().id != old
+                {
+                    eprintln!(
+                        "a new session: {}; the last one is kept (/resume {old}, or keel \
+                         --session {old})",
+                        controller.session().id
+                    );
+                }
+            }
             SurfaceCommand::Help => {
                 eprintln!("{}", help_text());
                 if let Some(controller) = &self.controller {
@@ -516,19 +555,20 @@ impl Repl {
                     return Ok(None);
                 };
                 let workspace = controller.settings().workspace.display().to_string();
-                for session in host.sessions_for_workspace(&workspace)? {
-                    let mark = if session.id == controller.session().id {
+                let sessions = crate::sessions::listed(&host, &workspace)?;
+                if sessions.is_empty() {
+                    eprintln!("no other session here yet: this one is listed once it answered");
+                }
+                let current = &controller.session().id;
+                for (overview, row) in sessions.iter().zip(crate::sessions::rows(&sessions)) {
+                    let mark = if overview.info.id == *current {
                         "*"
                     } else {
                         " "
                     };
-                    // Stored names come from config files: shown escaped.
-                    eprintln!(
-                        "{mark} {}  {}",
-                        session.id,
-                        visible_line(&format!("{}/{}", session.provider, session.model))
-                    );
+                    eprintln!("{mark} {row}");
                 }
+                eprintln!("/resume ID continues one");
             }
             SurfaceCommand::Model(argument) => match argument {
                 None => {

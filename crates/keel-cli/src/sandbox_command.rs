@@ -51,7 +51,8 @@ pub fn run(common: &CommonArgs, args: &SandboxArgs) -> anyhow::Result<Outcome> {
     };
     let mut command = std::process::Command::new(program);
     command.args(rest).current_dir(&workspace);
-    for name in crate::session_setup::secrets(&config).env_names() {
+    for name in crate::session_setup::secrets(&config, Some(&crate::settings::keys()?)).env_names()
+    {
         command.env_remove(name);
     }
     let absent_before = sandbox.planted_absent_now();

@@ -17,7 +17,7 @@ use crate::cli::CommonArgs;
 use crate::settings;
 use keel_agent::{AgentSettings, Approver, Controller, Host, SessionChoice, SessionInfo};
 use keel_config::{KeelConfig, ModelRef};
-use keel_llm::{EnvKeys, KeySource, ProviderProfile, key_problem};
+use keel_llm::{HomeKeys, KeySource, ProviderProfile, key_problem};
 use keel_types::Secrets;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,6 +30,8 @@ pub struct Setup {
     pub choice: SessionChoice,
     /// What changed or was kept about a resumed session, for the user (stderr).
     pub notices: Vec<String>,
+    /// The keys the session's requests use.
+    pub keys: Arc<HomeKeys>,
 }
 
 pub fn open_host() -> anyhow::Result<Host> {
@@ -58,15 +60,20 @@ pub fn require_key(profile: &ProviderProfile, keys: &dyn KeySource) -> Result<()
         return Ok(());
     }
     Err(UsageError(format!(
-        "no API key for provider `{}`: set the environment variable {} (or try `keel demo`, which \
-         needs no key)",
-        profile.name, first.api_key_env
+        "no API key for provider `{}`: set the environment variable {}, or store one with \
+         `keel auth login {}` (or try `keel demo`, which needs no key)",
+        profile.name, first.api_key_env, profile.name
     )))
 }
 
-/// keel's secrets in this process's environment.
-pub fn secrets(config: &KeelConfig) -> Secrets {
+/// keel's secrets: the keys of its providers (from the environment, or stored by `keel auth
+/// login`) and `KEEL_*` variables that look like secrets. Without `keys` (a key file keel
+/// could not read), the environment's only.
+pub fn secrets(config: &KeelConfig, keys: Option<&HomeKeys>) -> Secrets {
     let mut names = config.key_env_vars();
+    if let Some(keys) = keys {
+        names.extend(keys.stored_variables());
+    }
     for (name, _) in std::env::vars_os() {
         let Some(name) = name.to_str() else { continue };
         let upper = name.to_ascii_uppercase();
@@ -77,7 +84,10 @@ pub fn secrets(config: &KeelConfig) -> Secrets {
             names.push(name.to_string());
         }
     }
-    Secrets::from_names(names, |name| std::env::var(name).ok())
+    Secrets::from_names(names, |name| match keys {
+        Some(keys) => keys.key(name),
+        None => std::env::var(name).ok(),
+    })
 }
 
 /// The session the flags ask for, if any.
@@ -226,7 +236,8 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
     });
     let model = session_model(common, &config, session.as_ref(), &mut notices)?;
     let profile = config.profile(&model.provider)?;
-    require_key(&profile, &EnvKeys)?;
+    let keys = Arc::new(settings::keys()?);
+    require_key(&profile, keys.as_ref())?;
     // For a person at the start (a `--json` reader gets nothing on stderr it did not ask for).
     if !common.json {
         notices.extend(keel_llm::context::unknown_model_notice(
@@ -267,7 +278,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         workspace,
         extra_dirs,
         holder: holder.to_string(),
-        secrets: secrets(&config),
+        secrets: secrets(&config, Some(&keys)),
         editor: None,
         mcp: Arc::new(keel_mcp::McpHub::empty()),
         untrusted: untrusted_settings(&config),
@@ -291,6 +302,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         mcp_servers,
         choice,
         notices,
+        keys,
     })
 }
 
@@ -404,7 +416,7 @@ pub fn open_controller_with(
     }
     Ok(setup
         .host
-        .open_session(setup.choice, setup.settings, Arc::new(EnvKeys), approver)?)
+        .open_session(setup.choice, setup.settings, setup.keys, approver)?)
 }
 
 /// How long an MCP server may take to answer `initialize` and `tools/list`.

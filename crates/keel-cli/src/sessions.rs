@@ -8,7 +8,7 @@
 use crate::cli::CommonArgs;
 use crate::session_setup::open_host;
 use crate::{Outcome, UsageError, settings};
-use keel_agent::{RecordState, StoredRecord};
+use keel_agent::{RecordState, SessionOverview, StoredRecord};
 use keel_render::{visible, visible_line};
 use keel_types::{Item, ReceiptState};
 use serde_json::json;
@@ -29,11 +29,7 @@ pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
     let host = open_host()?;
     // A session nobody typed into (a browser tab opened and left), or one that failed before
     // any answer and holds no offer to go on, is not worth listing.
-    let sessions: Vec<_> = host
-        .session_overviews(&workspace.display().to_string())?
-        .into_iter()
-        .filter(keel_agent::SessionOverview::listed)
-        .collect();
+    let sessions = listed(&host, &workspace.display().to_string())?;
     if common.json {
         let rows: Vec<serde_json::Value> = sessions
             .iter()
@@ -49,27 +45,46 @@ pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
         );
         return Ok(Outcome::Completed);
     }
+    for row in rows(&sessions) {
+        out!("{row}");
+    }
+    Ok(Outcome::Completed)
+}
+
+/// The sessions `keel sessions` (and `/sessions`) lists in `workspace`, newest first.
+pub fn listed(host: &keel_agent::Host, workspace: &str) -> anyhow::Result<Vec<SessionOverview>> {
+    Ok(host
+        .session_overviews(workspace)?
+        .into_iter()
+        .filter(SessionOverview::listed)
+        .collect())
+}
+
+/// One line per session: id, age, turns, model, title (stored text: escaped).
+pub fn rows(sessions: &[SessionOverview]) -> Vec<String> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| {
             i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
         });
-    for overview in sessions {
-        let session = &overview.info;
-        let ago = std::time::Duration::from_millis(
-            u64::try_from(now.saturating_sub(session.updated_at)).unwrap_or(0),
-        );
-        out!(
-            "{}  {:>9}  {:>3} turn{}  {}  {}",
-            session.id,
-            format!("{} ago", humanize_roughly(ago)),
-            overview.turns,
-            if overview.turns == 1 { " " } else { "s" },
-            visible_line(&format!("{}/{}", session.provider, session.model)),
-            visible_line(&overview.title)
-        );
-    }
-    Ok(Outcome::Completed)
+    sessions
+        .iter()
+        .map(|overview| {
+            let session = &overview.info;
+            let ago = std::time::Duration::from_millis(
+                u64::try_from(now.saturating_sub(session.updated_at)).unwrap_or(0),
+            );
+            format!(
+                "{}  {:>9}  {:>3} turn{}  {}  {}",
+                session.id,
+                format!("{} ago", humanize_roughly(ago)),
+                overview.turns,
+                if overview.turns == 1 { " " } else { "s" },
+                visible_line(&format!("{}/{}", session.provider, session.model)),
+                visible_line(&overview.title)
+            )
+        })
+        .collect()
 }
 
 /// `keel session rm ID`.

@@ -45,6 +45,12 @@ fn keep_private(home: &std::path::Path) {
     });
 }
 
+/// keel's keys: the environment's, then those `keel auth login` stored in `$KEEL_HOME/state`.
+/// A key file keel cannot read safely is the user's to fix (exit 2), named with the fix.
+pub fn keys() -> anyhow::Result<keel_llm::HomeKeys> {
+    keel_llm::HomeKeys::open(&keel_home()?).map_err(|error| UsageError(error.to_string()).into())
+}
+
 /// The workspace: `--cwd` or the current directory, made absolute.
 pub fn workspace(common: &CommonArgs) -> anyhow::Result<PathBuf> {
     let current = std::env::current_dir().context("cannot read the current directory")?;

@@ -79,7 +79,8 @@ struct Session {
 /// The shortest time between two frames (60 a second).
 const FRAME: Duration = Duration::from_millis(16);
 
-pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
+/// The interactive session; `first` (from `keel "PROMPT"`) is sent as if typed.
+pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<Outcome> {
     let asked = crate::repl::ask_trust_first(common)?;
     let setup = prepare(common, "keel (interactive)")?;
     print_notices(&setup);
@@ -144,14 +145,27 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         running: keel_agent::SessionSpend::default(),
         stored: None,
     };
+    session.view.menu = keel_tui::SlashMenu::new(crate::completion::menu_entries(&controller));
     session.refresh_status();
     if !asked {
         controller.announce();
     }
     // From here the session is the REPL's: `/new` or `/resume` drops it, and its MCP servers.
     drop(controller);
+    // `keel "PROMPT"`: sent as if typed (and in the input's history like a typed line).
+    let mut ended_at_once = None;
+    if let Some(first) = first {
+        session.view.editor.set(&first);
+        let first = session.view.editor.submit();
+        if let Some(command) = session.send(first) {
+            ended_at_once = session.run_command(command).await;
+        }
+    }
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let outcome = loop {
+        if let Some(outcome) = ended_at_once.take() {
+            break outcome;
+        }
         session.drain_events();
         let mcp_hub = mcp_starting.as_ref().and_then(std::sync::Weak::upgrade);
         if mcp_hub.is_none() {
@@ -428,7 +442,11 @@ impl Session {
                 self.enter_plan_mode(prompt, &trimmed);
                 None
             }
-            Parsed::Command(command) => Some(command),
+            Parsed::Command(command) => {
+                // Its output goes under the command that made it.
+                self.view.said_by_user(&trimmed);
+                Some(command)
+            }
             Parsed::Unknown(name) => {
                 self.view.say(
                     &format!("unknown command `{name}`; /help lists them"),
@@ -478,6 +496,7 @@ impl Session {
             SurfaceCommand::Model(Some(_))
                 | SurfaceCommand::Resume(Some(_))
                 | SurfaceCommand::Fork(_)
+                | SurfaceCommand::Clear
         );
         if switches && self.turn.is_some() {
             self.view.say(
@@ -499,6 +518,8 @@ impl Session {
         };
         if switches && let Some(controller) = self.controller() {
             self.events = controller.subscribe();
+            self.view.menu = keel_tui::SlashMenu::new(crate::completion::menu_entries(&controller));
+            self.completion = LineHelper::for_session(&controller);
             // The mode chosen with Shift+Tab holds across a model or session switch (the
             // model is told with the next prompt).
             if let Some(mode) = mode {
@@ -511,6 +532,12 @@ impl Session {
     }
 
     fn complete(&mut self) {
+        // The slash menu's choice, its name (and a space when it takes arguments).
+        if let Some(entry) = self.view.menu_choice() {
+            let space = if entry.arguments.is_empty() { "" } else { " " };
+            self.view.editor.set(&format!("{}{space}", entry.name));
+            return;
+        }
         let before = self.view.editor.before_cursor().to_string();
         let controller = self.controller();
         let arguments = |command: &str| match &controller {
@@ -525,7 +552,7 @@ impl Session {
             [(_, replacement)] => {
                 let replacement = replacement.clone();
                 self.view.editor.complete_with(start, &replacement);
-                self.view.set_notice(None);
+                self.view.set_completions(None);
             }
             many => {
                 let common = crate::completion::common_prefix(many.iter().map(|(_, r)| r.as_str()));
@@ -539,7 +566,7 @@ impl Session {
                     String::new()
                 };
                 self.view
-                    .set_notice(Some(format!("{}{more}", shown.join("  "))));
+                    .set_completions(Some(format!("{}{more}", shown.join("  "))));
             }
         }
     }
@@ -566,7 +593,7 @@ impl Session {
                         }
                     }
                     Focus::Input => {
-                        self.view.editor.insert_str(&text);
+                        self.view.editor.paste(&text);
                         self.update_chips();
                     }
                     Focus::Approval | Focus::Search => {}
@@ -655,6 +682,18 @@ impl Session {
             Action::Home => self.view.editor.home(),
             Action::End => self.view.editor.end(),
             Action::KillToStart => self.view.editor.kill_to_start(),
+            Action::Up if self.view.menu_open() => {
+                let text = self.view.editor.text().to_string();
+                self.view.menu.step(&text, -1);
+            }
+            Action::Down if self.view.menu_open() => {
+                let text = self.view.editor.text().to_string();
+                self.view.menu.step(&text, 1);
+            }
+            Action::Escape if self.view.menu_open() => {
+                let text = self.view.editor.text().to_string();
+                self.view.menu.close(&text);
+            }
             Action::Up => {
                 if self.view.editor.is_empty()
                     && let Some(last) = self.view.unqueue_last()
@@ -667,6 +706,12 @@ impl Session {
             Action::Down => self.view.editor.down(),
             Action::Complete => self.complete(),
             Action::Submit => {
+                // With the menu open, Enter takes its choice (`/st` Enter runs `/status`).
+                if let Some(entry) = self.view.menu_choice()
+                    && entry.name != self.view.editor.text()
+                {
+                    self.view.editor.set(&entry.name);
+                }
                 let text = self.view.editor.submit();
                 if text.trim().is_empty() {
                     if !self.view.is_busy()

@@ -51,9 +51,16 @@ fn a_session_with_slash_commands() {
         .as_str()
         .unwrap()
         .to_string();
+    // As `keel sessions` lists it (age, turns, model, title), marked as the open one.
+    let row = screen
+        .lines()
+        .find(|line| line.starts_with(&format!("* {id}  ")))
+        .unwrap_or_else(|| panic!("/sessions lists this session, marked: {screen}"));
     assert!(
-        screen.contains(&format!("* {id}  deepseek/mock-model")),
-        "/sessions lists this session, marked as the open one: {screen}"
+        row.contains("1 turn")
+            && row.contains("deepseek/mock-model")
+            && row.contains("what is the answer?"),
+        "{row}"
     );
 }
 

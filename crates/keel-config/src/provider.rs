@@ -427,9 +427,7 @@ fn parse_kinds(
 }
 
 fn is_env_var_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        && !name.as_bytes()[0].is_ascii_digit()
+    keel_llm::key_store::is_variable_name(name)
 }
 
 /// An absolute http(s) URL with a host, no credentials, no query; returned without a

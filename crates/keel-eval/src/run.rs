@@ -43,6 +43,9 @@ pub struct RunPlan {
     /// What the user's own keel hides that no trial may see either: the user's `$KEEL_HOME`
     /// and `[sandbox] forbid_read` (a trial's own home is another one).
     pub users_hidden: Vec<PathBuf>,
+    /// The user's `$KEEL_HOME`: a real model's trial gets the key `keel auth login` stored
+    /// there when its variable is not set (the trial's own home holds none).
+    pub keys_from: Option<PathBuf>,
 }
 
 /// Progress, after each trial.
@@ -373,6 +376,7 @@ fn setup_for(
             .into_iter()
             .chain(plan.users_hidden.iter().cloned())
             .collect(),
+        keys_from: plan.keys_from.clone(),
         seed: plan.seed,
     })
 }

@@ -92,6 +92,8 @@ pub struct TrialSetup {
     /// log, every other trial and attempt — the trial's own workspace and temp dir stay
     /// reachable inside it), the user's own `$KEEL_HOME` and the user's `forbid_read`.
     pub hidden: Vec<PathBuf>,
+    /// The user's `$KEEL_HOME`, for the keys `keel auth login` stored (`RunPlan::keys_from`).
+    pub keys_from: Option<PathBuf>,
     /// `--seed`: markers derived from it and the trial (a rerun gets the same ones); `None`:
     /// random.
     pub seed: Option<u64>,
@@ -415,7 +417,7 @@ async fn run_keel(
     if let Some(user_home) = std::env::var_os("HOME") {
         command.env("HOME", user_home);
     }
-    for (variable, value) in key_values(&setup.target) {
+    for (variable, value) in key_values(&setup.target, setup.keys_from.as_deref()) {
         command.env(variable, value);
     }
     let mut child = command
@@ -483,15 +485,24 @@ impl Drop for GroupKill {
     }
 }
 
-/// The key variables the trial's child gets (a mock trial: a made-up key).
-fn key_values(target: &ProviderTarget) -> Vec<(String, OsString)> {
+/// The key variables the trial's child gets (a mock trial: a made-up key): the environment's,
+/// else what `keel auth login` stored in `keys_from`.
+fn key_values(target: &ProviderTarget, keys_from: Option<&Path>) -> Vec<(String, OsString)> {
+    use keel_llm::KeySource as _;
     if target.is_mock() {
         return vec![(MOCK_KEY_VARIABLE.into(), "keel-eval-mock".into())];
     }
+    let stored = keys_from.and_then(|home| keel_llm::HomeKeys::open(home).ok());
     target
         .key_variables
         .iter()
-        .filter_map(|variable| Some((variable.clone(), std::env::var_os(variable)?)))
+        .filter_map(|variable| {
+            let value = match &stored {
+                Some(keys) => keys.key(variable).map(OsString::from),
+                None => std::env::var_os(variable),
+            }?;
+            Some((variable.clone(), value))
+        })
         .collect()
 }
 

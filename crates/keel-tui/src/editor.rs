@@ -8,12 +8,25 @@
 //! - Laying out never loses a character: every row fits the width, long lines wrap.
 //! - History: Up on the first row goes back, Down on the last row forward; the text being
 //!   typed is kept as a draft and comes back after the newest entry.
+//! - A paste of more than `FOLD_LINES` lines is one character in the text (a marker from a
+//!   private-use range nothing typed or pasted can put there), drawn as `[pasted N lines]`,
+//!   deleted whole, and replaced by the whole paste in what is sent (`submit`, `expanded`):
+//!   what the person pasted is sent byte for byte as it was normalised on the way in.
 
 use keel_render::{Line, Span, Style};
 use unicode_width::UnicodeWidthChar;
 
 /// Columns a tab takes in the input.
 const TAB_COLUMNS: usize = 4;
+
+/// A paste of more lines than this folds to one marker.
+pub const FOLD_LINES: usize = 10;
+
+/// The first marker of a folded paste (Supplementary Private Use Area-A); paste `i` is
+/// `FIRST_MARKER + i`.
+const FIRST_MARKER: u32 = 0xF_0000;
+/// Markers go up to here; a character in the range is never taken in from outside.
+const LAST_MARKER: u32 = 0xF_FFFD;
 
 #[derive(Clone, Debug, Default)]
 pub struct Editor {
@@ -24,6 +37,8 @@ pub struct Editor {
     browsing: Option<usize>,
     /// What was typed before browsing started.
     draft: String,
+    /// The folded pastes, by marker.
+    pastes: Vec<String>,
 }
 
 /// The input laid out at a width: its rows and where the cursor is among them.
@@ -80,12 +95,13 @@ impl Editor {
 
     pub fn clear(&mut self) {
         self.text.clear();
+        self.pastes.clear();
         self.cursor = 0;
         self.browsing = None;
     }
 
     pub fn insert(&mut self, c: char) {
-        if c.is_control() && c != '\t' && c != '\n' {
+        if (c.is_control() && c != '\t' && c != '\n') || is_marker(c) {
             return;
         }
         self.text.insert(self.cursor, c);
@@ -98,6 +114,52 @@ impl Editor {
         for c in normalised.chars() {
             self.insert(c);
         }
+    }
+
+    /// Pasted text: folded to one marker when it has more than `FOLD_LINES` lines, else
+    /// inserted as typed.
+    pub fn paste(&mut self, text: &str) {
+        let normalised: String = text
+            .replace("\r\n", "\n")
+            .replace('\r', "\n")
+            .chars()
+            .filter(|c| !((c.is_control() && *c != '\t' && *c != '\n') || is_marker(*c)))
+            .collect();
+        let marker = u32::try_from(self.pastes.len())
+            .ok()
+            .and_then(|index| FIRST_MARKER.checked_add(index))
+            .filter(|code| *code <= LAST_MARKER)
+            .and_then(char::from_u32);
+        match marker {
+            Some(marker) if normalised.lines().count() > FOLD_LINES => {
+                self.pastes.push(normalised);
+                self.text.insert(self.cursor, marker);
+                self.cursor += marker.len_utf8();
+            }
+            _ => self.insert_str(&normalised),
+        }
+    }
+
+    /// The text with every folded paste in full: what would be sent.
+    pub fn expanded(&self) -> String {
+        self.text
+            .chars()
+            .fold(String::with_capacity(self.text.len()), |mut out, c| {
+                match self.paste_of(c) {
+                    Some(paste) => out.push_str(paste),
+                    None => out.push(c),
+                }
+                out
+            })
+    }
+
+    /// The paste a marker stands for.
+    fn paste_of(&self, c: char) -> Option<&str> {
+        if !is_marker(c) {
+            return None;
+        }
+        let index = usize::try_from(u32::from(c) - FIRST_MARKER).ok()?;
+        self.pastes.get(index).map(String::as_str)
     }
 
     pub fn newline(&mut self) {
@@ -224,9 +286,12 @@ impl Editor {
         self.history.get(index).map(String::as_str)
     }
 
-    /// The text, taken for sending; it joins the history (once, not twice in a row).
+    /// The text, taken for sending (folded pastes in full); it joins the history (once, not
+    /// twice in a row).
     pub fn submit(&mut self) -> String {
-        let text = std::mem::take(&mut self.text);
+        let text = self.expanded();
+        self.text.clear();
+        self.pastes.clear();
         self.cursor = 0;
         self.browsing = None;
         self.draft.clear();
@@ -262,6 +327,12 @@ impl Editor {
             }
             let (shown, columns) = if c == '\t' {
                 (" ".repeat(TAB_COLUMNS), TAB_COLUMNS)
+            } else if let Some(paste) = self.paste_of(c) {
+                let label = format!("[pasted {} lines]", paste.lines().count());
+                // Never wider than a row.
+                let label = crate::rows::cut(&label, width - indent.len());
+                let columns = unicode_width::UnicodeWidthStr::width(label.as_str());
+                (label, columns)
             } else {
                 (c.to_string(), c.width().unwrap_or(0))
             };
@@ -285,6 +356,11 @@ impl Editor {
             ),
         }
     }
+}
+
+/// Whether `c` is in the range of folded-paste markers.
+fn is_marker(c: char) -> bool {
+    (FIRST_MARKER..=LAST_MARKER).contains(&u32::from(c))
 }
 
 /// The offset `columns` characters after `start`, not past `limit`.
@@ -365,6 +441,51 @@ mod tests {
         assert_eq!(editor.search("", None), Some(2));
         assert_eq!(editor.search("nothing", None), None);
         assert_eq!(editor.entry(1), Some("git status"));
+    }
+
+    #[test]
+    fn a_long_paste_folds_to_one_label_and_is_sent_whole() {
+        let mut editor = Editor::default();
+        let long: String = (1..=200).map(|n| format!("line {n}\r\n")).collect();
+        editor.insert_str("look: ");
+        editor.paste(&long);
+        editor.insert_str(" thanks");
+        let rows: Vec<String> = editor
+            .layout("› ", 80)
+            .rows
+            .iter()
+            .map(Line::plain)
+            .collect();
+        assert_eq!(rows, ["› look: [pasted 200 lines] thanks"]);
+        let expected = format!("look: {} thanks", long.replace("\r\n", "\n"));
+        assert_eq!(editor.expanded(), expected);
+        assert_eq!(editor.submit(), expected);
+        assert_eq!(editor.history().last(), Some(&expected));
+        // Ten lines are not folded; a narrow screen cuts the label, never the row's width.
+        let ten: String = (1..=10).map(|n| format!("{n}\n")).collect();
+        editor.paste(&ten);
+        assert_eq!(editor.text(), ten);
+        editor.clear();
+        editor.paste(&long);
+        for row in editor.layout("› ", 8).rows {
+            assert!(row.width() <= 8, "{}", row.plain());
+        }
+        // Deleted whole, with one key.
+        editor.backspace();
+        assert!(editor.is_empty());
+        assert_eq!(editor.submit(), "");
+    }
+
+    #[test]
+    fn a_marker_cannot_come_in_from_outside() {
+        let mut editor = Editor::default();
+        editor.paste(&(1..=20).map(|n| format!("{n}\n")).collect::<String>());
+        let marker = editor.text().to_string();
+        let mut other = Editor::default();
+        other.insert_str(&format!("a{marker}b"));
+        other.paste(&format!("c{marker}d"));
+        assert_eq!(other.text(), "abcd");
+        assert_eq!(other.submit(), "abcd");
     }
 
     #[test]

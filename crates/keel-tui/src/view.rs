@@ -102,6 +102,10 @@ pub struct LiveView {
     asked_at: Option<Instant>,
     /// When the last key (or paste) came.
     last_key: Option<Instant>,
+    /// The slash commands, shown under the input while a `/command` is typed.
+    pub menu: crate::SlashMenu,
+    /// Tab's candidates, and the input they were for: shown only while it is unchanged.
+    completions: Option<(String, String)>,
 }
 
 /// How long after an approval appears its keys start to count: someone typing the next
@@ -136,7 +140,37 @@ impl LiveView {
             chips: Vec::new(),
             asked_at: None,
             last_key: None,
+            menu: crate::SlashMenu::default(),
+            completions: None,
         }
+    }
+
+    /// Tab's candidates for what the input holds now (gone once it changes).
+    pub fn set_completions(&mut self, shown: Option<String>) {
+        self.completions = shown.map(|shown| (self.editor.text().to_string(), shown));
+    }
+
+    /// Whether the slash menu is open over the input.
+    pub fn menu_open(&self) -> bool {
+        self.focus() == Focus::Input
+            && self
+                .menu
+                .matches(self.editor.text(), self.cursor_at_end())
+                .is_some()
+    }
+
+    /// The command the slash menu has selected, when it is open.
+    pub fn menu_choice(&self) -> Option<crate::MenuEntry> {
+        if self.focus() != Focus::Input {
+            return None;
+        }
+        self.menu
+            .selected(self.editor.text(), self.cursor_at_end())
+            .cloned()
+    }
+
+    fn cursor_at_end(&self) -> bool {
+        self.editor.before_cursor().len() == self.editor.text().len()
     }
 
     pub fn width(&self) -> usize {
@@ -728,7 +762,20 @@ impl LiveView {
                 let layout = self.editor.layout("› ", width);
                 cursor = Some((layout.cursor.0, layout.cursor.1 + len16(&foot)));
                 foot.extend(layout.rows);
-                if !self.chips.is_empty() {
+                // The menu takes at most a third of the screen.
+                let menu = self.menu.lines(
+                    self.editor.text(),
+                    self.cursor_at_end(),
+                    width,
+                    self.rows / 3,
+                );
+                if !menu.is_empty() {
+                    foot.extend(menu);
+                } else if let Some((for_text, shown)) = &self.completions
+                    && for_text == self.editor.text()
+                {
+                    foot.extend(wrapped(shown, width, Style::PLAIN.dim()));
+                } else if !self.chips.is_empty() {
                     foot.push(fit(self.chip_line(), width));
                 }
             }
@@ -844,96 +891,5 @@ fn len16(lines: &[Line]) -> u16 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_pressed_as_an_approval_appears_do_not_answer_it() {
-        let mut view = LiveView::new(Status::default(), Vec::new(), 80, 24);
-        assert!(view.answerable(Instant::now()));
-        view.ask(&ApprovalRequest {
-            call_id: "c".into(),
-            tool: "bash".into(),
-            subject: "rm -rf build".into(),
-            arguments: String::new(),
-            unconfined: false,
-            plan: false,
-            reason: None,
-            preview: None,
-        });
-        let now = Instant::now();
-        assert!(!view.answerable(now));
-        assert!(view.answerable(now + ANSWER_DELAY));
-        // Typing that goes on after the question appeared: no key of the burst answers it,
-        // the first key after a pause does.
-        let mut at = now;
-        for _ in 0..10 {
-            at += ANSWER_DELAY / 2;
-            assert!(!view.answerable(at), "a key in the burst");
-            view.key_pressed(at);
-        }
-        assert!(!view.answerable(at + ANSWER_DELAY / 2));
-        assert!(view.answerable(at + ANSWER_DELAY));
-    }
-
-    #[test]
-    fn a_card_announced_after_its_question_is_not_drawn_beside_it() {
-        let mut view = LiveView::new(Status::default(), Vec::new(), 80, 24);
-        // The question and the card come over different channels: the question first here.
-        view.ask(&ApprovalRequest {
-            call_id: "c".into(),
-            tool: "write_file".into(),
-            subject: "notes.txt".into(),
-            arguments: String::new(),
-            unconfined: false,
-            plan: false,
-            reason: None,
-            preview: None,
-        });
-        let now = Instant::now();
-        view.apply(
-            &Event {
-                id: None,
-                session_id: "s".into(),
-                turn: Some(1),
-                body: EventBody::ToolCall {
-                    call_id: "c".into(),
-                    name: "write_file".into(),
-                    arguments: "{}".into(),
-                    subject: Some("notes.txt".into()),
-                },
-            },
-            now,
-        );
-        let shown: String = view
-            .frame(now + std::time::Duration::from_secs(10))
-            .lines
-            .iter()
-            .map(|line| line.plain() + "\n")
-            .collect();
-        // One block says what waits: no card repeats it.
-        assert_eq!(shown.matches("notes.txt").count(), 1, "{shown}");
-        assert!(shown.contains("? write_file notes.txt"), "{shown}");
-        assert!(!shown.contains("waiting for your answer"), "{shown}");
-        // Answered: one line in the scrollback, and the card runs.
-        view.answered("allowed");
-        let said = keel_render::to_plain(&view.take_commits());
-        assert_eq!(said, "✓ write_file notes.txt · allowed\n");
-        let shown: String = view
-            .frame(now)
-            .lines
-            .iter()
-            .map(|line| line.plain() + "\n")
-            .collect();
-        assert!(shown.contains("● write_file notes.txt"), "{shown}");
-    }
-
-    #[test]
-    fn a_tab_counts_as_the_space_it_is_drawn_as() {
-        for line in wrapped("a\tb\tc", 3, Style::PLAIN) {
-            assert!(line.width() <= 3, "{line:?}");
-        }
-        assert_eq!(wrapped("a\tb", 3, Style::PLAIN)[0].plain(), "a b");
-        assert_eq!(crate::rows::cut("\t\t\t\tx", 3), "  …");
-    }
-}
+#[path = "view_tests.rs"]
+mod tests;

@@ -91,6 +91,49 @@ pub fn write_private_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     written
 }
 
+/// Read a file keel keeps private (at most `limit` bytes), `None` when there is none. Refused
+/// (`PermissionDenied`, the message says what to do) when it is a link, not a regular file,
+/// someone else's, or readable by other users: what it holds may be a secret someone else
+/// planted or could have read.
+pub fn read_private_file(path: &Path, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::{Error, ErrorKind, Read};
+    let refused = |why: String| Err(Error::new(ErrorKind::PermissionDenied, why));
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(NO_FOLLOW | NO_BLOCK)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(error) if error.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(error) if error.raw_os_error() == Some(nix::libc::ELOOP) => {
+            return refused("it is a link: keel reads it only as a file of its own".into());
+        }
+        Err(error) => return Err(error),
+    };
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return refused("it is not a regular file".into());
+    }
+    if meta.uid() != nix::unistd::getuid().as_raw() {
+        return refused(format!(
+            "it belongs to another user (uid {}): remove it",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return refused(format!(
+            "other users can read it (mode {:o}): run chmod 600 on it",
+            meta.mode() & 0o777
+        ));
+    }
+    if meta.len() > limit {
+        return refused(format!("it is larger than {limit} bytes"));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit).read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
+}
+
 /// What kind of entry `tighten` expects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Entry {
@@ -141,6 +184,7 @@ pub const PRIVATE_FILES: &[&str] = &[
     "state/keel.db",
     "state/keel.db-wal",
     "state/keel.db-shm",
+    "state/keys.json",
     "history.txt",
     "trusted-workspaces.json",
 ];

@@ -35,7 +35,7 @@ impl Session {
         let editor = std::env::var("VISUAL")
             .or_else(|_| std::env::var("EDITOR"))
             .unwrap_or_else(|_| "vi".into());
-        let text = self.view.editor.text().to_string();
+        let text = self.view.editor.expanded();
         match self.run_on_file(&editor, "keel-editor", &text) {
             None => {}
             Some((true, composed)) => self.view.editor.set(composed.trim_end_matches('\n')),

@@ -106,6 +106,12 @@ impl Tmux {
         self.run(&["send-keys", "-t", "keel", "-l", text]);
     }
 
+    /// Paste `text` as a terminal does (bracketed, when keel asked for it).
+    pub fn paste(&self, text: &str) {
+        self.run(&["set-buffer", "-b", "keel-paste", "--", text]);
+        self.run(&["paste-buffer", "-p", "-b", "keel-paste", "-t", "keel"]);
+    }
+
     /// Press keys by tmux's names (`Enter`, `Escape`, `C-d`, `M-Enter`, `Tab`, `y`).
     pub fn press(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "keel"];

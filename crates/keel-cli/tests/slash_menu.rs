@@ -1,0 +1,170 @@
+//! Slash commands you can find (issue 38 item 7): the menu under the input, in tmux, and the
+//! commands added with it (`/status`, `/permissions`, `/clear`, `/sessions`).
+//!
+//! Invariants checked here:
+//! - `/` opens a menu of the commands with their one-line descriptions (custom commands' from
+//!   their front matter, escaped), filtered as more is typed; Up/Down choose, Tab completes,
+//!   Enter runs the choice, Esc closes it; it is gone once the input is no longer a command.
+//! - A command's output goes under the command that made it (`› /status`).
+//! - Tab's list of candidates is gone as soon as the input changes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+use common::tmux::{Tmux, available};
+use common::*;
+
+const KEYS_HINT: &str = "↑↓ choose · Tab completes · Esc closes";
+
+fn session_with_a_custom_command() -> (Home, MockProcess) {
+    let scenario = serde_json::json!({"steps": [{"say": "Hello."}]}).to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    std::fs::create_dir_all(home.path().join("commands")).unwrap();
+    std::fs::write(
+        home.path().join("commands/fix-lint.md"),
+        "---\ndescription: fix the lint \u{1b}[31mwarnings\u{1b}[0m now\n---\nFix the lint.\n",
+    )
+    .unwrap();
+    (home, mock)
+}
+
+#[test]
+fn a_slash_opens_the_menu_filtered_as_you_type_and_enter_runs_the_choice() {
+    if !available() {
+        return;
+    }
+    let (home, _mock) = session_with_a_custom_command();
+    let tmux = Tmux::start(&home, &home.path(), &[], (100, 40));
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("/");
+    let screen = tmux.wait_until_screen("the menu", |screen| screen.contains(KEYS_HINT));
+    assert!(screen.contains("▸ /help"), "{screen}");
+    assert!(screen.contains("/status"), "{screen}");
+    assert!(
+        screen.contains("model, endpoint, mode, sandbox"),
+        "{screen}"
+    );
+    // Filtered: only what matches.
+    tmux.type_text("fix");
+    let screen = tmux.wait_until_screen("the filtered menu", |screen| {
+        screen.contains("▸ /fix-lint") && !screen.contains("/status")
+    });
+    // A custom command's description, escaped: no colour reaches the terminal.
+    assert!(screen.contains("fix the lint"), "{screen}");
+    let colored = tmux.screen_with_colors();
+    assert!(!colored.contains("\u{1b}[31m"), "{colored:?}");
+    // Back to `/s`: Down picks the second match, Up the first again; Enter runs the choice.
+    tmux.press(&["BSpace", "BSpace", "BSpace"]);
+    tmux.type_text("s");
+    tmux.wait_until_screen("the /s entries", |screen| {
+        screen.contains("▸ /status") && screen.contains("  /sessions")
+    });
+    tmux.press(&["Down"]);
+    tmux.wait_until_screen("the second entry chosen", |screen| {
+        screen.contains("▸ /sessions")
+    });
+    tmux.press(&["Up"]);
+    tmux.wait_until_screen("the first entry again", |screen| {
+        screen.contains("▸ /status")
+    });
+    tmux.press(&["Enter"]);
+    let shown = tmux.wait_for("endpoint");
+    // Headed by the command, and what /status says.
+    let headed = shown.find("› /status").unwrap_or_else(|| panic!("{shown}"));
+    let body = &shown[headed..];
+    for said in [
+        "model",
+        "mock-model",
+        "endpoint",
+        "mode",
+        "ask",
+        "sandbox",
+        "session",
+        "context",
+        "spend",
+    ] {
+        assert!(body.contains(said), "{said}: {body}");
+    }
+    assert!(!body.contains("test-key-1"), "{body}");
+    // The menu is gone.
+    tmux.wait_until_screen("no menu", |screen| !screen.contains(KEYS_HINT));
+}
+
+#[test]
+fn tab_completes_the_choice_and_the_menu_goes_when_it_no_longer_applies() {
+    if !available() {
+        return;
+    }
+    let (home, _mock) = session_with_a_custom_command();
+    let tmux = Tmux::start(&home, &home.path(), &[], (100, 40));
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("/mod");
+    tmux.wait_until_screen("the menu", |screen| screen.contains("▸ /model"));
+    tmux.press(&["Tab"]);
+    // Completed with a space (it takes an argument): a command's arguments show no menu.
+    tmux.wait_until_screen("completed, no menu", |screen| {
+        screen.contains("› /model") && !screen.contains("› /mod\n") && !screen.contains(KEYS_HINT)
+    });
+    tmux.press(&["C-u"]);
+    // Esc closes it; typing opens it again.
+    tmux.type_text("/he");
+    tmux.wait_until_screen("the menu", |screen| screen.contains(KEYS_HINT));
+    tmux.press(&["Escape"]);
+    tmux.wait_until_screen("closed", |screen| {
+        !screen.contains(KEYS_HINT) && screen.contains("› /he")
+    });
+    tmux.type_text("l");
+    tmux.wait_until_screen("open again", |screen| screen.contains("▸ /help"));
+    tmux.press(&["C-u"]);
+    // A prompt that mentions a command shows no menu.
+    tmux.type_text("why does /status say that");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!tmux.screen().contains(KEYS_HINT), "{}", tmux.screen());
+    tmux.press(&["C-u"]);
+    // Tab's candidates are gone once the input changes.
+    std::fs::write(home.path().join("alpha-one.txt"), "1").unwrap();
+    std::fs::write(home.path().join("alpha-two.txt"), "2").unwrap();
+    tmux.type_text("see @alpha");
+    tmux.press(&["Tab"]);
+    tmux.wait_until_screen("the candidates", |screen| {
+        screen.contains("alpha-one.txt") && screen.contains("alpha-two.txt")
+    });
+    tmux.type_text("o");
+    tmux.wait_until_screen("the candidates gone", |screen| {
+        !screen.contains("alpha-two.txt")
+    });
+}
+
+#[test]
+fn permissions_clear_and_sessions_say_what_is_in_force_and_keep_the_old_session() {
+    if !available() {
+        return;
+    }
+    let (home, _mock) = session_with_a_custom_command();
+    home.append_config("[permissions]\nallow = [\"bash(git status)\"]\ndeny = [\"bash(rm *)\"]\n");
+    let tmux = Tmux::start(&home, &home.path(), &[], (120, 40));
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("hi");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("Hello.");
+    tmux.type_text("/permissions");
+    tmux.press(&["Enter"]);
+    let shown = tmux.wait_for("read-only commands");
+    let body = &shown[shown.find("› /permissions").unwrap()..];
+    assert!(body.contains("allow      bash(git status)"), "{body}");
+    assert!(body.contains("deny       bash(rm *)"), "{body}");
+    assert!(body.contains("config.toml"), "{body}");
+    let first_id = stored_session_ids(&home)[0].clone();
+    tmux.type_text("/clear");
+    tmux.press(&["Enter"]);
+    let shown = tmux.wait_for("the last one is kept");
+    assert!(shown.contains(&format!("/resume {first_id}")), "{shown}");
+    assert_eq!(stored_session_ids(&home).len(), 2);
+    tmux.type_text("/sessions");
+    tmux.press(&["Enter"]);
+    let shown = tmux.wait_for("/resume ID continues one");
+    let body = &shown[shown.rfind("› /sessions").unwrap()..];
+    // As `keel sessions` shows it: id, age, turns, model, title.
+    assert!(body.contains(&first_id), "{body}");
+    assert!(body.contains("1 turn"), "{body}");
+    assert!(body.contains("hi"), "{body}");
+}
