@@ -134,6 +134,7 @@ fn settings() -> AgentSettings {
             max_event_bytes: keel_llm::profile::DEFAULT_MAX_EVENT_BYTES,
             context_window: None,
             price: None,
+            region: None,
             reasoning_effort: None,
         },
         model: "deepseek-chat".into(),

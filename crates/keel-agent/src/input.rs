@@ -67,6 +67,8 @@ pub enum SurfaceCommand {
     Status,
     /// `/permissions`: the mode and the rules in force, each with its source.
     Permissions,
+    /// `/diff`: what this session's turns changed in the workspace.
+    Diff,
     /// `/undo` (the last turn, files and conversation) and `/rewind [TURN] [--code |
     /// --conversation] [--force]`.
     Rewind {
@@ -136,7 +138,7 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
     ("/mcp", "the MCP servers of this session and their tools"),
     (
         "/context",
-        "the project instructions the model was given (files, tokens)",
+        "what fills the model's window (system, tools, instructions, history, tool results)",
     ),
     (
         "/plan [PROMPT]",
@@ -224,6 +226,7 @@ impl Line {
             "/clear" => Line::Command(SurfaceCommand::Clear),
             "/status" => Line::Command(SurfaceCommand::Status),
             "/permissions" => Line::Command(SurfaceCommand::Permissions),
+            "/diff" => Line::Command(SurfaceCommand::Diff),
             "/quit" | "/exit" => Line::Command(SurfaceCommand::Quit),
             "/cost" => Line::Command(SurfaceCommand::Cost),
             "/sessions" => Line::Command(SurfaceCommand::Sessions),

@@ -19,6 +19,7 @@ mod command_steps;
 mod compaction;
 mod confinement;
 mod context;
+mod context_parts;
 mod custom_commands;
 mod exchange;
 mod host;
@@ -33,6 +34,7 @@ mod prompt;
 mod recovery;
 mod rewind;
 mod rewrite;
+mod session_diff;
 mod snapshot;
 mod subscribers;
 mod tools_round;
@@ -46,6 +48,7 @@ pub use approval::{
     AlwaysAllowed, Approval, ApprovalRequest, Approver, HeadlessApprover, LONGEST_NOTE,
 };
 pub use confinement::SandboxSetup;
+pub use context_parts::ContextParts;
 pub use custom_commands::{CommandLayer, CustomCommand, CustomCommands};
 pub use host::{Host, Transcript};
 pub use input::{INIT_PROMPT, Input, Line, SLASH_COMMANDS, SurfaceCommand, builtin_names};
@@ -60,6 +63,7 @@ pub use recovery::record::{RecordState, RecoveryRecord, StoredRecord};
 pub use recovery::record::{decode as decode_record, encode as encode_record};
 pub use recovery::refusal::RecoveryRefusal;
 pub use rewind::{RewindReport, RewindScope, SessionLease};
+pub use session_diff::{ChangedFile, SessionDiff};
 pub use snapshot::retire_old_stores as retire_old_snapshot_stores;
 pub use spend::SessionSpend;
 pub use turn::{TurnOutcome, person_text};
@@ -152,6 +156,8 @@ pub enum AgentError {
     CannotFork(String),
     #[error("cannot build the request: {0}")]
     Projection(String),
+    #[error("cannot read the workspace's snapshots: {0}")]
+    Snapshot(String),
 }
 
 impl AgentError {
@@ -170,6 +176,7 @@ impl AgentError {
             | AgentError::UndecodableHistory { .. }
             | AgentError::Tools(_)
             | AgentError::Projection(_)
+            | AgentError::Snapshot(_)
             | AgentError::Client(_) => false,
         }
     }

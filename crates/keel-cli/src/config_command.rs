@@ -581,8 +581,50 @@ fn provider_rows(
             ),
         ),
     ];
+    if let Some(region) = provider.region.value {
+        rows.push(Row::new(2, "region", &provider.region, move |_| {
+            region.as_str().to_string()
+        }));
+    }
+    if let Some(model) = active_model {
+        rows.push(Row::bare(2, "price", price_text(provider, model)));
+    }
     rows.extend(retry_rows(&provider.retry));
     rows
+}
+
+/// Where the active model's price comes from, or why there is none (never a guess).
+fn price_text(provider: &ResolvedProvider, model: &str) -> String {
+    let profile = provider.profile();
+    match keel_llm::price::price_for(&profile, model) {
+        Some(price) if price.source == "user config" => {
+            format!("[providers.{}.price], in {}", provider.name, price.currency)
+        }
+        Some(price) => format!(
+            "{} (read {}), in {}{}",
+            price.source,
+            price.checked,
+            price.currency,
+            if price.tiers.is_empty() {
+                ""
+            } else {
+                "; longer requests at their context tier's rates"
+            }
+        ),
+        None if keel_llm::price::known_models(&profile.base_url).contains(&model) => {
+            match provider.region.value {
+                None => "none: set region = \"domestic\" or \"overseas\" (which official list \
+                         applies)"
+                    .to_string(),
+                Some(region) => format!(
+                    "none: keel's table has no {} list for it (set [providers.{}.price])",
+                    region.as_str(),
+                    provider.name
+                ),
+            }
+        }
+        None => "none known: tokens only (set [providers.NAME.price] to see amounts)".to_string(),
+    }
 }
 
 /// The retry fields that did not come from the default.

@@ -1,7 +1,9 @@
-//! `/context` and `/reload-context`: the project instructions the model was given.
+//! `/context` and `/reload-context`: what fills the model's window, and the project
+//! instructions the model was given.
 //!
-//! Invariant: only paths and counts are printed (escaped: a path is the repository's text),
-//! never the instructions themselves — `/transcript` shows the block whole.
+//! Invariants: only paths and counts are printed (escaped: a path is the repository's text),
+//! never the instructions themselves — `/transcript` shows the block whole; the figures are
+//! estimates of the next request, and say so.
 
 use keel_agent::{Controller, Reloaded};
 use keel_render::visible_line;
@@ -24,6 +26,9 @@ pub fn run(controller: &Controller, show: bool) {
                 return;
             }
         }
+    }
+    if show {
+        window_parts(controller);
     }
     match controller.context_report() {
         Ok(report) => {
@@ -54,5 +59,44 @@ pub fn run(controller: &Controller, show: bool) {
             }
         }
         Err(error) => eprintln!("error: {}", visible_line(&error.to_string())),
+    }
+}
+
+/// The next request's parts, largest share first in the person's eyes: each part's estimated
+/// tokens and its share of the window.
+fn window_parts(controller: &Controller) {
+    let parts = match controller.context_parts() {
+        Ok(parts) => parts,
+        Err(error) => {
+            eprintln!("error: {}", visible_line(&error.to_string()));
+            return;
+        }
+    };
+    let share = |tokens: u64| match parts.window {
+        Some(window) if window > 0 => format!("{:>3}%", tokens * 100 / window),
+        _ => String::new(),
+    };
+    eprintln!("what fills the window (estimated, for the next request):");
+    for (name, tokens) in [
+        ("system prompt", parts.system),
+        ("tool specs", parts.tools),
+        ("instructions", parts.instructions),
+        ("conversation", parts.conversation),
+        ("tool results", parts.tool_results),
+    ] {
+        eprintln!("  {name:<14} ~{:>7} tokens {}", tokens, share(tokens));
+    }
+    match parts.window {
+        Some(window) => eprintln!(
+            "  {:<14} ~{:>7} tokens {} of a {window}-token window; /compact frees history",
+            "total",
+            parts.total(),
+            share(parts.total())
+        ),
+        None => eprintln!(
+            "  {:<14} ~{:>7} tokens (the model's window is unknown)",
+            "total",
+            parts.total()
+        ),
     }
 }

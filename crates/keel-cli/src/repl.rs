@@ -152,6 +152,8 @@ pub(crate) fn print_where_you_were(
         room,
     );
     if !lines.is_empty() {
+        // Apart from the banner, as each prompt stands apart in the session.
+        eprintln!();
         eprint!("{}", keel_render::to_ansi(&lines, colors));
     }
 }
@@ -397,6 +399,10 @@ impl Repl {
                 Some(controller) => crate::slash_commands::status(controller),
                 None => eprintln!("no session is open"),
             },
+            SurfaceCommand::Diff => match &self.controller {
+                Some(controller) => crate::slash_commands::diff(controller),
+                None => eprintln!("no session is open"),
+            },
             SurfaceCommand::Permissions => match &self.controller {
                 Some(controller) => crate::slash_commands::permissions(controller, &self.common),
                 None => eprintln!("no session is open"),
@@ -572,12 +578,12 @@ impl Repl {
             }
             SurfaceCommand::Model(argument) => match argument {
                 None => {
-                    if let Some(controller) = &self.controller {
-                        let settings = controller.settings();
-                        eprintln!(
-                            "model: {}",
-                            visible_line(&format!("{}/{}", settings.profile.name, settings.model))
-                        );
+                    // A person at a terminal picks one; otherwise the model is said.
+                    let picked = self.controller.as_ref().and_then(|controller| {
+                        crate::slash_commands::pick_model(controller, &self.common)
+                    });
+                    if let Some(model) = picked {
+                        return Box::pin(self.command(SurfaceCommand::Model(Some(model)))).await;
                     }
                 }
                 Some(model) => {

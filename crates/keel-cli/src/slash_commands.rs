@@ -151,3 +151,143 @@ pub fn permissions(controller: &Controller, common: &CommonArgs) {
         }
     );
 }
+
+/// `/diff`: each file this session changed, as a numbered diff from what it was before; what
+/// keel did not keep is named; outside git, that commands' changes are not known.
+pub fn diff(controller: &Controller) {
+    let diff = match controller.session_diff() {
+        Ok(diff) => diff,
+        Err(error) => {
+            eprintln!("error: {}", visible_line(&error.to_string()));
+            return;
+        }
+    };
+    let width = crate::render::terminal_width();
+    let colors = crate::render::stderr_colors();
+    if diff.files.is_empty() && diff.unknown.is_empty() {
+        eprintln!("this session changed nothing in the workspace (or a rewind undid it)");
+    }
+    for file in &diff.files {
+        let what = match (&file.before, &file.now) {
+            (None, _) => "new",
+            (_, None) => "deleted",
+            _ => "changed",
+        };
+        let by = if file.by_command {
+            ", by a command"
+        } else {
+            ""
+        };
+        let head = keel_render::Line::new(vec![
+            keel_render::Span::new(&visible_line(&file.path), keel_render::Style::PLAIN.bold()),
+            keel_render::Span::new(&format!("  {what}{by}"), keel_render::Style::PLAIN.dim()),
+        ]);
+        let mut lines = vec![keel_render::Line::empty(), head];
+        lines.extend(
+            keel_render::FileDiff::new(
+                file.before.as_deref(),
+                file.now.as_deref().unwrap_or_default(),
+            )
+            .lines(width),
+        );
+        eprint!("{}", keel_render::to_ansi(&lines, colors));
+    }
+    for (path, why) in &diff.unknown {
+        eprintln!(
+            "{}: changed, but keel did not keep what it was before ({})",
+            visible_line(path),
+            visible_line(why)
+        );
+    }
+    if !diff.commands_covered {
+        eprintln!(
+            "not a git repository: these are the file tools' changes only; what commands \
+             changed is not known here"
+        );
+    }
+}
+
+/// `/model` without a model: the current one, then (on a terminal) the configured models to
+/// pick from by number; `None` keeps the current one.
+pub fn pick_model(controller: &Controller, common: &CommonArgs) -> Option<String> {
+    use std::io::{BufRead, IsTerminal};
+    let settings = controller.settings();
+    let current = format!("{}/{}", settings.profile.name, settings.model);
+    eprintln!("model: {}", visible_line(&current));
+    if !std::io::stdin().is_terminal() {
+        return None;
+    }
+    let models = configured_models(controller, common);
+    if models.len() < 2 {
+        return None;
+    }
+    for (number, model) in models.iter().enumerate() {
+        let mark = if *model == current { "*" } else { " " };
+        eprintln!("{mark} {:>2}  {}", number + 1, visible_line(model));
+    }
+    eprint!(
+        "switch to [a number; Enter keeps {}]: ",
+        visible_line(&current)
+    );
+    let mut answer = String::new();
+    if std::io::stdin().lock().read_line(&mut answer).is_err() {
+        return None;
+    }
+    let answer = answer.trim();
+    if answer.is_empty() {
+        eprintln!("kept {}", visible_line(&current));
+        return None;
+    }
+    match answer.parse::<usize>().ok().and_then(|n| n.checked_sub(1)) {
+        Some(index) if index < models.len() && models[index] != current => {
+            Some(models[index].clone())
+        }
+        Some(index) if index < models.len() => {
+            eprintln!("kept {}", visible_line(&current));
+            None
+        }
+        _ => {
+            eprintln!(
+                "kept {}: `{}` is not a number from the list (/model PROVIDER/ID names any)",
+                visible_line(&current),
+                visible_line(answer)
+            );
+            None
+        }
+    }
+}
+
+/// The models `/model` offers: the current provider's known models (the current one first
+/// when the table does not have it), then those of every other configured provider that has
+/// a key (in the environment or stored).
+fn configured_models(controller: &Controller, common: &CommonArgs) -> Vec<String> {
+    let mut models = crate::completion::argument_candidates(controller, "/model");
+    let current_provider = controller.settings().profile.name.clone();
+    let workspace = controller.settings().workspace.clone();
+    let (Ok(config), Ok(keys)) = (
+        crate::settings::load_config(common, &workspace),
+        crate::settings::keys(),
+    ) else {
+        return models;
+    };
+    let Ok(resolved) = config.resolve() else {
+        return models;
+    };
+    for provider in &resolved.providers {
+        let keyed = provider
+            .accounts
+            .value
+            .first()
+            .is_some_and(|account| keys.origin(&account.api_key_env).is_some());
+        if provider.name == current_provider || !keyed {
+            continue;
+        }
+        for model in keel_llm::price::known_models(&provider.base_url.value) {
+            let named = format!("{}/{model}", provider.name);
+            if !models.contains(&named) {
+                models.push(named);
+            }
+        }
+    }
+    models
+}

@@ -180,3 +180,62 @@ fn a_bad_config_exits_2_naming_file_line_and_key() {
         }
     }
 }
+
+#[test]
+fn mimo_is_priced_only_for_the_region_the_user_declares() {
+    let config = |region: &str| {
+        format!(
+            "model = \"mimo/mimo-v2.5-pro\"\n[providers.mimo]\napi_key_env = \"MIMO_API_KEY\"\n{region}"
+        )
+    };
+    let price_line = |home: &Home| {
+        let run = home.run(&["config"]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        run.stdout()
+            .lines()
+            .find(|line| line.trim_start().starts_with("price "))
+            .unwrap_or_else(|| panic!("{}", run.stdout()))
+            .to_string()
+    };
+    let domestic = Home::new(&config("region = \"domestic\"\n"));
+    let line = price_line(&domestic);
+    assert!(
+        line.contains(
+            "https://platform.xiaomimimo.com/docs/en-US/pricing (read 2026-12-07), in CNY"
+        ),
+        "{line}"
+    );
+    assert!(line.contains("context tier"), "{line}");
+    let undeclared = Home::new(&config(""));
+    assert!(
+        price_line(&undeclared).contains("none: set region"),
+        "{}",
+        price_line(&undeclared)
+    );
+    let overseas = Home::new(&config("region = \"overseas\"\n"));
+    assert!(
+        price_line(&overseas).contains("no overseas list"),
+        "{}",
+        price_line(&overseas)
+    );
+    // A region keel does not know is an error naming the key.
+    let wrong = Home::new(&config("region = \"mars\"\n"));
+    let run = wrong.run(&["config"]);
+    assert_eq!(run.code(), 2);
+    assert!(run.stderr().contains("region"), "{}", run.stderr());
+    assert!(run.stderr().contains("domestic"), "{}", run.stderr());
+    // A repository cannot say which price list the user pays by.
+    let project = Home::new(&config(""));
+    std::fs::write(
+        project.path().join("keel.toml"),
+        "[providers.mimo]\nregion = \"domestic\"\n",
+    )
+    .unwrap();
+    let run = project.run(&["config"]);
+    assert!(
+        run.stdout().contains("providers.mimo.region"),
+        "{}",
+        run.stdout()
+    );
+    assert!(price_line(&project).contains("none: set region"));
+}

@@ -168,3 +168,140 @@ fn permissions_clear_and_sessions_say_what_is_in_force_and_keep_the_old_session(
     assert!(body.contains("1 turn"), "{body}");
     assert!(body.contains("hi"), "{body}");
 }
+
+/// A session that changed files with the file tools and a command, made headless, resumed in
+/// tmux.
+fn changed_session(in_git: bool) -> (Home, MockProcess, Tmux) {
+    let scenario = serde_json::json!({"steps": [
+        {"tool": "edit_file", "args": {"path": "kept.txt", "old_string": "old text", "new_string": "new text"}},
+        {"tool": "write_file", "args": {"path": "fresh.txt", "content": "made by keel\n"}},
+        {"tool": "bash", "args": {"command": "echo by a command > tracked.txt"}},
+        {"say": "Changed."},
+    ]})
+    .to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    if in_git {
+        common::repository::repository(&home);
+    } else {
+        std::fs::write(home.path().join("kept.txt"), "old text\n").unwrap();
+        std::fs::write(home.path().join("tracked.txt"), "tracked\n").unwrap();
+    }
+    let run = home.run(&["run", "--yes", "change things"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let tmux = Tmux::start(&home, &home.path(), &["-c"], (120, 50));
+    tmux.wait_for("mock-model · ask");
+    (home, mock, tmux)
+}
+
+#[test]
+fn diff_shows_what_the_session_changed_file_by_file() {
+    if !available() {
+        return;
+    }
+    let (_home, _mock, tmux) = changed_session(true);
+    tmux.type_text("/diff");
+    tmux.press(&["Enter"]);
+    let shown = tmux.wait_for("tracked.txt  changed, by a command");
+    let body = &shown[shown.rfind("› /diff").unwrap()..];
+    for said in [
+        "kept.txt  changed",
+        "- old text",
+        "+ new text",
+        "fresh.txt  new",
+        "+ made by keel",
+        "- tracked",
+        "+ by a command",
+    ] {
+        assert!(body.contains(said), "{said}: {body}");
+    }
+    assert!(!body.contains("not a git repository"), "{body}");
+}
+
+#[test]
+fn diff_outside_git_says_it_knows_the_file_tools_changes_only() {
+    if !available() {
+        return;
+    }
+    let (_home, _mock, tmux) = changed_session(false);
+    tmux.type_text("/diff");
+    tmux.press(&["Enter"]);
+    let shown = tmux.wait_for("what commands changed is not known here");
+    let body = &shown[shown.rfind("› /diff").unwrap()..];
+    assert!(body.contains("kept.txt  changed"), "{body}");
+    assert!(body.contains("fresh.txt  new"), "{body}");
+    assert!(!body.contains("tracked.txt"), "{body}");
+}
+
+#[test]
+fn context_estimates_what_fills_the_window_by_part() {
+    if !available() {
+        return;
+    }
+    let (_home, _mock, tmux) = changed_session(false);
+    tmux.type_text("/context");
+    tmux.press(&["Enter"]);
+    let shown = tmux.wait_for("context block:");
+    let body = &shown[shown.rfind("› /context").unwrap()..];
+    let tokens = |part: &str| -> u64 {
+        let line = body
+            .lines()
+            .find(|line| line.trim_start().starts_with(part))
+            .unwrap_or_else(|| panic!("{part}: {body}"));
+        line.split('~')
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let parts = [
+        "system prompt",
+        "tool specs",
+        "instructions",
+        "conversation",
+        "tool results",
+    ];
+    for part in parts {
+        assert!(tokens(part) > 0, "{part}: {body}");
+    }
+    let sum: u64 = parts.iter().map(|part| tokens(part)).sum();
+    let total = tokens("total");
+    assert!(total.abs_diff(sum) <= 5, "{sum} vs {total}: {body}");
+    assert!(body.contains("estimated"), "{body}");
+}
+
+#[test]
+fn model_without_a_name_offers_the_configured_models() {
+    if !available() {
+        return;
+    }
+    let (home, _mock) = scripted("chat", "{\"steps\": []}", "");
+    home.append_config("[providers.mimo]\nregion = \"domestic\"\n");
+    // A second provider with a key: its known models are offered too (a provider without a
+    // key is not).
+    let tmux = Tmux::start_with_env(
+        &home,
+        &home.path(),
+        &[],
+        (120, 40),
+        &[("MIMO_API_KEY", "test-mimo")],
+    );
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("/model");
+    tmux.press(&["Enter"]);
+    let shown = tmux.wait_for("switch to [a number");
+    assert!(shown.contains("*  1  deepseek/mock-model"), "{shown}");
+    let line = shown
+        .lines()
+        .find(|line| line.contains("mimo/mimo-v2-flash"))
+        .unwrap_or_else(|| panic!("{shown}"));
+    let number = line.split_whitespace().next().unwrap().to_string();
+    tmux.type_text(&number);
+    tmux.press(&["Enter"]);
+    tmux.wait_for("to mimo/mimo-v2-flash");
+    tmux.wait_until_screen("the new model in the status line", |screen| {
+        screen.contains("mimo-v2-flash · ask")
+    });
+}

@@ -240,9 +240,11 @@ fn while_it_streams_the_status_line_says_time_tokens_and_how_to_stop() {
         }
     };
     let first = estimate(&status);
-    tmux.wait_for("end30.");
-    let later = status_line(&tmux.screen());
-    assert!(estimate(&later) > first, "{status} then {later}");
+    // Polled while the turn still runs (a loaded machine may draw few frames).
+    tmux.wait_until_screen("the estimate growing", |screen| {
+        let later = status_line(screen);
+        later.contains('≈') && estimate(&later) > first
+    });
     // Text in the input: Esc clears it first, and the line says so.
     tmux.type_text("next question");
     tmux.wait_until_screen("what Esc does with text in the input", |screen| {

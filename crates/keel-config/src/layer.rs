@@ -103,6 +103,8 @@ pub(crate) struct RawProvider {
     pub retry: Option<RawRetry>,
     /// What this provider charges per million tokens (overrides keel's table).
     pub price: Option<Spanned<RawPrice>>,
+    /// Which regional price list applies: `domestic` or `overseas` (MiMo's).
+    pub region: Option<Spanned<String>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]

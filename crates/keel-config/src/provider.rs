@@ -135,6 +135,19 @@ impl KeelConfig {
             }
             None => Sourced::default_value(None),
         };
+        let region = match self.provider_field(name, |p| p.region.as_ref()) {
+            Some((layer, value)) => match keel_llm::price::Region::parse(value.get_ref()) {
+                Some(region) => layer.sourced(value).map(|_| Some(region)),
+                None => {
+                    return Err(layer.error(
+                        value.span(),
+                        "`region` must be \"domestic\" or \"overseas\" (which of the \
+                         provider's price lists applies)",
+                    ));
+                }
+            },
+            None => Sourced::default_value(None),
+        };
         let reasoning_effort = self.reasoning_effort(protocol.value, reasoning_protocol.value)?;
         Ok(ResolvedProvider {
             name: name.to_string(),
@@ -151,6 +164,7 @@ impl KeelConfig {
             max_event_bytes,
             context_window,
             price,
+            region,
         })
     }
 

@@ -29,6 +29,8 @@ pub struct ResolvedProvider {
     pub retry: ResolvedRetry,
     /// The user's price for this provider; `None` leaves it to keel's table.
     pub price: Sourced<Option<Price>>,
+    /// Which regional price list applies; `None` prices nothing that has regions.
+    pub region: Sourced<Option<keel_llm::price::Region>>,
     /// `reasoning_effort`, checked against this provider's protocol; `None` sends nothing.
     pub reasoning_effort: Sourced<Option<ReasoningEffort>>,
 }
@@ -62,6 +64,7 @@ impl ResolvedProvider {
             max_event_bytes: self.max_event_bytes.value,
             context_window: self.context_window.value,
             price: self.price.value.clone(),
+            region: self.region.value,
             reasoning_effort: self.reasoning_effort.value,
         }
     }

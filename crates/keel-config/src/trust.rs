@@ -355,9 +355,11 @@ fn restrict_provider(
         context_window,
         retry,
         price,
+        region,
     } = provider;
     // What money the user sees spent is theirs to say, not a repository's.
     report.closed(key("price"), price);
+    report.closed(key("region"), region);
     report.closed(key("protocol"), protocol);
     report.closed(key("base_url"), base_url);
     report.closed(key("api_key_env"), api_key_env);

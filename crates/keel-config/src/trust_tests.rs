@@ -142,6 +142,11 @@ const CASES: &[Case] = &[
         Ignored,
     ),
     case(
+        "providers.*.region",
+        "[providers.mimo]\nregion = \"domestic\"\n",
+        Ignored,
+    ),
+    case(
         "providers.*.price",
         "[providers.deepseek.price]\ninput_cache_hit = 0.0\ninput_cache_miss = 0.0\noutput = 0.0\ncurrency = \"USD\"\n",
         Ignored,

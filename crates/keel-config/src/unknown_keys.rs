@@ -72,6 +72,7 @@ const PROVIDER: Shape = Shape::Table(&[
     ("context_window", Shape::Value),
     ("retry", Shape::Table(RETRY)),
     ("price", Shape::Table(PRICE)),
+    ("region", Shape::Value),
 ]);
 
 const MCP_SERVER: Shape = Shape::Table(&[

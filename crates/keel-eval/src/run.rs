@@ -397,7 +397,7 @@ fn unfinished(plan: &RunPlan, key: &TrialKey, attempt: u32, detail: &str) -> Tri
 /// estimate: all input is priced as cache misses); `None` where no price is known.
 fn priced(targets: &BTreeMap<String, ProviderTarget>, result: &TrialResult) -> Option<Cost> {
     let target = targets.get(&result.key.model)?;
-    let price = keel_llm::price::known_price(target.base_url.as_deref()?, &target.model)?;
+    let price = keel_llm::price::known_price(target.base_url.as_deref()?, &target.model, None)?;
     let input = result
         .metered
         .input_tokens

@@ -281,6 +281,7 @@ mod tests {
             max_event_bytes: crate::profile::DEFAULT_MAX_EVENT_BYTES,
             context_window: None,
             price: None,
+            region: None,
             reasoning_effort: None,
         }
     }

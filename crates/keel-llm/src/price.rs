@@ -13,6 +13,11 @@
 //!   holiday's peak hours are priced at the peak rate: an amount above the bill, never below.
 //! - Where a provider does not split input into cache hits and misses, all input is priced as
 //!   misses (the higher rate: an amount never below the bill).
+//! - A provider with regional price lists (MiMo: Domestic in CNY, Overseas) is priced only for
+//!   the region the user declares (`[providers.X] region`), from that region's list, in its
+//!   currency; without a region, or for a region whose list keel has not read, nothing is
+//!   priced. Context tiers price a response by its request's input tokens, the boundary read
+//!   so that an ambiguous count is billed at the higher tier.
 
 use keel_types::Usage;
 
@@ -36,12 +41,45 @@ pub struct PeakHours {
     pub rates: Rates,
 }
 
+/// Which of a provider's regional price lists applies (`[providers.X] region`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Region {
+    Domestic,
+    Overseas,
+}
+
+impl Region {
+    pub fn parse(text: &str) -> Option<Region> {
+        match text {
+            "domestic" => Some(Region::Domestic),
+            "overseas" => Some(Region::Overseas),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Region::Domestic => "domestic",
+            Region::Overseas => "overseas",
+        }
+    }
+}
+
+/// The rates for a request whose input is longer than `above_input_tokens`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContextTier {
+    pub above_input_tokens: u64,
+    pub rates: Rates,
+}
+
 /// A model's price.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Price {
     /// The rates outside peak hours (or always, without them).
     pub rates: Rates,
     pub peak: Option<PeakHours>,
+    /// Longer requests' rates, by the request's input tokens (ascending; none: one rate).
+    pub tiers: Vec<ContextTier>,
     pub currency: String,
     /// Where the figures come from, and when they were read (`user config` for an override).
     pub source: String,
@@ -82,6 +120,64 @@ const KNOWN: &[Known] = &[
     },
 ];
 
+const MIMO_SOURCE: &str = "https://platform.xiaomimimo.com/docs/en-US/pricing";
+/// The day keel's copy of the page was read (the page itself shows no date).
+const MIMO_CHECKED: &str = "2026-12-07";
+const MIMO_HOST: &str = "api.xiaomimimo.com";
+/// The page's "Input ≤ 256K" boundary, read as 256,000 tokens: a request between 256,000 and
+/// 262,144 input tokens is priced at the higher tier (an amount never below the bill).
+const MIMO_TIER: u64 = 256_000;
+
+/// Model ids, rates up to the tier, rates above it.
+type MimoRow = (
+    &'static [&'static str],
+    (f64, f64, f64),
+    Option<(f64, f64, f64)>,
+);
+
+/// MiMo's models on its pay-as-you-go host, with the Domestic list's rates (CNY per million
+/// tokens: cache hit, cache miss, output) up to `MIMO_TIER` input tokens and above it (`None`:
+/// the model's window is 256K, the tier does not apply). The page's Overseas list was not
+/// read: overseas, nothing is priced. The TTS models ("limited-time free") are not priced.
+const MIMO_DOMESTIC: &[MimoRow] = &[
+    (
+        &["mimo-v2.5-pro", "mimo-v2-pro"],
+        (1.40, 7.00, 21.00),
+        Some((2.80, 14.00, 42.00)),
+    ),
+    (
+        &["mimo-v2.5"],
+        (0.56, 2.80, 14.00),
+        Some((1.12, 5.60, 28.00)),
+    ),
+    (&["mimo-v2-omni"], (0.56, 2.80, 14.00), None),
+    (&["mimo-v2-flash"], (0.07, 0.70, 2.10), None),
+];
+
+/// MiMo's price of `model` for `region`, if its list has it.
+fn mimo_price(model: &str, region: Option<Region>) -> Option<Price> {
+    if region != Some(Region::Domestic) {
+        return None;
+    }
+    let (_, base, above) = MIMO_DOMESTIC
+        .iter()
+        .find(|(models, _, _)| models.contains(&model))?;
+    Some(Price {
+        rates: rates(*base),
+        peak: None,
+        tiers: above
+            .map(|above| ContextTier {
+                above_input_tokens: MIMO_TIER,
+                rates: rates(above),
+            })
+            .into_iter()
+            .collect(),
+        currency: "CNY".into(),
+        source: MIMO_SOURCE.into(),
+        checked: MIMO_CHECKED.into(),
+    })
+}
+
 fn rates((input_cache_hit, input_cache_miss, output): (f64, f64, f64)) -> Rates {
     Rates {
         input_cache_hit,
@@ -103,16 +199,25 @@ pub fn known_models(base_url: &str) -> Vec<&'static str> {
     let Some(host) = host_of(base_url) else {
         return Vec::new();
     };
+    let mimo = MIMO_DOMESTIC
+        .iter()
+        .filter(|_| host == MIMO_HOST)
+        .flat_map(|(models, _, _)| models.iter().copied());
     KNOWN
         .iter()
         .filter(|known| known.host == host)
         .flat_map(|known| known.models.iter().copied())
+        .chain(mimo)
         .collect()
 }
 
-/// The published price of `model` bought from `base_url`, if the table has it.
-pub fn known_price(base_url: &str, model: &str) -> Option<Price> {
+/// The published price of `model` bought from `base_url` in `region` (where the provider has
+/// regional lists), if the table has it.
+pub fn known_price(base_url: &str, model: &str, region: Option<Region>) -> Option<Price> {
     let host = host_of(base_url)?;
+    if host == MIMO_HOST {
+        return mimo_price(model, region);
+    }
     let known = KNOWN
         .iter()
         .find(|known| known.host == host && known.models.contains(&model))?;
@@ -123,6 +228,7 @@ pub fn known_price(base_url: &str, model: &str) -> Option<Price> {
             weekdays_only: true,
             rates: rates(known.peak),
         }),
+        tiers: Vec::new(),
         currency: "USD".into(),
         source: DEEPSEEK_SOURCE.into(),
         checked: DEEPSEEK_CHECKED.into(),
@@ -134,7 +240,7 @@ pub fn price_for(profile: &crate::ProviderProfile, model: &str) -> Option<Price>
     profile
         .price
         .clone()
-        .or_else(|| known_price(&profile.base_url, model))
+        .or_else(|| known_price(&profile.base_url, model, profile.region))
 }
 
 /// Seconds since the Unix epoch → (weekday with Monday = 0, hour), in UTC.
@@ -152,6 +258,7 @@ impl Price {
         Price {
             rates,
             peak: None,
+            tiers: Vec::new(),
             currency,
             source: "user config".into(),
             checked: String::new(),
@@ -187,9 +294,19 @@ impl Price {
         }
     }
 
-    /// What `usage` cost, billed at `unix_seconds`.
+    /// The rates for a request of `input_tokens` at `unix_seconds`: its context tier's, else
+    /// the hour's.
+    pub fn rates_for(&self, unix_seconds: u64, input_tokens: u64) -> &Rates {
+        self.tiers
+            .iter()
+            .rev()
+            .find(|tier| input_tokens > tier.above_input_tokens)
+            .map_or_else(|| self.rates_at(unix_seconds), |tier| &tier.rates)
+    }
+
+    /// What `usage` (one response's) cost, billed at `unix_seconds`.
     pub fn cost(&self, usage: &Usage, unix_seconds: u64) -> f64 {
-        let rates = self.rates_at(unix_seconds);
+        let rates = self.rates_for(unix_seconds, usage.input);
         let (hits, misses) = if usage.cache_hit + usage.cache_miss > 0 {
             (usage.cache_hit, usage.cache_miss)
         } else {
@@ -228,26 +345,21 @@ mod tests {
 
     #[test]
     fn the_table_is_matched_on_the_providers_own_host_and_the_exact_id() {
-        assert!(known_price("https://api.deepseek.com", "deepseek-flash").is_some());
-        assert!(known_price("https://api.deepseek.com/anthropic", "deepseek-v4-pro").is_some());
+        let known = |base: &str, model: &str| known_price(base, model, None);
+        assert!(known("https://api.deepseek.com", "deepseek-flash").is_some());
+        assert!(known("https://api.deepseek.com/anthropic", "deepseek-v4-pro").is_some());
         assert_eq!(
-            known_price("https://openrouter.ai/api/v1", "deepseek-flash"),
+            known("https://openrouter.ai/api/v1", "deepseek-flash"),
             None
         );
-        assert_eq!(known_price("http://127.0.0.1:9", "deepseek-flash"), None);
-        assert_eq!(
-            known_price("https://api.deepseek.com", "deepseek-flash-x"),
-            None
-        );
-        assert_eq!(
-            known_price("https://api.deepseek.com", "DeepSeek Flash"),
-            None
-        );
+        assert_eq!(known("http://127.0.0.1:9", "deepseek-flash"), None);
+        assert_eq!(known("https://api.deepseek.com", "deepseek-flash-x"), None);
+        assert_eq!(known("https://api.deepseek.com", "DeepSeek Flash"), None);
     }
 
     #[test]
     fn peak_hours_double_the_price_on_weekdays_only() {
-        let flash = known_price("https://api.deepseek.com", "deepseek-flash").unwrap();
+        let flash = known_price("https://api.deepseek.com", "deepseek-flash", None).unwrap();
         let at = |day: u64, hour: u64| WEDNESDAY_MIDNIGHT + day * 86_400 + hour * 3_600;
         // 0.8 M hits, 0.2 M misses, 1 M out.
         let off_peak = 0.8 * 0.003 + 0.2 * 0.15 + 0.60;
@@ -314,5 +426,91 @@ mod tests {
             ..usage()
         };
         assert!((with_rate.cost(&odd, 0) - (0.8 + 0.2 * 2.5 + 4.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn mimo_is_priced_only_for_the_declared_region_its_list_was_read_for() {
+        const MIMO: &str = "https://api.xiaomimimo.com/v1";
+        assert_eq!(known_price(MIMO, "mimo-v2.5-pro", None), None);
+        assert_eq!(
+            known_price(MIMO, "mimo-v2.5-pro", Some(Region::Overseas)),
+            None
+        );
+        let pro = known_price(MIMO, "mimo-v2.5-pro", Some(Region::Domestic)).unwrap();
+        assert_eq!(pro.currency, "CNY");
+        assert_eq!(pro.source, MIMO_SOURCE);
+        assert_eq!(
+            pro,
+            known_price(MIMO, "mimo-v2-pro", Some(Region::Domestic)).unwrap()
+        );
+        // The Token Plan's hosts are a subscription: not priced per token.
+        assert_eq!(
+            known_price(
+                "https://token-plan-cn.xiaomimimo.com/v1",
+                "mimo-v2.5-pro",
+                Some(Region::Domestic)
+            ),
+            None
+        );
+        // The TTS models are "limited-time free": left unpriced, as is an unknown id.
+        assert_eq!(
+            known_price(MIMO, "mimo-v2.5-tts", Some(Region::Domestic)),
+            None
+        );
+        assert_eq!(known_price(MIMO, "mimo-v9", Some(Region::Domestic)), None);
+        assert!(known_models(MIMO).contains(&"mimo-v2-flash"));
+    }
+
+    #[test]
+    fn a_long_request_is_priced_at_its_context_tier() {
+        let pro = known_price(
+            "https://api.xiaomimimo.com/v1",
+            "mimo-v2.5-pro",
+            Some(Region::Domestic),
+        )
+        .unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        // 200k input (150k hits, 50k misses), 10k out: the first tier.
+        let short = Usage {
+            input: 200_000,
+            output: 10_000,
+            reasoning: 0,
+            cache_hit: 150_000,
+            cache_miss: 50_000,
+            cache_write: 0,
+        };
+        assert!(close(
+            pro.cost(&short, WEDNESDAY_MIDNIGHT),
+            0.15 * 1.40 + 0.05 * 7.00 + 0.01 * 21.00
+        ));
+        // 300k input: the 256K–1M tier, for all of its tokens.
+        let long = Usage {
+            input: 300_000,
+            cache_hit: 250_000,
+            cache_miss: 50_000,
+            ..short
+        };
+        assert!(close(
+            pro.cost(&long, WEDNESDAY_MIDNIGHT),
+            0.25 * 2.80 + 0.05 * 14.00 + 0.01 * 42.00
+        ));
+        // The boundary itself is the first tier; a token more is the second.
+        let at = |input| Usage {
+            input,
+            cache_hit: 0,
+            cache_miss: input,
+            output: 0,
+            ..short
+        };
+        assert!(close(pro.cost(&at(256_000), 0), 0.256 * 7.00));
+        assert!(close(pro.cost(&at(256_001), 0), 0.256_001 * 14.00));
+        // A model whose window is 256K has one rate.
+        let flash = known_price(
+            "https://api.xiaomimimo.com/v1",
+            "mimo-v2-flash",
+            Some(Region::Domestic),
+        )
+        .unwrap();
+        assert!(flash.tiers.is_empty());
     }
 }

@@ -43,6 +43,8 @@ pub struct ProviderProfile {
     pub context_window: Option<u64>,
     /// The user's price for this provider (`[providers.X.price]`), over keel's table.
     pub price: Option<crate::price::Price>,
+    /// Which of the provider's regional price lists applies (`[providers.X] region`).
+    pub region: Option<crate::price::Region>,
     /// How hard the model reasons (`reasoning_effort`); `None` sends nothing.
     pub reasoning_effort: Option<crate::effort::ReasoningEffort>,
 }
@@ -167,6 +169,7 @@ mod tests {
             max_event_bytes: crate::profile::DEFAULT_MAX_EVENT_BYTES,
             context_window: None,
             price: None,
+            region: None,
             reasoning_effort: None,
         };
         assert_eq!(

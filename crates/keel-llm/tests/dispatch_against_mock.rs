@@ -47,6 +47,7 @@ fn profile(
         max_event_bytes: keel_llm::profile::DEFAULT_MAX_EVENT_BYTES,
         context_window: None,
         price: None,
+        region: None,
         reasoning_effort: None,
     }
 }

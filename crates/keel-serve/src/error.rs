@@ -81,6 +81,7 @@ impl From<AgentError> for ApiError {
             | AgentError::SessionTemp { .. }
             | AgentError::Tools(_)
             | AgentError::Projection(_)
+            | AgentError::Snapshot(_)
             | AgentError::Client(_) => ApiError::internal(message),
         }
     }

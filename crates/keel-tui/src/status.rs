@@ -24,6 +24,8 @@ pub struct Working {
     pub output_estimate: u64,
     /// The input holds text (so Esc first clears it).
     pub input_holds_text: bool,
+    /// An approval is on screen: Esc answers no there, and its block says so.
+    pub asking: bool,
 }
 
 /// Roughly how many tokens `text` is: a token per four ASCII characters, one per other
@@ -101,7 +103,9 @@ impl Status {
             } else {
                 "Esc stops"
             };
-            parts.push((7, escape.to_string(), Style::PLAIN.dim()));
+            if !working.asking {
+                parts.push((7, escape.to_string(), Style::PLAIN.dim()));
+            }
         }
         if let Some(percent) = self.context_percent {
             let style = if percent >= 80 {
@@ -187,6 +191,7 @@ mod tests {
             elapsed: Duration::from_millis(12_340),
             output_estimate: 1_234,
             input_holds_text: false,
+            asking: false,
         });
         assert_eq!(
             running.line(200).plain(),
@@ -200,6 +205,7 @@ mod tests {
         );
         running.working = Some(Working {
             input_holds_text: true,
+            asking: false,
             ..Working::default()
         });
         assert!(
@@ -208,6 +214,12 @@ mod tests {
                 .plain()
                 .contains("Esc Esc clears the input, then Esc stops")
         );
+        // While an approval is on screen, Esc answers it: the line does not say Esc stops.
+        running.working = Some(Working {
+            asking: true,
+            ..Working::default()
+        });
+        assert!(!running.line(120).plain().contains("Esc"));
         assert_eq!(estimate_tokens("abcdefgh"), 2);
         assert_eq!(estimate_tokens("配置文件"), 4);
     }

@@ -787,6 +787,7 @@ impl LiveView {
             elapsed: now.saturating_duration_since(since),
             output_estimate: reported + self.attempt_tokens,
             input_holds_text: !self.editor.is_empty(),
+            asking: self.approval.is_some(),
         });
         let status = Status {
             working,

@@ -185,6 +185,7 @@ fn the_status_line() {
                 elapsed: std::time::Duration::from_millis(4_200),
                 output_estimate: 380,
                 input_holds_text: true,
+                asking: false,
             }),
             ..status()
         };

@@ -65,6 +65,7 @@ pub fn settings_for(base_url: &str, workspace: &Path) -> AgentSettings {
         max_event_bytes: keel_llm::profile::DEFAULT_MAX_EVENT_BYTES,
         context_window: None,
         price: None,
+        region: None,
         reasoning_effort: None,
     };
     AgentSettings {

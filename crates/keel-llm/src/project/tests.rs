@@ -23,6 +23,7 @@ fn profile(protocol: WireProtocol, reasoning_protocol: ReasoningProtocol) -> Pro
         max_event_bytes: crate::profile::DEFAULT_MAX_EVENT_BYTES,
         context_window: None,
         price: None,
+        region: None,
         reasoning_effort: None,
     }
 }

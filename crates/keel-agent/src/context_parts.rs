@@ -1,0 +1,88 @@
+//! What fills the model's window, by part, for `/context`: the system prompt, the tool specs,
+//! the project instructions, the conversation and the tool results of the next request.
+//!
+//! Invariants:
+//! - Read from the request the next turn would send (`Shared::project` on the provider's view
+//!   of the history), so the parts add up to what is sent; nothing is changed or stored.
+//! - Figures are estimates (bytes through the session's calibrated bytes-per-token), said so
+//!   wherever they are shown.
+
+use crate::{AgentError, Controller};
+use keel_types::Item;
+use serde_json::Value;
+
+/// Estimated tokens of each part of the next request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ContextParts {
+    pub system: u64,
+    pub tools: u64,
+    /// The context block (project instructions and the environment), once it was sent.
+    pub instructions: u64,
+    /// Prompts, answers and summaries.
+    pub conversation: u64,
+    pub tool_results: u64,
+    /// The model's window, when known.
+    pub window: Option<u64>,
+}
+
+impl ContextParts {
+    pub fn total(&self) -> u64 {
+        self.system + self.tools + self.instructions + self.conversation + self.tool_results
+    }
+}
+
+impl Controller {
+    /// The parts of the next request (refused while a turn runs).
+    pub fn context_parts(&self) -> Result<ContextParts, AgentError> {
+        let shared = &self.shared;
+        let Ok(state) = shared.state.try_lock() else {
+            return Err(AgentError::Busy(shared.session.id.clone()));
+        };
+        let history = state.provider_view(shared)?;
+        let request = shared
+            .project(&history, &state.mcp_tools)
+            .map_err(|error| AgentError::Projection(error.to_string()))?;
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let tools = body.get("tools").map_or(0, |tools| tools.to_string().len());
+        let system = system_bytes(&body);
+        let item_bytes = |wanted: fn(&Item) -> bool| -> usize {
+            history
+                .iter()
+                .filter(|item| wanted(item))
+                .map(|item| serde_json::to_string(item).map_or(0, |text| text.len()))
+                .sum()
+        };
+        let instructions = item_bytes(|item| matches!(item, Item::Context(_)));
+        let tool_results = item_bytes(|item| matches!(item, Item::ToolResult(_)));
+        let conversation = request
+            .body
+            .len()
+            .saturating_sub(tools + system + instructions + tool_results);
+        let tokens = |bytes: usize| state.meter.tokens_of_bytes(bytes);
+        Ok(ContextParts {
+            system: tokens(system),
+            tools: tokens(tools),
+            instructions: tokens(instructions),
+            conversation: tokens(conversation),
+            tool_results: tokens(tool_results),
+            window: crate::compaction::window(shared),
+        })
+    }
+}
+
+/// The system prompt's bytes in a request body of any of the three protocols: Chat's system
+/// message, Anthropic's `system`, Responses' `instructions`.
+fn system_bytes(body: &Value) -> usize {
+    if let Some(system) = body.get("system").or_else(|| body.get("instructions")) {
+        return system.to_string().len();
+    }
+    body.get("messages")
+        .and_then(Value::as_array)
+        .map_or(0, |messages| {
+            messages
+                .iter()
+                .filter(|message| message.get("role").and_then(Value::as_str) == Some("system"))
+                .map(|message| message.to_string().len())
+                .sum()
+        })
+}
