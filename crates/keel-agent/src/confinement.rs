@@ -42,9 +42,6 @@ pub(crate) fn open(
     session: &str,
     permission_mode: PermissionMode,
 ) -> std::io::Result<(CommandSandbox, TempDir)> {
-    if setup.settings.mode != SandboxMode::Off {
-        keel_sandbox::warm_up();
-    }
     let temp = TempDir::create(&setup.keel_home, session)?;
     let places = Places {
         workspace: workspace.to_path_buf(),

@@ -78,7 +78,18 @@ pub(crate) async fn send_items(
     let sent_messages = Some(request.message_count);
     let sent_bytes = request.body.len();
     let turn = run.turn;
+    // The sandbox's kernel probes (process spawns) start once the provider answers, while the
+    // rest of the answer streams: nothing only a command needs delays the first request. A
+    // run that approves commands itself (`--yes`) has probed before it sent anything.
+    let mut probe_pending = settings
+        .sandbox
+        .as_ref()
+        .is_some_and(|setup| setup.settings.mode != keel_sandbox::SandboxMode::Off);
     let mut emit = |body: EventBody| {
+        if probe_pending && !matches!(body, EventBody::LlmRequest { .. }) {
+            probe_pending = false;
+            keel_sandbox::warm_up();
+        }
         let is_delta = matches!(
             body,
             EventBody::LlmText { .. } | EventBody::LlmReasoning { .. }

@@ -280,6 +280,7 @@ impl Controller {
         let client = HttpClient::new(settings.profile.connect_timeout)?;
         client.prepare_for(&settings.profile.endpoint());
         let registry = std::thread::spawn(ToolRegistry::new);
+        keel_types::startup_trace::mark("client");
         let workspace = settings.workspace.display().to_string();
         let (session, resumed) = match choice {
             SessionChoice::New => {
@@ -296,8 +297,10 @@ impl Controller {
             }
             SessionChoice::Resume(id) => (store.require_session(&id)?, true),
         };
+        keel_types::startup_trace::mark("session row");
         let open = claim(&session.id)?;
         let lease = store.acquire_lease(&session.id, &settings.holder)?;
+        keel_types::startup_trace::mark("lease");
         if resumed {
             store.set_session_model(&session.id, &settings.profile.name, &settings.model)?;
         }
@@ -401,6 +404,7 @@ impl Controller {
             _temp: temp,
             snapshots,
         };
+        keel_types::startup_trace::mark("controller ready");
         Ok(Controller {
             shared: Arc::new(shared),
         })

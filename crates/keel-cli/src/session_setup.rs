@@ -36,6 +36,7 @@ pub struct Setup {
 
 pub fn open_host() -> anyhow::Result<Host> {
     let path = settings::keel_home()?.join("state").join("keel.db");
+    keel_types::startup_trace::mark("home");
     Ok(Host::open(&path)?)
 }
 
@@ -267,8 +268,10 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
     let declared = mcp_servers(&config)?;
     notices.extend(declared.notices);
     let mcp_servers = declared.trusted;
+    keel_types::startup_trace::mark("commands and mcp");
     let sandbox = settings::sandbox_setup(&config)?;
     notices.extend(home_notice(&sandbox, &workspace, &extra_dirs));
+    keel_types::startup_trace::mark("sandbox settings");
     let settings = AgentSettings {
         profile,
         model: model.model,

@@ -22,8 +22,9 @@ pub const UNSUPPORTED_ENV: &str = "KEEL_SANDBOX_UNSUPPORTED";
 
 static DETECTED: OnceLock<Layers> = OnceLock::new();
 
-/// Start detecting on a thread of its own (a session does this when it opens, so the probes
-/// run while the first request is out, not when the first command waits for them).
+/// Start detecting on a thread of its own (a session does this once the provider answers its
+/// first request, so the probes run while the answer streams: never before the request goes
+/// out, and not when the first command waits for them).
 pub fn warm_up() {
     if DETECTED.get().is_none() {
         let _ = std::thread::Builder::new()

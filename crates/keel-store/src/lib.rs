@@ -9,8 +9,9 @@
 //!   writes not fsync'd on their own are the event index, leases and a new store's schema:
 //!   a crash of keel loses none of them, and the next fsync'd write makes them durable with it;
 //!   a power failure before that may take the last events (and their ids may be given again),
-//!   a lease (void anyway) or the schema (created again). Every other write sets
-//!   `synchronous = FULL` itself.
+//!   a lease (void anyway) or a migration's schema (made again). Every other write sets
+//!   `synchronous = FULL` itself. A new store is a synced copy of the empty schema
+//!   (`fresh`), linked into place, never over an existing file.
 //! - A database that is corrupt, not keel's, or of a newer schema is an error that says so, and
 //!   is never modified or overwritten.
 //! - One process writes a session at a time (`Lease`); a second gets an error naming the holder.
@@ -18,6 +19,7 @@
 mod checkpoints;
 mod error;
 mod fork;
+mod fresh;
 mod history;
 mod lease;
 mod processes;
@@ -61,18 +63,18 @@ impl Store {
                 }
             })?;
         }
-        // Made owner-only before SQLite opens it: SQLite gives its `-wal` and `-shm` files
-        // the database file's mode, so all three are the user's alone, whatever the umask.
+        // A new store is the template (`fresh`), made owner-only before SQLite opens it:
+        // SQLite gives its `-wal` and `-shm` files the database file's mode, so all three are
+        // the user's alone, whatever the umask.
         if path.symlink_metadata().is_err() {
-            keel_types::private_files::create_private_file(path).map_err(|source| {
-                StoreError::Io {
-                    path: path.to_path_buf(),
-                    source,
-                }
+            fresh::place(path).map_err(|source| StoreError::Io {
+                path: path.to_path_buf(),
+                source,
             })?;
         }
         let connection =
             Connection::open(path).map_err(|error| StoreError::from_open(path, error))?;
+        keel_types::startup_trace::mark("store file");
         schema::prepare(&connection, path)?;
         Ok(Store {
             inner: Arc::new(Inner {

@@ -134,6 +134,38 @@ pub fn read_private_file(path: &Path, limit: u64) -> std::io::Result<Option<Vec<
     Ok(Some(bytes))
 }
 
+/// Put `bytes` at `path` owner-only unless something is there already: a synced temp file
+/// beside it, linked into place (never replacing, never through a link); whether it was placed.
+/// A power failure leaves no file or the whole of it.
+pub fn place_private_file(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Unique within the process too: threads may place the same file at once.
+    static PLACED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let serial = PLACED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp = path.with_file_name(format!(".{name}.{}-{serial}.new", std::process::id()));
+    let placed = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(FILE_MODE)
+            .custom_flags(NO_FOLLOW)
+            .open(&temp)?;
+        file.set_permissions(std::fs::Permissions::from_mode(FILE_MODE))?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        match std::fs::hard_link(&temp, path) {
+            Ok(()) => Ok(true),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+            Err(error) => Err(error),
+        }
+    })();
+    let _ = std::fs::remove_file(&temp);
+    placed
+}
+
 /// What kind of entry `tighten` expects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Entry {
