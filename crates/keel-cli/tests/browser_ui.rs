@@ -476,3 +476,53 @@ fn open_plan_items_are_said_in_plain_words_and_continued_with_one_click() {
     let (_home, mock) = drive("readiness", steps, "permission_mode = \"auto\"");
     assert_eq!(mock.requests().len(), 4, "the checks ran once");
 }
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
+fn a_prompt_sent_during_a_turn_is_queued_in_the_page_and_sent_when_it_ends() {
+    require_browser();
+    let story = "Once upon a time ".repeat(10) + "ENDSTORY";
+    let steps = json!({"chunk_delay_ms": 120, "steps": [
+        {"say": story},
+        {"say": "Second answer."},
+    ]});
+    let (_home, mock) = drive("queue", steps, "");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "the first prompt, then the queued one; never the cancelled");
+    let last = requests[1]["body"].as_str().unwrap();
+    assert!(last.contains("second question"), "{last}");
+    assert!(!last.contains("third question"), "{last}");
+}
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
+fn an_approved_edit_keeps_its_numbered_diff_after_the_turn() {
+    require_browser();
+    let steps = json!({"steps": [
+        {"tool": "edit_file", "args": {"path": "notes.txt", "old_string": "gamma", "new_string": "GAMMA"}},
+        {"say": "Edited."},
+    ]});
+    let (home, _mock) = drive_prepared(
+        "kept_diff",
+        steps,
+        "permission_mode = \"ask\"",
+        &[],
+        &|home| {
+            std::fs::write(
+                home.path().join("notes.txt"),
+                "alpha\nbeta\ngamma\ndelta\nepsilon\n",
+            )
+            .unwrap();
+        },
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("notes.txt")).unwrap(),
+        "alpha\nbeta\nGAMMA\ndelta\nepsilon\n"
+    );
+}

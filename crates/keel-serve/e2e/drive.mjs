@@ -33,6 +33,49 @@ async function waitForText(needle, timeout = 20000) {
 }
 
 const scenarios = {
+  // A prompt typed while a turn runs waits in the page, shown as queued with a cancel button,
+  // and is sent when the turn ends; a cancelled one is never sent.
+  async queue() {
+    await ask("first question");
+    await waitForText("Once");
+    await page.locator("#stop:not([disabled])").waitFor();
+    assert.equal(await page.locator("#send").innerText(), "Queue");
+    await ask("second question");
+    await ask("third question");
+    await page.locator("#queue .queued").nth(1).waitFor();
+    assert.deepEqual(await page.locator("#queue .queued-text").allInnerTexts(),
+      ["second question", "third question"]);
+    assert.match(await page.locator("#queue").innerText(), /sent when this turn ends/);
+    await page.screenshot({ path: `${out}/queue.png` });
+    // The third is taken back before it goes.
+    await page.locator("#queue .queued").nth(1).locator("button.queue-cancel").click();
+    assert.deepEqual(await page.locator("#queue .queued-text").allInnerTexts(), ["second question"]);
+    assert.ok(!(await text()).includes("second question"), "not sent while the turn runs");
+    await waitForText("ENDSTORY");
+    // The turn ended: the second goes out by itself, and is answered.
+    await waitForText("Second answer.");
+    assert.equal(count(await text(), "› second question"), 1);
+    assert.ok(!(await text()).includes("third question"));
+    await page.locator("#queue").waitFor({ state: "hidden" });
+    assert.equal(await page.locator("#send").innerText(), "Send");
+  },
+
+  // An approved edit keeps the numbered diff its question showed once the turn ends (not the
+  // history's unnumbered drawing of the call's arguments).
+  async kept_diff() {
+    await ask("edit the notes");
+    await page.getByRole("button", { name: "allow" }).first().waitFor();
+    const asked = await page.locator(".card .filediff").first().innerText();
+    assert.match(asked, /\b3\b/, "the question's diff is numbered at the file's own lines");
+    await page.getByRole("button", { name: "allow" }).first().click();
+    await waitForText("Edited.");
+    await page.locator(".card .state-completed").first().waitFor();
+    const kept = await page.locator(".card .filediff").first().innerText();
+    assert.equal(kept, asked, "the numbered diff stays after the turn");
+    assert.doesNotMatch(kept, /the replaced text/);
+    await page.screenshot({ path: `${out}/kept_diff.png` });
+  },
+
   // Undo the last turn from the header: files and messages back, what could not be said.
   async undo() {
     await ask("change things");

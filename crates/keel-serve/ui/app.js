@@ -22,6 +22,11 @@ const $ = (id) => document.getElementById(id);
 const view = {
   session: null, lastId: 0, stream: null, live: null, liveKind: null,
   cards: new Map(), busy: false, attempt: [], pending: null, reloading: null,
+  // Prompts typed while a turn runs, sent one by one as turns end (this tab's own).
+  queue: [],
+  // The numbered diff each call's preview showed (approval or tool/preview), by call id: kept
+  // over the history's unnumbered one when the transcript is redrawn.
+  numbered: new Map(),
 };
 
 function api(path, options = {}) {
@@ -93,8 +98,10 @@ function card(event) {
   const box = el("div", "card");
   box.appendChild(el("strong", "", "● " + event.name + " "));
   box.appendChild(el("span", "subject", subjectOf(event.name, event.arguments, event.subject)));
-  // An edit's or a write's change, as keel's renderer drew it from the call's arguments.
-  if (event.diff_html !== undefined) box.appendChild(diffBox(event.diff_html));
+  // An edit's or a write's change: the numbered preview this page saw, else keel's renderer's
+  // drawing of the call's arguments.
+  const diff = view.numbered.get(event.call_id) || event.diff_html;
+  if (diff !== undefined) box.appendChild(diffBox(diff));
   const state = el("div", "state muted", "running…");
   box.appendChild(state);
   view.cards.set(event.call_id, { box, state });
@@ -102,7 +109,13 @@ function card(event) {
   return box;
 }
 
-// This call's change, from keel's renderer, in place of anything shown before.
+// This call's change, from keel's renderer (numbered: the file as it was when asked), in
+// place of anything shown before; remembered for the redraw after the turn.
+function showNumberedDiff(callId, box, html) {
+  view.numbered.set(callId, html);
+  showDiff(box, html);
+}
+
 function showDiff(box, html) {
   box.querySelectorAll(".filediff").forEach((node) => node.remove());
   box.querySelector(".subject").after(diffBox(html));
@@ -160,7 +173,7 @@ function askOnCard(event) {
   const folded = event.view || { lines: [event.subject || ""], line_count: 1, head: event.subject || "" };
   entry.box.querySelector(".subject").textContent = folded.lines.join("\n");
   // The exact change a write or an edit would make, numbered (keel's renderer wrote it).
-  if (event.diff_html !== undefined) showDiff(entry.box, event.diff_html);
+  if (event.diff_html !== undefined) showNumberedDiff(event.call_id, entry.box, event.diff_html);
   const actions = el("div", "actions");
   const count = (folded.line_count > 1 ? ` (${folded.line_count} lines)` : "")
     + (folded.hidden_chars ? ` — ${folded.hidden_chars} characters of long lines not shown` : "");
@@ -314,7 +327,41 @@ function keepProviderSaid(message) {
 function setBusy(busy) {
   view.busy = busy;
   $("stop").disabled = !busy;
-  $("send").disabled = busy;
+  // While a turn runs, what is sent waits in the page's queue.
+  $("send").textContent = busy ? "Queue" : "Send";
+}
+
+// The queued prompts under the transcript, each with its cancel button.
+function renderQueue() {
+  const box = $("queue");
+  box.textContent = "";
+  view.queue.forEach((text, index) => {
+    const row = el("div", "queued");
+    row.appendChild(el("span", "muted", "queued › "));
+    row.appendChild(el("span", "queued-text", text));
+    const cancel = el("button", "queue-cancel", "cancel");
+    cancel.type = "button";
+    cancel.addEventListener("click", () => { view.queue.splice(index, 1); renderQueue(); });
+    row.appendChild(cancel);
+    box.appendChild(row);
+  });
+  if (view.queue.length) box.appendChild(el("div", "muted", "sent when this turn ends, in order"));
+  box.hidden = view.queue.length === 0;
+}
+
+// The next queued prompt, once no turn runs. Another tab's turn may have started first: the
+// server's 409 says so, and the prompt waits for that turn to end too.
+async function sendQueued() {
+  if (view.busy || !view.queue.length) return;
+  const text = view.queue.shift();
+  renderQueue();
+  const shown = showUser(text);
+  const response = await submit({ input: text }, { quietWhenBusy: true });
+  if (response.status === 409) {
+    if (shown) shown.remove();
+    view.queue.unshift(text);
+    renderQueue();
+  }
 }
 
 function handle(event) {
@@ -342,7 +389,7 @@ function handle(event) {
     case "tool/output": output(event); break;
     case "tool/preview": {
       const entry = view.cards.get(event.call_id);
-      if (entry && event.diff_html !== undefined) showDiff(entry.box, event.diff_html);
+      if (entry && event.diff_html !== undefined) showNumberedDiff(event.call_id, entry.box, event.diff_html);
       break;
     }
     case "approval/requested": askOnCard(event); break;
@@ -373,7 +420,7 @@ function handle(event) {
       const kept = stopped ? (view.attempt || []).slice() : [];
       const said = event.type === "turn/failed" ? view.providerSaid : null;
       endLive(); setBusy(false); view.attempt = []; view.liveText = null; view.providerSaid = null;
-      reloadHistory().then(() => { keepStopped(kept); keepProviderSaid(said); });
+      reloadHistory().then(() => { keepStopped(kept); keepProviderSaid(said); sendQueued(); });
       relistSessions();
       refreshStatus();
       break;
@@ -406,7 +453,12 @@ function handle(event) {
   scrollDown();
 }
 
-function showUser(text) { leaveEmptyState(); $("transcript").appendChild(el("div", "msg you", "› " + text)); }
+function showUser(text) {
+  leaveEmptyState();
+  const node = el("div", "msg you", "› " + text);
+  $("transcript").appendChild(node);
+  return node;
+}
 
 async function refreshStatus() {
   if (!view.session) return;
@@ -558,6 +610,8 @@ async function reloadHistory() {
 
 async function open(session) {
   view.session = session; view.lastId = 0;
+  // A queue and the previews belong to the session they were made in.
+  view.queue = []; view.numbered.clear(); renderQueue();
   sessionStorage.setItem("keel-session", session);
   await reloadHistory();
   follow(session);
@@ -639,19 +693,21 @@ function leaveEmptyState() {
   if (box) box.remove();
 }
 
-async function submit(body) {
+async function submit(body, { quietWhenBusy = false } = {}) {
   const response = await api(`/api/sessions/${view.session}/submit`, { method: "POST", body: JSON.stringify(body) });
-  if (!response.ok) {
+  if (!response.ok && !(quietWhenBusy && response.status === 409)) {
     const error = await response.json().catch(() => ({ error: { message: String(response.status) } }));
     $("transcript").appendChild(el("div", "error", error.error.message));
   }
+  return response;
 }
 
 function send() {
   $("undo-report").hidden = true;
   const text = $("prompt").value.trim();
-  if (!text || view.busy) return;
+  if (!text) return;
   $("prompt").value = "";
+  if (view.busy) { view.queue.push(text); renderQueue(); return; }
   showUser(text);
   submit({ input: text });
 }
