@@ -129,6 +129,10 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
         "the mode and the rules in force, with their sources",
     ),
     (
+        "/diff",
+        "what this session changed in the workspace, file by file",
+    ),
+    (
         "/model [PROVIDER/ID]",
         "show or switch the model (the session continues)",
     ),

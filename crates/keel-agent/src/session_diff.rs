@@ -29,7 +29,8 @@ pub struct ChangedFile {
     pub before: Option<Vec<u8>>,
     /// `None`: it does not exist now.
     pub now: Option<Vec<u8>>,
-    /// Changed by a command (known from the snapshots), not by a file tool.
+    /// Changed outside the file tools (known from the snapshots): by a command, an MCP tool,
+    /// or the person.
     pub by_command: bool,
 }
 
@@ -100,7 +101,15 @@ impl Controller {
         let Some(start) = points.iter().find(|point| point.side == Side::Before) else {
             return Ok(diff);
         };
-        let now = snapshots.take_now().map_err(AgentError::Snapshot)?;
+        let (now, withheld) = snapshots
+            .take_now_withholding()
+            .map_err(AgentError::Snapshot)?;
+        for path in withheld {
+            diff.unknown.push((
+                shown(&snapshots.path_of(&path)),
+                "it holds one of keel's secrets, so no snapshot copies it".into(),
+            ));
+        }
         for changed in snapshots
             .changed(&start.tree, &now)
             .map_err(AgentError::Snapshot)?

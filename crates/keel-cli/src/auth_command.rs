@@ -6,7 +6,8 @@
 //!   `/proc/*/cmdline`): it is typed on the terminal with echo off, or given as one line on
 //!   stdin. Nothing of it is ever printed; only its length is said.
 //! - The terminal's settings are put back however the reading ends (Enter, Ctrl-C, Ctrl-D, an
-//!   error): signals are read as keys while echo is off, so no signal can leave it silent.
+//!   error): Ctrl-C and Ctrl-Z are read as keys while echo is off, and a SIGTERM or SIGHUP
+//!   from outside puts the terminal back before keel exits with the signal's code.
 //! - A malformed key is refused before anything is stored; a key file keel cannot read is
 //!   never overwritten (the store refuses and says what to do).
 //! - The key is stored for the variable the provider's first account reads: the environment,
@@ -115,15 +116,37 @@ fn read_hidden_line() -> anyhow::Result<Option<String>> {
     quiet
         .local_flags
         .remove(LocalFlags::ECHO | LocalFlags::ICANON | LocalFlags::ISIG | LocalFlags::IEXTEN);
+    // A SIGTERM or SIGHUP while echo is off: the terminal back first, then the exit the
+    // signal asks for.
+    let on_signal = {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate())?;
+        let mut hangup = signal(SignalKind::hangup())?;
+        let saved = saved.clone();
+        tokio::spawn(async move {
+            let code = tokio::select! {
+                _ = terminate.recv() => 143,
+                _ = hangup.recv() => 129,
+            };
+            let _ = tcsetattr(std::io::stdin(), SetArg::TCSANOW, &saved);
+            eprintln!("\nnothing stored");
+            std::process::exit(code);
+        })
+    };
     tcsetattr(&stdin, SetArg::TCSANOW, &quiet)?;
     // Put back whatever happens below.
-    struct Restore<'a>(&'a std::io::Stdin, nix::sys::termios::Termios);
+    struct Restore<'a>(
+        &'a std::io::Stdin,
+        nix::sys::termios::Termios,
+        tokio::task::JoinHandle<()>,
+    );
     impl Drop for Restore<'_> {
         fn drop(&mut self) {
             let _ = tcsetattr(self.0, SetArg::TCSANOW, &self.1);
+            self.2.abort();
         }
     }
-    let _restore = Restore(&stdin, saved);
+    let _restore = Restore(&stdin, saved, on_signal);
     let mut line: Vec<u8> = Vec::new();
     let mut byte = [0u8; 1];
     let mut input = stdin.lock();

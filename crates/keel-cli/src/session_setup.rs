@@ -85,10 +85,16 @@ pub fn secrets(config: &KeelConfig, keys: Option<&HomeKeys>) -> Secrets {
             names.push(name.to_string());
         }
     }
-    Secrets::from_names(names, |name| match keys {
+    let secrets = Secrets::from_names(names, |name| match keys {
         Some(keys) => keys.key(name),
         None => std::env::var(name).ok(),
-    })
+    });
+    // A stored key behind a set variable is not the one in use, but it is still a secret.
+    keys.into_iter()
+        .flat_map(HomeKeys::stored_keys)
+        .fold(secrets, |secrets, (name, value)| {
+            secrets.with_value(name, value)
+        })
 }
 
 /// The session the flags ask for, if any.

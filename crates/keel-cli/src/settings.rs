@@ -46,9 +46,23 @@ fn keep_private(home: &std::path::Path) {
 }
 
 /// keel's keys: the environment's, then those `keel auth login` stored in `$KEEL_HOME/state`.
-/// A key file keel cannot read safely is the user's to fix (exit 2), named with the fix.
+/// A key file keel cannot read safely is not used: said once, with its path and the fix, and
+/// the environment's keys still work (`keel auth login`/`logout` refuse to touch it).
 pub fn keys() -> anyhow::Result<keel_llm::HomeKeys> {
-    keel_llm::HomeKeys::open(&keel_home()?).map_err(|error| UsageError(error.to_string()).into())
+    let home = keel_home()?;
+    Ok(match keel_llm::HomeKeys::open(&home) {
+        Ok(keys) => keys,
+        Err(error) => {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                eprintln!(
+                    "warning: {}; no stored key is used (keys in the environment still are)",
+                    keel_render::visible_line(&error.to_string())
+                );
+            });
+            keel_llm::HomeKeys::new(keel_llm::KeyStore::empty(&home))
+        }
+    })
 }
 
 /// The workspace: `--cwd` or the current directory, made absolute.

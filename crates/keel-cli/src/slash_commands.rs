@@ -174,7 +174,7 @@ pub fn diff(controller: &Controller) {
             _ => "changed",
         };
         let by = if file.by_command {
-            ", by a command"
+            ", outside the file tools"
         } else {
             ""
         };

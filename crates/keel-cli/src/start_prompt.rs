@@ -4,8 +4,9 @@
 //! Invariants:
 //! - A command's name always wins (clap matches it first); what reaches here is a prompt.
 //! - A first word typed without spaces that is within an edit distance of 2 of a command's
-//!   name is a usage error naming the command (`keel sesions` is a typo, not a prompt); quoted
-//!   with a space in it, it is a prompt.
+//!   name (1 for a name of four letters or fewer, so `add` or `do` stay words, not `acp` or
+//!   `demo`) is a usage error naming the command (`keel sesions` is a typo, not a prompt);
+//!   quoted with a space in it, it is a prompt.
 //! - keel's own options go before the prompt: one found after it is a usage error that says
 //!   so, never silently sent to the model as words.
 
@@ -31,8 +32,12 @@ pub fn prompt_of(words: &[String]) -> Result<String, UsageError> {
             .get_subcommands()
             .map(|sub| sub.get_name().to_string())
             .chain(std::iter::once("help".to_string()));
+        let near = |name: &String| {
+            let most = if name.chars().count() <= 4 { 1 } else { 2 };
+            keel_types::names::edit_distance(first, name) <= most
+        };
         if let Some(name) = names
-            .filter(|name| keel_types::names::edit_distance(first, name) <= 2)
+            .filter(near)
             .min_by_key(|name| keel_types::names::edit_distance(first, name))
         {
             let asking = if words.len() > 1 {
@@ -94,7 +99,8 @@ mod tests {
             ("sesions", "keel sessions"),
             ("confg", "keel config"),
             ("serv", "keel serve"),
-            ("rnu", "keel run"),
+            ("runn", "keel run"),
+            ("moc", "keel mock"),
         ] {
             let error = prompt_of(&words(&[typed])).unwrap_err().0;
             assert!(
@@ -106,8 +112,11 @@ mod tests {
         assert!(prompt_of(&words(&["sesions", "--json"])).is_err());
         // Quoted with a space: a prompt.
         assert!(prompt_of(&words(&["sesions are slow, why"])).is_ok());
-        // Far from every name: a prompt.
+        // Far from every name: a prompt; and short words two edits from a short name too.
         assert!(prompt_of(&words(&["refactor"])).is_ok());
+        for word in ["add", "ask", "do", "sum", "more"] {
+            assert!(prompt_of(&words(&[word, "a", "test"])).is_ok(), "{word}");
+        }
     }
 
     #[test]

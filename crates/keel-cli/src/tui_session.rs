@@ -493,7 +493,8 @@ impl Session {
         }
         let switches = matches!(
             command,
-            SurfaceCommand::Model(Some(_))
+            // `/model` alone may switch too (its picker).
+            SurfaceCommand::Model(_)
                 | SurfaceCommand::Resume(Some(_))
                 | SurfaceCommand::Fork(_)
                 | SurfaceCommand::Clear
@@ -706,9 +707,10 @@ impl Session {
             Action::Down => self.view.editor.down(),
             Action::Complete => self.complete(),
             Action::Submit => {
-                // With the menu open, Enter takes its choice (`/st` Enter runs `/status`).
+                // With the menu open, Enter takes its choice (`/st` Enter runs `/status`); a
+                // command typed whole is that command.
                 if let Some(entry) = self.view.menu_choice()
-                    && entry.name != self.view.editor.text()
+                    && !self.view.menu.knows(self.view.editor.text())
                 {
                     self.view.editor.set(&entry.name);
                 }

@@ -491,7 +491,11 @@ fn a_prompt_sent_during_a_turn_is_queued_in_the_page_and_sent_when_it_ends() {
     ]});
     let (_home, mock) = drive("queue", steps, "");
     let requests = mock.requests();
-    assert_eq!(requests.len(), 2, "the first prompt, then the queued one; never the cancelled");
+    assert_eq!(
+        requests.len(),
+        2,
+        "the first prompt, then the queued one; never the cancelled"
+    );
     let last = requests[1]["body"].as_str().unwrap();
     assert!(last.contains("second question"), "{last}");
     assert!(!last.contains("third question"), "{last}");
@@ -525,4 +529,21 @@ fn an_approved_edit_keeps_its_numbered_diff_after_the_turn() {
         std::fs::read_to_string(home.path().join("notes.txt")).unwrap(),
         "alpha\nbeta\nGAMMA\ndelta\nepsilon\n"
     );
+}
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
+fn after_a_stopped_turn_the_queue_waits_until_send_resumes_it() {
+    require_browser();
+    let story = "Once upon a time ".repeat(30) + "ENDSTORY";
+    let steps = json!({"chunk_delay_ms": 150, "steps": [
+        {"say": story},
+        {"say": "Second answer."},
+    ]});
+    let (_home, mock) = drive("queue_paused", steps, "");
+    let last = mock.requests().last().unwrap()["body"].to_string();
+    assert!(last.contains("second question"), "{last}");
 }

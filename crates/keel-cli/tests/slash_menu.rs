@@ -201,7 +201,7 @@ fn diff_shows_what_the_session_changed_file_by_file() {
     let (_home, _mock, tmux) = changed_session(true);
     tmux.type_text("/diff");
     tmux.press(&["Enter"]);
-    let shown = tmux.wait_for("tracked.txt  changed, by a command");
+    let shown = tmux.wait_for("tracked.txt  changed, outside the file tools");
     let body = &shown[shown.rfind("› /diff").unwrap()..];
     for said in [
         "kept.txt  changed",

@@ -307,7 +307,8 @@ fn a_malformed_key_or_a_broken_store_is_refused_and_loses_nothing() {
         assert!(run.stderr().contains(said), "{input:?}: {}", run.stderr());
         assert!(!home.path().join("state/keys.json").exists());
     }
-    // A store keel cannot read is named, never overwritten, and stops a run that needs it.
+    // A store keel cannot read is named, never overwritten; the environment's key still works
+    // (said once), and without one the run says how to get a key.
     let file = home.path().join("state/keys.json");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, "{not json").unwrap();
@@ -316,11 +317,77 @@ fn a_malformed_key_or_a_broken_store_is_refused_and_loses_nothing() {
     assert_eq!(run.code(), 2);
     assert!(run.stderr().contains("keys.json"), "{}", run.stderr());
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "{not json");
-    let run = home.run(&["run", "hi"]);
-    assert_eq!(run.code(), 2);
-    assert!(
-        run.stderr().contains("move the file away"),
+    let config = home.run(&["config"]);
+    assert_eq!(config.code(), 0, "{}", config.stderr());
+    assert_eq!(
+        config.stderr().matches("move the file away").count(),
+        1,
         "{}",
-        run.stderr()
+        config.stderr()
+    );
+    let keyless = home.run_without(&["run", "hi"], "DEEPSEEK_API_KEY");
+    assert_eq!(keyless.code(), 2);
+    assert!(
+        keyless.stderr().contains("no API key"),
+        "{}",
+        keyless.stderr()
+    );
+    // A key file others can read is reported, not quietly made private (the key may have
+    // been read), and its key is not used.
+    std::fs::write(
+        &file,
+        "{\"version\": 1, \"keys\": {\"DEEPSEEK_API_KEY\": \"sk-exposed-key-1\"}}",
+    )
+    .unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let keyless = home.run_without(&["run", "hi"], "DEEPSEEK_API_KEY");
+    assert_eq!(keyless.code(), 2);
+    assert!(
+        keyless.stderr().contains("other users can read it"),
+        "{}",
+        keyless.stderr()
+    );
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o644
+    );
+}
+
+#[test]
+fn a_stored_key_behind_a_set_variable_is_still_redacted() {
+    let home = Home::new(&config_for("chat", "http://127.0.0.1:9", ""));
+    let scenario = json!({"steps": [
+        {"tool": "bash", "args": {"command": "cat .env"}},
+        {"say": "Looked."}
+    ]});
+    let mock = MockProcess::with_steps(&home.path(), &scenario.to_string());
+    std::fs::write(
+        home.path().join("config.toml"),
+        config_for("chat", &mock.base_url, ""),
+    )
+    .unwrap();
+    std::fs::create_dir_all(home.path().join("state")).unwrap();
+    let file = home.path().join("state/keys.json");
+    std::fs::write(
+        &file,
+        format!("{{\"version\": 1, \"keys\": {{\"DEEPSEEK_API_KEY\": \"{STORED_KEY}\"}}}}"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::write(home.path().join(".env"), format!("OLD={STORED_KEY}\n")).unwrap();
+    // The environment's key is the one used; the stored one is still kept from the model.
+    let run = home.run(&["run", "--yes", "--json", "look"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(!run.stdout().contains(STORED_KEY), "{}", run.stdout());
+    let output = run.events_of("tool/result")[0]["output"].to_string();
+    assert!(
+        output.contains("OLD=[redacted $DEEPSEEK_API_KEY]"),
+        "{output}"
+    );
+    assert!(
+        !mock.requests()[1]["body"]
+            .as_str()
+            .unwrap()
+            .contains(STORED_KEY)
     );
 }

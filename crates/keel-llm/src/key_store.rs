@@ -110,6 +110,14 @@ impl KeyStore {
         })
     }
 
+    /// No stored keys (a key file that could not be read is left alone).
+    pub fn empty(keel_home: &Path) -> KeyStore {
+        KeyStore {
+            path: keel_home.join("state").join(KEY_FILE),
+            keys: BTreeMap::new(),
+        }
+    }
+
     /// Where the keys are kept.
     pub fn path(&self) -> &Path {
         &self.path
@@ -207,6 +215,14 @@ impl HomeKeys {
     /// The variables with a stored key (their keys are secrets too).
     pub fn stored_variables(&self) -> Vec<String> {
         self.stored.variables().map(str::to_string).collect()
+    }
+
+    /// Every stored key with its variable, used or not (a set variable wins over it, but it
+    /// is still a secret).
+    pub fn stored_keys(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.stored
+            .variables()
+            .filter_map(|variable| Some((variable, self.stored.get(variable)?)))
     }
 }
 

@@ -60,6 +60,23 @@ const scenarios = {
     assert.equal(await page.locator("#send").innerText(), "Send");
   },
 
+  // After a stopped (or failed) turn the queue waits, saying so; an empty Send resumes it.
+  async queue_paused() {
+    await ask("first question");
+    await waitForText("Once");
+    await page.locator("#stop:not([disabled])").waitFor();
+    await ask("second question");
+    await page.locator("#queue .queued").first().waitFor();
+    await page.click("#stop");
+    await waitForText("stopped");
+    await page.waitForFunction(() => document.getElementById("queue").innerText.includes("paused"));
+    await page.waitForTimeout(1500);
+    assert.ok(!(await text()).includes("› second question"), "not sent after a stopped turn");
+    await page.click("#send");
+    await waitForText("Second answer.");
+    await page.locator("#queue").waitFor({ state: "hidden" });
+  },
+
   // An approved edit keeps the numbered diff its question showed once the turn ends (not the
   // history's unnumbered drawing of the call's arguments).
   async kept_diff() {

@@ -22,8 +22,9 @@ const $ = (id) => document.getElementById(id);
 const view = {
   session: null, lastId: 0, stream: null, live: null, liveKind: null,
   cards: new Map(), busy: false, attempt: [], pending: null, reloading: null,
-  // Prompts typed while a turn runs, sent one by one as turns end (this tab's own).
-  queue: [],
+  // Prompts typed while a turn runs, sent one by one as turns end (this tab's own); paused
+  // after a turn that failed or was stopped, until Send resumes it.
+  queue: [], queuePaused: false,
   // The numbered diff each call's preview showed (approval or tool/preview), by call id: kept
   // over the history's unnumbered one when the transcript is redrawn.
   numbered: new Map(),
@@ -345,23 +346,35 @@ function renderQueue() {
     row.appendChild(cancel);
     box.appendChild(row);
   });
-  if (view.queue.length) box.appendChild(el("div", "muted", "sent when this turn ends, in order"));
+  if (view.queue.length) {
+    box.appendChild(el("div", "muted", view.queuePaused
+      ? "paused: the last turn failed or was stopped · Send (with an empty prompt) sends the next"
+      : "sent when this turn ends, in order"));
+  }
   box.hidden = view.queue.length === 0;
 }
 
 // The next queued prompt, once no turn runs. Another tab's turn may have started first: the
 // server's 409 says so, and the prompt waits for that turn to end too.
 async function sendQueued() {
-  if (view.busy || !view.queue.length) return;
+  if (view.busy || view.queuePaused || !view.queue.length) return;
   const text = view.queue.shift();
   renderQueue();
   const shown = showUser(text);
-  const response = await submit({ input: text }, { quietWhenBusy: true });
-  if (response.status === 409) {
-    if (shown) shown.remove();
-    view.queue.unshift(text);
-    renderQueue();
+  let outcome;
+  try {
+    outcome = await submit({ input: text }, { quietWhenBusy: true });
+  } catch (error) {
+    outcome = { response: null, code: "unreachable" };
+    $("transcript").appendChild(el("div", "error", `not sent: ${error}`));
   }
+  if (outcome.response && outcome.response.ok) return;
+  // Not taken: back at the head of the queue. Another tab's turn: it waits for that one to
+  // end; anything else pauses the queue, said above.
+  shown.remove();
+  view.queue.unshift(text);
+  view.queuePaused = outcome.code !== "busy";
+  renderQueue();
 }
 
 function handle(event) {
@@ -420,6 +433,8 @@ function handle(event) {
       const kept = stopped ? (view.attempt || []).slice() : [];
       const said = event.type === "turn/failed" ? view.providerSaid : null;
       endLive(); setBusy(false); view.attempt = []; view.liveText = null; view.providerSaid = null;
+      // After a failed or stopped turn the queue waits for the person.
+      if (event.type === "turn/failed") { view.queuePaused = view.queue.length > 0; renderQueue(); }
       reloadHistory().then(() => { keepStopped(kept); keepProviderSaid(said); sendQueued(); });
       relistSessions();
       refreshStatus();
@@ -693,19 +708,27 @@ function leaveEmptyState() {
   if (box) box.remove();
 }
 
+// Submit to the session; an error is shown unless it is a busy session and `quietWhenBusy`.
+// The response and the error's code (`busy` when another turn runs).
 async function submit(body, { quietWhenBusy = false } = {}) {
   const response = await api(`/api/sessions/${view.session}/submit`, { method: "POST", body: JSON.stringify(body) });
-  if (!response.ok && !(quietWhenBusy && response.status === 409)) {
-    const error = await response.json().catch(() => ({ error: { message: String(response.status) } }));
-    $("transcript").appendChild(el("div", "error", error.error.message));
+  if (response.ok) return { response, code: null };
+  const error = await response.json().catch(() => ({ error: { code: String(response.status), message: String(response.status) } }));
+  const code = (error.error && error.error.code) || String(response.status);
+  if (!(quietWhenBusy && code === "busy")) {
+    $("transcript").appendChild(el("div", "error", (error.error && error.error.message) || String(response.status)));
   }
-  return response;
+  return { response, code };
 }
 
 function send() {
   $("undo-report").hidden = true;
   const text = $("prompt").value.trim();
-  if (!text) return;
+  if (!text) {
+    // An empty Send resumes a paused queue.
+    if (view.queuePaused && !view.busy) { view.queuePaused = false; renderQueue(); sendQueued(); }
+    return;
+  }
   $("prompt").value = "";
   if (view.busy) { view.queue.push(text); renderQueue(); return; }
   showUser(text);

@@ -17,8 +17,37 @@ use std::path::Path;
 pub(crate) const TEMPLATE: &[u8] = include_bytes!("fresh.db");
 
 /// Put the template at `path` unless something is there already; whether it was placed.
+///
+/// A `-wal` or `-shm` file left without its database (a store moved away after a crash) is
+/// moved aside first, never deleted: SQLite would replay an old log onto the new store. On a
+/// file system without hard links, an empty owner-only file is made instead and the
+/// migrations build the schema, as before the template.
 pub(crate) fn place(path: &Path) -> std::io::Result<bool> {
-    keel_types::private_files::place_private_file(path, TEMPLATE)
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs());
+    for suffix in ["-wal", "-shm"] {
+        let mut leftover = path.as_os_str().to_owned();
+        leftover.push(suffix);
+        let leftover = std::path::PathBuf::from(leftover);
+        if leftover.symlink_metadata().is_ok() {
+            let mut aside = leftover.clone().into_os_string();
+            aside.push(format!(".orphaned-{stamp}"));
+            std::fs::rename(&leftover, aside)?;
+        }
+    }
+    match keel_types::private_files::place_private_file(path, TEMPLATE) {
+        // EPERM or EOPNOTSUPP: the file system has no hard links.
+        Err(error)
+            if matches!(
+                error.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::Unsupported
+            ) =>
+        {
+            keel_types::private_files::create_private_file(path).map(|_| true)
+        }
+        placed => placed,
+    }
 }
 
 #[cfg(test)]
@@ -100,6 +129,27 @@ mod tests {
             "src/fresh.db is not what the migrations make: write it again with \
              KEEL_WRITE_FRESH_TEMPLATE=1 cargo test -p keel-store fresh"
         );
+    }
+
+    #[test]
+    fn a_log_left_without_its_store_is_moved_aside_not_replayed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keel.db");
+        std::fs::write(dir.path().join("keel.db-wal"), b"an old log").unwrap();
+        std::fs::write(dir.path().join("keel.db-shm"), b"an old index").unwrap();
+        let store = crate::Store::open(&path).unwrap();
+        store.create_session("s", "/w", "p", "m").unwrap();
+        let aside: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.contains(".orphaned-"))
+            .collect();
+        assert_eq!(aside.len(), 2, "{aside:?}");
+        let kept = aside
+            .iter()
+            .find(|name| name.starts_with("keel.db-wal"))
+            .unwrap();
+        assert_eq!(std::fs::read(dir.path().join(kept)).unwrap(), b"an old log");
     }
 
     #[test]

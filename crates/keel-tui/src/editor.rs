@@ -65,6 +65,11 @@ impl Editor {
         self.text.is_empty()
     }
 
+    /// A history entry is shown (Up/Down), not something typed.
+    pub fn is_browsing(&self) -> bool {
+        self.browsing.is_some()
+    }
+
     pub fn history(&self) -> &[String] {
         &self.history
     }

@@ -78,6 +78,11 @@ impl SlashMenu {
         (!found.is_empty()).then_some(found)
     }
 
+    /// Whether `name` (with its slash) is one of the commands.
+    pub fn knows(&self, name: &str) -> bool {
+        self.entries.iter().any(|entry| entry.name == name)
+    }
+
     /// The selected entry for `text`, when the menu is open.
     pub fn selected(&self, text: &str, cursor_at_end: bool) -> Option<&MenuEntry> {
         let found = self.matches(text, cursor_at_end)?;

@@ -169,8 +169,10 @@ impl LiveView {
             .cloned()
     }
 
+    /// The cursor ends what is typed (not a history entry being browsed): where the slash
+    /// menu may open.
     fn cursor_at_end(&self) -> bool {
-        self.editor.before_cursor().len() == self.editor.text().len()
+        !self.editor.is_browsing() && self.editor.before_cursor().len() == self.editor.text().len()
     }
 
     pub fn width(&self) -> usize {

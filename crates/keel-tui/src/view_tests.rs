@@ -89,3 +89,29 @@ fn a_tab_counts_as_the_space_it_is_drawn_as() {
     assert_eq!(wrapped("a\tb", 3, Style::PLAIN)[0].plain(), "a b");
     assert_eq!(crate::rows::cut("\t\t\t\tx", 3), "  …");
 }
+
+#[test]
+fn the_slash_menu_stays_shut_while_history_is_browsed() {
+    let mut view = LiveView::new(
+        Status::default(),
+        vec!["older prompt".into(), "/status".into()],
+        80,
+        24,
+    );
+    view.menu = crate::SlashMenu::new(vec![
+        crate::MenuEntry::from_usage("/status", "what is in force"),
+        crate::MenuEntry::from_usage("/sessions", "the sessions"),
+    ]);
+    view.editor.insert_str("/s");
+    assert!(view.menu_open());
+    view.editor.clear();
+    // Up brings back `/status`: a history entry, not typed, so Up goes on through history.
+    view.editor.up();
+    assert_eq!(view.editor.text(), "/status");
+    assert!(!view.menu_open());
+    view.editor.up();
+    assert_eq!(view.editor.text(), "older prompt");
+    // A command typed whole is known as itself.
+    assert!(view.menu.knows("/status"));
+    assert!(!view.menu.knows("/stat"));
+}

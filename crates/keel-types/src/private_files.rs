@@ -216,7 +216,8 @@ pub const PRIVATE_FILES: &[&str] = &[
     "state/keel.db",
     "state/keel.db-wal",
     "state/keel.db-shm",
-    "state/keys.json",
+    // Not `state/keys.json`: a key file others could read is reported, never quietly
+    // tightened (the key may have been read: the user should know to rotate it).
     "history.txt",
     "trusted-workspaces.json",
 ];

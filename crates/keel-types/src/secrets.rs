@@ -71,6 +71,24 @@ impl Secrets {
         secrets
     }
 
+    /// These secrets and `value` (held for `name`) too, whatever the lookup gave for `name`:
+    /// a key keel stores behind a variable that is set is still one of its secrets.
+    pub fn with_value(mut self, name: &str, value: &str) -> Secrets {
+        for candidate in [value.to_string(), value.trim().to_string()] {
+            if candidate.len() >= MIN_REDACTED_LEN
+                && !self.values.iter().any(|(known, _)| *known == candidate)
+            {
+                self.values.push((candidate, name.to_string()));
+            }
+        }
+        if !self.names.iter().any(|known| known == name) {
+            self.names.push(name.to_string());
+        }
+        self.values
+            .sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
+        self
+    }
+
     /// The variables a tool's environment must not have.
     pub fn env_names(&self) -> &[String] {
         &self.names
