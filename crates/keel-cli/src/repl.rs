@@ -18,6 +18,7 @@ use keel_agent::{Approver, Controller, Input, Line, SLASH_COMMANDS, SurfaceComma
 use keel_render::{visible, visible_line};
 use keel_types::Usage;
 use rustyline::error::ReadlineError;
+use std::io::IsTerminal as _;
 use std::sync::Arc;
 
 pub(crate) struct Repl {
@@ -30,6 +31,8 @@ pub(crate) struct Repl {
     /// The line mode's renderer of the controller's events (the live TUI reads them itself).
     rendering: Option<tokio::task::JoinHandle<()>>,
     pub(crate) signals: StopSignals,
+    /// The last turn failed (`keel "PROMPT"` in a script exits 1 then, as `keel run` would).
+    last_turn_failed: bool,
 }
 
 fn start_rendering(controller: &Controller) -> tokio::task::JoinHandle<()> {
@@ -60,6 +63,7 @@ impl Repl {
             approver,
             carried_usage: Usage::default(),
             rendering: None,
+            last_turn_failed: false,
             signals,
         }
     }
@@ -201,6 +205,7 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
         approver,
         carried_usage: Usage::default(),
         rendering,
+        last_turn_failed: false,
     };
     repl.banner();
     if let Some(controller) = &repl.controller {
@@ -268,6 +273,10 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
             Err(ReadlineError::Interrupted) => {
                 interrupted = true;
                 eprintln!("(Ctrl-C again, or Ctrl-D, quits)");
+            }
+            // Input ended: a script that ran `keel "PROMPT"` learns whether its turn failed.
+            Err(ReadlineError::Eof) if repl.last_turn_failed && !std::io::stdin().is_terminal() => {
+                break Outcome::TurnFailed;
             }
             Err(ReadlineError::Eof) => break Outcome::Completed,
             Err(error) => return Err(error.into()),
@@ -368,6 +377,7 @@ impl Repl {
         };
         // Let the renderer catch up before the next prompt.
         tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        self.last_turn_failed = !matches!(outcome, Ok(TurnOutcome::Completed { .. }));
         match outcome {
             Ok(TurnOutcome::Completed { .. })
             | Ok(TurnOutcome::Failed { .. })

@@ -79,6 +79,14 @@ fn a_prompt_in_line_mode_is_sent_then_the_session_reads_on() {
 }
 
 #[test]
+fn a_prompt_in_a_script_exits_with_its_turns_outcome() {
+    let scenario = json!({"steps": [{"fault": {"status": 400, "body": ""}}]});
+    let (home, _mock) = scripted("chat", &scenario.to_string(), "");
+    let run = home.run(&["--plain", "this will fail"]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+}
+
+#[test]
 fn a_commands_name_wins_and_a_near_miss_is_a_usage_error() {
     let (home, mock) = scripted("chat", r#"{"steps": [{"say": "never"}]}"#, "");
     let sessions = home.run(&["sessions"]);
