@@ -65,14 +65,24 @@ pub fn create_private_file(path: &Path) -> std::io::Result<File> {
 
 /// Write `bytes` to `path` whole and owner-only: a temp file beside it, renamed over it.
 pub fn write_private_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let temp = synced_temp_beside(path, bytes)?;
+    let renamed = std::fs::rename(&temp, path);
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    renamed
+}
+
+/// `bytes` in a new owner-only file beside `path` (created exclusively, never through a link,
+/// a name unique to this process and call), synced: its path. Nothing is left on failure.
+fn synced_temp_beside(path: &Path, bytes: &[u8]) -> std::io::Result<std::path::PathBuf> {
+    static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = path
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_nanos());
-    let temp = path.with_file_name(format!(".{name}.{}-{nanos}.tmp", std::process::id()));
+    let temp = path.with_file_name(format!(".{name}.{}-{serial}.tmp", std::process::id()));
     let written = (|| {
         let mut file = OpenOptions::new()
             .write(true)
@@ -82,13 +92,15 @@ pub fn write_private_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             .open(&temp)?;
         file.set_permissions(std::fs::Permissions::from_mode(FILE_MODE))?;
         file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)
+        file.sync_all()
     })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
+    match written {
+        Ok(()) => Ok(temp),
+        Err(error) => {
+            let _ = std::fs::remove_file(&temp);
+            Err(error)
+        }
     }
-    written
 }
 
 /// Read a file keel keeps private (at most `limit` bytes), `None` when there is none. Refused
@@ -138,30 +150,12 @@ pub fn read_private_file(path: &Path, limit: u64) -> std::io::Result<Option<Vec<
 /// beside it, linked into place (never replacing, never through a link); whether it was placed.
 /// A power failure leaves no file or the whole of it.
 pub fn place_private_file(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    // Unique within the process too: threads may place the same file at once.
-    static PLACED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let serial = PLACED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let temp = path.with_file_name(format!(".{name}.{}-{serial}.new", std::process::id()));
-    let placed = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(FILE_MODE)
-            .custom_flags(NO_FOLLOW)
-            .open(&temp)?;
-        file.set_permissions(std::fs::Permissions::from_mode(FILE_MODE))?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        match std::fs::hard_link(&temp, path) {
-            Ok(()) => Ok(true),
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-            Err(error) => Err(error),
-        }
-    })();
+    let temp = synced_temp_beside(path, bytes)?;
+    let placed = match std::fs::hard_link(&temp, path) {
+        Ok(()) => Ok(true),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(error) => Err(error),
+    };
     let _ = std::fs::remove_file(&temp);
     placed
 }
