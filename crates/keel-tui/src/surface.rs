@@ -12,6 +12,9 @@
 //!   the region is drawn again below them.
 //! - Every frame is written inside a synchronized update, so a terminal that supports it shows
 //!   it at once.
+//! - A frame (and the lines committed with it) reaches the writer in one write, when it is
+//!   flushed: another thread writing to the same terminal (the key reader's queries) can only
+//!   land between two frames, never inside an escape sequence.
 //! - Only `keel_render` lines and ratatui cells are written: the text in them was made visible
 //!   before, so the only escape sequences are the backend's and this module's own.
 
@@ -92,7 +95,8 @@ fn text_width(buffer: &Buffer, y: u16, width: u16) -> usize {
 }
 
 pub struct InlineSurface<W: Write> {
-    backend: CrosstermBackend<W>,
+    /// Buffered, so that each frame is handed over whole (see the invariants).
+    backend: CrosstermBackend<std::io::BufWriter<W>>,
     width: u16,
     rows: u16,
     top: u16,
@@ -104,11 +108,14 @@ pub struct InlineSurface<W: Write> {
     colors: Colors,
 }
 
+/// Room for the largest frame with its commits (a full screen of styled cells is far less).
+const FRAME_BUFFER: usize = 1 << 20;
+
 impl<W: Write> InlineSurface<W> {
     /// A surface whose region starts at `cursor_row` on a screen of `size` (columns, rows).
     pub fn new(writer: W, size: (u16, u16), cursor_row: u16, colors: Colors) -> Self {
         InlineSurface {
-            backend: CrosstermBackend::new(writer),
+            backend: CrosstermBackend::new(std::io::BufWriter::with_capacity(FRAME_BUFFER, writer)),
             width: size.0.max(1),
             rows: size.1.max(1),
             top: cursor_row.min(size.1.saturating_sub(1)),
@@ -309,6 +316,37 @@ mod tests {
         let region = written.find("status").unwrap_or(0);
         assert!(answer < region, "{written:?}");
         assert_eq!(surface.top, 4);
+    }
+
+    /// A writer that counts the writes it is handed.
+    #[derive(Clone, Default)]
+    struct Counted(Rc<RefCell<(usize, Vec<u8>)>>);
+
+    impl Write for Counted {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            let mut seen = self.0.borrow_mut();
+            seen.0 += 1;
+            seen.1.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_frame_and_its_commits_reach_the_terminal_in_one_write() {
+        let out = Counted::default();
+        let mut surface = InlineSurface::new(out.clone(), (40, 10), 3, Colors::Ansi);
+        let commits: Vec<Line> = (0..30)
+            .map(|n| Line::from_text(&format!("committed {n}"), keel_render::Style::PLAIN.dim()))
+            .collect();
+        surface
+            .draw(&commits, &frame(&["› hello", "status · ask"]))
+            .unwrap_or_default();
+        let (writes, bytes) = out.0.borrow().clone();
+        assert_eq!(writes, 1, "{}", String::from_utf8_lossy(&bytes));
+        assert!(String::from_utf8_lossy(&bytes).contains("committed 29"));
     }
 
     #[test]
