@@ -1,5 +1,5 @@
 //! A session's sandbox: built when the session opens, with its own temp dir, and the
-//! permission decision for commands that depends on it (PRODUCT.md §4d).
+//! permission decision for commands that depends on it (docs/sandbox.md).
 //!
 //! Invariants:
 //! - The temp dir is `$KEEL_HOME/tmp/<session>`, owner-only, created when the session opens

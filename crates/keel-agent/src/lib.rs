@@ -21,6 +21,7 @@ mod confinement;
 mod context;
 mod context_parts;
 mod custom_commands;
+mod error;
 mod exchange;
 mod host;
 mod input;
@@ -50,6 +51,7 @@ pub use approval::{
 pub use confinement::SandboxSetup;
 pub use context_parts::ContextParts;
 pub use custom_commands::{CommandLayer, CustomCommand, CustomCommands};
+pub use error::AgentError;
 pub use host::{Host, Transcript};
 pub use input::{INIT_PROMPT, Input, Line, SLASH_COMMANDS, SurfaceCommand, builtin_names};
 pub use keel_store::{RevisionInfo, SessionInfo, SessionOverview, StoreError, StoredItem};
@@ -117,69 +119,6 @@ pub struct AgentSettings {
 pub enum SessionChoice {
     New,
     Resume(String),
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum AgentError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("a turn is already running in session {0}; wait for it or cancel it")]
-    Busy(String),
-    #[error("session {0} is already open in this process")]
-    AlreadyOpen(String),
-    #[error(
-        "session {session}: history item {revision} cannot be read ({reason}); the session cannot continue safely, but `keel session show` still shows it"
-    )]
-    UndecodableHistory {
-        session: String,
-        revision: u64,
-        reason: String,
-    },
-    #[error("cannot use the workspace {workspace}: {source}")]
-    Workspace {
-        workspace: String,
-        source: std::io::Error,
-    },
-    #[error("cannot create the session's temp dir under {dir}: {cause}")]
-    SessionTemp { dir: String, cause: std::io::Error },
-    #[error(transparent)]
-    Tools(#[from] keel_tools::SchemaError),
-    #[error(transparent)]
-    Client(#[from] keel_llm::client::ClientBuildError),
-    #[error("recovery refused: {0}")]
-    RecoveryRefused(RecoveryRefusal),
-    #[error("cannot compact: {0}")]
-    CannotCompact(String),
-    #[error("cannot rewind: {0}")]
-    CannotRewind(String),
-    #[error("cannot fork: {0}")]
-    CannotFork(String),
-    #[error("cannot build the request: {0}")]
-    Projection(String),
-    #[error("cannot read the workspace's snapshots: {0}")]
-    Snapshot(String),
-}
-
-impl AgentError {
-    /// Whether the person running keel must act on this (exit code 2 in the terminal).
-    pub fn is_for_the_user(&self) -> bool {
-        match self {
-            AgentError::Store(error) => error.is_for_the_user(),
-            AgentError::AlreadyOpen(_)
-            | AgentError::Workspace { .. }
-            | AgentError::SessionTemp { .. }
-            | AgentError::RecoveryRefused(_)
-            | AgentError::CannotCompact(_)
-            | AgentError::CannotRewind(_)
-            | AgentError::CannotFork(_) => true,
-            AgentError::Busy(_)
-            | AgentError::UndecodableHistory { .. }
-            | AgentError::Tools(_)
-            | AgentError::Projection(_)
-            | AgentError::Snapshot(_)
-            | AgentError::Client(_) => false,
-        }
-    }
 }
 
 pub(crate) struct SessionState {

@@ -11,7 +11,7 @@ pub const SYSTEM_PROMPT: &str = "You are keel, a coding agent working in the use
      failed, was denied or its outcome is unknown, say so instead of assuming success. \
      Correct an invalid tool call from its error message. Answer precisely and briefly.";
 
-/// The Kimi model action policy (PRODUCT.md §7): a constant addendum to the system prompt for
+/// The Kimi model action policy (docs/eval.md): a constant addendum to the system prompt for
 /// one model family. Off in production; `keel eval`'s `policy` variant turns it on, to measure
 /// whether it is a stable gain before it ever is.
 pub const KIMI_ACTION_POLICY: &str = "Action policy: do the work through the tools you are \

@@ -1,4 +1,4 @@
-//! Explicit protocol recovery (PRODUCT.md §5): fingerprints, the fault projection, the command.
+//! Explicit protocol recovery (docs/recovery.md): fingerprints, the fault projection, the command.
 //!
 //! Invariants:
 //! - Fingerprints are SHA-256 over the canonical JSON of the items, so the same history always

@@ -1,4 +1,4 @@
-//! Versioned local recovery records (PRODUCT.md §5).
+//! Versioned local recovery records (docs/recovery.md).
 //!
 //! Invariants:
 //! - A record decodes only if `version` is 1, `id` and `fingerprint` are non-empty, `prefix`
