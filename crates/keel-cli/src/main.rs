@@ -6,6 +6,7 @@
 //! - Nothing is written outside `KEEL_HOME` and the workspace.
 
 mod acp_command;
+mod answer_line;
 mod approval_prompt;
 mod auth_command;
 mod cli;

@@ -103,7 +103,6 @@ fn last_turn(transcript: &keel_agent::Transcript) -> u64 {
 /// The turns the conversation holds, each with the first line of its prompt, and the one the
 /// person picks (Enter: the last); `None` when they pick none.
 pub fn pick_turn(controller: &Controller) -> Option<u64> {
-    use std::io::BufRead;
     let transcript = match controller.transcript() {
         Ok(transcript) => transcript,
         Err(error) => {
@@ -134,10 +133,7 @@ pub fn pick_turn(controller: &Controller) -> Option<u64> {
         eprintln!("  {turn:>3}  {}", visible_line(said));
     }
     eprint!("rewind to before turn [{last}] (a number, Enter for {last}, q to keep all): ");
-    let mut answer = String::new();
-    if std::io::stdin().lock().read_line(&mut answer).is_err() {
-        return None;
-    }
+    let answer = crate::answer_line::read_answer_line()?;
     match answer.trim() {
         "" => Some(last),
         "q" | "Q" => None,

@@ -210,7 +210,7 @@ pub fn diff(controller: &Controller) {
 /// `/model` without a model: the current one, then (on a terminal) the configured models to
 /// pick from by number; `None` keeps the current one.
 pub fn pick_model(controller: &Controller, common: &CommonArgs) -> Option<String> {
-    use std::io::{BufRead, IsTerminal};
+    use std::io::IsTerminal;
     let settings = controller.settings();
     let current = format!("{}/{}", settings.profile.name, settings.model);
     eprintln!("model: {}", visible_line(&current));
@@ -229,10 +229,7 @@ pub fn pick_model(controller: &Controller, common: &CommonArgs) -> Option<String
         "switch to [a number; Enter keeps {}]: ",
         visible_line(&current)
     );
-    let mut answer = String::new();
-    if std::io::stdin().lock().read_line(&mut answer).is_err() {
-        return None;
-    }
+    let answer = crate::answer_line::read_answer_line()?;
     let answer = answer.trim();
     if answer.is_empty() {
         eprintln!("kept {}", visible_line(&current));

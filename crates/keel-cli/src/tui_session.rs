@@ -457,20 +457,29 @@ impl Session {
         }
     }
 
-    /// Put the region away and give the terminal back in line mode (for a slash command,
-    /// `$EDITOR` or a pager).
+    /// Put the region away and give the terminal back in line mode (for `$EDITOR` or a pager).
     fn suspend(&mut self) {
+        self.put_region_away();
+        crate::tui_terminal::plain_keys();
+        let _ = crossterm::terminal::disable_raw_mode();
+    }
+
+    /// Put the region away and stop reading keys, the terminal left raw: the key reader
+    /// finishes a poll in progress first.
+    fn put_region_away(&mut self) {
         self.draw();
         self.paused.store(true, Ordering::SeqCst);
-        // Let the key reader finish a poll in progress.
         std::thread::sleep(Duration::from_millis(60));
-        crate::tui_terminal::plain_keys();
         let _ = self.surface.finish();
-        let _ = crossterm::terminal::disable_raw_mode();
     }
 
     fn resume(&mut self) {
         let _ = crossterm::terminal::enable_raw_mode();
+        self.take_region_back();
+    }
+
+    /// Draw the region again where the cursor now is, and read keys again.
+    fn take_region_back(&mut self) {
         // An editor or pager may have turned bracketed paste off as it left.
         let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableBracketedPaste);
         self.dirty = true;
@@ -509,7 +518,9 @@ impl Session {
         let mode = self
             .controller()
             .map(|controller| controller.permission_mode());
-        self.suspend();
+        // Keys typed while the command prints wait for the input, Enter included.
+        self.put_region_away();
+        let printing = crate::tui_terminal::CommandOutput::begin();
         let outcome = match self.repl.command(command).await {
             Ok(outcome) => outcome,
             Err(error) => {
@@ -527,7 +538,8 @@ impl Session {
                 controller.set_permission_mode(mode);
             }
         }
-        self.resume();
+        drop(printing);
+        self.take_region_back();
         self.refresh_status();
         outcome
     }

@@ -6,12 +6,16 @@
 //! - `RawMode` puts the terminal back (raw mode off, bracketed paste off, cursor shown, the
 //!   keyboard protocol popped) when dropped; the key reader is the only reader of the terminal,
 //!   and stops reading while paused (another program has the terminal).
+//! - While a slash command prints, keys stay raw (`CommandOutput`): what is typed meanwhile
+//!   reaches the input after it, Enter included, and is never echoed into the command's output.
+//!   A question's answer is read key by key (`answer_line`), never a byte past its Enter.
 //! - Modified keys (Shift+Enter) are asked for only from a terminal that says it has the
 //!   keyboard protocol (the key reader asks, so the first frame waits for no answer), and only
 //!   while keel has the terminal: `plain_keys` before another program gets it.
 //! - Notifications carry fixed text only: nothing from the model reaches an OSC sequence.
 
 use crossterm::event::Event as TermEvent;
+use nix::sys::termios::{OutputFlags, SetArg, Termios, tcgetattr, tcsetattr};
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -67,6 +71,33 @@ impl Drop for RawMode {
             crossterm::cursor::Show
         );
         let _ = crossterm::terminal::disable_raw_mode();
+    }
+}
+
+/// The terminal while a slash command prints: keys stay raw (not echoed, Enter kept as Enter,
+/// read by the key reader when it resumes, so type-ahead lands in the input whole), output as
+/// in line mode (`\n` starts a new line). Puts the raw settings back when dropped.
+pub(crate) struct CommandOutput {
+    raw: Option<Termios>,
+}
+
+impl CommandOutput {
+    pub(crate) fn begin() -> CommandOutput {
+        let raw = tcgetattr(std::io::stdin()).ok();
+        if let Some(raw) = &raw {
+            let mut printing = raw.clone();
+            printing.output_flags |= OutputFlags::OPOST | OutputFlags::ONLCR;
+            let _ = tcsetattr(std::io::stdin(), SetArg::TCSADRAIN, &printing);
+        }
+        CommandOutput { raw }
+    }
+}
+
+impl Drop for CommandOutput {
+    fn drop(&mut self) {
+        if let Some(raw) = &self.raw {
+            let _ = tcsetattr(std::io::stdin(), SetArg::TCSADRAIN, raw);
+        }
     }
 }
 

@@ -476,3 +476,68 @@ fn always_is_forgotten_when_another_session_begins() {
     // The fork's second call was run once asked: both results are there.
     assert_eq!(tool_messages(&mock).len(), 2);
 }
+
+#[test]
+fn keys_typed_while_a_slash_command_prints_reach_the_input_enter_included() {
+    if !available() {
+        return;
+    }
+    let scenario = serde_json::json!({"steps": [
+        {"say": "First."},
+        {"say": "Second."}
+    ]})
+    .to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    let tmux = Tmux::start(&home, &home.path(), &[], (100, 30));
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("hi");
+    tmux.press(&["Enter"]);
+    tmux.wait_for_turn_end("First.");
+    // The next prompt is typed straight behind the command, while it runs: the region is put
+    // away first (60 ms), then the fork is made (here, typing 65 ms after Enter landed inside
+    // it 3 times of 3 when the command had the terminal in line mode).
+    tmux.type_text("/fork");
+    tmux.press(&["Enter"]);
+    std::thread::sleep(std::time::Duration::from_millis(65));
+    tmux.type_text("look again");
+    tmux.press(&["Enter"]);
+    let shown = tmux.wait_for("Second.");
+    assert_eq!(common::last_user_message(&mock), "look again");
+    // Typed, not echoed into the command's output: it is shown once, as the prompt sent.
+    let after_fork = &shown[shown.find("now in the fork").unwrap()..];
+    assert_eq!(after_fork.matches("look again").count(), 1, "{after_fork}");
+    assert!(after_fork.contains("› look again"), "{after_fork}");
+}
+
+#[test]
+fn keys_typed_behind_a_pickers_answer_reach_the_input_enter_included() {
+    if !available() {
+        return;
+    }
+    let (home, mock) = scripted(
+        "chat",
+        &serde_json::json!({"steps": [{"say": "Hi."}]}).to_string(),
+        "",
+    );
+    home.append_config("[providers.mimo]\nregion = \"domestic\"\n");
+    let tmux = Tmux::start_with_env(
+        &home,
+        &home.path(),
+        &[],
+        (120, 40),
+        &[("MIMO_API_KEY", "test-mimo")],
+    );
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("/model");
+    tmux.press(&["Enter"]);
+    tmux.wait_for("switch to [a number");
+    // Enter keeps the model; the prompt after it is typed before keel has taken the answer.
+    tmux.press(&["Enter"]);
+    tmux.type_text("hello there");
+    tmux.press(&["Enter"]);
+    let shown = tmux.wait_for("Hi.");
+    assert_eq!(common::last_user_message(&mock), "hello there");
+    let after_pick = &shown[shown.find("kept deepseek/mock-model").unwrap()..];
+    assert_eq!(after_pick.matches("hello there").count(), 1, "{after_pick}");
+    assert!(after_pick.contains("› hello there"), "{after_pick}");
+}

@@ -89,11 +89,15 @@ fn an_offers_expiry_is_said_only_where_the_offer_was_shown() {
     let tmux = start(&home, &["--yes"]);
     tmux.type_text("run it");
     tmux.press(&["Enter"]);
-    let shown = tmux.wait_for("It failed.");
-    assert!(shown.contains("not ready"), "{shown}");
+    // The footer follows the answer: wait for both, not the first.
+    tmux.wait_until_screen("the answer and its footer", |s| {
+        s.contains("It failed.") && s.contains("not ready")
+    });
     tmux.type_text("something else");
     tmux.press(&["Enter"]);
-    let shown = tmux.wait_for("Something else.");
+    let shown = tmux.wait_until_screen("the answer and the expiry", |s| {
+        s.contains("Something else.") && s.contains("no longer applies")
+    });
     assert_eq!(shown.matches("no longer applies").count(), 1, "{shown}");
     tmux.press(&["C-d"]);
     tmux.wait_for("[keel exited");

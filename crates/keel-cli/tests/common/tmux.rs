@@ -175,6 +175,15 @@ impl Tmux {
         }
     }
 
+    /// Wait until `marker` is on the screen and the turn has ended (the status line no longer
+    /// says Esc stops it).
+    pub fn wait_for_turn_end(&self, marker: &str) -> String {
+        self.wait_until_screen(&format!("{marker:?} and the turn's end"), |screen| {
+            let status = screen.lines().rev().find(|line| !line.trim().is_empty());
+            screen.contains(marker) && status.is_some_and(|line| !line.contains("Esc stops"))
+        })
+    }
+
     /// Wait until the screen (not the scrollback) satisfies `test`; fail, showing it, after 10 s.
     pub fn wait_until_screen(&self, what: &str, test: impl Fn(&str) -> bool) -> String {
         let started = Instant::now();
