@@ -299,6 +299,11 @@ const scenarios = {
 
   // Open plan items: the bar says why in plain words and offers to continue; one click does.
   async readiness() {
+    // The history arrives late (a slow link): the offer's words must not wait for it.
+    await page.route("**/history", async (route) => {
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      await route.continue();
+    });
     await ask("edit and test");
     await page.waitForSelector("#continue-checks", { state: "visible", timeout: 20000 });
     assert.equal(await page.locator(".card .subject").first().innerText(), "next: run the tests");

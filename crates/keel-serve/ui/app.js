@@ -433,6 +433,9 @@ function handle(event) {
       const kept = stopped ? (view.attempt || []).slice() : [];
       const said = event.type === "turn/failed" ? view.providerSaid : null;
       endLive(); setBusy(false); view.attempt = []; view.liveText = null; view.providerSaid = null;
+      // Why it is not ready is known now, before the status (and its offer) is fetched: the
+      // offer's words never wait for the history to be reloaded.
+      view.notReady = event.type === "turn/completed" && !event.ready ? event.not_ready_reason : null;
       // After a failed or stopped turn the queue waits for the person.
       if (event.type === "turn/failed") { view.queuePaused = view.queue.length > 0; renderQueue(); }
       reloadHistory().then(() => { keepStopped(kept); keepProviderSaid(said); sendQueued(); });
