@@ -425,8 +425,8 @@ impl Agent {
             .get(session)
             .map(|open| {
                 open.controller
-                    .settings()
-                    .commands
+                    .services()
+                    .commands()
                     .list()
                     .map(|command| {
                         json!({"name": command.name,

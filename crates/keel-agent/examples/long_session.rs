@@ -145,12 +145,9 @@ fn settings() -> AgentSettings {
         extra_dirs: vec![],
         holder: "bench".into(),
         secrets: Default::default(),
-        editor: None,
-        mcp: Arc::new(keel_mcp::McpHub::empty()),
         untrusted: Vec::new(),
         sandbox: None,
         context: Default::default(),
-        commands: Default::default(),
         checkpoint_max_bytes: 256 * 1024 * 1024,
         action_policy: false,
     }
@@ -162,8 +159,10 @@ fn resume(db: &Path) -> usize {
         .open_session(
             SessionChoice::Resume(SESSION.into()),
             settings(),
-            Arc::new(NoKey),
-            Arc::new(HeadlessApprover { approve_all: true }),
+            keel_agent::SurfaceServices::new(
+                Arc::new(NoKey),
+                Arc::new(HeadlessApprover { approve_all: true }),
+            ),
         )
         .unwrap();
     controller.next_request().unwrap().body.len()

@@ -5,16 +5,18 @@
 //! - Every turn ends with `turn/completed` or `turn/failed`, even one that stops on an error
 //!   or a panic (caught here); the history is what was committed.
 
+use crate::agent::Agent;
+use crate::agent_state::AgentState;
+use crate::error::AgentError;
 use crate::turn::{self, TurnOutcome};
 use crate::turn_run::TurnInput;
-use crate::{AgentError, SessionState, Shared};
 use keel_types::{EventBody, FailureDiagnostic};
 use std::sync::Arc;
 
 /// A turn that was admitted and holds its session until it has run.
 pub struct AdmittedTurn {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) state: tokio::sync::OwnedMutexGuard<SessionState>,
+    pub(crate) agent: Arc<Agent>,
+    pub(crate) state: tokio::sync::OwnedMutexGuard<AgentState>,
     pub(crate) input: TurnInput,
     /// The generation current at admission: a cancel after it cancels this turn.
     pub(crate) generation: u64,
@@ -27,14 +29,14 @@ impl AdmittedTurn {
     pub async fn run(self) -> Result<TurnOutcome, AgentError> {
         use futures_util::FutureExt;
         let AdmittedTurn {
-            shared,
+            agent,
             mut state,
             input,
             generation,
         } = self;
         let before = state.last_turn;
         let ran =
-            std::panic::AssertUnwindSafe(turn::run_turn(&shared, &mut state, input, generation))
+            std::panic::AssertUnwindSafe(turn::run_turn(&agent, &mut state, input, generation))
                 .catch_unwind()
                 .await;
         // The number `run_turn` gave this turn (it may not have got that far).
@@ -48,25 +50,20 @@ impl AdmittedTurn {
             )
         };
         // What the turn's responses used, for a turn that ends on an error or a panic.
-        let (usage, cost) = std::mem::take(
-            &mut *shared
-                .turn_spent
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        );
+        let (usage, cost) = agent.spend.take_running();
         if let (Err(_) | Ok(Err(_)), Some(usage)) = (&ran, &usage) {
-            shared.lock_usage().add(usage);
+            agent.spend.add_completed(usage);
         }
         match ran {
             Ok(Ok(outcome)) => {
                 if let TurnOutcome::Completed { usage, .. } = &outcome {
-                    shared.lock_usage().add(usage);
+                    agent.spend.add_completed(usage);
                 }
                 Ok(outcome)
             }
             Ok(Err(error)) => {
                 let diagnostic = internal(&error.to_string());
-                shared.emit(
+                agent.emit(
                     Some(turn),
                     EventBody::TurnFailed {
                         diagnostic,
@@ -78,7 +75,7 @@ impl AdmittedTurn {
             }
             Err(_panic) => {
                 let diagnostic = internal("an internal error (a bug in keel)");
-                shared.emit(
+                agent.emit(
                     Some(turn),
                     EventBody::TurnFailed {
                         diagnostic: diagnostic.clone(),

@@ -6,18 +6,18 @@
 //! - A question is asked first and announced second (`approval/requested`): an approver that
 //!   takes answers from elsewhere (a browser) is ready for one before anyone hears of the call.
 
-use crate::Shared;
+use crate::agent::Agent;
 use std::future::Future;
 use std::pin::Pin;
 
-impl Shared {
+impl Agent {
     /// Put `request` to the person (see the module invariants); the answer, once given.
     pub(crate) fn ask<'a>(
         &'a self,
         turn: u64,
         request: &'a ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
-        let answer = self.approver.approve(request);
+        let answer = self.services.surface.approver.approve(request);
         self.emit(
             Some(turn),
             keel_types::EventBody::ApprovalRequested {

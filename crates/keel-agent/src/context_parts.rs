@@ -2,12 +2,13 @@
 //! the project instructions, the conversation and the tool results of the next request.
 //!
 //! Invariants:
-//! - Read from the request the next turn would send (`Shared::project` on the provider's view
+//! - Read from the request the next turn would send (`Agent::project` on the provider's view
 //!   of the history), so the parts add up to what is sent; nothing is changed or stored.
 //! - Figures are estimates (bytes through the session's calibrated bytes-per-token), said so
 //!   wherever they are shown.
 
-use crate::{AgentError, Controller};
+use crate::controller::Controller;
+use crate::error::AgentError;
 use keel_types::Item;
 use serde_json::Value;
 
@@ -34,12 +35,12 @@ impl ContextParts {
 impl Controller {
     /// The parts of the next request (refused while a turn runs).
     pub fn context_parts(&self) -> Result<ContextParts, AgentError> {
-        let shared = &self.shared;
-        let Ok(state) = shared.state.try_lock() else {
-            return Err(AgentError::Busy(shared.session.id.clone()));
+        let agent = &self.agent;
+        let Ok(state) = agent.state.try_lock() else {
+            return Err(AgentError::Busy(agent.session.id.clone()));
         };
-        let history = state.provider_view(shared)?;
-        let request = shared
+        let history = state.provider_view(agent)?;
+        let request = agent
             .project(&history, &state.mcp_tools)
             .map_err(|error| AgentError::Projection(error.to_string()))?;
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
@@ -65,7 +66,7 @@ impl Controller {
             instructions: tokens(instructions),
             conversation: tokens(conversation),
             tool_results: tokens(tool_results),
-            window: crate::compaction::window(shared),
+            window: crate::compaction::window(agent),
         })
     }
 }

@@ -3,7 +3,7 @@
 //! Invariant: `is_for_the_user` decides the exit code (2: the person must act) for every
 //! variant; a new variant does not compile until it is decided there.
 
-use crate::RecoveryRefusal;
+use crate::recovery::refusal::RecoveryRefusal;
 use keel_store::StoreError;
 
 #[derive(Debug, thiserror::Error)]

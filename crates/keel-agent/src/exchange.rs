@@ -8,7 +8,7 @@
 //! - A request whose estimate reaches the compaction threshold is not sent (`CompactionDue`).
 //! - A summarising request's text never reaches subscribers as answer deltas (`Deltas::Hidden`).
 
-use crate::AgentError;
+use crate::error::AgentError;
 use crate::turn_run::TurnRun;
 use keel_llm::{Completion, Dispatcher};
 use keel_types::{EventBody, FailureDiagnostic, FailureKind, Item};
@@ -43,22 +43,23 @@ pub(crate) enum Deltas {
 /// Project `history` with the session's system prompt and tools, and send it — unless its
 /// estimated size reaches `due_at` tokens.
 pub(crate) async fn send_items(
-    run: &mut TurnRun<'_>,
+    run: &mut TurnRun,
     history: &[Item],
     mcp_tools: &[keel_types::ToolSpec],
     due_at: Option<u64>,
     meter: &crate::context::ContextMeter,
     deltas: Deltas,
 ) -> Result<Reply, AgentError> {
-    let shared = run.shared;
-    let settings = &shared.settings;
+    let agent = run.agent.clone();
+    let agent = &*agent;
+    let settings = &agent.settings;
     let dispatcher = Dispatcher {
-        client: &shared.client,
+        client: &agent.services.client,
         profile: &settings.profile,
-        keys: shared.keys.as_ref(),
-        secrets: &shared.tool_context.secrets,
+        keys: agent.services.surface.keys.as_ref(),
+        secrets: &agent.services.tool_context.secrets,
     };
-    let request = match shared.project(history, mcp_tools) {
+    let request = match agent.project(history, mcp_tools) {
         Ok(request) => request,
         Err(error) => {
             return Ok(Reply::Failed {
@@ -90,12 +91,8 @@ pub(crate) async fn send_items(
             probe_pending = false;
             keel_sandbox::warm_up();
         }
-        let is_delta = matches!(
-            body,
-            EventBody::LlmText { .. } | EventBody::LlmReasoning { .. }
-        );
-        if deltas == Deltas::Shown || !is_delta {
-            shared.emit(Some(turn), body);
+        if deltas == Deltas::Shown || !body.is_model_delta() {
+            agent.emit(Some(turn), body);
         }
     };
     let mut accounts = run.accounts.clone();

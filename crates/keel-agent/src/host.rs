@@ -9,9 +9,12 @@
 //! - Surfaces reach sessions only through `Host` and `Controller`; the store and the recovery
 //!   record format stay private to keel-agent.
 
+use crate::controller::Controller;
+use crate::error::AgentError;
 use crate::recovery::record::{StoredRecord, decode};
-use crate::{AgentError, AgentSettings, Approver, Controller, SessionChoice};
-use keel_llm::KeySource;
+use crate::services::{Services, SurfaceServices};
+use crate::settings::AgentSettings;
+use crate::settings::SessionChoice;
 use keel_store::{SessionInfo, SessionOverview, Store, StoredItem};
 use keel_types::ToolReceipt;
 use std::collections::HashSet;
@@ -165,7 +168,7 @@ impl Host {
         }
         Ok(self
             .store
-            .fork_session(source, &crate::new_session_id(), up_to, revision)?)
+            .fork_session(source, &crate::agent::new_session_id(), up_to, revision)?)
     }
 
     /// The latest recovery record of session `id` (any state), decoded.
@@ -180,23 +183,39 @@ impl Host {
     }
 
     /// A controller for a new or resumed session; it holds the session's lease until dropped.
+    /// Its services (client, sandbox, temp dir) are built for it, from what `surface` hands
+    /// over.
     pub fn open_session(
         &self,
         choice: SessionChoice,
         settings: AgentSettings,
-        keys: Arc<dyn KeySource>,
-        approver: Arc<dyn Approver>,
+        surface: SurfaceServices,
     ) -> Result<Controller, AgentError> {
-        let claim = |id: &str| -> Result<OpenSession, AgentError> {
-            if !lock(&self.open).insert(id.to_string()) {
-                return Err(AgentError::AlreadyOpen(id.to_string()));
-            }
-            Ok(OpenSession {
-                open: self.open.clone(),
-                id: id.to_string(),
-            })
-        };
-        Controller::open(self.store.clone(), choice, settings, keys, approver, claim)
+        Controller::open(self.store.clone(), choice, settings, surface, |id| {
+            self.claim(id)
+        })
+    }
+
+    /// A controller for another agent on `services` (those of a session opened before): a
+    /// session of its own, sharing the client, the sandbox, the store and the approver.
+    pub fn open_agent(
+        &self,
+        services: &Services,
+        choice: SessionChoice,
+        settings: AgentSettings,
+    ) -> Result<Controller, AgentError> {
+        Controller::open_on(services.clone(), choice, settings, |id| self.claim(id))
+    }
+
+    /// Mark session `id` open in this process (refused when it already is).
+    fn claim(&self, id: &str) -> Result<OpenSession, AgentError> {
+        if !lock(&self.open).insert(id.to_string()) {
+            return Err(AgentError::AlreadyOpen(id.to_string()));
+        }
+        Ok(OpenSession {
+            open: self.open.clone(),
+            id: id.to_string(),
+        })
     }
 }
 

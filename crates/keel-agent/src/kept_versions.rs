@@ -13,8 +13,8 @@
 //! - Nothing is kept where there is nothing to lose: the path is absent, or already holds what
 //!   the rewind would write.
 
-use crate::Controller;
 use crate::checkpoint::before;
+use crate::controller::Controller;
 use crate::rewind::RewindReport;
 use keel_store::{Before, Store};
 use keel_tools::ToolContext;
@@ -88,11 +88,11 @@ impl Controller {
         force: bool,
         report: &mut RewindReport,
     ) -> Option<Option<String>> {
-        let shared = &self.shared;
+        let agent = &self.agent;
         match keep_before_overwrite(
-            &shared.store,
-            &shared.tool_context,
-            &shared.session.id,
+            &agent.services.store,
+            &agent.services.tool_context,
+            &agent.session.id,
             path,
             restoring,
             to,

@@ -9,7 +9,7 @@
 //! - After the load, the session has no recorded groups; a finished call's group is forgotten
 //!   with its result.
 
-use crate::AgentError;
+use crate::error::AgentError;
 use keel_store::{RecordedProcess, Store};
 use keel_tools::ToolContext;
 use keel_tools::process::{ProcessIdentity, ProcessLog};

@@ -8,7 +8,8 @@
 //!   well-formed; a synthesized result states the receipt's state and is appended (history
 //!   stays append-only).
 
-use crate::{AgentError, SessionState};
+use crate::agent_state::AgentState;
+use crate::error::AgentError;
 use keel_store::Store;
 use keel_types::{Item, ReceiptState, ToolReceipt, ToolResult};
 
@@ -28,7 +29,7 @@ pub(crate) fn receipts_for_display(
     Ok(receipts)
 }
 
-pub fn load_session(store: &Store, session: &str) -> Result<SessionState, AgentError> {
+pub fn load_session(store: &Store, session: &str) -> Result<AgentState, AgentError> {
     let interrupted: Vec<String> = store
         .receipts(session)?
         .into_iter()
@@ -77,7 +78,7 @@ pub fn load_session(store: &Store, session: &str) -> Result<SessionState, AgentE
         store.append_items(session, last_turn, &results)?;
         history.extend(results);
     }
-    Ok(SessionState {
+    Ok(AgentState {
         revision: store.current_revision(session)?,
         history,
         next_seq,

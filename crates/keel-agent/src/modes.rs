@@ -17,7 +17,9 @@
 //! - Approving a plan never approves anything else: every later call is decided under the
 //!   new mode and its rules, like any other.
 
-use crate::{Approval, ApprovalRequest, Shared};
+use crate::agent::Agent;
+use crate::approval::Approval;
+use crate::approval::ApprovalRequest;
 use keel_tools::{PermissionMode, ToolOutput};
 use keel_types::{Item, ReceiptState, ToolCall};
 
@@ -73,10 +75,10 @@ pub(crate) struct ModeState {
     pub before_plan: PermissionMode,
 }
 
-impl Shared {
+impl Agent {
     /// The mode state (a poisoned lock still holds a consistent value: it is `Copy`).
     pub(crate) fn mode_state(&self) -> std::sync::MutexGuard<'_, ModeState> {
-        self.permission
+        self.modes
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -133,8 +135,8 @@ pub(crate) struct PlanAnswer {
 /// Answer a `propose_plan` call, never through the permission rules (no rule may turn it
 /// into an ordinary question): outside plan mode it changes nothing and says so; in plan mode
 /// the person is asked.
-pub(crate) async fn propose(shared: &Shared, turn: u64, call: &ToolCall, plan: &str) -> PlanAnswer {
-    if shared.permission_mode() != PermissionMode::Plan {
+pub(crate) async fn propose(agent: &Agent, turn: u64, call: &ToolCall, plan: &str) -> PlanAnswer {
+    if agent.permission_mode() != PermissionMode::Plan {
         return PlanAnswer {
             state: ReceiptState::Completed,
             output: ToolOutput::ok(
@@ -154,9 +156,9 @@ pub(crate) async fn propose(shared: &Shared, turn: u64, call: &ToolCall, plan: &
         reason: None,
         preview: None,
     };
-    let answer = shared.ask(turn, &request);
+    let answer = agent.ask(turn, &request);
     let approved = |mode: Option<PermissionMode>| {
-        let mode = shared.leave_plan_mode(mode);
+        let mode = agent.leave_plan_mode(mode);
         PlanAnswer {
             state: ReceiptState::Completed,
             output: ToolOutput::ok(

@@ -15,7 +15,9 @@
 //! - The bound cuts the farthest file first: the workspace's own instructions keep their text
 //!   longest, then its parents' up to the repository root, the global file goes first.
 
-use crate::{AgentError, AgentSettings, Controller};
+use crate::controller::Controller;
+use crate::error::AgentError;
+use crate::settings::AgentSettings;
 use keel_tools::{PermissionMode, ToolContext};
 use keel_types::{ContextBlock, ContextSource, Item};
 use std::path::{Path, PathBuf};
@@ -402,9 +404,9 @@ fn utc_date(time: std::time::SystemTime) -> String {
 impl Controller {
     /// The context block this session holds or will send with its next prompt.
     pub fn context_report(&self) -> Result<ContextReport, AgentError> {
-        let shared = &self.shared;
-        let Ok(state) = shared.state.try_lock() else {
-            return Err(AgentError::Busy(shared.session.id.clone()));
+        let agent = &self.agent;
+        let Ok(state) = agent.state.try_lock() else {
+            return Err(AgentError::Busy(agent.session.id.clone()));
         };
         let (block, sent) = match state.history.iter().find_map(|item| match item {
             Item::Context(block) => Some(block),
@@ -414,9 +416,9 @@ impl Controller {
             None => (
                 state.pending_context.clone().unwrap_or_else(|| {
                     read(
-                        &shared.settings,
-                        &shared.tool_context,
-                        shared.permission_mode(),
+                        &agent.settings,
+                        &agent.services.tool_context,
+                        agent.permission_mode(),
                     )
                 }),
                 false,
@@ -432,15 +434,15 @@ impl Controller {
     /// Read the instruction files and the environment again; a block already sent is
     /// replaced in a new history revision (`instructions_changed`: the prefix changes there).
     pub fn reload_context(&self) -> Result<Reloaded, AgentError> {
-        let shared = &self.shared;
-        let Ok(mut state) = shared.state.try_lock() else {
-            return Err(AgentError::Busy(shared.session.id.clone()));
+        let agent = &self.agent;
+        let Ok(mut state) = agent.state.try_lock() else {
+            return Err(AgentError::Busy(agent.session.id.clone()));
         };
         // The mode and date the block states are the session's start's, whatever happened since.
         let mut fresh = read(
-            &shared.settings,
-            &shared.tool_context,
-            shared.settings.policy.mode,
+            &agent.settings,
+            &agent.services.tool_context,
+            agent.settings.policy.mode,
         );
         let Some(at) = state
             .history
@@ -472,7 +474,7 @@ impl Controller {
                     .into(),
             ));
         }
-        let stored = shared.store.items(&shared.session.id)?;
+        let stored = agent.services.store.items(&agent.session.id)?;
         let turn_of = |index: usize| {
             stored
                 .get(index)
@@ -486,7 +488,7 @@ impl Controller {
             .map(|(index, item)| (turn_of(index), item.clone()))
             .collect();
         rows[at].1 = Item::Context(fresh);
-        let tokens: u64 = crate::compaction::fixed_tokens(shared, &state)
+        let tokens: u64 = crate::compaction::fixed_tokens(agent, &state)
             + rows
                 .iter()
                 .map(|(_, item)| state.meter.tokens_of_item(item))
@@ -501,7 +503,7 @@ impl Controller {
             kill_point: None,
         };
         // Between turns: the events belong to no turn.
-        let revision = crate::rewrite::commit(shared, &mut state, rewrite, None, |_| Vec::new())?;
+        let revision = crate::rewrite::commit(agent, &mut state, rewrite, None, |_| Vec::new())?;
         Ok(Reloaded::Rewritten { revision })
     }
 }

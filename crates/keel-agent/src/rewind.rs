@@ -21,9 +21,10 @@
 
 use crate::checkpoint::seen_hash;
 use crate::command_steps::{CommandSteps, command_steps};
+use crate::controller::Controller;
+use crate::error::AgentError;
 use crate::rewrite::{Rewrite, commit};
 use crate::snapshot::{Point, Side};
-use crate::{AgentError, Controller};
 use keel_store::Checkpoint;
 use keel_types::Item;
 use std::collections::{BTreeMap, BTreeSet};
@@ -70,18 +71,18 @@ pub struct RewindReport {
 
 /// The session held between turns: taken where the order of requests is decided, so a rewind
 /// done later (on another thread) still comes before anything asked after it.
-pub struct SessionLease(tokio::sync::OwnedMutexGuard<crate::SessionState>);
+pub struct SessionLease(tokio::sync::OwnedMutexGuard<crate::agent_state::AgentState>);
 
 impl Controller {
     /// Hold the session for a rewind; refused while a turn (or another rewind) runs.
     pub fn lease(&self) -> Result<SessionLease, AgentError> {
-        let shared = &self.shared;
-        shared
+        let agent = &self.agent;
+        agent
             .state
             .clone()
             .try_lock_owned()
             .map(SessionLease)
-            .map_err(|_| AgentError::Busy(shared.session.id.clone()))
+            .map_err(|_| AgentError::Busy(agent.session.id.clone()))
     }
 
     /// The latest turn the conversation still holds (what `/undo` undoes); none when every
@@ -93,10 +94,11 @@ impl Controller {
 
     /// `last_turn_in_history`, with the session held.
     pub fn last_turn_leased(&self, _held: &SessionLease) -> Result<Option<u64>, AgentError> {
-        let shared = &self.shared;
-        Ok(shared
+        let agent = &self.agent;
+        Ok(agent
+            .services
             .store
-            .items(&shared.session.id)?
+            .items(&agent.session.id)?
             .into_iter()
             .filter(|row| !matches!(row.item, Ok(Item::Context(_))))
             .map(|row| row.turn)
@@ -123,7 +125,7 @@ impl Controller {
         scope: RewindScope,
         force: bool,
     ) -> Result<RewindReport, AgentError> {
-        let shared = &self.shared;
+        let agent = &self.agent;
         let state = &mut *lease.0;
         if to == 0 || to > state.last_turn {
             return Err(AgentError::CannotRewind(if state.last_turn == 0 {
@@ -135,8 +137,8 @@ impl Controller {
                 )
             }));
         }
-        let session = shared.session.id.as_str();
-        let rows = decoded(shared, shared.store.items(session)?)?;
+        let session = agent.session.id.as_str();
+        let rows = decoded(agent, agent.services.store.items(session)?)?;
         // A turn undone earlier is gone: going back to it would bring back what undoing it
         // took away. (A turn a summary stands for is still there, in an earlier revision.)
         let present = rows.iter().any(|(turn, item)| {
@@ -152,11 +154,12 @@ impl Controller {
         // The turns before `to`, verbatim: from an earlier revision when a compaction since
         // summarised them.
         let before = if scope.conversation {
-            match shared.store.revision_holding_before(session, to)? {
+            match agent.services.store.revision_holding_before(session, to)? {
                 Some(revision) if revision == state.revision => rows.clone(),
-                Some(revision) => {
-                    decoded(shared, shared.store.items_of_revision(session, revision)?)?
-                }
+                Some(revision) => decoded(
+                    agent,
+                    agent.services.store.items_of_revision(session, revision)?,
+                )?,
                 None => {
                     return Err(AgentError::CannotRewind(format!(
                         "no revision of this session holds turn {to} verbatim any more"
@@ -167,7 +170,7 @@ impl Controller {
             Vec::new()
         };
         let mut report = RewindReport::default();
-        let receipts = shared.store.receipts(session)?;
+        let receipts = agent.services.store.receipts(session)?;
         let mut covered = BTreeSet::new();
         if scope.code {
             let first_seq = receipts
@@ -222,7 +225,7 @@ impl Controller {
                 .cloned()
                 .collect();
             if kept != rows {
-                let tokens = crate::compaction::fixed_tokens(shared, state)
+                let tokens = crate::compaction::fixed_tokens(agent, state)
                     + kept
                         .iter()
                         .map(|(_, item)| state.meter.tokens_of_item(item))
@@ -236,11 +239,11 @@ impl Controller {
                     replaced: 0,
                     kill_point: None,
                 };
-                report.revision = Some(commit(shared, state, rewrite, None, |_| Vec::new())?);
+                report.revision = Some(commit(agent, state, rewrite, None, |_| Vec::new())?);
                 state.interrupted = false;
             }
         }
-        shared.emit(
+        agent.emit(
             None,
             keel_types::EventBody::SessionRewound {
                 to_turn: to,
@@ -266,11 +269,11 @@ impl Controller {
         force: bool,
         report: &mut RewindReport,
     ) -> Result<BTreeSet<String>, AgentError> {
-        let shared = &self.shared;
-        let session = shared.session.id.as_str();
+        let agent = &self.agent;
+        let session = agent.session.id.as_str();
         // Per path: its checkpoints from `to` on that no rewind restored yet, in order.
         let mut by_path: BTreeMap<String, Vec<Checkpoint>> = BTreeMap::new();
-        for checkpoint in shared.store.checkpoints(session)? {
+        for checkpoint in agent.services.store.checkpoints(session)? {
             if checkpoint.turn >= undone.to && !checkpoint.undone {
                 by_path
                     .entry(checkpoint.path.clone())
@@ -279,7 +282,7 @@ impl Controller {
             }
         }
         let checkpointed: BTreeSet<String> = by_path.keys().cloned().collect();
-        let commands = match (&shared.snapshots, undone.first_seq) {
+        let commands = match (&agent.snapshots, undone.first_seq) {
             (Some(snapshots), Some(first_seq)) => {
                 command_steps(snapshots, first_seq, undone.receipts, checkpointed.iter())
                     .unwrap_or_else(|why| {
@@ -308,7 +311,7 @@ impl Controller {
                 ("absent", _) => None,
                 ("stored", Some(hash)) => match from_command
                     .map(|(bytes, _)| Ok(Some(bytes.clone())))
-                    .unwrap_or_else(|| shared.store.blob(hash))?
+                    .unwrap_or_else(|| agent.services.store.blob(hash))?
                 {
                     Some(bytes) => Some(bytes),
                     None => {
@@ -323,10 +326,10 @@ impl Controller {
                     continue;
                 }
             };
-            let now = seen_hash(Path::new(&path), &shared.tool_context);
+            let now = seen_hash(Path::new(&path), &agent.services.tool_context);
             // Already as it was (a rewind done twice): nothing to do.
             if now == first.hash {
-                shared.store.mark_undone(session, &path, &seqs)?;
+                agent.services.store.mark_undone(session, &path, &seqs)?;
                 continue;
             }
             if let Some(odd) = now.as_deref().filter(|name| name.starts_with('(')) {
@@ -362,18 +365,17 @@ impl Controller {
             } else {
                 None
             };
-            let restored = keel_tools::restore_file(
-                &shared.tool_context,
-                &path,
-                content.as_deref(),
-            )
-            .and_then(|()| match (from_command, &content) {
-                (Some((_, executable)), Some(_)) => set_executable(Path::new(&path), *executable),
-                _ => Ok(()),
-            });
+            let restored =
+                keel_tools::restore_file(&agent.services.tool_context, &path, content.as_deref())
+                    .and_then(|()| match (from_command, &content) {
+                        (Some((_, executable)), Some(_)) => {
+                            set_executable(Path::new(&path), *executable)
+                        }
+                        _ => Ok(()),
+                    });
             match restored {
                 Ok(()) => {
-                    shared.store.mark_undone(session, &path, &seqs)?;
+                    agent.services.store.mark_undone(session, &path, &seqs)?;
                     report.done(path, kept);
                 }
                 Err(why) => report.not_restorable.push(format!("{path}: {why}")),
@@ -393,8 +395,8 @@ impl Controller {
         checkpointed: &BTreeSet<String>,
         report: &mut RewindReport,
     ) -> BTreeSet<u64> {
-        let shared = &self.shared;
-        let Some(snapshots) = &shared.snapshots else {
+        let agent = &self.agent;
+        let Some(snapshots) = &agent.snapshots else {
             return BTreeSet::new();
         };
         let (Some(first_seq), Ok(points)) = (first_seq, snapshots.points()) else {
@@ -500,12 +502,11 @@ impl Controller {
                 continue;
             };
             let restored =
-                keel_tools::restore_file(&shared.tool_context, &path, content.as_deref()).and_then(
-                    |()| match content {
+                keel_tools::restore_file(&agent.services.tool_context, &path, content.as_deref())
+                    .and_then(|()| match content {
                         Some(_) => set_executable(&on_disk, executable),
                         None => Ok(()),
-                    },
-                );
+                    });
             match restored {
                 Ok(()) => report.done(path, kept),
                 Err(why) => report.not_restorable.push(format!("{path}: {why}")),
@@ -587,7 +588,7 @@ fn set_executable(path: &Path, executable: bool) -> Result<(), String> {
 
 /// The decoded rows of a stored history.
 fn decoded(
-    shared: &crate::Shared,
+    agent: &crate::agent::Agent,
     stored: Vec<keel_store::StoredItem>,
 ) -> Result<Vec<(u64, Item)>, AgentError> {
     stored
@@ -596,7 +597,7 @@ fn decoded(
             row.item
                 .map(|item| (row.turn, item))
                 .map_err(|reason| AgentError::UndecodableHistory {
-                    session: shared.session.id.clone(),
+                    session: agent.session.id.clone(),
                     revision: row.revision,
                     reason,
                 })

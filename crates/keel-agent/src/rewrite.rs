@@ -20,7 +20,9 @@
 //! - Pending recovery offers expire: they were made against the history replaced. A repaired
 //!   prefix does not survive a rewrite (the new revision holds no repair).
 
-use crate::{AgentError, SessionState, Shared};
+use crate::agent::Agent;
+use crate::agent_state::AgentState;
+use crate::error::AgentError;
 use keel_store::HistoryRewrite;
 use keel_types::{EventBody, Item};
 
@@ -46,14 +48,14 @@ pub(crate) struct Rewrite {
 /// (from the new revision's number), announced between `history/rewritten` and
 /// `prefix/changed`. `turn` is the turn the events belong to (none between turns).
 pub(crate) fn commit(
-    shared: &Shared,
-    state: &mut SessionState,
+    agent: &Agent,
+    state: &mut AgentState,
     rewrite: Rewrite,
     turn: Option<u64>,
     also: impl FnOnce(u64) -> Vec<EventBody>,
 ) -> Result<u64, AgentError> {
-    let revision = shared.store.rewrite_history(
-        &shared.session.id,
+    let revision = agent.services.store.rewrite_history(
+        &agent.session.id,
         &HistoryRewrite {
             replaces: state.revision,
             items: &rewrite.rows,
@@ -70,7 +72,7 @@ pub(crate) fn commit(
     state.revision = revision;
     state.repair = None;
     state.meter.set_estimate(rewrite.tokens_after);
-    shared.emit(
+    agent.emit(
         turn,
         EventBody::HistoryRewritten {
             revision,
@@ -78,14 +80,14 @@ pub(crate) fn commit(
         },
     );
     for body in also(revision) {
-        shared.emit(turn, body);
+        agent.emit(turn, body);
     }
-    shared.emit(
+    agent.emit(
         turn,
         EventBody::PrefixChanged {
             reason: rewrite.announced.into(),
         },
     );
-    crate::recovery::stored::expire_pending(shared, turn.unwrap_or(state.last_turn))?;
+    crate::recovery::stored::expire_pending(agent, turn.unwrap_or(state.last_turn))?;
     Ok(revision)
 }

@@ -12,8 +12,9 @@
 //!   so, for the surface to say it.
 //! - Both sides are redacted as a tool's output is: a secret of keel's never reaches a screen.
 
+use crate::controller::Controller;
+use crate::error::AgentError;
 use crate::snapshot::Side;
-use crate::{AgentError, Controller};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -47,12 +48,12 @@ pub struct SessionDiff {
 impl Controller {
     /// What the session changed (refused while a turn runs).
     pub fn session_diff(&self) -> Result<SessionDiff, AgentError> {
-        let shared = &self.shared;
-        let Ok(_state) = shared.state.try_lock() else {
-            return Err(AgentError::Busy(shared.session.id.clone()));
+        let agent = &self.agent;
+        let Ok(_state) = agent.state.try_lock() else {
+            return Err(AgentError::Busy(agent.session.id.clone()));
         };
-        let workspace = &shared.settings.workspace;
-        let secrets = &shared.tool_context.secrets;
+        let workspace = &agent.settings.workspace;
+        let secrets = &agent.services.tool_context.secrets;
         let shown = |path: &Path| -> String {
             path.strip_prefix(workspace)
                 .unwrap_or(path)
@@ -61,7 +62,7 @@ impl Controller {
         };
         let mut diff = SessionDiff::default();
         let mut earliest: BTreeMap<String, keel_store::Checkpoint> = BTreeMap::new();
-        for checkpoint in shared.store.checkpoints(&shared.session.id)? {
+        for checkpoint in agent.services.store.checkpoints(&agent.session.id)? {
             if !checkpoint.undone {
                 earliest
                     .entry(checkpoint.path.clone())
@@ -71,7 +72,7 @@ impl Controller {
         for (path, checkpoint) in &earliest {
             let before = match (checkpoint.state.as_str(), &checkpoint.hash) {
                 ("absent", _) => None,
-                ("stored", Some(hash)) => match shared.store.blob(hash)? {
+                ("stored", Some(hash)) => match agent.services.store.blob(hash)? {
                     Some(bytes) => Some(bytes),
                     None => {
                         diff.unknown
@@ -93,7 +94,7 @@ impl Controller {
                 secrets,
             );
         }
-        let Some(snapshots) = &shared.snapshots else {
+        let Some(snapshots) = &agent.snapshots else {
             return Ok(diff);
         };
         let points = snapshots.points().map_err(AgentError::Snapshot)?;

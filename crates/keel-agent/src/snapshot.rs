@@ -220,7 +220,7 @@ impl Snapshots {
     /// `take_now`, with the paths it left out for holding one of keel's secrets.
     pub(crate) fn take_now_withholding(&self) -> Result<(String, Vec<Vec<u8>>), String> {
         self.prepare()?;
-        // Shared with other sessions' snapshots; a prune waits for it and holds it alone.
+        // Agent with other sessions' snapshots; a prune waits for it and holds it alone.
         let _held = self.lock_store(nix::fcntl::FlockArg::LockShared)?;
         self.tree_now()
     }

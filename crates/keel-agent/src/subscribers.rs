@@ -5,7 +5,7 @@
 //! Invariant: a bounded consumer with no room is dropped — it must resume from the store —
 //! except for a live view's extras (`tool/output`, `tool/preview`), which it may simply miss.
 
-use keel_types::{Event, EventBody};
+use keel_types::Event;
 use tokio::sync::mpsc;
 
 /// Where a subscriber's events go.
@@ -22,26 +22,17 @@ impl Subscriber {
             Subscriber::Unbounded(sender) => sender.send(event.clone()).is_ok(),
             Subscriber::Bounded(sender) => match sender.try_send(event.clone()) {
                 Ok(()) => true,
-                Err(mpsc::error::TrySendError::Full(_)) => skippable(&event.body),
+                Err(mpsc::error::TrySendError::Full(_)) => event.body.is_live_extra(),
                 Err(mpsc::error::TrySendError::Closed(_)) => false,
             },
         }
     }
 }
 
-/// Whether a consumer that has no room for `body` may simply miss it (and stay subscribed): a
-/// live view's extra — a command's output as it runs, a change about to be made — whose
-/// substance the result carries. Anything else missed means the consumer fell behind.
-fn skippable(body: &EventBody) -> bool {
-    matches!(
-        body,
-        EventBody::ToolOutput { .. } | EventBody::ToolPreview { .. }
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use keel_types::EventBody;
 
     #[test]
     fn a_full_consumer_misses_live_output_but_not_what_it_must_see() {

@@ -22,12 +22,14 @@
 //!   command confined to reading, in read-only and plan mode too), no snapshot
 //!   brackets it (it can change nothing) and no unconfined run is offered for it.
 
-use crate::ApprovalRequest;
+use crate::agent::Agent;
+use crate::agent_state::AgentState;
+use crate::approval::ApprovalRequest;
 use crate::call::{Valid, validate_mcp};
+use crate::error::AgentError;
 use crate::load::interrupted_result;
 use crate::snapshot::{PendingSnapshot, Side};
 use crate::turn_run::TurnRun;
-use crate::{AgentError, SessionState, Shared};
 use futures_util::future::OptionFuture;
 use futures_util::future::join_all;
 use keel_tools::{Decision, Reach, ToolContext, ToolOutput, ValidationError};
@@ -69,15 +71,16 @@ enum Prepared {
 }
 
 pub async fn run_tools(
-    run: &mut TurnRun<'_>,
-    state: &mut SessionState,
+    run: &mut TurnRun,
+    state: &mut AgentState,
     mut round: ToolRound,
 ) -> Result<RoundEnd, AgentError> {
-    let shared = run.shared;
+    let agent = run.agent.clone();
+    let agent = &*agent;
     let mut index = 0;
     let mut plan_shown = false;
     while index < round.calls.len() {
-        let checked = check(shared, &state.mcp_tools, &round.calls[index]);
+        let checked = check(agent, &state.mcp_tools, &round.calls[index]);
         let prepared = if run.is_current() {
             announce(run, &round.calls[index], &checked);
             let call = round.calls[index].clone();
@@ -85,7 +88,7 @@ pub async fn run_tools(
             tokio::select! {
                 biased;
                 () = run.cancelled() => None,
-                prepared = prepare(shared, turn, &call, checked) => Some(prepared),
+                prepared = prepare(agent, turn, &call, checked) => Some(prepared),
             }
         } else {
             None
@@ -121,12 +124,12 @@ pub async fn run_tools(
         // The last command's "after" snapshot must not see what this batch changes.
         if batch
             .iter()
-            .any(|(_, valid)| valid.is_sensitive(&shared.tool_context))
+            .any(|(_, valid)| valid.is_sensitive(&agent.services.tool_context))
         {
-            finish_snapshot(shared, run.turn, state).await;
+            finish_snapshot(agent, run.turn, state).await;
         }
         // The batch runs under the mode in force as it starts (the person may change it).
-        let sandbox = shared.sandbox_now().map(|sandbox| {
+        let sandbox = agent.sandbox_now().map(|sandbox| {
             if read_only {
                 keel_tools::CommandSandbox {
                     mode: keel_sandbox::SandboxMode::ReadOnly,
@@ -138,7 +141,7 @@ pub async fn run_tools(
         });
         let base_context = ToolContext {
             sandbox,
-            ..shared.tool_context.clone()
+            ..agent.services.tool_context.clone()
         };
         for (position, valid) in &batch {
             round.receipts[*position].state = ReceiptState::Started;
@@ -153,11 +156,11 @@ pub async fn run_tools(
             kill_point("before_receipt_started");
             // What a file tool may change, as it is now: committed with `started`.
             let pre_images = crate::checkpoint::pre_images(valid, &base_context)?;
-            shared.store.start_with_pre_images(
-                &shared.session.id,
+            agent.services.store.start_with_pre_images(
+                &agent.session.id,
                 &round.receipts[*position],
                 &pre_images,
-                shared.settings.checkpoint_max_bytes,
+                agent.settings.checkpoint_max_bytes,
             )?;
             kill_point("after_receipt_started");
             run.emit(EventBody::ToolStarted {
@@ -180,8 +183,8 @@ pub async fn run_tools(
                 let sender = live_sender.clone();
                 crate::leftovers::context_for_call(
                     &base_context,
-                    &shared.store,
-                    &shared.session.id,
+                    &agent.services.store,
+                    &agent.session.id,
                     &call_id,
                 )
                 .with_live_output(keel_tools::LiveOutput(std::sync::Arc::new(
@@ -194,12 +197,12 @@ pub async fn run_tools(
         drop(live_sender);
         // A command's effects are bracketed by snapshots (in a git repository), so a rewind
         // can undo them and only them.
-        let bracket = commands_bracket(shared, &round, &batch, base_context.sandbox.as_ref());
+        let bracket = commands_bracket(agent, &round, &batch, base_context.sandbox.as_ref());
         if bracket.is_some() {
             // The last batch's "after" first: one git at a time on the session's index.
-            finish_snapshot(shared, run.turn, state).await;
+            finish_snapshot(agent, run.turn, state).await;
             state.snapshots_taken = true;
-            let before = snapshot(shared, &round, &batch, bracket, Side::Before);
+            let before = snapshot(agent, &round, &batch, bracket, Side::Before);
             if let Some(Ok(Some(failed))) = OptionFuture::from(before).await {
                 run.emit(failed);
             }
@@ -208,7 +211,7 @@ pub async fn run_tools(
             batch
                 .iter()
                 .zip(&contexts)
-                .map(|((_, valid), context)| valid.run(context, &shared.settings.mcp)),
+                .map(|((_, valid), context)| valid.run(context, &agent.services.surface.mcp)),
         );
         tokio::pin!(running);
         let outputs = loop {
@@ -225,7 +228,7 @@ pub async fn run_tools(
         }
         let end = index + batch.len();
         // Taken while the next request is out; the next snapshot, or the turn's end, waits.
-        state.pending_snapshot = snapshot(shared, &round, &batch, bracket, Side::After);
+        state.pending_snapshot = snapshot(agent, &round, &batch, bracket, Side::After);
         let Some(outputs) = outputs else {
             settle(run, state, &mut round, index..end, ReceiptState::Cancelled)?;
             let rest = end..round.calls.len();
@@ -259,12 +262,12 @@ pub async fn run_tools(
 /// The receipts (first and last sequence number) of a batch that runs a command or an MCP
 /// tool, which may change files no checkpoint covers; `None` for other batches.
 fn commands_bracket(
-    shared: &Shared,
+    agent: &Agent,
     round: &ToolRound,
     batch: &[(usize, Valid)],
     sandbox: Option<&keel_tools::CommandSandbox>,
 ) -> Option<(u64, u64)> {
-    shared.snapshots.as_ref()?;
+    agent.snapshots.as_ref()?;
     // A command confined to reading by an enforced sandbox changes nothing to bracket.
     let reading_only = sandbox.is_some_and(|sandbox| {
         sandbox.mode == keel_sandbox::SandboxMode::ReadOnly && sandbox.enforcement().is_enforced()
@@ -283,18 +286,18 @@ fn commands_bracket(
 /// that fails leaves the bracket open, which a rewind reports; the task gives the
 /// `snapshot/failed` event that says so at once.
 fn snapshot(
-    shared: &Shared,
+    agent: &Agent,
     round: &ToolRound,
     batch: &[(usize, Valid)],
     bracket: Option<(u64, u64)>,
     side: Side,
 ) -> Option<PendingSnapshot> {
-    let ((first, last), snapshots) = (bracket?, shared.snapshots.clone()?);
+    let ((first, last), snapshots) = (bracket?, agent.snapshots.clone()?);
     let call_ids: Vec<String> = batch
         .iter()
         .map(|(position, _)| round.calls[*position].id.clone())
         .collect();
-    let secrets = shared.tool_context.secrets.clone();
+    let secrets = agent.services.tool_context.secrets.clone();
     Some(tokio::task::spawn_blocking(move || {
         let reason = snapshots.take(first, last, side).err()?;
         let reason = said_reason(&secrets, &reason);
@@ -312,11 +315,11 @@ fn snapshot(
 
 /// Prune the workspace's snapshot store to `checkpoint_max_bytes`, saying what went
 /// (`snapshot/pruned`) or why it could not (`snapshot/failed`).
-pub(crate) async fn keep_snapshots_in_budget(shared: &Shared, turn: u64) {
-    let Some(snapshots) = shared.snapshots.clone() else {
+pub(crate) async fn keep_snapshots_in_budget(agent: &Agent, turn: u64) {
+    let Some(snapshots) = agent.snapshots.clone() else {
         return;
     };
-    let budget = shared.settings.checkpoint_max_bytes;
+    let budget = agent.settings.checkpoint_max_bytes;
     let pruned = tokio::task::spawn_blocking(move || snapshots.prune_to(budget)).await;
     let body = match pruned {
         Ok(Ok(Some(pruned))) => EventBody::SnapshotPruned {
@@ -328,10 +331,10 @@ pub(crate) async fn keep_snapshots_in_budget(shared: &Shared, turn: u64) {
         Ok(Err(reason)) => EventBody::SnapshotFailed {
             side: "prune".into(),
             call_ids: Vec::new(),
-            reason: said_reason(&shared.tool_context.secrets, &reason),
+            reason: said_reason(&agent.services.tool_context.secrets, &reason),
         },
     };
-    shared.emit(Some(turn), body);
+    agent.emit(Some(turn), body);
 }
 
 /// git's words as an event says them: no secret, at most `SNAPSHOT_REASON_CHARS`.
@@ -348,11 +351,11 @@ fn said_reason(secrets: &keel_types::Secrets, reason: &str) -> String {
 const SNAPSHOT_REASON_CHARS: usize = 400;
 
 /// Wait for the snapshot still being taken, if any; say if it failed.
-pub(crate) async fn finish_snapshot(shared: &Shared, turn: u64, state: &mut SessionState) {
+pub(crate) async fn finish_snapshot(agent: &Agent, turn: u64, state: &mut AgentState) {
     if let Some(pending) = state.pending_snapshot.take()
         && let Ok(Some(failed)) = pending.await
     {
-        shared.emit(Some(turn), failed);
+        agent.emit(Some(turn), failed);
     }
 }
 
@@ -362,7 +365,7 @@ const LIVE_EVENT_BYTES: usize = 16 * 1024;
 /// One `tool/output` event for `call_id`: `delta` and what else of the same call is already
 /// waiting (so a noisy command sends few large events, not many small ones).
 fn emit_live(
-    run: &TurnRun<'_>,
+    run: &TurnRun,
     live: &mut tokio::sync::mpsc::UnboundedReceiver<(String, String)>,
     call_id: String,
     mut delta: String,
@@ -385,11 +388,11 @@ fn emit_live(
 }
 
 /// Validate, pin the path, compute the subject: once per call.
-fn check(shared: &Shared, offered: &[keel_types::ToolSpec], call: &ToolCall) -> Checked {
+fn check(agent: &Agent, offered: &[keel_types::ToolSpec], call: &ToolCall) -> Checked {
     // Only an MCP tool this turn offered can be called (a server's list may have changed).
     let offered_now = offered.iter().any(|spec| spec.name == call.name);
     if let Some(valid) = offered_now
-        .then(|| validate_mcp(&shared.settings.mcp, &call.name, &call.arguments))
+        .then(|| validate_mcp(&agent.services.surface.mcp, &call.name, &call.arguments))
         .flatten()
     {
         // An MCP call's subject is its tool: rules name the tool (or the server's tools).
@@ -398,8 +401,9 @@ fn check(shared: &Shared, offered: &[keel_types::ToolSpec], call: &ToolCall) -> 
             subject: None,
         };
     }
-    let context = &shared.tool_context;
-    let valid = shared
+    let context = &agent.services.tool_context;
+    let valid = agent
+        .services
         .registry
         .validate(&call.name, &call.arguments)
         .map(|valid| valid.pinned(context));
@@ -417,26 +421,27 @@ fn check(shared: &Shared, offered: &[keel_types::ToolSpec], call: &ToolCall) -> 
 /// A parallel batch: `first` (at `index`) and, if it only reads the workspace, the following
 /// calls that only read it and need no approval. Each joining call is announced.
 fn gather_batch(
-    run: &TurnRun<'_>,
+    run: &TurnRun,
     offered: &[keel_types::ToolSpec],
     round: &ToolRound,
     index: usize,
     first: Valid,
 ) -> Vec<(usize, Valid)> {
-    let shared = run.shared;
-    let parallel = !first.is_sensitive(&shared.tool_context);
+    let agent = run.agent.clone();
+    let agent = &*agent;
+    let parallel = !first.is_sensitive(&agent.services.tool_context);
     let mut batch = vec![(index, first)];
     while parallel && index + batch.len() < round.calls.len() {
         let next = &round.calls[index + batch.len()];
-        let checked = check(shared, offered, next);
+        let checked = check(agent, offered, next);
         let joins = match (&checked.valid, &checked.subject) {
             // A plan is answered by itself (it may ask the person), never run in a batch.
             (Ok(valid), _) if valid.tool_name() == keel_tools::BuiltinTool::ProposePlan.name() => {
                 false
             }
             (Ok(valid), subject) => {
-                !valid.is_sensitive(&shared.tool_context)
-                    && decide(shared, valid, subject.as_deref()) == Decision::Allow
+                !valid.is_sensitive(&agent.services.tool_context)
+                    && decide(agent, valid, subject.as_deref()) == Decision::Allow
             }
             (Err(_), _) => false,
         };
@@ -451,27 +456,27 @@ fn gather_batch(
     batch
 }
 
-fn decide(shared: &Shared, valid: &Valid, subject: Option<&str>) -> Decision {
-    let reach = if valid.is_sensitive(&shared.tool_context) {
+fn decide(agent: &Agent, valid: &Valid, subject: Option<&str>) -> Decision {
+    let reach = if valid.is_sensitive(&agent.services.tool_context) {
         Reach::Sensitive
     } else {
         Reach::ReadsWorkspace
     };
-    let policy = &shared.policy_now();
+    let policy = &agent.policy_now();
     let subject = subject.unwrap_or("");
     if valid.tool_name() == keel_tools::BuiltinTool::Bash.name() {
         return crate::confinement::decide_command(
             policy,
-            shared.sandbox_now().as_ref(),
+            agent.sandbox_now().as_ref(),
             subject,
-            &shared.tool_context.guard,
+            &agent.services.tool_context.guard,
         );
     }
     policy.decide(valid.tool_name(), subject, reach)
 }
 
 /// Ask the policy (and the person, if it says so) about a checked call.
-async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) -> Prepared {
+async fn prepare(agent: &Agent, turn: u64, call: &ToolCall, checked: Checked) -> Prepared {
     let valid = match checked.valid {
         Ok(valid) => valid,
         Err(error) => {
@@ -485,13 +490,13 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
         && builtin.tool == keel_tools::BuiltinTool::ProposePlan
     {
         let plan = builtin.args.get("plan").and_then(serde_json::Value::as_str);
-        let answer = crate::modes::propose(shared, turn, call, plan.unwrap_or("")).await;
+        let answer = crate::modes::propose(agent, turn, call, plan.unwrap_or("")).await;
         return Prepared::Plan(answer);
     }
     // keel's own policy first (a write outside the workspace): refused before it runs, and
     // recorded as a denial, so that readiness counts it as the choice it is.
     if let Valid::Builtin(builtin) = &valid
-        && let Some(refusal) = builtin.refused_by_policy(&shared.tool_context)
+        && let Some(refusal) = builtin.refused_by_policy(&agent.services.tool_context)
     {
         let mut output = ToolOutput::error(refusal);
         output.summary = "outside the workspace: keel only writes inside it".into();
@@ -500,9 +505,9 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
             output,
         };
     }
-    match decide(shared, &valid, checked.subject.as_deref()) {
+    match decide(agent, &valid, checked.subject.as_deref()) {
         Decision::Allow => {
-            announce_change(shared, turn, call, &valid);
+            announce_change(agent, turn, call, &valid);
             Prepared::Run {
                 valid,
                 read_only: false,
@@ -521,7 +526,8 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
                 // What every surface shows: keel's secrets redacted, as in the preview.
-                subject: shared
+                subject: agent
+                    .services
                     .tool_context
                     .secrets
                     .redact(&approval_subject(&valid, checked.subject.as_deref()))
@@ -531,14 +537,14 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
                 plan: false,
                 reason: match &valid {
                     Valid::Builtin(builtin)
-                        if builtin.reads_outside_workspace(&shared.tool_context) =>
+                        if builtin.reads_outside_workspace(&agent.services.tool_context) =>
                     {
                         Some("it reads outside the workspace".into())
                     }
                     Valid::Builtin(builtin) if builtin.tool == keel_tools::BuiltinTool::Bash => {
                         crate::confinement::why_asked(
                             checked.subject.as_deref().unwrap_or(""),
-                            &shared.tool_context.guard,
+                            &agent.services.tool_context.guard,
                         )
                     }
                     _ => None,
@@ -546,12 +552,12 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
                 // The very arguments the call will run with.
                 preview: match &valid {
                     Valid::Builtin(builtin) => {
-                        keel_tools::preview(&call.name, &builtin.args, &shared.tool_context)
+                        keel_tools::preview(&call.name, &builtin.args, &agent.services.tool_context)
                     }
                     Valid::Mcp { .. } => None,
                 },
             };
-            match shared.ask(turn, &request).await.refused_output() {
+            match agent.ask(turn, &request).await.refused_output() {
                 None => Prepared::Run {
                     valid,
                     read_only: false,
@@ -567,12 +573,12 @@ async fn prepare(shared: &Shared, turn: u64, call: &ToolCall, checked: Checked) 
 
 /// A write or an edit allowed without a question: what it is about to change, for a surface
 /// to show as a diff (transient; text files up to `PREVIEW_EVENT_BYTES`, redacted).
-fn announce_change(shared: &Shared, turn: u64, call: &ToolCall, valid: &Valid) {
+fn announce_change(agent: &Agent, turn: u64, call: &ToolCall, valid: &Valid) {
     let Valid::Builtin(builtin) = valid else {
         return;
     };
     let Some(keel_tools::Preview::Change { before, after }) =
-        keel_tools::preview(&call.name, &builtin.args, &shared.tool_context)
+        keel_tools::preview(&call.name, &builtin.args, &agent.services.tool_context)
     else {
         return;
     };
@@ -581,7 +587,14 @@ fn announce_change(shared: &Shared, turn: u64, call: &ToolCall, valid: &Valid) {
         (bytes.len() <= limit)
             .then(|| std::str::from_utf8(bytes).ok())
             .flatten()
-            .map(|text| shared.tool_context.secrets.redact(text).into_owned())
+            .map(|text| {
+                agent
+                    .services
+                    .tool_context
+                    .secrets
+                    .redact(text)
+                    .into_owned()
+            })
     };
     let before = match before.as_deref().map(text) {
         None => None,
@@ -591,7 +604,7 @@ fn announce_change(shared: &Shared, turn: u64, call: &ToolCall, valid: &Valid) {
     let Some(after) = text(&after) else {
         return;
     };
-    shared.emit(
+    agent.emit(
         Some(turn),
         EventBody::ToolPreview {
             call_id: call.id.clone(),
@@ -603,18 +616,19 @@ fn announce_change(shared: &Shared, turn: u64, call: &ToolCall, valid: &Valid) {
 
 /// Commit the result and final receipt of the call at `position` together, then announce it.
 fn finish(
-    run: &TurnRun<'_>,
-    state: &mut SessionState,
+    run: &TurnRun,
+    state: &mut AgentState,
     round: &mut ToolRound,
     position: usize,
     final_state: ReceiptState,
     output: ToolOutput,
 ) -> Result<(), AgentError> {
-    let shared = run.shared;
+    let agent = run.agent.clone();
+    let agent = &*agent;
     let call = &round.calls[position];
     let receipt = &mut round.receipts[position];
     // Whatever a tool printed, keel's secrets never reach the store, an event or the model.
-    let secrets = &shared.tool_context.secrets;
+    let secrets = &agent.services.tool_context.secrets;
     let content = secrets.redact(&output.content).into_owned();
     // An error's summary is cut from its message: cut again from the redacted message, so the
     // cut cannot fall inside a secret.
@@ -630,7 +644,7 @@ fn finish(
         is_error: output.is_error,
     };
     // A mode the person chose while the turn runs is told with the next result, last.
-    if let Some(mode) = shared.take_mode_change() {
+    if let Some(mode) = agent.take_mode_change() {
         output.content.push_str("\n\n");
         output.content.push_str(&crate::modes::mode_note(mode));
     }
@@ -646,19 +660,24 @@ fn finish(
     kill_point("before_result_commit");
     // What a file tool left, with its result: a later difference is someone else's edit.
     let afters = crate::checkpoint::afters(
-        &shared.store,
-        &shared.session.id,
+        &agent.services.store,
+        &agent.session.id,
         receipt.seq,
-        &shared.tool_context,
+        &agent.services.tool_context,
     )?;
-    shared
-        .store
-        .append_result_after(&shared.session.id, run.turn, &item, receipt, &afters)?;
+    agent.services.store.append_result_after(
+        &agent.session.id,
+        run.turn,
+        &item,
+        receipt,
+        &afters,
+    )?;
     kill_point("after_result_commit");
     if call.name == keel_tools::BuiltinTool::Bash.name() {
-        shared
+        agent
+            .services
             .store
-            .forget_tool_processes(&shared.session.id, Some(&call.id))?;
+            .forget_tool_processes(&agent.session.id, Some(&call.id))?;
     }
     state.history.push(item);
     run.emit(EventBody::ToolResult {
@@ -675,7 +694,7 @@ fn finish(
 
 /// Announce a call with what permission rules see of it (the resolved path for file tools),
 /// so the card shows what will really be touched.
-fn announce(run: &TurnRun<'_>, call: &ToolCall, checked: &Checked) {
+fn announce(run: &TurnRun, call: &ToolCall, checked: &Checked) {
     run.emit(EventBody::ToolCall {
         call_id: call.id.clone(),
         name: call.name.clone(),
@@ -686,8 +705,8 @@ fn announce(run: &TurnRun<'_>, call: &ToolCall, checked: &Checked) {
 
 /// Give the calls in `range` a result saying they were cancelled or never started.
 fn settle(
-    run: &TurnRun<'_>,
-    state: &mut SessionState,
+    run: &TurnRun,
+    state: &mut AgentState,
     round: &mut ToolRound,
     range: Range<usize>,
     final_state: ReceiptState,

@@ -6,7 +6,7 @@
 //!   transaction before any tool starts; calls present with `finish_reason: stop` still run.
 //! - A reply that arrives after its turn was cancelled is never committed.
 //! - Every round's request is built from the committed history only (nothing provisional),
-//!   through the session's provider view (`SessionState::provider_view`), and is projected
+//!   through the session's provider view (`AgentState::provider_view`), and is projected
 //!   once: the failure path sees the very request that was sent.
 //! - A turn ends at `max_rounds`, or earlier when its tool rounds stop making progress
 //!   (`progress::ProgressGuard`).
@@ -15,8 +15,11 @@
 //! - A context-limit rejection offers the compaction recovery only when compaction can make
 //!   the request fit; otherwise the diagnostic says why nothing is offered.
 
+use crate::agent::Agent;
+use crate::agent_state::AgentState;
 use crate::call::digest;
 use crate::compaction::{self, Compaction};
+use crate::error::AgentError;
 use crate::exchange::{Deltas, Reply, send_items};
 use crate::progress::ProgressGuard;
 use crate::recovery;
@@ -24,18 +27,13 @@ use crate::recovery::readiness::Readiness;
 use crate::tools_round::{RoundEnd, ToolRound, run_tools};
 use crate::turn_run::TurnInput;
 use crate::turn_run::TurnRun;
-use crate::{AgentError, SessionState, Shared};
 use keel_llm::Completion;
 use keel_types::kill_point::kill_point;
 use keel_types::{
     AssistantPart, EventBody, FailureDiagnostic, FailureKind, InputKind, Item, ReceiptState,
     ToolReceipt, Usage,
 };
-
-/// The generation a turn admitted now belongs to.
-pub(crate) fn current_generation(shared: &Shared) -> u64 {
-    shared.generation.load(std::sync::atomic::Ordering::SeqCst)
-}
+use std::sync::Arc;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum TurnOutcome {
@@ -52,30 +50,30 @@ pub enum TurnOutcome {
 }
 
 pub async fn run_turn(
-    shared: &Shared,
-    state: &mut SessionState,
+    agent: &Arc<Agent>,
+    state: &mut AgentState,
     input: TurnInput,
     generation: u64,
 ) -> Result<TurnOutcome, AgentError> {
-    let outcome = run_turn_inner(shared, state, input, generation).await;
+    let outcome = run_turn_inner(agent, state, input, generation).await;
     // A turn ends with its last snapshot taken: a rewind right after it sees the bracket closed.
     let turn = state.last_turn;
-    crate::tools_round::finish_snapshot(shared, turn, state).await;
+    crate::tools_round::finish_snapshot(agent, turn, state).await;
     if std::mem::take(&mut state.snapshots_taken) {
-        crate::tools_round::keep_snapshots_in_budget(shared, turn).await;
+        crate::tools_round::keep_snapshots_in_budget(agent, turn).await;
     }
     outcome
 }
 
 async fn run_turn_inner(
-    shared: &Shared,
-    state: &mut SessionState,
+    agent: &Arc<Agent>,
+    state: &mut AgentState,
     input: TurnInput,
     generation: u64,
 ) -> Result<TurnOutcome, AgentError> {
     let turn = state.last_turn + 1;
     state.last_turn = turn;
-    let mut run = TurnRun::start(shared, turn, generation);
+    let mut run = TurnRun::start(agent.clone(), turn, generation);
     let input_kind = input.kind;
     open(&run, input_kind)?;
     if !take_mcp_tools(&mut run, state).await {
@@ -97,14 +95,14 @@ async fn run_turn_inner(
                 keel_types::FinishReason::Stop,
                 &state.history,
                 // The history's last round is an earlier turn's: its receipts decide.
-                &denied_calls(shared, None),
+                &denied_calls(agent, None),
             );
             return complete(&run, state, readiness, false);
         }
     }
     // A session's first prompt: the environment says how the repository stands (keel's git,
     // on its own snapshot store; the block is written once, so this runs once).
-    if let (Some(block), Some(snapshots)) = (&mut state.pending_context, shared.snapshots.clone())
+    if let (Some(block), Some(snapshots)) = (&mut state.pending_context, agent.snapshots.clone())
         && let Ok(Some(line)) = tokio::task::spawn_blocking(move || snapshots.status_line()).await
     {
         block.text = crate::project_context::with_environment_line(&block.text, &line);
@@ -115,7 +113,7 @@ async fn run_turn_inner(
     // A compaction that leaves the history at the threshold again would run every round:
     // after one, this turn stops compacting by threshold.
     let mut compaction_futile = false;
-    for _round in 0..shared.settings.max_rounds {
+    for _round in 0..agent.settings.max_rounds {
         let mut reply = request(&mut run, state, !compaction_futile).await?;
         if let Reply::CompactionDue = reply {
             match compaction::compact(&mut run, state, compaction::Reason::Threshold, None).await? {
@@ -124,7 +122,7 @@ async fn run_turn_inner(
                     tokens_after,
                 } => {
                     run.charge(&spent);
-                    compaction_futile = compaction::threshold(shared, state)
+                    compaction_futile = compaction::threshold(agent, state)
                         .is_some_and(|threshold| tokens_after >= threshold);
                 }
                 // A summary that freed nothing would free nothing next round either.
@@ -179,7 +177,7 @@ async fn run_turn_inner(
             let readiness = Readiness::of(
                 finish_reason,
                 &state.history,
-                &denied_calls(shared, Some(run.turn)),
+                &denied_calls(agent, Some(run.turn)),
             );
             return complete(&run, state, readiness, may_offer);
         }
@@ -198,7 +196,7 @@ async fn run_turn_inner(
         None,
         format!(
             "the turn stopped after {} tool rounds (max_rounds); ask keel to continue",
-            shared.settings.max_rounds
+            agent.settings.max_rounds
         ),
     );
     Ok(end_failed(&run, diagnostic))
@@ -208,8 +206,8 @@ async fn run_turn_inner(
 /// for servers still in their first start (at most `first_wait` after their launch; a cancel
 /// ends the wait and the turn: `false`). A server that came up late or said its list changed
 /// changes the request prefix here, never mid-turn, and the break is named.
-async fn take_mcp_tools(run: &mut TurnRun<'_>, state: &mut SessionState) -> bool {
-    let hub = run.shared.settings.mcp.clone();
+async fn take_mcp_tools(run: &mut TurnRun, state: &mut AgentState) -> bool {
+    let hub = run.agent.services.surface.mcp.clone();
     tokio::select! {
         () = hub.first_start() => {}
         () = run.cancelled() => return false,
@@ -238,9 +236,9 @@ fn compaction_of(kind: InputKind) -> Option<compaction::Reason> {
 }
 
 /// Open the turn: new user input (a prompt, or `/compact` by hand) expires pending offers.
-fn open(run: &TurnRun<'_>, kind: InputKind) -> Result<(), AgentError> {
+fn open(run: &TurnRun, kind: InputKind) -> Result<(), AgentError> {
     if matches!(kind, InputKind::User | InputKind::Compaction) {
-        recovery::stored::expire_pending(run.shared, run.turn)?;
+        recovery::stored::expire_pending(&run.agent, run.turn)?;
     }
     run.emit(EventBody::TurnStarted { input_kind: kind });
     Ok(())
@@ -272,12 +270,13 @@ pub fn person_text(text: &str) -> &str {
 
 /// Commit the turn's input text; a prompt after a stopped answer carries the note first.
 fn commit_input(
-    run: &TurnRun<'_>,
-    state: &mut SessionState,
+    run: &TurnRun,
+    state: &mut AgentState,
     kind: InputKind,
     text: String,
 ) -> Result<(), AgentError> {
-    let shared = run.shared;
+    let agent = run.agent.clone();
+    let agent = &*agent;
     let text = if kind == InputKind::User {
         // In a fixed order: the interruption, the mode change, then the prompt and its files.
         let mut notes = Vec::new();
@@ -285,10 +284,10 @@ fn commit_input(
             state.interrupted = false;
             notes.push(INTERRUPTED_NOTE.to_string());
         }
-        if let Some(mode) = shared.take_mode_change() {
+        if let Some(mode) = agent.take_mode_change() {
             notes.push(crate::modes::mode_note(mode));
         }
-        let text = with_attachments(shared, text);
+        let text = with_attachments(agent, text);
         if notes.is_empty() {
             text
         } else {
@@ -307,9 +306,10 @@ fn commit_input(
         .map(Item::Context)
         .chain([Item::User { text }])
         .collect();
-    shared
+    agent
+        .services
         .store
-        .append_items(&shared.session.id, run.turn, &items)?;
+        .append_items(&agent.session.id, run.turn, &items)?;
     state.pending_context = None;
     state.history.extend(items);
     if upgraded {
@@ -328,14 +328,14 @@ const MOST_ATTACHED_CHARS: usize = 128 * 1024;
 /// (the same guard and redaction), in the order mentioned; a file that may not be read is
 /// named with the reason instead. Committed inside the prompt's own user item, so every
 /// earlier request keeps its bytes.
-fn with_attachments(shared: &Shared, text: String) -> String {
+fn with_attachments(agent: &Agent, text: String) -> String {
     let mut attached = String::new();
     let mut budget = MOST_ATTACHED_CHARS;
     for path in keel_tools::mentions(&text)
         .into_iter()
         .take(MOST_ATTACHMENTS)
     {
-        match keel_tools::attachment(path, &shared.tool_context) {
+        match keel_tools::attachment(path, &agent.services.tool_context) {
             None => {}
             Some(Ok(content)) if content.len() <= budget => {
                 budget -= content.len();
@@ -353,21 +353,26 @@ fn with_attachments(shared: &Shared, text: String) -> String {
             }
         }
     }
-    let attached = shared.tool_context.secrets.redact(&attached).into_owned();
+    let attached = agent
+        .services
+        .tool_context
+        .secrets
+        .redact(&attached)
+        .into_owned();
     format!("{text}{attached}")
 }
 
 /// Project the committed history once and send it (bounded retries, account rotation); with
 /// `may_compact`, a request that reached `compact_at` is not sent (`Reply::CompactionDue`).
 async fn request(
-    run: &mut TurnRun<'_>,
-    state: &SessionState,
+    run: &mut TurnRun,
+    state: &AgentState,
     may_compact: bool,
 ) -> Result<Reply, AgentError> {
     let due_at = may_compact
-        .then(|| compaction::threshold(run.shared, state))
+        .then(|| compaction::threshold(&run.agent, state))
         .flatten();
-    let history = state.provider_view(run.shared)?;
+    let history = state.provider_view(&run.agent)?;
     send_items(
         run,
         &history,
@@ -382,15 +387,15 @@ async fn request(
 /// A request failed: record an incident if a different projection could change it, then end
 /// the turn with the offered recovery.
 fn fail_request(
-    run: &TurnRun<'_>,
-    state: &mut SessionState,
+    run: &TurnRun,
+    state: &mut AgentState,
     mut diagnostic: FailureDiagnostic,
     sent_messages: Option<usize>,
     sent_bytes: Option<usize>,
 ) -> Result<TurnOutcome, AgentError> {
     // A trace id that shares 8 characters with any of keel's secrets echoes one: dropped
     // before it reaches a recovery record, an event or the store.
-    let secrets = &run.shared.tool_context.secrets;
+    let secrets = &run.agent.services.tool_context.secrets;
     if diagnostic
         .trace_id
         .as_deref()
@@ -403,7 +408,7 @@ fn fail_request(
         // What keel now knows of the window, also where it knew nothing.
         let tokens = state.meter.tokens_of_bytes(bytes);
         state.meter.rejected(tokens);
-        match recovery::admission::record_context_incident(run.shared, state, run.turn, tokens)? {
+        match recovery::admission::record_context_incident(&run.agent, state, run.turn, tokens)? {
             Ok(recovery_id) => (Some(recovery_id), InputKind::ContextRecovery),
             Err(why) => {
                 diagnostic.message =
@@ -413,7 +418,7 @@ fn fail_request(
         }
     } else {
         let offered = recovery::admission::record_incident(
-            run.shared,
+            &run.agent,
             state,
             run.turn,
             &diagnostic,
@@ -437,11 +442,12 @@ fn fail_request(
 /// Commit the assistant message with `pending` receipts for its calls, in one transaction;
 /// returns the tool round to run (empty when the model asked for no tool).
 fn commit_reply(
-    run: &TurnRun<'_>,
-    state: &mut SessionState,
+    run: &TurnRun,
+    state: &mut AgentState,
     completion: Completion,
 ) -> Result<ToolRound, AgentError> {
-    let shared = run.shared;
+    let agent = run.agent.clone();
+    let agent = &*agent;
     run.emit(EventBody::LlmResponse {
         finish_reason: completion.finish_reason,
         usage: completion.usage,
@@ -475,9 +481,12 @@ fn commit_reply(
     }
     let assistant = Item::Assistant(completion.item);
     kill_point("before_assistant_commit");
-    shared
-        .store
-        .append_with_receipts(&shared.session.id, run.turn, &assistant, &receipts)?;
+    agent.services.store.append_with_receipts(
+        &agent.session.id,
+        run.turn,
+        &assistant,
+        &receipts,
+    )?;
     kill_point("after_assistant_commit");
     state.history.push(assistant);
     Ok(ToolRound { calls, receipts })
@@ -486,19 +495,19 @@ fn commit_reply(
 /// The model answered without tools: judge readiness, offer "continue checks" if it is not
 /// ready (unless a continue-checks turn did nothing new), and end the turn.
 fn complete(
-    run: &TurnRun<'_>,
-    state: &SessionState,
+    run: &TurnRun,
+    state: &AgentState,
     readiness: Readiness,
     may_offer: bool,
 ) -> Result<TurnOutcome, AgentError> {
     let (usage, cost) = (run.spent.usage, run.spent.cost());
     let offered = match readiness.reason() {
         Some(reason) if may_offer => {
-            recovery::admission::record_readiness(run.shared, state, run.turn, reason)?
+            recovery::admission::record_readiness(&run.agent, state, run.turn, reason)?
         }
         Some(_) | None => None,
     };
-    let window = compaction::window(run.shared);
+    let window = compaction::window(&run.agent);
     run.emit(EventBody::TurnCompleted {
         usage,
         cache_hit_ratio: usage.cache_hit_ratio(),
@@ -518,10 +527,10 @@ fn complete(
 
 /// `turn/failed` with what the turn's responses used, which also counts in this controller's
 /// usage (a completed turn's is counted where its outcome is taken).
-fn emit_failed(run: &TurnRun<'_>, diagnostic: FailureDiagnostic) {
+fn emit_failed(run: &TurnRun, diagnostic: FailureDiagnostic) {
     let (usage, cost) = run.spent.if_any();
     if let Some(usage) = &usage {
-        run.shared.lock_usage().add(usage);
+        run.agent.spend.add_completed(usage);
     }
     run.emit(EventBody::TurnFailed {
         diagnostic,
@@ -530,7 +539,7 @@ fn emit_failed(run: &TurnRun<'_>, diagnostic: FailureDiagnostic) {
     });
 }
 
-fn end_failed(run: &TurnRun<'_>, diagnostic: FailureDiagnostic) -> TurnOutcome {
+fn end_failed(run: &TurnRun, diagnostic: FailureDiagnostic) -> TurnOutcome {
     emit_failed(run, diagnostic.clone());
     TurnOutcome::Failed {
         diagnostic,
@@ -538,16 +547,17 @@ fn end_failed(run: &TurnRun<'_>, diagnostic: FailureDiagnostic) -> TurnOutcome {
     }
 }
 
-fn end_cancelled(run: &TurnRun<'_>) -> TurnOutcome {
+fn end_cancelled(run: &TurnRun) -> TurnOutcome {
     emit_failed(run, FailureDiagnostic::new(FailureKind::Cancelled, None));
     TurnOutcome::Cancelled
 }
 
 /// Whether keel's receipt of a call id says it was denied (read once, at the turn's end).
-fn denied_calls(shared: &Shared, turn: Option<u64>) -> impl Fn(&str) -> bool + use<> {
-    let receipts = shared
+fn denied_calls(agent: &Agent, turn: Option<u64>) -> impl Fn(&str) -> bool + use<> {
+    let receipts = agent
+        .services
         .store
-        .receipts(&shared.session.id)
+        .receipts(&agent.session.id)
         .unwrap_or_default();
     crate::recovery::readiness::denials(receipts, turn)
 }

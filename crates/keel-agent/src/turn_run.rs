@@ -9,10 +9,11 @@
 //! - `spent` holds every response the turn received, each priced at the hour it completed:
 //!   however the turn ends (completed, failed, cancelled), its event says what was used.
 
-use crate::Shared;
+use crate::agent::Agent;
+use crate::spend::Spent;
 use keel_llm::AccountCursor;
 use keel_types::{EventBody, InputKind, Usage};
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use tokio::sync::watch;
 
 /// What starts a turn.
@@ -24,8 +25,9 @@ pub(crate) struct TurnInput {
     pub focus: Option<String>,
 }
 
-pub struct TurnRun<'a> {
-    pub shared: &'a Shared,
+pub struct TurnRun {
+    /// The agent the turn runs on (shared, so the turn can run on a task of its own).
+    pub agent: Arc<Agent>,
     pub turn: u64,
     generation: u64,
     signal: watch::Receiver<u64>,
@@ -38,83 +40,31 @@ pub struct TurnRun<'a> {
     pub spent: Spent,
 }
 
-/// What a turn's responses used, and cost, each priced at the hour it completed (no amount
-/// without a price).
-pub(crate) struct Spent {
-    pub usage: Usage,
-    price: Option<keel_llm::price::Price>,
-    amount: f64,
-}
-
-impl TurnRun<'_> {
+impl TurnRun {
     /// Count a response's tokens (priced now), also where a turn ending on an error finds them.
     pub fn charge(&mut self, usage: &Usage) {
         self.spent.charge(usage);
-        *self
-            .shared
-            .turn_spent
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = self.spent.if_any();
-    }
-}
-
-impl Spent {
-    fn for_model(shared: &Shared) -> Spent {
-        Spent {
-            usage: Usage::default(),
-            price: keel_llm::price::price_for(&shared.settings.profile, &shared.settings.model),
-            amount: 0.0,
-        }
+        self.agent.spend.set_running(self.spent.if_any());
     }
 
-    /// Count a response's tokens, priced now.
-    fn charge(&mut self, usage: &Usage) {
-        self.usage.add(usage);
-        if let Some(price) = &self.price {
-            self.amount += price.charge_now(usage).amount;
-        }
-    }
-
-    /// The cost so far, where the model has a price.
-    pub fn cost(&self) -> Option<keel_types::Cost> {
-        self.price.as_ref().map(|price| keel_types::Cost {
-            amount: self.amount,
-            currency: price.currency.clone(),
-        })
-    }
-
-    /// What a failed or cancelled turn's event says it used: nothing when no response came.
-    pub fn if_any(&self) -> (Option<Usage>, Option<keel_types::Cost>) {
-        if self.usage == Usage::default() {
-            (None, None)
-        } else {
-            (Some(self.usage), self.cost())
-        }
-    }
-}
-
-impl<'a> TurnRun<'a> {
     /// A run of `turn`, belonging to `generation` (the one current when it was admitted, so a
     /// cancel between admission and start still cancels it).
-    pub fn start(shared: &'a Shared, turn: u64, generation: u64) -> TurnRun<'a> {
-        *shared
-            .turn_spent
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = (None, None);
+    pub fn start(agent: Arc<Agent>, turn: u64, generation: u64) -> TurnRun {
+        agent.spend.set_running((None, None));
         TurnRun {
-            shared,
             turn,
             generation,
-            signal: shared.cancel_signal.subscribe(),
-            accounts: AccountCursor::new(&shared.settings.profile),
+            signal: agent.cancellation.watch(),
+            accounts: AccountCursor::new(&agent.settings.profile),
             unconfined_offered: false,
-            spent: Spent::for_model(shared),
+            spent: Spent::for_model(&agent.settings.profile, &agent.settings.model),
+            agent,
         }
     }
 
     /// Whether the turn has not been cancelled.
     pub fn is_current(&self) -> bool {
-        self.shared.generation.load(Ordering::SeqCst) == self.generation
+        self.agent.cancellation.is_current(self.generation)
     }
 
     /// Resolves once the turn is cancelled.
@@ -128,6 +78,6 @@ impl<'a> TurnRun<'a> {
     }
 
     pub fn emit(&self, body: EventBody) {
-        self.shared.emit(Some(self.turn), body);
+        self.agent.emit(Some(self.turn), body);
     }
 }

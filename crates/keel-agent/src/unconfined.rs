@@ -16,8 +16,10 @@
 //! - The model gets both outcomes in the call's one result: the confined run's, then the
 //!   unconfined one's (or that the person declined).
 
+use crate::agent_state::AgentState;
+use crate::approval::ApprovalRequest;
+use crate::error::AgentError;
 use crate::turn_run::TurnRun;
-use crate::{AgentError, ApprovalRequest, SessionState};
 use keel_sandbox::{Enforcement, SandboxMode};
 use keel_tools::{PermissionMode, ToolContext, ToolOutput};
 use keel_types::kill_point::kill_point;
@@ -35,15 +37,16 @@ const REFUSAL_SIGNS: &[&str] = &[
 ];
 
 /// Whether `output` of `call` is one to offer an unconfined run for.
-pub(crate) fn worth_offering(run: &TurnRun<'_>, call: &ToolCall, output: &ToolOutput) -> bool {
-    let shared = run.shared;
-    let Some(sandbox) = &shared.sandbox_now() else {
+pub(crate) fn worth_offering(run: &TurnRun, call: &ToolCall, output: &ToolOutput) -> bool {
+    let agent = run.agent.clone();
+    let agent = &*agent;
+    let Some(sandbox) = &agent.sandbox_now() else {
         return false;
     };
     call.name == keel_tools::BuiltinTool::Bash.name()
         && !run.unconfined_offered
-        && shared.approver.asks_a_person()
-        && shared.permission_mode() == PermissionMode::Ask
+        && agent.services.surface.approver.asks_a_person()
+        && agent.permission_mode() == PermissionMode::Ask
         && sandbox.mode != SandboxMode::Off
         && sandbox.enforcement() == Enforcement::Enforced
         && output.is_error
@@ -56,14 +59,19 @@ pub(crate) fn worth_offering(run: &TurnRun<'_>, call: &ToolCall, output: &ToolOu
 /// Ask, and if the person allows it, run `call` once more outside the sandbox under a receipt
 /// of its own; `confined` with what happened appended.
 pub(crate) async fn offer(
-    run: &mut TurnRun<'_>,
-    state: &mut SessionState,
+    run: &mut TurnRun,
+    state: &mut AgentState,
     call: &ToolCall,
     context: &ToolContext,
     confined: ToolOutput,
 ) -> Result<ToolOutput, AgentError> {
-    let shared = run.shared;
-    let Ok(valid) = shared.registry.validate(&call.name, &call.arguments) else {
+    let agent = run.agent.clone();
+    let agent = &*agent;
+    let Ok(valid) = agent
+        .services
+        .registry
+        .validate(&call.name, &call.arguments)
+    else {
         return Ok(confined);
     };
     let command = valid
@@ -84,7 +92,7 @@ pub(crate) async fn offer(
         reason: None,
         preview: None,
     };
-    let answer = shared.ask(run.turn, &request);
+    let answer = agent.ask(run.turn, &request);
     let answer = tokio::select! {
         biased;
         () = run.cancelled() => None,
@@ -113,7 +121,10 @@ pub(crate) async fn offer(
         sandbox: Some(SandboxMode::Off.name().to_string()),
     };
     kill_point("before_receipt_started");
-    shared.store.put_receipt(&shared.session.id, &receipt)?;
+    agent
+        .services
+        .store
+        .put_receipt(&agent.session.id, &receipt)?;
     kill_point("after_receipt_started");
     run.emit(EventBody::ToolStarted {
         call_id: call_id.clone(),
@@ -142,10 +153,13 @@ pub(crate) async fn offer(
         None => (ReceiptState::Cancelled, "[cancelled]".to_string()),
     };
     receipt.state = final_state;
-    shared.store.put_receipt(&shared.session.id, &receipt)?;
+    agent
+        .services
+        .store
+        .put_receipt(&agent.session.id, &receipt)?;
     let summary = receipt.summary.clone().unwrap_or_default();
     let (excerpt, tail, lines) =
-        keel_types::event::output_view(&shared.tool_context.secrets.redact(&text));
+        keel_types::event::output_view(&agent.services.tool_context.secrets.redact(&text));
     run.emit(EventBody::ToolResult {
         call_id,
         name: call.name.clone(),

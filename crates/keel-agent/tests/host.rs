@@ -158,8 +158,7 @@ async fn twenty_sessions_run_at_once_on_one_host() {
     let again = host.open_session(
         SessionChoice::Resume(controllers[0].session().id.clone()),
         settings,
-        std::sync::Arc::new(Key),
-        std::sync::Arc::new(keel_agent::HeadlessApprover { approve_all: true }),
+        common::surface(),
     );
     assert!(again.is_err(), "one lease per session");
 }

@@ -58,10 +58,15 @@ async fn late_session() -> LateSession {
     let dir = tempfile::tempdir().unwrap();
     let gate = dir.path().join("gate");
     let hub = McpHub::launch(vec![late_server(&gate)], &start_options(dir.path()));
-    let mut settings = settings_for(&server.base_url(), dir.path());
-    settings.mcp = Arc::new(hub);
+    let settings = settings_for(&server.base_url(), dir.path());
     let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
-    let controller = open(&host, SessionChoice::New, settings);
+    let surface = keel_agent::SurfaceServices {
+        mcp: Arc::new(hub),
+        ..common::surface()
+    };
+    let controller = host
+        .open_session(SessionChoice::New, settings, surface)
+        .unwrap();
     LateSession {
         server,
         gate,
@@ -112,10 +117,15 @@ async fn a_changed_tool_list_changes_the_prefix_only_at_the_next_turn_and_says_s
     let dir = tempfile::tempdir().unwrap();
     let options = start_options(dir.path());
     let hub = McpHub::start(vec![changing_server()], &options).await;
-    let mut settings = settings_for(&server.base_url(), dir.path());
-    settings.mcp = Arc::new(hub);
+    let settings = settings_for(&server.base_url(), dir.path());
     let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
-    let controller = open(&host, SessionChoice::New, settings);
+    let surface = keel_agent::SurfaceServices {
+        mcp: Arc::new(hub),
+        ..common::surface()
+    };
+    let controller = host
+        .open_session(SessionChoice::New, settings, surface)
+        .unwrap();
     let mut events = controller.subscribe();
 
     let first = controller
@@ -280,10 +290,15 @@ async fn trusted_read_only_calls_of_one_message_run_at_once() {
     };
     let options = start_options(dir.path());
     let hub = McpHub::start(names.iter().map(|name| barrier(name)).collect(), &options).await;
-    let mut settings = settings_for(&server.base_url(), dir.path());
-    settings.mcp = Arc::new(hub);
+    let settings = settings_for(&server.base_url(), dir.path());
     let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
-    let controller = open(&host, SessionChoice::New, settings);
+    let surface = keel_agent::SurfaceServices {
+        mcp: Arc::new(hub),
+        ..common::surface()
+    };
+    let controller = host
+        .open_session(SessionChoice::New, settings, surface)
+        .unwrap();
     let outcome = controller
         .submit(Input::Prompt("meet".into()))
         .await

@@ -35,7 +35,7 @@ impl AcpSessions for CliAcpSessions {
         common.cwd = Some(cwd.to_path_buf());
         prepare_on(&common, "keel acp", self.host.clone())
             .and_then(|mut setup| {
-                setup.settings.editor = editor;
+                setup.editor = editor;
                 // The editor's servers join the configured ones (which win a name clash).
                 for server in mcp_servers {
                     if !setup.mcp_servers.iter().any(|s| s.name == server.name) {

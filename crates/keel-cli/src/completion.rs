@@ -50,8 +50,8 @@ impl LineHelper {
     /// Completion for `controller`'s session.
     pub fn for_session(controller: &keel_agent::Controller) -> LineHelper {
         let custom = controller
-            .settings()
-            .commands
+            .services()
+            .commands()
             .list()
             .map(|command| format!("/{}", command.name))
             .collect();
@@ -181,8 +181,8 @@ pub fn menu_entries(controller: &keel_agent::Controller) -> Vec<keel_tui::MenuEn
         .iter()
         .map(|(usage, about)| keel_tui::MenuEntry::from_usage(usage, about));
     let custom = controller
-        .settings()
-        .commands
+        .services()
+        .commands()
         .list()
         .map(|command| keel_tui::MenuEntry {
             name: format!("/{}", command.name),

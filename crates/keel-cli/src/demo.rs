@@ -102,19 +102,20 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         extra_dirs: Vec::new(),
         holder: "keel demo".into(),
         secrets: secrets.clone(),
-        editor: None,
-        mcp: Arc::new(keel_mcp::McpHub::empty()),
         untrusted: Vec::new(),
         sandbox: Some(sandbox.clone()),
         context: keel_agent::ContextSettings::default(),
-        commands: Default::default(),
         checkpoint_max_bytes: 256 * 1024 * 1024,
         action_policy: false,
     };
     let host = Host::open(&demo_dir.join("state.db"))?;
     let approver = Arc::new(HeadlessApprover { approve_all: true });
     let open = |choice: SessionChoice, settings: AgentSettings| {
-        host.open_session(choice, settings, Arc::new(DemoKey), approver.clone())
+        host.open_session(
+            choice,
+            settings,
+            keel_agent::SurfaceServices::new(Arc::new(DemoKey), approver.clone()),
+        )
     };
     let profile = settings.profile.clone();
     let rebuild = |settings: &AgentSettings| AgentSettings {
@@ -127,12 +128,9 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         extra_dirs: Vec::new(),
         holder: settings.holder.clone(),
         secrets: secrets.clone(),
-        editor: None,
-        mcp: Arc::new(keel_mcp::McpHub::empty()),
         untrusted: Vec::new(),
         sandbox: Some(sandbox.clone()),
         context: keel_agent::ContextSettings::default(),
-        commands: Default::default(),
         checkpoint_max_bytes: 256 * 1024 * 1024,
         action_policy: false,
     };

@@ -86,7 +86,7 @@ fn help_text() -> String {
 /// The session's custom commands, for `/help` (names, descriptions and paths are files'
 /// text: shown escaped).
 fn custom_help(controller: &Controller) {
-    let commands: Vec<_> = controller.settings().commands.list().collect();
+    let commands: Vec<_> = controller.services().commands().list().collect();
     if commands.is_empty() {
         return;
     }
@@ -544,7 +544,7 @@ impl Repl {
             },
             SurfaceCommand::Mcp => match &self.controller {
                 Some(controller) => {
-                    let statuses = controller.settings().mcp.statuses();
+                    let statuses = controller.services().mcp().statuses();
                     if statuses.is_empty() {
                         eprintln!(
                             "no MCP servers in this session ([mcp_servers.NAME] in keel.toml, or .mcp.json)"

@@ -113,7 +113,7 @@ pub async fn run_command(common: &CommonArgs, given: &RunPrompt) -> anyhow::Resu
     print_notices(&setup);
     let input = match built_in {
         Some(input) => input,
-        None => match Line::parse_with(prompt, &setup.settings.commands) {
+        None => match Line::parse_with(prompt, &setup.commands) {
             Line::Input(input) => input,
             Line::Empty | Line::Command(_) | Line::Unknown(_) => return Err(unknown().into()),
         },

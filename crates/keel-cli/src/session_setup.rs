@@ -32,6 +32,10 @@ pub struct Setup {
     pub notices: Vec<String>,
     /// The keys the session's requests use.
     pub keys: Arc<HomeKeys>,
+    /// An editor the file tools go through (an ACP client with the `fs` capability).
+    pub editor: Option<Arc<dyn keel_tools::EditorFiles>>,
+    /// The session's custom slash commands.
+    pub commands: Arc<keel_agent::CustomCommands>,
 }
 
 pub fn open_host() -> anyhow::Result<Host> {
@@ -288,8 +292,6 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         extra_dirs,
         holder: holder.to_string(),
         secrets: secrets(&config, Some(&keys)),
-        editor: None,
-        mcp: Arc::new(keel_mcp::McpHub::empty()),
         untrusted: untrusted_settings(&config),
         sandbox: Some(sandbox),
         context: keel_agent::ContextSettings {
@@ -297,7 +299,6 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
             global_dir: Some(settings::keel_home()?),
             max_bytes: keel_agent::DEFAULT_INSTRUCTION_BYTES,
         },
-        commands: Arc::new(commands),
         checkpoint_max_bytes: config.checkpoint_max_bytes(),
         action_policy: common.action_policy,
     };
@@ -312,6 +313,8 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         choice,
         notices,
         keys,
+        editor: None,
+        commands: Arc::new(commands),
     })
 }
 
@@ -362,7 +365,7 @@ pub fn print_notices(setup: &Setup) {
 
 pub fn open_controller(setup: Setup, approver: Arc<dyn Approver>) -> anyhow::Result<Controller> {
     let controller = open_controller_with(setup, approver, McpStart::Wait)?;
-    for note in mcp_notes(&controller.settings().mcp) {
+    for note in mcp_notes(controller.services().mcp()) {
         eprintln!("note: {note}");
     }
     Ok(controller)
@@ -403,6 +406,7 @@ pub fn open_controller_with(
     approver: Arc<dyn Approver>,
     mcp_start: McpStart,
 ) -> anyhow::Result<Controller> {
+    let mut mcp = Arc::new(keel_mcp::McpHub::empty());
     if !setup.mcp_servers.is_empty() {
         let servers = std::mem::take(&mut setup.mcp_servers);
         let workspace = setup.settings.workspace.clone();
@@ -421,11 +425,18 @@ pub fn open_controller_with(
                     .block_on(keel_mcp::McpHub::start(servers, &options))
             }),
         };
-        setup.settings.mcp = Arc::new(hub);
+        mcp = Arc::new(hub);
     }
+    let surface = keel_agent::SurfaceServices {
+        keys: setup.keys,
+        approver,
+        mcp,
+        editor: setup.editor,
+        commands: setup.commands,
+    };
     Ok(setup
         .host
-        .open_session(setup.choice, setup.settings, setup.keys, approver)?)
+        .open_session(setup.choice, setup.settings, surface)?)
 }
 
 /// How long an MCP server may take to answer `initialize` and `tools/list`.

@@ -93,8 +93,8 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
     // for them, and how they came up is said when it is known.
     let controller = open_controller_with(setup, approver.clone(), McpStart::Background)?;
     // Watched, not held: `/new` or `/resume` drops this session's hub, and its servers with it.
-    let mut mcp_starting = (!controller.settings().mcp.statuses().is_empty())
-        .then(|| Arc::downgrade(&controller.settings().mcp));
+    let mut mcp_starting = (!controller.services().mcp().statuses().is_empty())
+        .then(|| Arc::downgrade(controller.services().mcp()));
     let events = controller.subscribe();
     let signals = StopSignals::register()?;
     let repl = Repl::for_tui(common, controller.clone(), approver.clone(), signals);

@@ -157,7 +157,7 @@ async fn list_sessions(State(state): State<Arc<AppState>>) -> Result<Response, A
 }
 
 /// The slash commands a submit's `input` may start with: name and what it does.
-fn commands(settings: &keel_agent::AgentSettings) -> Vec<serde_json::Value> {
+fn commands(custom: &keel_agent::CustomCommands) -> Vec<serde_json::Value> {
     let built_in = keel_agent::SLASH_COMMANDS.iter().filter(|(usage, _)| {
         [
             "/compact",
@@ -171,7 +171,7 @@ fn commands(settings: &keel_agent::AgentSettings) -> Vec<serde_json::Value> {
     });
     built_in
         .map(|(usage, what)| json!({"name": usage, "description": what}))
-        .chain(settings.commands.list().map(|command| {
+        .chain(custom.list().map(|command| {
             json!({
                 "name": format!("/{} [arguments]", command.name),
                 "description": command.description.clone().unwrap_or_else(|| "custom command".into()),
@@ -212,7 +212,7 @@ async fn session_status(
         // What the workspace's untrusted project files asked for and did not get.
         "untrusted": settings.untrusted,
         // The slash commands `input` takes here: keel's, then the session's custom ones.
-        "commands": commands(settings),
+        "commands": commands(controller.services().commands()),
         // The latest turn the conversation holds (what an undo undoes), if any.
         "last_turn": controller.last_turn_in_history().ok().flatten(),
     }))

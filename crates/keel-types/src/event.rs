@@ -25,6 +25,8 @@ pub struct Event {
 /// The largest file text (before or after) a `tool/preview` event carries.
 pub const PREVIEW_EVENT_BYTES: usize = 64 * 1024;
 
+/// The three sets of "delta" events, side by side: each answers its own question, and they
+/// differ on purpose (`provider/said` is live only, yet never hidden or skipped).
 impl EventBody {
     /// Whether the event is live only: never stored (so never replayed, and no id): what
     /// streams (`llm/text`, `llm/reasoning`, `tool/output`, `tool/preview`) and what only a
@@ -37,6 +39,26 @@ impl EventBody {
                 | EventBody::ToolOutput { .. }
                 | EventBody::ToolPreview { .. }
                 | EventBody::ProviderSaid { .. }
+        )
+    }
+
+    /// Whether the event is the model's words as they stream (`llm/text`, `llm/reasoning`):
+    /// hidden while keel has the model write a summary, which the person does not read as an
+    /// answer.
+    pub fn is_model_delta(&self) -> bool {
+        matches!(
+            self,
+            EventBody::LlmText { .. } | EventBody::LlmReasoning { .. }
+        )
+    }
+
+    /// Whether a consumer with no room for the event may simply miss it and stay subscribed:
+    /// a live view's extra (a command's output as it runs, a change about to be made) whose
+    /// substance the result carries. Missing anything else means the consumer fell behind.
+    pub fn is_live_extra(&self) -> bool {
+        matches!(
+            self,
+            EventBody::ToolOutput { .. } | EventBody::ToolPreview { .. }
         )
     }
 }

@@ -17,10 +17,12 @@
 
 pub mod text;
 
+use crate::agent::Agent;
+use crate::agent_state::AgentState;
+use crate::error::AgentError;
 use crate::exchange::{Deltas, Reply, send_items};
 use crate::rewrite::Rewrite;
 use crate::turn_run::TurnRun;
-use crate::{AgentError, SessionState, Shared};
 use keel_types::{EventBody, FailureDiagnostic, FailureKind, FinishReason, Item, Usage};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -94,17 +96,17 @@ const REJECTION_MARGIN: f64 = 0.9;
 const SUMMARY_ALLOWANCE: u64 = 600;
 
 /// The model's window: configured, else from the model table.
-pub(crate) fn window(shared: &Shared) -> Option<u64> {
-    let settings = &shared.settings;
+pub(crate) fn window(agent: &Agent) -> Option<u64> {
+    let settings = &agent.settings;
     keel_llm::context::window_for(&settings.profile, &settings.model)
 }
 
 /// Tokens a request may take: the window minus the output reserve, and below any request size
 /// the provider already rejected as too long (which is all keel knows of an unknown window).
-pub(crate) fn usable(shared: &Shared, state: &SessionState) -> Option<u64> {
-    let from_window = window(shared).map(|window| {
+pub(crate) fn usable(agent: &Agent, state: &AgentState) -> Option<u64> {
+    let from_window = window(agent).map(|window| {
         window.saturating_sub(keel_llm::context::output_reserve(
-            &shared.settings.profile,
+            &agent.settings.profile,
             window,
         ))
     });
@@ -120,32 +122,32 @@ pub(crate) fn usable(shared: &Shared, state: &SessionState) -> Option<u64> {
 
 /// The request size (tokens) at which a turn compacts before sending: `compact_at` of the
 /// window, and never past what a request may take.
-pub(crate) fn threshold(shared: &Shared, state: &SessionState) -> Option<u64> {
-    let usable = usable(shared, state)?;
-    let share = |tokens: u64| (tokens as f64 * shared.settings.compact_at) as u64;
-    Some(match window(shared) {
+pub(crate) fn threshold(agent: &Agent, state: &AgentState) -> Option<u64> {
+    let usable = usable(agent, state)?;
+    let share = |tokens: u64| (tokens as f64 * agent.settings.compact_at) as u64;
+    Some(match window(agent) {
         Some(window) => share(window).min(usable),
         None => share(usable),
     })
 }
 
 /// Tokens of the stable prefix (system prompt and tool specs) of this session's requests.
-pub(crate) fn fixed_tokens(shared: &Shared, state: &SessionState) -> u64 {
-    let bytes = shared
+pub(crate) fn fixed_tokens(agent: &Agent, state: &AgentState) -> u64 {
+    let bytes = agent
         .project(&[], &state.mcp_tools)
         .map_or(0, |request| request.body.len());
     state.meter.tokens_of_bytes(bytes)
 }
 
 /// Where the tail would start, or why no compaction can help.
-pub(crate) fn plan(shared: &Shared, state: &SessionState) -> Result<Plan, CannotCompact> {
-    let fixed = fixed_tokens(shared, state);
+pub(crate) fn plan(agent: &Agent, state: &AgentState) -> Result<Plan, CannotCompact> {
+    let fixed = fixed_tokens(agent, state);
     let tokens: Vec<u64> = state
         .history
         .iter()
         .map(|item| state.meter.tokens_of_item(item))
         .collect();
-    let usable = usable(shared, state);
+    let usable = usable(agent, state);
     plan_for(
         &state.history,
         &tokens,
@@ -238,17 +240,18 @@ pub(crate) enum Compaction {
 
 /// Compact the session's history now (see the module invariants).
 pub(crate) async fn compact(
-    run: &mut TurnRun<'_>,
-    state: &mut SessionState,
+    run: &mut TurnRun,
+    state: &mut AgentState,
     reason: Reason,
     focus: Option<&str>,
 ) -> Result<Compaction, AgentError> {
-    let shared = run.shared;
-    let plan = match plan(shared, state) {
+    let agent = run.agent.clone();
+    let agent = &*agent;
+    let plan = match plan(agent, state) {
         Ok(plan) => plan,
         Err(why) => return Ok(Compaction::Impossible(why)),
     };
-    let receipts = shared.store.receipts(&shared.session.id)?;
+    let receipts = agent.services.store.receipts(&agent.session.id)?;
     let tail = &state.history[plan.tail_start..];
     let kept: BTreeSet<&str> = tail
         .iter()
@@ -260,7 +263,7 @@ pub(crate) async fn compact(
         .map(|call| call.id.as_str())
         .collect();
     let ledger = text::ledger(&receipts, &kept, &state.history[..plan.tail_start]);
-    let request_items = summarising_request(shared, state, &plan, focus, &ledger, &receipts);
+    let request_items = summarising_request(agent, state, &plan, focus, &ledger, &receipts);
     let completion = match send_items(
         run,
         &request_items,
@@ -315,7 +318,7 @@ pub(crate) async fn compact(
     };
     let summary = text::summary_item(&model_summary, cut_off, &ledger, replaced, plan_in_force);
     // The kept tail keeps the turns it was written in (the store's rows match the history).
-    let stored = shared.store.items(&shared.session.id)?;
+    let stored = agent.services.store.items(&agent.session.id)?;
     let turn_of = |index: usize| {
         if stored.len() == state.history.len() {
             stored[index].turn
@@ -358,7 +361,7 @@ pub(crate) async fn compact(
         kill_point: Some("after_compaction_commit"),
     };
     let tokens_before = plan.tokens_before;
-    crate::rewrite::commit(shared, state, rewrite, Some(run.turn), |revision| {
+    crate::rewrite::commit(agent, state, rewrite, Some(run.turn), |revision| {
         vec![EventBody::ContextCompacted {
             revision,
             tokens_before,
@@ -376,8 +379,8 @@ pub(crate) async fn compact(
 /// cache serves it) and the prompt; when that would not fit the window, a condensed plain-text
 /// transcript instead.
 fn summarising_request(
-    shared: &Shared,
-    state: &SessionState,
+    agent: &Agent,
+    state: &AgentState,
     plan: &Plan,
     focus: Option<&str>,
     ledger: &str,
@@ -394,7 +397,7 @@ fn summarising_request(
     native.push(Item::User {
         text: prompt.clone(),
     });
-    let Some(usable) = usable(shared, state) else {
+    let Some(usable) = usable(agent, state) else {
         return native;
     };
     let fixed = plan.fixed;
@@ -416,7 +419,7 @@ fn summarising_request(
     }]
 }
 
-fn bytes_per_token(state: &SessionState) -> f64 {
+fn bytes_per_token(state: &AgentState) -> f64 {
     // tokens_of_bytes(1000) ≈ 1000 / bytes_per_token.
     1000.0 / state.meter.tokens_of_bytes(1000).max(1) as f64
 }

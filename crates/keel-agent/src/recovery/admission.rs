@@ -21,17 +21,19 @@ use super::{
     anchor, apply_repair, boundary_of, evidence, fingerprint, projection_could_change,
     recovery_prompt, scope,
 };
+use crate::agent::Agent;
+use crate::agent_state::AgentState;
+use crate::error::AgentError;
 use crate::turn_run::TurnInput;
-use crate::{AgentError, SessionState, Shared};
 use keel_types::kill_point::kill_point;
 use keel_types::{EventBody, FailureDiagnostic, FailureKind, InputKind, Item};
 
-fn current_scope(shared: &Shared) -> String {
-    settings_scope(&shared.session.id, &shared.settings)
+fn current_scope(agent: &Agent) -> String {
+    settings_scope(&agent.session.id, &agent.settings)
 }
 
 /// The scope of `session` under `settings`: its provider, endpoint and model.
-pub(crate) fn settings_scope(session: &str, settings: &crate::AgentSettings) -> String {
+pub(crate) fn settings_scope(session: &str, settings: &crate::settings::AgentSettings) -> String {
     let profile = &settings.profile;
     scope(session, &profile.name, &profile.endpoint(), &settings.model)
 }
@@ -64,8 +66,8 @@ pub(crate) fn rejected_tokens(records: &[StoredRecord], scope: &str) -> Option<u
 /// After a failed request: record an incident if a different projection could change it.
 /// `sent_messages` is the provider-visible message count of the request that failed.
 pub(crate) fn record_incident(
-    shared: &Shared,
-    state: &SessionState,
+    agent: &Agent,
+    state: &AgentState,
     turn: u64,
     diagnostic: &FailureDiagnostic,
     sent_messages: Option<usize>,
@@ -90,10 +92,10 @@ pub(crate) fn record_incident(
         // The same failing prefix (or nothing a projection could change): no new budget.
         return Ok(None);
     }
-    let receipts = shared.store.receipts(&shared.session.id)?;
+    let receipts = agent.services.store.receipts(&agent.session.id)?;
     let prefix = sent_messages.unwrap_or(state.history.len()) as u64;
-    let record = pending_record(shared, state, turn, &receipts, prefix, None);
-    store_new(shared, record)
+    let record = pending_record(agent, state, turn, &receipts, prefix, None);
+    store_new(agent, record)
 }
 
 fn refuse(refusal: RecoveryRefusal) -> AgentError {
@@ -179,13 +181,13 @@ fn bind(
 
 /// Every admission check, with the id bound first. Returns the record to consume.
 fn admit(
-    shared: &Shared,
-    state: &SessionState,
+    agent: &Agent,
+    state: &AgentState,
     id: Option<&str>,
     action: Action,
 ) -> Result<(RecoveryRecord, Vec<keel_types::ToolReceipt>), AgentError> {
-    let records = load_records(shared)?;
-    let target = bind(&records, id, action, &shared.session.id)?;
+    let records = load_records(agent)?;
+    let target = bind(&records, id, action, &agent.session.id)?;
     let mut record = match target {
         StoredRecord::Unrecoverable { id, reason, .. } => {
             return Err(refuse(RecoveryRefusal::Unreadable { id, reason }));
@@ -210,17 +212,17 @@ fn admit(
     if state.spent.contains(&record.id) {
         return Err(refuse(RecoveryRefusal::AlreadyUsed { id: record.id }));
     }
-    if record.scope != current_scope(shared) {
+    if record.scope != current_scope(agent) {
         return Err(refuse(RecoveryRefusal::OtherScope { id: record.id }));
     }
     if boundary_of(&state.history, &record.fingerprint) != Some(state.history.len()) {
         return Err(refuse(RecoveryRefusal::HistoryChanged { id: record.id }));
     }
-    let receipts = shared.store.receipts(&shared.session.id)?;
+    let receipts = agent.services.store.receipts(&agent.session.id)?;
     if evidence(&receipts) != record.evidence {
         record.state = RecordState::Expired;
-        save(shared, &record)?;
-        shared.emit(
+        save(agent, &record)?;
+        agent.emit(
             None,
             EventBody::RecoveryExpired {
                 recovery_id: record.id.clone(),
@@ -240,8 +242,8 @@ enum Projection {
 
 /// Persist `consumed` (spent in memory first); an error means nothing may be sent.
 fn consume(
-    shared: &Shared,
-    state: &mut SessionState,
+    agent: &Agent,
+    state: &mut AgentState,
     mut record: RecoveryRecord,
     projection: Projection,
 ) -> Result<(), AgentError> {
@@ -249,14 +251,14 @@ fn consume(
     record.state = RecordState::Consumed;
     record.projected = projection == Projection::Repaired;
     kill_point("before_recovery_consumed");
-    if let Err(error) = save(shared, &record) {
+    if let Err(error) = save(agent, &record) {
         return Err(refuse(RecoveryRefusal::NotPersisted {
             id: record.id,
             reason: error.to_string(),
         }));
     }
     kill_point("after_recovery_consumed");
-    shared.emit(
+    agent.emit(
         None,
         EventBody::RecoveryConsumed {
             recovery_id: record.id,
@@ -267,11 +269,11 @@ fn consume(
 
 /// The request keel would send for `history` (system prompt and tools included).
 fn prepare_request(
-    shared: &Shared,
+    agent: &Agent,
     history: &[Item],
     mcp_tools: &[keel_types::ToolSpec],
 ) -> Result<keel_llm::ProjectedRequest, AgentError> {
-    shared
+    agent
         .project(history, mcp_tools)
         .map_err(|error| refuse(RecoveryRefusal::CannotPrepare(error.to_string())))
 }
@@ -279,12 +281,12 @@ fn prepare_request(
 /// `/recover-context [id] [guidance]`: admit, prepare, consume. Returns the turn the
 /// controller runs next; the fault projection is in force from now on.
 pub(crate) fn admit_recovery(
-    shared: &Shared,
-    state: &mut SessionState,
+    agent: &Agent,
+    state: &mut AgentState,
     id: Option<&str>,
     guidance: Option<&str>,
 ) -> Result<TurnInput, AgentError> {
-    let (record, receipts) = admit(shared, state, id, Action::ProtocolRecovery)?;
+    let (record, receipts) = admit(agent, state, id, Action::ProtocolRecovery)?;
     // Prepare the request before anything is persisted.
     let boundary = state.history.len();
     let prompt = recovery_prompt(guidance);
@@ -292,8 +294,8 @@ pub(crate) fn admit_recovery(
     prepared.push(Item::User {
         text: prompt.clone(),
     });
-    prepare_request(shared, &prepared, &state.mcp_tools)?;
-    consume(shared, state, record, Projection::Repaired)?;
+    prepare_request(agent, &prepared, &state.mcp_tools)?;
+    consume(agent, state, record, Projection::Repaired)?;
     state.repair = Some(boundary);
     Ok(TurnInput {
         text: prompt,
@@ -305,18 +307,18 @@ pub(crate) fn admit_recovery(
 /// The "continue checks" action offered by final readiness: admit and consume; returns the
 /// turn the controller runs next.
 pub(crate) fn admit_readiness(
-    shared: &Shared,
-    state: &mut SessionState,
+    agent: &Agent,
+    state: &mut AgentState,
     id: Option<&str>,
 ) -> Result<TurnInput, AgentError> {
-    let (record, _) = admit(shared, state, id, Action::FinalReadiness)?;
+    let (record, _) = admit(agent, state, id, Action::FinalReadiness)?;
     let prompt = continue_prompt(
         record
             .reason
             .as_deref()
             .unwrap_or("the last turn was not ready"),
     );
-    consume(shared, state, record, Projection::Unchanged)?;
+    consume(agent, state, record, Projection::Unchanged)?;
     Ok(TurnInput {
         text: prompt,
         kind: InputKind::FinalReadinessRecovery,
@@ -331,28 +333,28 @@ pub const CONTEXT_RECOVERY_PROMPT: &str = "The request before this one was large
 /// named by id) — admitted and consumed like any recovery — else a compaction by hand, which
 /// is refused now when there is nothing it could compact.
 pub(crate) fn admit_compaction(
-    shared: &Shared,
-    state: &mut SessionState,
+    agent: &Agent,
+    state: &mut AgentState,
     id: Option<&str>,
     focus: Option<&str>,
 ) -> Result<TurnInput, AgentError> {
     let focus = focus.map(str::to_string);
-    let pending_offer = load_records(shared)?.iter().any(|stored| {
+    let pending_offer = load_records(agent)?.iter().any(|stored| {
         matches!(stored, StoredRecord::Known(record)
             if record.state == RecordState::Pending && Action::of(record) == Action::ContextRecovery)
     });
     if id.is_some() || pending_offer {
-        let (record, _) = admit(shared, state, id, Action::ContextRecovery)?;
-        crate::compaction::plan(shared, state)
+        let (record, _) = admit(agent, state, id, Action::ContextRecovery)?;
+        crate::compaction::plan(agent, state)
             .map_err(|why| refuse(RecoveryRefusal::CannotPrepare(why.to_string())))?;
-        consume(shared, state, record, Projection::Unchanged)?;
+        consume(agent, state, record, Projection::Unchanged)?;
         return Ok(TurnInput {
             text: CONTEXT_RECOVERY_PROMPT.to_string(),
             kind: InputKind::ContextRecovery,
             focus,
         });
     }
-    crate::compaction::plan(shared, state)
+    crate::compaction::plan(agent, state)
         .map_err(|why| AgentError::CannotCompact(why.to_string()))?;
     Ok(TurnInput {
         text: String::new(),
@@ -364,17 +366,17 @@ pub(crate) fn admit_compaction(
 /// A request was rejected as larger than the window: offer the compaction recovery when
 /// compaction can make it fit (returns the record id), else say why not.
 pub(crate) fn record_context_incident(
-    shared: &Shared,
-    state: &SessionState,
+    agent: &Agent,
+    state: &AgentState,
     turn: u64,
     rejected_tokens: u64,
 ) -> Result<Result<String, crate::compaction::CannotCompact>, AgentError> {
-    if let Err(why) = crate::compaction::plan(shared, state) {
+    if let Err(why) = crate::compaction::plan(agent, state) {
         return Ok(Err(why));
     }
-    let receipts = shared.store.receipts(&shared.session.id)?;
+    let receipts = agent.services.store.receipts(&agent.session.id)?;
     let mut record = pending_record(
-        shared,
+        agent,
         state,
         turn,
         &receipts,
@@ -383,27 +385,27 @@ pub(crate) fn record_context_incident(
     );
     record.action = Some(InputKind::ContextRecovery);
     record.rejected_tokens = Some(rejected_tokens);
-    save(shared, &record)?;
+    save(agent, &record)?;
     Ok(Ok(record.id))
 }
 
 /// A turn that ended not ready: offer "continue checks" (same record, same admission).
 pub(crate) fn record_readiness(
-    shared: &Shared,
-    state: &SessionState,
+    agent: &Agent,
+    state: &AgentState,
     turn: u64,
     reason: &str,
 ) -> Result<Option<String>, AgentError> {
-    let receipts = shared.store.receipts(&shared.session.id)?;
+    let receipts = agent.services.store.receipts(&agent.session.id)?;
     let prefix = state.history.len() as u64;
-    let record = pending_record(shared, state, turn, &receipts, prefix, Some(reason));
-    store_new(shared, record)
+    let record = pending_record(agent, state, turn, &receipts, prefix, Some(reason));
+    store_new(agent, record)
 }
 
 /// A new pending record for the current history; `readiness` carries the not-ready reason.
 fn pending_record(
-    shared: &Shared,
-    state: &SessionState,
+    agent: &Agent,
+    state: &AgentState,
     turn: u64,
     receipts: &[keel_types::ToolReceipt],
     prefix: u64,
@@ -413,7 +415,7 @@ fn pending_record(
         version: RECORD_VERSION,
         id: super::new_record_id(),
         state: RecordState::Pending,
-        scope: current_scope(shared),
+        scope: current_scope(agent),
         fingerprint: fingerprint(&state.history),
         prefix: prefix.max(1),
         count: 1,
@@ -428,18 +430,18 @@ fn pending_record(
     }
 }
 
-fn store_new(shared: &Shared, record: RecoveryRecord) -> Result<Option<String>, AgentError> {
-    save(shared, &record)?;
+fn store_new(agent: &Agent, record: RecoveryRecord) -> Result<Option<String>, AgentError> {
+    save(agent, &record)?;
     Ok(Some(record.id))
 }
 
 /// The pending record a front end may offer, if no turn is running.
-pub(crate) fn pending(shared: &Shared) -> Option<crate::PendingAction> {
-    let _running = shared.state.try_lock().ok()?;
-    let records = load_records(shared).ok()?;
+pub(crate) fn pending(agent: &Agent) -> Option<crate::controller::PendingAction> {
+    let _running = agent.state.try_lock().ok()?;
+    let records = load_records(agent).ok()?;
     records.into_iter().rev().find_map(|stored| match stored {
         StoredRecord::Known(record) if record.state == RecordState::Pending => {
-            Some(crate::PendingAction {
+            Some(crate::controller::PendingAction {
                 action: Action::of(&record).input_kind(),
                 recovery_id: record.id,
             })

@@ -4,27 +4,29 @@
 //! Invariant: every record goes through `record::encode`/`decode`; nothing else writes them.
 
 use super::record::{self, RecordState, RecoveryRecord, StoredRecord};
-use crate::{AgentError, Shared};
+use crate::agent::Agent;
+use crate::error::AgentError;
 use keel_types::EventBody;
 
-pub(crate) fn load_records(shared: &Shared) -> Result<Vec<StoredRecord>, AgentError> {
-    Ok(shared
+pub(crate) fn load_records(agent: &Agent) -> Result<Vec<StoredRecord>, AgentError> {
+    Ok(agent
+        .services
         .store
-        .recovery_records(&shared.session.id)?
+        .recovery_records(&agent.session.id)?
         .into_iter()
         .map(|(id, raw)| record::decode(&id, &raw))
         .collect())
 }
 
 /// New user input: every pending record expires.
-pub(crate) fn expire_pending(shared: &Shared, turn: u64) -> Result<(), AgentError> {
-    for stored in load_records(shared)? {
+pub(crate) fn expire_pending(agent: &Agent, turn: u64) -> Result<(), AgentError> {
+    for stored in load_records(agent)? {
         if let StoredRecord::Known(mut record) = stored
             && record.state == RecordState::Pending
         {
             record.state = RecordState::Expired;
-            save(shared, &record)?;
-            shared.emit(
+            save(agent, &record)?;
+            agent.emit(
                 Some(turn),
                 EventBody::RecoveryExpired {
                     recovery_id: record.id,
@@ -36,9 +38,10 @@ pub(crate) fn expire_pending(shared: &Shared, turn: u64) -> Result<(), AgentErro
 }
 
 /// Write a record (insert or replace) under its id.
-pub(crate) fn save(shared: &Shared, record: &RecoveryRecord) -> Result<(), AgentError> {
+pub(crate) fn save(agent: &Agent, record: &RecoveryRecord) -> Result<(), AgentError> {
     let raw = record::encode(record).map_err(keel_store::StoreError::from)?;
-    Ok(shared
+    Ok(agent
+        .services
         .store
-        .put_recovery_record(&shared.session.id, &record.id, &raw)?)
+        .put_recovery_record(&agent.session.id, &record.id, &raw)?)
 }

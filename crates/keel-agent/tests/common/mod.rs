@@ -78,8 +78,6 @@ pub fn settings_for(base_url: &str, workspace: &Path) -> AgentSettings {
         extra_dirs: vec![],
         holder: "test".into(),
         secrets: Default::default(),
-        editor: None,
-        mcp: Arc::new(keel_mcp::McpHub::empty()),
         untrusted: Vec::new(),
         // Commands run confined, as in every session (the workspace doubles as keel's home).
         sandbox: Some(keel_agent::SandboxSetup {
@@ -89,21 +87,22 @@ pub fn settings_for(base_url: &str, workspace: &Path) -> AgentSettings {
             referenced_files: Vec::new(),
         }),
         context: Default::default(),
-        commands: Default::default(),
         checkpoint_max_bytes: 256 * 1024 * 1024,
         action_policy: false,
     }
 }
 
-/// A controller on `host` that approves everything.
-pub fn open(host: &Host, choice: SessionChoice, settings: AgentSettings) -> Controller {
-    host.open_session(
-        choice,
-        settings,
+/// What a test's surface hands over: the test key and an approver that approves everything.
+pub fn surface() -> keel_agent::SurfaceServices {
+    keel_agent::SurfaceServices::new(
         Arc::new(Key),
         Arc::new(HeadlessApprover { approve_all: true }),
     )
-    .unwrap()
+}
+
+/// A controller on `host` that approves everything.
+pub fn open(host: &Host, choice: SessionChoice, settings: AgentSettings) -> Controller {
+    host.open_session(choice, settings, surface()).unwrap()
 }
 
 pub async fn wait_for(

@@ -1,0 +1,65 @@
+//! The state one agent's turns hold while they run: its history and revision, its context
+//! meter, the MCP tools of its turn, its pending snapshot.
+//!
+//! Invariants:
+//! - One turn at a time holds it (behind the agent's async mutex); a reader between turns
+//!   holds it for moments only.
+//! - `history` is the store's canonical history at `revision`: nothing is in it that is not
+//!   committed.
+
+use crate::agent::Agent;
+use crate::error::AgentError;
+use keel_types::Item;
+
+/// What an agent's turns read and change.
+pub(crate) struct AgentState {
+    pub history: Vec<Item>,
+    /// The store's history revision `history` is (a compaction names it as the one it replaces).
+    pub revision: u64,
+    pub next_seq: u64,
+    pub last_turn: u64,
+    /// `history[..n]` is projected with the fault projection (a consumed recovery).
+    pub repair: Option<usize>,
+    /// Recovery ids consumed by this process (kept even if the persist was uncertain).
+    pub spent: std::collections::HashSet<String>,
+    /// Tokens of the context, measured and estimated.
+    pub meter: crate::context::ContextMeter,
+    /// The MCP tools every request of the current turn offers (taken at the turn boundary).
+    pub mcp_tools: Vec<keel_types::ToolSpec>,
+    /// No turn boundary has passed in this process: the first takes the MCP tools as the
+    /// session's own (servers may still have been starting when it opened), not as a change
+    /// of a prefix already sent — nothing was sent yet.
+    pub mcp_opening: bool,
+    /// The person stopped the model's last answer while it streamed: the next prompt tells
+    /// the model so, inside its user item (this process only).
+    pub interrupted: bool,
+    /// The context block read when the session opened without one: committed with the next
+    /// user item.
+    pub pending_context: Option<keel_types::ContextBlock>,
+    /// The "after" snapshot of the last command batch, taken while the next request is out:
+    /// awaited before the next snapshot and before the turn ends.
+    pub pending_snapshot: Option<crate::snapshot::PendingSnapshot>,
+    /// This turn bracketed a command: the snapshot store is kept within budget at its end.
+    pub snapshots_taken: bool,
+}
+
+impl AgentState {
+    /// The history as the provider sees it: the canonical history, with the fault projection
+    /// applied to the repaired prefix when a consumed recovery put one in force.
+    pub(crate) fn provider_view(
+        &self,
+        agent: &Agent,
+    ) -> Result<std::borrow::Cow<'_, [Item]>, AgentError> {
+        Ok(match self.repair {
+            Some(boundary) => {
+                let receipts = agent.services.store.receipts(&agent.session.id)?;
+                std::borrow::Cow::Owned(crate::recovery::apply_repair(
+                    &self.history,
+                    boundary,
+                    &receipts,
+                ))
+            }
+            None => std::borrow::Cow::Borrowed(&self.history),
+        })
+    }
+}

@@ -1,0 +1,363 @@
+//! The `Controller`: the one face every surface drives a session through. Its methods
+//! delegate to the modules that do the work; it holds one agent and nothing else.
+//!
+//! Invariants:
+//! - One turn at a time per session: a second `begin` is refused as busy (a recovery action
+//!   as refused, the turn running).
+//! - Cancellation moves the agent's generation on: whatever belongs to an older generation (a
+//!   late reply, a tool result) is never committed and never starts a tool.
+//! - Events reach every subscriber in one order; all but the streaming deltas are also indexed
+//!   in the store for replay.
+
+use crate::admitted::{self, AdmittedTurn};
+use crate::agent::Agent;
+use crate::error::AgentError;
+use crate::host::{self, OpenSession, Transcript};
+use crate::input::{Input, Line};
+use crate::recovery::record::StoredRecord;
+use crate::recovery::refusal::RecoveryRefusal;
+use crate::services::{Services, SurfaceServices};
+use crate::settings::{AgentSettings, SessionChoice};
+use crate::spend::SessionSpend;
+use crate::turn::TurnOutcome;
+use crate::{compaction, recovery, turn_run};
+use keel_store::{SessionInfo, Store};
+use keel_tools::PermissionMode;
+use keel_types::{Event, EventBody};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// A session's controller (cheap to clone: every clone drives the same agent).
+#[derive(Clone)]
+pub struct Controller {
+    pub(crate) agent: Arc<Agent>,
+}
+
+/// The recovery action a surface may offer now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingAction {
+    pub recovery_id: String,
+    /// `ProtocolRecovery` or `FinalReadinessRecovery`.
+    pub action: keel_types::InputKind,
+}
+
+impl Controller {
+    /// The first agent of a session, with services built for it.
+    pub(crate) fn open(
+        store: Store,
+        choice: SessionChoice,
+        settings: AgentSettings,
+        surface: SurfaceServices,
+        claim: impl Fn(&str) -> Result<OpenSession, AgentError>,
+    ) -> Result<Controller, AgentError> {
+        let agent = Agent::open_first(store, choice, settings, surface, claim)?;
+        Ok(Controller {
+            agent: Arc::new(agent),
+        })
+    }
+
+    /// Another agent on `services`: a session of its own sharing the client, the sandbox, the
+    /// store and the approver.
+    pub(crate) fn open_on(
+        services: Services,
+        choice: SessionChoice,
+        settings: AgentSettings,
+        claim: impl Fn(&str) -> Result<OpenSession, AgentError>,
+    ) -> Result<Controller, AgentError> {
+        let agent = Agent::open_on(services, choice, settings, claim)?;
+        Ok(Controller {
+            agent: Arc::new(agent),
+        })
+    }
+
+    /// What this session shares with every agent opened on it.
+    pub fn services(&self) -> &Services {
+        &self.agent.services
+    }
+
+    /// From now on, `parent`'s subscribers also see this session's events (stamped with this
+    /// session's id), and cancelling `parent` cancels this session's turn.
+    pub fn follow(&self, parent: &Controller) {
+        self.agent.events.forward_to(parent.agent.events.clone());
+        parent.agent.cancellation.adopt(&self.agent.cancellation);
+    }
+
+    pub fn session(&self) -> &SessionInfo {
+        &self.agent.session
+    }
+
+    /// The files `prompt` mentions (`@path`), each with whether it names something that
+    /// exists, as the attachment will see it (the same guard).
+    pub fn mentions(&self, prompt: &str) -> Vec<(String, bool)> {
+        keel_tools::mentions(prompt)
+            .into_iter()
+            .map(|path| {
+                let found = keel_tools::names_something(path, &self.agent.services.tool_context);
+                (path.to_string(), found)
+            })
+            .collect()
+    }
+
+    /// The permission mode in force.
+    pub fn permission_mode(&self) -> PermissionMode {
+        self.agent.permission_mode()
+    }
+
+    /// Change the permission mode for the rest of the session: later tool calls are decided
+    /// (and commands confined) under it, and the model is told in the next user item. Nothing
+    /// sent before changes, so the requests stay prefix-stable.
+    pub fn set_permission_mode(&self, mode: PermissionMode) {
+        self.agent.switch_mode(mode);
+    }
+
+    /// What a typed line means in this session (its custom commands included).
+    pub fn parse_line(&self, text: &str) -> Line {
+        Line::parse_with(text, &self.agent.services.surface.commands)
+    }
+
+    pub fn settings(&self) -> &AgentSettings {
+        &self.agent.settings
+    }
+
+    /// How this session's commands are confined, in one line (`None`: no sandbox is set up).
+    pub fn sandbox_summary(&self) -> Option<String> {
+        let sandbox = self.agent.sandbox_now()?;
+        let enforcement = sandbox.enforcement();
+        let mut line = enforcement.summary(sandbox.mode);
+        if let keel_sandbox::Enforcement::BelowMinimum { .. } = enforcement {
+            line.push_str("; every command is asked about");
+        }
+        Some(line)
+    }
+
+    /// A new event stream: every event from now on, in order, never dropped.
+    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Event> {
+        self.agent.events.subscribe()
+    }
+
+    /// The stored events after `after_event_id`, then every live event: no gap and no duplicate
+    /// at the seam. Streaming deltas are live only.
+    pub fn subscribe_after(
+        &self,
+        after_event_id: u64,
+    ) -> Result<mpsc::UnboundedReceiver<Event>, AgentError> {
+        Ok(self.agent.events.subscribe_after(after_event_id)?)
+    }
+
+    /// `subscribe_after` for a consumer that may fall behind: at most `capacity` live events
+    /// wait for it; past that it is dropped (its stream ends) and it can resume from the last
+    /// event id it saw. The turn never waits for a subscriber.
+    pub fn subscribe_after_bounded(
+        &self,
+        after_event_id: u64,
+        capacity: usize,
+    ) -> Result<mpsc::Receiver<Event>, AgentError> {
+        Ok(self
+            .agent
+            .events
+            .subscribe_after_bounded(after_event_id, capacity)?)
+    }
+
+    /// Announce the session to subscribers (`session/started`, then a `trust/ignored` for each
+    /// project value that was not applied).
+    pub fn announce(&self) {
+        let session = &self.agent.session;
+        self.agent.emit(
+            None,
+            EventBody::SessionStarted {
+                workspace: session.workspace.clone(),
+                model: format!(
+                    "{}/{}",
+                    self.agent.settings.profile.name, self.agent.settings.model
+                ),
+                provider: self.agent.settings.profile.name.clone(),
+                resumed: self.agent.resumed,
+            },
+        );
+        for ignored in &self.agent.settings.untrusted {
+            self.agent
+                .emit(None, EventBody::TrustIgnored(ignored.clone()));
+        }
+    }
+
+    /// Run one turn to its end (completed, failed or cancelled): a prompt, or an explicit
+    /// recovery action, which is admitted (every check, the id bound first) before it runs.
+    pub async fn submit(&self, input: Input) -> Result<TurnOutcome, AgentError> {
+        self.begin(input)?.run().await
+    }
+
+    /// Admit a turn without running it yet: the session is taken (a second `begin` is refused
+    /// as busy) and a recovery action is checked and consumed now, so a surface can answer
+    /// "accepted" or "refused" before the turn runs (`AdmittedTurn::run`, e.g. in a task).
+    pub fn begin(&self, input: Input) -> Result<AdmittedTurn, AgentError> {
+        let agent = &self.agent;
+        let generation = agent.cancellation.generation();
+        let Some(mut state) = admitted::lock_between_turns(&agent.state) else {
+            return Err(match input {
+                Input::Prompt(_) => AgentError::Busy(agent.session.id.clone()),
+                Input::ProtocolRecovery { .. }
+                | Input::FinalReadinessRecovery { .. }
+                | Input::Compact { .. } => {
+                    AgentError::RecoveryRefused(RecoveryRefusal::TurnRunning)
+                }
+            });
+        };
+        let input = match input {
+            Input::Prompt(text) => turn_run::TurnInput {
+                text,
+                kind: keel_types::InputKind::User,
+                focus: None,
+            },
+            Input::Compact { recovery_id, focus } => recovery::admission::admit_compaction(
+                agent,
+                &mut state,
+                recovery_id.as_deref(),
+                focus.as_deref(),
+            )?,
+            Input::ProtocolRecovery {
+                recovery_id,
+                guidance,
+            } => recovery::admission::admit_recovery(
+                agent,
+                &mut state,
+                recovery_id.as_deref(),
+                guidance.as_deref(),
+            )?,
+            Input::FinalReadinessRecovery { recovery_id } => {
+                recovery::admission::admit_readiness(agent, &mut state, recovery_id.as_deref())?
+            }
+        };
+        Ok(AdmittedTurn {
+            agent: self.agent.clone(),
+            state,
+            input,
+            generation,
+        })
+    }
+
+    /// The id of the pending recovery, if one is pending and no turn is running.
+    pub fn pending_recovery(&self) -> Option<String> {
+        self.pending_action().map(|pending| pending.recovery_id)
+    }
+
+    /// The one admission token every surface renders: the pending recovery action, if one is
+    /// pending and no turn is running.
+    pub fn pending_action(&self) -> Option<PendingAction> {
+        recovery::admission::pending(&self.agent)
+    }
+
+    /// The latest recovery record of this session (any state), decoded.
+    pub fn latest_recovery(&self) -> Result<Option<StoredRecord>, AgentError> {
+        Ok(recovery::stored::load_records(&self.agent)?.pop())
+    }
+
+    /// How each turn began (its `turn/started` event's `input_kind`), by turn number; a turn
+    /// whose event is not stored (one a fork copied) is missing.
+    pub fn turn_inputs(
+        &self,
+    ) -> Result<std::collections::HashMap<u64, keel_types::InputKind>, AgentError> {
+        let events = self
+            .agent
+            .services
+            .store
+            .events_after(&self.agent.session.id, 0)?;
+        Ok(events
+            .into_iter()
+            .filter_map(|stored| match (stored.event.turn, stored.event.body) {
+                (Some(turn), EventBody::TurnStarted { input_kind }) => Some((turn, input_kind)),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// The session's history and receipts as stored.
+    pub fn transcript(&self) -> Result<Transcript, AgentError> {
+        host::transcript(&self.agent.services.store, &self.agent.session.id)
+    }
+
+    /// The id of the latest stored event: a surface that shows the transcript read after this
+    /// call follows events after it (it may see an event whose effect it already shows).
+    pub fn last_event_id(&self) -> Result<u64, AgentError> {
+        Ok(self
+            .agent
+            .services
+            .store
+            .last_event_id(&self.agent.session.id)?)
+    }
+
+    /// The stored events after `after_event_id` (streaming deltas are never stored).
+    pub fn events_after(&self, after_event_id: u64) -> Result<Vec<Event>, AgentError> {
+        Ok(self
+            .agent
+            .services
+            .store
+            .events_after(&self.agent.session.id, after_event_id)?
+            .into_iter()
+            .map(|stored| stored.event)
+            .collect())
+    }
+
+    /// Tokens used by the turns this controller completed.
+    pub fn usage(&self) -> keel_types::Usage {
+        self.agent.spend.completed()
+    }
+
+    /// Tokens used by every turn of the session, in any process, from its stored
+    /// `turn/completed` and `turn/failed` events (a failed or stopped turn's responses are
+    /// billed too); each call reads only the events stored since the last. The cost is
+    /// `partial` where some of those tokens have no price (another model, another currency).
+    pub fn session_usage(&self) -> Result<SessionSpend, AgentError> {
+        Ok(self
+            .agent
+            .spend
+            .session_totals(&self.agent.services.store, &self.agent.session.id)?)
+    }
+
+    /// How full the model's context is (after the last response, or estimated after a
+    /// compaction), when the window is known; `None` while a turn runs. Before anything was
+    /// counted in this process (a resumed session, say) it is the next request's size as the
+    /// meter estimates it, kept until a response counts it.
+    pub fn context_use(&self) -> Option<keel_types::ContextUse> {
+        let mut state = self.agent.state.try_lock().ok()?;
+        let window = compaction::window(&self.agent)?;
+        if let Some(known) = state.meter.last_use(Some(window)) {
+            return Some(known);
+        }
+        let history = state.provider_view(&self.agent).ok()?;
+        let request = self.agent.project(&history, &state.mcp_tools).ok()?;
+        let estimate = state.meter.tokens_of_bytes(request.body.len());
+        state.meter.set_estimate(estimate);
+        state.meter.last_use(Some(window))
+    }
+
+    /// The request the next turn starts from: system prompt, tools and the provider's view of
+    /// the history, projected exactly as it would be sent (refused while a turn runs).
+    pub fn next_request(&self) -> Result<keel_llm::ProjectedRequest, AgentError> {
+        let agent = &self.agent;
+        let Ok(state) = agent.state.try_lock() else {
+            return Err(AgentError::Busy(agent.session.id.clone()));
+        };
+        let history = state.provider_view(agent)?;
+        agent
+            .project(&history, &state.mcp_tools)
+            .map_err(|error| AgentError::Projection(error.to_string()))
+    }
+
+    /// The revisions of this session's history, oldest first.
+    pub fn revisions(&self) -> Result<Vec<keel_store::RevisionInfo>, AgentError> {
+        Ok(self
+            .agent
+            .services
+            .store
+            .revisions(&self.agent.session.id)?)
+    }
+
+    /// Cancel the running turn, if any: its stream and tools stop, nothing late is committed.
+    pub fn cancel(&self) {
+        self.agent.cancellation.cancel();
+    }
+
+    pub fn is_busy(&self) -> bool {
+        self.agent.state.try_lock().is_err()
+    }
+}

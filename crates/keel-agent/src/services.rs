@@ -1,0 +1,116 @@
+//! What every agent of a session shares: the provider client and tool registry, the store,
+//! the sandbox and its tool context, the keys, the approver, the MCP hub, the editor and the
+//! custom commands.
+//!
+//! Invariants:
+//! - `Services` is built once, when a session's first agent opens, and cloned (an `Arc`) into
+//!   every agent opened on it: one HTTP client (one connection pool), one approver (one
+//!   person asked), one sandbox with one temp dir (removed when the last clone is dropped).
+//! - Nothing per agent lives here: history, events, cancellation, spend and the permission
+//!   mode are each agent's own (`agent.rs`).
+//! - Built-in tool specs come from one registry, so every agent's requests offer them in the
+//!   same bytes (a subagent's requests share the parent's cached prefix).
+
+use crate::approval::Approver;
+use crate::custom_commands::CustomCommands;
+use keel_llm::KeySource;
+use keel_llm::client::HttpClient;
+use keel_store::Store;
+use keel_tools::{ToolContext, ToolRegistry};
+use std::sync::Arc;
+
+/// The live services a surface hands to the session it opens.
+#[derive(Clone)]
+pub struct SurfaceServices {
+    /// Where the provider's keys come from.
+    pub keys: Arc<dyn KeySource>,
+    /// Who is asked about tool calls (a terminal, a browser, an editor, or nobody).
+    pub approver: Arc<dyn Approver>,
+    /// The session's MCP servers (started by the surface; empty when none is declared).
+    pub mcp: Arc<keel_mcp::McpHub>,
+    /// An editor the file tools go through (ACP clients with the `fs` capability).
+    pub editor: Option<Arc<dyn keel_tools::EditorFiles>>,
+    /// The session's custom slash commands (`.keel/commands/`, `$KEEL_HOME/commands/`).
+    pub commands: Arc<CustomCommands>,
+}
+
+impl SurfaceServices {
+    /// `keys` and `approver`, with no MCP server, no editor and no custom command.
+    pub fn new(keys: Arc<dyn KeySource>, approver: Arc<dyn Approver>) -> SurfaceServices {
+        SurfaceServices {
+            keys,
+            approver,
+            mcp: Arc::new(keel_mcp::McpHub::empty()),
+            editor: None,
+            commands: Arc::new(CustomCommands::default()),
+        }
+    }
+}
+
+/// What every agent of a session shares (cheap to clone).
+#[derive(Clone)]
+pub struct Services {
+    inner: Arc<ServiceSet>,
+}
+
+/// The services themselves, behind `Services`' `Arc` (their fields are the engine's own).
+pub struct ServiceSet {
+    pub(crate) store: Store,
+    pub(crate) client: HttpClient,
+    pub(crate) registry: ToolRegistry,
+    /// The workspace guard, the sandbox, the secrets and the editor the tools run with.
+    pub(crate) tool_context: ToolContext,
+    pub(crate) surface: SurfaceServices,
+    /// The session's temp dir, removed with the last agent.
+    _temp: Option<keel_sandbox::TempDir>,
+}
+
+impl std::ops::Deref for Services {
+    type Target = ServiceSet;
+
+    fn deref(&self) -> &ServiceSet {
+        &self.inner
+    }
+}
+
+impl Services {
+    pub(crate) fn new(
+        store: Store,
+        client: HttpClient,
+        registry: ToolRegistry,
+        tool_context: ToolContext,
+        surface: SurfaceServices,
+        temp: Option<keel_sandbox::TempDir>,
+    ) -> Services {
+        Services {
+            inner: Arc::new(ServiceSet {
+                store,
+                client,
+                registry,
+                tool_context,
+                surface,
+                _temp: temp,
+            }),
+        }
+    }
+
+    /// The session's MCP servers.
+    pub fn mcp(&self) -> &Arc<keel_mcp::McpHub> {
+        &self.surface.mcp
+    }
+
+    /// The session's custom slash commands.
+    pub fn commands(&self) -> &Arc<CustomCommands> {
+        &self.surface.commands
+    }
+
+    /// Who is asked about tool calls.
+    pub fn approver(&self) -> &Arc<dyn Approver> {
+        &self.surface.approver
+    }
+
+    /// Whether `other` is these very services (agents opened on one session share them).
+    pub fn same_as(&self, other: &Services) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}

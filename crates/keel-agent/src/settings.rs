@@ -1,0 +1,48 @@
+//! What a session is run with, as plain data: the model, the rules, the limits, where it works.
+//!
+//! Invariants:
+//! - Settings hold no live service (no client, hub, editor or store): those are `Services`,
+//!   shared by every agent of a session, or `SurfaceServices`, handed over by the surface.
+//! - They are read, never changed, while the session runs (the permission mode the person
+//!   switches to lives in the agent's mode state, not here).
+
+use crate::confinement::SandboxSetup;
+use crate::project_context::ContextSettings;
+use keel_llm::ProviderProfile;
+use keel_tools::PermissionPolicy;
+use std::path::PathBuf;
+
+/// Everything a session is run with besides its history and its services.
+pub struct AgentSettings {
+    pub profile: ProviderProfile,
+    pub model: String,
+    pub policy: PermissionPolicy,
+    pub max_rounds: u32,
+    /// Compact when a request reaches this share of the usable window (`compact_at`).
+    pub compact_at: f64,
+    pub workspace: PathBuf,
+    pub extra_dirs: Vec<PathBuf>,
+    /// Who holds the session lease, for the error another process sees.
+    pub holder: String,
+    /// keel's secrets: kept out of tool environments and redacted from tool results.
+    pub secrets: keel_types::Secrets,
+    /// What the workspace's untrusted project files asked for and did not get: announced as
+    /// `trust/ignored` events after `session/started`.
+    pub untrusted: Vec<keel_types::IgnoredSetting>,
+    /// How commands are confined (`None`: unconfined, as in tests of the engine alone).
+    pub sandbox: Option<SandboxSetup>,
+    /// Where the session's project instructions come from.
+    pub context: ContextSettings,
+    /// The most bytes of file checkpoints the session keeps, and of the workspace's snapshot
+    /// store (`checkpoint_max_bytes`).
+    pub checkpoint_max_bytes: u64,
+    /// The model's action policy goes into the system prompt where one applies (`keel eval`'s
+    /// `policy` variant only; never a config key).
+    pub action_policy: bool,
+}
+
+/// Which session an agent opens.
+pub enum SessionChoice {
+    New,
+    Resume(String),
+}
