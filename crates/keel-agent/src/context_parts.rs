@@ -7,7 +7,7 @@
 //! - Figures are estimates (bytes through the session's calibrated bytes-per-token), said so
 //!   wherever they are shown.
 
-use crate::controller::Controller;
+use crate::agent::Agent;
 use crate::error::AgentError;
 use keel_types::Item;
 use serde_json::Value;
@@ -32,10 +32,10 @@ impl ContextParts {
     }
 }
 
-impl Controller {
+impl Agent {
     /// The parts of the next request (refused while a turn runs).
-    pub fn context_parts(&self) -> Result<ContextParts, AgentError> {
-        let agent = &self.agent;
+    pub(crate) fn context_parts(&self) -> Result<ContextParts, AgentError> {
+        let agent = self;
         let Ok(state) = agent.state.try_lock() else {
             return Err(AgentError::Busy(agent.session.id.clone()));
         };

@@ -11,12 +11,16 @@
 
 use crate::admitted::{self, AdmittedTurn};
 use crate::agent::Agent;
+use crate::context_parts::ContextParts;
 use crate::error::AgentError;
 use crate::host::{self, OpenSession, Transcript};
 use crate::input::{Input, Line};
+use crate::project_context::{ContextReport, Reloaded};
 use crate::recovery::record::StoredRecord;
 use crate::recovery::refusal::RecoveryRefusal;
+use crate::rewind::{RewindReport, RewindScope, SessionLease};
 use crate::services::{Services, SurfaceServices};
+use crate::session_diff::SessionDiff;
 use crate::settings::{AgentSettings, SessionChoice};
 use crate::spend::SessionSpend;
 use crate::turn::TurnOutcome;
@@ -30,7 +34,7 @@ use tokio::sync::mpsc;
 /// A session's controller (cheap to clone: every clone drives the same agent).
 #[derive(Clone)]
 pub struct Controller {
-    pub(crate) agent: Arc<Agent>,
+    agent: Arc<Agent>,
 }
 
 /// The recovery action a surface may offer now.
@@ -359,5 +363,64 @@ impl Controller {
 
     pub fn is_busy(&self) -> bool {
         self.agent.state.try_lock().is_err()
+    }
+
+    /// Hold the session for a rewind; refused while a turn (or another rewind) runs.
+    pub fn lease(&self) -> Result<SessionLease, AgentError> {
+        self.agent.lease()
+    }
+
+    /// The latest turn the conversation still holds (what `/undo` undoes); none when every
+    /// turn was undone or there was none.
+    pub fn last_turn_in_history(&self) -> Result<Option<u64>, AgentError> {
+        self.agent.last_turn_in_history()
+    }
+
+    /// `last_turn_in_history`, with the session held.
+    pub fn last_turn_leased(&self, held: &SessionLease) -> Result<Option<u64>, AgentError> {
+        self.agent.last_turn_leased(held)
+    }
+
+    /// Undo turn `to` and every turn after it: files, conversation, or both (`force`: also
+    /// files changed since).
+    pub fn rewind(
+        &self,
+        to: u64,
+        scope: RewindScope,
+        force: bool,
+    ) -> Result<RewindReport, AgentError> {
+        self.agent.rewind(to, scope, force)
+    }
+
+    /// `rewind`, with the session held.
+    pub fn rewind_leased(
+        &self,
+        lease: &mut SessionLease,
+        to: u64,
+        scope: RewindScope,
+        force: bool,
+    ) -> Result<RewindReport, AgentError> {
+        self.agent.rewind_leased(lease, to, scope, force)
+    }
+
+    /// The parts of the next request (refused while a turn runs).
+    pub fn context_parts(&self) -> Result<ContextParts, AgentError> {
+        self.agent.context_parts()
+    }
+
+    /// The context block this session holds or will send with its next prompt.
+    pub fn context_report(&self) -> Result<ContextReport, AgentError> {
+        self.agent.context_report()
+    }
+
+    /// Read the instruction files and the environment again; a block already sent is
+    /// replaced in a new history revision (`instructions_changed`: the prefix changes there).
+    pub fn reload_context(&self) -> Result<Reloaded, AgentError> {
+        self.agent.reload_context()
+    }
+
+    /// What the session changed (refused while a turn runs).
+    pub fn session_diff(&self) -> Result<SessionDiff, AgentError> {
+        self.agent.session_diff()
     }
 }

@@ -13,8 +13,8 @@
 //! - Nothing is kept where there is nothing to lose: the path is absent, or already holds what
 //!   the rewind would write.
 
+use crate::agent::Agent;
 use crate::checkpoint::before;
-use crate::controller::Controller;
 use crate::rewind::RewindReport;
 use keel_store::{Before, Store};
 use keel_tools::ToolContext;
@@ -76,7 +76,7 @@ impl RewindReport {
     }
 }
 
-impl Controller {
+impl Agent {
     /// Keep what `path` holds before a rewind to `to` writes `restoring` there: `Some` with
     /// how to get it back (`Some(None)`: nothing to keep) to go on, `None` to leave the path
     /// (it cannot be kept and nothing forces it; said as a conflict).
@@ -88,7 +88,7 @@ impl Controller {
         force: bool,
         report: &mut RewindReport,
     ) -> Option<Option<String>> {
-        let agent = &self.agent;
+        let agent = self;
         match keep_before_overwrite(
             &agent.services.store,
             &agent.services.tool_context,

@@ -15,7 +15,7 @@
 //! - The bound cuts the farthest file first: the workspace's own instructions keep their text
 //!   longest, then its parents' up to the repository root, the global file goes first.
 
-use crate::controller::Controller;
+use crate::agent::Agent;
 use crate::error::AgentError;
 use crate::settings::AgentSettings;
 use keel_tools::{PermissionMode, ToolContext};
@@ -401,10 +401,10 @@ fn utc_date(time: std::time::SystemTime) -> String {
     format!("{year:04}-{month:02}-{day:02}")
 }
 
-impl Controller {
+impl Agent {
     /// The context block this session holds or will send with its next prompt.
-    pub fn context_report(&self) -> Result<ContextReport, AgentError> {
-        let agent = &self.agent;
+    pub(crate) fn context_report(&self) -> Result<ContextReport, AgentError> {
+        let agent = self;
         let Ok(state) = agent.state.try_lock() else {
             return Err(AgentError::Busy(agent.session.id.clone()));
         };
@@ -433,8 +433,8 @@ impl Controller {
 
     /// Read the instruction files and the environment again; a block already sent is
     /// replaced in a new history revision (`instructions_changed`: the prefix changes there).
-    pub fn reload_context(&self) -> Result<Reloaded, AgentError> {
-        let agent = &self.agent;
+    pub(crate) fn reload_context(&self) -> Result<Reloaded, AgentError> {
+        let agent = self;
         let Ok(mut state) = agent.state.try_lock() else {
             return Err(AgentError::Busy(agent.session.id.clone()));
         };

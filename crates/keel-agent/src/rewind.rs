@@ -19,9 +19,9 @@
 //!   provider's cache may serve them again).
 //! - One turn at a time: a rewind waits for no turn and is refused while one runs.
 
+use crate::agent::Agent;
 use crate::checkpoint::seen_hash;
 use crate::command_steps::{CommandSteps, command_steps};
-use crate::controller::Controller;
 use crate::error::AgentError;
 use crate::rewrite::{Rewrite, commit};
 use crate::snapshot::{Point, Side};
@@ -73,10 +73,10 @@ pub struct RewindReport {
 /// done later (on another thread) still comes before anything asked after it.
 pub struct SessionLease(tokio::sync::OwnedMutexGuard<crate::agent_state::AgentState>);
 
-impl Controller {
+impl Agent {
     /// Hold the session for a rewind; refused while a turn (or another rewind) runs.
-    pub fn lease(&self) -> Result<SessionLease, AgentError> {
-        let agent = &self.agent;
+    pub(crate) fn lease(&self) -> Result<SessionLease, AgentError> {
+        let agent = self;
         agent
             .state
             .clone()
@@ -87,14 +87,14 @@ impl Controller {
 
     /// The latest turn the conversation still holds (what `/undo` undoes); none when every
     /// turn was undone or there was none.
-    pub fn last_turn_in_history(&self) -> Result<Option<u64>, AgentError> {
+    pub(crate) fn last_turn_in_history(&self) -> Result<Option<u64>, AgentError> {
         let lease = self.lease()?;
         self.last_turn_leased(&lease)
     }
 
     /// `last_turn_in_history`, with the session held.
-    pub fn last_turn_leased(&self, _held: &SessionLease) -> Result<Option<u64>, AgentError> {
-        let agent = &self.agent;
+    pub(crate) fn last_turn_leased(&self, _held: &SessionLease) -> Result<Option<u64>, AgentError> {
+        let agent = self;
         Ok(agent
             .services
             .store
@@ -107,7 +107,7 @@ impl Controller {
 
     /// Undo turn `to` and every turn after it: files, conversation, or both (`force`: also
     /// files changed since).
-    pub fn rewind(
+    pub(crate) fn rewind(
         &self,
         to: u64,
         scope: RewindScope,
@@ -118,14 +118,14 @@ impl Controller {
     }
 
     /// `rewind`, with the session held.
-    pub fn rewind_leased(
+    pub(crate) fn rewind_leased(
         &self,
         lease: &mut SessionLease,
         to: u64,
         scope: RewindScope,
         force: bool,
     ) -> Result<RewindReport, AgentError> {
-        let agent = &self.agent;
+        let agent = self;
         let state = &mut *lease.0;
         if to == 0 || to > state.last_turn {
             return Err(AgentError::CannotRewind(if state.last_turn == 0 {
@@ -269,7 +269,7 @@ impl Controller {
         force: bool,
         report: &mut RewindReport,
     ) -> Result<BTreeSet<String>, AgentError> {
-        let agent = &self.agent;
+        let agent = self;
         let session = agent.session.id.as_str();
         // Per path: its checkpoints from `to` on that no rewind restored yet, in order.
         let mut by_path: BTreeMap<String, Vec<Checkpoint>> = BTreeMap::new();
@@ -395,7 +395,7 @@ impl Controller {
         checkpointed: &BTreeSet<String>,
         report: &mut RewindReport,
     ) -> BTreeSet<u64> {
-        let agent = &self.agent;
+        let agent = self;
         let Some(snapshots) = &agent.snapshots else {
             return BTreeSet::new();
         };

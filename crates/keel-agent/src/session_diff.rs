@@ -12,7 +12,7 @@
 //!   so, for the surface to say it.
 //! - Both sides are redacted as a tool's output is: a secret of keel's never reaches a screen.
 
-use crate::controller::Controller;
+use crate::agent::Agent;
 use crate::error::AgentError;
 use crate::snapshot::Side;
 use std::collections::BTreeMap;
@@ -45,10 +45,10 @@ pub struct SessionDiff {
     pub commands_covered: bool,
 }
 
-impl Controller {
+impl Agent {
     /// What the session changed (refused while a turn runs).
-    pub fn session_diff(&self) -> Result<SessionDiff, AgentError> {
-        let agent = &self.agent;
+    pub(crate) fn session_diff(&self) -> Result<SessionDiff, AgentError> {
+        let agent = self;
         let Ok(_state) = agent.state.try_lock() else {
             return Err(AgentError::Busy(agent.session.id.clone()));
         };
