@@ -8,7 +8,7 @@ For a fixed set of `keel mock` scenarios (a tool loop on each protocol, a retry,
 compaction, plan mode, a rewind) it writes, per scenario:
 - `NAME.requests.jsonl`: each request body the mock received, byte for byte, one per line;
 - `NAME.events.jsonl`: the `--json` event lines of every `keel run` of the scenario;
-- `NAME.exit`: the exit code of each step.
+- `NAME.exit`: the exit code of each step (and what it printed, for steps that are not runs);
 What differs between two runs of one binary is normalised: the temporary home and workspace
 paths, session ids, call ids, dates and times, durations, trace ids and the mock's port.
 A run without those differences is not normalised further: the same bytes, or a finding.
@@ -88,6 +88,25 @@ SCENARIOS = [
             ["run", "--yes", "--json", "--session", "{session}", "start over"],
         ],
     ),
+    # The same in a git repository: commands are bracketed by workspace snapshots.
+    (
+        "rewind_git",
+        "chat",
+        {
+            "steps": [
+                {"tool": "write_file", "args": {"path": "notes.txt", "content": "changed\n"}},
+                {"tool": "bash", "args": {"command": "echo made > made.txt"}},
+                {"say": "Changed."},
+                {"say": "Started over."},
+            ]
+        },
+        "",
+        [
+            ["run", "--yes", "--json", "change things"],
+            ["session", "rewind", "{session}", "--to", "1"],
+            ["run", "--yes", "--json", "--session", "{session}", "start over"],
+        ],
+    ),
 ]
 
 PROVIDERS = {"chat": "deepseek", "anthropic": "deepseek-anthropic", "responses": "deepseek-responses"}
@@ -123,6 +142,8 @@ def record(binary, name, protocol, scenario, extra, runs, out):
         os.mkdir(workspace)
         with open(os.path.join(workspace, "notes.txt"), "w") as f:
             f.write("the notes\n")
+        if name.endswith("_git"):
+            subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
         if isinstance(scenario, str):
             mock_args = ["mock", "--scenario", scenario]
         else:
@@ -154,6 +175,8 @@ def record(binary, name, protocol, scenario, extra, runs, out):
                     [binary, *args], cwd=workspace, env=env, capture_output=True, text=True, timeout=120
                 )
                 exits.append(f"{' '.join(normalise(a) for a in args)} -> {done.returncode}")
+                if args[0] != "run":
+                    exits.extend(normalise(line) for line in (done.stdout + done.stderr).splitlines())
                 for line in done.stdout.splitlines():
                     if args[0] == "run":
                         events.append(normalise(line))

@@ -20,7 +20,7 @@ use crate::host::OpenSession;
 use crate::modes::{self, ModeState};
 use crate::services::{Services, SurfaceServices};
 use crate::settings::{AgentSettings, SessionChoice};
-use crate::snapshot::Snapshots;
+use crate::snapshot::{CommandBracket, Snapshots};
 use crate::spend::Spend;
 use crate::{load, project_context, prompt, recovery};
 use keel_llm::client::HttpClient;
@@ -191,6 +191,7 @@ impl Agent {
             let block = project_context::read(&settings, tool_context, settings.policy.mode);
             loaded.pending_context = Some(block);
         }
+        loaded.bracket = CommandBracket::new(snapshots.clone(), tool_context.secrets.clone());
         let modes = Mutex::new(ModeState {
             now: settings.policy.mode,
             // A resumed session is told of a mode that differs from the one it last heard of.

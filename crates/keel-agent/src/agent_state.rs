@@ -36,11 +36,9 @@ pub(crate) struct AgentState {
     /// The context block read when the session opened without one: committed with the next
     /// user item.
     pub pending_context: Option<keel_types::ContextBlock>,
-    /// The "after" snapshot of the last command batch, taken while the next request is out:
-    /// awaited before the next snapshot and before the turn ends.
-    pub pending_snapshot: Option<crate::snapshot::PendingSnapshot>,
-    /// This turn bracketed a command: the snapshot store is kept within budget at its end.
-    pub snapshots_taken: bool,
+    /// The workspace snapshots around command batches (their "after" may still be being taken
+    /// while the next request is out).
+    pub bracket: crate::snapshot::CommandBracket,
 }
 
 impl AgentState {

@@ -38,6 +38,7 @@ mod context;
 mod context_parts;
 mod controller;
 mod custom_commands;
+mod engine_tools;
 mod error;
 mod event_bus;
 mod exchange;

@@ -91,8 +91,8 @@ pub fn load_session(store: &Store, session: &str) -> Result<AgentState, AgentErr
         mcp_opening: true,
         interrupted: false,
         pending_context: None,
-        pending_snapshot: None,
-        snapshots_taken: false,
+        // Set when the agent is assembled (its snapshots are known then).
+        bracket: crate::snapshot::CommandBracket::new(None, keel_types::Secrets::default()),
     })
 }
 

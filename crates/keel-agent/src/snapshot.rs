@@ -27,11 +27,13 @@
 //! - A store an earlier keel made (without `FORMAT` in it) may hold a secret: it is removed,
 //!   whole, the first time this keel snapshots its workspace, and made again.
 
+mod bracket;
 mod format;
 mod prune;
 mod status;
 mod withheld;
 
+pub(crate) use bracket::{Bracketed, CommandBracket};
 use format::FORMAT;
 pub use format::retire_old_stores;
 

@@ -15,7 +15,10 @@
 //! - In a git repository a batch that runs a command (or an MCP tool) is bracketed by workspace
 //!   snapshots (`snapshot`): the "before" is taken before it starts, the "after" once it ended
 //!   (in the background, awaited before the next snapshot and at the turn's end).
-//! - `propose_plan` is answered by itself (`modes::propose`), before any rule, never batched.
+//! - A tool the engine answers itself (`EngineTool`: `propose_plan`) is answered before any
+//!   rule, never batched.
+//! - A round reads gather → check → approve → run → settle: `check_and_approve` decides one
+//!   call, `gather_batch` says which calls run together, `run_batch` runs and settles them.
 //! - A mode the person chose while the turn runs is told at the end of the next result.
 //! - A command allowed as read-only (`Decision::AllowReadOnly`) runs alone under the read-only
 //!   sandbox: its receipt records `read-only`, `tool/started` says `read_only` (as for every
@@ -26,11 +29,11 @@ use crate::agent::Agent;
 use crate::agent_state::AgentState;
 use crate::approval::ApprovalRequest;
 use crate::call::{Valid, validate_mcp};
+use crate::engine_tools::{EngineAnswer, EngineTool};
 use crate::error::AgentError;
 use crate::load::interrupted_result;
-use crate::snapshot::{PendingSnapshot, Side};
+use crate::snapshot::Bracketed;
 use crate::turn_run::TurnRun;
-use futures_util::future::OptionFuture;
 use futures_util::future::join_all;
 use keel_tools::{Decision, Reach, ToolContext, ToolOutput, ValidationError};
 use keel_types::kill_point::kill_point;
@@ -66,39 +69,33 @@ enum Prepared {
         state: ReceiptState,
         output: ToolOutput,
     },
-    /// `propose_plan` in plan mode, answered.
-    Plan(crate::modes::PlanAnswer),
+    /// A tool the engine answers itself, answered.
+    Answered(EngineAnswer),
 }
 
+/// How a batch ended.
+#[derive(PartialEq, Eq)]
+enum BatchEnd {
+    Ran,
+    Cancelled,
+}
+
+/// Run the calls of `round` in order: each is gathered into a batch, checked, approved, run
+/// and settled.
 pub async fn run_tools(
     run: &mut TurnRun,
     state: &mut AgentState,
     mut round: ToolRound,
 ) -> Result<RoundEnd, AgentError> {
-    let agent = run.agent.clone();
-    let agent = &*agent;
     let mut index = 0;
     let mut plan_shown = false;
     while index < round.calls.len() {
-        let checked = check(agent, &state.mcp_tools, &round.calls[index]);
-        let prepared = if run.is_current() {
-            announce(run, &round.calls[index], &checked);
-            let call = round.calls[index].clone();
-            let turn = run.turn;
-            tokio::select! {
-                biased;
-                () = run.cancelled() => None,
-                prepared = prepare(agent, turn, &call, checked) => Some(prepared),
-            }
-        } else {
-            None
-        };
-        let Some(prepared) = prepared else {
+        let Some(prepared) = check_and_approve(run, state, &round, index).await else {
             let rest = index..round.calls.len();
             settle(run, state, &mut round, rest, ReceiptState::NotStarted)?;
             return Ok(RoundEnd::Cancelled);
         };
-        let first = match prepared {
+        let (first, read_only) = match prepared {
             Prepared::Finished {
                 state: final_state,
                 output,
@@ -107,7 +104,7 @@ pub async fn run_tools(
                 index += 1;
                 continue;
             }
-            Prepared::Plan(answer) => {
+            Prepared::Answered(answer) => {
                 plan_shown |= answer.ends_turn;
                 finish(run, state, &mut round, index, answer.state, answer.output)?;
                 index += 1;
@@ -115,140 +112,16 @@ pub async fn run_tools(
             }
             Prepared::Run { valid, read_only } => (valid, read_only),
         };
-        let (first, read_only) = first;
         let batch = if read_only {
             vec![(index, first)]
         } else {
             gather_batch(run, &state.mcp_tools, &round, index, first)
         };
-        // The last command's "after" snapshot must not see what this batch changes.
-        if batch
-            .iter()
-            .any(|(_, valid)| valid.is_sensitive(&agent.services.tool_context))
-        {
-            finish_snapshot(agent, run.turn, state).await;
-        }
-        // The batch runs under the mode in force as it starts (the person may change it).
-        let sandbox = agent.sandbox_now().map(|sandbox| {
-            if read_only {
-                keel_tools::CommandSandbox {
-                    mode: keel_sandbox::SandboxMode::ReadOnly,
-                    ..sandbox
-                }
-            } else {
-                sandbox
-            }
-        });
-        let base_context = ToolContext {
-            sandbox,
-            ..agent.services.tool_context.clone()
-        };
-        for (position, valid) in &batch {
-            round.receipts[*position].state = ReceiptState::Started;
-            let command = round.calls[*position].name == keel_tools::BuiltinTool::Bash.name();
-            // The sandbox a command runs under is part of what was done.
-            if command {
-                round.receipts[*position].sandbox = base_context
-                    .sandbox
-                    .as_ref()
-                    .map(|sandbox| sandbox.mode.name().to_string());
-            }
-            kill_point("before_receipt_started");
-            // What a file tool may change, as it is now: committed with `started`.
-            let pre_images = crate::checkpoint::pre_images(valid, &base_context)?;
-            agent.services.store.start_with_pre_images(
-                &agent.session.id,
-                &round.receipts[*position],
-                &pre_images,
-                agent.settings.checkpoint_max_bytes,
-            )?;
-            kill_point("after_receipt_started");
-            run.emit(EventBody::ToolStarted {
-                call_id: round.calls[*position].id.clone(),
-                name: round.calls[*position].name.clone(),
-                read_only: command
-                    && base_context
-                        .sandbox
-                        .as_ref()
-                        .is_some_and(|sandbox| sandbox.mode == keel_sandbox::SandboxMode::ReadOnly),
-            });
-        }
-        // Each call's commands are recorded under its id (a restart after a crash stops them),
-        // and their output is shown live as `tool/output` (redacted by the tool, never stored).
-        let (live_sender, mut live) = tokio::sync::mpsc::unbounded_channel::<(String, String)>();
-        let contexts: Vec<_> = batch
-            .iter()
-            .map(|(position, _)| {
-                let call_id = round.calls[*position].id.clone();
-                let sender = live_sender.clone();
-                crate::leftovers::context_for_call(
-                    &base_context,
-                    &agent.services.store,
-                    &agent.session.id,
-                    &call_id,
-                )
-                .with_live_output(keel_tools::LiveOutput(std::sync::Arc::new(
-                    move |text: &str| {
-                        let _ = sender.send((call_id.clone(), text.to_string()));
-                    },
-                )))
-            })
-            .collect();
-        drop(live_sender);
-        // A command's effects are bracketed by snapshots (in a git repository), so a rewind
-        // can undo them and only them.
-        let bracket = commands_bracket(agent, &round, &batch, base_context.sandbox.as_ref());
-        if bracket.is_some() {
-            // The last batch's "after" first: one git at a time on the session's index.
-            finish_snapshot(agent, run.turn, state).await;
-            state.snapshots_taken = true;
-            let before = snapshot(agent, &round, &batch, bracket, Side::Before);
-            if let Some(Ok(Some(failed))) = OptionFuture::from(before).await {
-                run.emit(failed);
-            }
-        }
-        let running = join_all(
-            batch
-                .iter()
-                .zip(&contexts)
-                .map(|((_, valid), context)| valid.run(context, &agent.services.surface.mcp)),
-        );
-        tokio::pin!(running);
-        let outputs = loop {
-            tokio::select! {
-                biased;
-                () = run.cancelled() => break None,
-                outputs = &mut running => break Some(outputs),
-                Some((call_id, delta)) = live.recv() => emit_live(run, &mut live, call_id, delta),
-            }
-        };
-        // What arrived after the last pass, before the results.
-        while let Ok((call_id, delta)) = live.try_recv() {
-            emit_live(run, &mut live, call_id, delta);
-        }
         let end = index + batch.len();
-        // Taken while the next request is out; the next snapshot, or the turn's end, waits.
-        state.pending_snapshot = snapshot(agent, &round, &batch, bracket, Side::After);
-        let Some(outputs) = outputs else {
-            settle(run, state, &mut round, index..end, ReceiptState::Cancelled)?;
+        if run_batch(run, state, &mut round, &batch, read_only).await? == BatchEnd::Cancelled {
             let rest = end..round.calls.len();
             settle(run, state, &mut round, rest, ReceiptState::NotStarted)?;
             return Ok(RoundEnd::Cancelled);
-        };
-        for (((position, _), output), context) in batch.iter().zip(outputs).zip(&contexts) {
-            let final_state = if output.is_error {
-                ReceiptState::Failed
-            } else {
-                ReceiptState::Completed
-            };
-            // A failure that reads like a sandbox refusal: the person may run it unconfined.
-            let call = round.calls[*position].clone();
-            let output = if !read_only && crate::unconfined::worth_offering(run, &call, &output) {
-                crate::unconfined::offer(run, state, &call, context, output).await?
-            } else {
-                output
-            };
-            finish(run, state, &mut round, *position, final_state, output)?;
         }
         index = end;
     }
@@ -259,15 +132,217 @@ pub async fn run_tools(
     })
 }
 
-/// The receipts (first and last sequence number) of a batch that runs a command or an MCP
-/// tool, which may change files no checkpoint covers; `None` for other batches.
-fn commands_bracket(
+/// Check the call at `index`, announce it and decide it (asking where the rules say so);
+/// `None` when the turn was cancelled first.
+async fn check_and_approve(
+    run: &mut TurnRun,
+    state: &AgentState,
+    round: &ToolRound,
+    index: usize,
+) -> Option<Prepared> {
+    let agent = run.agent.clone();
+    let checked = check(&agent, &state.mcp_tools, &round.calls[index]);
+    if !run.is_current() {
+        return None;
+    }
+    announce(run, &round.calls[index], &checked);
+    let call = round.calls[index].clone();
+    let turn = run.turn;
+    tokio::select! {
+        biased;
+        () = run.cancelled() => None,
+        prepared = prepare(&agent, turn, &call, checked) => Some(prepared),
+    }
+}
+
+/// Run one batch and settle its calls: their receipts `started`, the workspace bracketed by
+/// snapshots where it runs a command, the tools run (their output shown live), each result
+/// committed with its final receipt. On cancel the batch's calls are settled `cancelled`.
+async fn run_batch(
+    run: &mut TurnRun,
+    state: &mut AgentState,
+    round: &mut ToolRound,
+    batch: &[(usize, Valid)],
+    read_only: bool,
+) -> Result<BatchEnd, AgentError> {
+    let agent = run.agent.clone();
+    // The last command's "after" snapshot must not see what this batch changes.
+    if batch
+        .iter()
+        .any(|(_, valid)| valid.is_sensitive(&agent.services.tool_context))
+        && let Some(failed) = state.bracket.settle().await
+    {
+        run.emit(failed);
+    }
+    let base_context = start_batch(run, round, batch, read_only)?;
+    // Each call's commands are recorded under its id (a restart after a crash stops them),
+    // and their output is shown live as `tool/output` (redacted by the tool, never stored).
+    let (live_sender, mut live) = tokio::sync::mpsc::unbounded_channel::<(String, String)>();
+    let contexts = call_contexts(&agent, round, batch, &base_context, &live_sender);
+    drop(live_sender);
+    // A command's effects are bracketed by snapshots (in a git repository), so a rewind
+    // can undo them and only them.
+    let bracketed = bracketed(state, round, batch, base_context.sandbox.as_ref());
+    if let Some(bracketed) = &bracketed {
+        for failed in state.bracket.open(bracketed).await {
+            run.emit(failed);
+        }
+    }
+    let outputs = run_calls(run, batch, &contexts, &mut live).await;
+    // Taken while the next request is out; the next snapshot, or the turn's end, waits.
+    if let Some(bracketed) = &bracketed {
+        state.bracket.close(bracketed);
+    }
+    let Some(outputs) = outputs else {
+        let (first, end) = (batch[0].0, batch[0].0 + batch.len());
+        settle(run, state, round, first..end, ReceiptState::Cancelled)?;
+        return Ok(BatchEnd::Cancelled);
+    };
+    for (((position, _), output), context) in batch.iter().zip(outputs).zip(&contexts) {
+        let final_state = if output.is_error {
+            ReceiptState::Failed
+        } else {
+            ReceiptState::Completed
+        };
+        // A failure that reads like a sandbox refusal: the person may run it unconfined.
+        let call = round.calls[*position].clone();
+        let output = if !read_only && crate::unconfined::worth_offering(run, &call, &output) {
+            crate::unconfined::offer(run, state, &call, context, output).await?
+        } else {
+            output
+        };
+        finish(run, state, round, *position, final_state, output)?;
+    }
+    Ok(BatchEnd::Ran)
+}
+
+/// Run the batch's calls together, their output shown live as it comes; `None` when the turn
+/// was cancelled first (the running tools are dropped: their commands killed).
+async fn run_calls(
+    run: &mut TurnRun,
+    batch: &[(usize, Valid)],
+    contexts: &[ToolContext],
+    live: &mut tokio::sync::mpsc::UnboundedReceiver<(String, String)>,
+) -> Option<Vec<ToolOutput>> {
+    let agent = run.agent.clone();
+    let running = join_all(
+        batch
+            .iter()
+            .zip(contexts)
+            .map(|((_, valid), context)| valid.run(context, &agent.services.surface.mcp)),
+    );
+    tokio::pin!(running);
+    let outputs = loop {
+        tokio::select! {
+            biased;
+            () = run.cancelled() => break None,
+            outputs = &mut running => break Some(outputs),
+            Some((call_id, delta)) = live.recv() => emit_live(run, live, call_id, delta),
+        }
+    };
+    // What arrived after the last pass, before the results.
+    while let Ok((call_id, delta)) = live.try_recv() {
+        emit_live(run, live, call_id, delta);
+    }
+    outputs
+}
+
+/// The batch's tool context (the sandbox as the mode in force now confines it), each call's
+/// receipt durably `started` (with what a file tool may change) and announced.
+fn start_batch(
+    run: &TurnRun,
+    round: &mut ToolRound,
+    batch: &[(usize, Valid)],
+    read_only: bool,
+) -> Result<ToolContext, AgentError> {
+    let agent = &run.agent;
+    // The batch runs under the mode in force as it starts (the person may change it).
+    let sandbox = agent.sandbox_now().map(|sandbox| {
+        if read_only {
+            keel_tools::CommandSandbox {
+                mode: keel_sandbox::SandboxMode::ReadOnly,
+                ..sandbox
+            }
+        } else {
+            sandbox
+        }
+    });
+    let base_context = ToolContext {
+        sandbox,
+        ..agent.services.tool_context.clone()
+    };
+    for (position, valid) in batch {
+        round.receipts[*position].state = ReceiptState::Started;
+        let command = round.calls[*position].name == keel_tools::BuiltinTool::Bash.name();
+        // The sandbox a command runs under is part of what was done.
+        if command {
+            round.receipts[*position].sandbox = base_context
+                .sandbox
+                .as_ref()
+                .map(|sandbox| sandbox.mode.name().to_string());
+        }
+        kill_point("before_receipt_started");
+        // What a file tool may change, as it is now: committed with `started`.
+        let pre_images = crate::checkpoint::pre_images(valid, &base_context)?;
+        agent.services.store.start_with_pre_images(
+            &agent.session.id,
+            &round.receipts[*position],
+            &pre_images,
+            agent.settings.checkpoint_max_bytes,
+        )?;
+        kill_point("after_receipt_started");
+        run.emit(EventBody::ToolStarted {
+            call_id: round.calls[*position].id.clone(),
+            name: round.calls[*position].name.clone(),
+            read_only: command
+                && base_context
+                    .sandbox
+                    .as_ref()
+                    .is_some_and(|sandbox| sandbox.mode == keel_sandbox::SandboxMode::ReadOnly),
+        });
+    }
+    Ok(base_context)
+}
+
+/// Each call's context: its commands recorded under its id, its output sent to `live`.
+fn call_contexts(
     agent: &Agent,
     round: &ToolRound,
     batch: &[(usize, Valid)],
+    base_context: &ToolContext,
+    live: &tokio::sync::mpsc::UnboundedSender<(String, String)>,
+) -> Vec<ToolContext> {
+    batch
+        .iter()
+        .map(|(position, _)| {
+            let call_id = round.calls[*position].id.clone();
+            let sender = live.clone();
+            crate::leftovers::context_for_call(
+                base_context,
+                &agent.services.store,
+                &agent.session.id,
+                &call_id,
+            )
+            .with_live_output(keel_tools::LiveOutput(std::sync::Arc::new(
+                move |text: &str| {
+                    let _ = sender.send((call_id.clone(), text.to_string()));
+                },
+            )))
+        })
+        .collect()
+}
+
+/// The receipts of a batch that runs a command or an MCP tool, which may change files no
+/// checkpoint covers; `None` for other batches and where nothing is bracketed.
+fn bracketed(
+    state: &AgentState,
+    round: &ToolRound,
+    batch: &[(usize, Valid)],
     sandbox: Option<&keel_tools::CommandSandbox>,
-) -> Option<(u64, u64)> {
-    agent.snapshots.as_ref()?;
+) -> Option<Bracketed> {
+    if !state.bracket.is_active() {
+        return None;
+    }
     // A command confined to reading by an enforced sandbox changes nothing to bracket.
     let reading_only = sandbox.is_some_and(|sandbox| {
         sandbox.mode == keel_sandbox::SandboxMode::ReadOnly && sandbox.enforcement().is_enforced()
@@ -279,84 +354,14 @@ fn commands_bracket(
     let seqs = batch
         .iter()
         .map(|(position, _)| round.receipts[*position].seq);
-    runs_commands.then(|| (seqs.clone().min().unwrap_or(0), seqs.max().unwrap_or(0)))
-}
-
-/// Start the workspace's snapshot on `side` of a bracketed batch (nothing for others). One
-/// that fails leaves the bracket open, which a rewind reports; the task gives the
-/// `snapshot/failed` event that says so at once.
-fn snapshot(
-    agent: &Agent,
-    round: &ToolRound,
-    batch: &[(usize, Valid)],
-    bracket: Option<(u64, u64)>,
-    side: Side,
-) -> Option<PendingSnapshot> {
-    let ((first, last), snapshots) = (bracket?, agent.snapshots.clone()?);
-    let call_ids: Vec<String> = batch
-        .iter()
-        .map(|(position, _)| round.calls[*position].id.clone())
-        .collect();
-    let secrets = agent.services.tool_context.secrets.clone();
-    Some(tokio::task::spawn_blocking(move || {
-        let reason = snapshots.take(first, last, side).err()?;
-        let reason = said_reason(&secrets, &reason);
-        Some(EventBody::SnapshotFailed {
-            side: match side {
-                Side::Before => "before",
-                Side::After => "after",
-            }
-            .to_string(),
-            call_ids,
-            reason,
-        })
-    }))
-}
-
-/// Prune the workspace's snapshot store to `checkpoint_max_bytes`, saying what went
-/// (`snapshot/pruned`) or why it could not (`snapshot/failed`).
-pub(crate) async fn keep_snapshots_in_budget(agent: &Agent, turn: u64) {
-    let Some(snapshots) = agent.snapshots.clone() else {
-        return;
-    };
-    let budget = agent.settings.checkpoint_max_bytes;
-    let pruned = tokio::task::spawn_blocking(move || snapshots.prune_to(budget)).await;
-    let body = match pruned {
-        Ok(Ok(Some(pruned))) => EventBody::SnapshotPruned {
-            brackets: pruned.brackets as u64,
-            bytes_before: pruned.bytes_before,
-            bytes_after: pruned.bytes_after,
-        },
-        Ok(Ok(None)) | Err(_) => return,
-        Ok(Err(reason)) => EventBody::SnapshotFailed {
-            side: "prune".into(),
-            call_ids: Vec::new(),
-            reason: said_reason(&agent.services.tool_context.secrets, &reason),
-        },
-    };
-    agent.emit(Some(turn), body);
-}
-
-/// git's words as an event says them: no secret, at most `SNAPSHOT_REASON_CHARS`.
-fn said_reason(secrets: &keel_types::Secrets, reason: &str) -> String {
-    let mut reason = secrets.redact(reason).into_owned();
-    if let Some((cut, _)) = reason.char_indices().nth(SNAPSHOT_REASON_CHARS) {
-        reason.truncate(cut);
-        reason.push('…');
-    }
-    reason
-}
-
-/// The most characters of git's own words a `snapshot/failed` event carries.
-const SNAPSHOT_REASON_CHARS: usize = 400;
-
-/// Wait for the snapshot still being taken, if any; say if it failed.
-pub(crate) async fn finish_snapshot(agent: &Agent, turn: u64, state: &mut AgentState) {
-    if let Some(pending) = state.pending_snapshot.take()
-        && let Ok(Some(failed)) = pending.await
-    {
-        agent.emit(Some(turn), failed);
-    }
+    runs_commands.then(|| Bracketed {
+        first: seqs.clone().min().unwrap_or(0),
+        last: seqs.max().unwrap_or(0),
+        call_ids: batch
+            .iter()
+            .map(|(position, _)| round.calls[*position].id.clone())
+            .collect(),
+    })
 }
 
 /// The most text one `tool/output` event carries (what waits is joined up to it).
@@ -435,10 +440,8 @@ fn gather_batch(
         let next = &round.calls[index + batch.len()];
         let checked = check(agent, offered, next);
         let joins = match (&checked.valid, &checked.subject) {
-            // A plan is answered by itself (it may ask the person), never run in a batch.
-            (Ok(valid), _) if valid.tool_name() == keel_tools::BuiltinTool::ProposePlan.name() => {
-                false
-            }
+            // A tool the engine answers (it may ask the person) is never run in a batch.
+            (Ok(valid), _) if EngineTool::of(valid).is_some() => false,
             (Ok(valid), subject) => {
                 !valid.is_sensitive(&agent.services.tool_context)
                     && decide(agent, valid, subject.as_deref()) == Decision::Allow
@@ -486,12 +489,8 @@ async fn prepare(agent: &Agent, turn: u64, call: &ToolCall, checked: Checked) ->
             };
         }
     };
-    if let Valid::Builtin(builtin) = &valid
-        && builtin.tool == keel_tools::BuiltinTool::ProposePlan
-    {
-        let plan = builtin.args.get("plan").and_then(serde_json::Value::as_str);
-        let answer = crate::modes::propose(agent, turn, call, plan.unwrap_or("")).await;
-        return Prepared::Plan(answer);
+    if let Some(tool) = EngineTool::of(&valid) {
+        return Prepared::Answered(tool.answer(agent, turn, call, &valid).await);
     }
     // keel's own policy first (a write outside the workspace): refused before it runs, and
     // recorded as a denial, so that readiness counts it as the choice it is.
@@ -522,41 +521,7 @@ async fn prepare(agent: &Agent, turn: u64, call: &ToolCall, checked: Checked) ->
             output: ToolOutput::error(format!("{reason}; the call was not run")),
         },
         Decision::Ask => {
-            let request = ApprovalRequest {
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                // What every surface shows: keel's secrets redacted, as in the preview.
-                subject: agent
-                    .services
-                    .tool_context
-                    .secrets
-                    .redact(&approval_subject(&valid, checked.subject.as_deref()))
-                    .into_owned(),
-                arguments: call.arguments.clone(),
-                unconfined: false,
-                plan: false,
-                reason: match &valid {
-                    Valid::Builtin(builtin)
-                        if builtin.reads_outside_workspace(&agent.services.tool_context) =>
-                    {
-                        Some("it reads outside the workspace".into())
-                    }
-                    Valid::Builtin(builtin) if builtin.tool == keel_tools::BuiltinTool::Bash => {
-                        crate::confinement::why_asked(
-                            checked.subject.as_deref().unwrap_or(""),
-                            &agent.services.tool_context.guard,
-                        )
-                    }
-                    _ => None,
-                },
-                // The very arguments the call will run with.
-                preview: match &valid {
-                    Valid::Builtin(builtin) => {
-                        keel_tools::preview(&call.name, &builtin.args, &agent.services.tool_context)
-                    }
-                    Valid::Mcp { .. } => None,
-                },
-            };
+            let request = approval_request(agent, call, &valid, checked.subject.as_deref());
             match agent.ask(turn, &request).await.refused_output() {
                 None => Prepared::Run {
                     valid,
@@ -568,6 +533,51 @@ async fn prepare(agent: &Agent, turn: u64, call: &ToolCall, checked: Checked) ->
                 },
             }
         }
+    }
+}
+
+/// The question for a call the rules say to ask about: what every surface shows (keel's
+/// secrets redacted), why it is asked, and the change it would make.
+fn approval_request(
+    agent: &Agent,
+    call: &ToolCall,
+    valid: &Valid,
+    subject: Option<&str>,
+) -> ApprovalRequest {
+    ApprovalRequest {
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        // What every surface shows: keel's secrets redacted, as in the preview.
+        subject: agent
+            .services
+            .tool_context
+            .secrets
+            .redact(&approval_subject(valid, subject))
+            .into_owned(),
+        arguments: call.arguments.clone(),
+        unconfined: false,
+        plan: false,
+        reason: match valid {
+            Valid::Builtin(builtin)
+                if builtin.reads_outside_workspace(&agent.services.tool_context) =>
+            {
+                Some("it reads outside the workspace".into())
+            }
+            Valid::Builtin(builtin) if builtin.tool == keel_tools::BuiltinTool::Bash => {
+                crate::confinement::why_asked(
+                    subject.unwrap_or(""),
+                    &agent.services.tool_context.guard,
+                )
+            }
+            _ => None,
+        },
+        // The very arguments the call will run with.
+        preview: match valid {
+            Valid::Builtin(builtin) => {
+                keel_tools::preview(&call.name, &builtin.args, &agent.services.tool_context)
+            }
+            Valid::Mcp { .. } => None,
+        },
     }
 }
 
@@ -614,6 +624,25 @@ fn announce_change(agent: &Agent, turn: u64, call: &ToolCall, valid: &Valid) {
     );
 }
 
+/// Whatever a tool printed, with keel's secrets taken out: they never reach the store, an
+/// event or the model.
+fn redacted(output: ToolOutput, secrets: &keel_types::Secrets) -> ToolOutput {
+    let content = secrets.redact(&output.content).into_owned();
+    // An error's summary is cut from its message: cut again from the redacted message, so the
+    // cut cannot fall inside a secret.
+    let summary = if output.is_error && output.summary == keel_tools::error_summary(&output.content)
+    {
+        keel_tools::error_summary(&content)
+    } else {
+        secrets.redact(&output.summary).into_owned()
+    };
+    ToolOutput {
+        content,
+        summary,
+        is_error: output.is_error,
+    }
+}
+
 /// Commit the result and final receipt of the call at `position` together, then announce it.
 fn finish(
     run: &TurnRun,
@@ -627,22 +656,7 @@ fn finish(
     let agent = &*agent;
     let call = &round.calls[position];
     let receipt = &mut round.receipts[position];
-    // Whatever a tool printed, keel's secrets never reach the store, an event or the model.
-    let secrets = &agent.services.tool_context.secrets;
-    let content = secrets.redact(&output.content).into_owned();
-    // An error's summary is cut from its message: cut again from the redacted message, so the
-    // cut cannot fall inside a secret.
-    let summary = if output.is_error && output.summary == keel_tools::error_summary(&output.content)
-    {
-        keel_tools::error_summary(&content)
-    } else {
-        secrets.redact(&output.summary).into_owned()
-    };
-    let mut output = ToolOutput {
-        content,
-        summary,
-        is_error: output.is_error,
-    };
+    let mut output = redacted(output, &agent.services.tool_context.secrets);
     // A mode the person chose while the turn runs is told with the next result, last.
     if let Some(mode) = agent.take_mode_change() {
         output.content.push_str("\n\n");

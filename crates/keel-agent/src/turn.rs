@@ -58,9 +58,12 @@ pub async fn run_turn(
     let outcome = run_turn_inner(agent, state, input, generation).await;
     // A turn ends with its last snapshot taken: a rewind right after it sees the bracket closed.
     let turn = state.last_turn;
-    crate::tools_round::finish_snapshot(agent, turn, state).await;
-    if std::mem::take(&mut state.snapshots_taken) {
-        crate::tools_round::keep_snapshots_in_budget(agent, turn).await;
+    if let Some(failed) = state.bracket.settle().await {
+        agent.emit(Some(turn), failed);
+    }
+    let budget = agent.settings.checkpoint_max_bytes;
+    if let Some(said) = state.bracket.keep_in_budget(budget).await {
+        agent.emit(Some(turn), said);
     }
     outcome
 }
