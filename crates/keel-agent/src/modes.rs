@@ -1,5 +1,5 @@
 //! Permission modes during a session: telling the model of a change, and plan mode's
-//! `propose_plan` (docs/features.md, plan mode).
+//! `propose_plan` (docs/features.md#plan-mode).
 //!
 //! Invariants:
 //! - A mode change is told to the model inside something new — the next user item, or the

@@ -1,5 +1,5 @@
 //! Git snapshots of the workspace around each command keel runs (`bash`, MCP calls), so a
-//! rewind also undoes what commands changed — and only that (PRODUCT.md §4e).
+//! rewind also undoes what commands changed — and only that (docs/features.md#command-snapshots).
 //!
 //! Invariants:
 //! - Only in a workspace inside a git repository of the workspace's owner. The snapshots live

@@ -1,5 +1,5 @@
 //! "Run it again outside the sandbox?": after a confined command fails in a way that suggests
-//! a sandbox refusal, the person may allow one unconfined run (PRODUCT.md §4d).
+//! a sandbox refusal, the person may allow one unconfined run (docs/sandbox.md#unconfined-runs).
 //!
 //! Invariants:
 //! - Only in `ask` mode, only for a `bash` call that ran confined under an enforced sandbox and

@@ -1,4 +1,4 @@
-//! Command-line arguments (CONTRACT.md "Commands").
+//! Command-line arguments (docs/features.md#commands).
 //!
 //! Invariant: command and option names are a public contract; add, never rename.
 

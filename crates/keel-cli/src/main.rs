@@ -1,8 +1,8 @@
 //! The `keel` binary: argument parsing, configuration, and the terminal surfaces.
 //!
 //! Invariants:
-//! - Exit codes follow CONTRACT.md: 0 completed, 1 turn failed, 2 usage or configuration
-//!   error, 130 cancelled.
+//! - Exit codes: 0 completed, 1 turn failed, 2 usage or configuration
+//!   error, 130 cancelled (docs/configuration.md#exit-codes).
 //! - Nothing is written outside `KEEL_HOME` and the workspace.
 
 mod acp_command;
@@ -125,7 +125,7 @@ impl<'a> Cause<'a> {
     }
 }
 
-/// CONTRACT.md: 2 for what the user must fix, 1 for everything else that failed.
+/// 2 for what the user must fix, 1 for any other failure (docs/configuration.md#exit-codes).
 fn exit_code_of(error: &anyhow::Error) -> u8 {
     match Cause::of(error) {
         Cause::Usage => 2,

@@ -191,7 +191,7 @@ pub async fn run_turn(
         TurnOutcome::Completed { readiness, .. } => {
             let continue_line =
                 format!("continue with: keel run --session {session} \"/continue-checks\"");
-            // Not ready: exit 1, and the next step on stderr in every mode (CONTRACT.md).
+            // Not ready: exit 1, next step on stderr always (docs/configuration.md#exit-codes).
             match readiness {
                 Readiness::Ready => Ok(Outcome::Completed),
                 // Nobody could approve a call: going on needs someone who can.
@@ -228,7 +228,7 @@ pub async fn run_turn(
                         Some(keel_types::InputKind::ContextRecovery) => "/compact",
                         _ => "/recover-context",
                     };
-                    // CONTRACT.md: printed in every mode (stderr, so --json stdout stays JSON).
+                    // Printed in every mode, on stderr (docs/configuration.md#exit-codes).
                     eprintln!("recovery available: keel run --session {session} \"{command}\"");
                 } else {
                     renderer.hint(&format!(

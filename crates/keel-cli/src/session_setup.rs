@@ -559,7 +559,7 @@ const SHELLS: [&str; 14] = [
 
 /// The warning to give when keel's parent process is not a shell and holds a provider key in
 /// its environment: a command keel runs can read `/proc/<parent>/environ` (same user), and only
-/// the sandbox's PID namespace hides it (PRODUCT.md §4d). `None` when there is nothing to say.
+/// the sandbox's PID namespace hides it (docs/security.md#secrets). `None`: nothing to say.
 pub fn parent_key_warning(config: &KeelConfig) -> Option<String> {
     let parent = std::os::unix::process::parent_id();
     let comm = std::fs::read_to_string(format!("/proc/{parent}/comm")).ok()?;

@@ -119,7 +119,7 @@ pub fn sandbox_setup(config: &KeelConfig) -> anyhow::Result<keel_agent::SandboxS
 }
 
 /// The configuration of a command in `workspace`: the user's file and the workspace's project
-/// files, read once, restricted unless the user trusts them (PRODUCT.md §4c).
+/// files, read once, restricted unless the user trusts them (docs/security.md#repository-trust).
 pub fn load_config(common: &CommonArgs, workspace: &std::path::Path) -> anyhow::Result<KeelConfig> {
     let home = keel_home()?;
     let project = ProjectFiles::read(workspace)?;

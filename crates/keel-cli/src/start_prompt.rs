@@ -1,5 +1,5 @@
 //! `keel "PROMPT"`: the interactive session started with a prompt, as people start their
-//! agents (CONTRACT.md "Commands").
+//! agents (docs/features.md#commands).
 //!
 //! Invariants:
 //! - A command's name always wins (clap matches it first); what reaches here is a prompt.

@@ -1,4 +1,4 @@
-//! Exit codes and sessions as documented (issue 38 item 11; CONTRACT.md "Exit codes"): the
+//! Exit codes and sessions as documented (issue 38 item 11; docs/configuration.md#exit-codes): the
 //! real binary against `keel mock`.
 //!
 //! Invariants checked here:

@@ -1,4 +1,4 @@
-//! A cloned repository's own `keel.toml` cannot turn keel against its user (PRODUCT.md §4c),
+//! A repository's `keel.toml` cannot turn keel on its user (docs/security.md#repository-trust),
 //! through the real binary on every surface: `keel run`, the interactive session, `keel
 //! serve` and `keel acp` (`session/new` with the repository as cwd). The hostile file asks
 //! for `permission_mode = "auto"`, `allow = ["bash"]`, and sends the provider (and its key, or

@@ -1,4 +1,4 @@
-//! The sandbox through the real binary (PRODUCT.md §4d): every escape a model could try, as a
+//! The sandbox via the binary (docs/sandbox.md#what-a-command-can-do): every escape, as a
 //! tool call of a `--yes` run, must not happen, and the result the model gets must say why;
 //! ordinary work must still work (`common::escapes` has the fixture: the workspace is `~`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

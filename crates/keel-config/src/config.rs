@@ -202,7 +202,7 @@ impl KeelConfig {
     }
 
     /// The user's file (path and text) and the project's files: the one place a project layer
-    /// is admitted, restricted when the workspace is not trusted (PRODUCT.md §4c).
+    /// is admitted, restricted unless trusted (docs/security.md#repository-trust).
     pub fn from_parts(
         home: Option<(PathBuf, String)>,
         project: ProjectFiles,

@@ -139,7 +139,7 @@ pub(crate) struct RawRetry {
     pub rotate_on: Option<Spanned<Vec<String>>>,
 }
 
-/// Whose file a layer is (PRODUCT.md §4c).
+/// Whose file a layer is (docs/security.md#user-layers-and-project-layers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LayerKind {
     /// `$KEEL_HOME/config.toml`: the user's own.

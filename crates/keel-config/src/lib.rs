@@ -1,4 +1,4 @@
-//! keel's configuration (CONTRACT.md "Configuration"): the TOML files, their layering with
+//! Configuration (docs/configuration.md#files-and-precedence): the TOML files, their layering with
 //! flags and environment variables, and their resolution into what the rest of keel runs on —
 //! `ProviderProfile`s (keel-llm), the `PermissionPolicy` (keel-tools) and `max_rounds`.
 //!
@@ -11,7 +11,7 @@
 //! - Keys are never read here: a profile names the environment variable only. Nothing here
 //!   writes anything but the trust store (`trust_store`).
 //! - A project layer (`./keel.toml`, `.mcp.json`) of an untrusted workspace may tighten and
-//!   loosen nothing (`trust::restrict`, PRODUCT.md §4c); what it asked for and did not get is
+//!   loosen nothing (`trust::restrict`, docs/security.md#repository-trust); what it did not get is
 //!   reported, never dropped silently. Trust is the user's, kept in `$KEEL_HOME`.
 //! - Every resolved value can say where it came from (`Source`); the values a session runs on
 //!   and the ones `keel config` shows come from the same resolution.

@@ -1,5 +1,5 @@
 //! The files that come with a workspace and can change a setting: `./keel.toml` and
-//! `./.mcp.json` (PRODUCT.md §4c), each read once.
+//! `./.mcp.json` (docs/security.md#user-layers-and-project-layers), each read once.
 //!
 //! Invariants:
 //! - Each file is read exactly once, and the digest is of those very bytes: what is parsed is

@@ -1,4 +1,4 @@
-//! `[sandbox]`: what the layers decide about confining commands (PRODUCT.md §4c, §4d).
+//! `[sandbox]`: what each layer may set (docs/sandbox.md#what-a-repository-may-set).
 //!
 //! | key | user layers | trusted project | untrusted project |
 //! |---|---|---|---|

@@ -2,7 +2,7 @@
 //!
 //! Invariants:
 //! - Every value the configuration resolves carries exactly one `Source`: the layer that won
-//!   (CONTRACT.md precedence), not every layer that set it.
+//!   (docs/configuration.md#files-and-precedence), not every layer that set it.
 //! - A source names a place (a file and line, a flag, an environment variable, a preset or the
 //!   default), never a value, so printing a source can never print a key.
 

@@ -1,4 +1,4 @@
-//! What a repository may decide (PRODUCT.md §4c): `restrict` is the one function that takes an
+//! What a repository may decide (docs/security.md#repository-trust): `restrict` alone takes an
 //! untrusted project's `keel.toml` apart and keeps only what tightens the user's own settings.
 //!
 //! | key | from an untrusted project |

@@ -1,4 +1,4 @@
-//! `keel eval`: the seed's reliability study as a command anyone can rerun (PRODUCT.md §7).
+//! `keel eval`: the seed's reliability study as a command anyone can rerun (docs/eval.md).
 //!
 //! A suite is a directory of tasks (`task`); the matrix crosses models, efforts, tasks,
 //! variants and repetitions (`matrix`); each trial runs a child `keel run --json` in a fresh

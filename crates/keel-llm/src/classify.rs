@@ -1,4 +1,4 @@
-//! Failure classification of HTTP answers and stream error payloads (PRODUCT.md §2).
+//! Failure classification of HTTP answers and stream errors (docs/configuration.md#failure-kinds).
 //!
 //! Invariants:
 //! - The body is read only to choose a kind; it never leaves this module (not in the

@@ -65,7 +65,7 @@ impl ProviderProfile {
 }
 
 impl ProviderProfile {
-    /// The URL requests are posted to (CONTRACT.md "Endpoints").
+    /// The URL requests are posted to (docs/configuration.md#providers-and-endpoints).
     pub fn endpoint(&self) -> String {
         let base = self.base_url.trim_end_matches('/');
         match self.protocol {

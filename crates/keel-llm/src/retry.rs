@@ -1,4 +1,4 @@
-//! Bounded, per-provider retry policy (PRODUCT.md §3, second seed document).
+//! Bounded, per-provider retry policy (docs/configuration.md#retries).
 //!
 //! Invariants:
 //! - A retry is bounded by `max_retries`; there is no unbounded mode.

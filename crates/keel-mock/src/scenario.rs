@@ -1,5 +1,5 @@
-//! Scenarios: the scripted steps the fake provider answers with (CONTRACT.md "Fake provider
-//! scenarios").
+//! Scenarios: the scripted steps the fake provider answers with
+//! (docs/mock.md#scenario-steps).
 //!
 //! Invariants:
 //! - Each model request consumes exactly one step, in order; a request the mock rejects on its

@@ -1,4 +1,4 @@
-//! API errors: a status and a JSON body `{error: {code, message}}` (CONTRACT.md "Serve API").
+//! API errors: a status and a JSON body `{error: {code, message}}` (docs/serve-api.md#errors).
 //!
 //! Invariant: a message says what was wrong and what to do; it never carries a secret or a
 //! provider's response body.

@@ -1,4 +1,4 @@
-//! `keel serve`: the HTTP API of CONTRACT.md, server-sent events with replay from the store's
+//! `keel serve` (docs/serve-api.md#routes): the HTTP API, SSE with replay from the store's
 //! event ids, and the browser UI — all over keel's controller (`keel_agent::Host`,
 //! `Controller`), never around it.
 //!

@@ -1,4 +1,4 @@
-//! The routes of CONTRACT.md "Serve API".
+//! The routes of the serve API (docs/serve-api.md#routes).
 //!
 //! Invariants:
 //! - Status codes are exactly the contract's: 400 for a malformed or contradictory body, 401
@@ -317,7 +317,7 @@ struct SubmitBody {
     format: Option<String>,
 }
 
-/// The turn a submit body asks for (CONTRACT.md's rules on `action`, `recoveryId`, `format`),
+/// The turn a submit body asks for (docs/serve-api.md#submitting-a-turn),
 /// and whether it is `/plan PROMPT` (the session goes into plan mode once it is admitted).
 fn input_of(
     body: SubmitBody,

@@ -6,7 +6,7 @@
 //! release depends on `insta` outside its tests; that only costs build time. The parser reads
 //! bash as `bash -c` does by default: no `extglob`, no POSIX mode.
 //!
-//! This is a convenience for rules, not a sandbox (PRODUCT.md: command rules are parsed by a
+//! It serves rules, it is not a sandbox (docs/security.md#command-rules: rules are parsed by a
 //! real shell grammar and fail closed on what it cannot read; the kernel sandbox is the
 //! boundary). A script, a function from the environment, `bash -c "$X"` ... can always run what
 //! no text shows.

@@ -1,8 +1,8 @@
-//! Permission policy: modes and allow/ask/deny rules (PRODUCT.md §4).
+//! Permission policy: modes and allow/ask/deny rules (docs/configuration.md#permissions).
 //!
 //! Invariants:
 //! - `PermissionMode`'s serialized names (`read-only`, `plan`, `ask`, `auto`) are part of the
-//!   config contract (CONTRACT.md `permission_mode`) and of ACP's session modes.
+//!   config contract (docs/configuration.md#permissions) and of ACP's session modes.
 //! - Deny wins over everything; then `read-only` and `plan` refuse every tool that can change
 //!   anything (the modes differ only in `propose_plan`, which the agent answers);
 //!   then a project's ask rules, then allow, then the user's ask rules; then read-only tools
@@ -32,7 +32,7 @@ use crate::specs::BuiltinTool;
 use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
 
-/// How much keel may do without asking (CONTRACT.md `permission_mode`).
+/// How much keel may do without asking (docs/configuration.md#permissions).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PermissionMode {
@@ -314,7 +314,7 @@ pub struct PermissionPolicy {
     allow: Vec<PermissionRule>,
     ask: Vec<PermissionRule>,
     deny: Vec<PermissionRule>,
-    /// Ask rules that beat allow rules: a project's (PRODUCT.md §4c).
+    /// Ask rules that beat allow rules: a project's (docs/configuration.md#permissions).
     overriding_ask: Vec<PermissionRule>,
     /// Ask about read-only commands too (`ask_read_only_commands`).
     ask_read_only_commands: bool,

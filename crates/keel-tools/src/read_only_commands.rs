@@ -1,5 +1,5 @@
 //! The read-only list: command lines that run without a question in `ask` mode, confined to
-//! reading (PRODUCT.md §4: a read-only command asks no more than `read_file` does).
+//! reading (docs/configuration.md#read-only-commands: it asks no more than `read_file` does).
 //!
 //! What is on the list, and why:
 //! - Programs that list, read, count, compare or search files, print text or tell about the

@@ -5,7 +5,7 @@
 //! Invariants:
 //! - An attempt's blocks go to the scrollback as they settle (`StreamedAnswer::take_settled`);
 //!   the region holds only the open block. If the attempt then fails, one line under what was
-//!   written says it is discarded (the model never sees it; PRODUCT.md §3) and the retry
+//!   written says it is discarded (unseen by the model: docs/configuration.md#retries); the retry
 //!   streams below; what had not settled is dropped with the attempt.
 //! - The answer's share of the region is at most a third of the screen (`ANSWER_SHARE`), so a
 //!   terminal that narrows and reflows the region pushes none of it into the scrollback.

@@ -1,4 +1,4 @@
-//! The events every front end receives, in one order (CONTRACT.md "Events").
+//! The events every front end receives, in one order (docs/events.md#the-event-stream).
 //!
 //! Invariants:
 //! - The `type` names and their fields are a public contract; add fields, never rename them.
@@ -342,7 +342,7 @@ pub enum EventBody {
         bytes_after: u64,
     },
     /// A value a project file asked for that was not applied: the workspace is not trusted
-    /// (PRODUCT.md §4c). Sent after `session/started`, one per value.
+    /// (docs/security.md#repository-trust). Sent after `session/started`, one per value.
     #[serde(rename = "trust/ignored")]
     TrustIgnored(IgnoredSetting),
 }

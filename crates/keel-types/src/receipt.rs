@@ -1,4 +1,4 @@
-//! Tool receipts: the write-ahead record of every tool call (PRODUCT.md §4).
+//! Tool receipts: the write-ahead record of every tool call (docs/recovery.md#tool-receipts).
 //!
 //! Invariants:
 //! - A receipt is durable in state `started` before its tool runs, and reaches a final state

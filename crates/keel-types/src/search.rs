@@ -1,4 +1,4 @@
-//! Provider-native web search results and their `sources_status` (PRODUCT.md §5).
+//! Provider-native web search results and their `sources_status` (docs/features.md#web-search).
 //!
 //! Invariants:
 //! - `available` means at least one source URL is http(s), has a host and carries no userinfo;

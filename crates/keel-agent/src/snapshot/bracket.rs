@@ -1,6 +1,6 @@
 //! The command-snapshot bracket of one agent: the workspace's snapshot before a batch that
 //! runs a command (or an MCP tool) and after it, so a rewind can undo what commands changed —
-//! and only that (docs/features.md, rewind).
+//! and only that (docs/features.md#command-snapshots).
 //!
 //! Invariants:
 //! - Only a batch that can change files no checkpoint covers is bracketed: a command not

@@ -1,6 +1,6 @@
 //! Which snapshot stores this keel made, and removing those an earlier one made: before this
 //! version a store took every file git would hash, so it may hold a copy of a file with one of
-//! keel's secrets (PRODUCT.md: the store never holds a secret).
+//! keel's secrets (the store never holds a secret: docs/security.md#secrets).
 //!
 //! Invariants:
 //! - A store this keel makes holds `FORMAT` from the moment it exists (written before the

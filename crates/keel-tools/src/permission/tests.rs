@@ -251,7 +251,7 @@ fn allow_rules_see_the_command_as_written() {
     );
 }
 
-/// Lines with a construct the matcher does not fully read (PRODUCT.md: fail closed).
+/// Lines the matcher does not fully read: rules fail closed (docs/security.md#command-rules).
 const UNREAD_LINES: [&str; 28] = [
     "cargo build # it's fine\ntouch PWNED",
     "cargo build # it's fine",
@@ -434,7 +434,7 @@ fn path_patterns_written_with_a_leading_dot_slash_still_match() {
 
 #[test]
 fn permission_mode_names_are_the_config_names() {
-    // The names are fixed (CONTRACT.md): config, flags, events and the serve API use them.
+    // Fixed names (docs/configuration.md#permissions): config, flags, events and serve use them.
     for (mode, name) in [
         (PermissionMode::ReadOnly, "read-only"),
         (PermissionMode::Ask, "ask"),
