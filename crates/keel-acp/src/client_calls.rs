@@ -76,7 +76,7 @@ impl Approver for AcpApprover {
                 let mut options = vec![
                     json!({"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"}),
                 ];
-                if let Some(label) = request.always_label() {
+                if let Some(label) = request.always_label.clone() {
                     options.push(json!({"optionId": "allow_always",
                         "name": format!("Allow always: {label} (this session)"),
                         "kind": "allow_always"}));

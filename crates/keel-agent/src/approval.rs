@@ -7,6 +7,7 @@
 //!   takes answers from elsewhere (a browser) is ready for one before anyone hears of the call.
 
 use crate::agent::Agent;
+pub use keel_types::ApprovalRequest;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -31,26 +32,6 @@ impl Agent {
         );
         answer
     }
-}
-
-#[derive(Clone, Debug)]
-pub struct ApprovalRequest {
-    /// The call waiting for the answer (surfaces address their answer to it).
-    pub call_id: String,
-    pub tool: String,
-    pub subject: String,
-    pub arguments: String,
-    /// Running it again outside the sandbox, after it failed inside: asked every time (no
-    /// surface records an "always" for it), and every surface says "unconfined".
-    pub unconfined: bool,
-    /// A plan to approve (`propose_plan` in plan mode; `subject` is the plan): set by keel
-    /// alone, never by a rule. Surfaces ask it as a plan and never remember an "always".
-    pub plan: bool,
-    /// What a `write_file` or `edit_file` call would change (the exact bytes before and after),
-    /// for a surface to show as a diff before it asks.
-    pub preview: Option<keel_tools::Preview>,
-    /// Why it is asked where the subject alone does not say (`it reads outside the workspace`).
-    pub reason: Option<String>,
 }
 
 /// The answer to an approval request. Why a call was not approved matters to the model: a
@@ -163,30 +144,35 @@ impl Approver for HeadlessApprover {
     }
 }
 
-impl ApprovalRequest {
-    /// What "always" for this call covers (`keel_tools::always`), or `None` when it cannot be
-    /// remembered: an unconfined re-run, a plan, a call asked for a reason of its own (a read
-    /// outside the workspace: "always" would allow every such read), a `bash` line not read in
-    /// full or writing a file by redirection.
-    pub fn always_scopes(&self) -> Option<Vec<keel_tools::always::Scope>> {
-        if self.unconfined || self.plan || self.reason.is_some() {
-            return None;
-        }
-        keel_tools::always::always_scopes(&self.tool, &self.subject)
+/// What "always" for `request` covers (`keel_tools::always`), or `None` when it cannot be
+/// remembered: an unconfined re-run, a plan, a call asked for a reason of its own (a read
+/// outside the workspace: "always" would allow every such read), a `bash` line not read in
+/// full or writing a file by redirection.
+pub fn always_scopes(request: &ApprovalRequest) -> Option<Vec<keel_tools::always::Scope>> {
+    if request.unconfined || request.plan || request.reason.is_some() {
+        return None;
     }
+    keel_tools::always::always_scopes(&request.tool, &request.subject)
+}
 
-    /// "always" for this call in a person's words (`git status`, `edit_file`), or `None`; each
-    /// scope folded as the subject is (`keel_types::fold_line`: blank runs counted, invisible
-    /// characters named), so no surface shows less than what is remembered.
-    pub fn always_label(&self) -> Option<String> {
-        self.always_scopes().map(|scopes| {
-            scopes
-                .iter()
-                .map(|scope| keel_types::approval_view::fold_line(&scope.label()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-    }
+/// "always" for `request` in a person's words (`git status`, `edit_file`), or `None`; each
+/// scope folded as the subject is (`keel_types::approval_view::fold_line`: blank runs counted,
+/// invisible characters named), so no surface shows less than what is remembered.
+pub fn always_label(request: &ApprovalRequest) -> Option<String> {
+    always_scopes(request).map(|scopes| {
+        scopes
+            .iter()
+            .map(|scope| keel_types::approval_view::fold_line(&scope.label()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
+/// `request` with what "always" would cover worded in it: every request the engine asks
+/// goes through here, so every surface shows the same words.
+pub(crate) fn with_always_label(mut request: ApprovalRequest) -> ApprovalRequest {
+    request.always_label = always_label(&request);
+    request
 }
 
 /// The calls a person said "always" to in one session: held in memory only, never saved, and
@@ -200,7 +186,7 @@ pub struct AlwaysAllowed {
 impl AlwaysAllowed {
     /// Whether an earlier "always" covers `request` (every scope of it).
     pub fn covers(&self, request: &ApprovalRequest) -> bool {
-        let Some(scopes) = request.always_scopes() else {
+        let Some(scopes) = always_scopes(request) else {
             return false;
         };
         let Ok(held) = self.scopes.lock() else {
@@ -220,13 +206,13 @@ impl AlwaysAllowed {
 
     /// Remember "always" for `request`; what it covers, or `None` when nothing could be.
     pub fn remember(&self, request: &ApprovalRequest) -> Option<String> {
-        let scopes = request.always_scopes()?;
+        let scopes = always_scopes(request)?;
         let mut held = self.scopes.lock().ok()?;
         for scope in &scopes {
             held.insert((request.tool.clone(), scope.key()));
         }
         drop(held);
-        request.always_label()
+        always_label(request)
     }
 }
 
@@ -244,6 +230,7 @@ mod tests {
             plan: false,
             reason: None,
             preview: None,
+            always_label: None,
         }
     }
 

@@ -68,6 +68,7 @@ mod unconfined;
 pub use admitted::AdmittedTurn;
 pub use approval::{
     AlwaysAllowed, Approval, ApprovalRequest, Approver, HeadlessApprover, LONGEST_NOTE,
+    always_label, always_scopes,
 };
 pub use confinement::SandboxSetup;
 pub use context_parts::ContextParts;
@@ -76,6 +77,7 @@ pub use error::AgentError;
 pub use host::{Host, Transcript};
 pub use input::{INIT_PROMPT, Input, Line, SLASH_COMMANDS, SurfaceCommand, builtin_names};
 pub use keel_store::{RevisionInfo, SessionInfo, SessionOverview, StoreError, StoredItem};
+pub use keel_types::person_text;
 pub use project_context::{
     ContextReport, ContextSettings, DEFAULT_INSTRUCTION_BYTES, Reloaded, instruction_paths,
 };
@@ -89,7 +91,7 @@ pub use rewind::{RewindReport, RewindScope, SessionLease};
 pub use session_diff::{ChangedFile, SessionDiff};
 pub use snapshot::retire_old_stores as retire_old_snapshot_stores;
 pub use spend::SessionSpend;
-pub use turn::{TurnOutcome, person_text};
+pub use turn::TurnOutcome;
 
 pub use controller::{Controller, PendingAction};
 pub use services::{Services, SurfaceServices};

@@ -146,7 +146,7 @@ pub(crate) async fn propose(agent: &Agent, turn: u64, call: &ToolCall, plan: &st
             ends_turn: false,
         };
     }
-    let request = ApprovalRequest {
+    let request = crate::approval::with_always_label(ApprovalRequest {
         call_id: call.id.clone(),
         tool: call.name.clone(),
         subject: plan.to_string(),
@@ -155,7 +155,8 @@ pub(crate) async fn propose(agent: &Agent, turn: u64, call: &ToolCall, plan: &st
         plan: true,
         reason: None,
         preview: None,
-    };
+        always_label: None,
+    });
     let answer = agent.ask(turn, &request);
     let approved = |mode: Option<PermissionMode>| {
         let mode = agent.leave_plan_mode(mode);

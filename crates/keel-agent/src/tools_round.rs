@@ -544,7 +544,7 @@ fn approval_request(
     valid: &Valid,
     subject: Option<&str>,
 ) -> ApprovalRequest {
-    ApprovalRequest {
+    crate::approval::with_always_label(ApprovalRequest {
         call_id: call.id.clone(),
         tool: call.name.clone(),
         // What every surface shows: keel's secrets redacted, as in the preview.
@@ -578,7 +578,8 @@ fn approval_request(
             }
             Valid::Mcp { .. } => None,
         },
-    }
+        always_label: None,
+    })
 }
 
 /// A write or an edit allowed without a question: what it is about to change, for a surface

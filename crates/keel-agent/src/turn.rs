@@ -252,25 +252,6 @@ fn open(run: &TurnRun, kind: InputKind) -> Result<(), AgentError> {
 pub(crate) const INTERRUPTED_NOTE: &str = "[keel: the user stopped your previous answer before \
      it was complete; what it had produced was not kept.]";
 
-/// What the person wrote of a user item's `text`: without the notes keel put before it (the
-/// interruption, a mode change: lines of `[keel: …]` and an empty line) and the files it
-/// attached after it (`<attached …>` blocks, and `[keel: @… was not attached …]`).
-pub fn person_text(text: &str) -> &str {
-    let mut rest = text;
-    if rest.starts_with("[keel: ")
-        && let Some((notes, prompt)) = rest.split_once("\n\n")
-        && notes.lines().all(|line| line.starts_with("[keel: "))
-    {
-        rest = prompt;
-    }
-    let end = ["\n\n<attached path=\"", "\n\n[keel: @"]
-        .iter()
-        .filter_map(|marker| rest.find(marker))
-        .min()
-        .unwrap_or(rest.len());
-    &rest[..end]
-}
-
 /// Commit the turn's input text; a prompt after a stopped answer carries the note first.
 fn commit_input(
     run: &TurnRun,
@@ -568,6 +549,7 @@ fn denied_calls(agent: &Agent, turn: Option<u64>) -> impl Fn(&str) -> bool + use
 #[cfg(test)]
 mod person_text_tests {
     use super::*;
+    use keel_types::person_text;
 
     #[test]
     fn the_notes_before_and_the_files_after_are_keels_not_the_persons() {

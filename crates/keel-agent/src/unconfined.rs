@@ -82,7 +82,7 @@ pub(crate) async fn offer(
         .to_string();
     run.unconfined_offered = true;
     let call_id = format!("{}#unconfined", call.id);
-    let request = ApprovalRequest {
+    let request = crate::approval::with_always_label(ApprovalRequest {
         call_id: call_id.clone(),
         tool: "bash (unconfined)".into(),
         subject: command.clone(),
@@ -91,7 +91,8 @@ pub(crate) async fn offer(
         plan: false,
         reason: None,
         preview: None,
-    };
+        always_label: None,
+    });
     let answer = agent.ask(run.turn, &request);
     let answer = tokio::select! {
         biased;

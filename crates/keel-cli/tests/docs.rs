@@ -195,3 +195,165 @@ fn keel_mock_says_how_to_point_keel_at_it_and_that_works() {
     );
     assert!(!run.stdout.is_empty(), "an answer from the mock");
 }
+
+/// The GitHub anchor of a markdown heading: lowercased, spaces to `-`, other punctuation gone.
+fn anchor_of(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every Rust file of the workspace's crates.
+fn rust_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![repository().join("crates")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() && name != "node_modules" && name != "target" {
+                stack.push(path);
+            } else if name.ends_with(".rs") {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn every_docs_citation_in_the_code_names_a_heading_that_exists() {
+    let root = repository();
+    let mut cited = 0;
+    for file in rust_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        // The design documents a clone of keel does not have are never cited.
+        for foreign in ["CONTRACT", "PRODUCT"].map(|name| format!("{name}.md")) {
+            assert!(
+                !text.contains(&foreign),
+                "{} cites {foreign}",
+                file.display()
+            );
+        }
+        let mut rest = text.as_str();
+        while let Some(start) = rest.find("docs/") {
+            let after = &rest[start + 5..];
+            let end = after
+                .find(|c: char| !(c.is_alphanumeric() || "-_.#".contains(c)))
+                .unwrap_or(after.len());
+            let cited_here = after[..end].trim_end_matches('.');
+            rest = &after[end..];
+            let Some((name, anchor)) = cited_here.split_once(".md") else {
+                continue;
+            };
+            let doc = root.join("docs").join(format!("{name}.md"));
+            let Ok(markdown) = std::fs::read_to_string(&doc) else {
+                // Paths inside a test's own fixture (`docs/readme.md`) are not citations.
+                assert!(
+                    anchor.is_empty(),
+                    "{}: no {}",
+                    file.display(),
+                    doc.display()
+                );
+                continue;
+            };
+            cited += 1;
+            if let Some(anchor) = anchor.strip_prefix('#') {
+                let headings: BTreeSet<String> = markdown
+                    .lines()
+                    .filter_map(|line| {
+                        line.trim_start_matches('#')
+                            .strip_prefix(' ')
+                            .filter(|_| line.starts_with('#'))
+                    })
+                    .map(anchor_of)
+                    .collect();
+                assert!(
+                    headings.contains(anchor),
+                    "{} cites docs/{name}.md#{anchor}, which has no such heading",
+                    file.display()
+                );
+            }
+        }
+    }
+    assert!(cited > 40, "the code cites keel's docs ({cited} found)");
+}
+
+#[test]
+fn the_crate_table_says_what_each_crate_may_depend_on() {
+    let root = repository();
+    let architecture = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let mut checked = 0;
+    for row in architecture
+        .lines()
+        .filter(|line| line.starts_with("| `keel-"))
+    {
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let name = cells[0].trim_start_matches("| `").trim_end_matches('`');
+        // `keel-a`, `keel-b` [`keel-c`]: development-only ones in brackets.
+        let last = cells.last().unwrap();
+        let (ordinary, development) = last.split_once('[').unwrap_or((last, ""));
+        let names = |text: &str| -> Vec<String> {
+            text.split(|c: char| !(c.is_alphanumeric() || c == '-'))
+                .filter(|word| word.starts_with("keel-"))
+                .map(str::to_string)
+                .collect()
+        };
+        let said: BTreeSet<String> = names(ordinary)
+            .into_iter()
+            .chain(
+                names(development)
+                    .into_iter()
+                    .map(|name| format!("[{name}]")),
+            )
+            .collect();
+        let manifest = std::fs::read_to_string(root.join("crates").join(name).join("Cargo.toml"))
+            .unwrap_or_else(|_| panic!("docs/architecture.md names {name}, which has no crate"));
+        let mut section = "";
+        let mut actual = BTreeSet::new();
+        for line in manifest.lines() {
+            if line.starts_with('[') {
+                section = line;
+            } else if let Some(dependency) = line.split(['.', ' ', '=']).next()
+                && dependency.starts_with("keel-")
+                && dependency != name
+            {
+                match section {
+                    "[dependencies]" => actual.insert(dependency.to_string()),
+                    "[dev-dependencies]" if !manifest_has(&manifest, dependency) => {
+                        actual.insert(format!("[{dependency}]"))
+                    }
+                    _ => false,
+                };
+            }
+        }
+        assert_eq!(said, actual, "docs/architecture.md's row for {name}");
+        checked += 1;
+    }
+    assert!(checked >= 16, "every crate has its row ({checked})");
+    // The terminal's view crate draws: it links no engine, store, sandbox or MCP.
+    let tui = std::fs::read_to_string(root.join("crates/keel-tui/Cargo.toml")).unwrap();
+    let keel_crates: BTreeSet<&str> = tui
+        .lines()
+        .filter_map(|line| line.split(['.', ' ', '=']).next())
+        .filter(|name| name.starts_with("keel-") && *name != "keel-tui")
+        .collect();
+    assert_eq!(keel_crates, BTreeSet::from(["keel-render", "keel-types"]));
+}
+
+/// Whether `dependency` is an ordinary dependency in `manifest` (then a dev entry adds nothing).
+fn manifest_has(manifest: &str, dependency: &str) -> bool {
+    let start = manifest.find("[dependencies]").unwrap_or(0);
+    let section = &manifest[start..];
+    let end = section[1..].find("\n[").map_or(section.len(), |at| at + 1);
+    section[..end]
+        .lines()
+        .any(|line| line.split(['.', ' ', '=']).next() == Some(dependency))
+}

@@ -199,7 +199,7 @@ impl Approver for SessionApprover {
             subject: request.subject.clone(),
             view: keel_types::approval_view(&request.subject),
             unconfined: request.unconfined,
-            always: request.always_label(),
+            always: request.always_label.clone(),
             reason: request.reason.clone(),
             diff_html: diff_html(request.preview.as_ref()),
             plan_html: plan.then(|| keel_render::markdown_html(&request.subject)),
@@ -244,6 +244,7 @@ mod tests {
             plan: false,
             reason: None,
             preview: None,
+            always_label: Some("ls".into()),
         }
     }
 
@@ -287,10 +288,15 @@ mod tests {
     }
 
     fn command(call_id: &str, line: &str) -> ApprovalRequest {
-        ApprovalRequest {
+        let request = ApprovalRequest {
             tool: "bash".into(),
             subject: line.into(),
             ..request(call_id)
+        };
+        // Worded as the engine words it for every request it asks.
+        ApprovalRequest {
+            always_label: keel_agent::always_label(&request),
+            ..request
         }
     }
 

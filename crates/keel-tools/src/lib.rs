@@ -36,12 +36,13 @@ mod specs;
 
 pub use fetch::{MAX_BODY as WEB_FETCH_MAX_BODY, MAX_REDIRECTS as WEB_FETCH_MAX_REDIRECTS};
 pub use guard::{GuardError, WorkspaceGuard, WriteTarget};
+pub use keel_types::approval_request::{StatedChange, stated_change};
 pub use live::LiveOutput;
 pub use mention::{attachment, instruction_file, mentions, names_something};
 pub use permission::{
     Decision, PermissionMode, PermissionPolicy, PermissionRule, Reach, RuleError,
 };
-pub use preview::{Preview, StatedChange, preview, stated_change};
+pub use preview::{Preview, preview};
 pub use restore::restore_file;
 pub use sandboxed::CommandSandbox;
 pub use specs::{BuiltinTool, NOT_IN_PLAN_MODE};

@@ -21,17 +21,7 @@ use serde_json::Value;
 /// Files larger than this are not read for a preview.
 const LARGEST_PREVIEWED: u64 = 4 << 20;
 
-/// What a call would do to a file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Preview {
-    /// The file's bytes before (`None`: it does not exist yet) and after.
-    Change {
-        before: Option<Vec<u8>>,
-        after: Vec<u8>,
-    },
-    /// Why no change can be shown.
-    Unavailable(String),
-}
+pub use keel_types::approval_request::Preview;
 
 fn text_arg<'a>(args: &'a Value, key: &str) -> &'a str {
     args.get(key).and_then(Value::as_str).unwrap_or("")
@@ -129,58 +119,9 @@ fn unredacted(tool: &str, args: &Value, ctx: &ToolContext) -> Option<Preview> {
     })
 }
 
-/// What an `edit_file` or `write_file` call's arguments say it changes, read from nothing but
-/// the arguments (a stored call, whose file may have changed since): for a surface to show
-/// where the file itself is not at hand.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StatedChange {
-    pub path: String,
-    /// The text an edit replaces (`None` for a write: its whole content is new).
-    pub replaced: Option<String>,
-    pub with: String,
-}
-
-/// The change a call's raw `arguments` state, for `edit_file` and `write_file` (else `None`,
-/// and for arguments that do not name it).
-pub fn stated_change(tool: &str, arguments: &str) -> Option<StatedChange> {
-    let args: Value = serde_json::from_str(arguments).ok()?;
-    let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_string);
-    let (replaced, with) = match tool {
-        "edit_file" => (Some(text("old_string")?), text("new_string")?),
-        "write_file" => (None, text("content")?),
-        _ => return None,
-    };
-    Some(StatedChange {
-        path: text("path")?,
-        replaced,
-        with,
-    })
-}
-
 #[cfg(test)]
 mod tests {
 
-    #[test]
-    fn a_stated_change_is_what_the_arguments_say() {
-        let edit = stated_change(
-            "edit_file",
-            r#"{"path":"a.rs","old_string":"x","new_string":"y"}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            (
-                edit.path.as_str(),
-                edit.replaced.as_deref(),
-                edit.with.as_str()
-            ),
-            ("a.rs", Some("x"), "y")
-        );
-        let write = stated_change("write_file", r#"{"path":"n","content":"c"}"#).unwrap();
-        assert_eq!(write.replaced, None);
-        assert_eq!(stated_change("bash", r#"{"command":"ls"}"#), None);
-        assert_eq!(stated_change("edit_file", r#"{"path":"a.rs"}"#), None);
-        assert_eq!(stated_change("write_file", "not json"), None);
-    }
     use super::*;
     use crate::{ToolRegistry, WorkspaceGuard};
 

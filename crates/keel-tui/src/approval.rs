@@ -8,16 +8,16 @@
 //!   shown, and the head of the command with its line count next to the question.
 //! - A diff longer than `LONGEST_DIFF_SHOWN` lines says how many lines were not shown.
 //! - Running a command again outside the sandbox is asked as such ("UNCONFINED"), and has no
-//!   "always". Elsewhere `a` says what "always" covers (`ApprovalRequest::always_label`: the
+//!   "always". Elsewhere `a` says what "always" covers (`ApprovalRequest::always_label`, worded by the engine: the
 //!   program and subcommand of each command for `bash`), and is not offered where nothing can
 //!   be remembered (a line keel cannot read in full).
 //! - A plan (`propose_plan` in plan mode) is shown as rendered markdown, and its keys say what
 //!   each answer does: approve into `ask` or into `auto`, or keep planning (with a note). Its
 //!   `a` is "auto", never an "always".
 
-use keel_agent::ApprovalRequest;
 use keel_render::{FileDiff, Line, Span, Style, visible_line};
-use keel_tools::Preview;
+use keel_types::ApprovalRequest;
+use keel_types::Preview;
 
 /// The most diff lines shown at a question (the rest is counted).
 pub const LONGEST_DIFF_SHOWN: usize = 400;
@@ -156,8 +156,9 @@ impl Question {
             title,
             tool,
             always: request
-                .always_label()
-                .map(|label| visible_line(&label).into_owned()),
+                .always_label
+                .as_deref()
+                .map(|label| visible_line(label).into_owned()),
             unconfined: request.unconfined,
             plan,
         }
@@ -368,7 +369,8 @@ impl Question {
 mod tests {
     use super::*;
 
-    fn question(subject: &str) -> String {
+    /// The question for a `bash` call of `subject`, "always" worded as the engine words it.
+    fn question(subject: &str, always: &str) -> String {
         Question::new(&ApprovalRequest {
             call_id: "call_1".into(),
             tool: "bash".into(),
@@ -378,6 +380,7 @@ mod tests {
             plan: false,
             reason: None,
             preview: None,
+            always_label: Some(always.into()),
         })
         .typed()
     }
@@ -414,7 +417,7 @@ mod tests {
     #[test]
     fn blank_lines_cannot_scroll_the_dangerous_line_away() {
         let hidden = format!("touch PWNED{}echo harmless", "\n".repeat(200));
-        let shown = question(&hidden);
+        let shown = question(&hidden, "touch PWNED, echo harmless");
         assert!(
             shown.starts_with("? allow bash (201 lines):\n    touch PWNED\n"),
             "{shown}"
@@ -441,6 +444,7 @@ mod tests {
             plan: false,
             reason: Some("it reads outside the workspace".into()),
             preview: None,
+            always_label: None,
         });
         assert_eq!(
             question.title,
@@ -451,7 +455,7 @@ mod tests {
     #[test]
     fn one_line_commands_are_shown_whole_and_visible() {
         assert_eq!(
-            question("rm -rf x\r"),
+            question("rm -rf x\r", "rm -rf 'x\r'"),
             "? allow bash:\n    rm -rf x␍\n  bash: rm -rf x␍ — [y]es / [n]o / [N]o + note / \
              [a]lways for rm -rf 'x␍' (session): "
         );
@@ -459,7 +463,10 @@ mod tests {
 
     #[test]
     fn a_run_of_spaces_cannot_hide_the_command_at_the_question() {
-        let shown = question(&format!("touch PWNED;{}echo harmless", " ".repeat(9000)));
+        let shown = question(
+            &format!("touch PWNED;{}echo harmless", " ".repeat(9000)),
+            "touch PWNED, echo harmless",
+        );
         assert!(shown.len() < 300, "{shown}");
         assert!(
             shown.contains("touch PWNED;⟨9,000 spaces⟩echo harmless"),

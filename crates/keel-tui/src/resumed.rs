@@ -3,7 +3,7 @@
 //!
 //! Invariants:
 //! - Pure: stored items in, lines out; every text made visible (`keel_render`).
-//! - Only what the person saw: their prompts (`keel_agent::person_text`: without keel's notes
+//! - Only what the person saw: their prompts (`keel_types::person_text`: without keel's notes
 //!   before and attached files after), answers rendered, each tool call one line with its
 //!   state. Text written for the model is not shown: the context block, the interruption and
 //!   mode notes, a recovery turn's instructions and facts (a one-line mark instead), tool
@@ -143,7 +143,7 @@ fn prompt_lines(text: &str, input: Option<InputKind>, width: usize) -> Vec<Line>
     if let Some(mark) = mark {
         return vec![Line::from_text(mark, Style::PLAIN.dim())];
     }
-    let said = keel_agent::person_text(text).trim();
+    let said = keel_types::person_text(text).trim();
     if said.is_empty() {
         return Vec::new();
     }

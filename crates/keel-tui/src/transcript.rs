@@ -19,7 +19,7 @@ use crate::rows::wrapped;
 
 /// A tool call's arguments as a person reads them in full (see the module invariants).
 fn call_lines(name: &str, arguments: &str, width: usize) -> Vec<Line> {
-    if let Some(change) = keel_tools::stated_change(name, arguments) {
+    if let Some(change) = keel_types::stated_change(name, arguments) {
         let mut lines = wrapped(&change.path, width, Style::PLAIN.dim());
         let before = change.replaced.as_deref().map(str::as_bytes);
         lines.extend(FileDiff::new(before, change.with.as_bytes()).lines(width));

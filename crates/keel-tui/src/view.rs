@@ -23,8 +23,8 @@ use crate::keymap::Focus;
 use crate::notices::notice;
 use crate::rows::{fit, wrapped};
 use crate::status::{Status, Working, estimate_tokens};
-use keel_agent::ApprovalRequest;
 use keel_render::{Color, Line, Span, Style};
+use keel_types::ApprovalRequest;
 use keel_types::{Event, EventBody, FailureKind, ReceiptState};
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -83,7 +83,7 @@ pub struct LiveView {
     approval: Option<Question>,
     /// The change the approval on screen is about (a write's or an edit's), and its diff's
     /// lines at the width they were made for.
-    asked_change: Option<(keel_tools::Preview, usize, Vec<Line>)>,
+    asked_change: Option<(keel_types::Preview, usize, Vec<Line>)>,
     /// The call the approval on screen is about (its card may be announced after the question:
     /// the two come over different channels).
     asked_call: Option<String>,
@@ -407,7 +407,7 @@ impl LiveView {
         Some(question.all_lines(&change, self.width))
     }
 
-    fn asked_preview(&self) -> Option<keel_tools::Preview> {
+    fn asked_preview(&self) -> Option<keel_types::Preview> {
         self.asked_change
             .as_ref()
             .map(|(preview, _, _)| preview.clone())

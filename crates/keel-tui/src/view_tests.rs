@@ -13,6 +13,7 @@ fn keys_pressed_as_an_approval_appears_do_not_answer_it() {
         plan: false,
         reason: None,
         preview: None,
+        always_label: Some("rm -rf build".into()),
     });
     let now = Instant::now();
     assert!(!view.answerable(now));
@@ -42,6 +43,7 @@ fn a_card_announced_after_its_question_is_not_drawn_beside_it() {
         plan: false,
         reason: None,
         preview: None,
+        always_label: Some("write_file".into()),
     });
     let now = Instant::now();
     view.apply(

@@ -3,9 +3,9 @@
 //! the live region commits to the scrollback or shows in a frame fits the width and holds no
 //! control character — so the only sequences on screen are the ones keel writes itself.
 
-use keel_agent::ApprovalRequest;
 use keel_render::Line;
 use keel_tui::{LiveView, Status};
+use keel_types::ApprovalRequest;
 use keel_types::{Event, EventBody, ReceiptState, WireProtocol};
 use proptest::prelude::*;
 use std::time::Instant;
@@ -125,6 +125,8 @@ proptest! {
         view.ask(&ApprovalRequest {
             call_id: "c".into(),
             tool,
+            // "always" worded as anything a subject may hold: drawn as safely as the subject.
+            always_label: Some(subject.clone()),
             subject,
             arguments: String::new(),
             unconfined: false,

@@ -5,11 +5,11 @@
 //! run of style, so a lost colour shows as a changed snapshot.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use keel_agent::ApprovalRequest;
 use keel_render::{Colors, Line};
-use keel_tools::Preview;
 use keel_tui::cards::{self, Call, Ended};
 use keel_tui::{Frame, LiveView, Status, frame_buffer};
+use keel_types::ApprovalRequest;
+use keel_types::Preview;
 use keel_types::{Event, EventBody, ReceiptState};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -207,6 +207,7 @@ fn edit_request() -> ApprovalRequest {
         unconfined: false,
         plan: false,
         reason: None,
+        always_label: Some("edit_file".into()),
         preview: Some(Preview::Change {
             before: Some(b"fn a() {}\nfn b() {}\n".to_vec()),
             after: b"fn a() {}\nfn b() { todo() }\n".to_vec(),
@@ -276,6 +277,7 @@ fn a_command_approval_shows_every_line_folded_and_what_always_covers() {
             plan: false,
             reason: None,
             preview: None,
+            always_label: Some("git status, cargo test, echo 'done⟨U+200B⟩'".into()),
         });
         let mut lines = view.take_commits();
         lines.push(Line::from_text("(live region:)", keel_render::Style::PLAIN));

@@ -205,6 +205,25 @@ impl fmt::Display for FinishReason {
     }
 }
 
+/// What the person wrote of a user item's `text`: without the notes keel put before it (the
+/// interruption, a mode change: lines of `[keel: …]` and an empty line) and the files it
+/// attached after it (`<attached …>` blocks, and `[keel: @… was not attached …]`).
+pub fn person_text(text: &str) -> &str {
+    let mut rest = text;
+    if rest.starts_with("[keel: ")
+        && let Some((notes, prompt)) = rest.split_once("\n\n")
+        && notes.lines().all(|line| line.starts_with("[keel: "))
+    {
+        rest = prompt;
+    }
+    let end = ["\n\n<attached path=\"", "\n\n[keel: @"]
+        .iter()
+        .filter_map(|marker| rest.find(marker))
+        .min()
+        .unwrap_or(rest.len());
+    &rest[..end]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@
 //! - Nothing here can hold a secret: API keys live only in the process environment and are read
 //!   by the provider layer at request time.
 
+pub mod approval_request;
 pub mod approval_view;
 pub mod event;
 pub mod failure;
@@ -24,12 +25,14 @@ pub mod startup_trace;
 pub mod tool;
 pub mod usage;
 
+pub use approval_request::{ApprovalRequest, Preview, StatedChange, stated_change};
 pub use approval_view::{ApprovalView, approval_view, is_invisible};
 pub use event::{ContextUse, Event, EventBody, IgnoredSetting, InputKind};
 pub use failure::{DEEPSEEK_CONTEXT_LIMIT_BODY, FailureDiagnostic, FailureKind, SubReason};
 pub use history::{
     AssistantItem, AssistantPart, COMPACTION_REQUEST_MARKER, ContextBlock, ContextSource,
     DEFAULT_INSTRUCTION_FILES, FinishReason, Item, ReplayData, Summary, ToolCall, ToolResult,
+    person_text,
 };
 pub use protocol::{ReasoningProtocol, WireProtocol};
 pub use receipt::{ReceiptState, ToolReceipt};
