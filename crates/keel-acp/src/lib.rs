@@ -563,7 +563,7 @@ impl Agent {
             Ok(session) => {
                 let ask = rewind::rewind_ask(&session.controller, &text)?;
                 // Held now, in read order: a prompt read after this one waits its turn.
-                let lease = session.controller.lease();
+                let lease = session.controller.hold_between_turns();
                 Ok((session, ask, lease))
             }
         };

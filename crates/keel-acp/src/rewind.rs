@@ -4,7 +4,7 @@
 //! Invariant: what could not be restored (conflicts, commands, files not kept) is always in
 //! the answer; a refusal is the prompt's error.
 
-use keel_agent::{AgentError, Controller, Line, RewindScope, SessionLease, SurfaceCommand};
+use keel_agent::{AgentError, BetweenTurns, Controller, Line, RewindScope, SurfaceCommand};
 
 /// A `/undo` or `/rewind …` prompt, parsed: the turn (none: the last), what to restore,
 /// whether to force.
@@ -38,18 +38,18 @@ pub(crate) fn rewind_ask(controller: &Controller, text: &str) -> Option<RewindAs
 /// Called on a blocking thread: restoring a file the editor has open goes through the editor.
 pub(crate) fn rewind_reply(
     controller: &Controller,
-    mut lease: SessionLease,
+    mut lease: BetweenTurns,
     ask: RewindAsk,
 ) -> Result<String, AgentError> {
     {
         let to = match ask.to {
             Some(to) => to,
-            None => match controller.last_turn_leased(&lease)? {
+            None => match controller.last_turn_held(&lease)? {
                 Some(last) => last,
                 None => return Ok("Nothing to undo: the conversation holds no turn.".to_string()),
             },
         };
-        let report = controller.rewind_leased(&mut lease, to, ask.scope, ask.force)?;
+        let report = controller.rewind_held(&mut lease, to, ask.scope, ask.force)?;
         let mut lines = vec![format!("Rewound to before turn {to}.")];
         lines.extend(
             report

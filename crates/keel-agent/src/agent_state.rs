@@ -7,8 +7,6 @@
 //! - `history` is the store's canonical history at `revision`: nothing is in it that is not
 //!   committed.
 
-use crate::agent::Agent;
-use crate::error::AgentError;
 use keel_types::Item;
 
 /// What an agent's turns read and change.
@@ -23,7 +21,7 @@ pub(crate) struct AgentState {
     /// Recovery ids consumed by this process (kept even if the persist was uncertain).
     pub spent: std::collections::HashSet<String>,
     /// Tokens of the context, measured and estimated.
-    pub meter: crate::context::ContextMeter,
+    pub meter: crate::token_meter::ContextMeter,
     /// The MCP tools every request of the current turn offers (taken at the turn boundary).
     pub mcp_tools: Vec<keel_types::ToolSpec>,
     /// No turn boundary has passed in this process: the first takes the MCP tools as the
@@ -39,25 +37,4 @@ pub(crate) struct AgentState {
     /// The workspace snapshots around command batches (their "after" may still be being taken
     /// while the next request is out).
     pub bracket: crate::snapshot::CommandBracket,
-}
-
-impl AgentState {
-    /// The history as the provider sees it: the canonical history, with the fault projection
-    /// applied to the repaired prefix when a consumed recovery put one in force.
-    pub(crate) fn provider_view(
-        &self,
-        agent: &Agent,
-    ) -> Result<std::borrow::Cow<'_, [Item]>, AgentError> {
-        Ok(match self.repair {
-            Some(boundary) => {
-                let receipts = agent.services.store.receipts(&agent.session.id)?;
-                std::borrow::Cow::Owned(crate::recovery::apply_repair(
-                    &self.history,
-                    boundary,
-                    &receipts,
-                ))
-            }
-            None => std::borrow::Cow::Borrowed(&self.history),
-        })
-    }
 }

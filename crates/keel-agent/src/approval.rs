@@ -6,33 +6,9 @@
 //! - A question is asked first and announced second (`approval/requested`): an approver that
 //!   takes answers from elsewhere (a browser) is ready for one before anyone hears of the call.
 
-use crate::agent::Agent;
 pub use keel_types::ApprovalRequest;
 use std::future::Future;
 use std::pin::Pin;
-
-impl Agent {
-    /// Put `request` to the person (see the module invariants); the answer, once given.
-    pub(crate) fn ask<'a>(
-        &'a self,
-        turn: u64,
-        request: &'a ApprovalRequest,
-    ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
-        let answer = self.services.surface.approver.approve(request);
-        self.emit(
-            Some(turn),
-            keel_types::EventBody::ApprovalRequested {
-                call_id: request.call_id.clone(),
-                name: request.tool.clone(),
-                subject: request.subject.clone(),
-                view: keel_types::approval_view(&request.subject),
-                unconfined: request.unconfined,
-                reason: request.reason.clone(),
-            },
-        );
-        answer
-    }
-}
 
 /// The answer to an approval request. Why a call was not approved matters to the model: a
 /// person who declined is not the same as nobody being there to ask.
@@ -148,11 +124,11 @@ impl Approver for HeadlessApprover {
 /// remembered: an unconfined re-run, a plan, a call asked for a reason of its own (a read
 /// outside the workspace: "always" would allow every such read), a `bash` line not read in
 /// full or writing a file by redirection.
-pub fn always_scopes(request: &ApprovalRequest) -> Option<Vec<keel_tools::always::Scope>> {
+pub fn always_scopes(request: &ApprovalRequest) -> Option<Vec<keel_tools::always_scope::Scope>> {
     if request.unconfined || request.plan || request.reason.is_some() {
         return None;
     }
-    keel_tools::always::always_scopes(&request.tool, &request.subject)
+    keel_tools::always_scope::always_scopes(&request.tool, &request.subject)
 }
 
 /// "always" for `request` in a person's words (`git status`, `edit_file`), or `None`; each

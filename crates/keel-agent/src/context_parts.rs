@@ -39,7 +39,7 @@ impl Agent {
         let Ok(state) = agent.state.try_lock() else {
             return Err(AgentError::Busy(agent.session.id.clone()));
         };
-        let history = state.provider_view(agent)?;
+        let history = agent.provider_view(&state)?;
         let request = agent
             .project(&history, &state.mcp_tools)
             .map_err(|error| AgentError::Projection(error.to_string()))?;

@@ -11,18 +11,20 @@
 
 use crate::admitted::{self, AdmittedTurn};
 use crate::agent::Agent;
+use crate::claim::OpenSession;
 use crate::context_parts::ContextParts;
 use crate::error::AgentError;
-use crate::host::{self, OpenSession, Transcript};
 use crate::input::{Input, Line};
-use crate::project_context::{ContextReport, Reloaded};
+use crate::instructions::{ContextReport, Reloaded};
+use crate::recovery::admission::PendingAction;
 use crate::recovery::record::StoredRecord;
 use crate::recovery::refusal::RecoveryRefusal;
-use crate::rewind::{RewindReport, RewindScope, SessionLease};
+use crate::rewind::{BetweenTurns, RewindReport, RewindScope};
 use crate::services::{Services, SurfaceServices};
 use crate::session_diff::SessionDiff;
 use crate::settings::{AgentSettings, SessionChoice};
 use crate::spend::SessionSpend;
+use crate::transcript::{self, Transcript};
 use crate::turn::TurnOutcome;
 use crate::{compaction, recovery, turn_run};
 use keel_store::{SessionInfo, Store};
@@ -35,14 +37,6 @@ use tokio::sync::mpsc;
 #[derive(Clone)]
 pub struct Controller {
     agent: Arc<Agent>,
-}
-
-/// The recovery action a surface may offer now.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PendingAction {
-    pub recovery_id: String,
-    /// `ProtocolRecovery` or `FinalReadinessRecovery`.
-    pub action: keel_types::InputKind,
 }
 
 impl Controller {
@@ -276,7 +270,7 @@ impl Controller {
 
     /// The session's history and receipts as stored.
     pub fn transcript(&self) -> Result<Transcript, AgentError> {
-        host::transcript(&self.agent.services.store, &self.agent.session.id)
+        transcript::transcript(&self.agent.services.store, &self.agent.session.id)
     }
 
     /// The id of the latest stored event: a surface that shows the transcript read after this
@@ -327,7 +321,7 @@ impl Controller {
         if let Some(known) = state.meter.last_use(Some(window)) {
             return Some(known);
         }
-        let history = state.provider_view(&self.agent).ok()?;
+        let history = self.agent.provider_view(&state).ok()?;
         let request = self.agent.project(&history, &state.mcp_tools).ok()?;
         let estimate = state.meter.tokens_of_bytes(request.body.len());
         state.meter.set_estimate(estimate);
@@ -341,7 +335,7 @@ impl Controller {
         let Ok(state) = agent.state.try_lock() else {
             return Err(AgentError::Busy(agent.session.id.clone()));
         };
-        let history = state.provider_view(agent)?;
+        let history = agent.provider_view(&state)?;
         agent
             .project(&history, &state.mcp_tools)
             .map_err(|error| AgentError::Projection(error.to_string()))
@@ -366,8 +360,8 @@ impl Controller {
     }
 
     /// Hold the session for a rewind; refused while a turn (or another rewind) runs.
-    pub fn lease(&self) -> Result<SessionLease, AgentError> {
-        self.agent.lease()
+    pub fn hold_between_turns(&self) -> Result<BetweenTurns, AgentError> {
+        self.agent.hold_between_turns()
     }
 
     /// The latest turn the conversation still holds (what `/undo` undoes); none when every
@@ -377,8 +371,8 @@ impl Controller {
     }
 
     /// `last_turn_in_history`, with the session held.
-    pub fn last_turn_leased(&self, held: &SessionLease) -> Result<Option<u64>, AgentError> {
-        self.agent.last_turn_leased(held)
+    pub fn last_turn_held(&self, held: &BetweenTurns) -> Result<Option<u64>, AgentError> {
+        self.agent.last_turn_held(held)
     }
 
     /// Undo turn `to` and every turn after it: files, conversation, or both (`force`: also
@@ -393,14 +387,14 @@ impl Controller {
     }
 
     /// `rewind`, with the session held.
-    pub fn rewind_leased(
+    pub fn rewind_held(
         &self,
-        lease: &mut SessionLease,
+        lease: &mut BetweenTurns,
         to: u64,
         scope: RewindScope,
         force: bool,
     ) -> Result<RewindReport, AgentError> {
-        self.agent.rewind_leased(lease, to, scope, force)
+        self.agent.rewind_held(lease, to, scope, force)
     }
 
     /// The parts of the next request (refused while a turn runs).

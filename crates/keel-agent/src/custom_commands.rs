@@ -210,7 +210,7 @@ fn read_bounded(path: &Path) -> Result<String, String> {
 /// what cannot be looked at.
 fn owned_by_workspace_owner(path: &Path, workspace: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    let Some(owner) = crate::project_context::workspace_owner(workspace) else {
+    let Some(owner) = crate::instructions::workspace_owner(workspace) else {
         return false;
     };
     path.symlink_metadata()

@@ -9,29 +9,16 @@
 //! - Surfaces reach sessions only through `Host` and `Controller`; the store and the recovery
 //!   record format stay private to keel-agent.
 
+use crate::claim::{OpenSession, lock};
 use crate::controller::Controller;
 use crate::error::AgentError;
 use crate::recovery::record::{StoredRecord, decode};
 use crate::services::{Services, SurfaceServices};
 use crate::settings::AgentSettings;
 use crate::settings::SessionChoice;
-use keel_store::{SessionInfo, SessionOverview, Store, StoredItem};
-use keel_types::ToolReceipt;
-use std::collections::HashSet;
+use crate::transcript::Transcript;
+use keel_store::{SessionInfo, SessionOverview, Store};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-
-/// A session's canonical history and its tool receipts.
-#[derive(Clone, Debug)]
-pub struct Transcript {
-    pub session: SessionInfo,
-    pub items: Vec<StoredItem>,
-    pub receipts: Vec<ToolReceipt>,
-    /// The history revision `items` belong to.
-    pub revision: u64,
-    /// Every revision of the history, oldest first (more than one after a compaction).
-    pub revisions: Vec<keel_store::RevisionInfo>,
-}
 
 /// Sessions over one state database.
 #[derive(Clone, Debug)]
@@ -39,24 +26,7 @@ pub struct Host {
     store: Store,
     /// Sessions a controller of this host holds now: the store's lease is per process, so
     /// the host keeps two controllers of this process off one session.
-    open: Arc<Mutex<HashSet<String>>>,
-}
-
-/// Marks a session open on its host until the controller holding it is dropped.
-#[derive(Debug)]
-pub(crate) struct OpenSession {
-    open: Arc<Mutex<HashSet<String>>>,
-    id: String,
-}
-
-impl Drop for OpenSession {
-    fn drop(&mut self) {
-        lock(&self.open).remove(&self.id);
-    }
-}
-
-fn lock(open: &Mutex<HashSet<String>>) -> std::sync::MutexGuard<'_, HashSet<String>> {
-    open.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    open: crate::claim::Claimed,
 }
 
 impl Host {
@@ -66,7 +36,7 @@ impl Host {
         keel_types::startup_trace::mark("store open");
         Ok(Host {
             store,
-            open: Arc::default(),
+            open: std::sync::Arc::default(),
         })
     }
 
@@ -120,7 +90,7 @@ impl Host {
     }
 
     pub fn transcript(&self, id: &str) -> Result<Transcript, AgentError> {
-        transcript(&self.store, id)
+        crate::transcript::transcript(&self.store, id)
     }
 
     /// The versions of files rewinds of session `id` kept before overwriting them (what each
@@ -140,7 +110,7 @@ impl Host {
     /// The transcript of session `id` at history revision `revision` (an earlier revision of
     /// a compacted history stays readable).
     pub fn transcript_at(&self, id: &str, revision: u64) -> Result<Transcript, AgentError> {
-        transcript_at(&self.store, id, Some(revision))
+        crate::transcript::transcript_at(&self.store, id, Some(revision))
     }
 
     /// A new session that starts with `source`'s history (and the receipts of its calls) up
@@ -168,7 +138,7 @@ impl Host {
         }
         Ok(self
             .store
-            .fork_session(source, &crate::agent::new_session_id(), up_to, revision)?)
+            .fork_session(source, &crate::opening::new_session_id(), up_to, revision)?)
     }
 
     /// The latest recovery record of session `id` (any state), decoded.
@@ -217,30 +187,4 @@ impl Host {
             id: id.to_string(),
         })
     }
-}
-
-pub(crate) fn transcript(store: &Store, id: &str) -> Result<Transcript, AgentError> {
-    transcript_at(store, id, None)
-}
-
-/// The transcript of one history revision (`None`: the current one).
-pub(crate) fn transcript_at(
-    store: &Store,
-    id: &str,
-    revision: Option<u64>,
-) -> Result<Transcript, AgentError> {
-    let session = store.require_session(id)?;
-    let revisions = store.revisions(id)?;
-    let current = revisions.last().map_or(1, |info| info.revision);
-    let (revision, items) = match revision {
-        Some(revision) => (revision, store.items_of_revision(id, revision)?),
-        None => (current, store.items(id)?),
-    };
-    Ok(Transcript {
-        items,
-        receipts: crate::load::receipts_for_display(store, id)?,
-        session,
-        revision,
-        revisions,
-    })
 }

@@ -8,7 +8,7 @@
 //! - A turn: `admitted` (taken and checked) → `turn` (its rounds, as a `turn_run::TurnRun`) →
 //!   `exchange` (one request and its answer) → `tools_round` (the calls of one answer) →
 //!   `approval`, `confinement`, `unconfined`, `checkpoint`, `snapshot` (what a call needs).
-//! - Around turns: `compaction`, `recovery`, `rewind`, `modes` (plan mode), `project_context`
+//! - Around turns: `compaction`, `recovery`, `rewind`, `modes` (plan mode), `instructions`
 //!   (instructions), `custom_commands` and `input` (what a typed line means).
 //!
 //! Invariants:
@@ -31,25 +31,28 @@ mod approval;
 mod call;
 mod cancellation;
 mod checkpoint;
+mod claim;
 mod command_steps;
 mod compaction;
 mod confinement;
-mod context;
+mod context_commands;
 mod context_parts;
 mod controller;
 mod custom_commands;
 mod engine_tools;
 mod error;
 mod event_bus;
-mod exchange;
 mod host;
 mod input;
+mod instructions;
 mod kept_versions;
-mod leftovers;
 mod load;
+mod mode_notes;
+mod model_request;
 mod modes;
+mod opening;
+mod orphan_processes;
 mod progress;
-mod project_context;
 mod prompt;
 mod recovery;
 mod rewind;
@@ -60,7 +63,9 @@ mod settings;
 mod snapshot;
 mod spend;
 mod subscribers;
+mod token_meter;
 mod tools_round;
+mod transcript;
 mod turn;
 mod turn_run;
 mod unconfined;
@@ -74,25 +79,25 @@ pub use confinement::SandboxSetup;
 pub use context_parts::ContextParts;
 pub use custom_commands::{CommandLayer, CustomCommand, CustomCommands};
 pub use error::AgentError;
-pub use host::{Host, Transcript};
+pub use host::Host;
 pub use input::{INIT_PROMPT, Input, Line, SLASH_COMMANDS, SurfaceCommand, builtin_names};
+pub use instructions::{ContextReport, Reloaded, instruction_paths};
 pub use keel_store::{RevisionInfo, SessionInfo, SessionOverview, StoreError, StoredItem};
 pub use keel_types::person_text;
-pub use project_context::{
-    ContextReport, ContextSettings, DEFAULT_INSTRUCTION_BYTES, Reloaded, instruction_paths,
-};
 pub use prompt::{KIMI_ACTION_POLICY, SYSTEM_PROMPT, action_policy_for};
 pub use recovery::readiness::{RERUN_WITH_YES, Readiness};
 pub use recovery::record::{RecordState, RecoveryRecord, StoredRecord};
 /// How a stored recovery record is read and written (the fuzz targets check both).
 pub use recovery::record::{decode as decode_record, encode as encode_record};
 pub use recovery::refusal::RecoveryRefusal;
-pub use rewind::{RewindReport, RewindScope, SessionLease};
+pub use rewind::{BetweenTurns, RewindReport, RewindScope};
 pub use session_diff::{ChangedFile, SessionDiff};
 pub use snapshot::retire_old_stores as retire_old_snapshot_stores;
 pub use spend::SessionSpend;
+pub use transcript::Transcript;
 pub use turn::TurnOutcome;
 
-pub use controller::{Controller, PendingAction};
+pub use controller::Controller;
+pub use recovery::admission::PendingAction;
 pub use services::{Services, SurfaceServices};
-pub use settings::{AgentSettings, SessionChoice};
+pub use settings::{AgentSettings, ContextSettings, DEFAULT_INSTRUCTION_BYTES, SessionChoice};

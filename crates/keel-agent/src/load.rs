@@ -3,7 +3,7 @@
 //! Invariants:
 //! - Nothing is re-run: a receipt left `started` becomes `unknown`, one left `pending`
 //!   becomes `not_started`; the command a `started` call left running is stopped
-//!   (`leftovers`), never resumed.
+//!   (`orphan_processes`), never resumed.
 //! - Every tool call of the last assistant message gets a result, so the next request is
 //!   well-formed; a synthesized result states the receipt's state and is appended (history
 //!   stays append-only).
@@ -38,7 +38,7 @@ pub fn load_session(store: &Store, session: &str) -> Result<AgentState, AgentErr
         .collect();
     store.settle_interrupted_receipts(session)?;
     // What a dead keel left running stops now (never run again: the receipt stays `unknown`).
-    crate::leftovers::stop_leftovers(store, session, &interrupted)?;
+    crate::orphan_processes::stop_leftovers(store, session, &interrupted)?;
     keel_types::kill_point::kill_point("after_receipts_settled");
     let mut history = Vec::new();
     let mut last_turn = 0;

@@ -71,29 +71,29 @@ pub struct RewindReport {
 
 /// The session held between turns: taken where the order of requests is decided, so a rewind
 /// done later (on another thread) still comes before anything asked after it.
-pub struct SessionLease(tokio::sync::OwnedMutexGuard<crate::agent_state::AgentState>);
+pub struct BetweenTurns(tokio::sync::OwnedMutexGuard<crate::agent_state::AgentState>);
 
 impl Agent {
     /// Hold the session for a rewind; refused while a turn (or another rewind) runs.
-    pub(crate) fn lease(&self) -> Result<SessionLease, AgentError> {
+    pub(crate) fn hold_between_turns(&self) -> Result<BetweenTurns, AgentError> {
         let agent = self;
         agent
             .state
             .clone()
             .try_lock_owned()
-            .map(SessionLease)
+            .map(BetweenTurns)
             .map_err(|_| AgentError::Busy(agent.session.id.clone()))
     }
 
     /// The latest turn the conversation still holds (what `/undo` undoes); none when every
     /// turn was undone or there was none.
     pub(crate) fn last_turn_in_history(&self) -> Result<Option<u64>, AgentError> {
-        let lease = self.lease()?;
-        self.last_turn_leased(&lease)
+        let lease = self.hold_between_turns()?;
+        self.last_turn_held(&lease)
     }
 
     /// `last_turn_in_history`, with the session held.
-    pub(crate) fn last_turn_leased(&self, _held: &SessionLease) -> Result<Option<u64>, AgentError> {
+    pub(crate) fn last_turn_held(&self, _held: &BetweenTurns) -> Result<Option<u64>, AgentError> {
         let agent = self;
         Ok(agent
             .services
@@ -113,14 +113,14 @@ impl Agent {
         scope: RewindScope,
         force: bool,
     ) -> Result<RewindReport, AgentError> {
-        let mut lease = self.lease()?;
-        self.rewind_leased(&mut lease, to, scope, force)
+        let mut lease = self.hold_between_turns()?;
+        self.rewind_held(&mut lease, to, scope, force)
     }
 
     /// `rewind`, with the session held.
-    pub(crate) fn rewind_leased(
+    pub(crate) fn rewind_held(
         &self,
-        lease: &mut SessionLease,
+        lease: &mut BetweenTurns,
         to: u64,
         scope: RewindScope,
         force: bool,

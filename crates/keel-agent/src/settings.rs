@@ -7,7 +7,6 @@
 //!   switches to lives in the agent's mode state, not here).
 
 use crate::confinement::SandboxSetup;
-use crate::project_context::ContextSettings;
 use keel_llm::ProviderProfile;
 use keel_tools::PermissionPolicy;
 use std::path::PathBuf;
@@ -45,4 +44,30 @@ pub struct AgentSettings {
 pub enum SessionChoice {
     New,
     Resume(String),
+}
+
+/// Where a session's instructions come from.
+#[derive(Clone, Debug)]
+pub struct ContextSettings {
+    /// File names looked for in each directory, the first found wins (`instruction_files`).
+    pub instruction_files: Vec<String>,
+    /// The directory of the global instructions (`$KEEL_HOME`); none: no global file.
+    pub global_dir: Option<PathBuf>,
+    /// The most bytes of instructions a block holds, all files together.
+    pub max_bytes: usize,
+}
+
+/// The bound on instructions when the settings give none (32 KiB).
+pub const DEFAULT_INSTRUCTION_BYTES: usize = 32 * 1024;
+
+impl Default for ContextSettings {
+    fn default() -> ContextSettings {
+        ContextSettings {
+            instruction_files: keel_types::DEFAULT_INSTRUCTION_FILES
+                .map(String::from)
+                .to_vec(),
+            global_dir: None,
+            max_bytes: DEFAULT_INSTRUCTION_BYTES,
+        }
+    }
 }

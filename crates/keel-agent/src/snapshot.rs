@@ -122,7 +122,7 @@ impl Snapshots {
         session: &str,
         sandbox: Option<keel_tools::CommandSandbox>,
     ) -> Option<Snapshots> {
-        let root = crate::project_context::repository_root(workspace)?.to_path_buf();
+        let root = crate::instructions::repository_root(workspace)?.to_path_buf();
         let (git_dir, common_dir) = repository_dirs(&root)?;
         let git = git_program(workspace)?;
         let home = keel_home

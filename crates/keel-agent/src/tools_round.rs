@@ -317,7 +317,7 @@ fn call_contexts(
         .map(|(position, _)| {
             let call_id = round.calls[*position].id.clone();
             let sender = live.clone();
-            crate::leftovers::context_for_call(
+            crate::orphan_processes::context_for_call(
                 base_context,
                 &agent.services.store,
                 &agent.session.id,
@@ -661,7 +661,7 @@ fn finish(
     // A mode the person chose while the turn runs is told with the next result, last.
     if let Some(mode) = agent.take_mode_change() {
         output.content.push_str("\n\n");
-        output.content.push_str(&crate::modes::mode_note(mode));
+        output.content.push_str(&crate::mode_notes::mode_note(mode));
     }
     receipt.state = final_state;
     receipt.summary = Some(output.summary.clone());

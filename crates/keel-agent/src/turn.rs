@@ -6,7 +6,7 @@
 //!   transaction before any tool starts; calls present with `finish_reason: stop` still run.
 //! - A reply that arrives after its turn was cancelled is never committed.
 //! - Every round's request is built from the committed history only (nothing provisional),
-//!   through the session's provider view (`AgentState::provider_view`), and is projected
+//!   through the session's provider view (`Agent::provider_view`), and is projected
 //!   once: the failure path sees the very request that was sent.
 //! - A turn ends at `max_rounds`, or earlier when its tool rounds stop making progress
 //!   (`progress::ProgressGuard`).
@@ -20,7 +20,7 @@ use crate::agent_state::AgentState;
 use crate::call::digest;
 use crate::compaction::{self, Compaction};
 use crate::error::AgentError;
-use crate::exchange::{Deltas, Reply, send_items};
+use crate::model_request::{Deltas, Reply, send_items};
 use crate::progress::ProgressGuard;
 use crate::recovery;
 use crate::recovery::readiness::Readiness;
@@ -108,7 +108,7 @@ async fn run_turn_inner(
     if let (Some(block), Some(snapshots)) = (&mut state.pending_context, agent.snapshots.clone())
         && let Ok(Some(line)) = tokio::task::spawn_blocking(move || snapshots.status_line()).await
     {
-        block.text = crate::project_context::with_environment_line(&block.text, &line);
+        block.text = crate::instructions::with_environment_line(&block.text, &line);
     }
     commit_input(&run, state, input_kind, input.text)?;
     let mut progress = ProgressGuard::default();
@@ -269,7 +269,7 @@ fn commit_input(
             notes.push(INTERRUPTED_NOTE.to_string());
         }
         if let Some(mode) = agent.take_mode_change() {
-            notes.push(crate::modes::mode_note(mode));
+            notes.push(crate::mode_notes::mode_note(mode));
         }
         let text = with_attachments(agent, text);
         if notes.is_empty() {
@@ -356,7 +356,7 @@ async fn request(
     let due_at = may_compact
         .then(|| compaction::threshold(&run.agent, state))
         .flatten();
-    let history = state.provider_view(&run.agent)?;
+    let history = run.agent.provider_view(state)?;
     send_items(
         run,
         &history,
@@ -555,7 +555,7 @@ mod person_text_tests {
     fn the_notes_before_and_the_files_after_are_keels_not_the_persons() {
         let noted = format!(
             "{INTERRUPTED_NOTE}\n{}\n\nfix @src/a.rs please\n\n<attached path=\"src/a.rs\">\nfn a() {{}}\n</attached>\n\n[keel: @b.rs was not attached: missing]",
-            crate::modes::mode_note(keel_tools::PermissionMode::Auto)
+            crate::mode_notes::mode_note(keel_tools::PermissionMode::Auto)
         );
         assert_eq!(person_text(&noted), "fix @src/a.rs please");
         assert_eq!(person_text("just this"), "just this");

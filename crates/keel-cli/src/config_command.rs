@@ -508,7 +508,7 @@ fn active_model<'a>(resolved: &'a ResolvedConfig, provider: &ResolvedProvider) -
 
 /// The window keel works with: the configured one, else (for the active model) the table's.
 fn context_window(provider: &ResolvedProvider, active_model: Option<&str>) -> Sourced<Option<u64>> {
-    match active_model.and_then(keel_llm::context::known_window) {
+    match active_model.and_then(keel_llm::context_window::known_window) {
         Some(known) if provider.context_window.value.is_none() => {
             Sourced::new(Some(known), Source::ModelTable)
         }

@@ -251,7 +251,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
     require_key(&profile, keys.as_ref())?;
     // For a person at the start (a `--json` reader gets nothing on stderr it did not ask for).
     if !common.json {
-        notices.extend(keel_llm::context::unknown_model_notice(
+        notices.extend(keel_llm::context_window::unknown_model_notice(
             &profile,
             &model.model,
         ));

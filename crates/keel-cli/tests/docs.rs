@@ -357,3 +357,126 @@ fn manifest_has(manifest: &str, dependency: &str) -> bool {
         .lines()
         .any(|line| line.split(['.', ' ', '=']).next() == Some(dependency))
 }
+
+/// The module path of each source file of the crate at `src` (`lib.rs`/`main.rs`/`mod.rs`
+/// name their folder's module), test files left out.
+fn modules_of(src: &Path) -> Vec<(Vec<String>, PathBuf)> {
+    let mut found = Vec::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if name != "tests" {
+                    stack.push(path);
+                }
+                continue;
+            }
+            if !name.ends_with(".rs") || name == "tests.rs" || name.ends_with("_tests.rs") {
+                continue;
+            }
+            let relative = path.strip_prefix(src).unwrap().with_extension("");
+            let mut module: Vec<String> = relative
+                .components()
+                .map(|part| part.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            if matches!(
+                module.last().map(String::as_str),
+                Some("lib" | "main" | "mod")
+            ) {
+                module.pop();
+            }
+            found.push((module, path));
+        }
+    }
+    found
+}
+
+/// The `crate::…` paths a file's non-test code names, a `use crate::{a, b::c}` group counting
+/// as each of its members.
+fn crate_paths(code: &str) -> Vec<Vec<String>> {
+    let code = code.split("#[cfg(test)]").next().unwrap_or(code);
+    let mut paths = Vec::new();
+    let mut rest = code;
+    while let Some(start) = rest.find("crate::") {
+        let preceded = rest[..start].chars().last();
+        let after = &rest[start + "crate::".len()..];
+        rest = after;
+        if preceded.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let end = after
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(after.len());
+        let head: Vec<String> = after[..end]
+            .split("::")
+            .filter(|part| !part.is_empty())
+            .map(str::to_string)
+            .collect();
+        if after[end..].starts_with('{') && after[..end].ends_with("::") {
+            let group = &after[end + 1..after[end..].find('}').map_or(after.len(), |at| end + at)];
+            for member in group.split(',') {
+                let mut path = head.clone();
+                let member = member.split(" as ").next().unwrap_or("").trim();
+                path.extend(
+                    member
+                        .split("::")
+                        .filter(|part| !part.is_empty() && *part != "self")
+                        .map(str::to_string),
+                );
+                paths.push(path);
+            }
+        } else {
+            paths.push(head);
+        }
+    }
+    paths
+}
+
+#[test]
+fn no_crate_has_an_import_circle_between_its_files() {
+    for crate_dir in std::fs::read_dir(repository().join("crates")).unwrap() {
+        let src = crate_dir.unwrap().path().join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        let modules = modules_of(&src);
+        let index: std::collections::BTreeMap<Vec<String>, usize> = modules
+            .iter()
+            .enumerate()
+            .map(|(at, (module, _))| (module.clone(), at))
+            .collect();
+        let edges: Vec<BTreeSet<usize>> = modules
+            .iter()
+            .enumerate()
+            .map(|(from, (_, path))| {
+                let code = std::fs::read_to_string(path).unwrap();
+                crate_paths(&code)
+                    .into_iter()
+                    .filter_map(|named| {
+                        (1..=named.len())
+                            .rev()
+                            .find_map(|length| index.get(&named[..length]).copied())
+                    })
+                    .filter(|to| *to != from)
+                    .collect()
+            })
+            .collect();
+        // A circle exists where a file reaches itself again.
+        for start in 0..modules.len() {
+            let mut seen = BTreeSet::new();
+            let mut stack: Vec<usize> = edges[start].iter().copied().collect();
+            while let Some(next) = stack.pop() {
+                assert!(
+                    next != start,
+                    "{} reaches itself again through its imports",
+                    modules[start].1.display()
+                );
+                if seen.insert(next) {
+                    stack.extend(edges[next].iter().copied());
+                }
+            }
+        }
+    }
+}

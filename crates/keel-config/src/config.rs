@@ -13,11 +13,12 @@
 //!   yields every profile, the model, `max_rounds` and the permission policy without error.
 
 use crate::error::ConfigError;
+use crate::ignored::IgnoredValue;
 use crate::layer::{Layer, LayerKind};
-use crate::project::ProjectFiles;
 use crate::resolved::ResolvedProvider;
 use crate::source::{Source, Sourced};
-use crate::trust::{self, IgnoredValue, UserBaseline, WorkspaceTrust};
+use crate::trust::{self, UserBaseline, WorkspaceTrust};
+use crate::workspace_files::ProjectFiles;
 use keel_llm::profile;
 use keel_tools::{PermissionMode, PermissionPolicy, PermissionRule};
 use std::collections::BTreeSet;
@@ -224,7 +225,7 @@ impl KeelConfig {
             return user.with_project(None, project, Vec::new());
         };
         let layer = Layer::parse(&keel_toml.path, LayerKind::Project, keel_toml.text.clone())?;
-        let unknown = trust::unknown_keys_ignored(&layer);
+        let unknown = crate::ignored::unknown_keys_ignored(&layer);
         match trust {
             WorkspaceTrust::Trusted => user.with_project(Some(layer), project, unknown),
             WorkspaceTrust::Untrusted => {

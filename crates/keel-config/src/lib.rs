@@ -18,9 +18,9 @@
 
 mod config;
 mod error;
+mod ignored;
 mod layer;
 mod mcp;
-mod project;
 mod provider;
 mod resolved;
 mod sandbox;
@@ -30,18 +30,20 @@ mod trust_store;
 #[cfg(test)]
 mod trust_tests;
 mod unknown_keys;
+mod workspace_files;
 
 pub use config::{
     ConfiguredRule, DEFAULT_CHECKPOINT_MAX_BYTES, DEFAULT_COMPACT_AT, DEFAULT_MAX_ROUNDS,
     DEFAULT_MODEL, KeelConfig, ModeFlag, ModelRef, Overrides, ResolvedConfig, RuleList,
 };
 pub use error::ConfigError;
+pub use ignored::{IgnoredBecause, IgnoredValue};
 pub use layer::toml_error_at;
-pub use project::{PROJECT_CONFIG_FILE, ProjectFile, ProjectFiles, SHARED_MCP_FILE};
 pub use provider::{ResolvedProvider, ResolvedRetry, validate_base_url};
 pub use sandbox::ResolvedSandbox;
 pub use source::{Source, Sourced};
-pub use trust::{IgnoredBecause, IgnoredValue, WorkspaceTrust};
+pub use trust::WorkspaceTrust;
 pub use trust_store::{
     RecordState, TRUST_FILE, TrustRecord, TrustStore, TrustStoreError, state_of,
 };
+pub use workspace_files::{PROJECT_CONFIG_FILE, ProjectFile, ProjectFiles, SHARED_MCP_FILE};

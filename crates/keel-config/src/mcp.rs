@@ -127,7 +127,7 @@ mod tests {
     fn with_shared(trust: WorkspaceTrust) -> KeelConfig {
         let shared = ProjectFile::from_text(
             Path::new("/w/.mcp.json"),
-            crate::project::SHARED_MCP_FILE,
+            crate::workspace_files::SHARED_MCP_FILE,
             SHARED.into(),
         );
         KeelConfig::from_parts(

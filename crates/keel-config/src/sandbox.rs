@@ -15,9 +15,9 @@
 //!   (`IgnoredValue`), never dropped silently; an untrusted project's `[sandbox]` is taken
 //!   apart in `trust::restrict` and never reaches here.
 
+use crate::ignored::{IgnoredBecause, IgnoredValue, VALUE_SHOWN_CHARS};
 use crate::layer::{Layer, LayerKind, RawSandbox};
 use crate::source::{Source, Sourced};
-use crate::trust::{IgnoredBecause, IgnoredValue, VALUE_SHOWN_CHARS};
 use keel_sandbox::{SandboxMode, SandboxSettings, ServerConfinement};
 use std::path::{Component, Path};
 use toml::Spanned;

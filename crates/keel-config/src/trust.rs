@@ -21,14 +21,13 @@
 //! - A trusted project layer is not restricted at all; no layer, trusted or not, gets here for
 //!   the user's own file.
 
+use crate::ignored::{IgnoredBecause, IgnoredValue, VALUE_SHOWN_CHARS};
 use crate::layer::{Layer, RawFile, RawPermissions, RawProvider, RawRetry, RawSandbox};
-use crate::project::ProjectFile;
+use crate::workspace_files::ProjectFile;
 use keel_llm::profile;
 use keel_tools::PermissionMode;
 use std::collections::BTreeMap;
-use std::fmt;
 use std::ops::Range;
-use std::path::PathBuf;
 use toml::Spanned;
 
 /// The user's decision about a workspace's project files.
@@ -40,78 +39,6 @@ pub enum WorkspaceTrust {
     /// Project layers may only tighten.
     Untrusted,
 }
-
-/// Why a project value was not applied.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum IgnoredBecause {
-    /// The key is never taken from an untrusted project: it could loosen a setting, reach
-    /// another host or run a command.
-    Closed,
-    /// The value is looser than the user's own, shown here.
-    Looser { user: String },
-    /// `model` names a provider that only the project defines.
-    ProjectProvider,
-    /// A sandbox value no project file may set, trusted or not.
-    NeverFromProject(&'static str),
-    /// keel does not know the key (a newer keel's, or a typo): a repository cannot stop keel
-    /// with one, so it is left out and said.
-    UnknownKey { did_you_mean: Option<&'static str> },
-}
-
-impl fmt::Display for IgnoredBecause {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Closed => f.write_str("a project file may not set it"),
-            Self::Looser { user } => write!(f, "looser than your own setting ({user})"),
-            Self::ProjectProvider => {
-                f.write_str("it names a provider your own config does not define")
-            }
-            Self::NeverFromProject(why) => f.write_str(why),
-            Self::UnknownKey {
-                did_you_mean: Some(known),
-            } => write!(f, "keel does not know this key (did you mean `{known}`?)"),
-            Self::UnknownKey { did_you_mean: None } => {
-                f.write_str("keel does not know this key (a newer keel's, or a typo)")
-            }
-        }
-    }
-}
-
-/// A project value that was asked for and not applied (`trust/ignored`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IgnoredValue {
-    pub file: PathBuf,
-    pub line: usize,
-    /// The dotted key, e.g. `providers.deepseek.base_url` or `mcpServers.files`.
-    pub key: String,
-    /// The value as written in the file (cut at `VALUE_SHOWN_CHARS`); shown only escaped.
-    pub value: String,
-    pub why: IgnoredBecause,
-}
-
-/// A project file's keys keel does not know (left out of its layer), as values not applied.
-pub(crate) fn unknown_keys_ignored(layer: &Layer) -> Vec<IgnoredValue> {
-    layer
-        .unknown
-        .iter()
-        .map(|key| IgnoredValue {
-            file: layer.path.clone(),
-            line: layer.line(&(key.at..key.at)),
-            key: key.key.clone(),
-            value: layer
-                .snippet(&key.span)
-                .chars()
-                .take(VALUE_SHOWN_CHARS)
-                .collect(),
-            why: IgnoredBecause::UnknownKey {
-                did_you_mean: key.did_you_mean,
-            },
-        })
-        .collect()
-}
-
-/// How much of an ignored value is kept for showing.
-pub const VALUE_SHOWN_CHARS: usize = 200;
 
 /// What the user's own layers give, for comparing a project value against.
 pub(crate) struct UserBaseline {
@@ -424,7 +351,7 @@ fn user_window(name: &str, user: &UserBaseline, models: &[(String, String)]) -> 
     models
         .iter()
         .filter(|(provider, _)| provider == name)
-        .filter_map(|(_, model)| keel_llm::context::known_window(model))
+        .filter_map(|(_, model)| keel_llm::context_window::known_window(model))
         .min()
 }
 

@@ -10,7 +10,7 @@
 //!   error names the file and what to do.
 //! - This is the only place in keel-config that writes.
 
-use crate::project::ProjectFiles;
+use crate::workspace_files::ProjectFiles;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

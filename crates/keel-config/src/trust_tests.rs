@@ -7,8 +7,8 @@
 
 use crate::config::{KeelConfig, Overrides};
 use crate::layer::{RawFile, RawPermissions, RawProvider, RawRetry, RawSandbox};
-use crate::project::{PROJECT_CONFIG_FILE, ProjectFile, ProjectFiles};
 use crate::trust::WorkspaceTrust;
+use crate::workspace_files::{PROJECT_CONFIG_FILE, ProjectFile, ProjectFiles};
 use serde_aux::prelude::serde_introspect;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -12,7 +12,7 @@
 use crate::assemble::{Completion, Delta};
 use crate::client::{AttemptFailure, HttpClient};
 use crate::profile::ProviderProfile;
-use crate::project::{ProjectedRequest, ProjectionInput, project};
+use crate::projection::{ProjectedRequest, ProjectionInput, project};
 use keel_types::{EventBody, FailureDiagnostic, FailureKind};
 
 /// Which accounts of a provider are still usable in this turn.

@@ -10,14 +10,14 @@
 pub mod assemble;
 pub mod classify;
 pub mod client;
-pub mod context;
+pub mod context_window;
 pub mod dispatch;
 pub mod effort;
 mod explain;
 pub mod key_store;
 pub mod price;
 pub mod profile;
-pub mod project;
+pub mod projection;
 pub mod retry;
 pub mod said;
 pub mod sse;
@@ -27,5 +27,5 @@ pub use dispatch::{AccountCursor, DispatchOutcome, Dispatcher, EnvKeys, KeySourc
 pub use effort::ReasoningEffort;
 pub use key_store::{HomeKeys, KeyOrigin, KeyStore, KeyStoreError};
 pub use profile::{Account, ProviderProfile};
-pub use project::{ProjectedRequest, ProjectionInput, ToolSpec, project};
+pub use projection::{ProjectedRequest, ProjectionInput, ToolSpec, project};
 pub use retry::{RetryMode, RetryPolicy};

@@ -285,7 +285,7 @@ fn described(server: &str, tool: &Value) -> Result<McpTool, String> {
 }
 
 /// Start a stdio server's process, confined by its `sandbox` setting when the hub has a
-/// sandbox (spawned from the sandbox's lasting thread, so that it dies with keel).
+/// sandbox (spawned from the sandbox's spawner thread, so that it dies with keel).
 fn spawn_stdio(
     mut process: tokio::process::Command,
     config: &ServerConfig,

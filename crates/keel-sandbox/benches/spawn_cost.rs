@@ -1,6 +1,6 @@
 //! What the sandbox costs per command over an unconfined `bash -c true`, all measured in one
 //! run (`cargo bench -p keel-sandbox --bench spawn_cost`). Every command is spawned from the
-//! sandbox's lasting thread, confined or not, so only the confinement differs.
+//! sandbox's spawner thread, confined or not, so only the confinement differs.
 //!
 //! First the target: a session's commands under the default policy (joining the session's
 //! namespaces, as keel runs them) against unconfined spawns, alternated — within 1 ms. Then

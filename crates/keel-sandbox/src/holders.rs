@@ -13,7 +13,7 @@
 //!   so a holder whose table changed at all (`/proc/PID/mountinfo` polled) is retired, even
 //!   where the inode at the path is the same again. A holder that died (a signal meant for
 //!   keel's terminal cannot reach it: it has a process group of its own) is retired too.
-//! - A holder is spawned from the lasting thread: it dies with keel, and everything in its
+//! - A holder is spawned from the spawner thread: it dies with keel, and everything in its
 //!   PID namespace dies with its PID 1. It ends with the session (the last clone of the
 //!   sandbox), killed and reaped.
 //! - What a command leaves behind dies when it ends, as if the namespaces were its own: each

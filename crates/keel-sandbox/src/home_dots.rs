@@ -17,7 +17,7 @@
 //! - The `$PATH` directories under the home are treated the same (protected, or undone).
 //! - It is said at the start of every session it applies to (`notice`).
 
-use crate::policy::{canonical, expand};
+use crate::paths::{canonical, expand};
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;

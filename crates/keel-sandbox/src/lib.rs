@@ -31,30 +31,31 @@
 mod confine;
 mod exec;
 mod filter;
-mod found;
 mod holders;
 mod home_dots;
-mod lasting;
 mod layers;
 mod mounts;
+mod paths;
 mod plan;
-mod planted;
+mod planted_code;
 mod policy;
+mod sockets_and_links;
+mod spawner_thread;
 mod support;
 mod temp;
 
 pub use confine::{keep_file_limit, set_children_file_limit};
 pub use filter::FilterError;
 pub use home_dots::HomeDots;
-pub use lasting::on_lasting_thread;
 pub use layers::Layers;
 pub use plan::Failures;
-pub use planted::{Planted, Undo, Undone};
+pub use planted_code::{Planted, Undo, Undone};
 pub use policy::{
     GIT_REDIRECTS, HOME_SECRETS, KEEL_HOME_PRIVATE, Network, PROTECTED_IN_ROOT, Places,
     ProjectWrite, Protected, RUNTIME_DIRS, STARTUP_IN_HOME, SYSTEM_SECRETS, SandboxMode,
     SandboxPolicy, SandboxSettings, project_write_target,
 };
+pub use spawner_thread::on_lasting_thread;
 pub use support::{UNSUPPORTED_ENV, detected, meets_minimum, warm_up};
 pub use temp::TempDir;
 
@@ -282,7 +283,12 @@ impl Sandbox {
                 return Vec::new();
             };
             let skip = [self.places.workspace.clone()];
-            found::socket_dirs_in(home, &skip, SOCKET_SEARCH_DEPTH, SOCKET_SEARCH_BUDGET)
+            sockets_and_links::socket_dirs_in(
+                home,
+                &skip,
+                SOCKET_SEARCH_DEPTH,
+                SOCKET_SEARCH_BUDGET,
+            )
         });
         let places = Places {
             socket_dirs: self
@@ -298,7 +304,7 @@ impl Sandbox {
         policy.forbid_read = policy.hidden_now(&self.settings, &places);
         policy.protect_home_now();
         let targets = self.found_link_targets.get_or_init(|| {
-            found::secret_link_targets(&self.settings, &self.places, LINK_SEARCH_BUDGET)
+            sockets_and_links::secret_link_targets(&self.settings, &self.places, LINK_SEARCH_BUDGET)
         });
         // Never one holding a root (it would hide the workspace itself).
         let roots: Vec<&PathBuf> = std::iter::once(&policy.workspace)
@@ -370,7 +376,7 @@ impl Sandbox {
             .chain(policy.writable.iter().cloned())
             .chain(policy.temp_dir.iter().cloned())
             .collect();
-        for dir in found::socket_dirs_in(Path::new("/tmp"), &roots, 2, 20_000) {
+        for dir in sockets_and_links::socket_dirs_in(Path::new("/tmp"), &roots, 2, 20_000) {
             if !roots.iter().any(|root| root.starts_with(&dir)) {
                 policy.forbid_read.push(dir);
             }
@@ -391,13 +397,13 @@ impl Sandbox {
     /// absent, the home's dot entries): take this just before a command, and give it to
     /// `undo_planted` after.
     pub fn planted_absent_now(&self) -> Planted {
-        planted::before(&self.start.not_to_create, self.start.home_dots.as_ref())
+        planted_code::before(&self.start.not_to_create, self.start.home_dots.as_ref())
     }
 
     /// Undo what a command made, of `before` (`planted_absent_now`), that would run code
     /// outside the sandbox later (see `planted`); each with how, or why not.
     pub fn undo_planted(&self, before: &Planted) -> Vec<Undone> {
-        planted::undo(before)
+        planted_code::undo(before)
     }
 
     /// What a session in a writable home is told at its start (`home_dots`), if it is one.

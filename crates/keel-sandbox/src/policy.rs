@@ -17,6 +17,7 @@
 //!   protected path cannot be renamed away.
 //! - `read-only` mode writes nothing but the temp dir; `off` confines nothing.
 
+use crate::paths::{canonical, expand};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -125,7 +126,7 @@ pub struct Places {
     pub temp_dir: Option<PathBuf>,
     /// Files a user layer refers to (`--token-file`), forbidden to read.
     pub referenced_files: Vec<PathBuf>,
-    /// Directories holding sockets found in the home directory (`found::socket_dirs_in`): hidden, for
+    /// Directories holding sockets found in the home directory (`sockets_and_links::socket_dirs_in`): hidden, for
     /// a unix socket cannot be kept from a command any other way.
     pub socket_dirs: Vec<PathBuf>,
 }
@@ -297,24 +298,6 @@ pub struct SandboxPolicy {
     /// where a root holds the home, the startup files (no mount can guard a path that does
     /// not exist: the file tools refuse them, and keel undoes them after each command).
     pub not_to_create: Vec<PathBuf>,
-}
-
-/// `~/x` against `home`; other paths as they are.
-pub(crate) fn expand(entry: &str, home: Option<&Path>) -> Option<PathBuf> {
-    match (entry.strip_prefix("~/"), entry == "~", home) {
-        (Some(rest), _, Some(home)) => Some(home.join(rest)),
-        (None, true, Some(home)) => Some(home.to_path_buf()),
-        (Some(_), _, None) | (None, true, None) => None,
-        (None, false, _) => Some(PathBuf::from(entry)),
-    }
-}
-
-/// The canonical form of `path`, if it exists. Most paths asked about do not (the credential
-/// stores of tools a user never installed): one `lstat` says so, where resolving the path
-/// would read every link on its way first.
-pub(crate) fn canonical(path: &Path) -> Option<PathBuf> {
-    std::fs::symlink_metadata(path).ok()?;
-    path.canonicalize().ok()
 }
 
 /// Add `path` to `list` unless it (or a path containing it) is there; drop entries it contains.

@@ -163,7 +163,7 @@ fn probe(layers: &Layers) -> Result<(), SandboxError> {
         prepared, failures, ..
     } = plan;
     crate::confine::install(&mut command, prepared);
-    let outcome = crate::lasting::on_lasting_thread(move || command.status());
+    let outcome = crate::spawner_thread::on_lasting_thread(move || command.status());
     match outcome {
         Ok(Ok(status)) if status.success() => Ok(()),
         Ok(Ok(status)) => Err(SandboxError::Probe(format!(

@@ -14,7 +14,7 @@
 //! - The tool returns at most `OUTPUT_GRACE` after the command ends, even when a process that
 //!   left the group keeps the output open.
 //! - With a session sandbox (not `off`) the command runs confined (`keel-sandbox`), spawned
-//!   from the sandbox's lasting thread; if the sandbox cannot be set up, the command does not
+//!   from the sandbox's spawner thread; if the sandbox cannot be set up, the command does not
 //!   run and the result says which step failed. A failed confined command's result ends with
 //!   a note of what the sandbox forbids (never a claim that it caused the failure).
 

@@ -15,9 +15,9 @@
 //! - Reads are bounded: a line range on any file size, at most `MAX_LINES` lines and
 //!   `OUTPUT_CAP` bytes per call; binary files are described, not dumped.
 
-use crate::beneath::{FileBeneath, MissingParents, Written};
+use crate::below_root::{FileBeneath, MissingParents, Written};
 use crate::output::{OUTPUT_CAP, looks_binary, truncate_middle};
-use crate::special::open_regular;
+use crate::special_files::open_regular;
 use crate::{EditorFiles, ToolContext, ToolOutput};
 use serde_json::Value;
 use std::io::BufRead;
@@ -39,7 +39,7 @@ pub fn read_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
         return refusal;
     }
     // keel's own process files (its environment, its memory) are not for a tool to read.
-    if let Some(tree) = crate::special::kernel_tree(&resolved) {
+    if let Some(tree) = crate::special_files::kernel_tree(&resolved) {
         return ToolOutput::error(format!(
             "`{path}` is in {tree}, the kernel's view of processes and devices (keel's own \
              among them); read_file does not read there — a command can"

@@ -11,9 +11,9 @@
 //! - A call's permission subject for a path tool is the path it will really touch (resolved
 //!   like the tool resolves it), so `./x`, `a/../x` and symlinks cannot dodge a path rule.
 
-pub mod always;
+pub mod always_scope;
 mod bash;
-mod beneath;
+mod below_root;
 mod command_line;
 mod command_words;
 mod fetch;
@@ -30,8 +30,8 @@ mod read_only_paths;
 mod restore;
 mod sandboxed;
 mod search;
-mod special;
-pub use special::open_regular;
+mod special_files;
+pub use special_files::open_regular;
 mod specs;
 
 pub use fetch::{MAX_BODY as WEB_FETCH_MAX_BODY, MAX_REDIRECTS as WEB_FETCH_MAX_REDIRECTS};

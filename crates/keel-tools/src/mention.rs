@@ -68,13 +68,13 @@ pub fn instruction_file(
     if let Some(refusal) = ctx.read_refusal(&shown, &resolved) {
         return Err(refusal.content);
     }
-    if let Some(tree) = crate::special::kernel_tree(&resolved) {
+    if let Some(tree) = crate::special_files::kernel_tree(&resolved) {
         return Err(format!(
             "`{shown}` is in {tree}; keel does not read instructions there"
         ));
     }
     let file =
-        crate::special::open_regular(&resolved, &shown).map_err(|error| error.to_string())?;
+        crate::special_files::open_regular(&resolved, &shown).map_err(|error| error.to_string())?;
     if let Some(owner) = owner {
         use std::os::unix::fs::MetadataExt;
         // The file opened, not the name: nothing can be swapped in between.

@@ -14,7 +14,7 @@
 //!   that are not text and hold a secret are not shown at all. The write itself is unchanged.
 
 use crate::ToolContext;
-use crate::beneath::{FileBeneath, MissingParents};
+use crate::below_root::{FileBeneath, MissingParents};
 use crate::files::{Edited, edited};
 use serde_json::Value;
 
@@ -84,7 +84,7 @@ fn unredacted(tool: &str, args: &Value, ctx: &ToolContext) -> Option<Preview> {
             Err(error) => return Some(Preview::Unavailable(error.to_string())),
         },
         // Parents that do not exist yet: write_file makes them, and a new file.
-        Err(crate::beneath::BeneathError::Missing { .. }) => None,
+        Err(crate::below_root::BeneathError::Missing { .. }) => None,
         Err(error) => return Some(Preview::Unavailable(error.to_string())),
     };
     if tool == "write_file" {

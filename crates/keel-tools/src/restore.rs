@@ -11,7 +11,7 @@
 //!   text goes back through it, after the same checks, so its open buffer is what is restored.
 
 use crate::ToolContext;
-use crate::beneath::{FileBeneath, MissingParents};
+use crate::below_root::{FileBeneath, MissingParents};
 use std::path::Path;
 
 /// Write `content` at `path`, or remove what is there (`None`: it did not exist).
@@ -37,7 +37,7 @@ pub fn restore_file(ctx: &ToolContext, path: &str, content: Option<&[u8]>) -> Re
     let file = match FileBeneath::open(&target, path, missing) {
         Ok(file) => file,
         // Removing a file whose directory is gone: nothing to remove.
-        Err(crate::beneath::BeneathError::Missing { .. }) if content.is_none() => return Ok(()),
+        Err(crate::below_root::BeneathError::Missing { .. }) if content.is_none() => return Ok(()),
         Err(error) => return Err(error.to_string()),
     };
     // A text file the editor may have open goes back through the editor, so its buffer

@@ -10,7 +10,7 @@
 //! - A path the sandbox hides (`forbid_read`) is refused as a root and never entered.
 
 use crate::output::{OUTPUT_CAP, truncate_middle};
-use crate::special::{FileKind, kernel_tree, open_regular};
+use crate::special_files::{FileKind, kernel_tree, open_regular};
 use crate::{ToolContext, ToolOutput};
 use grep_matcher::Matcher;
 use grep_regex::RegexMatcherBuilder;

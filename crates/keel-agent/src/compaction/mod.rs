@@ -20,7 +20,7 @@ pub mod text;
 use crate::agent::Agent;
 use crate::agent_state::AgentState;
 use crate::error::AgentError;
-use crate::exchange::{Deltas, Reply, send_items};
+use crate::model_request::{Deltas, Reply, send_items};
 use crate::rewrite::Rewrite;
 use crate::turn_run::TurnRun;
 use keel_types::{EventBody, FailureDiagnostic, FailureKind, FinishReason, Item, Usage};
@@ -98,14 +98,14 @@ const SUMMARY_ALLOWANCE: u64 = 600;
 /// The model's window: configured, else from the model table.
 pub(crate) fn window(agent: &Agent) -> Option<u64> {
     let settings = &agent.settings;
-    keel_llm::context::window_for(&settings.profile, &settings.model)
+    keel_llm::context_window::window_for(&settings.profile, &settings.model)
 }
 
 /// Tokens a request may take: the window minus the output reserve, and below any request size
 /// the provider already rejected as too long (which is all keel knows of an unknown window).
 pub(crate) fn usable(agent: &Agent, state: &AgentState) -> Option<u64> {
     let from_window = window(agent).map(|window| {
-        window.saturating_sub(keel_llm::context::output_reserve(
+        window.saturating_sub(keel_llm::context_window::output_reserve(
             &agent.settings.profile,
             window,
         ))

@@ -436,16 +436,24 @@ fn store_new(agent: &Agent, record: RecoveryRecord) -> Result<Option<String>, Ag
 }
 
 /// The pending record a front end may offer, if no turn is running.
-pub(crate) fn pending(agent: &Agent) -> Option<crate::controller::PendingAction> {
+pub(crate) fn pending(agent: &Agent) -> Option<PendingAction> {
     let _running = agent.state.try_lock().ok()?;
     let records = load_records(agent).ok()?;
     records.into_iter().rev().find_map(|stored| match stored {
         StoredRecord::Known(record) if record.state == RecordState::Pending => {
-            Some(crate::controller::PendingAction {
+            Some(PendingAction {
                 action: Action::of(&record).input_kind(),
                 recovery_id: record.id,
             })
         }
         StoredRecord::Known(_) | StoredRecord::Unrecoverable { .. } => None,
     })
+}
+
+/// The recovery action a surface may offer now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingAction {
+    pub recovery_id: String,
+    /// `ProtocolRecovery` or `FinalReadinessRecovery`.
+    pub action: keel_types::InputKind,
 }

@@ -6,7 +6,7 @@
 //! characters replaced (a path is the repository's words, shown to the model).
 
 use super::{Changed, MOST_INDEX, Snapshots, read_regular};
-use crate::project_context::GIT_STATUS;
+use crate::instructions::GIT_STATUS;
 
 /// The most paths the environment's git status names.
 const MOST_NAMED: usize = 10;

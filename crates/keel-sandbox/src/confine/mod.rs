@@ -26,7 +26,7 @@
 //!   (std's exec-status pipe too, so `spawn` returns once the command has exec'd), then wait
 //!   and `_exit` with the command's status (a signal is passed on as that signal).
 //! - Every process of the sandbox dies with keel: the outer process with keel's spawning
-//!   thread (which lives as long as keel, see `lasting`), PID 1 with the outer process, and
+//!   thread (which lives as long as keel, see `spawner_thread`), PID 1 with the outer process, and
 //!   everything in the PID namespace with PID 1.
 #![allow(unsafe_code)]
 

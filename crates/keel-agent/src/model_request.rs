@@ -47,7 +47,7 @@ pub(crate) async fn send_items(
     history: &[Item],
     mcp_tools: &[keel_types::ToolSpec],
     due_at: Option<u64>,
-    meter: &crate::context::ContextMeter,
+    meter: &crate::token_meter::ContextMeter,
     deltas: Deltas,
 ) -> Result<Reply, AgentError> {
     let agent = run.agent.clone();

@@ -15,7 +15,7 @@
 //! - Reads open the file without blocking and accept regular files only (see `special`).
 
 use crate::guard::WriteTarget;
-use crate::special::{FileKind, ReadRefusal, read_flags, require_regular};
+use crate::special_files::{FileKind, ReadRefusal, read_flags, require_regular};
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 use std::ffi::OsString;
 use std::io::{Read, Write};

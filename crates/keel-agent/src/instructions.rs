@@ -15,38 +15,10 @@
 //! - The bound cuts the farthest file first: the workspace's own instructions keep their text
 //!   longest, then its parents' up to the repository root, the global file goes first.
 
-use crate::agent::Agent;
-use crate::error::AgentError;
-use crate::settings::AgentSettings;
+use crate::settings::{AgentSettings, ContextSettings};
 use keel_tools::{PermissionMode, ToolContext};
-use keel_types::{ContextBlock, ContextSource, Item};
+use keel_types::{ContextBlock, ContextSource};
 use std::path::{Path, PathBuf};
-
-/// Where a session's instructions come from.
-#[derive(Clone, Debug)]
-pub struct ContextSettings {
-    /// File names looked for in each directory, the first found wins (`instruction_files`).
-    pub instruction_files: Vec<String>,
-    /// The directory of the global instructions (`$KEEL_HOME`); none: no global file.
-    pub global_dir: Option<PathBuf>,
-    /// The most bytes of instructions a block holds, all files together.
-    pub max_bytes: usize,
-}
-
-/// The bound on instructions when the settings give none (32 KiB).
-pub const DEFAULT_INSTRUCTION_BYTES: usize = 32 * 1024;
-
-impl Default for ContextSettings {
-    fn default() -> ContextSettings {
-        ContextSettings {
-            instruction_files: keel_types::DEFAULT_INSTRUCTION_FILES
-                .map(String::from)
-                .to_vec(),
-            global_dir: None,
-            max_bytes: DEFAULT_INSTRUCTION_BYTES,
-        }
-    }
-}
 
 /// What `/context` shows.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -322,7 +294,7 @@ fn environment(
             .collect();
         lines.push(format!("added directories: {}", dirs.join(", ")));
     }
-    lines.push(crate::modes::block_mode_line(mode));
+    lines.push(crate::mode_notes::block_mode_line(mode));
     lines.push(format!(
         "os: {} {}",
         std::env::consts::OS,
@@ -401,113 +373,6 @@ fn utc_date(time: std::time::SystemTime) -> String {
     format!("{year:04}-{month:02}-{day:02}")
 }
 
-impl Agent {
-    /// The context block this session holds or will send with its next prompt.
-    pub(crate) fn context_report(&self) -> Result<ContextReport, AgentError> {
-        let agent = self;
-        let Ok(state) = agent.state.try_lock() else {
-            return Err(AgentError::Busy(agent.session.id.clone()));
-        };
-        let (block, sent) = match state.history.iter().find_map(|item| match item {
-            Item::Context(block) => Some(block),
-            _ => None,
-        }) {
-            Some(block) => (block.clone(), true),
-            None => (
-                state.pending_context.clone().unwrap_or_else(|| {
-                    read(
-                        &agent.settings,
-                        &agent.services.tool_context,
-                        agent.permission_mode(),
-                    )
-                }),
-                false,
-            ),
-        };
-        Ok(ContextReport {
-            tokens: state.meter.tokens_of_bytes(block.text.len()),
-            sources: block.sources,
-            sent,
-        })
-    }
-
-    /// Read the instruction files and the environment again; a block already sent is
-    /// replaced in a new history revision (`instructions_changed`: the prefix changes there).
-    pub(crate) fn reload_context(&self) -> Result<Reloaded, AgentError> {
-        let agent = self;
-        let Ok(mut state) = agent.state.try_lock() else {
-            return Err(AgentError::Busy(agent.session.id.clone()));
-        };
-        // The mode and date the block states are the session's start's, whatever happened since.
-        let mut fresh = read(
-            &agent.settings,
-            &agent.services.tool_context,
-            agent.settings.policy.mode,
-        );
-        let Some(at) = state
-            .history
-            .iter()
-            .position(|item| matches!(item, Item::Context(_)))
-        else {
-            let unchanged = state.pending_context.as_ref() == Some(&fresh);
-            state.pending_context = Some(fresh);
-            return Ok(if unchanged {
-                Reloaded::Unchanged
-            } else {
-                Reloaded::BeforeFirstPrompt
-            });
-        };
-        if let Item::Context(old) = &state.history[at] {
-            // The git status is the session's start's, like its date.
-            if let Some(status) = git_status_line(&old.text) {
-                fresh.text = with_environment_line(&fresh.text, status);
-            }
-            fresh.text = with_date_of(old, &fresh.text);
-            if old == &fresh {
-                return Ok(Reloaded::Unchanged);
-            }
-        }
-        if state.repair.is_some() {
-            return Ok(Reloaded::NotNow(
-                "this session's history holds a recovered (repaired) prefix, which a rewrite \
-                 would lose; /compact first, or start a new session to use the new instructions"
-                    .into(),
-            ));
-        }
-        let stored = agent.services.store.items(&agent.session.id)?;
-        let turn_of = |index: usize| {
-            stored
-                .get(index)
-                .filter(|_| stored.len() == state.history.len())
-                .map_or(state.last_turn, |row| row.turn)
-        };
-        let mut rows: Vec<(u64, Item)> = state
-            .history
-            .iter()
-            .enumerate()
-            .map(|(index, item)| (turn_of(index), item.clone()))
-            .collect();
-        rows[at].1 = Item::Context(fresh);
-        let tokens: u64 = crate::compaction::fixed_tokens(agent, &state)
-            + rows
-                .iter()
-                .map(|(_, item)| state.meter.tokens_of_item(item))
-                .sum::<u64>();
-        let rewrite = crate::rewrite::Rewrite {
-            rows,
-            reason: "instructions_changed",
-            announced: "instructions_changed",
-            tokens_before: tokens,
-            tokens_after: tokens,
-            replaced: 0,
-            kill_point: None,
-        };
-        // Between turns: the events belong to no turn.
-        let revision = crate::rewrite::commit(agent, &mut state, rewrite, None, |_| Vec::new())?;
-        Ok(Reloaded::Rewritten { revision })
-    }
-}
-
 /// `fresh` with the start date `old` states (the session started when it started).
 /// The block `text` with `line` added to its environment section (written last), before the
 /// session's start date.
@@ -519,7 +384,7 @@ pub(crate) fn with_environment_line(text: &str, line: &str) -> String {
 }
 
 /// The git status line of a block's environment, if it has one.
-fn git_status_line(text: &str) -> Option<&str> {
+pub(crate) fn git_status_line(text: &str) -> Option<&str> {
     let environment = &text[text.rfind("<environment>\n")?..];
     environment
         .lines()
@@ -529,7 +394,7 @@ fn git_status_line(text: &str) -> Option<&str> {
 /// How the environment's git status line starts.
 pub(crate) const GIT_STATUS: &str = "git status: ";
 
-fn with_date_of(old: &ContextBlock, fresh: &str) -> String {
+pub(crate) fn with_date_of(old: &ContextBlock, fresh: &str) -> String {
     const DATE: &str = "\nsession started: ";
     let date_line = |text: &str| {
         text.find(DATE).map(|at| {

@@ -7,7 +7,8 @@
 //! - Nothing found here may hide a directory holding the home (or `/`): the callers keep the
 //!   roots out too.
 
-use crate::policy::{HOME_SECRETS, Places, SandboxSettings, canonical, expand};
+use crate::paths::{canonical, expand};
+use crate::policy::{HOME_SECRETS, Places, SandboxSettings};
 use std::path::{Path, PathBuf};
 
 /// Directories under `home` (at most `depth` levels down, at most `budget` entries looked at)

@@ -36,7 +36,7 @@ fn spawner() -> Result<&'static Mutex<mpsc::Sender<Job>>, std::io::Error> {
         .map_err(|error| std::io::Error::other(format!("no spawner thread: {error}")))
 }
 
-/// Run `job` on the lasting thread and wait for its result.
+/// Run `job` on the spawner thread and wait for its result.
 pub fn on_lasting_thread<R: Send + 'static>(
     job: impl FnOnce() -> R + Send + 'static,
 ) -> std::io::Result<R> {

@@ -17,7 +17,7 @@
 //!   and every failure to undo, is reported.
 
 use crate::home_dots::{DotEntries, HomeDots};
-use crate::policy::canonical;
+use crate::paths::canonical;
 use std::path::{Path, PathBuf};
 
 /// How keel undid a file a command made.
