@@ -17,6 +17,7 @@ use crate::error::AgentError;
 use crate::event_bus::EventBus;
 use crate::mode_notes::ModeState;
 use crate::prompt;
+use crate::request_prefix::RequestPrefix;
 use crate::services::Services;
 use crate::settings::AgentSettings;
 use crate::snapshot::Snapshots;
@@ -47,6 +48,18 @@ pub(crate) struct Agent {
 }
 
 impl Agent {
+    /// What this agent's requests begin with: its system prompt, the built-in tools, then the
+    /// turn's `mcp_tools`.
+    pub(crate) fn request_prefix(&self, mcp_tools: &[keel_types::ToolSpec]) -> RequestPrefix {
+        let settings = &self.settings;
+        let system = prompt::system_prompt(
+            settings.action_policy,
+            &settings.model,
+            settings.profile.reasoning_protocol,
+        );
+        RequestPrefix::new(system, self.services.registry.specs(), mcp_tools)
+    }
+
     /// The request for `history` with this session's system prompt and tool specs: the one
     /// projection every request, estimate and preview goes through (prefix-stable).
     pub(crate) fn project(
@@ -54,23 +67,10 @@ impl Agent {
         history: &[Item],
         mcp_tools: &[keel_types::ToolSpec],
     ) -> Result<keel_llm::ProjectedRequest, keel_llm::projection::ProjectionError> {
-        let settings = &self.settings;
-        // Built-in tools first, then the turn's MCP tools by server and name: a stable order.
-        let mut specs = self.services.registry.specs();
-        specs.extend_from_slice(mcp_tools);
-        let system = prompt::system_prompt(
-            settings.action_policy,
-            &settings.model,
-            settings.profile.reasoning_protocol,
-        );
-        keel_llm::project(
-            &settings.profile,
-            &keel_llm::ProjectionInput {
-                model: &settings.model,
-                system: &system,
-                tools: &specs,
-                history,
-            },
+        self.request_prefix(mcp_tools).project(
+            &self.settings.profile,
+            &self.settings.model,
+            history,
         )
     }
 

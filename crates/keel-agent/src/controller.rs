@@ -19,6 +19,7 @@ use crate::instructions::{ContextReport, Reloaded};
 use crate::recovery::admission::PendingAction;
 use crate::recovery::record::StoredRecord;
 use crate::recovery::refusal::RecoveryRefusal;
+use crate::request_prefix::RequestPrefix;
 use crate::rewind::{BetweenTurns, RewindReport, RewindScope};
 use crate::services::{Services, SurfaceServices};
 use crate::session_diff::SessionDiff;
@@ -339,6 +340,15 @@ impl Controller {
         agent
             .project(&history, &state.mcp_tools)
             .map_err(|error| AgentError::Projection(error.to_string()))
+    }
+
+    /// What this session's next request begins with: its system prompt and tools (the MCP
+    /// tools of the turn last begun). Refused while a turn runs.
+    pub fn request_prefix(&self) -> Result<RequestPrefix, AgentError> {
+        let Ok(state) = self.agent.state.try_lock() else {
+            return Err(AgentError::Busy(self.agent.session.id.clone()));
+        };
+        Ok(self.agent.request_prefix(&state.mcp_tools))
     }
 
     /// The revisions of this session's history, oldest first.

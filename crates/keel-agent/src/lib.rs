@@ -55,6 +55,7 @@ mod orphan_processes;
 mod progress;
 mod prompt;
 mod recovery;
+mod request_prefix;
 mod rewind;
 mod rewrite;
 mod services;
@@ -90,6 +91,7 @@ pub use recovery::record::{RecordState, RecoveryRecord, StoredRecord};
 /// How a stored recovery record is read and written (the fuzz targets check both).
 pub use recovery::record::{decode as decode_record, encode as encode_record};
 pub use recovery::refusal::RecoveryRefusal;
+pub use request_prefix::RequestPrefix;
 pub use rewind::{BetweenTurns, RewindReport, RewindScope};
 pub use session_diff::{ChangedFile, SessionDiff};
 pub use snapshot::retire_old_stores as retire_old_snapshot_stores;

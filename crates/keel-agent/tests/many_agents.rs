@@ -142,6 +142,10 @@ async fn two_agents_on_one_services_keep_their_own_history_and_events_and_share_
         "the first agent's log holds its events only"
     );
     // Both agents' requests begin with the same system prompt and tools: one cached prefix.
+    assert_eq!(
+        first.request_prefix().unwrap(),
+        second.request_prefix().unwrap()
+    );
     let requests = server.requests();
     assert_eq!(requests.len(), 4);
     let body = |index: usize| -> serde_json::Value {
