@@ -31,6 +31,21 @@ def effect_steps(rounds):
     return steps
 
 
+# A file tool's change and a command's, then a rewind of the turn and a turn after it.
+REWIND_STEPS = {
+    "steps": [
+        {"tool": "write_file", "args": {"path": "notes.txt", "content": "changed\n"}},
+        {"tool": "bash", "args": {"command": "echo made > made.txt"}},
+        {"say": "Changed."},
+        {"say": "Started over."},
+    ]
+}
+REWIND_RUNS = [
+    ["run", "--yes", "--json", "change things"],
+    ["session", "rewind", "{session}", "--to", "1"],
+    ["run", "--yes", "--json", "--session", "{session}", "start over"],
+]
+
 SCENARIOS = [
     # (name, protocol, scenario: built-in name or steps, extra provider lines, runs)
     # A run is a list of arguments after `keel`; "{session}" is the first run's session id.
@@ -73,39 +88,17 @@ SCENARIOS = [
     (
         "rewind",
         "chat",
-        {
-            "steps": [
-                {"tool": "write_file", "args": {"path": "notes.txt", "content": "changed\n"}},
-                {"tool": "bash", "args": {"command": "echo made > made.txt"}},
-                {"say": "Changed."},
-                {"say": "Started over."},
-            ]
-        },
+        REWIND_STEPS,
         "",
-        [
-            ["run", "--yes", "--json", "change things"],
-            ["session", "rewind", "{session}", "--to", "1"],
-            ["run", "--yes", "--json", "--session", "{session}", "start over"],
-        ],
+        REWIND_RUNS,
     ),
     # The same in a git repository: commands are bracketed by workspace snapshots.
     (
         "rewind_git",
         "chat",
-        {
-            "steps": [
-                {"tool": "write_file", "args": {"path": "notes.txt", "content": "changed\n"}},
-                {"tool": "bash", "args": {"command": "echo made > made.txt"}},
-                {"say": "Changed."},
-                {"say": "Started over."},
-            ]
-        },
+        REWIND_STEPS,
         "",
-        [
-            ["run", "--yes", "--json", "change things"],
-            ["session", "rewind", "{session}", "--to", "1"],
-            ["run", "--yes", "--json", "--session", "{session}", "start over"],
-        ],
+        REWIND_RUNS,
     ),
 ]
 

@@ -65,26 +65,24 @@ impl EventBus {
             }
             subscribers.retain(|subscriber| subscriber.deliver(&event));
         }
-        let parent = self
-            .parent
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone();
-        if let Some(parent) = parent {
+        if let Some(parent) = self.parent() {
             parent.deliver_forwarded(&event);
         }
+    }
+
+    /// The bus this one forwards to, if any.
+    fn parent(&self) -> Option<Arc<EventBus>> {
+        self.parent
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// A child's event, delivered as it is to this bus's live subscribers (and on up).
     fn deliver_forwarded(&self, event: &Event) {
         self.lock_subscribers()
             .retain(|subscriber| subscriber.deliver(event));
-        let parent = self
-            .parent
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone();
-        if let Some(parent) = parent {
+        if let Some(parent) = self.parent() {
             parent.deliver_forwarded(event);
         }
     }

@@ -9,26 +9,6 @@ use keel_mock::{MockServer, Scenario, ScriptedCall, Step};
 use keel_types::{Event, EventBody, ReceiptState};
 use std::time::Duration;
 
-fn say(text: &str) -> Step {
-    Step::Say {
-        text: text.into(),
-        reason: None,
-        finish_reason: None,
-        usage: None,
-    }
-}
-
-fn bash(command: &str) -> Step {
-    Step::Tools {
-        calls: vec![ScriptedCall {
-            name: "bash".into(),
-            arguments: serde_json::json!({ "command": command }).to_string(),
-        }],
-        reason: None,
-        finish_reason: None,
-    }
-}
-
 /// Drain what has arrived on `events` within `wait` after the last one.
 async fn drain(
     events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,

@@ -7,7 +7,7 @@
 mod common;
 use common::*;
 use keel_agent::{Approval, ApprovalRequest, Approver, Input, SessionChoice, TurnOutcome};
-use keel_mock::{Scenario, ScriptedCall, Step};
+use keel_mock::Scenario;
 use keel_tools::{PermissionMode, PermissionPolicy};
 use keel_types::{Event, EventBody, Item};
 use std::future::Future;
@@ -28,26 +28,6 @@ impl Approver for Recording {
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
         self.asked.lock().unwrap().push(request.subject.clone());
         Box::pin(async { Approval::Allow })
-    }
-}
-
-fn say(text: &str) -> Step {
-    Step::Say {
-        text: text.into(),
-        reason: None,
-        finish_reason: None,
-        usage: None,
-    }
-}
-
-fn bash(command: &str) -> Step {
-    Step::Tools {
-        calls: vec![ScriptedCall {
-            name: "bash".into(),
-            arguments: serde_json::json!({ "command": command }).to_string(),
-        }],
-        reason: None,
-        finish_reason: None,
     }
 }
 
@@ -160,15 +140,7 @@ async fn a_child_agents_events_reach_its_parent_and_the_parents_cancel_stops_it(
     let mut scenario = Scenario::from_steps(vec![say("a slow answer that streams for a while")]);
     scenario.chunk_delay = Duration::from_millis(150);
     let f = fixture(scenario).await;
-    let child = f
-        .host
-        .open_agent(
-            f.controller.services(),
-            SessionChoice::New,
-            settings_for(&f.server.base_url(), &f.workspace),
-        )
-        .unwrap();
-    child.follow(&f.controller);
+    let child = child_of(&f);
     let mut parent_sees = f.controller.subscribe();
     // The child's turn, admitted now and run on a task of its own.
     let admitted = child.begin(Input::Prompt("look".into())).unwrap();
@@ -209,15 +181,7 @@ async fn cancelling_a_child_leaves_its_parent_alone() {
     ]);
     scenario.chunk_delay = Duration::from_millis(100);
     let f = fixture(scenario).await;
-    let child = f
-        .host
-        .open_agent(
-            f.controller.services(),
-            SessionChoice::New,
-            settings_for(&f.server.base_url(), &f.workspace),
-        )
-        .unwrap();
-    child.follow(&f.controller);
+    let child = child_of(&f);
     let mut events = f.controller.subscribe();
     let parent = f.controller.clone();
     let turn = tokio::spawn(async move { parent.submit(Input::Prompt("go".into())).await });

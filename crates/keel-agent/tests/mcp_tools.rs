@@ -4,7 +4,7 @@
 
 mod common;
 use common::*;
-use keel_agent::{Input, SessionChoice, TurnOutcome};
+use keel_agent::{Input, TurnOutcome};
 use keel_mcp::{McpHub, ServerConfig, StartOptions, Transport};
 use keel_mock::{MockServer, Scenario};
 use keel_types::EventBody;
@@ -60,13 +60,7 @@ async fn late_session() -> LateSession {
     let hub = McpHub::launch(vec![late_server(&gate)], &start_options(dir.path()));
     let settings = settings_for(&server.base_url(), dir.path());
     let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
-    let surface = keel_agent::SurfaceServices {
-        mcp: Arc::new(hub),
-        ..common::surface()
-    };
-    let controller = host
-        .open_session(SessionChoice::New, settings, surface)
-        .unwrap();
+    let controller = open_with_hub(&host, settings, hub);
     LateSession {
         server,
         gate,
@@ -119,13 +113,7 @@ async fn a_changed_tool_list_changes_the_prefix_only_at_the_next_turn_and_says_s
     let hub = McpHub::start(vec![changing_server()], &options).await;
     let settings = settings_for(&server.base_url(), dir.path());
     let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
-    let surface = keel_agent::SurfaceServices {
-        mcp: Arc::new(hub),
-        ..common::surface()
-    };
-    let controller = host
-        .open_session(SessionChoice::New, settings, surface)
-        .unwrap();
+    let controller = open_with_hub(&host, settings, hub);
     let mut events = controller.subscribe();
 
     let first = controller
@@ -292,13 +280,7 @@ async fn trusted_read_only_calls_of_one_message_run_at_once() {
     let hub = McpHub::start(names.iter().map(|name| barrier(name)).collect(), &options).await;
     let settings = settings_for(&server.base_url(), dir.path());
     let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
-    let surface = keel_agent::SurfaceServices {
-        mcp: Arc::new(hub),
-        ..common::surface()
-    };
-    let controller = host
-        .open_session(SessionChoice::New, settings, surface)
-        .unwrap();
+    let controller = open_with_hub(&host, settings, hub);
     let outcome = controller
         .submit(Input::Prompt("meet".into()))
         .await

@@ -5,35 +5,14 @@
 //!   error, 130 cancelled (docs/configuration.md#exit-codes).
 //! - Nothing is written outside `KEEL_HOME` and the workspace.
 
-mod acp_command;
-mod answer_line;
-mod approval_prompt;
-mod auth_command;
 mod cli;
-mod completion;
-mod config_command;
-mod context_command;
-mod demo;
-mod eval_command;
-mod live_answer;
-mod mcp_command;
-mod mock_command;
-mod piped_input;
+mod commands;
 mod render;
-mod repl;
-mod rewind_command;
-mod run;
-mod sandbox_command;
-mod serve_command;
 mod session_setup;
-mod sessions;
 mod settings;
 mod signals;
-mod slash_commands;
-mod start_prompt;
-mod trust_command;
-mod tui_session;
-mod tui_terminal;
+mod slash;
+mod terminal;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -151,20 +130,20 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
                 .with_resume(&args.resume)
                 .with_place(&args.place)
                 .with_output(&cli::OutputArgs { json: args.json });
-            let prompt = run::prompt_of(args.prompt)?;
-            run::run_command(&common, &prompt).await
+            let prompt = crate::commands::run::prompt_of(args.prompt)?;
+            crate::commands::run::run_command(&common, &prompt).await
         }
-        Some(Command::Mock(args)) => mock_command::run(args).await,
-        Some(Command::Demo(output)) => demo::run(&base.with_output(&output)).await,
+        Some(Command::Mock(args)) => crate::commands::mock::run(args).await,
+        Some(Command::Demo(output)) => crate::commands::demo::run(&base.with_output(&output)).await,
         Some(Command::Sessions(args)) => {
             let common = base.with_place(&args.place).with_output(&args.output);
             match args.prune {
-                Some(age) => sessions::prune(&common, &age),
-                None => sessions::list(&common),
+                Some(age) => crate::commands::sessions::prune(&common, &age),
+                None => crate::commands::sessions::list(&common),
             }
         }
         Some(Command::Session(SessionCommand::Rm { id, output })) => {
-            sessions::remove(&base.with_output(&output), &id)
+            crate::commands::sessions::remove(&base.with_output(&output), &id)
         }
         Some(Command::Config(args)) => {
             let common = base
@@ -172,17 +151,17 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
                 .with_reach(&args.reach)
                 .with_place(&args.place)
                 .with_output(&args.output);
-            config_command::run(&common)
+            crate::commands::config::run(&common)
         }
         Some(Command::Serve(args)) => {
             let common = base
                 .with_agent(&args.agent)
                 .with_reach(&args.reach)
                 .with_place(&args.place);
-            serve_command::run(&common, args).await
+            crate::commands::serve::run(&common, args).await
         }
         Some(Command::Acp(args)) => {
-            acp_command::run(&base.with_agent(&args.agent).with_reach(&args.reach)).await
+            crate::commands::acp::run(&base.with_agent(&args.agent).with_reach(&args.reach)).await
         }
         Some(Command::Mcp(McpCommand::List {
             reach,
@@ -193,7 +172,7 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
                 .with_reach(&reach)
                 .with_place(&place)
                 .with_output(&output);
-            mcp_command::list(&common).await
+            crate::commands::mcp::list(&common).await
         }
         Some(Command::Session(SessionCommand::Show {
             id,
@@ -203,19 +182,19 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
         })) => {
             let common = base.with_output(&output);
             match saved {
-                Some(path) => sessions::show_saved(&common, &id, &path),
-                None => sessions::show(&common, &id, revision),
+                Some(path) => crate::commands::sessions::show_saved(&common, &id, &path),
+                None => crate::commands::sessions::show(&common, &id, revision),
             }
         }
         Some(Command::Session(SessionCommand::Recovery { id, output })) => {
-            sessions::recovery(&base.with_output(&output), &id)
+            crate::commands::sessions::recovery(&base.with_output(&output), &id)
         }
         Some(Command::Session(SessionCommand::Fork {
             id,
             at,
             code,
             reach,
-        })) => rewind_command::fork(&base.with_reach(&reach), &id, at, code),
+        })) => crate::slash::rewind::fork(&base.with_reach(&reach), &id, at, code),
         Some(Command::Session(SessionCommand::Rewind {
             id,
             to,
@@ -229,35 +208,39 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
                 code: !conversation,
                 conversation: !code,
             };
-            rewind_command::run(&base.with_reach(&reach), &id, to, scope, force)
+            crate::slash::rewind::run(&base.with_reach(&reach), &id, to, scope, force)
         }
-        Some(Command::Trust(args)) => trust_command::run(&base.with_place(&args.place), &args),
+        Some(Command::Trust(args)) => {
+            crate::commands::trust::run(&base.with_place(&args.place), &args)
+        }
         Some(Command::Sandbox(args)) => {
             let common = base.with_reach(&args.reach).with_place(&args.place);
-            sandbox_command::run(&common, &args)
+            crate::commands::sandbox::run(&common, &args)
         }
         Some(Command::Eval(args)) => {
             let common = cli::CommonArgs {
                 sandbox: args.sandbox.or(base.sandbox),
                 ..base.with_output(&args.output)
             };
-            eval_command::run_command(&common, args).await
+            crate::commands::eval::run_command(&common, args).await
         }
         Some(Command::Auth(cli::AuthCommand::Login { provider, place })) => {
-            auth_command::login(&base.with_place(&place), provider.as_deref())
+            crate::commands::auth::login(&base.with_place(&place), provider.as_deref())
         }
         Some(Command::Auth(cli::AuthCommand::Logout { provider, place })) => {
-            auth_command::logout(&base.with_place(&place), provider.as_deref())
+            crate::commands::auth::logout(&base.with_place(&place), provider.as_deref())
         }
         Some(Command::Prompt(words)) => {
-            let prompt = start_prompt::prompt_of(&words)?;
-            if tui_session::wanted(&base) {
-                tui_session::run(&base, Some(prompt)).await
+            let prompt = crate::terminal::start_prompt::prompt_of(&words)?;
+            if crate::terminal::live::wanted(&base) {
+                crate::terminal::live::run(&base, Some(prompt)).await
             } else {
-                repl::run(&base, Some(prompt)).await
+                crate::terminal::line_mode::run(&base, Some(prompt)).await
             }
         }
-        None if tui_session::wanted(&base) => tui_session::run(&base, None).await,
-        None => repl::run(&base, None).await,
+        None if crate::terminal::live::wanted(&base) => {
+            crate::terminal::live::run(&base, None).await
+        }
+        None => crate::terminal::line_mode::run(&base, None).await,
     }
 }

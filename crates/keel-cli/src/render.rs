@@ -11,7 +11,7 @@
 //! - Text from the model, tools and providers goes through `keel_render` first: no control
 //!   sequence of theirs reaches the terminal.
 
-use crate::live_answer::LiveAnswer;
+use crate::terminal::live_answer::LiveAnswer;
 use crossterm::style::{Attribute, SetAttribute};
 use keel_render::{Colors, visible, visible_line};
 use keel_types::{Event, EventBody, FailureKind};

@@ -105,6 +105,52 @@ pub fn open(host: &Host, choice: SessionChoice, settings: AgentSettings) -> Cont
     host.open_session(choice, settings, surface()).unwrap()
 }
 
+/// A step that answers `text`.
+pub fn say(text: &str) -> keel_mock::Step {
+    keel_mock::Step::Say {
+        text: text.into(),
+        reason: None,
+        finish_reason: None,
+        usage: None,
+    }
+}
+
+/// A step that calls `bash` with `command`.
+pub fn bash(command: &str) -> keel_mock::Step {
+    keel_mock::Step::Tools {
+        calls: vec![keel_mock::ScriptedCall {
+            name: "bash".into(),
+            arguments: serde_json::json!({ "command": command }).to_string(),
+        }],
+        reason: None,
+        finish_reason: None,
+    }
+}
+
+/// A child agent of the fixture's controller, in its workspace on its services, following it.
+pub fn child_of(f: &Fixture) -> Controller {
+    let child = f
+        .host
+        .open_agent(
+            f.controller.services(),
+            SessionChoice::New,
+            settings_for(&f.server.base_url(), &f.workspace),
+        )
+        .unwrap();
+    child.follow(&f.controller);
+    child
+}
+
+/// A controller on `host` whose session has `hub`'s MCP servers.
+pub fn open_with_hub(host: &Host, settings: AgentSettings, hub: keel_mcp::McpHub) -> Controller {
+    let surface = keel_agent::SurfaceServices {
+        mcp: Arc::new(hub),
+        ..surface()
+    };
+    host.open_session(SessionChoice::New, settings, surface)
+        .unwrap()
+}
+
 pub async fn wait_for(
     events: &mut tokio::sync::mpsc::UnboundedReceiver<keel_types::Event>,
     wanted: fn(&EventBody) -> bool,

@@ -19,13 +19,13 @@
 //! - Slash commands run with the region put away and the terminal in line mode, so their output
 //!   is the line mode's, word for word.
 
-use crate::approval_prompt::TuiApprover;
 use crate::cli::CommonArgs;
-use crate::completion::LineHelper;
-use crate::repl::Repl;
 use crate::session_setup::{McpStart, mcp_notes, open_controller_with, prepare, print_notices};
 use crate::signals::StopSignals;
-use crate::tui_terminal::{
+use crate::terminal::approval_prompt::TuiApprover;
+use crate::terminal::completion::LineHelper;
+use crate::terminal::line_mode::Repl;
+use crate::terminal::raw_terminal::{
     OSC9_APPROVAL, RawMode, load_history, osc9_supported, read_keys, save_history, screen_size,
 };
 use crate::{Outcome, settings};
@@ -81,7 +81,7 @@ const FRAME: Duration = Duration::from_millis(16);
 
 /// The interactive session; `first` (from `keel "PROMPT"`) is sent as if typed.
 pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<Outcome> {
-    let asked = crate::repl::ask_trust_first(common)?;
+    let asked = crate::terminal::line_mode::ask_trust_first(common)?;
     let setup = prepare(common, "keel (interactive)")?;
     print_notices(&setup);
     let (questions, mut asked_rx) = mpsc::unbounded_channel();
@@ -102,7 +102,7 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
     eprintln!("Enter sends · Alt+Enter newline · Esc stops · Shift+Tab mode · Ctrl-T transcript");
     let history_path = settings::keel_home()?.join("history.txt");
     let colors = Colors::from_env();
-    crate::repl::print_where_you_were(&controller, common, colors);
+    crate::terminal::line_mode::print_where_you_were(&controller, common, colors);
     let raw = RawMode::enter()?;
     // A panic puts the terminal back before its message is printed.
     let previous_hook = std::panic::take_hook();
@@ -145,7 +145,8 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
         running: keel_agent::SessionSpend::default(),
         stored: None,
     };
-    session.view.menu = keel_tui::SlashMenu::new(crate::completion::menu_entries(&controller));
+    session.view.menu =
+        keel_tui::SlashMenu::new(crate::terminal::completion::menu_entries(&controller));
     session.refresh_status();
     if !asked {
         controller.announce();
@@ -460,7 +461,7 @@ impl Session {
     /// Put the region away and give the terminal back in line mode (for `$EDITOR` or a pager).
     fn suspend(&mut self) {
         self.put_region_away();
-        crate::tui_terminal::plain_keys();
+        crate::terminal::raw_terminal::plain_keys();
         let _ = crossterm::terminal::disable_raw_mode();
     }
 
@@ -486,7 +487,7 @@ impl Session {
         let (columns, rows) = screen_size();
         let row = crossterm::cursor::position().map_or(rows.saturating_sub(1), |(_, row)| row);
         self.paused.store(false, Ordering::SeqCst);
-        crate::tui_terminal::enhanced_keys();
+        crate::terminal::raw_terminal::enhanced_keys();
         self.surface = InlineSurface::new(std::io::stdout(), (columns, rows), row, self.colors);
         self.view.resize(usize::from(columns), usize::from(rows));
     }
@@ -520,7 +521,7 @@ impl Session {
             .map(|controller| controller.permission_mode());
         // Keys typed while the command prints wait for the input, Enter included.
         self.put_region_away();
-        let printing = crate::tui_terminal::CommandOutput::begin();
+        let printing = crate::terminal::raw_terminal::CommandOutput::begin();
         let outcome = match self.repl.command(command).await {
             Ok(outcome) => outcome,
             Err(error) => {
@@ -530,7 +531,8 @@ impl Session {
         };
         if switches && let Some(controller) = self.controller() {
             self.events = controller.subscribe();
-            self.view.menu = keel_tui::SlashMenu::new(crate::completion::menu_entries(&controller));
+            self.view.menu =
+                keel_tui::SlashMenu::new(crate::terminal::completion::menu_entries(&controller));
             self.completion = LineHelper::for_session(&controller);
             // The mode chosen with Shift+Tab holds across a model or session switch (the
             // model is told with the next prompt).
@@ -554,7 +556,9 @@ impl Session {
         let before = self.view.editor.before_cursor().to_string();
         let controller = self.controller();
         let arguments = |command: &str| match &controller {
-            Some(controller) => crate::completion::argument_candidates(controller, command),
+            Some(controller) => {
+                crate::terminal::completion::argument_candidates(controller, command)
+            }
             None => Vec::new(),
         };
         let (start, found) = self
@@ -568,7 +572,9 @@ impl Session {
                 self.view.set_completions(None);
             }
             many => {
-                let common = crate::completion::common_prefix(many.iter().map(|(_, r)| r.as_str()));
+                let common = crate::terminal::completion::common_prefix(
+                    many.iter().map(|(_, r)| r.as_str()),
+                );
                 if common.len() > before.len() - start {
                     self.view.editor.complete_with(start, &common);
                 }

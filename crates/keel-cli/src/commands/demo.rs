@@ -7,8 +7,8 @@
 //!   recreated on every run.
 
 use crate::cli::CommonArgs;
+use crate::commands::run::run_turn;
 use crate::render::Renderer;
-use crate::run::run_turn;
 use crate::{Outcome, settings};
 use keel_agent::{AgentSettings, HeadlessApprover, Host, Input, SessionChoice};
 use keel_config::{KeelConfig, Overrides};

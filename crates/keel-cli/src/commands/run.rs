@@ -25,7 +25,7 @@ const MOST_STDIN_PROMPT: u64 = 4 * 1024 * 1024;
 /// The prompt `keel run` was given, and what was piped in with it.
 pub struct RunPrompt {
     pub text: String,
-    /// Text piped into `keel run "PROMPT"` (`crate::piped_input`): it follows the prompt.
+    /// Text piped into `keel run "PROMPT"` (`crate::commands::piped_input`): it follows the prompt.
     pub piped: Option<String>,
 }
 
@@ -49,7 +49,7 @@ pub fn prompt_of(argument: Option<String>) -> anyhow::Result<RunPrompt> {
     if !from_stdin {
         return Ok(RunPrompt {
             text: argument.unwrap_or_default(),
-            piped: crate::piped_input::piped_input()?,
+            piped: crate::commands::piped_input::piped_input()?,
         });
     }
     let mut bytes = Vec::new();
@@ -122,7 +122,7 @@ pub async fn run_command(common: &CommonArgs, given: &RunPrompt) -> anyhow::Resu
     let input = match (input, &given.piped) {
         (Input::Prompt(text), Some(piped)) if !plan && !prompt.trim_start().starts_with('/') => {
             let piped = setup.settings.secrets.redact(piped);
-            Input::Prompt(crate::piped_input::with_piped(&text, &piped))
+            Input::Prompt(crate::commands::piped_input::with_piped(&text, &piped))
         }
         (input, Some(_)) => {
             eprintln!("note: the piped input is not added to a slash command");

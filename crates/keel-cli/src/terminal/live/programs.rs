@@ -9,7 +9,7 @@
 //!   file's name never goes through the shell's parsing.
 
 use super::Session;
-use crate::tui_terminal::tempfile_path;
+use crate::terminal::raw_terminal::tempfile_path;
 
 impl Session {
     /// Run `program` on a private file holding `text`, with the terminal handed over: whether
@@ -62,7 +62,11 @@ impl Session {
         let Some(controller) = self.controller() else {
             return;
         };
-        let text = match crate::repl::transcript_text(&controller, self.view.width(), self.colors) {
+        let text = match crate::terminal::line_mode::transcript_text(
+            &controller,
+            self.view.width(),
+            self.colors,
+        ) {
             Ok(text) => text,
             Err(error) => {
                 self.view

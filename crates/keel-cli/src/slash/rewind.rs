@@ -133,7 +133,7 @@ pub fn pick_turn(controller: &Controller) -> Option<u64> {
         eprintln!("  {turn:>3}  {}", visible_line(said));
     }
     eprint!("rewind to before turn [{last}] (a number, Enter for {last}, q to keep all): ");
-    let answer = crate::answer_line::read_answer_line()?;
+    let answer = crate::terminal::answer_line::read_answer_line()?;
     match answer.trim() {
         "" => Some(last),
         "q" | "Q" => None,

@@ -27,7 +27,7 @@ pub async fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
     {
         eprintln!(
             "note: not started (untrusted workspace; `keel trust` trusts it): {}",
-            crate::trust_command::describe(value)
+            crate::commands::trust::describe(value)
         );
     }
     let servers = declared.trusted;

@@ -229,7 +229,7 @@ pub fn pick_model(controller: &Controller, common: &CommonArgs) -> Option<String
         "switch to [a number; Enter keeps {}]: ",
         visible_line(&current)
     );
-    let answer = crate::answer_line::read_answer_line()?;
+    let answer = crate::terminal::answer_line::read_answer_line()?;
     let answer = answer.trim();
     if answer.is_empty() {
         eprintln!("kept {}", visible_line(&current));
@@ -258,7 +258,7 @@ pub fn pick_model(controller: &Controller, common: &CommonArgs) -> Option<String
 /// when the table does not have it), then those of every other configured provider that has
 /// a key (in the environment or stored).
 fn configured_models(controller: &Controller, common: &CommonArgs) -> Vec<String> {
-    let mut models = crate::completion::argument_candidates(controller, "/model");
+    let mut models = crate::terminal::completion::argument_candidates(controller, "/model");
     let current_provider = controller.settings().profile.name.clone();
     let workspace = controller.settings().workspace.clone();
     let (Ok(config), Ok(keys)) = (

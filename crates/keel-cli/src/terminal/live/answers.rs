@@ -101,9 +101,9 @@ impl Session {
         }
         match prompt {
             Some(prompt) => self.start_turn(keel_agent::Input::Prompt(prompt), shown),
-            None => self
-                .view
-                .set_notice(Some(crate::repl::PLAN_MODE_NOTICE.to_string())),
+            None => self.view.set_notice(Some(
+                crate::terminal::line_mode::PLAN_MODE_NOTICE.to_string(),
+            )),
         }
     }
 

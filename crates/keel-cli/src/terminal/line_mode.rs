@@ -7,12 +7,12 @@
 //!   prompt, Ctrl-C clears the line, and a second Ctrl-C in a row, or Ctrl-D, quits.
 //! - Slash commands are parsed only at the start of a line; anything else goes to the model.
 
-use crate::approval_prompt::TerminalApprover;
 use crate::cli::CommonArgs;
-use crate::completion::{LineHelper, bind_newline_keys};
 use crate::render::{Renderer, usage_line};
 use crate::session_setup::{Setup, open_controller, open_host, prepare, print_notices};
 use crate::signals::{Stop, StopSignals};
+use crate::terminal::approval_prompt::TerminalApprover;
+use crate::terminal::completion::{LineHelper, bind_newline_keys};
 use crate::{Outcome, settings};
 use keel_agent::{Approver, Controller, Input, Line, SLASH_COMMANDS, SurfaceCommand, TurnOutcome};
 use keel_render::{visible, visible_line};
@@ -142,7 +142,7 @@ pub(crate) fn print_where_you_were(
         .iter()
         .map(|receipt| (receipt.call_id.as_str(), receipt.state))
         .collect();
-    let (columns, rows) = crate::tui_terminal::screen_size();
+    let (columns, rows) = crate::terminal::raw_terminal::screen_size();
     // The banner above and the live region (or the prompt) below keep about eight rows.
     let room = usize::from(rows).saturating_sub(8).max(4);
     let lines = keel_tui::resumed::recent_lines(
@@ -166,7 +166,7 @@ pub(crate) fn print_where_you_were(
 /// before anything starts; whether the question was asked.
 pub(crate) fn ask_trust_first(common: &CommonArgs) -> anyhow::Result<bool> {
     if common.session.is_none() && !common.continue_latest {
-        crate::trust_command::ask_at_start(common, &settings::workspace(common)?)
+        crate::commands::trust::ask_at_start(common, &settings::workspace(common)?)
     } else {
         Ok(false)
     }
@@ -283,7 +283,7 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
         }
     };
     let entries: Vec<String> = editor.history().iter().cloned().collect();
-    crate::tui_terminal::save_history(&history_path, &entries);
+    crate::terminal::raw_terminal::save_history(&history_path, &entries);
     if let Some(rendering) = &repl.rendering {
         rendering.abort();
     }
@@ -406,15 +406,15 @@ impl Repl {
                 }
             }
             SurfaceCommand::Status => match &self.controller {
-                Some(controller) => crate::slash_commands::status(controller),
+                Some(controller) => crate::slash::reports::status(controller),
                 None => eprintln!("no session is open"),
             },
             SurfaceCommand::Diff => match &self.controller {
-                Some(controller) => crate::slash_commands::diff(controller),
+                Some(controller) => crate::slash::reports::diff(controller),
                 None => eprintln!("no session is open"),
             },
             SurfaceCommand::Permissions => match &self.controller {
-                Some(controller) => crate::slash_commands::permissions(controller, &self.common),
+                Some(controller) => crate::slash::reports::permissions(controller, &self.common),
                 None => eprintln!("no session is open"),
             },
             SurfaceCommand::Clear => {
@@ -521,13 +521,13 @@ impl Repl {
             } => match &self.controller {
                 Some(controller) => {
                     let to = match to {
-                        None if pick => match crate::rewind_command::pick_turn(controller) {
+                        None if pick => match crate::slash::rewind::pick_turn(controller) {
                             Some(to) => Some(to),
                             None => return Ok(None),
                         },
                         to => to,
                     };
-                    crate::rewind_command::interactive(
+                    crate::slash::rewind::interactive(
                         controller,
                         to,
                         keel_agent::RewindScope { code, conversation },
@@ -538,7 +538,7 @@ impl Repl {
             },
             SurfaceCommand::Context | SurfaceCommand::ReloadContext => match &self.controller {
                 Some(controller) => {
-                    crate::context_command::run(controller, command == SurfaceCommand::Context)
+                    crate::slash::context::run(controller, command == SurfaceCommand::Context)
                 }
                 None => eprintln!("no session is open"),
             },
@@ -571,12 +571,15 @@ impl Repl {
                     return Ok(None);
                 };
                 let workspace = controller.settings().workspace.display().to_string();
-                let sessions = crate::sessions::listed(&host, &workspace)?;
+                let sessions = crate::commands::sessions::listed(&host, &workspace)?;
                 if sessions.is_empty() {
                     eprintln!("no other session here yet: this one is listed once it answered");
                 }
                 let current = &controller.session().id;
-                for (overview, row) in sessions.iter().zip(crate::sessions::rows(&sessions)) {
+                for (overview, row) in sessions
+                    .iter()
+                    .zip(crate::commands::sessions::rows(&sessions))
+                {
                     let mark = if overview.info.id == *current {
                         "*"
                     } else {
@@ -590,7 +593,7 @@ impl Repl {
                 None => {
                     // A person at a terminal picks one; otherwise the model is said.
                     let picked = self.controller.as_ref().and_then(|controller| {
-                        crate::slash_commands::pick_model(controller, &self.common)
+                        crate::slash::reports::pick_model(controller, &self.common)
                     });
                     if let Some(model) = picked {
                         return Box::pin(self.command(SurfaceCommand::Model(Some(model)))).await;
