@@ -12,4 +12,5 @@ pub(crate) mod line_mode;
 pub(crate) mod live;
 pub(crate) mod live_answer;
 pub(crate) mod raw_terminal;
+pub(crate) mod session_driver;
 pub(crate) mod start_prompt;

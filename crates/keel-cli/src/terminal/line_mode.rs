@@ -1,39 +1,26 @@
-//! `keel`: the interactive session.
+//! `keel` in line mode: a line editor (rustyline) reads prompts and slash commands, the
+//! session driver runs them, and a renderer prints the controller's events as they come.
 //!
 //! Invariants:
-//! - One controller at a time; switching model or session drops the old one first (releasing
-//!   its lease) and resumes through the same loading path as `--session`.
-//! - Ctrl-C during a turn cancels the turn; a second Ctrl-C before it ends exits (130). At the
-//!   prompt, Ctrl-C clears the line, and a second Ctrl-C in a row, or Ctrl-D, quits.
+//! - At the prompt, Ctrl-C clears the line, and a second Ctrl-C in a row, or Ctrl-D, quits;
+//!   SIGTERM and SIGHUP end keel at once, the terminal put back.
 //! - Slash commands are parsed only at the start of a line; anything else goes to the model.
+//! - Input that ends after a failed turn (a script running `keel "PROMPT"`) exits 1.
 
+use crate::Outcome;
 use crate::cli::CommonArgs;
-use crate::render::{Renderer, usage_line};
-use crate::session_setup::{Setup, open_controller, open_host, prepare, print_notices};
-use crate::signals::{Stop, StopSignals};
+use crate::render::Renderer;
+use crate::session_setup::{open_controller, prepare, print_notices};
+use crate::settings;
+use crate::signals::StopSignals;
 use crate::terminal::approval_prompt::TerminalApprover;
 use crate::terminal::completion::{LineHelper, bind_newline_keys};
-use crate::{Outcome, settings};
-use keel_agent::{Approver, Controller, Input, Line, SLASH_COMMANDS, SurfaceCommand, TurnOutcome};
-use keel_render::{visible, visible_line};
-use keel_types::Usage;
+use crate::terminal::session_driver::{SessionDriver, ask_trust_first, print_where_you_were};
+use keel_agent::{Controller, Line};
+use keel_render::visible_line;
 use rustyline::error::ReadlineError;
 use std::io::IsTerminal as _;
 use std::sync::Arc;
-
-pub(crate) struct Repl {
-    pub(crate) common: CommonArgs,
-    /// `None` only while switching.
-    pub(crate) controller: Option<Controller>,
-    approver: Arc<dyn Approver>,
-    /// Tokens of the controllers this session switched away from.
-    pub(crate) carried_usage: Usage,
-    /// The line mode's renderer of the controller's events (the live TUI reads them itself).
-    rendering: Option<tokio::task::JoinHandle<()>>,
-    pub(crate) signals: StopSignals,
-    /// The last turn failed (`keel "PROMPT"` in a script exits 1 then, as `keel run` would).
-    last_turn_failed: bool,
-}
 
 fn start_rendering(controller: &Controller) -> tokio::task::JoinHandle<()> {
     let mut events = controller.subscribe();
@@ -45,133 +32,6 @@ fn start_rendering(controller: &Controller) -> tokio::task::JoinHandle<()> {
     })
 }
 
-/// What a person is told on entering plan mode.
-pub(crate) const PLAN_MODE_NOTICE: &str = "plan mode: the model researches with read-only tools \
-     and proposes a plan; nothing is changed until you approve it";
-
-impl Repl {
-    /// A session driven by the live TUI, which subscribes to the controller's events itself.
-    pub(crate) fn for_tui(
-        common: &CommonArgs,
-        controller: Controller,
-        approver: Arc<dyn Approver>,
-        signals: StopSignals,
-    ) -> Repl {
-        Repl {
-            common: common.clone(),
-            controller: Some(controller),
-            approver,
-            carried_usage: Usage::default(),
-            rendering: None,
-            last_turn_failed: false,
-            signals,
-        }
-    }
-}
-
-/// The help text, from the controller's list of slash commands.
-fn help_text() -> String {
-    let mut text = String::from("commands:\n");
-    for (usage, what) in SLASH_COMMANDS {
-        if usage.len() <= 20 {
-            text.push_str(&format!("  {usage:<22}{what}\n"));
-        } else {
-            text.push_str(&format!("  {usage}\n  {:<22}{what}\n", ""));
-        }
-    }
-    text.push_str("Ctrl-C cancels a running turn; a second Ctrl-C quits.");
-    text
-}
-
-/// The session's custom commands, for `/help` (names, descriptions and paths are files'
-/// text: shown escaped).
-fn custom_help(controller: &Controller) {
-    let commands: Vec<_> = controller.services().commands().list().collect();
-    if commands.is_empty() {
-        return;
-    }
-    eprintln!("custom commands (prompts; $ARGUMENTS and $1…$9 are what follows the name):");
-    for command in commands {
-        let what = match &command.description {
-            Some(description) => visible_line(description).into_owned(),
-            None => visible_line(&command.path.display().to_string()).into_owned(),
-        };
-        let usage = format!("/{}", command.name);
-        eprintln!("  {usage:<22}{what}");
-    }
-}
-
-/// Every prompt, reasoning block, answer and whole tool result of the session, as terminal text.
-pub(crate) fn transcript_text(
-    controller: &Controller,
-    width: usize,
-    colors: keel_render::Colors,
-) -> Result<String, keel_agent::AgentError> {
-    let transcript = controller.transcript()?;
-    // The last receipt of each call id (ids may repeat across providers; the latest counts).
-    let states: std::collections::HashMap<&str, keel_types::ReceiptState> = transcript
-        .receipts
-        .iter()
-        .map(|receipt| (receipt.call_id.as_str(), receipt.state))
-        .collect();
-    Ok(keel_render::to_ansi(
-        &keel_tui::transcript_lines(
-            transcript.items.iter().map(|stored| &stored.item),
-            &|call_id| states.get(call_id).copied(),
-            width,
-        ),
-        colors,
-    ))
-}
-
-/// A resumed session's recent turns as the person saw them (`keel_tui::resumed`), printed
-/// under the banner; nothing for a new session or one with no turn yet.
-pub(crate) fn print_where_you_were(
-    controller: &Controller,
-    common: &CommonArgs,
-    colors: keel_render::Colors,
-) {
-    if common.session.is_none() && !common.continue_latest {
-        return;
-    }
-    let (Ok(transcript), Ok(inputs)) = (controller.transcript(), controller.turn_inputs()) else {
-        return;
-    };
-    let states: std::collections::HashMap<&str, keel_types::ReceiptState> = transcript
-        .receipts
-        .iter()
-        .map(|receipt| (receipt.call_id.as_str(), receipt.state))
-        .collect();
-    let (columns, rows) = crate::terminal::raw_terminal::screen_size();
-    // The banner above and the live region (or the prompt) below keep about eight rows.
-    let room = usize::from(rows).saturating_sub(8).max(4);
-    let lines = keel_tui::resumed::recent_lines(
-        transcript
-            .items
-            .iter()
-            .map(|stored| (stored.turn, &stored.item)),
-        &|turn| inputs.get(&turn).copied(),
-        &|call_id| states.get(call_id).copied(),
-        usize::from(columns),
-        room,
-    );
-    if !lines.is_empty() {
-        // Apart from the banner, as each prompt stands apart in the session.
-        eprintln!();
-        eprint!("{}", keel_render::to_ansi(&lines, colors));
-    }
-}
-
-/// A new session in a workspace whose files ask for more than the user's settings: ask once,
-/// before anything starts; whether the question was asked.
-pub(crate) fn ask_trust_first(common: &CommonArgs) -> anyhow::Result<bool> {
-    if common.session.is_none() && !common.continue_latest {
-        crate::commands::trust::ask_at_start(common, &settings::workspace(common)?)
-    } else {
-        Ok(false)
-    }
-}
-
 /// The line-mode session; `first` (from `keel "PROMPT"`) is sent as if typed.
 pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<Outcome> {
     let asked = ask_trust_first(common)?;
@@ -181,7 +41,6 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
         always: keel_agent::AlwaysAllowed::default(),
     });
     let controller = open_controller(setup, approver.clone())?;
-    let rendering = Some(start_rendering(&controller));
     // The question already listed what the project files asked for; otherwise say it now.
     if !asked {
         controller.announce();
@@ -198,17 +57,10 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
     let _ = editor.load_history(&history_path);
     // After the line editor, whose own SIGINT handler would otherwise take Ctrl-C from us.
     let signals = StopSignals::register()?;
-    let mut repl = Repl {
-        signals,
-        common: common.clone(),
-        controller: Some(controller),
-        approver,
-        carried_usage: Usage::default(),
-        rendering,
-        last_turn_failed: false,
-    };
-    repl.banner();
-    if let Some(controller) = &repl.controller {
+    let mut driver =
+        SessionDriver::new(common, controller, approver, signals, Some(start_rendering));
+    driver.banner();
+    if let Some(controller) = &driver.controller {
         print_where_you_were(controller, common, keel_render::Colors::from_env());
     }
     // Ctrl-C at the prompt clears the line; a second one in a row quits (as Ctrl-D does).
@@ -228,7 +80,7 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
             // here).
             let (returned, line) = tokio::select! {
                 read = reading => read?,
-                stop = repl.signals.next_terminating() => {
+                stop = driver.signals.next_terminating() => {
                     restore_terminal(saved_terminal.as_ref());
                     eprintln!("\nstopped by {}", stop.name());
                     std::process::exit(i32::from(stop.exit_code()));
@@ -243,7 +95,7 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
         match line {
             Ok(line) => {
                 let text = line.trim();
-                let line = match &repl.controller {
+                let line = match &driver.controller {
                     Some(controller) => controller.parse_line(text),
                     None => Line::parse(text),
                 };
@@ -251,11 +103,11 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
                     Line::Empty => continue,
                     Line::Input(input) => {
                         let _ = editor.add_history_entry(text);
-                        repl.turn(input).await?
+                        driver.turn(input).await?
                     }
                     Line::Command(command) => {
                         let _ = editor.add_history_entry(text);
-                        repl.command(command).await?
+                        driver.command(command).await?
                     }
                     Line::Unknown(name) => {
                         eprintln!(
@@ -275,7 +127,9 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
                 eprintln!("(Ctrl-C again, or Ctrl-D, quits)");
             }
             // Input ended: a script that ran `keel "PROMPT"` learns whether its turn failed.
-            Err(ReadlineError::Eof) if repl.last_turn_failed && !std::io::stdin().is_terminal() => {
+            Err(ReadlineError::Eof)
+                if driver.last_turn_failed && !std::io::stdin().is_terminal() =>
+            {
                 break Outcome::TurnFailed;
             }
             Err(ReadlineError::Eof) => break Outcome::Completed,
@@ -284,10 +138,8 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
     };
     let entries: Vec<String> = editor.history().iter().cloned().collect();
     crate::terminal::raw_terminal::save_history(&history_path, &entries);
-    if let Some(rendering) = &repl.rendering {
-        rendering.abort();
-    }
-    if let Some(controller) = &repl.controller {
+    driver.stop_following();
+    if let Some(controller) = &driver.controller {
         let id = &controller.session().id;
         eprintln!("session {id} is saved · resume it with: keel -c   (or: keel --session {id})");
     }
@@ -306,387 +158,5 @@ fn restore_terminal(saved: Option<&nix::sys::termios::Termios>) {
             nix::sys::termios::SetArg::TCSANOW,
             saved,
         );
-    }
-}
-
-impl Repl {
-    pub(crate) fn banner(&self) {
-        let Some(controller) = &self.controller else {
-            return;
-        };
-        let settings = controller.settings();
-        // The workspace path and the model name come from outside (a cloned directory, a
-        // project file): shown escaped like model text.
-        eprintln!(
-            "keel · {} · {} · session {}",
-            visible_line(&format!("{}/{}", settings.profile.name, settings.model)),
-            visible_line(&settings.workspace.display().to_string()),
-            controller.session().id
-        );
-        if let Some(sandbox) = controller.sandbox_summary() {
-            eprintln!("{sandbox}");
-        }
-        // Which instructions the model is given (paths are the repository's text: escaped).
-        if let Ok(report) = controller.context_report() {
-            let read: Vec<String> = report
-                .sources
-                .iter()
-                .filter(|source| source.kept > 0)
-                .map(|source| visible_line(&source.path).into_owned())
-                .collect();
-            if !read.is_empty() {
-                eprintln!("instructions {} (/context)", read.join(", "));
-            }
-        }
-        eprintln!("/help for commands, Ctrl-D to quit");
-    }
-
-    /// Run one turn; returns how keel ends if the user asked to quit (a second Ctrl-C) or a
-    /// SIGTERM / SIGHUP stopped it (after the turn was cancelled cleanly).
-    async fn turn(&mut self, input: Input) -> anyhow::Result<Option<Outcome>> {
-        let Some(controller) = self.controller.clone() else {
-            eprintln!("error: no session is open; /resume one");
-            return Ok(None);
-        };
-        self.signals.forget_interrupts().await;
-        let submit = controller.submit(input);
-        tokio::pin!(submit);
-        let mut interrupts = 0;
-        let mut stopped = None;
-        let outcome = loop {
-            tokio::select! {
-                outcome = &mut submit => break outcome,
-                stop = self.signals.next() => {
-                    match stop {
-                        Stop::Interrupt => {
-                            interrupts += 1;
-                            if interrupts >= 2 {
-                                eprintln!("\nquitting");
-                                return Ok(Some(Outcome::Cancelled));
-                            }
-                            eprintln!("\ncancelling… (Ctrl-C again to quit)");
-                        }
-                        Stop::Terminate | Stop::Hangup => {
-                            eprintln!("\n{} received: cancelling the turn, then exiting", stop.name());
-                            stopped = Some(stop);
-                        }
-                    }
-                    controller.cancel();
-                }
-            }
-        };
-        // Let the renderer catch up before the next prompt.
-        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
-        self.last_turn_failed = !matches!(outcome, Ok(TurnOutcome::Completed { .. }));
-        match outcome {
-            Ok(TurnOutcome::Completed { .. })
-            | Ok(TurnOutcome::Failed { .. })
-            | Ok(TurnOutcome::Cancelled) => {}
-            Err(error) => eprintln!("error: {}", visible(&error.to_string())),
-        }
-        Ok(stopped.map(|stop| Outcome::Stopped(stop.exit_code())))
-    }
-
-    /// Handle a surface command; returns how keel ends if it should.
-    pub(crate) async fn command(
-        &mut self,
-        command: SurfaceCommand,
-    ) -> anyhow::Result<Option<Outcome>> {
-        match command {
-            SurfaceCommand::Quit => return Ok(Some(Outcome::Completed)),
-            SurfaceCommand::Plan(prompt) => {
-                let Some(controller) = &self.controller else {
-                    eprintln!("no session is open");
-                    return Ok(None);
-                };
-                controller.set_permission_mode(keel_tools::PermissionMode::Plan);
-                eprintln!("{PLAN_MODE_NOTICE}");
-                if let Some(prompt) = prompt {
-                    return self.turn(Input::Prompt(prompt)).await;
-                }
-            }
-            SurfaceCommand::Status => match &self.controller {
-                Some(controller) => crate::slash::reports::status(controller),
-                None => eprintln!("no session is open"),
-            },
-            SurfaceCommand::Diff => match &self.controller {
-                Some(controller) => crate::slash::reports::diff(controller),
-                None => eprintln!("no session is open"),
-            },
-            SurfaceCommand::Permissions => match &self.controller {
-                Some(controller) => crate::slash::reports::permissions(controller, &self.common),
-                None => eprintln!("no session is open"),
-            },
-            SurfaceCommand::Clear => {
-                let Some(controller) = &self.controller else {
-                    eprintln!("no session is open");
-                    return Ok(None);
-                };
-                let old = controller.session().id.clone();
-                let mut common = self.common.clone();
-                common.session = None;
-                common.continue_latest = false;
-                common.cwd = Some(controller.settings().workspace.clone());
-                self.switch(common).await;
-                if let Some(controller) = &self.controller
-                    && controller.session().id != old
-                {
-                    eprintln!(
-                        "a new session: {}; the last one is kept (/resume {old}, or keel \
-                         --session {old})",
-                        controller.session().id
-                    );
-                }
-            }
-            SurfaceCommand::Help => {
-                eprintln!("{}", help_text());
-                if let Some(controller) = &self.controller {
-                    custom_help(controller);
-                }
-            }
-            SurfaceCommand::Transcript => {
-                let width = crate::render::terminal_width();
-                let colors = crate::render::stderr_colors();
-                match self
-                    .controller
-                    .as_ref()
-                    .map(|c| transcript_text(c, width, colors))
-                {
-                    Some(Ok(text)) => eprint!("{text}"),
-                    Some(Err(error)) => eprintln!("error: cannot read the transcript: {error}"),
-                    None => eprintln!("no session is open"),
-                }
-            }
-            SurfaceCommand::Cost => {
-                let mut usage = self.carried_usage;
-                let mut context = None;
-                let mut spent = None;
-                if let Some(controller) = &self.controller {
-                    usage.add(&controller.usage());
-                    context = controller.context_use();
-                    if let Ok(spend) = controller.session_usage() {
-                        spent = Some(spend);
-                    }
-                }
-                eprintln!(
-                    "this terminal: {}",
-                    usage_line(&usage, usage.cache_hit_ratio())
-                );
-                if let Some(spend) = spent {
-                    let money = match spend.cost_display() {
-                        Some(cost) => cost,
-                        None => "no price known for this model (tokens only; set [providers.NAME.price])".into(),
-                    };
-                    eprintln!(
-                        "this session: {} · {money}",
-                        usage_line(&spend.usage, spend.usage.cache_hit_ratio())
-                    );
-                }
-                match context {
-                    Some(context) => eprintln!(
-                        "context: {}% of the window ({} of {} tokens); /compact frees it",
-                        context.percent(),
-                        context.used,
-                        context.window
-                    ),
-                    None => {
-                        eprintln!("context: not measured yet (or the model's window is unknown)")
-                    }
-                }
-            }
-            SurfaceCommand::Fork(at) => {
-                let Some(controller) = &self.controller else {
-                    eprintln!("no session is open");
-                    return Ok(None);
-                };
-                let id = controller.session().id.clone();
-                match open_host()?.fork(&id, at) {
-                    Ok(forked) => {
-                        eprintln!(
-                            "forked {id} as {}; now in the fork (files are as they are now)",
-                            forked.id
-                        );
-                        let common = self.resuming(&forked.id);
-                        self.switch(common).await;
-                    }
-                    Err(error) => eprintln!("error: {}", visible_line(&error.to_string())),
-                }
-            }
-            SurfaceCommand::Rewind {
-                to,
-                code,
-                conversation,
-                force,
-                pick,
-            } => match &self.controller {
-                Some(controller) => {
-                    let to = match to {
-                        None if pick => match crate::slash::rewind::pick_turn(controller) {
-                            Some(to) => Some(to),
-                            None => return Ok(None),
-                        },
-                        to => to,
-                    };
-                    crate::slash::rewind::interactive(
-                        controller,
-                        to,
-                        keel_agent::RewindScope { code, conversation },
-                        force,
-                    );
-                }
-                None => eprintln!("no session is open"),
-            },
-            SurfaceCommand::Context | SurfaceCommand::ReloadContext => match &self.controller {
-                Some(controller) => {
-                    crate::slash::context::run(controller, command == SurfaceCommand::Context)
-                }
-                None => eprintln!("no session is open"),
-            },
-            SurfaceCommand::Mcp => match &self.controller {
-                Some(controller) => {
-                    let statuses = controller.services().mcp().statuses();
-                    if statuses.is_empty() {
-                        eprintln!(
-                            "no MCP servers in this session ([mcp_servers.NAME] in keel.toml, or .mcp.json)"
-                        );
-                    }
-                    for status in statuses {
-                        eprintln!(
-                            "{} {} — {}",
-                            visible_line(&status.name),
-                            status.state,
-                            match &status.reason {
-                                Some(reason) if status.state != "running" =>
-                                    visible_line(reason).into_owned(),
-                                _ => format!("{} tools", status.tools.len()),
-                            }
-                        );
-                    }
-                }
-                None => eprintln!("no session is open"),
-            },
-            SurfaceCommand::Sessions => {
-                let host = open_host()?;
-                let Some(controller) = &self.controller else {
-                    return Ok(None);
-                };
-                let workspace = controller.settings().workspace.display().to_string();
-                let sessions = crate::commands::sessions::listed(&host, &workspace)?;
-                if sessions.is_empty() {
-                    eprintln!("no other session here yet: this one is listed once it answered");
-                }
-                let current = &controller.session().id;
-                for (overview, row) in sessions
-                    .iter()
-                    .zip(crate::commands::sessions::rows(&sessions))
-                {
-                    let mark = if overview.info.id == *current {
-                        "*"
-                    } else {
-                        " "
-                    };
-                    eprintln!("{mark} {row}");
-                }
-                eprintln!("/resume ID continues one");
-            }
-            SurfaceCommand::Model(argument) => match argument {
-                None => {
-                    // A person at a terminal picks one; otherwise the model is said.
-                    let picked = self.controller.as_ref().and_then(|controller| {
-                        crate::slash::reports::pick_model(controller, &self.common)
-                    });
-                    if let Some(model) = picked {
-                        return Box::pin(self.command(SurfaceCommand::Model(Some(model)))).await;
-                    }
-                }
-                Some(model) => {
-                    let Some(id) = self.controller.as_ref().map(|c| c.session().id.clone()) else {
-                        eprintln!("error: no session is open; /resume one");
-                        return Ok(None);
-                    };
-                    let mut common = self.resuming(&id);
-                    common.model = Some(model);
-                    common.model_named_by = Some("/model");
-                    self.switch(common).await;
-                }
-            },
-            SurfaceCommand::Resume(argument) => match argument {
-                None => eprintln!("usage: /resume ID (see /sessions)"),
-                Some(id) => {
-                    let mut common = self.resuming(&id);
-                    // Another session keeps its own model unless one is asked for.
-                    common.model = None;
-                    self.switch(common).await;
-                }
-            },
-        }
-        Ok(None)
-    }
-
-    /// The flags of this session with `id` as the session to resume.
-    fn resuming(&self, id: &str) -> CommonArgs {
-        let mut common = self.common.clone();
-        common.session = Some(id.to_string());
-        common.continue_latest = false;
-        // The session's own workspace decides; the one this REPL started in must not contradict it.
-        common.cwd = None;
-        common
-    }
-
-    /// Replace the controller (model or session change); on failure reopen the current one.
-    async fn switch(&mut self, common: CommonArgs) {
-        let setup: Setup = match prepare(&common, "keel (interactive)") {
-            Ok(setup) => setup,
-            Err(error) => {
-                eprintln!("error: {}", visible(&format!("{error:#}")));
-                return;
-            }
-        };
-        print_notices(&setup);
-        let previous = self
-            .controller
-            .as_ref()
-            .map(|c| self.resuming(&c.session().id));
-        if let Some(controller) = &self.controller {
-            self.carried_usage.add(&controller.usage());
-        }
-        // Drop the current controller first: it releases the session lease.
-        self.controller = None;
-        let line_mode = self.rendering.take().is_some_and(|rendering| {
-            rendering.abort();
-            true
-        });
-        // "always" lasts for one session.
-        self.approver.forget_always();
-        match open_controller(setup, self.approver.clone()) {
-            Ok(controller) => {
-                self.controller = Some(controller);
-                self.common = common;
-            }
-            Err(error) => {
-                eprintln!("error: {}", visible(&format!("{error:#}")));
-                let Some(previous) = previous else {
-                    return;
-                };
-                let reopened = prepare(&previous, "keel (interactive)")
-                    .and_then(|setup| open_controller(setup, self.approver.clone()));
-                match reopened {
-                    Ok(controller) => self.controller = Some(controller),
-                    Err(error) => {
-                        eprintln!(
-                            "error: cannot reopen the session: {}",
-                            visible(&format!("{error:#}"))
-                        );
-                        return;
-                    }
-                }
-            }
-        }
-        if let Some(controller) = &self.controller
-            && line_mode
-        {
-            self.rendering = Some(start_rendering(controller));
-        }
-        self.banner();
     }
 }

@@ -24,10 +24,10 @@ use crate::session_setup::{McpStart, mcp_notes, open_controller_with, prepare, p
 use crate::signals::StopSignals;
 use crate::terminal::approval_prompt::TuiApprover;
 use crate::terminal::completion::LineHelper;
-use crate::terminal::line_mode::Repl;
 use crate::terminal::raw_terminal::{
     OSC9_APPROVAL, RawMode, load_history, osc9_supported, read_keys, save_history, screen_size,
 };
+use crate::terminal::session_driver::SessionDriver;
 use crate::{Outcome, settings};
 use crossterm::event::{Event as TermEvent, KeyEvent};
 use keel_agent::{
@@ -53,7 +53,7 @@ pub fn wanted(common: &CommonArgs) -> bool {
 }
 
 struct Session {
-    repl: Repl,
+    driver: SessionDriver,
     view: LiveView,
     surface: InlineSurface<std::io::Stdout>,
     colors: Colors,
@@ -81,7 +81,7 @@ const FRAME: Duration = Duration::from_millis(16);
 
 /// The interactive session; `first` (from `keel "PROMPT"`) is sent as if typed.
 pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<Outcome> {
-    let asked = crate::terminal::line_mode::ask_trust_first(common)?;
+    let asked = crate::terminal::session_driver::ask_trust_first(common)?;
     let setup = prepare(common, "keel (interactive)")?;
     print_notices(&setup);
     let (questions, mut asked_rx) = mpsc::unbounded_channel();
@@ -97,12 +97,12 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
         .then(|| Arc::downgrade(controller.services().mcp()));
     let events = controller.subscribe();
     let signals = StopSignals::register()?;
-    let repl = Repl::for_tui(common, controller.clone(), approver.clone(), signals);
-    repl.banner();
+    let driver = SessionDriver::new(common, controller.clone(), approver.clone(), signals, None);
+    driver.banner();
     eprintln!("Enter sends · Alt+Enter newline · Esc stops · Shift+Tab mode · Ctrl-T transcript");
     let history_path = settings::keel_home()?.join("history.txt");
     let colors = Colors::from_env();
-    crate::terminal::line_mode::print_where_you_were(&controller, common, colors);
+    crate::terminal::session_driver::print_where_you_were(&controller, common, colors);
     let raw = RawMode::enter()?;
     // A panic puts the terminal back before its message is printed.
     let previous_hook = std::panic::take_hook();
@@ -129,7 +129,7 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
         ),
         surface: InlineSurface::new(std::io::stdout(), (columns, rows), row, colors),
         colors,
-        repl,
+        driver,
         events,
         turn: None,
         question: None,
@@ -223,8 +223,8 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
                     break outcome;
                 }
             }
-            stop = session.repl.signals.next_terminating() => {
-                if let Some(controller) = &session.repl.controller {
+            stop = session.driver.signals.next_terminating() => {
+                if let Some(controller) = &session.driver.controller {
                     controller.cancel();
                 }
                 if let Some(turn) = session.turn.take() {
@@ -273,7 +273,7 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
     let _ = session.surface.finish();
     drop(raw);
     save_history(&history_path, session.view.editor.history());
-    if let Some(controller) = &session.repl.controller {
+    if let Some(controller) = &session.driver.controller {
         let id = &controller.session().id;
         eprintln!("session {id} is saved · resume it with: keel -c   (or: keel --session {id})");
     }
@@ -282,7 +282,7 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
 
 impl Session {
     fn controller(&self) -> Option<Controller> {
-        self.repl.controller.clone()
+        self.driver.controller.clone()
     }
 
     fn drain_events(&mut self) {
@@ -522,7 +522,7 @@ impl Session {
         // Keys typed while the command prints wait for the input, Enter included.
         self.put_region_away();
         let printing = crate::terminal::raw_terminal::CommandOutput::begin();
-        let outcome = match self.repl.command(command).await {
+        let outcome = match self.driver.command(command).await {
             Ok(outcome) => outcome,
             Err(error) => {
                 eprintln!("error: {}", keel_render::visible(&format!("{error:#}")));

@@ -102,7 +102,7 @@ impl Session {
         match prompt {
             Some(prompt) => self.start_turn(keel_agent::Input::Prompt(prompt), shown),
             None => self.view.set_notice(Some(
-                crate::terminal::line_mode::PLAN_MODE_NOTICE.to_string(),
+                crate::terminal::session_driver::PLAN_MODE_NOTICE.to_string(),
             )),
         }
     }

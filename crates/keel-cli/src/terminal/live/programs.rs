@@ -62,7 +62,7 @@ impl Session {
         let Some(controller) = self.controller() else {
             return;
         };
-        let text = match crate::terminal::line_mode::transcript_text(
+        let text = match crate::terminal::session_driver::transcript_text(
             &controller,
             self.view.width(),
             self.colors,
