@@ -64,7 +64,10 @@ impl Cancellation {
     /// Cancel what runs now (this agent's turn, and every child's).
     pub(crate) fn cancel(&self) {
         let next = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        self.signal.send_replace(next);
+        // Two cancels at once (a parent's reaching a child while the child's own runs) must
+        // leave the signal at the newest generation, never an older one.
+        self.signal
+            .send_modify(|signalled| *signalled = (*signalled).max(next));
         let children: Vec<Arc<Cancellation>> = self
             .children
             .lock()

@@ -76,9 +76,16 @@ impl Controller {
 
     /// From now on, `parent`'s subscribers also see this session's events (stamped with this
     /// session's id), and cancelling `parent` cancels this session's turn.
-    pub fn follow(&self, parent: &Controller) {
-        self.agent.events.forward_to(parent.agent.events.clone());
+    /// Refused where `parent` is this session or already follows it.
+    pub fn follow(&self, parent: &Controller) -> Result<(), AgentError> {
+        if !self.agent.events.forward_to(parent.agent.events.clone()) {
+            return Err(AgentError::Agents(format!(
+                "session {} cannot follow session {}: it would follow itself",
+                self.agent.session.id, parent.agent.session.id
+            )));
+        }
         parent.agent.cancellation.adopt(&self.agent.cancellation);
+        Ok(())
     }
 
     pub fn session(&self) -> &SessionInfo {

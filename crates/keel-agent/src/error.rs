@@ -45,6 +45,10 @@ pub enum AgentError {
     Projection(String),
     #[error("cannot read the workspace's snapshots: {0}")]
     Snapshot(String),
+    /// Agents linked or opened in a way their services cannot serve (another workspace or
+    /// sandbox on one session's services, a session that would follow itself).
+    #[error("{0}")]
+    Agents(String),
 }
 
 impl AgentError {
@@ -64,6 +68,7 @@ impl AgentError {
             | AgentError::Tools(_)
             | AgentError::Projection(_)
             | AgentError::Snapshot(_)
+            | AgentError::Agents(_)
             | AgentError::Client(_) => false,
         }
     }

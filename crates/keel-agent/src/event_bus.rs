@@ -7,7 +7,8 @@
 //! - Indexing and delivering happen under the subscribers' lock, so a subscriber that replays
 //!   the store and then follows live events never misses or repeats one at the seam.
 //! - An event is stamped with the session id of the agent that emitted it, also where a
-//!   parent's subscribers see it: a child's events never pass for the parent's.
+//!   parent's subscribers see it: a child's events never pass for the parent's. A forwarded
+//!   event carries no id (it is in the child's log only), and no bus forwards to itself.
 //! - The event index is derived data: a failed index write never fails the turn.
 
 use crate::subscribers::Subscriber;
@@ -42,12 +43,21 @@ impl EventBus {
     }
 
     /// From now on, `parent`'s live subscribers also get this agent's events (stamped with
-    /// this agent's session id, indexed in this agent's log only).
-    pub(crate) fn forward_to(&self, parent: Arc<EventBus>) {
+    /// this agent's session id, indexed in this agent's log only); false, and nothing changed,
+    /// where `parent` is this bus or already forwards to it (events would go round for ever).
+    pub(crate) fn forward_to(self: &Arc<Self>, parent: Arc<EventBus>) -> bool {
+        let mut ancestor = Some(parent.clone());
+        while let Some(bus) = ancestor {
+            if Arc::ptr_eq(&bus, self) {
+                return false;
+            }
+            ancestor = bus.parent();
+        }
         *self
             .parent
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(parent);
+        true
     }
 
     /// Stamp, index and deliver an event (see the module invariants).
@@ -66,7 +76,9 @@ impl EventBus {
             subscribers.retain(|subscriber| subscriber.deliver(&event));
         }
         if let Some(parent) = self.parent() {
-            parent.deliver_forwarded(&event);
+            // Not in the parent's log: no id of that log's sequence (a subscriber resuming the
+            // parent's events from an id must never meet one of another session's).
+            parent.deliver_forwarded(&Event { id: None, ..event });
         }
     }
 

@@ -19,7 +19,7 @@ use crate::confinement;
 use crate::error::AgentError;
 use crate::event_bus::EventBus;
 use crate::mode_notes::{ModeState, last_told};
-use crate::services::{Services, SurfaceServices};
+use crate::services::{Place, Services, SurfaceServices};
 use crate::settings::{AgentSettings, SessionChoice};
 use crate::snapshot::{CommandBracket, Snapshots};
 use crate::spend::Spend;
@@ -130,7 +130,8 @@ impl Agent {
             })),
             ..ToolContext::new(guard)
         };
-        let services = Services::new(store, client, registry, tool_context, surface, temp);
+        let place = Place::of(&settings);
+        let services = Services::new(store, client, registry, tool_context, surface, place, temp);
         let agent = Agent::assemble(services, settings, held, loaded);
         keel_types::startup_trace::mark("controller ready");
         Ok(agent)
@@ -144,6 +145,16 @@ impl Agent {
         settings: AgentSettings,
         claim: impl Fn(&str) -> Result<OpenSession, AgentError>,
     ) -> Result<Agent, AgentError> {
+        let asked = Place::of(&settings);
+        if asked != services.place {
+            return Err(AgentError::Agents(format!(
+                "an agent on this session's services works in {} ({:?}); one was asked for in                  {} ({:?})",
+                services.place.workspace.display(),
+                services.place.sandbox.as_ref().map(|(mode, _)| mode),
+                asked.workspace.display(),
+                asked.sandbox.as_ref().map(|(mode, _)| mode),
+            )));
+        }
         let held = hold(&services.store, choice, &settings, claim)?;
         let mut loaded = load_state(&services.store, &held.session, &settings)?;
         loaded.mcp_tools = services.surface.mcp.specs();

@@ -8,6 +8,10 @@
 //!   person asked), one sandbox with one temp dir (removed when the last clone is dropped).
 //! - Nothing per agent lives here: history, events, cancellation, spend and the permission
 //!   mode are each agent's own (`agent.rs`).
+//! - Every agent on these services works in their place (`Place`: workspace, extra
+//!   directories, sandbox): the tool context and its sandbox are built for it once.
+//! - The temp dir is named after the first agent's session and removed with the last clone:
+//!   agents opened on a session's services are dropped before the agent that made them.
 //! - Built-in tool specs come from one registry, so every agent's requests offer them in the
 //!   same bytes (a subagent's requests share the parent's cached prefix).
 
@@ -61,6 +65,9 @@ pub struct ServiceSet {
     /// The workspace guard, the sandbox, the secrets and the editor the tools run with.
     pub(crate) tool_context: ToolContext,
     pub(crate) surface: SurfaceServices,
+    /// Where the tool context works and how it confines: an agent opened on these services
+    /// must work there too.
+    pub(crate) place: Place,
     /// The session's temp dir, removed with the last agent.
     _temp: Option<keel_sandbox::TempDir>,
 }
@@ -80,6 +87,7 @@ impl Services {
         registry: ToolRegistry,
         tool_context: ToolContext,
         surface: SurfaceServices,
+        place: Place,
         temp: Option<keel_sandbox::TempDir>,
     ) -> Services {
         Services {
@@ -89,6 +97,7 @@ impl Services {
                 registry,
                 tool_context,
                 surface,
+                place,
                 _temp: temp,
             }),
         }
@@ -112,5 +121,28 @@ impl Services {
     /// Whether `other` is these very services (agents opened on one session share them).
     pub fn same_as(&self, other: &Services) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+/// Where a session's services work: its workspace and extra directories as its settings named
+/// them, and how its commands are confined.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Place {
+    pub workspace: std::path::PathBuf,
+    pub extra_dirs: Vec<std::path::PathBuf>,
+    /// The sandbox's mode and keel's home (`None`: commands unconfined).
+    pub sandbox: Option<(keel_sandbox::SandboxMode, std::path::PathBuf)>,
+}
+
+impl Place {
+    pub(crate) fn of(settings: &crate::settings::AgentSettings) -> Place {
+        Place {
+            workspace: settings.workspace.clone(),
+            extra_dirs: settings.extra_dirs.clone(),
+            sandbox: settings
+                .sandbox
+                .as_ref()
+                .map(|setup| (setup.settings.mode, setup.keel_home.clone())),
+        }
     }
 }

@@ -156,12 +156,21 @@ async fn a_child_agents_events_reach_its_parent_and_the_parents_cancel_stops_it(
         .unwrap()
         .unwrap();
     assert_eq!(outcome, TurnOutcome::Cancelled);
-    // What the parent's subscriber saw came from the child, stamped as the child's.
+    // What the parent's subscriber saw came from the child, stamped as the child's, with no id
+    // of the parent's log (a subscriber resuming from an id never meets another log's).
     let seen = drain(&mut parent_sees);
     assert!(!seen.is_empty());
     assert!(
         seen.iter()
-            .all(|event| event.session_id == child.session().id)
+            .all(|event| event.session_id == child.session().id && event.id.is_none())
+    );
+    assert!(
+        child
+            .events_after(0)
+            .unwrap()
+            .iter()
+            .any(|event| event.id.is_some()),
+        "the child's own log holds them"
     );
     // Nothing of the child is in the parent's own log.
     assert!(
@@ -199,4 +208,30 @@ async fn cancelling_a_child_leaves_its_parent_alone() {
         matches!(outcome, TurnOutcome::Completed { .. }),
         "{outcome:?}"
     );
+}
+
+#[tokio::test]
+async fn an_agent_on_another_workspace_or_sandbox_and_a_circle_of_followers_are_refused() {
+    let f = fixture(Scenario::from_steps(vec![say("unused")])).await;
+    let elsewhere = f.workspace.parent().unwrap().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let opened = f.host.open_agent(
+        f.controller.services(),
+        SessionChoice::New,
+        settings_for(&f.server.base_url(), &elsewhere),
+    );
+    let Err(refused) = opened else {
+        panic!("an agent in another workspace on these services");
+    };
+    assert!(refused.to_string().contains("elsewhere"), "{refused}");
+    let mut unconfined = settings_for(&f.server.base_url(), &f.workspace);
+    unconfined.sandbox = None;
+    let opened = f
+        .host
+        .open_agent(f.controller.services(), SessionChoice::New, unconfined);
+    assert!(opened.is_err(), "an unconfined agent on confined services");
+    // A child cannot become its parent's parent.
+    let child = child_of(&f);
+    assert!(f.controller.follow(&child).is_err());
+    assert!(child.follow(&child).is_err());
 }

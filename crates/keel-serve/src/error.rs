@@ -82,6 +82,7 @@ impl From<AgentError> for ApiError {
             | AgentError::Tools(_)
             | AgentError::Projection(_)
             | AgentError::Snapshot(_)
+            | AgentError::Agents(_)
             | AgentError::Client(_) => ApiError::internal(message),
         }
     }

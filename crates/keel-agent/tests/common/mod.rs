@@ -137,7 +137,7 @@ pub fn child_of(f: &Fixture) -> Controller {
             settings_for(&f.server.base_url(), &f.workspace),
         )
         .unwrap();
-    child.follow(&f.controller);
+    child.follow(&f.controller).unwrap();
     child
 }
 

@@ -86,7 +86,8 @@ fn read_escape(next: &mut impl FnMut(Wait) -> Option<u8>) -> Escape {
                 }
                 body.push(byte);
             }
-            if body == b"27u" {
+            // Esc, Ctrl-C and Ctrl-D as the keyboard protocol sends them.
+            if [&b"27u"[..], b"99;5u", b"100;5u"].contains(&body.as_slice()) {
                 Escape::Esc
             } else {
                 Escape::OtherKey
@@ -170,6 +171,8 @@ mod tests {
         assert_eq!(answer(b"12\x04").0, None);
         assert_eq!(answer(b"12\x1b").0, None);
         assert_eq!(answer(b"12\x1b[27u3\r").0, None);
+        assert_eq!(answer(b"12\x1b[99;5u3\r").0, None);
+        assert_eq!(answer(b"12\x1b[100;5u3\r").0, None);
         assert_eq!(answer(b"12").0, None);
     }
 

@@ -521,6 +521,8 @@ impl Session {
             .map(|controller| controller.permission_mode());
         // Keys typed while the command prints wait for the input, Enter included.
         self.put_region_away();
+        // A picker reads keys as the terminal sends them by default (Ctrl-C as 0x03).
+        crate::terminal::raw_terminal::plain_keys();
         let printing = crate::terminal::raw_terminal::CommandOutput::begin();
         let outcome = match self.driver.command(command).await {
             Ok(outcome) => outcome,
