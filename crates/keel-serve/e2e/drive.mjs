@@ -304,8 +304,22 @@ const scenarios = {
       await new Promise((resolve) => setTimeout(resolve, 600));
       await route.continue();
     });
+    // The first status that has the offer is answered as the server answers while the turn
+    // still lets the session go (busy, nothing pending): the page must ask again.
+    let raced = false;
+    await page.route(/\/api\/sessions\/[0-9a-f]+$/, async (route) => {
+      const response = await route.fetch();
+      const status = await response.json();
+      if (!raced && status.pending) {
+        raced = true;
+        await route.fulfill({ response, json: { ...status, busy: true, pending: null } });
+      } else {
+        await route.fulfill({ response, json: status });
+      }
+    });
     await ask("edit and test");
     await page.waitForSelector("#continue-checks", { state: "visible", timeout: 20000 });
+    assert.ok(raced, "the race was played");
     assert.equal(await page.locator(".card .subject").first().innerText(), "next: run the tests");
     assert.equal(await page.locator("#recovery-text").innerText(),
       "Not ready: the plan has 1 open item — continue checks?");

@@ -381,7 +381,7 @@ function handle(event) {
   if (event.id) view.lastId = Math.max(view.lastId, event.id);
   const t = $("transcript");
   switch (event.type) {
-    case "turn/started": leaveEmptyState(); setBusy(true); view.attempt = []; view.providerSaid = null; break;
+    case "turn/started": leaveEmptyState(); setBusy(true); view.turnEnded = false; view.attempt = []; view.providerSaid = null; break;
     case "llm/request": view.attempt = []; view.liveText = null; endLive(); break;
     case "llm/text": delta("text", event.delta); if (event.html !== undefined) renderedSoFar(event.html); break;
     case "llm/reasoning": delta("reasoning", event.delta); break;
@@ -432,7 +432,7 @@ function handle(event) {
       const stopped = event.type === "turn/failed" && event.diagnostic && event.diagnostic.kind === "cancelled";
       const kept = stopped ? (view.attempt || []).slice() : [];
       const said = event.type === "turn/failed" ? view.providerSaid : null;
-      endLive(); setBusy(false); view.attempt = []; view.liveText = null; view.providerSaid = null;
+      endLive(); setBusy(false); view.turnEnded = true; view.attempt = []; view.liveText = null; view.providerSaid = null;
       // Why it is not ready is known now, before the status (and its offer) is fetched: the
       // offer's words never wait for the history to be reloaded.
       view.notReady = event.type === "turn/completed" && !event.ready ? event.not_ready_reason : null;
@@ -483,6 +483,15 @@ async function refreshStatus() {
   const response = await api(`/api/sessions/${view.session}`);
   if (!response.ok) return;
   const status = await response.json();
+  // A turn whose end the page has seen may still be letting the session go on the server (its
+  // end is said before it does): asked again shortly, so it is not shown busy, nor its offer
+  // missing.
+  if (status.busy && view.turnEnded && (view.statusRetries || 0) < 40) {
+    view.statusRetries = (view.statusRetries || 0) + 1;
+    setTimeout(refreshStatus, 50);
+    return;
+  }
+  view.statusRetries = 0;
   $("model").textContent = status.model + (status.mode ? " · " + status.mode : "");
   view.commands = status.commands || [];
   view.lastTurn = status.last_turn;
