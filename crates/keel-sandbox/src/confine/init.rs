@@ -39,7 +39,7 @@ fn seal_read_only(prepared: &Prepared, path: &CStr, index: usize) -> std::io::Re
             }
             return Err(super::fail(prepared, Step::ProcMount, index + 1));
         }
-        let sealed = super::set_attributes(path, libc::MOUNT_ATTR_RDONLY, 0, true);
+        let sealed = super::mounting::set_attributes(path, libc::MOUNT_ATTR_RDONLY, 0, true);
         check(sealed, prepared, Step::ProcMount, index + 1)
     }
 }
