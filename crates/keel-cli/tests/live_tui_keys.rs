@@ -519,15 +519,7 @@ fn keys_typed_behind_a_pickers_answer_reach_the_input_enter_included() {
         &serde_json::json!({"steps": [{"say": "Hi."}]}).to_string(),
         "",
     );
-    home.append_config("[providers.mimo]\nregion = \"domestic\"\n");
-    let tmux = Tmux::start_with_env(
-        &home,
-        &home.path(),
-        &[],
-        (120, 40),
-        &[("MIMO_API_KEY", "test-mimo")],
-    );
-    tmux.wait_for("mock-model · ask");
+    let tmux = Tmux::start_with_a_second_model(&home);
     tmux.type_text("/model");
     tmux.press(&["Enter"]);
     tmux.wait_for("switch to [a number");

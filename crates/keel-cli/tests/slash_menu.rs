@@ -278,17 +278,9 @@ fn model_without_a_name_offers_the_configured_models() {
         return;
     }
     let (home, _mock) = scripted("chat", "{\"steps\": []}", "");
-    home.append_config("[providers.mimo]\nregion = \"domestic\"\n");
     // A second provider with a key: its known models are offered too (a provider without a
     // key is not).
-    let tmux = Tmux::start_with_env(
-        &home,
-        &home.path(),
-        &[],
-        (120, 40),
-        &[("MIMO_API_KEY", "test-mimo")],
-    );
-    tmux.wait_for("mock-model · ask");
+    let tmux = Tmux::start_with_a_second_model(&home);
     tmux.type_text("/model");
     tmux.press(&["Enter"]);
     let shown = tmux.wait_for("switch to [a number");

@@ -159,6 +159,21 @@ impl Tmux {
         .into_owned()
     }
 
+    /// keel in `home` with a second provider that has a key (MiMo's, so `/model` offers a
+    /// pick), ready at its prompt.
+    pub fn start_with_a_second_model(home: &Home) -> Tmux {
+        home.append_config("[providers.mimo]\nregion = \"domestic\"\n");
+        let tmux = Tmux::start_with_env(
+            home,
+            &home.path(),
+            &[],
+            (120, 40),
+            &[("MIMO_API_KEY", "test-mimo")],
+        );
+        tmux.wait_for("mock-model · ask");
+        tmux
+    }
+
     /// Wait until the scrollback and screen show `marker`; fail, showing them, after 20 s.
     pub fn wait_for(&self, marker: &str) -> String {
         let started = Instant::now();
