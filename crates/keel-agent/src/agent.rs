@@ -83,7 +83,7 @@ impl Agent {
 
     /// The command sandbox as the mode in force now confines commands.
     pub(crate) fn sandbox_now(&self) -> Option<keel_tools::CommandSandbox> {
-        let mut sandbox = self.services.tool_context.sandbox.clone()?;
+        let mut sandbox = self.services.tool_services.sandbox.clone()?;
         let configured = self
             .settings
             .sandbox

@@ -8,7 +8,7 @@
 //!   user's config says to trust that server.
 
 use keel_mcp::McpHub;
-use keel_tools::{ToolContext, ToolOutput, ValidCall};
+use keel_tools::{ToolOutput, ToolServices, ValidCall};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::time::Duration;
@@ -36,7 +36,7 @@ impl Valid {
     }
 
     /// Whether the call may change things (or read outside the workspace).
-    pub fn is_sensitive(&self, context: &ToolContext) -> bool {
+    pub fn is_sensitive(&self, context: &ToolServices) -> bool {
         match self {
             Valid::Builtin(valid) => valid.is_sensitive(context),
             Valid::Mcp {
@@ -46,7 +46,7 @@ impl Valid {
     }
 
     /// Run it; dropping the future cancels it.
-    pub async fn run(&self, context: &ToolContext, hub: &McpHub) -> ToolOutput {
+    pub async fn run(&self, context: &ToolServices, hub: &McpHub) -> ToolOutput {
         match self {
             Valid::Builtin(valid) => valid.run(context).await,
             Valid::Mcp { name, args, .. } => {

@@ -15,7 +15,7 @@
 
 use crate::call::Valid;
 use keel_store::{Before, PreImage, Store, StoreError};
-use keel_tools::{BuiltinTool, ToolContext};
+use keel_tools::{BuiltinTool, ToolServices};
 use std::path::Path;
 
 /// The largest file kept as a pre-image.
@@ -23,7 +23,7 @@ pub(crate) const MOST_KEPT_BYTES: u64 = 16 * 1024 * 1024;
 
 /// What `valid` may change, as it is now (file tools only; a path the tool will refuse has
 /// nothing to keep).
-pub(crate) fn pre_images(valid: &Valid, ctx: &ToolContext) -> Result<Vec<PreImage>, StoreError> {
+pub(crate) fn pre_images(valid: &Valid, ctx: &ToolServices) -> Result<Vec<PreImage>, StoreError> {
     let Valid::Builtin(call) = valid else {
         return Ok(Vec::new());
     };
@@ -45,7 +45,7 @@ pub(crate) fn pre_images(valid: &Valid, ctx: &ToolContext) -> Result<Vec<PreImag
 
 /// What is at `path` now: as the editor has it, where the file tools go through one (an
 /// unsaved buffer is what the write replaces), else on disk.
-pub(crate) fn before(path: &Path, ctx: &ToolContext) -> Before {
+pub(crate) fn before(path: &Path, ctx: &ToolServices) -> Before {
     if let Some(Ok(text)) = through_editor(path, ctx) {
         return kept(text.into_bytes(), ctx);
     }
@@ -67,7 +67,7 @@ pub(crate) fn before(path: &Path, ctx: &ToolContext) -> Before {
 }
 
 /// `bytes` as a pre-image, unless too large or holding a secret.
-fn kept(bytes: Vec<u8>, ctx: &ToolContext) -> Before {
+fn kept(bytes: Vec<u8>, ctx: &ToolServices) -> Before {
     if bytes.len() as u64 > MOST_KEPT_BYTES {
         return Before::NotKept(format!("larger than {MOST_KEPT_BYTES} bytes"));
     }
@@ -80,7 +80,7 @@ fn kept(bytes: Vec<u8>, ctx: &ToolContext) -> Before {
 
 /// The text of `path` as the editor has it, when the file tools go through one (`None`: no
 /// editor for it). The editor's answer may take a while: the async worker steps aside.
-fn through_editor(path: &Path, ctx: &ToolContext) -> Option<Result<String, String>> {
+fn through_editor(path: &Path, ctx: &ToolServices) -> Option<Result<String, String>> {
     let editor = ctx.editor_for(path)?;
     let read = || editor.read(path);
     match tokio::runtime::Handle::try_current() {
@@ -97,7 +97,7 @@ fn through_editor(path: &Path, ctx: &ToolContext) -> Option<Result<String, Strin
 
 /// A name for what is at `path` now, as the file tools see it: through the editor where
 /// they go through one (a file it cannot read: as on disk), else `current_hash`.
-pub(crate) fn seen_hash(path: &Path, ctx: &ToolContext) -> Option<String> {
+pub(crate) fn seen_hash(path: &Path, ctx: &ToolServices) -> Option<String> {
     match through_editor(path, ctx) {
         Some(Ok(text)) => Some(keel_store::content_hash(text.as_bytes())),
         _ => current_hash(path),
@@ -141,7 +141,7 @@ pub(crate) fn afters(
     store: &Store,
     session: &str,
     seq: u64,
-    ctx: &ToolContext,
+    ctx: &ToolServices,
 ) -> Result<Vec<(String, Option<String>)>, StoreError> {
     Ok(store
         .checkpointed_paths(session, seq)?

@@ -31,7 +31,7 @@ impl Agent {
                 state.pending_context.clone().unwrap_or_else(|| {
                     read(
                         &agent.settings,
-                        &agent.services.tool_context,
+                        &agent.services.tool_services,
                         agent.permission_mode(),
                     )
                 }),
@@ -55,7 +55,7 @@ impl Agent {
         // The mode and date the block states are the session's start's, whatever happened since.
         let mut fresh = read(
             &agent.settings,
-            &agent.services.tool_context,
+            &agent.services.tool_services,
             agent.settings.policy.mode,
         );
         let Some(at) = state

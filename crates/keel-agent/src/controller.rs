@@ -12,7 +12,6 @@
 use crate::admitted::{self, AdmittedTurn};
 use crate::agent::Agent;
 use crate::claim::OpenSession;
-use crate::context_parts::ContextParts;
 use crate::error::AgentError;
 use crate::input::{Input, Line};
 use crate::instructions::{ContextReport, Reloaded};
@@ -27,6 +26,7 @@ use crate::settings::{AgentSettings, SessionChoice};
 use crate::spend::SessionSpend;
 use crate::transcript::{self, Transcript};
 use crate::turn::TurnOutcome;
+use crate::window_parts::WindowParts;
 use crate::{compaction, recovery, turn_run};
 use keel_store::{SessionInfo, Store};
 use keel_tools::PermissionMode;
@@ -98,7 +98,7 @@ impl Controller {
         keel_tools::mentions(prompt)
             .into_iter()
             .map(|path| {
-                let found = keel_tools::names_something(path, &self.agent.services.tool_context);
+                let found = keel_tools::names_something(path, &self.agent.services.tool_services);
                 (path.to_string(), found)
             })
             .collect()
@@ -323,7 +323,7 @@ impl Controller {
     /// compaction), when the window is known; `None` while a turn runs. Before anything was
     /// counted in this process (a resumed session, say) it is the next request's size as the
     /// meter estimates it, kept until a response counts it.
-    pub fn context_use(&self) -> Option<keel_types::ContextUse> {
+    pub fn window_use(&self) -> Option<keel_types::WindowUse> {
         let mut state = self.agent.state.try_lock().ok()?;
         let window = compaction::window(&self.agent)?;
         if let Some(known) = state.meter.last_use(Some(window)) {
@@ -415,8 +415,8 @@ impl Controller {
     }
 
     /// The parts of the next request (refused while a turn runs).
-    pub fn context_parts(&self) -> Result<ContextParts, AgentError> {
-        self.agent.context_parts()
+    pub fn window_parts(&self) -> Result<WindowParts, AgentError> {
+        self.agent.window_parts()
     }
 
     /// The context block this session holds or will send with its next prompt.

@@ -16,7 +16,7 @@
 //!   longest, then its parents' up to the repository root, the global file goes first.
 
 use crate::settings::{AgentSettings, ContextSettings};
-use keel_tools::{PermissionMode, ToolContext};
+use keel_tools::{PermissionMode, ToolServices};
 use keel_types::{ContextBlock, ContextSource};
 use std::path::{Path, PathBuf};
 
@@ -146,7 +146,7 @@ pub fn instruction_paths(workspace: &Path, settings: &ContextSettings) -> Vec<Pa
 fn read_one(
     path: &Path,
     within: Option<&Path>,
-    tools: &ToolContext,
+    tools: &ToolServices,
     cap: u64,
     owner: Option<u32>,
 ) -> Found {
@@ -185,7 +185,7 @@ fn read_one(
 /// workspace) and the environment, as the model is told them.
 pub(crate) fn read(
     settings: &AgentSettings,
-    tools: &ToolContext,
+    tools: &ToolServices,
     mode: PermissionMode,
 ) -> ContextBlock {
     let workspace = tools.guard.workspace();
@@ -283,7 +283,7 @@ fn environment(
     settings: &AgentSettings,
     workspace: &Path,
     mode: PermissionMode,
-    tools: &ToolContext,
+    tools: &ToolServices,
 ) -> String {
     let mut lines = vec![format!("workspace: {}", workspace.display())];
     if !settings.extra_dirs.is_empty() {
@@ -318,7 +318,7 @@ fn environment(
 /// The branch checked out in the repository around `workspace`, read from its `HEAD` (keel
 /// runs no git command for it: a repository's config must not run code through keel). Both
 /// files are read like instruction files (regular files only, never blocking, bounded).
-fn git_branch(workspace: &Path, tools: &ToolContext) -> Option<String> {
+fn git_branch(workspace: &Path, tools: &ToolServices) -> Option<String> {
     let root = repository_root(workspace)?;
     let read_small = |path: &Path| -> Option<String> {
         let owner = workspace_owner(workspace);
@@ -492,8 +492,8 @@ mod tests {
     }
 
     /// A tool context over `dir` whose one secret is `value`.
-    fn tools_with_secret(dir: &Path, value: &str) -> ToolContext {
-        let mut tools = ToolContext::new(keel_tools::WorkspaceGuard::new(dir, &[]).unwrap());
+    fn tools_with_secret(dir: &Path, value: &str) -> ToolServices {
+        let mut tools = ToolServices::new(keel_tools::WorkspaceGuard::new(dir, &[]).unwrap());
         tools.secrets =
             keel_types::Secrets::from_names(["API_KEY".to_string()], |_| Some(value.to_string()));
         tools
@@ -573,7 +573,7 @@ mod tests {
             instruction_dirs(&workspace),
             [root.join("a"), workspace.clone()]
         );
-        let tools = ToolContext::new(keel_tools::WorkspaceGuard::new(&workspace, &[]).unwrap());
+        let tools = ToolServices::new(keel_tools::WorkspaceGuard::new(&workspace, &[]).unwrap());
         std::fs::write(root.join("a/.git/HEAD"), "ref: refs/heads/topic/x\n").unwrap();
         assert_eq!(git_branch(&workspace, &tools).as_deref(), Some("topic/x"));
         std::fs::write(root.join("a/.git/HEAD"), "ref: refs/heads/bad\u{1b}[2J\n").unwrap();

@@ -17,7 +17,7 @@ use crate::agent::Agent;
 use crate::checkpoint::before;
 use crate::rewind::RewindReport;
 use keel_store::{Before, Store};
-use keel_tools::ToolContext;
+use keel_tools::ToolServices;
 use std::path::Path;
 
 /// What keeping a path's current bytes came to.
@@ -35,7 +35,7 @@ pub(crate) enum Kept {
 /// (`None`: removes it) there.
 pub(crate) fn keep_before_overwrite(
     store: &Store,
-    ctx: &ToolContext,
+    ctx: &ToolServices,
     session: &str,
     path: &str,
     restoring: Option<&[u8]>,
@@ -91,7 +91,7 @@ impl Agent {
         let agent = self;
         match keep_before_overwrite(
             &agent.services.store,
-            &agent.services.tool_context,
+            &agent.services.tool_services,
             &agent.session.id,
             path,
             restoring,

@@ -36,7 +36,6 @@ mod command_steps;
 mod compaction;
 mod confinement;
 mod context_commands;
-mod context_parts;
 mod controller;
 mod custom_commands;
 mod engine_tools;
@@ -70,6 +69,7 @@ mod transcript;
 mod turn;
 mod turn_run;
 mod unconfined;
+mod window_parts;
 
 pub use admitted::AdmittedTurn;
 pub use approval::{
@@ -77,7 +77,6 @@ pub use approval::{
     always_label, always_scopes,
 };
 pub use confinement::SandboxSetup;
-pub use context_parts::ContextParts;
 pub use custom_commands::{CommandLayer, CustomCommand, CustomCommands};
 pub use error::AgentError;
 pub use host::Host;
@@ -95,9 +94,10 @@ pub use request_prefix::RequestPrefix;
 pub use rewind::{BetweenTurns, RewindReport, RewindScope};
 pub use session_diff::{ChangedFile, SessionDiff};
 pub use snapshot::retire_old_stores as retire_old_snapshot_stores;
-pub use spend::SessionSpend;
+pub use spend::{SessionSpend, SurfaceSpend};
 pub use transcript::Transcript;
 pub use turn::TurnOutcome;
+pub use window_parts::WindowParts;
 
 pub use controller::Controller;
 pub use recovery::admission::PendingAction;

@@ -57,7 +57,7 @@ pub(crate) async fn send_items(
         client: &agent.services.client,
         profile: &settings.profile,
         keys: agent.services.surface.keys.as_ref(),
-        secrets: &agent.services.tool_context.secrets,
+        secrets: &agent.services.tool_services.secrets,
     };
     let request = match agent.project(history, mcp_tools) {
         Ok(request) => request,

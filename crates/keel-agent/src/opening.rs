@@ -26,7 +26,7 @@ use crate::spend::Spend;
 use crate::{instructions, load, recovery};
 use keel_llm::client::HttpClient;
 use keel_store::{Lease, SessionInfo, Store};
-use keel_tools::{PermissionMode, ToolContext, ToolRegistry, WorkspaceGuard};
+use keel_tools::{PermissionMode, ToolRegistry, ToolServices, WorkspaceGuard};
 use keel_types::Item;
 use std::sync::{Arc, Mutex};
 
@@ -121,17 +121,17 @@ impl Agent {
             }
             None => (None, None),
         };
-        let tool_context = ToolContext {
+        let tool_services = ToolServices {
             sandbox,
             secrets: settings.secrets.clone(),
             editor: surface.editor.clone(),
             internal_hosts: keel_tools::HostRule(Arc::new(move |host| {
                 rules.names_subject("web_fetch", host)
             })),
-            ..ToolContext::new(guard)
+            ..ToolServices::new(guard)
         };
         let place = Place::of(&settings);
-        let services = Services::new(store, client, registry, tool_context, surface, place, temp);
+        let services = Services::new(store, client, registry, tool_services, surface, place, temp);
         let agent = Agent::assemble(services, settings, held, loaded);
         keel_types::startup_trace::mark("controller ready");
         Ok(agent)
@@ -167,25 +167,25 @@ impl Agent {
         held: Held,
         mut loaded: AgentState,
     ) -> Agent {
-        let tool_context = &services.tool_context;
+        let tool_services = &services.tool_services;
         let snapshots = settings.sandbox.as_ref().and_then(|setup| {
             Snapshots::for_session(
-                tool_context.guard.workspace(),
+                tool_services.guard.workspace(),
                 &setup.keel_home,
                 &held.session.id,
-                tool_context.sandbox.clone(),
+                tool_services.sandbox.clone(),
             )
-            .map(|snapshots| snapshots.keeping_out(tool_context.secrets.clone()))
+            .map(|snapshots| snapshots.keeping_out(tool_services.secrets.clone()))
         });
         if !loaded
             .history
             .iter()
             .any(|item| matches!(item, Item::Context(_)))
         {
-            let block = instructions::read(&settings, tool_context, settings.policy.mode);
+            let block = instructions::read(&settings, tool_services, settings.policy.mode);
             loaded.pending_context = Some(block);
         }
-        loaded.bracket = CommandBracket::new(snapshots.clone(), tool_context.secrets.clone());
+        loaded.bracket = CommandBracket::new(snapshots.clone(), tool_services.secrets.clone());
         let modes = Mutex::new(ModeState {
             now: settings.policy.mode,
             // A resumed session is told of a mode that differs from the one it last heard of.

@@ -11,7 +11,7 @@
 
 use crate::error::AgentError;
 use keel_store::{RecordedProcess, Store};
-use keel_tools::ToolContext;
+use keel_tools::ToolServices;
 use keel_tools::process::{ProcessIdentity, ProcessLog};
 use std::sync::Arc;
 
@@ -40,11 +40,11 @@ impl ProcessLog for CallProcesses {
 
 /// The tool context for one call: its commands' groups are recorded under the call's id.
 pub(crate) fn context_for_call(
-    base: &ToolContext,
+    base: &ToolServices,
     store: &Store,
     session: &str,
     call_id: &str,
-) -> ToolContext {
+) -> ToolServices {
     base.with_process_log(Arc::new(CallProcesses {
         store: store.clone(),
         session: session.to_string(),

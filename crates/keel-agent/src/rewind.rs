@@ -326,7 +326,7 @@ impl Agent {
                     continue;
                 }
             };
-            let now = seen_hash(Path::new(&path), &agent.services.tool_context);
+            let now = seen_hash(Path::new(&path), &agent.services.tool_services);
             // Already as it was (a rewind done twice): nothing to do.
             if now == first.hash {
                 agent.services.store.mark_undone(session, &path, &seqs)?;
@@ -366,7 +366,7 @@ impl Agent {
                 None
             };
             let restored =
-                keel_tools::restore_file(&agent.services.tool_context, &path, content.as_deref())
+                keel_tools::restore_file(&agent.services.tool_services, &path, content.as_deref())
                     .and_then(|()| match (from_command, &content) {
                         (Some((_, executable)), Some(_)) => {
                             set_executable(Path::new(&path), *executable)
@@ -502,7 +502,7 @@ impl Agent {
                 continue;
             };
             let restored =
-                keel_tools::restore_file(&agent.services.tool_context, &path, content.as_deref())
+                keel_tools::restore_file(&agent.services.tool_services, &path, content.as_deref())
                     .and_then(|()| match content {
                         Some(_) => set_executable(&on_disk, executable),
                         None => Ok(()),

@@ -20,7 +20,7 @@ use crate::custom_commands::CustomCommands;
 use keel_llm::KeySource;
 use keel_llm::client::HttpClient;
 use keel_store::Store;
-use keel_tools::{ToolContext, ToolRegistry};
+use keel_tools::{ToolRegistry, ToolServices};
 use std::sync::Arc;
 
 /// The live services a surface hands to the session it opens.
@@ -63,7 +63,7 @@ pub struct ServiceSet {
     pub(crate) client: HttpClient,
     pub(crate) registry: ToolRegistry,
     /// The workspace guard, the sandbox, the secrets and the editor the tools run with.
-    pub(crate) tool_context: ToolContext,
+    pub(crate) tool_services: ToolServices,
     pub(crate) surface: SurfaceServices,
     /// Where the tool context works and how it confines: an agent opened on these services
     /// must work there too.
@@ -85,7 +85,7 @@ impl Services {
         store: Store,
         client: HttpClient,
         registry: ToolRegistry,
-        tool_context: ToolContext,
+        tool_services: ToolServices,
         surface: SurfaceServices,
         place: Place,
         temp: Option<keel_sandbox::TempDir>,
@@ -95,7 +95,7 @@ impl Services {
                 store,
                 client,
                 registry,
-                tool_context,
+                tool_services,
                 surface,
                 place,
                 _temp: temp,

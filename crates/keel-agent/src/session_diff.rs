@@ -53,7 +53,7 @@ impl Agent {
             return Err(AgentError::Busy(agent.session.id.clone()));
         };
         let workspace = &agent.settings.workspace;
-        let secrets = &agent.services.tool_context.secrets;
+        let secrets = &agent.services.tool_services.secrets;
         let shown = |path: &Path| -> String {
             path.strip_prefix(workspace)
                 .unwrap_or(path)

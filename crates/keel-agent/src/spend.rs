@@ -1,6 +1,9 @@
 //! What an agent's turns used and cost: the running turn's responses as they come (`Spent`),
 //! the turns completed through this agent, and the session's totals summed from its stored
-//! `turn/completed` and `turn/failed` events (`SessionSpend`).
+//! `turn/completed` and `turn/failed` events (`SessionSpend`); and what a surface shows while a
+//! turn runs — the stored totals plus the running turn's responses, and the tokens of the
+//! controllers a terminal left behind (`SurfaceSpend`). One spend rolls up into another with
+//! `SessionSpend::merge` (a left controller's, a child agent's).
 //!
 //! Invariants:
 //! - A turn that ends on an error or a panic still says what its responses used: the running
@@ -40,6 +43,15 @@ impl SessionSpend {
         }
     }
 
+    /// Roll `other` up into this (a child agent's spend into its parent's, a running turn's
+    /// into the stored totals): tokens add, costs add in one currency, and an unpriced part
+    /// stays said.
+    pub fn merge(&mut self, other: &SessionSpend) {
+        let partial = self.partial || other.partial;
+        self.add(&other.usage, other.cost.as_ref());
+        self.partial |= partial;
+    }
+
     /// The money as a person reads it: `$0.0213`, with `+ unpriced tokens` when partial;
     /// `None` without any price.
     pub fn cost_display(&self) -> Option<String> {
@@ -50,6 +62,60 @@ impl SessionSpend {
                 cost.display()
             }
         })
+    }
+}
+
+/// What a surface shows of a session's spend: the stored totals as of the last turn's end plus
+/// the running turn's responses as their events come (the store is not read again during a
+/// turn: it may already hold the turn's end), and the tokens of the controllers a terminal
+/// switched away from (they still count in `/cost`).
+#[derive(Clone, Debug, Default)]
+pub struct SurfaceSpend {
+    stored: Option<SessionSpend>,
+    running: SessionSpend,
+    left: Usage,
+}
+
+impl SurfaceSpend {
+    /// A response of the running turn, on `model` of `profile` (priced now, where keel knows
+    /// its price).
+    pub fn response(&mut self, usage: &Usage, profile: &keel_llm::ProviderProfile, model: &str) {
+        let cost = keel_llm::price::price_for(profile, model).map(|price| price.charge_now(usage));
+        self.running.add(usage, cost.as_ref());
+    }
+
+    /// The turn ended and is stored: the next figure reads the store again.
+    pub fn turn_ended(&mut self) {
+        self.running = SessionSpend::default();
+        self.stored = None;
+    }
+
+    /// The session's figure now: during a turn (`busy`) the totals read at its start plus its
+    /// responses so far; otherwise the store's totals, read by `read_stored`.
+    pub fn now(
+        &mut self,
+        busy: bool,
+        read_stored: impl FnOnce() -> Option<SessionSpend>,
+    ) -> Option<SessionSpend> {
+        let stored = match self.stored.take() {
+            Some(stored) if busy => Some(stored),
+            _ => read_stored(),
+        };
+        self.stored = stored.clone();
+        stored.map(|mut spend| {
+            spend.merge(&self.running);
+            spend
+        })
+    }
+
+    /// A controller this terminal switched away from used `usage`.
+    pub fn left(&mut self, usage: &Usage) {
+        self.left.add(usage);
+    }
+
+    /// Tokens of the controllers this terminal left.
+    pub fn left_behind(&self) -> Usage {
+        self.left
     }
 }
 
@@ -182,6 +248,60 @@ mod tests {
             amount,
             currency: currency.into(),
         }
+    }
+
+    #[test]
+    fn a_surface_adds_the_running_turn_to_totals_read_once_per_turn() {
+        let mut seen = SurfaceSpend::default();
+        let mut reads = 0;
+        let mut stored = || {
+            reads += 1;
+            let mut spend = SessionSpend::default();
+            spend.add(&usage(100), Some(&cost(0.5, "USD")));
+            Some(spend)
+        };
+        assert_eq!(
+            seen.now(true, &mut stored).map(|s| s.usage.input),
+            Some(100)
+        );
+        seen.running.add(&usage(7), None);
+        let during = seen.now(true, &mut stored).unwrap();
+        assert_eq!(during.usage.input, 107);
+        assert!(during.partial, "an unpriced response is said: {during:?}");
+        seen.turn_ended();
+        assert_eq!(
+            seen.now(false, &mut stored).map(|s| s.usage.input),
+            Some(100)
+        );
+        assert_eq!(
+            reads, 2,
+            "the store is read at the turn's start and after its end only"
+        );
+    }
+
+    #[test]
+    fn merging_keeps_a_part_unpriced_and_adds_one_currency() {
+        let mut parent = SessionSpend::default();
+        parent.add(&usage(100), Some(&cost(0.5, "USD")));
+        let mut child = SessionSpend::default();
+        child.add(&usage(20), Some(&cost(0.1, "USD")));
+        parent.merge(&child);
+        assert_eq!(parent.usage.input, 120);
+        assert!(!parent.partial);
+        assert_eq!(parent.cost_display(), Some(cost(0.6, "USD").display()));
+        let mut unpriced = SessionSpend::default();
+        unpriced.add(&usage(5), None);
+        parent.merge(&unpriced);
+        assert!(parent.partial);
+        let mut partial_child = SessionSpend {
+            partial: true,
+            ..SessionSpend::default()
+        };
+        partial_child.usage.input = 0;
+        let mut clean = SessionSpend::default();
+        clean.add(&usage(1), Some(&cost(0.1, "USD")));
+        clean.merge(&partial_child);
+        assert!(clean.partial, "a child's unpriced part stays said");
     }
 
     #[test]

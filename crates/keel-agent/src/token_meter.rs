@@ -8,7 +8,7 @@
 //!   compacted by threshold and no percentage is shown — until a provider rejects a request as
 //!   too long: its size is then an upper bound the compaction works under.
 
-use keel_types::{ContextUse, Item, Usage};
+use keel_types::{Item, Usage, WindowUse};
 
 /// Bytes per token before the provider has counted anything.
 const DEFAULT_BYTES_PER_TOKEN: f64 = 4.0;
@@ -56,8 +56,8 @@ impl ContextMeter {
     }
 
     /// The context after the last response, against `window`.
-    pub fn last_use(&self, window: Option<u64>) -> Option<ContextUse> {
-        Some(ContextUse {
+    pub fn last_use(&self, window: Option<u64>) -> Option<WindowUse> {
+        Some(WindowUse {
             used: self.after_last_response?,
             window: window?,
         })
@@ -97,7 +97,7 @@ mod tests {
         assert_eq!(meter.tokens_of_bytes(6000), 2000);
         assert_eq!(
             meter.last_use(Some(4000)),
-            Some(ContextUse {
+            Some(WindowUse {
                 used: 1020,
                 window: 4000
             })

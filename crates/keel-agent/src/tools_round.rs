@@ -35,7 +35,7 @@ use crate::load::interrupted_result;
 use crate::snapshot::Bracketed;
 use crate::turn_run::TurnRun;
 use futures_util::future::join_all;
-use keel_tools::{Decision, Reach, ToolContext, ToolOutput, ValidationError};
+use keel_tools::{Decision, Reach, ToolOutput, ToolServices, ValidationError};
 use keel_types::kill_point::kill_point;
 use keel_types::{EventBody, Item, ReceiptState, ToolCall, ToolReceipt, ToolResult};
 use std::ops::Range;
@@ -169,7 +169,7 @@ async fn run_batch(
     // The last command's "after" snapshot must not see what this batch changes.
     if batch
         .iter()
-        .any(|(_, valid)| valid.is_sensitive(&agent.services.tool_context))
+        .any(|(_, valid)| valid.is_sensitive(&agent.services.tool_services))
         && let Some(failed) = state.bracket.settle().await
     {
         run.emit(failed);
@@ -221,7 +221,7 @@ async fn run_batch(
 async fn run_calls(
     run: &mut TurnRun,
     batch: &[(usize, Valid)],
-    contexts: &[ToolContext],
+    contexts: &[ToolServices],
     live: &mut tokio::sync::mpsc::UnboundedReceiver<(String, String)>,
 ) -> Option<Vec<ToolOutput>> {
     let agent = run.agent.clone();
@@ -254,7 +254,7 @@ fn start_batch(
     round: &mut ToolRound,
     batch: &[(usize, Valid)],
     read_only: bool,
-) -> Result<ToolContext, AgentError> {
+) -> Result<ToolServices, AgentError> {
     let agent = &run.agent;
     // The batch runs under the mode in force as it starts (the person may change it).
     let sandbox = agent.sandbox_now().map(|sandbox| {
@@ -267,9 +267,9 @@ fn start_batch(
             sandbox
         }
     });
-    let base_context = ToolContext {
+    let base_context = ToolServices {
         sandbox,
-        ..agent.services.tool_context.clone()
+        ..agent.services.tool_services.clone()
     };
     for (position, valid) in batch {
         round.receipts[*position].state = ReceiptState::Started;
@@ -309,9 +309,9 @@ fn call_contexts(
     agent: &Agent,
     round: &ToolRound,
     batch: &[(usize, Valid)],
-    base_context: &ToolContext,
+    base_context: &ToolServices,
     live: &tokio::sync::mpsc::UnboundedSender<(String, String)>,
-) -> Vec<ToolContext> {
+) -> Vec<ToolServices> {
     batch
         .iter()
         .map(|(position, _)| {
@@ -406,7 +406,7 @@ fn check(agent: &Agent, offered: &[keel_types::ToolSpec], call: &ToolCall) -> Ch
             subject: None,
         };
     }
-    let context = &agent.services.tool_context;
+    let context = &agent.services.tool_services;
     let valid = agent
         .services
         .registry
@@ -434,7 +434,7 @@ fn gather_batch(
 ) -> Vec<(usize, Valid)> {
     let agent = run.agent.clone();
     let agent = &*agent;
-    let parallel = !first.is_sensitive(&agent.services.tool_context);
+    let parallel = !first.is_sensitive(&agent.services.tool_services);
     let mut batch = vec![(index, first)];
     while parallel && index + batch.len() < round.calls.len() {
         let next = &round.calls[index + batch.len()];
@@ -443,7 +443,7 @@ fn gather_batch(
             // A tool the engine answers (it may ask the person) is never run in a batch.
             (Ok(valid), _) if EngineTool::of(valid).is_some() => false,
             (Ok(valid), subject) => {
-                !valid.is_sensitive(&agent.services.tool_context)
+                !valid.is_sensitive(&agent.services.tool_services)
                     && decide(agent, valid, subject.as_deref()) == Decision::Allow
             }
             (Err(_), _) => false,
@@ -460,7 +460,7 @@ fn gather_batch(
 }
 
 fn decide(agent: &Agent, valid: &Valid, subject: Option<&str>) -> Decision {
-    let reach = if valid.is_sensitive(&agent.services.tool_context) {
+    let reach = if valid.is_sensitive(&agent.services.tool_services) {
         Reach::Sensitive
     } else {
         Reach::ReadsWorkspace
@@ -472,7 +472,7 @@ fn decide(agent: &Agent, valid: &Valid, subject: Option<&str>) -> Decision {
             policy,
             agent.sandbox_now().as_ref(),
             subject,
-            &agent.services.tool_context.guard,
+            &agent.services.tool_services.guard,
         );
     }
     policy.decide(valid.tool_name(), subject, reach)
@@ -495,7 +495,7 @@ async fn prepare(agent: &Agent, turn: u64, call: &ToolCall, checked: Checked) ->
     // keel's own policy first (a write outside the workspace): refused before it runs, and
     // recorded as a denial, so that readiness counts it as the choice it is.
     if let Valid::Builtin(builtin) = &valid
-        && let Some(refusal) = builtin.refused_by_policy(&agent.services.tool_context)
+        && let Some(refusal) = builtin.refused_by_policy(&agent.services.tool_services)
     {
         let mut output = ToolOutput::error(refusal);
         output.summary = "outside the workspace: keel only writes inside it".into();
@@ -550,7 +550,7 @@ fn approval_request(
         // What every surface shows: keel's secrets redacted, as in the preview.
         subject: agent
             .services
-            .tool_context
+            .tool_services
             .secrets
             .redact(&approval_subject(valid, subject))
             .into_owned(),
@@ -559,14 +559,14 @@ fn approval_request(
         plan: false,
         reason: match valid {
             Valid::Builtin(builtin)
-                if builtin.reads_outside_workspace(&agent.services.tool_context) =>
+                if builtin.reads_outside_workspace(&agent.services.tool_services) =>
             {
                 Some("it reads outside the workspace".into())
             }
             Valid::Builtin(builtin) if builtin.tool == keel_tools::BuiltinTool::Bash => {
                 crate::confinement::why_asked(
                     subject.unwrap_or(""),
-                    &agent.services.tool_context.guard,
+                    &agent.services.tool_services.guard,
                 )
             }
             _ => None,
@@ -574,7 +574,7 @@ fn approval_request(
         // The very arguments the call will run with.
         preview: match valid {
             Valid::Builtin(builtin) => {
-                keel_tools::preview(&call.name, &builtin.args, &agent.services.tool_context)
+                keel_tools::preview(&call.name, &builtin.args, &agent.services.tool_services)
             }
             Valid::Mcp { .. } => None,
         },
@@ -589,7 +589,7 @@ fn announce_change(agent: &Agent, turn: u64, call: &ToolCall, valid: &Valid) {
         return;
     };
     let Some(keel_tools::Preview::Change { before, after }) =
-        keel_tools::preview(&call.name, &builtin.args, &agent.services.tool_context)
+        keel_tools::preview(&call.name, &builtin.args, &agent.services.tool_services)
     else {
         return;
     };
@@ -601,7 +601,7 @@ fn announce_change(agent: &Agent, turn: u64, call: &ToolCall, valid: &Valid) {
             .map(|text| {
                 agent
                     .services
-                    .tool_context
+                    .tool_services
                     .secrets
                     .redact(text)
                     .into_owned()
@@ -657,7 +657,7 @@ fn finish(
     let agent = &*agent;
     let call = &round.calls[position];
     let receipt = &mut round.receipts[position];
-    let mut output = redacted(output, &agent.services.tool_context.secrets);
+    let mut output = redacted(output, &agent.services.tool_services.secrets);
     // A mode the person chose while the turn runs is told with the next result, last.
     if let Some(mode) = agent.take_mode_change() {
         output.content.push_str("\n\n");
@@ -678,7 +678,7 @@ fn finish(
         &agent.services.store,
         &agent.session.id,
         receipt.seq,
-        &agent.services.tool_context,
+        &agent.services.tool_services,
     )?;
     agent.services.store.append_result_after(
         &agent.session.id,

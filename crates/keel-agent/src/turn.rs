@@ -319,7 +319,7 @@ fn with_attachments(agent: &Agent, text: String) -> String {
         .into_iter()
         .take(MOST_ATTACHMENTS)
     {
-        match keel_tools::attachment(path, &agent.services.tool_context) {
+        match keel_tools::attachment(path, &agent.services.tool_services) {
             None => {}
             Some(Ok(content)) if content.len() <= budget => {
                 budget -= content.len();
@@ -339,7 +339,7 @@ fn with_attachments(agent: &Agent, text: String) -> String {
     }
     let attached = agent
         .services
-        .tool_context
+        .tool_services
         .secrets
         .redact(&attached)
         .into_owned();
@@ -379,7 +379,7 @@ fn fail_request(
 ) -> Result<TurnOutcome, AgentError> {
     // A trace id that shares 8 characters with any of keel's secrets echoes one: dropped
     // before it reaches a recovery record, an event or the store.
-    let secrets = &run.agent.services.tool_context.secrets;
+    let secrets = &run.agent.services.tool_services.secrets;
     if diagnostic
         .trace_id
         .as_deref()

@@ -21,7 +21,7 @@ use crate::approval::ApprovalRequest;
 use crate::error::AgentError;
 use crate::turn_run::TurnRun;
 use keel_sandbox::{Enforcement, SandboxMode};
-use keel_tools::{PermissionMode, ToolContext, ToolOutput};
+use keel_tools::{PermissionMode, ToolOutput, ToolServices};
 use keel_types::kill_point::kill_point;
 use keel_types::{EventBody, ReceiptState, ToolCall, ToolReceipt};
 
@@ -62,7 +62,7 @@ pub(crate) async fn offer(
     run: &mut TurnRun,
     state: &mut AgentState,
     call: &ToolCall,
-    context: &ToolContext,
+    context: &ToolServices,
     confined: ToolOutput,
 ) -> Result<ToolOutput, AgentError> {
     let agent = run.agent.clone();
@@ -132,7 +132,7 @@ pub(crate) async fn offer(
         name: call.name.clone(),
         read_only: false,
     });
-    let unconfined_context = ToolContext {
+    let unconfined_context = ToolServices {
         sandbox: None,
         ..context.clone()
     };
@@ -160,7 +160,7 @@ pub(crate) async fn offer(
         .put_receipt(&agent.session.id, &receipt)?;
     let summary = receipt.summary.clone().unwrap_or_default();
     let (excerpt, tail, lines) =
-        keel_types::event::output_view(&agent.services.tool_context.secrets.redact(&text));
+        keel_types::event::output_view(&agent.services.tool_services.secrets.redact(&text));
     run.emit(EventBody::ToolResult {
         call_id,
         name: call.name.clone(),

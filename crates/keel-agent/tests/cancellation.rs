@@ -1,9 +1,7 @@
 //! Cancellation through the controller: nothing late is committed, running tools are killed,
 //! every call still gets a result.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use keel_agent::{Input, TurnOutcome};
 use keel_mock::{Fault, Scenario, ScriptedCall, Step};
 use keel_types::{EventBody, Item, ReceiptState};

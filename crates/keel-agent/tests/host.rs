@@ -1,9 +1,7 @@
 //! The controller's face for surfaces: many sessions on one host at once, event replay from an
 //! id with no gap and no duplicate, the read side, and the parallel read-only batch.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use keel_agent::{SessionChoice, TurnOutcome};
 use keel_mock::{MockServer, Scenario, ScriptedCall, Step};
 use keel_types::{Event, EventBody, ReceiptState};
@@ -138,7 +136,7 @@ async fn twenty_sessions_run_at_once_on_one_host() {
     let again = host.open_session(
         SessionChoice::Resume(controllers[0].session().id.clone()),
         settings,
-        common::surface(),
+        crate::common::surface(),
     );
     assert!(again.is_err(), "one lease per session");
 }
@@ -226,14 +224,14 @@ async fn a_resumed_session_estimates_its_context_before_any_response() {
     };
     let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
     let controller = open(&host, SessionChoice::New, settings());
-    let fresh = controller.context_use().unwrap();
+    let fresh = controller.window_use().unwrap();
     assert!(fresh.used > 0 && fresh.window == 100_000, "{fresh:?}");
     let outcome = controller.submit("count".into()).await.unwrap();
     assert!(
         matches!(outcome, TurnOutcome::Completed { .. }),
         "{outcome:?}"
     );
-    let counted = controller.context_use().unwrap();
+    let counted = controller.window_use().unwrap();
     assert!(counted.used > fresh.used, "{counted:?} after {fresh:?}");
     let id = controller.session().id.clone();
     drop(controller);
@@ -241,7 +239,7 @@ async fn a_resumed_session_estimates_its_context_before_any_response() {
 
     let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
     let resumed = open(&host, SessionChoice::Resume(id), settings());
-    let estimated = resumed.context_use().unwrap();
+    let estimated = resumed.window_use().unwrap();
     // The mock counts a request's bytes over 4 as its tokens; keel learned that ratio only in
     // the process that ended, so the estimate is of the same size, not the same number.
     assert!(

@@ -2,10 +2,8 @@
 //! cancellation; they share the client, the sandbox, the store, the approver and the request
 //! prefix. A child agent's events reach its parent's subscribers, and its cancellation follows
 //! the parent's.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use keel_agent::{Approval, ApprovalRequest, Approver, Input, SessionChoice, TurnOutcome};
 use keel_mock::Scenario;
 use keel_tools::{PermissionMode, PermissionPolicy};

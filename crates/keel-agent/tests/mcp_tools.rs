@@ -1,9 +1,7 @@
 //! MCP tools and the request prefix: a server's changed tool list changes the requests only at
 //! the next turn boundary, and that break is named (`prefix/changed`, `mcp_tools_changed`).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use keel_agent::{Input, TurnOutcome};
 use keel_mcp::{McpHub, ServerConfig, StartOptions, Transport};
 use keel_mock::{MockServer, Scenario};

@@ -10,7 +10,7 @@
 use crate::UsageError;
 use crate::cli::CommonArgs;
 use anyhow::Context;
-use keel_config::{KeelConfig, Overrides, ProjectFiles, TrustStore, WorkspaceTrust};
+use keel_config::{KeelConfig, Overrides, TrustStore, WorkspaceFiles, WorkspaceTrust};
 use std::path::Path;
 use std::path::PathBuf;
 
@@ -122,7 +122,7 @@ pub fn sandbox_setup(config: &KeelConfig) -> anyhow::Result<keel_agent::SandboxS
 /// files, read once, restricted unless the user trusts them (docs/security.md#repository-trust).
 pub fn load_config(common: &CommonArgs, workspace: &std::path::Path) -> anyhow::Result<KeelConfig> {
     let home = keel_home()?;
-    let project = ProjectFiles::read(workspace)?;
+    let project = WorkspaceFiles::read(workspace)?;
     let trust = decide_trust(common, &home, workspace, &project);
     let config = KeelConfig::load(&home.join("config.toml"), project, trust, overrides(common))?;
     keel_types::startup_trace::mark("config");
@@ -134,7 +134,7 @@ pub fn decide_trust(
     common: &CommonArgs,
     home: &Path,
     workspace: &Path,
-    files: &ProjectFiles,
+    files: &WorkspaceFiles,
 ) -> WorkspaceTrust {
     if common.trust_workspace {
         return WorkspaceTrust::Trusted;

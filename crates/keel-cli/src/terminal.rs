@@ -13,4 +13,5 @@ pub(crate) mod live;
 pub(crate) mod live_answer;
 pub(crate) mod raw_terminal;
 pub(crate) mod session_driver;
+pub(crate) mod shown;
 pub(crate) mod start_prompt;

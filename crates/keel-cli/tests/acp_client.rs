@@ -5,10 +5,8 @@
 //! The SDK tests need node and `npm ci` in `crates/keel-acp/e2e` (`.ci/run` does it); without
 //! them they are ignored, with that reason (the build script decides); under CI (`CI` set)
 //! they run, and fail.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;

@@ -1,9 +1,7 @@
 //! The Kimi action policy: off in production, on only for `keel eval`'s `policy` variant (the
 //! hidden `--action-policy` switch), and only for a model it applies to.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 const POLICY_START: &str = "Action policy: do the work through the tools";

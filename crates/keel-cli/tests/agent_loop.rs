@@ -1,8 +1,6 @@
 //! The agent end to end: the real binary, real tools, a real SQLite file, `keel mock`.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::process::Stdio;
 use std::time::Duration;

@@ -3,10 +3,8 @@
 //! (`cache -> ~`) is refused and said — by `keel trust` (with where it leads) and at start
 //! (`trust/ignored`) — and a command cannot write through it. The user's
 //! own `allow_write` may still name any path. Through the real binary.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 #[test]

@@ -7,11 +7,9 @@
 //! - Answered, it is one line in the scrollback; nothing of the block stays.
 //! - A change longer than the screen shows what fits, counts the rest, and `d` pages it all;
 //!   the typeahead guard still holds.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::tmux::{Tmux, available};
-use common::*;
+use crate::common::tmux::{Tmux, available};
+use crate::common::*;
 
 fn session(
     steps: serde_json::Value,

@@ -2,12 +2,10 @@
 //! behind 9,000 spaces is shown folded (`⟨9,000 spaces⟩`) with its head next to the question —
 //! in the terminal (under a pseudo-terminal), on the browser's card (the event and the
 //! waiting list of `keel serve`) and in the editor's permission request (`keel acp`).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::serve::{Server, wait_until_idle};
-use common::terminal::interactive_until;
-use common::*;
+use crate::common::serve::{Server, wait_until_idle};
+use crate::common::terminal::interactive_until;
+use crate::common::*;
 use serde_json::{Value, json};
 
 fn hiding_command() -> String {
@@ -104,7 +102,9 @@ fn an_edit_is_approved_after_its_diff_was_on_screen() {
             ("/quit\n", None, 300),
         ],
     );
-    let rows: Vec<String> = common::terminal::screen_of(&bytes).rows(0, 80).collect();
+    let rows: Vec<String> = crate::common::terminal::screen_of(&bytes)
+        .rows(0, 80)
+        .collect();
     let at = |text: &str| {
         rows.iter()
             .position(|row| row.contains(text))

@@ -3,12 +3,10 @@
 //! every surface — the terminal's question, the browser's card (`approval/requested`) and
 //! serve's waiting list, the editor's permission request — as `keel run --json`'s preview
 //! always was. The edit itself is what was asked. Through the real binary.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::serve::{Server, wait_until_idle};
-use common::terminal::interactive_until;
-use common::*;
+use crate::common::serve::{Server, wait_until_idle};
+use crate::common::terminal::interactive_until;
+use crate::common::*;
 use serde_json::{Value, json};
 
 /// The key every test home gives keel (`Home::keel`).

@@ -1,8 +1,6 @@
 //! Bad input of every kind gets a clear error and exit code 1 or 2, never a panic.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 
 fn assert_clean_failure(run: &Run, code: i32, needles: &[&str]) {
     let stderr = run.stderr();

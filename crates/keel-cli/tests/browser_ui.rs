@@ -6,10 +6,8 @@
 //! Needs `chromium` and `npm ci` in `crates/keel-serve/e2e` (`.ci/run` does both). Without
 //! them the tests are ignored, with that reason (the build script decides); under CI (`CI`
 //! set) they run, and fail.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::io::BufRead;
 use std::path::PathBuf;

@@ -1,9 +1,7 @@
 //! What a new user meets first on the command line: a prompt piped in, and sessions listed and
 //! removed.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::io::Write;
 use std::process::Stdio;
@@ -313,7 +311,7 @@ fn continue_and_the_turn_count_follow_what_the_user_sees() {
     let listed = home.run(&["sessions"]).stdout();
     assert!(listed.contains("1 turn "), "{listed}");
     // A browser tab opened and left makes a newer, empty session: -c passes it by.
-    let server = common::serve::Server::start(&home, &[]);
+    let server = crate::common::serve::Server::start(&home, &[]);
     let empty = server.new_session();
     drop(server);
     assert_ne!(empty, id);

@@ -7,10 +7,8 @@
 //! - A deny rule fails closed: a word it cannot read (`$'rm'`), code hidden in `eval`, a
 //!   here-document fed to `sh` or a process substitution cannot get past it.
 //! - A plain list of allowed commands still runs without asking.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::os::unix::fs::PermissionsExt;
 
 /// `keel ARGS` in `home`, with a fake `cargo` first on the `PATH` that logs its arguments to

@@ -1,9 +1,7 @@
 //! Long sessions: compaction at the threshold, by hand and as the recovery after a
 //! context-limit rejection — the real binary against `keel mock` with a small window.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use keel_types::COMPACTION_REQUEST_MARKER;
 use serde_json::{Value, json};
 

@@ -1,10 +1,8 @@
 //! `keel config [--json]` against the real binary: the resolved configuration with the source of
 //! each value (snapshots of both outputs), never a key, exit 2 naming file:line:key on a bad
 //! config, nothing written.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 /// A home config with the `deepseek` preset (custom retry), a provider of one's own, and rules.

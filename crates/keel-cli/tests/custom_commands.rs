@@ -1,11 +1,9 @@
 //! Custom slash commands: `.keel/commands/NAME.md` (the project's) and
 //! `$KEEL_HOME/commands/NAME.md` (the user's, which wins a clash) are prompts with
 //! `$ARGUMENTS` and `$1`…`$9`, in every surface; built-in commands always win.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::serve::{Server, wait_until_idle};
-use common::*;
+use crate::common::serve::{Server, wait_until_idle};
+use crate::common::*;
 use serde_json::json;
 
 /// A project command `/review` (with front matter) in `home`, which is also the workspace.
@@ -71,7 +69,7 @@ fn a_projects_command_that_links_to_a_secret_is_refused() {
 fn the_interactive_session_lists_and_runs_custom_commands() {
     let (home, mock) = scripted("chat", &one_answer(), "");
     with_review(&home);
-    let screen = common::terminal::interactive_until(
+    let screen = crate::common::terminal::interactive_until(
         &home,
         &[
             ("/help\n", Some("Review a file"), 0),

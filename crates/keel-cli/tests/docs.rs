@@ -1,7 +1,6 @@
 //! The documentation a user reads: every relative link in README.md and docs/ resolves to a
 //! file in the repository, the README's first lines hold the quick start's two commands, and
 //! docs/events.md lists exactly the event types keel emits.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -479,4 +478,43 @@ fn no_crate_has_an_import_circle_between_its_files() {
             }
         }
     }
+}
+
+/// A crate whose integration tests are one binary (`autotests = false`, `tests/all.rs`) runs
+/// only the files `all.rs` names: a file left out would never run, and would look as if it did.
+#[test]
+fn every_test_file_of_a_one_binary_crate_is_a_module_of_its_all_rs() {
+    let crates = repository().join("crates");
+    let mut one_binary = Vec::new();
+    for entry in std::fs::read_dir(&crates).unwrap() {
+        let dir = entry.unwrap().path();
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+        if !manifest.contains("autotests = false") {
+            continue;
+        }
+        let all = std::fs::read_to_string(dir.join("tests/all.rs")).unwrap_or_else(|_| {
+            panic!(
+                "{} sets autotests = false without tests/all.rs",
+                dir.display()
+            )
+        });
+        let listed: BTreeSet<&str> = all
+            .lines()
+            .filter_map(|line| line.strip_prefix("mod ")?.strip_suffix(';'))
+            .collect();
+        for file in std::fs::read_dir(dir.join("tests")).unwrap() {
+            let path = file.unwrap().path();
+            let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+            if path.extension().is_some_and(|ext| ext == "rs") && stem != "all" {
+                assert!(
+                    listed.contains(stem.as_str()),
+                    "{} is not a module of tests/all.rs, so its tests never run",
+                    path.display()
+                );
+            }
+        }
+        one_binary.push(dir.file_name().unwrap().to_string_lossy().to_string());
+    }
+    one_binary.sort();
+    assert_eq!(one_binary, ["keel-agent", "keel-cli"]);
 }

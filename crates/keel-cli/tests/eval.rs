@@ -2,10 +2,8 @@
 //! whole matrix with the table checked against the attempts log, graders that cannot fail
 //! refused, faults counted at the proxy, shards merged equal to the unsharded run, and a
 //! killed trial and an interrupted run resumed without running a finished trial again.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -3,10 +3,8 @@
 //! copied), nothing of the user's own `$KEEL_HOME` or `forbid_read` is readable, and no trial
 //! reads another trial's workspace, grader copy or home, or the run's log, at any concurrency.
 //! Every directory here is outside `/tmp`, which a confined command never sees anyway.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 
 /// A home (`KEEL_HOME` and the eval's working directory) outside `/tmp`.

@@ -8,11 +8,9 @@
 //! - A run that failed before any answer leaves no session in `keel sessions` (nor for `-c`);
 //!   `keel session show` still finds it. (One that holds an offer to go on is listed: keel
 //!   offers none before an answer today, so keel-store's tests pin that rule.)
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::repository::session_of;
-use common::*;
+use crate::common::repository::session_of;
+use crate::common::*;
 use serde_json::{Value, json};
 
 fn listed(home: &Home) -> Vec<String> {

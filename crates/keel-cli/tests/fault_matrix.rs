@@ -5,11 +5,9 @@
 //!
 //! The whole matrix (168 runs, two at a time) takes about 40 s here, so CI runs all of it. The
 //! interactive session (under a pseudo-terminal) runs a subset: each fault once, over Chat.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::terminal::interactive_session;
-use common::*;
+use crate::common::terminal::interactive_session;
+use crate::common::*;
 use serde_json::{Value, json};
 
 const TABLE: &str = include_str!("fault_matrix/table.json");

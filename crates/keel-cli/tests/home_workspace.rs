@@ -5,10 +5,8 @@
 //! `usercustomize.py` Python would run, `~/.ssh/authorized_keys` where `~/.ssh` did not
 //! exist), a link put back — while a dotfiles repository's `~/.git` keeps working and the user's
 //! own `allow_write` opens what it names. Said at the start. Through the real binary.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 

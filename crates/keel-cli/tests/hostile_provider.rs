@@ -1,11 +1,9 @@
 //! A provider that sends what no provider should: absurd `Retry-After` values, malformed usage
 //! numbers, a corrupt chunk, an empty-object 400 — and a bug inside a turn. keel never panics,
 //! keeps every complete answer, and every turn ends with `turn/completed` or `turn/failed`.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::serve::{Server, wait_until_idle};
-use common::*;
+use crate::common::serve::{Server, wait_until_idle};
+use crate::common::*;
 use serde_json::{Value, json};
 
 #[test]

@@ -4,10 +4,8 @@
 //! `AGENTS.md` or `.keel/commands/` file in the user's own workspace is not read. Through the
 //! real binary. Making another user's file needs root (`chown`): elsewhere these tests say so
 //! and check nothing.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 const SOMEONE_ELSE: u32 = 12_345;

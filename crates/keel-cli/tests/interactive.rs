@@ -1,9 +1,7 @@
 //! The interactive session under a real pseudo-terminal (util-linux `script`), and damaged state.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::terminal::*;
-use common::*;
+use crate::common::terminal::*;
+use crate::common::*;
 
 #[test]
 fn a_session_with_slash_commands() {

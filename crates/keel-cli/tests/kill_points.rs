@@ -5,10 +5,8 @@
 //! `after_receipts_settled` is the restart's own durable step (interrupted receipts settled).
 //! The compaction points (`compaction_summarised`, `compaction_commit`,
 //! `after_compaction_commit`) are in compaction.rs, where a session long enough to compact is.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 /// One tool round that leaves a mark in the workspace, then an answer, then a second answer for

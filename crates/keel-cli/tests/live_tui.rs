@@ -1,11 +1,8 @@
 //! The live TUI (`keel` on a terminal), end to end under tmux against `keel mock`: what a person
 //! sees, typed at with real keys.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::tmux::{Tmux, available};
-use common::{last_user_message, scripted, tool_messages, without_context};
+use crate::common::tmux::{Tmux, available};
+use crate::common::{last_user_message, scripted, tool_messages, without_context};
 
 const ANSWER: &str = "## Plan\n\nI will **edit** the file.\n\n| name | size |\n|---|---|\n| a.rs | 12 |\n\n```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n";
 
@@ -77,12 +74,10 @@ fn an_answer_is_rendered_an_edit_is_approved_with_one_key_and_ctrl_d_says_how_to
     let shown = tmux.wait_for("Done.");
     assert!(shown.contains("output line 30"), "{shown}");
     assert!(shown.contains("lines above"), "{shown}");
-    // The status line: model and mode.
-    assert!(
-        tmux.screen().contains("deepseek/mock-model · ask"),
-        "{}",
-        tmux.screen()
-    );
+    // The status line: model and mode (drawn with the frame after the answer).
+    tmux.wait_until_screen("the status line with model and mode", |screen| {
+        screen.contains("deepseek/mock-model · ask")
+    });
 
     tmux.press(&["C-d"]);
     let shown = tmux.wait_for("[keel exited: 0]");
@@ -572,7 +567,7 @@ fn a_session_reopened_stops_the_servers_of_the_one_it_replaces() {
     until("the server is started", &|| {
         outside.path().join("gate.asked").exists()
     });
-    let first = common::pid_of(gate.to_str().unwrap());
+    let first = crate::common::pid_of(gate.to_str().unwrap());
     // The session again (`/resume` of itself): a new controller, and a new hub.
     let screen = tmux.screen();
     let id = screen
@@ -583,7 +578,7 @@ fn a_session_reopened_stops_the_servers_of_the_one_it_replaces() {
     tmux.type_text(&format!("/resume {id}"));
     tmux.press(&["Enter"]);
     until("the first session's server is stopped", &|| {
-        common::process_gone(&first)
+        crate::common::process_gone(&first)
     });
 }
 
@@ -592,8 +587,8 @@ fn a_session_reopened_stops_the_servers_of_the_one_it_replaces() {
 fn with_late_server(
     scenario: &str,
 ) -> (
-    common::Home,
-    common::MockProcess,
+    crate::common::Home,
+    crate::common::MockProcess,
     tempfile::TempDir,
     std::path::PathBuf,
 ) {

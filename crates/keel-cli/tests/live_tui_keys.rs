@@ -1,11 +1,8 @@
 //! The live TUI's keys end to end under tmux against `keel mock`: what "always" covers, Esc
 //! while typing during a turn, and the other keys a person presses at the live region.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::tmux::{Tmux, available};
-use common::{scripted, tool_messages};
+use crate::common::tmux::{Tmux, available};
+use crate::common::{scripted, tool_messages};
 
 #[test]
 fn always_for_a_command_covers_its_program_and_subcommand_only() {
@@ -85,7 +82,7 @@ fn a_command_line_keel_cannot_read_in_full_has_no_always() {
 
 /// A turn whose command runs for a while, in `auto` mode: the status line, the input and Esc
 /// can be watched while it runs.
-fn slow_turn() -> (common::Home, common::MockProcess, Tmux) {
+fn slow_turn() -> (crate::common::Home, crate::common::MockProcess, Tmux) {
     let scenario = serde_json::json!({"steps": [
         {"tool": "bash", "args": {"command": "sleep 4; echo slept"}},
         {"say": "All done."},
@@ -104,7 +101,7 @@ fn slow_turn() -> (common::Home, common::MockProcess, Tmux) {
 }
 
 /// `slow_turn`, with its turn started and its command running.
-fn running_slow_turn() -> (common::Home, common::MockProcess, Tmux) {
+fn running_slow_turn() -> (crate::common::Home, crate::common::MockProcess, Tmux) {
     let (home, mock, tmux) = slow_turn();
     tmux.type_text("go");
     tmux.press(&["Enter"]);
@@ -202,7 +199,7 @@ fn esc_while_typing_during_a_turn_clears_the_input_and_keeps_the_turn() {
 fn shift_enter_inserts_a_newline_where_the_terminal_reports_it() {
     let scenario = serde_json::json!({"steps": [{"say": "Got it."}]}).to_string();
     let (home, mock) = scripted("chat", &scenario, "");
-    let (screen, _) = common::terminal::live_tui_session(
+    let (screen, _) = crate::common::terminal::live_tui_session(
         &home,
         &[
             // A terminal with the keyboard protocol answers keel's questions: where the cursor
@@ -215,7 +212,7 @@ fn shift_enter_inserts_a_newline_where_the_terminal_reports_it() {
             ("\x04", Some("resume it with"), 0),
         ],
     );
-    assert_eq!(common::last_user_message(&mock), "hello\nworld");
+    assert_eq!(crate::common::last_user_message(&mock), "hello\nworld");
     // The terminal is put back: the flags popped as keel leaves.
     let pushed = screen.find("\x1b[>1u").unwrap();
     assert!(screen[pushed..].contains("\x1b[<1u"), "{screen:?}");
@@ -225,7 +222,7 @@ fn shift_enter_inserts_a_newline_where_the_terminal_reports_it() {
 fn a_terminal_without_the_keyboard_protocol_is_never_asked_for_modified_keys() {
     let scenario = serde_json::json!({"steps": [{"say": "Got it."}]}).to_string();
     let (home, mock) = scripted("chat", &scenario, "");
-    let (screen, _) = common::terminal::live_tui_session(
+    let (screen, _) = crate::common::terminal::live_tui_session(
         &home,
         &[
             // Only the cursor and DA1: no keyboard protocol.
@@ -234,7 +231,7 @@ fn a_terminal_without_the_keyboard_protocol_is_never_asked_for_modified_keys() {
             ("\x04", Some("resume it with"), 0),
         ],
     );
-    assert_eq!(common::last_user_message(&mock), "hello");
+    assert_eq!(crate::common::last_user_message(&mock), "hello");
     assert!(!screen.contains("\x1b[>1u"), "{screen:?}");
 }
 
@@ -259,7 +256,7 @@ fn a_read_outside_the_workspace_is_asked_with_its_reason_on_every_surface() {
         tmux.wait_for("Not read.");
     }
     // The browser's card and any client get it in the event and the waiting list.
-    let server = common::serve::Server::start(&home, &[]);
+    let server = crate::common::serve::Server::start(&home, &[]);
     let session = server.new_session();
     assert_eq!(
         server
@@ -372,7 +369,7 @@ fn ctrl_g_composes_the_prompt_in_the_editor() {
     tmux.press(&["Enter"]);
     tmux.wait_for("Read it.");
     assert_eq!(
-        common::last_user_message(&mock),
+        crate::common::last_user_message(&mock),
         "typed and more\nfrom the editor"
     );
 }
@@ -381,7 +378,7 @@ fn ctrl_g_composes_the_prompt_in_the_editor() {
 fn term_dumb_keeps_the_line_mode() {
     let scenario = serde_json::json!({"steps": [{"say": "Plain."}]}).to_string();
     let (home, _mock) = scripted("chat", &scenario, "");
-    let (screen, _) = common::terminal::terminal_session_with_env(
+    let (screen, _) = crate::common::terminal::terminal_session_with_env(
         &home,
         &[("TERM", "dumb")],
         &[
@@ -409,7 +406,7 @@ fn a_waiting_approval_rings_the_bell() {
     let (home, _mock) = scripted("chat", &scenario, "");
     // Read-only commands are asked about too: the question is what this is about.
     home.prepend_config("ask_read_only_commands = true");
-    let (screen, _) = common::terminal::live_tui_session(
+    let (screen, _) = crate::common::terminal::live_tui_session(
         &home,
         &[
             ("\x1b[1;1R\x1b[?62;22c", None, 300),
@@ -502,7 +499,7 @@ fn keys_typed_while_a_slash_command_prints_reach_the_input_enter_included() {
     tmux.type_text("look again");
     tmux.press(&["Enter"]);
     let shown = tmux.wait_for("Second.");
-    assert_eq!(common::last_user_message(&mock), "look again");
+    assert_eq!(crate::common::last_user_message(&mock), "look again");
     // Typed, not echoed into the command's output: it is shown once, as the prompt sent.
     let after_fork = &shown[shown.find("now in the fork").unwrap()..];
     assert_eq!(after_fork.matches("look again").count(), 1, "{after_fork}");
@@ -528,8 +525,41 @@ fn keys_typed_behind_a_pickers_answer_reach_the_input_enter_included() {
     tmux.type_text("hello there");
     tmux.press(&["Enter"]);
     let shown = tmux.wait_for("Hi.");
-    assert_eq!(common::last_user_message(&mock), "hello there");
+    assert_eq!(crate::common::last_user_message(&mock), "hello there");
     let after_pick = &shown[shown.find("kept deepseek/mock-model").unwrap()..];
     assert_eq!(after_pick.matches("hello there").count(), 1, "{after_pick}");
     assert!(after_pick.contains("› hello there"), "{after_pick}");
+}
+
+#[test]
+fn a_commands_output_is_drawn_by_the_view_in_its_colours_under_the_command() {
+    if !available() {
+        return;
+    }
+    let (home, _mock) = scripted(
+        "chat",
+        &serde_json::json!({"steps": [{"say": "Hi."}]}).to_string(),
+        "",
+    );
+    let tmux = Tmux::start(&home, &home.path(), &[], (60, 30));
+    tmux.wait_for("mock-model · ask");
+    // An error a command returns is drawn by the view: in its red, under the command as typed
+    // (line mode's words, not a raw print of them).
+    tmux.type_text("/resume no-such-session-here");
+    tmux.press(&["Enter"]);
+    tmux.wait_until_screen("the command's error", |screen| screen.contains("error:"));
+    let colored = tmux.screen_with_colors();
+    let error = colored
+        .lines()
+        .find(|line| line.contains("error:"))
+        .unwrap_or_else(|| panic!("{colored}"));
+    assert!(
+        error.contains("\u{1b}[31m"),
+        "not in the view's red: {error:?}"
+    );
+    let shown = tmux.screen();
+    let typed = shown
+        .find("› /resume no-such-session-here")
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(shown[typed..].contains("error:"), "{shown}");
 }

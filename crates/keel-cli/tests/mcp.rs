@@ -1,9 +1,7 @@
 //! MCP tools end to end: the real `keel` against `keel mock` scripted to call `mcp__…` tools
 //! of real MCP servers from npm (`crates/keel-mcp/e2e`, `npm ci` in `.ci/run`).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -590,7 +588,7 @@ fn keel_serve_answers_other_sessions_while_one_waits_for_its_mcp_servers() {
         .unwrap()
         .to_string();
 
-    let server = common::serve::Server::start(&home, &[]);
+    let server = crate::common::serve::Server::start(&home, &[]);
     let open = server.new_session();
     std::fs::remove_file(&gate).unwrap();
     let _ = std::fs::remove_file(&asked);
@@ -678,15 +676,15 @@ fn a_tool_list_changed_mid_turn_reaches_the_requests_at_the_next_turn_and_is_nam
         let (home, mock) = scripted("chat", &steps.to_string(), "");
         home.prepend_config("permission_mode = \"auto\"");
         home.append_config(&config);
-        let server = common::serve::Server::start(&home, &[]);
+        let server = crate::common::serve::Server::start(&home, &[]);
         let session = server.new_session();
         assert_eq!(server.submit(&session, json!({"input": "grow"})).0, 202);
         let first = server.events(&session, Some(0), "turn/completed", usize::MAX);
-        let last = common::serve::ids(&first).into_iter().max().unwrap();
-        common::serve::wait_until_idle(&server, &session);
+        let last = crate::common::serve::ids(&first).into_iter().max().unwrap();
+        crate::common::serve::wait_until_idle(&server, &session);
         assert_eq!(server.submit(&session, json!({"input": "again"})).0, 202);
         let second = server.events(&session, Some(last), "turn/completed", usize::MAX);
-        common::serve::wait_until_idle(&server, &session);
+        crate::common::serve::wait_until_idle(&server, &session);
 
         let requests = mock.requests();
         let bodies: Vec<&str> = requests

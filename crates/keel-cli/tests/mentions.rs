@@ -1,9 +1,7 @@
 //! `@path` in a prompt attaches the file, as `read_file` would return it, inside that prompt's
 //! user item; refused files are named with the reason, and keel's key never goes out.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn a_mentioned_file_reaches_the_request_inside_the_prompt() {

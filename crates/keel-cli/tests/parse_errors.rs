@@ -2,10 +2,8 @@
 //! the value written there, which may be someone's secret (the file a link to, or a copy of,
 //! a credentials file): a project's `keel.toml`, a task's `task.toml`, a workspace's
 //! `.mcp.json`, a scenario's fault. Through the real binary.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 
 const SECRET: &str = "AKIAQUOTEDSECRET0042";
 

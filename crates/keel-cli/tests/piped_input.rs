@@ -3,10 +3,8 @@
 //! file of a `while read` loop; empty input is none, binary and oversized input refused, keel's
 //! keys redacted, nothing added to a slash command. `keel run -` still reads the prompt itself.
 //! Through the real binary.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::io::Write;
 use std::process::Stdio;
 use std::time::{Duration, Instant};

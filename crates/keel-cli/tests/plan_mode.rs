@@ -2,11 +2,9 @@
 //! `propose_plan`; approved, keel leaves plan mode for the mode they chose and the turn goes
 //! on; rejected, the note reaches the model. The tool specs and system prompt are the same
 //! in every mode.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::serve::{Server, wait_until_idle};
-use common::*;
+use crate::common::serve::{Server, wait_until_idle};
+use crate::common::*;
 use serde_json::{Value, json};
 
 fn body(request: &Value) -> Value {
@@ -143,7 +141,7 @@ fn next_question(server: &Server, session: &str, after: u64) -> (Value, u64) {
 }
 
 fn ids(events: &[Value]) -> Vec<u64> {
-    common::serve::ids(events)
+    crate::common::serve::ids(events)
 }
 
 #[test]
@@ -326,7 +324,7 @@ fn a_session_resumed_in_another_mode_is_told_once() {
 #[test]
 fn slash_plan_in_the_line_mode_takes_a_note_then_an_approval_into_auto() {
     let (home, mock) = scripted("chat", &rejected_then_approved(), "");
-    let screen = common::terminal::interactive_until(
+    let screen = crate::common::terminal::interactive_until(
         &home,
         &[
             ("/plan rename parse\n", Some("[N]o + note"), 0),

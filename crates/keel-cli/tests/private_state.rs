@@ -4,10 +4,8 @@
 //! looser is tightened at start — but never through a link (a `config.toml` kept in a
 //! dotfiles repository) and never someone else's file. `keel eval --out` is 0700 too.
 //! Through the real binary.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
@@ -96,7 +94,7 @@ fn a_fresh_home_is_owner_only_and_a_commands_file_keeps_the_users_umask() {
 fn the_line_modes_history_is_owner_only() {
     let (home, _mock) = scripted("chat", r#"{"steps": [{"say": "PONG-7"}]}"#, "");
     let previous = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o022));
-    let screen = common::terminal::interactive_until(
+    let screen = crate::common::terminal::interactive_until(
         &home,
         &[("ping\n", Some("PONG-7"), 0), ("/quit\n", None, 300)],
     );

@@ -1,10 +1,8 @@
 //! Project instructions (`AGENTS.md` and kin) and the environment reach the model in one
 //! context block at the head of the session's first user message — never in the system
 //! prompt, which stays the same bytes in every project.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 
@@ -268,7 +266,7 @@ fn context_shows_the_files_and_reload_context_replaces_the_block_as_a_new_revisi
     let (home, mock) = scripted("chat", &steps, "");
     home.prepend_config("permission_mode = \"auto\"");
     std::fs::write(home.path().join("AGENTS.md"), "Answer in French.\n").unwrap();
-    let screen = common::terminal::interactive_until(
+    let screen = crate::common::terminal::interactive_until(
         &home,
         &[
             ("/context\n", Some("goes with the next prompt"), 0),

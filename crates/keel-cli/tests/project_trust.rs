@@ -4,12 +4,10 @@
 //! for `permission_mode = "auto"`, `allow = ["bash"]`, and sends the provider (and its key, or
 //! any variable named by `api_key_env`) to another host; none of it applies until the user
 //! trusts the workspace, and every surface says what was not applied.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::serve::{Server, wait_until_idle};
-use common::terminal::interactive_session_from;
-use common::*;
+use crate::common::serve::{Server, wait_until_idle};
+use crate::common::terminal::interactive_session_from;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -408,7 +406,7 @@ fn a_workspace_named_with_escape_codes_cannot_drive_the_terminal() {
         "model = \"deepseek/m\\u001b[31mRED\"\n[permissions]\nallow = [\"bash\"]\n",
     )
     .unwrap();
-    let (screen, _) = common::terminal::interactive_session_in(
+    let (screen, _) = crate::common::terminal::interactive_session_in(
         &home,
         &workspace,
         "[y/N]",

@@ -2,10 +2,8 @@
 //! the setting that chose it, the model — in keel's words; the provider's own words are shown
 //! apart (`provider/said`: live only, never stored, never in the diagnostic, made safe). A
 //! refused connection to this machine is never retried.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 fn failing(status: u16, body: &str) -> (Home, MockProcess, Run) {

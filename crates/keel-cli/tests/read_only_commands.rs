@@ -10,11 +10,9 @@
 //!   prefix, a risky option, a program off the list: each still asks (headless: denied).
 //! - Deny and ask rules win; `ask_read_only_commands = true` restores the question; a sandbox
 //!   below the minimum asks for everything.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::repository::{git, repository, session_of};
-use common::*;
+use crate::common::repository::{git, repository, session_of};
+use crate::common::*;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 
@@ -196,14 +194,14 @@ fn rules_the_setting_and_a_weak_sandbox_restore_the_question() {
 
 #[test]
 fn in_the_terminal_a_read_only_command_shows_read_only_and_asks_nothing() {
-    if !common::tmux::available() {
+    if !crate::common::tmux::available() {
         return;
     }
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("notes.txt"), "elsewhere\n").unwrap();
     let read_outside = format!("cat {}/notes.txt", outside.path().display());
     let (home, _mock) = workspace(&["git status --short", &read_outside]);
-    let tmux = common::tmux::Tmux::start(&home, &home.path(), &[], (100, 30));
+    let tmux = crate::common::tmux::Tmux::start(&home, &home.path(), &[], (100, 30));
     tmux.wait_for("mock-model · ask");
     tmux.type_text("look around");
     tmux.press(&["Enter"]);

@@ -1,9 +1,7 @@
 //! `reasoning_effort`: one keel name, sent the way each protocol says it (what the mock
 //! received is checked), shown by `keel config`, and refused where a protocol cannot say it.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 fn one_answer() -> String {

@@ -1,8 +1,6 @@
 //! Explicit protocol recovery end to end: the real binary, the SQLite file, `keel mock`.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::io::BufRead;
 use std::process::Stdio;

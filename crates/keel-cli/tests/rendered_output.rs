@@ -1,11 +1,9 @@
 //! The answer as a person sees it: markdown drawn on a terminal (never its raw syntax), code
 //! highlighted; plain text on a pipe with every control character visible; an interrupted
 //! answer kept on screen, marked.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::terminal::*;
-use common::*;
+use crate::common::terminal::*;
+use crate::common::*;
 
 const MARKDOWN: &str = "## Results\n\nThe **fast** one, by far:\n\n| Agent | Memory |\n|:--|--:|\n| keel | 19.5 MiB |\n| other | 618 MiB |\n\n```rust\nfn main() {}\n```\n\n1. first\n2. second\n";
 

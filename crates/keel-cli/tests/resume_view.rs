@@ -6,12 +6,10 @@
 //!   answers, each tool call one line with its state; a line counts the earlier turns and
 //!   points to Ctrl-T.
 //! - Nothing written for the model shows: the context block, attached files, tool output.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::repository::session_of;
-use common::tmux::{Tmux, available};
-use common::*;
+use crate::common::repository::session_of;
+use crate::common::tmux::{Tmux, available};
+use crate::common::*;
 
 /// A session of three turns: an answer, a command and an answer, a last answer.
 fn three_turns() -> (Home, MockProcess, String) {

@@ -1,10 +1,8 @@
 //! Rewind and `/undo`: the files a turn's file tools changed come back from their
 //! checkpoints, the conversation becomes a new history revision, receipts stay, and what
 //! commands did is named, never guessed.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 /// A turn that writes a new file, edits an existing one and runs a command that makes a
@@ -178,7 +176,7 @@ fn undo_in_the_interactive_session_rewinds_the_last_turn() {
     let (home, _mock) = scripted("chat", &one_changing_turn(), "");
     home.prepend_config("permission_mode = \"auto\"");
     std::fs::write(home.path().join("kept.txt"), "old text\n").unwrap();
-    let screen = common::terminal::interactive_until(
+    let screen = crate::common::terminal::interactive_until(
         &home,
         &[
             ("change things\n", Some("Changed three files."), 0),
@@ -382,7 +380,7 @@ fn a_fork_starts_with_the_originals_bytes_and_carries_its_receipts() {
 fn fork_in_the_interactive_session_continues_in_the_new_session() {
     let steps = json!({"steps": [{"say": "first answer"}, {"say": "in the fork"}]});
     let (home, mock) = scripted("chat", &steps.to_string(), "");
-    let screen = common::terminal::interactive_until(
+    let screen = crate::common::terminal::interactive_until(
         &home,
         &[
             ("hello\n", Some("first answer"), 0),
@@ -543,7 +541,7 @@ fn a_fork_inside_a_compacted_history_starts_with_the_turns_verbatim() {
 fn rewind_without_a_turn_lists_the_turns_to_pick_from() {
     let (home, _mock) = scripted("chat", &two_writes(), "");
     home.prepend_config("permission_mode = \"auto\"");
-    let screen = common::terminal::interactive_until(
+    let screen = crate::common::terminal::interactive_until(
         &home,
         &[
             ("write one\n", Some("First."), 0),

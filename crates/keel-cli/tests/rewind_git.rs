@@ -2,11 +2,9 @@
 //! also undo what commands changed; someone else's later edit is a conflict; keel's git runs
 //! no code the repository (or the user's git configuration) names, and leaves the repository's
 //! own index, refs and config as they were.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::repository::{git, read, repository, session_of};
-use common::*;
+use crate::common::repository::{git, read, repository, session_of};
+use crate::common::*;
 use serde_json::json;
 use std::path::Path;
 use std::process::Command;

@@ -3,11 +3,9 @@
 //! `/undo` writes it back, what it held is kept — listed apart, with the command that prints
 //! it (`keel session show ID --saved PATH`) — and a change made outside any command stays a
 //! conflict. Through the real binary, with the edit made while the command waits for it.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::repository::{read, repository, session_of};
-use common::*;
+use crate::common::repository::{read, repository, session_of};
+use crate::common::*;
 use serde_json::json;
 use std::time::Duration;
 
@@ -96,7 +94,7 @@ fn undo_in_the_terminal_keeps_and_lists_an_edit_saved_while_a_command_ran() {
     home.prepend_config("permission_mode = \"auto\"");
     with_markers_ignored(&home);
     let editing = edit_while_it_runs(&home);
-    let screen = common::terminal::interactive_until(
+    let screen = crate::common::terminal::interactive_until(
         &home,
         &[
             ("run it\n", Some("Done."), 0),

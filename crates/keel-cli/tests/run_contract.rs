@@ -1,8 +1,6 @@
 //! The `--json` event stream and the basic command contract.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn json_events_follow_the_contract() {

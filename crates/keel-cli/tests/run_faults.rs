@@ -1,8 +1,6 @@
 //! `keel run` against `keel mock`, for each protocol and each fault scenario.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 
 const ANSWER: &str = "The answer is 42, computed by the keel mock provider.";
 

@@ -1,11 +1,9 @@
 //! The sandbox via the binary (docs/sandbox.md#what-a-command-can-do): every escape, as a
 //! tool call of a `--yes` run, must not happen, and the result the model gets must say why;
-//! ordinary work must still work (`common::escapes` has the fixture: the workspace is `~`).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! ordinary work must still work (`crate::common::escapes` has the fixture: the workspace is `~`).
 
-mod common;
-use common::escapes::*;
-use common::*;
+use crate::common::escapes::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::io::Read;
 

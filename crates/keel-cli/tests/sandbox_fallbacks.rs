@@ -1,12 +1,10 @@
 //! Where the sandbox cannot do its part, and what a person decides: a kernel below the minimum
 //! (simulated with `KEEL_SANDBOX_UNSUPPORTED`) is said and runs nothing unconfined unasked;
 //! the unconfined re-run of a refused command is the person's own, asked where keel asks.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::escapes::*;
-use common::terminal::interactive_session_with_env;
-use common::*;
+use crate::common::escapes::*;
+use crate::common::terminal::interactive_session_with_env;
+use crate::common::*;
 use serde_json::{Value, json};
 
 #[test]

@@ -1,11 +1,9 @@
 //! `keel serve` over loopback against `keel mock`: every status code of the contract, the
 //! token, Host and Origin checks, event replay after a dropped connection, and approvals from
 //! a client.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::serve::*;
-use common::*;
+use crate::common::serve::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpStream;

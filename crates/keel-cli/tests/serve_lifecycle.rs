@@ -1,10 +1,8 @@
 //! `keel serve` sessions over time: two at once, clients that leave or read too slowly, a
 //! cancel while an approval waits, the model route, and stopping on SIGTERM.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::serve::*;
-use common::*;
+use crate::common::serve::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpStream;

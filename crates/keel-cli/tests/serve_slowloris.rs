@@ -2,11 +2,9 @@
 //! requests are dropped after the header-read timeout, and when the connections are too many
 //! the oldest that never presented the token give way, so a real client is answered all the
 //! while. Real sockets on loopback, bounded.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::serve::Server;
-use common::*;
+use crate::common::serve::Server;
+use crate::common::*;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -1,10 +1,8 @@
 //! `keel serve`'s credential is on no command line: it comes from `KEEL_SERVE_TOKEN` or an
 //! owner-only `--token-file`, and `--open` hands the browser an owner-only launch page with a
 //! one-time code (a second redemption revokes the token). Every `/proc/*/cmdline` is read.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, Stdio};
@@ -42,7 +40,7 @@ fn serve(home: &Home, args: &[&str], env: &[(&str, &str)]) -> (Child, String, St
 }
 
 fn status_with(address: &str, token: &str) -> u16 {
-    let server = common::serve::Server {
+    let server = crate::common::serve::Server {
         child: std::process::Command::new("true").spawn().unwrap(),
         address: address.to_string(),
         token: token.to_string(),
@@ -135,7 +133,7 @@ fn open_hands_the_browser_a_one_time_code_and_no_argv_holds_a_credential() {
     assert!(!on_any_command_line(&token));
     assert!(!on_any_command_line(&code));
     let redeem = |code: &str| {
-        let server = common::serve::Server {
+        let server = crate::common::serve::Server {
             child: std::process::Command::new("true").spawn().unwrap(),
             address: address.clone(),
             token: String::new(),
@@ -168,7 +166,8 @@ fn no_command_or_tool_of_a_session_reads_the_token_file() {
     let file = home.path().join("token.txt");
     std::fs::write(&file, format!("{file_token}\n")).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let mut server = common::serve::Server::start(&home, &["--token-file", file.to_str().unwrap()]);
+    let mut server =
+        crate::common::serve::Server::start(&home, &["--token-file", file.to_str().unwrap()]);
     server.token = file_token.to_string();
     let session = server.new_session();
     assert_eq!(
@@ -177,7 +176,7 @@ fn no_command_or_tool_of_a_session_reads_the_token_file() {
             .0,
         202
     );
-    common::serve::wait_until_idle(&server, &session);
+    crate::common::serve::wait_until_idle(&server, &session);
     let sent: String = mock.requests().iter().map(|r| r.to_string()).collect();
     assert!(!sent.contains(file_token), "{sent}");
     assert!(

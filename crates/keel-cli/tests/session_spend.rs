@@ -2,11 +2,9 @@
 //! responses count (the provider billed them), the built-in price table prices DeepSeek's own
 //! models, and a session with tokens no price covers says so instead of passing a part for the
 //! whole.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::serve::*;
-use common::*;
+use crate::common::serve::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 /// A price per million tokens the user set: 1 for a cache hit, 2 for a miss, 4 for output.

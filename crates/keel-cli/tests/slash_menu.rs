@@ -7,11 +7,9 @@
 //!   Enter runs the choice, Esc closes it; it is gone once the input is no longer a command.
 //! - A command's output goes under the command that made it (`› /status`).
 //! - Tab's list of candidates is gone as soon as the input changes.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::tmux::{Tmux, available};
-use common::*;
+use crate::common::tmux::{Tmux, available};
+use crate::common::*;
 
 const KEYS_HINT: &str = "↑↓ choose · Tab completes · Esc closes";
 
@@ -181,7 +179,7 @@ fn changed_session(in_git: bool) -> (Home, MockProcess, Tmux) {
     .to_string();
     let (home, mock) = scripted("chat", &scenario, "");
     if in_git {
-        common::repository::repository(&home);
+        crate::common::repository::repository(&home);
     } else {
         std::fs::write(home.path().join("kept.txt"), "old text\n").unwrap();
         std::fs::write(home.path().join("tracked.txt"), "tracked\n").unwrap();

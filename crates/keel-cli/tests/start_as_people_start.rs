@@ -11,11 +11,9 @@
 //!   after Ctrl-C), stores it owner-only under `$KEEL_HOME/state/`; requests use it when the
 //!   variable is unset, the variable wins when set; no command keel runs can read it, and it
 //!   is redacted like a key from the environment; `keel auth logout` forgets it.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::tmux::{Tmux, available};
-use common::*;
+use crate::common::tmux::{Tmux, available};
+use crate::common::*;
 use serde_json::json;
 use sha2::Digest;
 use std::os::unix::fs::PermissionsExt;

@@ -8,11 +8,9 @@
 //!   the retry's answer follows whole.
 //! - A resize mid-stream leaves no stale frame in the scrollback; blocks written before it keep
 //!   their width.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::tmux::{Tmux, available};
-use common::*;
+use crate::common::tmux::{Tmux, available};
+use crate::common::*;
 
 /// Paragraph `n`: about 100 columns, so it wraps at 80 but not at 120.
 fn paragraph(n: usize) -> String {

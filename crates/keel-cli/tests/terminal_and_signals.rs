@@ -1,9 +1,7 @@
 //! Terminal rendering (under a real pseudo-terminal), Ctrl-C, and secrets.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::terminal::{run_in_terminal, screen_of};
-use common::*;
+use crate::common::terminal::{run_in_terminal, screen_of};
+use crate::common::*;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 

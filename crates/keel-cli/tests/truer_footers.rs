@@ -5,11 +5,9 @@
 //!   turn is ready, and the card says so in a person's words.
 //! - A declined call's card never shows what was written for the model.
 //! - "The earlier offer … no longer applies" only where that offer was shown.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::tmux::{Tmux, available};
-use common::*;
+use crate::common::tmux::{Tmux, available};
+use crate::common::*;
 
 fn start(home: &Home, args: &[&str]) -> Tmux {
     let tmux = Tmux::start(home, &home.path(), args, (100, 30));

@@ -2,10 +2,8 @@
 //! store, signals stop tools cleanly, resumed sessions keep their model and workspace,
 //! classification of local and empty failures, bounded SSE lines, cut-off answers, and
 //! concurrent first use of a fresh home.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::process::Stdio;
 use std::time::Duration;

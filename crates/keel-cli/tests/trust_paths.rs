@@ -4,10 +4,8 @@
 //! - A path permission rule matches the path the tool would really touch, however the model
 //!   spells it (`./x`, `sub/../x`, a symlink to the denied directory).
 //! - A special file (a FIFO) in the workspace cannot hang keel: the read fails and keel exits.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::process::Stdio;
 use std::time::{Duration, Instant};

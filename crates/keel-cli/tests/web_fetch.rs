@@ -1,10 +1,8 @@
 //! `web_fetch` end to end: the real `keel` against `keel mock`, fetching from a local HTTP
 //! server this test starts — HTML to text, the size cap, the redirect limit, and the refusal of
 //! a private address without the user's rule.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;

@@ -18,7 +18,7 @@ use crate::layer::{Layer, LayerKind};
 use crate::resolved::ResolvedProvider;
 use crate::source::{Source, Sourced};
 use crate::trust::{self, UserBaseline, WorkspaceTrust};
-use crate::workspace_files::ProjectFiles;
+use crate::workspace_files::WorkspaceFiles;
 use keel_llm::profile;
 use keel_tools::{PermissionMode, PermissionPolicy, PermissionRule};
 use std::collections::BTreeSet;
@@ -174,7 +174,7 @@ pub struct KeelConfig {
     pub(crate) layers: Vec<Layer>,
     pub(crate) overrides: Overrides,
     /// The workspace's project files as read (the `.mcp.json` servers come from here).
-    pub(crate) project: ProjectFiles,
+    pub(crate) project: WorkspaceFiles,
     pub(crate) trust: WorkspaceTrust,
     /// What the untrusted project files asked for and did not get.
     pub(crate) ignored: Vec<IgnoredValue>,
@@ -185,7 +185,7 @@ impl KeelConfig {
     /// read, trusted or not.
     pub fn load(
         home_file: &Path,
-        project: ProjectFiles,
+        project: WorkspaceFiles,
         trust: WorkspaceTrust,
         overrides: Overrides,
     ) -> Result<KeelConfig, ConfigError> {
@@ -206,14 +206,14 @@ impl KeelConfig {
     /// is admitted, restricted unless trusted (docs/security.md#repository-trust).
     pub fn from_parts(
         home: Option<(PathBuf, String)>,
-        project: ProjectFiles,
+        project: WorkspaceFiles,
         trust: WorkspaceTrust,
         overrides: Overrides,
     ) -> Result<KeelConfig, ConfigError> {
         let mut user = KeelConfig {
             layers: Vec::new(),
             overrides,
-            project: ProjectFiles::default(),
+            project: WorkspaceFiles::default(),
             trust,
             ignored: Vec::new(),
         };
@@ -241,7 +241,7 @@ impl KeelConfig {
     fn with_project(
         mut self,
         layer: Option<Layer>,
-        project: ProjectFiles,
+        project: WorkspaceFiles,
         mut ignored: Vec<IgnoredValue>,
     ) -> Result<KeelConfig, ConfigError> {
         if let Some(mut layer) = layer {
@@ -275,7 +275,7 @@ impl KeelConfig {
         let config = KeelConfig {
             layers,
             overrides,
-            project: ProjectFiles::default(),
+            project: WorkspaceFiles::default(),
             trust: WorkspaceTrust::Trusted,
             ignored: Vec::new(),
         };
@@ -293,7 +293,7 @@ impl KeelConfig {
     }
 
     /// The project files this configuration was built from, as read.
-    pub fn project_files(&self) -> &ProjectFiles {
+    pub fn workspace_files(&self) -> &WorkspaceFiles {
         &self.project
     }
 

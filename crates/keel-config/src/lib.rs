@@ -46,4 +46,4 @@ pub use trust::WorkspaceTrust;
 pub use trust_store::{
     RecordState, TRUST_FILE, TrustRecord, TrustStore, TrustStoreError, state_of,
 };
-pub use workspace_files::{PROJECT_CONFIG_FILE, ProjectFile, ProjectFiles, SHARED_MCP_FILE};
+pub use workspace_files::{PROJECT_CONFIG_FILE, SHARED_MCP_FILE, WorkspaceFile, WorkspaceFiles};

@@ -110,7 +110,7 @@ impl KeelConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ProjectFile;
+    use crate::WorkspaceFile;
     use crate::config::Overrides;
     use std::path::{Path, PathBuf};
 
@@ -125,7 +125,7 @@ mod tests {
  "docs": {"type": "http", "url": "http://127.0.0.1:1/mcp"}}}"#;
 
     fn with_shared(trust: WorkspaceTrust) -> KeelConfig {
-        let shared = ProjectFile::from_text(
+        let shared = WorkspaceFile::from_text(
             Path::new("/w/.mcp.json"),
             crate::workspace_files::SHARED_MCP_FILE,
             SHARED.into(),
@@ -135,7 +135,7 @@ mod tests {
                 PathBuf::from("/home/keel.toml"),
                 "[mcp_servers.files]\ncommand = \"npx\"\nargs = [\"-y\", \"server\"]\nenv = { TOKEN = \"$TOKEN\" }\ntrust_read_only = true\n".into(),
             )),
-            crate::ProjectFiles {
+            crate::WorkspaceFiles {
                 keel_toml: None,
                 mcp_json: Some(shared),
             },

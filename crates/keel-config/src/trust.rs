@@ -23,7 +23,7 @@
 
 use crate::ignored::{IgnoredBecause, IgnoredValue, VALUE_SHOWN_CHARS};
 use crate::layer::{Layer, RawFile, RawPermissions, RawProvider, RawRetry, RawSandbox};
-use crate::workspace_files::ProjectFile;
+use crate::workspace_files::WorkspaceFile;
 use keel_llm::profile;
 use keel_tools::PermissionMode;
 use std::collections::BTreeMap;
@@ -357,7 +357,7 @@ fn user_window(name: &str, user: &UserBaseline, models: &[(String, String)]) -> 
 
 /// The servers of an untrusted workspace's `.mcp.json`, each as a value not applied (a file
 /// that does not parse is one value, `mcpServers`, at line 1).
-pub(crate) fn ignored_shared_servers(shared: &ProjectFile) -> Vec<IgnoredValue> {
+pub(crate) fn ignored_shared_servers(shared: &WorkspaceFile) -> Vec<IgnoredValue> {
     let entry = |line: usize, key: String, value: String| IgnoredValue {
         file: shared.path.clone(),
         line,

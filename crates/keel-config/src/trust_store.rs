@@ -10,7 +10,7 @@
 //!   error names the file and what to do.
 //! - This is the only place in keel-config that writes.
 
-use crate::workspace_files::ProjectFiles;
+use crate::workspace_files::WorkspaceFiles;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -122,7 +122,11 @@ impl TrustStore {
 
     /// Whether `workspace` is trusted for exactly `files`. A workspace without project files
     /// has nothing to trust: `false` (nothing is restricted either).
-    pub fn trusts(&self, workspace: &Path, files: &ProjectFiles) -> Result<bool, TrustStoreError> {
+    pub fn trusts(
+        &self,
+        workspace: &Path,
+        files: &WorkspaceFiles,
+    ) -> Result<bool, TrustStoreError> {
         if files.is_empty() {
             return Ok(false);
         }
@@ -135,7 +139,7 @@ impl TrustStore {
     }
 
     /// Trust `workspace` for exactly these files (replacing an earlier record).
-    pub fn record(&self, workspace: &Path, files: &ProjectFiles) -> Result<(), TrustStoreError> {
+    pub fn record(&self, workspace: &Path, files: &WorkspaceFiles) -> Result<(), TrustStoreError> {
         let key = workspace_key(workspace)?;
         let mut store = self.read()?;
         let record = TrustRecord {
@@ -171,7 +175,7 @@ impl TrustStore {
 }
 
 /// Whether `record` covers `files` as read now.
-pub fn state_of(record: &TrustRecord, files: &ProjectFiles) -> RecordState {
+pub fn state_of(record: &TrustRecord, files: &WorkspaceFiles) -> RecordState {
     let covered = files
         .present()
         .all(|file| record.files.get(file.name) == Some(&file.sha256));
@@ -195,8 +199,8 @@ fn workspace_key(workspace: &Path) -> Result<String, TrustStoreError> {
 mod tests {
     use super::*;
 
-    fn files(workspace: &Path) -> ProjectFiles {
-        ProjectFiles::read(workspace).unwrap()
+    fn files(workspace: &Path) -> WorkspaceFiles {
+        WorkspaceFiles::read(workspace).unwrap()
     }
 
     #[test]

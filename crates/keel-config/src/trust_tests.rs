@@ -8,7 +8,7 @@
 use crate::config::{KeelConfig, Overrides};
 use crate::layer::{RawFile, RawPermissions, RawProvider, RawRetry, RawSandbox};
 use crate::trust::WorkspaceTrust;
-use crate::workspace_files::{PROJECT_CONFIG_FILE, ProjectFile, ProjectFiles};
+use crate::workspace_files::{PROJECT_CONFIG_FILE, WorkspaceFile, WorkspaceFiles};
 use serde_aux::prelude::serde_introspect;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -312,9 +312,9 @@ fn home_path() -> PathBuf {
     PathBuf::from("/home/u/.keel/config.toml")
 }
 
-fn project(text: &str) -> ProjectFiles {
-    ProjectFiles {
-        keel_toml: Some(ProjectFile::from_text(
+fn project(text: &str) -> WorkspaceFiles {
+    WorkspaceFiles {
+        keel_toml: Some(WorkspaceFile::from_text(
             Path::new("/w/keel.toml"),
             PROJECT_CONFIG_FILE,
             text.to_string(),

@@ -22,7 +22,7 @@ pub const MAX_PROJECT_FILE_BYTES: u64 = 1024 * 1024;
 
 /// One project file as read.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProjectFile {
+pub struct WorkspaceFile {
     pub path: PathBuf,
     /// `keel.toml` or `.mcp.json`: the name trust records it under.
     pub name: &'static str,
@@ -31,10 +31,10 @@ pub struct ProjectFile {
     pub sha256: String,
 }
 
-impl ProjectFile {
+impl WorkspaceFile {
     /// A file from text already in memory (tests, `keel demo`).
-    pub fn from_text(path: &Path, name: &'static str, text: String) -> ProjectFile {
-        ProjectFile {
+    pub fn from_text(path: &Path, name: &'static str, text: String) -> WorkspaceFile {
+        WorkspaceFile {
             path: path.to_path_buf(),
             name,
             sha256: sha256_hex(text.as_bytes()),
@@ -42,7 +42,7 @@ impl ProjectFile {
         }
     }
 
-    fn read(workspace: &Path, name: &'static str) -> Result<Option<ProjectFile>, ConfigError> {
+    fn read(workspace: &Path, name: &'static str) -> Result<Option<WorkspaceFile>, ConfigError> {
         use std::io::Read;
         let path = workspace.join(name);
         let refuse = |why: String| ConfigError::Read {
@@ -77,7 +77,7 @@ impl ProjectFile {
             file: path.clone(),
             source: std::io::Error::new(std::io::ErrorKind::InvalidData, "it is not UTF-8 text"),
         })?;
-        Ok(Some(ProjectFile {
+        Ok(Some(WorkspaceFile {
             path,
             name,
             text,
@@ -88,22 +88,22 @@ impl ProjectFile {
 
 /// The workspace's project files, as read once.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ProjectFiles {
-    pub keel_toml: Option<ProjectFile>,
-    pub mcp_json: Option<ProjectFile>,
+pub struct WorkspaceFiles {
+    pub keel_toml: Option<WorkspaceFile>,
+    pub mcp_json: Option<WorkspaceFile>,
 }
 
-impl ProjectFiles {
+impl WorkspaceFiles {
     /// Read `keel.toml` and `.mcp.json` from the workspace root (either may be absent).
-    pub fn read(workspace: &Path) -> Result<ProjectFiles, ConfigError> {
-        Ok(ProjectFiles {
-            keel_toml: ProjectFile::read(workspace, PROJECT_CONFIG_FILE)?,
-            mcp_json: ProjectFile::read(workspace, SHARED_MCP_FILE)?,
+    pub fn read(workspace: &Path) -> Result<WorkspaceFiles, ConfigError> {
+        Ok(WorkspaceFiles {
+            keel_toml: WorkspaceFile::read(workspace, PROJECT_CONFIG_FILE)?,
+            mcp_json: WorkspaceFile::read(workspace, SHARED_MCP_FILE)?,
         })
     }
 
     /// The files present, `keel.toml` first.
-    pub fn present(&self) -> impl Iterator<Item = &ProjectFile> {
+    pub fn present(&self) -> impl Iterator<Item = &WorkspaceFile> {
         self.keel_toml.iter().chain(self.mcp_json.iter())
     }
 
@@ -128,9 +128,9 @@ mod tests {
     #[test]
     fn files_are_read_once_with_the_digest_of_their_bytes() {
         let workspace = tempfile::tempdir().unwrap();
-        assert!(ProjectFiles::read(workspace.path()).unwrap().is_empty());
+        assert!(WorkspaceFiles::read(workspace.path()).unwrap().is_empty());
         std::fs::write(workspace.path().join("keel.toml"), "max_rounds = 3\n").unwrap();
-        let files = ProjectFiles::read(workspace.path()).unwrap();
+        let files = WorkspaceFiles::read(workspace.path()).unwrap();
         let keel = files.keel_toml.as_ref().unwrap();
         assert_eq!(keel.text, "max_rounds = 3\n");
         assert_eq!(keel.sha256, sha256_hex(b"max_rounds = 3\n"));
@@ -143,14 +143,14 @@ mod tests {
     fn a_device_or_a_huge_file_is_refused_without_reading_it_whole() {
         let workspace = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink("/dev/zero", workspace.path().join("keel.toml")).unwrap();
-        let error = ProjectFiles::read(workspace.path())
+        let error = WorkspaceFiles::read(workspace.path())
             .unwrap_err()
             .to_string();
         assert!(error.contains("not a regular file"), "{error}");
         std::fs::remove_file(workspace.path().join("keel.toml")).unwrap();
         let huge = vec![b'#'; (MAX_PROJECT_FILE_BYTES + 10) as usize];
         std::fs::write(workspace.path().join("keel.toml"), huge).unwrap();
-        let error = ProjectFiles::read(workspace.path())
+        let error = WorkspaceFiles::read(workspace.path())
             .unwrap_err()
             .to_string();
         assert!(error.contains("larger than"), "{error}");
@@ -160,7 +160,7 @@ mod tests {
     fn a_file_that_is_not_text_is_an_error_naming_it() {
         let workspace = tempfile::tempdir().unwrap();
         std::fs::write(workspace.path().join(".mcp.json"), [0xff, 0xfe, 0x00]).unwrap();
-        let error = ProjectFiles::read(workspace.path())
+        let error = WorkspaceFiles::read(workspace.path())
             .unwrap_err()
             .to_string();
         assert!(

@@ -17,7 +17,7 @@ mod framing;
 pub use framing::{assembler, sse_framer};
 
 use keel_agent::{StoredRecord, decode_record as decode, encode_record as encode};
-use keel_config::{KeelConfig, Overrides, ProjectFile, ProjectFiles, WorkspaceTrust};
+use keel_config::{KeelConfig, Overrides, WorkspaceFile, WorkspaceFiles, WorkspaceTrust};
 use keel_tools::{BuiltinTool, ToolRegistry};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -104,13 +104,13 @@ pub fn config(data: &[u8]) {
     let _ = config.mcp_servers();
     // The same text as an untrusted project's keel.toml and .mcp.json: restricting it never
     // panics, and every value it is refused names a line of the file.
-    let project = ProjectFiles {
-        keel_toml: Some(ProjectFile::from_text(
+    let project = WorkspaceFiles {
+        keel_toml: Some(WorkspaceFile::from_text(
             Path::new("keel.toml"),
             keel_config::PROJECT_CONFIG_FILE,
             text.clone(),
         )),
-        mcp_json: Some(ProjectFile::from_text(
+        mcp_json: Some(WorkspaceFile::from_text(
             Path::new(".mcp.json"),
             keel_config::SHARED_MCP_FILE,
             text.clone(),

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use keel_tools::output::{OUTPUT_CAP, truncate_middle};
-use keel_tools::{ToolContext, ToolRegistry, WorkspaceGuard};
+use keel_tools::{ToolRegistry, ToolServices, WorkspaceGuard};
 use keel_types::Secrets;
 use proptest::prelude::*;
 
@@ -76,9 +76,9 @@ fn through_tool(secrets: &Secrets, tool: &str, original: &str) -> (String, Strin
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("out.txt"), original).unwrap();
     let guard = WorkspaceGuard::new(dir.path(), &[]).unwrap();
-    let ctx = ToolContext {
+    let ctx = ToolServices {
         secrets: secrets.clone(),
-        ..ToolContext::new(guard)
+        ..ToolServices::new(guard)
     };
     let args = match tool {
         "bash" => serde_json::json!({"command": "cat out.txt"}),

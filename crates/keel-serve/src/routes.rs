@@ -208,7 +208,7 @@ async fn session_status(
         "cost": spend.cost,
         // Some of `usage` has no price in `cost` (another model or currency).
         "cost_partial": spend.partial,
-        "context": controller.context_use(),
+        "context": controller.window_use(),
         // What the workspace's untrusted project files asked for and did not get.
         "untrusted": settings.untrusted,
         // The slash commands `input` takes here: keel's, then the session's custom ones.

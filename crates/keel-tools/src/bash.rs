@@ -6,7 +6,7 @@
 //! - stdout and stderr are captured together in order; the output is capped with middle
 //!   truncation that says how much was cut; binary output is described, not dumped.
 //! - The result always states the exit code (or the signal, or the timeout).
-//! - The command's environment has none of keel's secrets (`ToolContext::secrets`), and its
+//! - The command's environment has none of keel's secrets (`ToolServices::secrets`), and its
 //!   output passes a stream redactor before anything is kept: whole values are replaced, the
 //!   cut comes after, and nothing about the kept bytes depends on whether they are part of a
 //!   secret. Output still held by the redactor when the output stays open past the grace
@@ -19,7 +19,7 @@
 //!   a note of what the sandbox forbids (never a claim that it caused the failure).
 
 use crate::output::{OUTPUT_CAP, looks_binary, truncate_middle};
-use crate::{ToolContext, ToolOutput};
+use crate::{ToolOutput, ToolServices};
 use keel_sandbox::SandboxMode;
 use serde_json::Value;
 use std::io::Read;
@@ -164,7 +164,7 @@ fn spawn(
     }
 }
 
-pub async fn bash(args: &Value, ctx: &ToolContext) -> ToolOutput {
+pub async fn bash(args: &Value, ctx: &ToolServices) -> ToolOutput {
     let command = args.get("command").and_then(Value::as_str).unwrap_or("");
     let timeout = args
         .get("timeout_secs")

@@ -11,8 +11,8 @@
 //!   types are shown as they are; binary content is described, never dumped.
 //! - The result names the final URL and the content type.
 
-use crate::ToolContext;
 use crate::ToolOutput;
+use crate::ToolServices;
 use crate::output::{OUTPUT_CAP, truncate_middle};
 use serde_json::Value;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -75,7 +75,7 @@ pub fn is_internal(ip: IpAddr) -> bool {
     }
 }
 
-pub async fn web_fetch(args: &Value, ctx: &ToolContext) -> ToolOutput {
+pub async fn web_fetch(args: &Value, ctx: &ToolServices) -> ToolOutput {
     match tokio::time::timeout(TIMEOUT, fetch(args, ctx)).await {
         Ok(Ok(output)) => output,
         Ok(Err(message)) => ToolOutput::error(message),
@@ -86,7 +86,7 @@ pub async fn web_fetch(args: &Value, ctx: &ToolContext) -> ToolOutput {
     }
 }
 
-async fn fetch(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
+async fn fetch(args: &Value, ctx: &ToolServices) -> Result<ToolOutput, String> {
     let given = args.get("url").and_then(Value::as_str).unwrap_or("");
     let mut url =
         url::Url::parse(given).map_err(|error| format!("`{given}` is not a URL: {error}"))?;

@@ -9,7 +9,7 @@
 //!   refused at once, never waited on.
 //! - `edit_file` replaces an exact string that must match exactly once (unless `replace_all`);
 //!   otherwise nothing changes and the error shows where the text nearly matched.
-//! - With an editor (`ToolContext::editor`, ACP's `fs` capability) files inside the workspace
+//! - With an editor (`ToolServices::editor`, ACP's `fs` capability) files inside the workspace
 //!   are read and written through it (it sees unsaved buffers and owns the write), after the
 //!   same guard checks; files outside, and everything without an editor, go to the disk.
 //! - Reads are bounded: a line range on any file size, at most `MAX_LINES` lines and
@@ -18,7 +18,7 @@
 use crate::below_root::{FileBeneath, MissingParents, Written};
 use crate::output::{OUTPUT_CAP, looks_binary, truncate_middle};
 use crate::special_files::open_regular;
-use crate::{EditorFiles, ToolContext, ToolOutput};
+use crate::{EditorFiles, ToolOutput, ToolServices};
 use serde_json::Value;
 use std::io::BufRead;
 
@@ -29,7 +29,7 @@ fn text_arg<'a>(args: &'a Value, key: &str) -> &'a str {
     args.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-pub fn read_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
+pub fn read_file(args: &Value, ctx: &ToolServices) -> ToolOutput {
     let path = text_arg(args, "path");
     let resolved = match ctx.guard.resolve(path) {
         Ok(resolved) => resolved,
@@ -89,7 +89,7 @@ pub fn read_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
 
 /// The editor to go through for `resolved`, when there is one and the path is in a root.
 pub(crate) fn editor_for<'a>(
-    ctx: &'a ToolContext,
+    ctx: &'a ToolServices,
     resolved: &std::path::Path,
 ) -> Option<&'a dyn EditorFiles> {
     ctx.editor
@@ -148,7 +148,7 @@ fn numbered(
     )
 }
 
-pub fn write_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
+pub fn write_file(args: &Value, ctx: &ToolServices) -> ToolOutput {
     let path = text_arg(args, "path");
     let content = text_arg(args, "content");
     let target = match ctx.guard.write_target(path) {
@@ -196,7 +196,7 @@ pub fn write_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
     }
 }
 
-pub fn edit_file(args: &Value, ctx: &ToolContext) -> ToolOutput {
+pub fn edit_file(args: &Value, ctx: &ToolServices) -> ToolOutput {
     let path = text_arg(args, "path");
     let old = text_arg(args, "old_string");
     let new = text_arg(args, "new_string");
@@ -353,7 +353,7 @@ fn no_match_message(path: &str, text: &str, old: &str) -> String {
     message
 }
 
-pub fn list_dir(args: &Value, ctx: &ToolContext) -> ToolOutput {
+pub fn list_dir(args: &Value, ctx: &ToolServices) -> ToolOutput {
     let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
     let resolved = match ctx.guard.resolve(path) {
         Ok(resolved) => resolved,

@@ -6,7 +6,7 @@
 //!   runs; a failure is a specific message meant for the model, which may correct the call.
 //! - Tool schemas are constants: the tool part of every request is byte-stable.
 //! - A tool never panics on any input; every failure is a `ToolOutput` with `is_error`.
-//! - A file tool never holds its caller longer than `ToolContext::file_timeout`: past it, the
+//! - A file tool never holds its caller longer than `ToolServices::file_timeout`: past it, the
 //!   call returns an error (the blocked thread is abandoned).
 //! - A call's permission subject for a path tool is the path it will really touch (resolved
 //!   like the tool resolves it), so `./x`, `a/../x` and symlinks cannot dodge a path rule.
@@ -123,7 +123,7 @@ pub const DEFAULT_FILE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Where and how tools run.
 #[derive(Clone, Debug)]
-pub struct ToolContext {
+pub struct ToolServices {
     pub guard: WorkspaceGuard,
     pub bash_timeout: Duration,
     /// keel's secrets: removed from every command's environment.
@@ -175,9 +175,9 @@ pub trait EditorFiles: Send + Sync + std::fmt::Debug {
     fn write(&self, path: &std::path::Path, content: &str) -> Result<(), String>;
 }
 
-impl ToolContext {
-    pub fn new(guard: WorkspaceGuard) -> ToolContext {
-        ToolContext {
+impl ToolServices {
+    pub fn new(guard: WorkspaceGuard) -> ToolServices {
+        ToolServices {
             guard,
             bash_timeout: bash::DEFAULT_TIMEOUT,
             secrets: keel_types::Secrets::default(),
@@ -212,24 +212,24 @@ impl ToolContext {
     }
 
     /// The same context, telling `log` the process group of each command it starts.
-    pub fn with_process_log(&self, log: process::SharedProcessLog) -> ToolContext {
-        ToolContext {
+    pub fn with_process_log(&self, log: process::SharedProcessLog) -> ToolServices {
+        ToolServices {
             process_log: Some(log),
             ..self.clone()
         }
     }
 
     /// The same context, handing a command's output to `live` as it arrives.
-    pub fn with_live_output(self, live: LiveOutput) -> ToolContext {
-        ToolContext {
+    pub fn with_live_output(self, live: LiveOutput) -> ToolServices {
+        ToolServices {
             live_output: Some(live),
             ..self
         }
     }
 
     /// The same context with another file-tool timeout.
-    pub fn with_file_timeout(self, file_timeout: Duration) -> ToolContext {
-        ToolContext {
+    pub fn with_file_timeout(self, file_timeout: Duration) -> ToolServices {
+        ToolServices {
             file_timeout,
             ..self
         }
@@ -251,7 +251,7 @@ impl ValidCall {
     /// subject permission rules match and the file the tool touches cannot drift apart if the
     /// workspace changes in between (a write through a symlink swapped in later is refused by
     /// the directory-handle walk).
-    pub fn pinned(mut self, ctx: &ToolContext) -> ValidCall {
+    pub fn pinned(mut self, ctx: &ToolServices) -> ValidCall {
         let Some(path) = self.path_arg().map(str::to_string) else {
             return self;
         };
@@ -294,7 +294,7 @@ impl ValidCall {
     /// shown relative to the workspace, or absolute when outside it. A path that does not
     /// resolve keeps its raw text: the tool resolves it the same way and fails, so nothing runs
     /// on it, and the raw text still meets deny rules written for it. `todo_write` has none.
-    pub fn subject(&self, ctx: &ToolContext) -> String {
+    pub fn subject(&self, ctx: &ToolServices) -> String {
         match self.tool {
             BuiltinTool::Bash => self
                 .args
@@ -325,7 +325,7 @@ impl ValidCall {
 
     /// Whether the call needs permission beyond reading the workspace: it changes things, or
     /// it reads outside the workspace.
-    pub fn is_sensitive(&self, ctx: &ToolContext) -> bool {
+    pub fn is_sensitive(&self, ctx: &ToolServices) -> bool {
         if self.tool.changes_things() {
             return true;
         }
@@ -346,7 +346,7 @@ impl ValidCall {
     /// Why keel's own policy refuses this call before it runs, if it does: a write or an edit
     /// of a path outside the workspace and the added directories (keel only writes inside).
     /// The words are the model's; a person's card says `outside the workspace`.
-    pub fn refused_by_policy(&self, ctx: &ToolContext) -> Option<String> {
+    pub fn refused_by_policy(&self, ctx: &ToolServices) -> Option<String> {
         if !matches!(self.tool, BuiltinTool::WriteFile | BuiltinTool::EditFile) {
             return None;
         }
@@ -358,7 +358,7 @@ impl ValidCall {
     }
 
     /// Whether a read-only file tool reads outside the workspace (or where keel cannot tell).
-    pub fn reads_outside_workspace(&self, ctx: &ToolContext) -> bool {
+    pub fn reads_outside_workspace(&self, ctx: &ToolServices) -> bool {
         match self.tool {
             BuiltinTool::ReadFile
             | BuiltinTool::ListDir
@@ -375,7 +375,7 @@ impl ValidCall {
     }
 
     /// Run the call. Dropping the future cancels it (a running command is killed).
-    pub async fn run(&self, ctx: &ToolContext) -> ToolOutput {
+    pub async fn run(&self, ctx: &ToolServices) -> ToolOutput {
         match self.tool {
             BuiltinTool::Bash => bash::bash(&self.args, ctx).await,
             BuiltinTool::TodoWrite => specs::todo_write(&self.args),

@@ -10,7 +10,7 @@
 //! - A word naming nothing that exists is left as text; a file that exists but may not be
 //!   read is reported as not attached, with the reason.
 
-use crate::ToolContext;
+use crate::ToolServices;
 
 /// The paths a prompt mentions, in order, each once.
 pub fn mentions(prompt: &str) -> Vec<&str> {
@@ -29,7 +29,7 @@ pub fn mentions(prompt: &str) -> Vec<&str> {
 
 /// Whether a mention of `path` names something that exists (as the guard resolves it): what
 /// decides whether it is attached (or its refusal named) or ignored.
-pub fn names_something(path: &str, ctx: &ToolContext) -> bool {
+pub fn names_something(path: &str, ctx: &ToolServices) -> bool {
     ctx.guard
         .resolve(path)
         .is_ok_and(|resolved| std::fs::symlink_metadata(resolved).is_ok())
@@ -37,7 +37,7 @@ pub fn names_something(path: &str, ctx: &ToolContext) -> bool {
 
 /// The content to attach for a mention of `path`: `None` when it names nothing that exists,
 /// else what `read_file` returns, or why it may not be read.
-pub fn attachment(path: &str, ctx: &ToolContext) -> Option<Result<String, String>> {
+pub fn attachment(path: &str, ctx: &ToolServices) -> Option<Result<String, String>> {
     if !names_something(path, ctx) {
         return None;
     }
@@ -55,7 +55,7 @@ pub fn attachment(path: &str, ctx: &ToolContext) -> Option<Result<String, String
 /// that user or to root (another local user's file gives no instructions).
 pub fn instruction_file(
     path: &std::path::Path,
-    ctx: &ToolContext,
+    ctx: &ToolServices,
     cap: u64,
     owner: Option<u32>,
 ) -> Result<(Vec<u8>, u64), String> {
@@ -115,7 +115,7 @@ mod tests {
     fn an_attachment_is_what_read_file_returns_and_a_refusal_says_why() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("notes.txt"), "hello\n").unwrap();
-        let ctx = ToolContext::new(WorkspaceGuard::new(dir.path(), &[]).unwrap());
+        let ctx = ToolServices::new(WorkspaceGuard::new(dir.path(), &[]).unwrap());
         let attached = attachment("notes.txt", &ctx).unwrap().unwrap();
         assert!(attached.contains("hello"), "{attached}");
         assert_eq!(attachment("missing.txt", &ctx), None);

@@ -13,7 +13,7 @@
 //!   browser's card, serve's waiting list, an editor's request all show this one value. Bytes
 //!   that are not text and hold a secret are not shown at all. The write itself is unchanged.
 
-use crate::ToolContext;
+use crate::ToolServices;
 use crate::below_root::{FileBeneath, MissingParents};
 use crate::files::{Edited, edited};
 use serde_json::Value;
@@ -28,7 +28,7 @@ fn text_arg<'a>(args: &'a Value, key: &str) -> &'a str {
 }
 
 /// The preview of a `write_file` or `edit_file` call, redacted; `None` for any other tool.
-pub fn preview(tool: &str, args: &Value, ctx: &ToolContext) -> Option<Preview> {
+pub fn preview(tool: &str, args: &Value, ctx: &ToolServices) -> Option<Preview> {
     unredacted(tool, args, ctx).map(|preview| redacted(preview, &ctx.secrets))
 }
 
@@ -58,7 +58,7 @@ fn redacted(preview: Preview, secrets: &keel_types::Secrets) -> Preview {
     }
 }
 
-fn unredacted(tool: &str, args: &Value, ctx: &ToolContext) -> Option<Preview> {
+fn unredacted(tool: &str, args: &Value, ctx: &ToolServices) -> Option<Preview> {
     if tool != "write_file" && tool != "edit_file" {
         return None;
     }
@@ -125,10 +125,10 @@ mod tests {
     use super::*;
     use crate::{ToolRegistry, WorkspaceGuard};
 
-    fn context() -> (tempfile::TempDir, ToolContext) {
+    fn context() -> (tempfile::TempDir, ToolServices) {
         let dir = tempfile::tempdir().unwrap();
         let guard = WorkspaceGuard::new(dir.path(), &[]).unwrap();
-        (dir, ToolContext::new(guard))
+        (dir, ToolServices::new(guard))
     }
 
     fn args(json: &str) -> Value {
@@ -159,7 +159,7 @@ mod tests {
     #[test]
     fn a_preview_never_holds_a_secret() {
         let (dir, ctx) = context();
-        let ctx = ToolContext {
+        let ctx = ToolServices {
             secrets: keel_types::Secrets::from_names(["CANARY_KEY".to_string()], |_| {
                 Some("sk-canary-0123456789".to_string())
             }),

@@ -23,7 +23,7 @@ pub trait ProcessLog: Send + Sync + std::fmt::Debug {
     fn started(&self, identity: &ProcessIdentity);
 }
 
-/// A `ProcessLog` in a `ToolContext`.
+/// A `ProcessLog` in a `ToolServices`.
 pub type SharedProcessLog = Arc<dyn ProcessLog>;
 
 fn boot_id() -> Option<String> {

@@ -10,12 +10,12 @@
 //!   a regular file only, through the parent's directory handle. With an editor (ACP's `fs`)
 //!   text goes back through it, after the same checks, so its open buffer is what is restored.
 
-use crate::ToolContext;
+use crate::ToolServices;
 use crate::below_root::{FileBeneath, MissingParents};
 use std::path::Path;
 
 /// Write `content` at `path`, or remove what is there (`None`: it did not exist).
-pub fn restore_file(ctx: &ToolContext, path: &str, content: Option<&[u8]>) -> Result<(), String> {
+pub fn restore_file(ctx: &ToolServices, path: &str, content: Option<&[u8]>) -> Result<(), String> {
     let target = ctx
         .guard
         .write_target(path)
@@ -69,7 +69,7 @@ mod tests {
         std::fs::create_dir(root.join("inner")).unwrap();
         std::fs::write(root.join("inner/x.txt"), "inner\n").unwrap();
         std::os::unix::fs::symlink(root.join("inner"), root.join("link")).unwrap();
-        let ctx = ToolContext::new(WorkspaceGuard::new(&root, &[]).unwrap());
+        let ctx = ToolServices::new(WorkspaceGuard::new(&root, &[]).unwrap());
         let through = root.join("link/x.txt").display().to_string();
         for content in [Some(&b"new\n"[..]), None] {
             let refused = restore_file(&ctx, &through, content).unwrap_err();

@@ -11,7 +11,7 @@
 
 use crate::output::{OUTPUT_CAP, truncate_middle};
 use crate::special_files::{FileKind, kernel_tree, open_regular};
-use crate::{ToolContext, ToolOutput};
+use crate::{ToolOutput, ToolServices};
 use grep_matcher::Matcher;
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::sinks::Lossy;
@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 const MAX_RESULTS: usize = 500;
 const MAX_MATCHES: usize = 200;
 
-fn root(args: &Value, ctx: &ToolContext) -> Result<PathBuf, ToolOutput> {
+fn root(args: &Value, ctx: &ToolServices) -> Result<PathBuf, ToolOutput> {
     let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
     let resolved = ctx
         .guard
@@ -54,7 +54,7 @@ fn root(args: &Value, ctx: &ToolContext) -> Result<PathBuf, ToolOutput> {
 }
 
 /// A walk of `root` that never enters a kernel tree or a path the sandbox hides.
-fn walker(root: &Path, ctx: &ToolContext) -> ignore::Walk {
+fn walker(root: &Path, ctx: &ToolServices) -> ignore::Walk {
     let hidden = ctx.sandbox.as_ref().map(crate::CommandSandbox::walk_policy);
     ignore::WalkBuilder::new(root)
         .hidden(false)
@@ -69,7 +69,7 @@ fn walker(root: &Path, ctx: &ToolContext) -> ignore::Walk {
         .build()
 }
 
-pub fn glob(args: &Value, ctx: &ToolContext) -> ToolOutput {
+pub fn glob(args: &Value, ctx: &ToolServices) -> ToolOutput {
     let pattern = args.get("pattern").and_then(Value::as_str).unwrap_or("");
     let matcher = match globset::GlobBuilder::new(pattern)
         .literal_separator(false)
@@ -112,7 +112,7 @@ pub fn glob(args: &Value, ctx: &ToolContext) -> ToolOutput {
     ToolOutput::ok(content, format!("{total} paths match {pattern}"))
 }
 
-pub fn grep(args: &Value, ctx: &ToolContext) -> ToolOutput {
+pub fn grep(args: &Value, ctx: &ToolServices) -> ToolOutput {
     let pattern = args.get("pattern").and_then(Value::as_str).unwrap_or("");
     let case_insensitive = args
         .get("case_insensitive")

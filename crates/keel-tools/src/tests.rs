@@ -3,17 +3,17 @@
 use super::*;
 use std::time::{Duration, Instant};
 
-fn context() -> (tempfile::TempDir, ToolContext) {
+fn context() -> (tempfile::TempDir, ToolServices) {
     let dir = tempfile::tempdir().unwrap();
     let guard = WorkspaceGuard::new(dir.path(), &[]).unwrap();
-    (dir, ToolContext::new(guard))
+    (dir, ToolServices::new(guard))
 }
 
 fn registry() -> ToolRegistry {
     ToolRegistry::new().unwrap()
 }
 
-async fn call(ctx: &ToolContext, name: &str, args: &str) -> ToolOutput {
+async fn call(ctx: &ToolServices, name: &str, args: &str) -> ToolOutput {
     match registry().validate(name, args) {
         Ok(call) => call.run(ctx).await,
         Err(message) => panic!("validation failed: {message}"),
@@ -444,7 +444,7 @@ async fn bash_output_is_redacted_even_where_it_is_cut() {
     let secrets = keel_types::Secrets::from_names(["CANARY_KEY".to_string()], |_| {
         Some("sk-canary-0123456789abcdef".into())
     });
-    let ctx = ToolContext { secrets, ..ctx };
+    let ctx = ToolServices { secrets, ..ctx };
     // Place the key across the middle cut: more than the cap of output around it.
     let half = crate::output::OUTPUT_CAP / 2;
     let command = format!(
@@ -484,7 +484,7 @@ async fn a_commands_output_reaches_the_live_view_as_it_arrives_and_redacted() {
             .unwrap()
             .push((std::time::Instant::now(), text.to_string()));
     }));
-    let ctx = ToolContext { secrets, ..ctx }.with_live_output(live);
+    let ctx = ToolServices { secrets, ..ctx }.with_live_output(live);
     // The key is written in two halves, a pause apart; a line comes well before the end.
     let command = "echo first; sleep 0.4; printf sk-canary-0123; sleep 0.2; printf '456789abcdef\\n'; echo last";
     let started = std::time::Instant::now();
@@ -517,7 +517,7 @@ async fn grep_cannot_probe_a_secret_a_character_at_a_time() {
     let (dir, ctx) = context();
     let key = "sk-4f9a1c2e7b3d5a60";
     let secrets = keel_types::Secrets::from_names(["PROBE_KEY".to_string()], |_| Some(key.into()));
-    let ctx = ToolContext { secrets, ..ctx };
+    let ctx = ToolServices { secrets, ..ctx };
     std::fs::write(
         dir.path().join(".env"),
         format!("PROBE_KEY={key}\nOTHER=1\n"),
@@ -563,7 +563,7 @@ async fn a_cancelled_confined_command_leaves_no_git_redirect() {
             ..Default::default()
         },
     );
-    let ctx = ToolContext {
+    let ctx = ToolServices {
         sandbox: Some(CommandSandbox {
             sandbox: std::sync::Arc::new(sandbox),
             mode: keel_sandbox::SandboxMode::WorkspaceWrite,

@@ -13,10 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-fn context() -> (tempfile::TempDir, ToolContext) {
+fn context() -> (tempfile::TempDir, ToolServices) {
     let dir = tempfile::tempdir().unwrap();
     let guard = WorkspaceGuard::new(dir.path(), &[]).unwrap();
-    (dir, ToolContext::new(guard))
+    (dir, ToolServices::new(guard))
 }
 
 fn valid(name: &str, args: Value) -> ValidCall {
@@ -279,7 +279,7 @@ fn writes_land_in_added_directories() {
     let workspace = tempfile::tempdir().unwrap();
     let extra = tempfile::tempdir().unwrap();
     let guard = WorkspaceGuard::new(workspace.path(), &[extra.path().to_path_buf()]).unwrap();
-    let ctx = ToolContext::new(guard);
+    let ctx = ToolServices::new(guard);
     let path = extra.path().join("deep/x.txt");
     let args = json!({"path": path.display().to_string(), "content": "x\n"});
     let output = files::write_file(&args, &ctx);

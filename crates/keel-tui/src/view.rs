@@ -295,6 +295,11 @@ impl LiveView {
         self.commits.extend(lines);
     }
 
+    /// Lines styled already (a command's diff), into the scrollback as they are.
+    pub fn commit(&mut self, lines: Vec<Line>) {
+        self.commits.extend(lines);
+    }
+
     /// The person's prompt, as sent, into the scrollback.
     pub fn said_by_user(&mut self, text: &str) {
         self.commits.push(Line::empty());

@@ -105,12 +105,12 @@ pub enum InputKind {
 /// How full the model's context is, in tokens (the provider's count after each response, an
 /// estimate between responses).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ContextUse {
+pub struct WindowUse {
     pub used: u64,
     pub window: u64,
 }
 
-impl ContextUse {
+impl WindowUse {
     /// Percent of the window used, rounded down (above 100 when over the window).
     pub fn percent(&self) -> u64 {
         (self.used.saturating_mul(100))
@@ -272,7 +272,7 @@ pub enum EventBody {
         not_ready_reason: Option<String>,
         /// Context used / window after the turn, when the model's window is known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        context: Option<ContextUse>,
+        context: Option<WindowUse>,
         /// What the turn's tokens cost, where the model has a price (keel's table or the
         /// user's `[providers.X.price]`); absent otherwise.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -186,7 +186,7 @@ fn users_config() -> anyhow::Result<keel_config::KeelConfig> {
     let home = crate::settings::keel_home()?;
     Ok(keel_config::KeelConfig::load(
         &home.join("config.toml"),
-        keel_config::ProjectFiles::default(),
+        keel_config::WorkspaceFiles::default(),
         keel_config::WorkspaceTrust::Untrusted,
         keel_config::Overrides::default(),
     )?)

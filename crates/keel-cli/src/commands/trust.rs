@@ -14,7 +14,7 @@
 use crate::cli::{CommonArgs, TrustArgs};
 use crate::{Outcome, UsageError, settings};
 use keel_config::{
-    IgnoredValue, KeelConfig, ProjectFiles, RecordState, TrustStore, WorkspaceTrust, state_of,
+    IgnoredValue, KeelConfig, RecordState, TrustStore, WorkspaceFiles, WorkspaceTrust, state_of,
 };
 use keel_render::visible_line;
 use std::io::{BufRead, IsTerminal, Write};
@@ -58,16 +58,16 @@ pub fn run(common: &CommonArgs, args: &TrustArgs) -> anyhow::Result<Outcome> {
         }
         return Ok(Outcome::Completed);
     }
-    let files = ProjectFiles::read(&workspace)?;
+    let files = WorkspaceFiles::read(&workspace)?;
     if files.is_empty() {
         println!("{shown} has no keel.toml or .mcp.json: nothing to trust");
         return Ok(Outcome::Completed);
     }
     let asked = untrusted_view(common, &home, files)?;
     print_asked(&shown, asked.ignored());
-    print_files(asked.project_files());
-    store.record(&workspace, asked.project_files())?;
-    let names: Vec<&str> = asked.project_files().present().map(|f| f.name).collect();
+    print_files(asked.workspace_files());
+    store.record(&workspace, asked.workspace_files())?;
+    let names: Vec<&str> = asked.workspace_files().present().map(|f| f.name).collect();
     println!(
         "trusted {shown} for these exact contents of {} (a change to them asks again; \
          `keel trust --revoke` undoes this)",
@@ -80,7 +80,7 @@ pub fn run(common: &CommonArgs, args: &TrustArgs) -> anyhow::Result<Outcome> {
 fn untrusted_view(
     common: &CommonArgs,
     home: &Path,
-    files: ProjectFiles,
+    files: WorkspaceFiles,
 ) -> anyhow::Result<KeelConfig> {
     Ok(KeelConfig::load(
         &home.join("config.toml"),
@@ -96,7 +96,7 @@ const SHOWN_LINES: usize = 400;
 /// Every line of each file, numbered and escaped: trusting a file applies all of it (a table's
 /// command and arguments, values your settings allow today and would not tomorrow), so all of
 /// it is shown, not only what loosens your settings now.
-fn print_files(files: &ProjectFiles) {
+fn print_files(files: &WorkspaceFiles) {
     for file in files.present() {
         let lines: Vec<&str> = file.text.lines().collect();
         println!(
@@ -133,7 +133,7 @@ fn list(store: &TrustStore) -> anyhow::Result<Outcome> {
         println!("no workspace is trusted");
     }
     for (path, record) in records {
-        let state = match ProjectFiles::read(&path) {
+        let state = match WorkspaceFiles::read(&path) {
             Ok(files) => match state_of(&record, &files) {
                 RecordState::Current => "trusted",
                 RecordState::Changed => "changed since trusted (asks again)",
@@ -158,7 +158,7 @@ pub fn ask_at_start(common: &CommonArgs, workspace: &Path) -> anyhow::Result<boo
         return Ok(false);
     }
     let home = settings::keel_home()?;
-    let files = ProjectFiles::read(workspace)?;
+    let files = WorkspaceFiles::read(workspace)?;
     if files.is_empty()
         || settings::decide_trust(common, &home, workspace, &files) == WorkspaceTrust::Trusted
     {
@@ -170,13 +170,13 @@ pub fn ask_at_start(common: &CommonArgs, workspace: &Path) -> anyhow::Result<boo
     }
     let shown = visible_line(&workspace.display().to_string()).into_owned();
     print_asked(&shown, asked.ignored());
-    print_files(asked.project_files());
+    print_files(asked.workspace_files());
     print!("Trust this workspace and apply these files? They came with the repository. [y/N] ");
     std::io::stdout().flush()?;
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
     if matches!(answer.trim(), "y" | "Y" | "yes") {
-        TrustStore::in_home(&home).record(workspace, asked.project_files())?;
+        TrustStore::in_home(&home).record(workspace, asked.workspace_files())?;
         println!("trusted (for these exact contents; `keel trust --revoke` undoes it)");
     } else {
         println!("not trusted: the session runs on your own settings");

@@ -5,30 +5,31 @@
 //! never the instructions themselves — `/transcript` shows the block whole; the figures are
 //! estimates of the next request, and say so.
 
+use crate::terminal::shown::Shown;
 use keel_agent::{Controller, Reloaded};
 use keel_render::visible_line;
 
-/// Show the session's context block (`show`), or read it again.
-pub fn run(controller: &Controller, show: bool) {
+/// The session's context block (`show`), or read it again and say how that went.
+pub fn run(controller: &Controller, show: bool, shown: &mut Shown) {
     if !show {
         match controller.reload_context() {
-            Ok(Reloaded::Unchanged) => eprintln!("context: unchanged"),
+            Ok(Reloaded::Unchanged) => shown.say("context: unchanged"),
             Ok(Reloaded::BeforeFirstPrompt) => {
-                eprintln!("context: read again; the first prompt carries it")
+                shown.say("context: read again; the first prompt carries it")
             }
-            Ok(Reloaded::NotNow(why)) => eprintln!("context: not replaced: {why}"),
-            Ok(Reloaded::Rewritten { revision }) => eprintln!(
+            Ok(Reloaded::NotNow(why)) => shown.say(format!("context: not replaced: {why}")),
+            Ok(Reloaded::Rewritten { revision }) => shown.say(format!(
                 "context: replaced (history revision {revision}); the prompt prefix changes once \
                  (instructions_changed)"
-            ),
+            )),
             Err(error) => {
-                eprintln!("error: {}", visible_line(&error.to_string()));
+                shown.error(visible_line(&error.to_string()));
                 return;
             }
         }
     }
     if show {
-        window_parts(controller);
+        window_parts(controller, shown);
     }
     match controller.context_report() {
         Ok(report) => {
@@ -37,38 +38,38 @@ pub fn run(controller: &Controller, show: bool) {
             } else {
                 "goes with the next prompt"
             };
-            eprintln!("context block: ~{} tokens, {state}", report.tokens);
+            shown.say(format!("context block: ~{} tokens, {state}", report.tokens));
             if report.sources.is_empty() {
-                eprintln!(
+                shown.say(
                     "  no instruction files (AGENTS.md, or the names in instruction_files, in \
-                     the workspace, its parents up to the repository root, or $KEEL_HOME)"
+                     the workspace, its parents up to the repository root, or $KEEL_HOME)",
                 );
             }
             for source in &report.sources {
                 let path = visible_line(&source.path);
                 if let Some(why) = &source.refused {
-                    eprintln!("  {path}: not read: {}", visible_line(why));
+                    shown.say(format!("  {path}: not read: {}", visible_line(why)));
                 } else if source.kept < source.bytes {
-                    eprintln!(
+                    shown.say(format!(
                         "  {path}: {} of {} bytes (cut: instructions are bounded)",
                         source.kept, source.bytes
-                    );
+                    ));
                 } else {
-                    eprintln!("  {path}: {} bytes", source.bytes);
+                    shown.say(format!("  {path}: {} bytes", source.bytes));
                 }
             }
         }
-        Err(error) => eprintln!("error: {}", visible_line(&error.to_string())),
+        Err(error) => shown.error(visible_line(&error.to_string())),
     }
 }
 
 /// The next request's parts, largest share first in the person's eyes: each part's estimated
 /// tokens and its share of the window.
-fn window_parts(controller: &Controller) {
-    let parts = match controller.context_parts() {
+fn window_parts(controller: &Controller, shown: &mut Shown) {
+    let parts = match controller.window_parts() {
         Ok(parts) => parts,
         Err(error) => {
-            eprintln!("error: {}", visible_line(&error.to_string()));
+            shown.error(visible_line(&error.to_string()));
             return;
         }
     };
@@ -76,7 +77,7 @@ fn window_parts(controller: &Controller) {
         Some(window) if window > 0 => format!("{:>3}%", tokens * 100 / window),
         _ => String::new(),
     };
-    eprintln!("what fills the window (estimated, for the next request):");
+    shown.say("what fills the window (estimated, for the next request):");
     for (name, tokens) in [
         ("system prompt", parts.system),
         ("tool specs", parts.tools),
@@ -84,19 +85,23 @@ fn window_parts(controller: &Controller) {
         ("conversation", parts.conversation),
         ("tool results", parts.tool_results),
     ] {
-        eprintln!("  {name:<14} ~{:>7} tokens {}", tokens, share(tokens));
+        shown.say(format!(
+            "  {name:<14} ~{:>7} tokens {}",
+            tokens,
+            share(tokens)
+        ));
     }
     match parts.window {
-        Some(window) => eprintln!(
+        Some(window) => shown.say(format!(
             "  {:<14} ~{:>7} tokens {} of a {window}-token window; /compact frees history",
             "total",
             parts.total(),
             share(parts.total())
-        ),
-        None => eprintln!(
+        )),
+        None => shown.say(format!(
             "  {:<14} ~{:>7} tokens (the model's window is unknown)",
             "total",
             parts.total()
-        ),
+        )),
     }
 }

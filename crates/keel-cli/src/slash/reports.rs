@@ -1,5 +1,6 @@
-//! The slash commands that report on the session: `/status` and `/permissions` (both
-//! surfaces of the terminal print them on stderr, under the command that asked).
+//! The slash commands that report on the session (`/status`, `/permissions`, `/diff`) and
+//! `/model`'s picker: each fills a `Shown` that the terminal surface draws under the command
+//! that asked.
 //!
 //! Invariants:
 //! - They read, never change: the session, the config and the store are as they were.
@@ -7,12 +8,13 @@
 //! - Text from config files and the store (model names, rules, paths) is shown escaped.
 
 use crate::cli::CommonArgs;
+use crate::terminal::shown::{Answered, Question, Reply, Shown};
 use keel_agent::Controller;
 use keel_llm::KeyOrigin;
 use keel_render::visible_line;
 
 /// `/status`: model, endpoint, mode, sandbox, session, context and spend.
-pub fn status(controller: &Controller) {
+pub fn status(controller: &Controller, shown: &mut Shown) {
     let settings = controller.settings();
     let profile = &settings.profile;
     let key = profile.accounts.first().map_or_else(
@@ -54,7 +56,7 @@ pub fn status(controller: &Controller) {
         ("spend", spend_line(controller)),
     ];
     for (name, value) in rows {
-        eprintln!("  {name:<10} {value}");
+        shown.say(format!("  {name:<10} {value}"));
     }
 }
 
@@ -83,7 +85,7 @@ fn sandbox_line(settings: &keel_agent::AgentSettings) -> String {
 }
 
 fn context_line(controller: &Controller) -> String {
-    match controller.context_use() {
+    match controller.window_use() {
         Some(context) => format!(
             "{}% of the window ({} of {} tokens); /compact frees it",
             context.percent(),
@@ -111,61 +113,60 @@ fn spend_line(controller: &Controller) -> String {
 
 /// `/permissions`: the mode, whether read-only commands ask, and each rule with its source
 /// (the configuration as it reads now).
-pub fn permissions(controller: &Controller, common: &CommonArgs) {
-    eprintln!(
+pub fn permissions(controller: &Controller, common: &CommonArgs, shown: &mut Shown) {
+    shown.say(format!(
         "  mode       {} (Shift+Tab cycles; deny and ask rules apply in every mode)",
         controller.permission_mode().as_str()
-    );
+    ));
     let workspace = controller.settings().workspace.clone();
     let config = match crate::settings::load_config(common, &workspace) {
         Ok(config) => config,
         Err(error) => {
-            eprintln!(
+            shown.say(format!(
                 "  cannot read the configuration: {}",
                 visible_line(&format!("{error:#}"))
-            );
+            ));
             return;
         }
     };
     let rules = config.rules();
     if rules.is_empty() {
-        eprintln!(
+        shown.say(
             "  rules      none: [permissions] allow / ask / deny in config.toml or a trusted \
-             keel.toml add them"
+             keel.toml add them",
         );
     }
     for rule in rules {
-        eprintln!(
+        shown.say(format!(
             "  {:<10} {}  ({})",
             rule.list.as_str(),
             visible_line(&rule.text),
             visible_line(&rule.source.to_string())
-        );
+        ));
     }
-    eprintln!(
+    shown.say(format!(
         "  read-only commands (ls, git status, …) {}",
         if controller.settings().policy.asks_read_only_commands() {
             "ask (ask_read_only_commands = true)"
         } else {
             "run without asking when the sandbox is enforced"
         }
-    );
+    ));
 }
 
 /// `/diff`: each file this session changed, as a numbered diff from what it was before; what
 /// keel did not keep is named; outside git, that commands' changes are not known.
-pub fn diff(controller: &Controller) {
+pub fn diff(controller: &Controller, shown: &mut Shown) {
     let diff = match controller.session_diff() {
         Ok(diff) => diff,
         Err(error) => {
-            eprintln!("error: {}", visible_line(&error.to_string()));
+            shown.error(visible_line(&error.to_string()));
             return;
         }
     };
     let width = crate::render::terminal_width();
-    let colors = crate::render::stderr_colors();
     if diff.files.is_empty() && diff.unknown.is_empty() {
-        eprintln!("this session changed nothing in the workspace (or a rewind undid it)");
+        shown.say("this session changed nothing in the workspace (or a rewind undid it)");
     }
     for file in &diff.files {
         let what = match (&file.before, &file.now) {
@@ -190,68 +191,68 @@ pub fn diff(controller: &Controller) {
             )
             .lines(width),
         );
-        eprint!("{}", keel_render::to_ansi(&lines, colors));
+        shown.lines(lines);
     }
     for (path, why) in &diff.unknown {
-        eprintln!(
+        shown.say(format!(
             "{}: changed, but keel did not keep what it was before ({})",
             visible_line(path),
             visible_line(why)
-        );
+        ));
     }
     if !diff.commands_covered {
-        eprintln!(
+        shown.say(
             "not a git repository: these are the file tools' changes only; what commands \
-             changed is not known here"
+             changed is not known here",
         );
     }
 }
 
 /// `/model` without a model: the current one, then (on a terminal) the configured models to
-/// pick from by number; `None` keeps the current one.
-pub fn pick_model(controller: &Controller, common: &CommonArgs) -> Option<String> {
+/// pick from by number; an answer that names another one switches to it.
+pub fn pick_model(controller: &Controller, common: &CommonArgs) -> Reply {
     use std::io::IsTerminal;
     let settings = controller.settings();
     let current = format!("{}/{}", settings.profile.name, settings.model);
-    eprintln!("model: {}", visible_line(&current));
+    let mut shown = Shown::new();
+    shown.say(format!("model: {}", visible_line(&current)));
     if !std::io::stdin().is_terminal() {
-        return None;
+        return Reply::Done(shown, None);
     }
     let models = configured_models(controller, common);
     if models.len() < 2 {
-        return None;
+        return Reply::Done(shown, None);
     }
     for (number, model) in models.iter().enumerate() {
         let mark = if *model == current { "*" } else { " " };
-        eprintln!("{mark} {:>2}  {}", number + 1, visible_line(model));
+        shown.say(format!("{mark} {:>2}  {}", number + 1, visible_line(model)));
     }
-    eprint!(
+    let prompt = format!(
         "switch to [a number; Enter keeps {}]: ",
         visible_line(&current)
     );
-    let answer = crate::terminal::answer_line::read_answer_line()?;
-    let answer = answer.trim();
-    if answer.is_empty() {
-        eprintln!("kept {}", visible_line(&current));
-        return None;
-    }
-    match answer.parse::<usize>().ok().and_then(|n| n.checked_sub(1)) {
-        Some(index) if index < models.len() && models[index] != current => {
-            Some(models[index].clone())
-        }
-        Some(index) if index < models.len() => {
-            eprintln!("kept {}", visible_line(&current));
-            None
-        }
-        _ => {
-            eprintln!(
-                "kept {}: `{}` is not a number from the list (/model PROVIDER/ID names any)",
-                visible_line(&current),
+    Reply::Ask(Question::new(shown, prompt, move |answer| {
+        let mut shown = Shown::new();
+        let Some(answer) = answer else {
+            return Answered::Show(shown);
+        };
+        let answer = answer.trim();
+        let kept = format!("kept {}", visible_line(&current));
+        match answer.parse::<usize>().ok().and_then(|n| n.checked_sub(1)) {
+            _ if answer.is_empty() => shown.say(kept),
+            Some(index) if index < models.len() && models[index] != current => {
+                return Answered::Run(keel_agent::SurfaceCommand::Model(Some(
+                    models[index].clone(),
+                )));
+            }
+            Some(index) if index < models.len() => shown.say(kept),
+            _ => shown.say(format!(
+                "{kept}: `{}` is not a number from the list (/model PROVIDER/ID names any)",
                 visible_line(answer)
-            );
-            None
+            )),
         }
-    }
+        Answered::Show(shown)
+    }))
 }
 
 /// The models `/model` offers: the current provider's known models (the current one first

@@ -6,7 +6,9 @@
 
 use crate::cli::CommonArgs;
 use crate::session_setup::{open_controller, prepare};
+use crate::terminal::shown::{Answered, Question, Reply, Shown};
 use crate::{Outcome, UsageError};
+use keel_agent::SurfaceCommand;
 use keel_agent::{Controller, HeadlessApprover, RewindReport, RewindScope};
 use keel_render::visible_line;
 use std::sync::Arc;
@@ -34,7 +36,9 @@ pub fn run(
     let report = controller
         .rewind(to, scope, force)
         .map_err(|error| UsageError(error.to_string()))?;
-    print_report(&report, to);
+    let mut shown = Shown::new();
+    report_lines(&report, to, &mut shown);
+    shown.print(keel_render::Colors::None);
     Ok(if report.conflicts.is_empty() {
         Outcome::Completed
     } else {
@@ -100,14 +104,15 @@ fn last_turn(transcript: &keel_agent::Transcript) -> u64 {
         .unwrap_or(0)
 }
 
-/// The turns the conversation holds, each with the first line of its prompt, and the one the
-/// person picks (Enter: the last); `None` when they pick none.
-pub fn pick_turn(controller: &Controller) -> Option<u64> {
+/// The turns the conversation holds, each with the first line of its prompt, to pick one
+/// from (Enter: the last; `q` keeps all); the answer rewinds with `scope` and `force`.
+pub fn pick_turn(controller: &Controller, scope: RewindScope, force: bool) -> Reply {
+    let mut shown = Shown::new();
     let transcript = match controller.transcript() {
         Ok(transcript) => transcript,
         Err(error) => {
-            eprintln!("error: {}", visible_line(&error.to_string()));
-            return None;
+            shown.error(visible_line(&error.to_string()));
+            return Reply::Done(shown, None);
         }
     };
     let mut turns: Vec<(u64, String)> = Vec::new();
@@ -125,71 +130,91 @@ pub fn pick_turn(controller: &Controller) -> Option<u64> {
         }
     }
     let Some((last, _)) = turns.last().cloned() else {
-        eprintln!("nothing to rewind: the conversation holds no turn");
-        return None;
+        shown.say("nothing to rewind: the conversation holds no turn");
+        return Reply::Done(shown, None);
     };
-    eprintln!("turns of this conversation (a rewind undoes the turn picked and every later one):");
+    shown.say("turns of this conversation (a rewind undoes the turn picked and every later one):");
     for (turn, said) in &turns {
-        eprintln!("  {turn:>3}  {}", visible_line(said));
+        shown.say(format!("  {turn:>3}  {}", visible_line(said)));
     }
-    eprint!("rewind to before turn [{last}] (a number, Enter for {last}, q to keep all): ");
-    let answer = crate::terminal::answer_line::read_answer_line()?;
-    match answer.trim() {
-        "" => Some(last),
-        "q" | "Q" => None,
-        typed => match typed.parse::<u64>() {
-            Ok(turn) if turns.iter().any(|(known, _)| *known == turn) => Some(turn),
-            _ => {
-                eprintln!(
+    let prompt =
+        format!("rewind to before turn [{last}] (a number, Enter for {last}, q to keep all): ");
+    Reply::Ask(Question::new(shown, prompt, move |answer| {
+        let rewind = |turn: u64| {
+            Answered::Run(SurfaceCommand::Rewind {
+                to: Some(turn),
+                code: scope.code,
+                conversation: scope.conversation,
+                force,
+                pick: false,
+            })
+        };
+        let mut shown = Shown::new();
+        match answer.map(str::trim) {
+            None | Some("q" | "Q") => {}
+            Some("") => return rewind(last),
+            Some(typed) => match typed.parse::<u64>() {
+                Ok(turn) if turns.iter().any(|(known, _)| *known == turn) => return rewind(turn),
+                _ => shown.say(format!(
                     "no turn `{}` to rewind to: nothing was changed",
                     visible_line(typed)
-                );
-                None
-            }
-        },
-    }
+                )),
+            },
+        }
+        Answered::Show(shown)
+    }))
 }
 
 /// Rewind from the interactive session (`/undo`: the last turn).
-pub fn interactive(controller: &Controller, to: Option<u64>, scope: RewindScope, force: bool) {
+pub fn interactive(
+    controller: &Controller,
+    to: Option<u64>,
+    scope: RewindScope,
+    force: bool,
+    shown: &mut Shown,
+) {
     let last = match controller.last_turn_in_history() {
         Ok(last) => last,
         Err(error) => {
-            eprintln!("error: {}", visible_line(&error.to_string()));
+            shown.error(visible_line(&error.to_string()));
             return;
         }
     };
     let Some(to) = to.or(last) else {
-        eprintln!("nothing to undo: the conversation holds no turn");
+        shown.say("nothing to undo: the conversation holds no turn");
         return;
     };
     match controller.rewind(to, scope, force) {
-        Ok(report) => print_report(&report, to),
-        Err(error) => eprintln!("error: {}", visible_line(&error.to_string())),
+        Ok(report) => report_lines(&report, to, shown),
+        Err(error) => shown.error(visible_line(&error.to_string())),
     }
 }
 
-fn print_report(report: &RewindReport, to: u64) {
+fn report_lines(report: &RewindReport, to: u64, shown: &mut Shown) {
     for path in &report.restored {
-        eprintln!("restored {}", visible_line(path));
+        shown.say(format!("restored {}", visible_line(path)));
     }
     for (path, retrieve) in &report.saved {
-        eprintln!(
+        shown.say(format!(
             "restored {} — it changed while a command ran; what it held is kept: {}",
             visible_line(path),
             visible_line(retrieve)
-        );
+        ));
     }
     for (path, why) in &report.conflicts {
-        eprintln!("conflict {}: {}", visible_line(path), visible_line(why));
+        shown.say(format!(
+            "conflict {}: {}",
+            visible_line(path),
+            visible_line(why)
+        ));
     }
     for what in &report.not_restorable {
-        eprintln!("not restored: {}", visible_line(what));
+        shown.say(format!("not restored: {}", visible_line(what)));
     }
     match report.revision {
-        Some(revision) => eprintln!(
+        Some(revision) => shown.say(format!(
             "conversation: back to before turn {to} (history revision {revision}; the earlier one stays readable)"
-        ),
-        None => eprintln!("conversation: unchanged"),
+        )),
+        None => shown.say("conversation: unchanged"),
     }
 }

@@ -16,6 +16,7 @@ use crate::signals::StopSignals;
 use crate::terminal::approval_prompt::TerminalApprover;
 use crate::terminal::completion::{LineHelper, bind_newline_keys};
 use crate::terminal::session_driver::{SessionDriver, ask_trust_first, print_where_you_were};
+use crate::terminal::shown::{Answered, Reply};
 use keel_agent::{Controller, Line};
 use keel_render::visible_line;
 use rustyline::error::ReadlineError;
@@ -59,7 +60,7 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
     let signals = StopSignals::register()?;
     let mut driver =
         SessionDriver::new(common, controller, approver, signals, Some(start_rendering));
-    driver.banner();
+    driver.banner().print(crate::render::stderr_colors());
     if let Some(controller) = &driver.controller {
         print_where_you_were(controller, common, keel_render::Colors::from_env());
     }
@@ -107,7 +108,7 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
                     }
                     Line::Command(command) => {
                         let _ = editor.add_history_entry(text);
-                        driver.command(command).await?
+                        run_command(&mut driver, command).await?
                     }
                     Line::Unknown(name) => {
                         eprintln!(
@@ -144,6 +145,34 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
         eprintln!("session {id} is saved · resume it with: keel -c   (or: keel --session {id})");
     }
     Ok(outcome)
+}
+
+/// Run a slash command and print what it returns, asking its questions on the terminal.
+async fn run_command(
+    driver: &mut SessionDriver,
+    command: keel_agent::SurfaceCommand,
+) -> anyhow::Result<Option<Outcome>> {
+    let colors = crate::render::stderr_colors();
+    let mut reply = driver.command(command).await?;
+    loop {
+        match reply {
+            Reply::Done(shown, outcome) => {
+                shown.print(colors);
+                return Ok(outcome);
+            }
+            Reply::Turn(shown, input) => {
+                shown.print(colors);
+                return driver.turn(input).await;
+            }
+            Reply::Ask(question) => match question.ask_on_terminal(colors) {
+                Answered::Run(next) => reply = Box::pin(driver.command(next)).await?,
+                Answered::Show(shown) => {
+                    shown.print(colors);
+                    return Ok(None);
+                }
+            },
+        }
+    }
 }
 
 /// The terminal's settings at start, to put back if a signal ends keel at the prompt.

@@ -16,8 +16,8 @@
 //! - An approval is answered by one key, but not by keys pressed in its first `ANSWER_DELAY`
 //!   or in a burst of typing that went on as it appeared (typed for the input: only a key
 //!   after a pause answers); an approval abandoned by its turn disappears.
-//! - Slash commands run with the region put away and the terminal in line mode, so their output
-//!   is the line mode's, word for word.
+//! - A slash command's output is drawn through the view into the scrollback, in the words line
+//!   mode prints; only a command's question (a picker) puts the region away while it is asked.
 
 use crate::cli::CommonArgs;
 use crate::session_setup::{McpStart, mcp_notes, open_controller_with, prepare, print_notices};
@@ -28,6 +28,7 @@ use crate::terminal::raw_terminal::{
     OSC9_APPROVAL, RawMode, load_history, osc9_supported, read_keys, save_history, screen_size,
 };
 use crate::terminal::session_driver::SessionDriver;
+use crate::terminal::shown::{Answered, Question, Reply, Shown, Tone};
 use crate::{Outcome, settings};
 use crossterm::event::{Event as TermEvent, KeyEvent};
 use keel_agent::{
@@ -68,12 +69,6 @@ struct Session {
     last_draw: Instant,
     /// Something changed since the last frame.
     dirty: bool,
-    /// What the running turn's responses used so far (not stored until the turn ends), so the
-    /// status line counts as the turn goes.
-    running: keel_agent::SessionSpend,
-    /// The session's stored totals as of the last turn's end: during a turn the status line is
-    /// these plus `running`, never the store again (it may already hold the turn's end).
-    stored: Option<keel_agent::SessionSpend>,
 }
 
 /// The shortest time between two frames (60 a second).
@@ -98,7 +93,7 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
     let events = controller.subscribe();
     let signals = StopSignals::register()?;
     let driver = SessionDriver::new(common, controller.clone(), approver.clone(), signals, None);
-    driver.banner();
+    driver.banner().print(Colors::None);
     eprintln!("Enter sends · Alt+Enter newline · Esc stops · Shift+Tab mode · Ctrl-T transcript");
     let history_path = settings::keel_home()?.join("history.txt");
     let colors = Colors::from_env();
@@ -142,8 +137,6 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
             .checked_sub(FRAME)
             .unwrap_or_else(Instant::now),
         dirty: true,
-        running: keel_agent::SessionSpend::default(),
-        stored: None,
     };
     session.view.menu =
         keel_tui::SlashMenu::new(crate::terminal::completion::menu_entries(&controller));
@@ -298,8 +291,7 @@ impl Session {
             EventBody::LlmResponse { usage, .. } => self.count_response(usage),
             // Stored now: the session's totals hold the turn.
             EventBody::TurnCompleted { .. } | EventBody::TurnFailed { .. } => {
-                self.running = keel_agent::SessionSpend::default();
-                self.stored = None;
+                self.driver.spend.turn_ended();
                 self.refresh_status();
             }
             // An approved plan changed the mode: the status line says so at once.
@@ -320,9 +312,9 @@ impl Session {
             return;
         };
         let settings = controller.settings();
-        let cost = keel_llm::price::price_for(&settings.profile, &settings.model)
-            .map(|price| price.charge_now(usage));
-        self.running.add(usage, cost.as_ref());
+        self.driver
+            .spend
+            .response(usage, &settings.profile, &settings.model);
         let context_percent = self.view.status.context_percent;
         self.refresh_status();
         // The context is measured between turns; the last figure stays until then.
@@ -349,17 +341,16 @@ impl Session {
             model: format!("{}/{}", settings.profile.name, settings.model),
             mode: controller.permission_mode().as_str().to_string(),
             context_percent: controller
-                .context_use()
+                .window_use()
                 .map(|context| u8::try_from(context.percent()).unwrap_or(100)),
             ..Status::default()
         };
-        let stored = match self.stored.take() {
-            Some(stored) if self.view.is_busy() => Some(stored),
-            _ => controller.session_usage().ok(),
-        };
-        self.stored = stored.clone();
-        if let Some(mut spend) = stored {
-            spend.add(&self.running.usage, self.running.cost.as_ref());
+        let busy = self.view.is_busy();
+        let spend = self
+            .driver
+            .spend
+            .now(busy, || controller.session_usage().ok());
+        if let Some(spend) = spend {
             status.tokens_in = spend.usage.input;
             status.tokens_out = spend.usage.output;
             if spend.usage.cache_hit + spend.usage.cache_miss > 0 {
@@ -519,16 +510,36 @@ impl Session {
         let mode = self
             .controller()
             .map(|controller| controller.permission_mode());
-        // Keys typed while the command prints wait for the input, Enter included.
-        self.put_region_away();
-        // A picker reads keys as the terminal sends them by default (Ctrl-C as 0x03).
-        crate::terminal::raw_terminal::plain_keys();
-        let printing = crate::terminal::raw_terminal::CommandOutput::begin();
-        let outcome = match self.driver.command(command).await {
-            Ok(outcome) => outcome,
-            Err(error) => {
-                eprintln!("error: {}", keel_render::visible(&format!("{error:#}")));
-                None
+        let mut reply = self.driver.command(command).await;
+        let outcome = loop {
+            match reply {
+                Ok(Reply::Done(shown, outcome)) => {
+                    self.show(&shown);
+                    break outcome;
+                }
+                Ok(Reply::Turn(shown, input)) => {
+                    self.show(&shown);
+                    let said = match &input {
+                        keel_agent::Input::Prompt(prompt) => prompt.clone(),
+                        _ => String::new(),
+                    };
+                    self.start_turn(input, &said);
+                    break None;
+                }
+                Ok(Reply::Ask(question)) => match self.ask(question) {
+                    Answered::Run(next) => reply = Box::pin(self.driver.command(next)).await,
+                    Answered::Show(shown) => {
+                        self.show(&shown);
+                        break None;
+                    }
+                },
+                Err(error) => {
+                    self.view.say(
+                        &format!("error: {}", keel_render::visible(&format!("{error:#}"))),
+                        Tone::Error.style(),
+                    );
+                    break None;
+                }
             }
         };
         if switches && let Some(controller) = self.controller() {
@@ -542,10 +553,36 @@ impl Session {
                 controller.set_permission_mode(mode);
             }
         }
-        drop(printing);
-        self.take_region_back();
         self.refresh_status();
         outcome
+    }
+
+    /// What a command returns, into the scrollback under the command: words wrapped to the
+    /// width in their tone's colour, styled lines as they are.
+    fn show(&mut self, shown: &Shown) {
+        for part in shown.parts() {
+            match part {
+                Ok((words, tone)) => {
+                    for line in words.split('\n') {
+                        self.view.say(line, tone.style());
+                    }
+                }
+                Err(lines) => self.view.commit(lines.to_vec()),
+            }
+        }
+    }
+
+    /// A command's question (a picker), asked below the scrollback with the region put away;
+    /// keys typed meanwhile wait for the input, Enter included.
+    fn ask(&mut self, question: Question) -> Answered {
+        self.put_region_away();
+        // A picker reads keys as the terminal sends them by default (Ctrl-C as 0x03).
+        crate::terminal::raw_terminal::plain_keys();
+        let printing = crate::terminal::raw_terminal::CommandOutput::begin();
+        let answered = question.ask_on_terminal(self.colors);
+        drop(printing);
+        self.take_region_back();
+        answered
     }
 
     fn complete(&mut self) {

@@ -1,7 +1,8 @@
 //! The terminal session both terminal surfaces drive: one controller at a time, switched by
 //! `/model`, `/resume`, `/fork` and `/clear`, the slash commands run on it, and the turns line
 //! mode sends. Line mode (`line_mode.rs`) and the live TUI (`live.rs`) read keys and draw; what
-//! a session does is here, once.
+//! a session does is here, once. A command returns what to show (`Shown`), or a question to
+//! ask first (`Reply::Ask`); it never writes to the terminal itself.
 //!
 //! Invariants:
 //! - One controller at a time; switching model or session drops the old one first (releasing
@@ -13,12 +14,14 @@
 
 use crate::cli::CommonArgs;
 use crate::render::usage_line;
-use crate::session_setup::{Setup, open_controller, open_host, prepare, print_notices};
+use crate::session_setup::{McpStart, Setup, mcp_notes, open_controller_with, open_host, prepare};
 use crate::signals::{Stop, StopSignals};
+use crate::terminal::shown::{Reply, Shown};
 use crate::{Outcome, settings};
-use keel_agent::{Approver, Controller, Input, SLASH_COMMANDS, SurfaceCommand, TurnOutcome};
+use keel_agent::{
+    Approver, Controller, Input, SLASH_COMMANDS, SurfaceCommand, SurfaceSpend, TurnOutcome,
+};
 use keel_render::{visible, visible_line};
-use keel_types::Usage;
 use std::sync::Arc;
 
 /// One terminal session: its controller (switched by `/model`, `/resume`, `/fork`, `/clear`),
@@ -28,8 +31,9 @@ pub(crate) struct SessionDriver {
     /// `None` only while switching.
     pub(crate) controller: Option<Controller>,
     approver: Arc<dyn Approver>,
-    /// Tokens of the controllers this session switched away from.
-    pub(crate) carried_usage: Usage,
+    /// What this terminal shows of the session's spend, with the tokens of the controllers it
+    /// switched away from.
+    pub(crate) spend: SurfaceSpend,
     /// What follows the controller's events for the surface, started again for each controller
     /// (line mode's renderer; the live TUI reads them itself).
     follow: Option<fn(&Controller) -> tokio::task::JoinHandle<()>>,
@@ -59,7 +63,7 @@ impl SessionDriver {
             follow,
             controller: Some(controller),
             approver,
-            carried_usage: Usage::default(),
+            spend: SurfaceSpend::default(),
             last_turn_failed: false,
             signals,
         }
@@ -89,28 +93,27 @@ fn help_text() -> String {
 
 /// The session's custom commands, for `/help` (names, descriptions and paths are files'
 /// text: shown escaped).
-fn custom_help(controller: &Controller) {
+fn custom_help(controller: &Controller, shown: &mut Shown) {
     let commands: Vec<_> = controller.services().commands().list().collect();
     if commands.is_empty() {
         return;
     }
-    eprintln!("custom commands (prompts; $ARGUMENTS and $1…$9 are what follows the name):");
+    shown.say("custom commands (prompts; $ARGUMENTS and $1…$9 are what follows the name):");
     for command in commands {
         let what = match &command.description {
             Some(description) => visible_line(description).into_owned(),
             None => visible_line(&command.path.display().to_string()).into_owned(),
         };
         let usage = format!("/{}", command.name);
-        eprintln!("  {usage:<22}{what}");
+        shown.say(format!("  {usage:<22}{what}"));
     }
 }
 
-/// Every prompt, reasoning block, answer and whole tool result of the session, as terminal text.
-pub(crate) fn transcript_text(
+/// Every prompt, reasoning block, answer and whole tool result of the session, as lines.
+pub(crate) fn transcript_lines(
     controller: &Controller,
     width: usize,
-    colors: keel_render::Colors,
-) -> Result<String, keel_agent::AgentError> {
+) -> Result<Vec<keel_render::Line>, keel_agent::AgentError> {
     let transcript = controller.transcript()?;
     // The last receipt of each call id (ids may repeat across providers; the latest counts).
     let states: std::collections::HashMap<&str, keel_types::ReceiptState> = transcript
@@ -118,13 +121,10 @@ pub(crate) fn transcript_text(
         .iter()
         .map(|receipt| (receipt.call_id.as_str(), receipt.state))
         .collect();
-    Ok(keel_render::to_ansi(
-        &keel_tui::transcript_lines(
-            transcript.items.iter().map(|stored| &stored.item),
-            &|call_id| states.get(call_id).copied(),
-            width,
-        ),
-        colors,
+    Ok(keel_tui::transcript_lines(
+        transcript.items.iter().map(|stored| &stored.item),
+        &|call_id| states.get(call_id).copied(),
+        width,
     ))
 }
 
@@ -177,21 +177,23 @@ pub(crate) fn ask_trust_first(common: &CommonArgs) -> anyhow::Result<bool> {
 }
 
 impl SessionDriver {
-    pub(crate) fn banner(&self) {
+    /// The lines a session starts with: model, workspace, session, sandbox, instructions.
+    pub(crate) fn banner(&self) -> Shown {
+        let mut shown = Shown::new();
         let Some(controller) = &self.controller else {
-            return;
+            return shown;
         };
         let settings = controller.settings();
         // The workspace path and the model name come from outside (a cloned directory, a
         // project file): shown escaped like model text.
-        eprintln!(
+        shown.say(format!(
             "keel · {} · {} · session {}",
             visible_line(&format!("{}/{}", settings.profile.name, settings.model)),
             visible_line(&settings.workspace.display().to_string()),
             controller.session().id
-        );
+        ));
         if let Some(sandbox) = controller.sandbox_summary() {
-            eprintln!("{sandbox}");
+            shown.say(sandbox);
         }
         // Which instructions the model is given (paths are the repository's text: escaped).
         if let Ok(report) = controller.context_report() {
@@ -202,10 +204,11 @@ impl SessionDriver {
                 .map(|source| visible_line(&source.path).into_owned())
                 .collect();
             if !read.is_empty() {
-                eprintln!("instructions {} (/context)", read.join(", "));
+                shown.say(format!("instructions {} (/context)", read.join(", ")));
             }
         }
-        eprintln!("/help for commands, Ctrl-D to quit");
+        shown.say("/help for commands, Ctrl-D to quit");
+        shown
     }
 
     /// Run one turn; returns how keel ends if the user asked to quit (a second Ctrl-C) or a
@@ -254,129 +257,127 @@ impl SessionDriver {
         Ok(stopped.map(|stop| Outcome::Stopped(stop.exit_code())))
     }
 
-    /// Handle a surface command; returns how keel ends if it should.
-    pub(crate) async fn command(
-        &mut self,
-        command: SurfaceCommand,
-    ) -> anyhow::Result<Option<Outcome>> {
+    /// Run a surface command: what to show and how keel ends if it should, a turn to run
+    /// (`/plan PROMPT`), or a question to ask first.
+    pub(crate) async fn command(&mut self, command: SurfaceCommand) -> anyhow::Result<Reply> {
+        let mut shown = Shown::new();
         match command {
-            SurfaceCommand::Quit => return Ok(Some(Outcome::Completed)),
+            SurfaceCommand::Quit => return Ok(Reply::Done(shown, Some(Outcome::Completed))),
             SurfaceCommand::Plan(prompt) => {
                 let Some(controller) = &self.controller else {
-                    eprintln!("no session is open");
-                    return Ok(None);
+                    shown.say("no session is open");
+                    return Ok(Reply::Done(shown, None));
                 };
                 controller.set_permission_mode(keel_tools::PermissionMode::Plan);
-                eprintln!("{PLAN_MODE_NOTICE}");
+                shown.say(PLAN_MODE_NOTICE);
                 if let Some(prompt) = prompt {
-                    return self.turn(Input::Prompt(prompt)).await;
+                    return Ok(Reply::Turn(shown, Input::Prompt(prompt)));
                 }
             }
             SurfaceCommand::Status => match &self.controller {
-                Some(controller) => crate::slash::reports::status(controller),
-                None => eprintln!("no session is open"),
+                Some(controller) => crate::slash::reports::status(controller, &mut shown),
+                None => shown.say("no session is open"),
             },
             SurfaceCommand::Diff => match &self.controller {
-                Some(controller) => crate::slash::reports::diff(controller),
-                None => eprintln!("no session is open"),
+                Some(controller) => crate::slash::reports::diff(controller, &mut shown),
+                None => shown.say("no session is open"),
             },
             SurfaceCommand::Permissions => match &self.controller {
-                Some(controller) => crate::slash::reports::permissions(controller, &self.common),
-                None => eprintln!("no session is open"),
+                Some(controller) => {
+                    crate::slash::reports::permissions(controller, &self.common, &mut shown)
+                }
+                None => shown.say("no session is open"),
             },
             SurfaceCommand::Clear => {
                 let Some(controller) = &self.controller else {
-                    eprintln!("no session is open");
-                    return Ok(None);
+                    shown.say("no session is open");
+                    return Ok(Reply::Done(shown, None));
                 };
                 let old = controller.session().id.clone();
                 let mut common = self.common.clone();
                 common.session = None;
                 common.continue_latest = false;
                 common.cwd = Some(controller.settings().workspace.clone());
-                self.switch(common).await;
+                self.switch(common, &mut shown).await;
                 if let Some(controller) = &self.controller
                     && controller.session().id != old
                 {
-                    eprintln!(
+                    shown.say(format!(
                         "a new session: {}; the last one is kept (/resume {old}, or keel \
                          --session {old})",
                         controller.session().id
-                    );
+                    ));
                 }
             }
             SurfaceCommand::Help => {
-                eprintln!("{}", help_text());
+                shown.say(help_text());
                 if let Some(controller) = &self.controller {
-                    custom_help(controller);
+                    custom_help(controller, &mut shown);
                 }
             }
             SurfaceCommand::Transcript => {
                 let width = crate::render::terminal_width();
-                let colors = crate::render::stderr_colors();
-                match self
-                    .controller
-                    .as_ref()
-                    .map(|c| transcript_text(c, width, colors))
-                {
-                    Some(Ok(text)) => eprint!("{text}"),
-                    Some(Err(error)) => eprintln!("error: cannot read the transcript: {error}"),
-                    None => eprintln!("no session is open"),
+                match self.controller.as_ref().map(|c| transcript_lines(c, width)) {
+                    Some(Ok(lines)) => shown.lines(lines),
+                    Some(Err(error)) => {
+                        shown.say(format!("error: cannot read the transcript: {error}"))
+                    }
+                    None => shown.say("no session is open"),
                 }
             }
             SurfaceCommand::Cost => {
-                let mut usage = self.carried_usage;
+                let mut usage = self.spend.left_behind();
                 let mut context = None;
                 let mut spent = None;
                 if let Some(controller) = &self.controller {
                     usage.add(&controller.usage());
-                    context = controller.context_use();
+                    context = controller.window_use();
                     if let Ok(spend) = controller.session_usage() {
                         spent = Some(spend);
                     }
                 }
-                eprintln!(
+                shown.say(format!(
                     "this terminal: {}",
                     usage_line(&usage, usage.cache_hit_ratio())
-                );
+                ));
                 if let Some(spend) = spent {
                     let money = match spend.cost_display() {
                         Some(cost) => cost,
                         None => "no price known for this model (tokens only; set [providers.NAME.price])".into(),
                     };
-                    eprintln!(
+                    shown.say(format!(
                         "this session: {} · {money}",
                         usage_line(&spend.usage, spend.usage.cache_hit_ratio())
-                    );
+                    ));
                 }
                 match context {
-                    Some(context) => eprintln!(
+                    Some(context) => shown.say(format!(
                         "context: {}% of the window ({} of {} tokens); /compact frees it",
                         context.percent(),
                         context.used,
                         context.window
-                    ),
+                    )),
                     None => {
-                        eprintln!("context: not measured yet (or the model's window is unknown)")
+                        shown.say("context: not measured yet (or the model's window is unknown)")
                     }
                 }
             }
             SurfaceCommand::Fork(at) => {
                 let Some(controller) = &self.controller else {
-                    eprintln!("no session is open");
-                    return Ok(None);
+                    shown.say("no session is open");
+                    return Ok(Reply::Done(shown, None));
                 };
                 let id = controller.session().id.clone();
                 match open_host()?.fork(&id, at) {
                     Ok(forked) => {
-                        eprintln!(
+                        shown.say(format!(
                             "forked {id} as {}; now in the fork (files are as they are now)",
                             forked.id
-                        );
+                        ));
                         let common = self.resuming(&forked.id);
-                        self.switch(common).await;
+                        self.switch(common, &mut shown).await;
                     }
-                    Err(error) => eprintln!("error: {}", visible_line(&error.to_string())),
+                    Err(error) => shown.error(visible_line(&error.to_string())),
                 }
             }
             SurfaceCommand::Rewind {
@@ -388,10 +389,10 @@ impl SessionDriver {
             } => match &self.controller {
                 Some(controller) => {
                     let to = match to {
-                        None if pick => match crate::slash::rewind::pick_turn(controller) {
-                            Some(to) => Some(to),
-                            None => return Ok(None),
-                        },
+                        None if pick => {
+                            let scope = keel_agent::RewindScope { code, conversation };
+                            return Ok(crate::slash::rewind::pick_turn(controller, scope, force));
+                        }
                         to => to,
                     };
                     crate::slash::rewind::interactive(
@@ -399,26 +400,27 @@ impl SessionDriver {
                         to,
                         keel_agent::RewindScope { code, conversation },
                         force,
+                        &mut shown,
                     );
                 }
-                None => eprintln!("no session is open"),
+                None => shown.say("no session is open"),
             },
             SurfaceCommand::Context | SurfaceCommand::ReloadContext => match &self.controller {
-                Some(controller) => {
-                    crate::slash::context::run(controller, command == SurfaceCommand::Context)
-                }
-                None => eprintln!("no session is open"),
+                Some(controller) => crate::slash::context::run(
+                    controller,
+                    command == SurfaceCommand::Context,
+                    &mut shown,
+                ),
+                None => shown.say("no session is open"),
             },
             SurfaceCommand::Mcp => match &self.controller {
                 Some(controller) => {
                     let statuses = controller.services().mcp().statuses();
                     if statuses.is_empty() {
-                        eprintln!(
-                            "no MCP servers in this session ([mcp_servers.NAME] in keel.toml, or .mcp.json)"
-                        );
+                        shown.say("no MCP servers in this session ([mcp_servers.NAME] in keel.toml, or .mcp.json)");
                     }
                     for status in statuses {
-                        eprintln!(
+                        shown.say(format!(
                             "{} {} — {}",
                             visible_line(&status.name),
                             status.state,
@@ -427,20 +429,20 @@ impl SessionDriver {
                                     visible_line(reason).into_owned(),
                                 _ => format!("{} tools", status.tools.len()),
                             }
-                        );
+                        ));
                     }
                 }
-                None => eprintln!("no session is open"),
+                None => shown.say("no session is open"),
             },
             SurfaceCommand::Sessions => {
                 let host = open_host()?;
                 let Some(controller) = &self.controller else {
-                    return Ok(None);
+                    return Ok(Reply::Done(shown, None));
                 };
                 let workspace = controller.settings().workspace.display().to_string();
                 let sessions = crate::commands::sessions::listed(&host, &workspace)?;
                 if sessions.is_empty() {
-                    eprintln!("no other session here yet: this one is listed once it answered");
+                    shown.say("no other session here yet: this one is listed once it answered");
                 }
                 let current = &controller.session().id;
                 for (overview, row) in sessions
@@ -452,42 +454,39 @@ impl SessionDriver {
                     } else {
                         " "
                     };
-                    eprintln!("{mark} {row}");
+                    shown.say(format!("{mark} {row}"));
                 }
-                eprintln!("/resume ID continues one");
+                shown.say("/resume ID continues one");
             }
             SurfaceCommand::Model(argument) => match argument {
                 None => {
                     // A person at a terminal picks one; otherwise the model is said.
-                    let picked = self.controller.as_ref().and_then(|controller| {
-                        crate::slash::reports::pick_model(controller, &self.common)
-                    });
-                    if let Some(model) = picked {
-                        return Box::pin(self.command(SurfaceCommand::Model(Some(model)))).await;
+                    if let Some(controller) = &self.controller {
+                        return Ok(crate::slash::reports::pick_model(controller, &self.common));
                     }
                 }
                 Some(model) => {
                     let Some(id) = self.controller.as_ref().map(|c| c.session().id.clone()) else {
-                        eprintln!("error: no session is open; /resume one");
-                        return Ok(None);
+                        shown.say("error: no session is open; /resume one");
+                        return Ok(Reply::Done(shown, None));
                     };
                     let mut common = self.resuming(&id);
                     common.model = Some(model);
                     common.model_named_by = Some("/model");
-                    self.switch(common).await;
+                    self.switch(common, &mut shown).await;
                 }
             },
             SurfaceCommand::Resume(argument) => match argument {
-                None => eprintln!("usage: /resume ID (see /sessions)"),
+                None => shown.say("usage: /resume ID (see /sessions)"),
                 Some(id) => {
                     let mut common = self.resuming(&id);
                     // Another session keeps its own model unless one is asked for.
                     common.model = None;
-                    self.switch(common).await;
+                    self.switch(common, &mut shown).await;
                 }
             },
         }
-        Ok(None)
+        Ok(Reply::Done(shown, None))
     }
 
     /// The flags of this session with `id` as the session to resume.
@@ -501,46 +500,49 @@ impl SessionDriver {
     }
 
     /// Replace the controller (model or session change); on failure reopen the current one.
-    async fn switch(&mut self, common: CommonArgs) {
+    /// What happened goes into `shown`, ending with the banner of the session now open.
+    async fn switch(&mut self, common: CommonArgs, shown: &mut Shown) {
         let setup: Setup = match prepare(&common, "keel (interactive)") {
             Ok(setup) => setup,
             Err(error) => {
-                eprintln!("error: {}", visible(&format!("{error:#}")));
+                shown.error(visible(&format!("{error:#}")));
                 return;
             }
         };
-        print_notices(&setup);
+        for notice in &setup.notices {
+            shown.say(format!("note: {}", visible(notice)));
+        }
         let previous = self
             .controller
             .as_ref()
             .map(|c| self.resuming(&c.session().id));
         if let Some(controller) = &self.controller {
-            self.carried_usage.add(&controller.usage());
+            self.spend.left(&controller.usage());
         }
         // Drop the current controller first: it releases the session lease.
         self.controller = None;
         self.stop_following();
         // "always" lasts for one session.
         self.approver.forget_always();
-        match open_controller(setup, self.approver.clone()) {
+        match self.open(setup, shown) {
             Ok(controller) => {
                 self.controller = Some(controller);
                 self.common = common;
             }
             Err(error) => {
-                eprintln!("error: {}", visible(&format!("{error:#}")));
+                shown.error(visible(&format!("{error:#}")));
                 let Some(previous) = previous else {
                     return;
                 };
                 let reopened = prepare(&previous, "keel (interactive)")
-                    .and_then(|setup| open_controller(setup, self.approver.clone()));
+                    .and_then(|setup| self.open(setup, shown));
                 match reopened {
                     Ok(controller) => self.controller = Some(controller),
                     Err(error) => {
-                        eprintln!(
+                        shown.say(format!(
                             "error: cannot reopen the session: {}",
                             visible(&format!("{error:#}"))
-                        );
+                        ));
                         return;
                     }
                 }
@@ -549,6 +551,15 @@ impl SessionDriver {
         if let (Some(controller), Some(start)) = (&self.controller, self.follow) {
             self.following = Some(start(controller));
         }
-        self.banner();
+        shown.append(self.banner());
+    }
+
+    /// Open a controller on `setup` for this session, saying how its MCP servers came up.
+    fn open(&self, setup: Setup, shown: &mut Shown) -> anyhow::Result<Controller> {
+        let controller = open_controller_with(setup, self.approver.clone(), McpStart::Wait)?;
+        for note in mcp_notes(controller.services().mcp()) {
+            shown.say(format!("note: {note}"));
+        }
+        Ok(controller)
     }
 }

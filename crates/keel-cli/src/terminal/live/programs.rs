@@ -62,18 +62,16 @@ impl Session {
         let Some(controller) = self.controller() else {
             return;
         };
-        let text = match crate::terminal::session_driver::transcript_text(
-            &controller,
-            self.view.width(),
-            self.colors,
-        ) {
-            Ok(text) => text,
-            Err(error) => {
-                self.view
-                    .set_notice(Some(format!("cannot read the transcript: {error}")));
-                return;
-            }
-        };
+        let text =
+            match crate::terminal::session_driver::transcript_lines(&controller, self.view.width())
+            {
+                Ok(lines) => keel_render::to_ansi(&lines, self.colors),
+                Err(error) => {
+                    self.view
+                        .set_notice(Some(format!("cannot read the transcript: {error}")));
+                    return;
+                }
+            };
         let pager = std::env::var("PAGER").unwrap_or_else(|_| "less -R".into());
         let _ = self.run_on_file(&pager, "keel-pager", &text);
     }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 /// Estimated tokens of each part of the next request.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ContextParts {
+pub struct WindowParts {
     pub system: u64,
     pub tools: u64,
     /// The context block (project instructions and the environment), once it was sent.
@@ -26,7 +26,7 @@ pub struct ContextParts {
     pub window: Option<u64>,
 }
 
-impl ContextParts {
+impl WindowParts {
     pub fn total(&self) -> u64 {
         self.system + self.tools + self.instructions + self.conversation + self.tool_results
     }
@@ -34,7 +34,7 @@ impl ContextParts {
 
 impl Agent {
     /// The parts of the next request (refused while a turn runs).
-    pub(crate) fn context_parts(&self) -> Result<ContextParts, AgentError> {
+    pub(crate) fn window_parts(&self) -> Result<WindowParts, AgentError> {
         let agent = self;
         let Ok(state) = agent.state.try_lock() else {
             return Err(AgentError::Busy(agent.session.id.clone()));
@@ -60,7 +60,7 @@ impl Agent {
             .len()
             .saturating_sub(tools + system + instructions + tool_results);
         let tokens = |bytes: usize| state.meter.tokens_of_bytes(bytes);
-        Ok(ContextParts {
+        Ok(WindowParts {
             system: tokens(system),
             tools: tokens(tools),
             instructions: tokens(instructions),
