@@ -10,14 +10,12 @@
 //!   user's file wins over the project's of the same name.
 //! - A project's files come with the repository: only regular files directly in its
 //!   `.keel/commands/` are read (no link, no directory that leads out of the workspace), so a
-//!   command cannot turn a credential into a prompt. Files are bounded.
+//!   command cannot turn a credential into a prompt. Files are bounded (`markdown_files.rs`).
 //! - Expansion is one pass: text that an argument brings in is never expanded again.
 
+use crate::markdown_files;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// The most bytes of a command file that are read.
-const MOST_COMMAND_BYTES: u64 = 64 * 1024;
 
 /// Where a command comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,128 +46,54 @@ pub struct CustomCommands {
     pub notices: Vec<String>,
 }
 
-/// Whether `name` may name a command (letters, digits, `-`, `_`; at most 64).
-fn usable_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-}
-
 impl CustomCommands {
     /// The commands of `keel_home` (the user's) and of `workspace` (the project's); `builtins`
     /// are the names (with their slash) no file may take.
     pub fn load(workspace: &Path, keel_home: Option<&Path>, builtins: &[&str]) -> CustomCommands {
         let mut loaded = CustomCommands::default();
-        let project = workspace.join(".keel/commands");
-        let project_inside = project
-            .canonicalize()
-            .ok()
-            .zip(workspace.canonicalize().ok())
-            .is_some_and(|(dir, root)| dir.starts_with(root));
-        // Another local user's commands are not this workspace's owner's prompts.
-        let strangers = [workspace.join(".keel"), project.clone()]
-            .into_iter()
-            .find(|dir| !owned_by_workspace_owner(dir, workspace));
-        match strangers {
-            Some(dir) if dir.symlink_metadata().is_ok() => loaded.notices.push(format!(
-                "the commands of {} ignored: it belongs to another user",
-                dir.display()
-            )),
-            Some(_) => {}
-            None if project_inside => {
-                loaded.read_dir(&project, CommandLayer::Project, builtins);
-            }
-            None => {}
+        if let Some(project) =
+            markdown_files::project_dir(workspace, ".keel/commands", "command", &mut loaded.notices)
+        {
+            loaded.read_dir(&project, Some(workspace), builtins);
         }
         if let Some(home) = keel_home {
-            loaded.read_dir(&home.join("commands"), CommandLayer::User, builtins);
+            loaded.read_dir(&home.join("commands"), None, builtins);
         }
         loaded
     }
 
-    fn read_dir(&mut self, dir: &Path, layer: CommandLayer, builtins: &[&str]) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
+    /// The commands of `dir`; `project`: the workspace it came with (`None`: the user's).
+    fn read_dir(&mut self, dir: &Path, project: Option<&Path>, builtins: &[&str]) {
+        let layer = match project {
+            Some(_) => CommandLayer::Project,
+            None => CommandLayer::User,
         };
-        let mut paths: Vec<PathBuf> = entries.flatten().map(|entry| entry.path()).collect();
-        paths.sort();
-        for path in paths {
-            let shown = path.display().to_string();
-            let Some(name) = path
-                .file_name()
-                .and_then(|name| name.to_str())
-                .and_then(|name| name.strip_suffix(".md"))
-            else {
-                continue;
-            };
-            if !usable_name(name) {
-                self.notices.push(format!(
-                    "command file {shown} ignored: a command name is letters, digits, `-` and `_`"
-                ));
-                continue;
-            }
-            if builtins
+        let reserved = |name: &str| {
+            builtins
                 .iter()
                 .any(|builtin| builtin.trim_start_matches('/') == name)
-            {
-                self.notices.push(format!(
-                    "command file {shown} ignored: /{name} is a built-in command, which always wins"
-                ));
-                continue;
-            }
-            // A project's link could point anywhere (a credential made into a prompt).
-            let regular = match layer {
-                CommandLayer::Project => path.symlink_metadata(),
-                CommandLayer::User => path.metadata(),
-            }
-            .is_ok_and(|meta| meta.is_file());
-            if !regular {
-                self.notices.push(format!(
-                    "command file {shown} ignored: not a regular file{}",
-                    if layer == CommandLayer::Project {
-                        " (a project's command may not be a link)"
-                    } else {
-                        ""
-                    }
-                ));
-                continue;
-            }
-            if layer == CommandLayer::Project
-                && let Some(workspace) = dir.parent().and_then(Path::parent)
-                && !owned_by_workspace_owner(&path, workspace)
-            {
-                self.notices.push(format!(
-                    "command file {shown} ignored: it belongs to another user (keel takes \
-                     commands only from the workspace's owner or root)"
-                ));
-                continue;
-            }
-            let text = match read_bounded(&path) {
-                Ok(text) => text,
-                Err(error) => {
-                    self.notices
-                        .push(format!("command file {shown} ignored: {error}"));
-                    continue;
-                }
-            };
-            let (description, body, ignored) = front_matter(&text);
+                .then(|| format!("/{name} is a built-in command, which always wins"))
+        };
+        let files = markdown_files::read_dir(dir, project, "command", &reserved, &mut self.notices);
+        for file in files {
+            let shown = file.path.display().to_string();
+            let (description, body, ignored) = front_matter(&file.text);
             for key in ignored {
                 self.notices.push(format!(
                     "command file {shown}: {key} ignored (a command is a prompt; it cannot \
                      change tools, permissions or settings)"
                 ));
             }
+            let name = file.name.clone();
             let command = CustomCommand {
-                name: name.to_string(),
+                name: name.clone(),
                 description,
                 body: body.to_string(),
-                path: path.clone(),
+                path: file.path.clone(),
                 layer,
             };
             // Read project first, user second: the user's file replaces the project's.
-            if let Some(replaced) = self.commands.insert(name.to_string(), command)
+            if let Some(replaced) = self.commands.insert(name.clone(), command)
                 && replaced.layer == CommandLayer::Project
                 && layer == CommandLayer::User
             {
@@ -193,70 +117,24 @@ impl CustomCommands {
     }
 }
 
-fn read_bounded(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|error| error.to_string())?;
-    let mut bytes = Vec::new();
-    file.take(MOST_COMMAND_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|error| error.to_string())?;
-    if bytes.len() as u64 > MOST_COMMAND_BYTES {
-        return Err(format!("larger than {MOST_COMMAND_BYTES} bytes"));
-    }
-    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())
-}
-
-/// Whether `path` (not followed) belongs to the owner of `workspace` or to root; `false` for
-/// what cannot be looked at.
-fn owned_by_workspace_owner(path: &Path, workspace: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let Some(owner) = crate::instructions::workspace_owner(workspace) else {
-        return false;
-    };
-    path.symlink_metadata()
-        .is_ok_and(|meta| meta.uid() == owner || meta.uid() == 0)
-}
-
-/// Whether `text` reads as a front matter key (letters, digits, `-`, `_`): only such a thing
-/// is repeated in a notice.
-fn is_front_matter_key(text: &str) -> bool {
-    !text.is_empty()
-        && text.len() <= 64
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-}
-
 /// The description, the body after the front matter, and the keys ignored.
 fn front_matter(text: &str) -> (Option<String>, &str, Vec<String>) {
-    let Some(rest) = text.strip_prefix("---\n") else {
-        return (None, text, Vec::new());
-    };
-    let Some(end) = rest.find("\n---") else {
-        return (None, text, Vec::new());
-    };
-    let header = &rest[..end];
-    let after = &rest[end + 4..];
-    let body = after.strip_prefix('\n').unwrap_or(after);
-    let mut description = None;
-    let mut ignored = Vec::new();
-    for (number, line) in header.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match line.split_once(':') {
-            Some((key, value)) if key.trim() == "description" => {
-                let value = value.trim().trim_matches('"').trim();
-                description = Some(value.chars().take(200).collect());
-            }
-            // A key is named; a line that is none is only placed (it may hold anything).
-            Some((key, _)) if is_front_matter_key(key.trim()) => {
-                ignored.push(format!("`{}`", key.trim()));
-            }
-            Some(_) | None => ignored.push(format!("line {} of its front matter", number + 2)),
-        }
-    }
-    (description, body, ignored)
+    let read = markdown_files::front_matter(text);
+    let description = read
+        .get("description")
+        .map(|value| value.chars().take(200).collect());
+    let mut ignored: Vec<String> = read
+        .fields
+        .iter()
+        .filter(|field| field.key != "description")
+        .map(|field| format!("`{}`", field.key))
+        .collect();
+    ignored.extend(
+        read.bad_lines
+            .iter()
+            .map(|line| format!("line {line} of its front matter")),
+    );
+    (description, read.body, ignored)
 }
 
 /// `body` with `$ARGUMENTS` replaced by `args` and `$1`…`$9` by its words (an absent word is

@@ -51,6 +51,8 @@ pub enum SurfaceCommand {
     Resume(Option<String>),
     /// `/mcp`: the session's MCP servers and their tools.
     Mcp,
+    /// `/agents`: the agents a `task` may start, where each comes from.
+    Agents,
     /// `/transcript`: every answer, tool output and reasoning block of the session.
     Transcript,
     /// `/context`: the session's project instructions (which files, how many tokens).
@@ -140,6 +142,10 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
     ("/resume ID", "continue another session"),
     ("/cost", "tokens used in this session so far"),
     ("/mcp", "the MCP servers of this session and their tools"),
+    (
+        "/agents",
+        "the subagents defined here, where each comes from, and which share the cache",
+    ),
     (
         "/context",
         "what fills the model's window (system, tools, instructions, history, tool results)",
@@ -235,6 +241,7 @@ impl Line {
             "/cost" => Line::Command(SurfaceCommand::Cost),
             "/sessions" => Line::Command(SurfaceCommand::Sessions),
             "/mcp" => Line::Command(SurfaceCommand::Mcp),
+            "/agents" => Line::Command(SurfaceCommand::Agents),
             "/transcript" => Line::Command(SurfaceCommand::Transcript),
             "/context" => Line::Command(SurfaceCommand::Context),
             "/fork" => match rest {

@@ -26,6 +26,7 @@
 
 mod admitted;
 mod agent;
+mod agent_definitions;
 mod agent_state;
 mod approval;
 mod call;
@@ -46,6 +47,7 @@ mod input;
 mod instructions;
 mod kept_versions;
 mod load;
+mod markdown_files;
 mod mode_notes;
 mod model_request;
 mod modes;
@@ -72,6 +74,7 @@ mod unconfined;
 mod window_parts;
 
 pub use admitted::AdmittedTurn;
+pub use agent_definitions::{AgentDefinition, AgentDefinitions, AgentSource, AgentTools};
 pub use approval::{
     AlwaysAllowed, Approval, ApprovalRequest, Approver, HeadlessApprover, LONGEST_NOTE,
     always_label, always_scopes,

@@ -15,6 +15,7 @@
 //! - Built-in tool specs come from one registry, so every agent's requests offer them in the
 //!   same bytes (a subagent's requests share the parent's cached prefix).
 
+use crate::agent_definitions::AgentDefinitions;
 use crate::approval::Approver;
 use crate::custom_commands::CustomCommands;
 use keel_llm::KeySource;
@@ -36,6 +37,8 @@ pub struct SurfaceServices {
     pub editor: Option<Arc<dyn keel_tools::EditorFiles>>,
     /// The session's custom slash commands (`.keel/commands/`, `$KEEL_HOME/commands/`).
     pub commands: Arc<CustomCommands>,
+    /// The agents a `task` may start (built in, `.keel/agents/`, `$KEEL_HOME/agents/`).
+    pub agents: Arc<AgentDefinitions>,
 }
 
 impl SurfaceServices {
@@ -47,6 +50,7 @@ impl SurfaceServices {
             mcp: Arc::new(keel_mcp::McpHub::empty()),
             editor: None,
             commands: Arc::new(CustomCommands::default()),
+            agents: Arc::new(AgentDefinitions::default()),
         }
     }
 }
@@ -111,6 +115,11 @@ impl Services {
     /// The session's custom slash commands.
     pub fn commands(&self) -> &Arc<CustomCommands> {
         &self.surface.commands
+    }
+
+    /// The agents a `task` may start.
+    pub fn agents(&self) -> &Arc<AgentDefinitions> {
+        &self.surface.agents
     }
 
     /// Who is asked about tool calls.

@@ -36,6 +36,8 @@ pub struct Setup {
     pub editor: Option<Arc<dyn keel_tools::EditorFiles>>,
     /// The session's custom slash commands.
     pub commands: Arc<keel_agent::CustomCommands>,
+    /// The agents a `task` may start.
+    pub agents: Arc<keel_agent::AgentDefinitions>,
 }
 
 pub fn open_host() -> anyhow::Result<Host> {
@@ -275,6 +277,20 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         &keel_agent::builtin_names(),
     );
     notices.extend(commands.notices.iter().cloned());
+    let providers: Vec<String> = config
+        .resolve()?
+        .providers
+        .into_iter()
+        .map(|provider| provider.name)
+        .collect();
+    let model_known = |model: &str| {
+        model
+            .split_once('/')
+            .is_some_and(|(provider, id)| !id.is_empty() && providers.iter().any(|p| p == provider))
+    };
+    let agents =
+        keel_agent::AgentDefinitions::load(&workspace, Some(&settings::keel_home()?), &model_known);
+    notices.extend(agents.notices.iter().cloned());
     let declared = mcp_servers(&config)?;
     notices.extend(declared.notices);
     let mcp_servers = declared.trusted;
@@ -315,6 +331,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         keys,
         editor: None,
         commands: Arc::new(commands),
+        agents: Arc::new(agents),
     })
 }
 
@@ -433,6 +450,7 @@ pub fn open_controller_with(
         mcp,
         editor: setup.editor,
         commands: setup.commands,
+        agents: setup.agents,
     };
     Ok(setup
         .host

@@ -9,6 +9,7 @@ mod common;
 mod acp_client;
 mod action_policy;
 mod agent_loop;
+mod agents;
 mod allow_write_links;
 mod approval_block;
 mod approval_display;

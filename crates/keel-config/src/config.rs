@@ -165,6 +165,8 @@ pub struct ResolvedConfig {
     pub checkpoint_max_bytes: Sourced<u64>,
     /// Whether read-only commands are asked about in `ask` mode too.
     pub ask_read_only_commands: Sourced<bool>,
+    /// `[agents]`: the limits on subagents.
+    pub agents: crate::agent_limits::ResolvedAgentLimits,
 }
 
 /// The merged configuration: files in precedence order plus overrides.
@@ -245,6 +247,11 @@ impl KeelConfig {
         mut ignored: Vec<IgnoredValue>,
     ) -> Result<KeelConfig, ConfigError> {
         if let Some(mut layer) = layer {
+            // Only the user's layers are here yet: what a project may only lower is compared
+            // with them.
+            let user_limits = crate::agent_limits::resolve(&self.layers).limits();
+            ignored.extend(crate::agent_limits::lower_only(&mut layer, &user_limits));
+            ignored.sort_by_key(|value| value.line);
             if self.trust == WorkspaceTrust::Trusted {
                 let user = crate::sandbox::user_mode(&self.layers);
                 ignored.extend(crate::sandbox::limit_trusted_project(&mut layer, user));
@@ -392,6 +399,7 @@ impl KeelConfig {
             instruction_files: self.sourced_instruction_files()?,
             checkpoint_max_bytes: self.sourced_checkpoint_max_bytes(),
             ask_read_only_commands: self.sourced_ask_read_only_commands(),
+            agents: crate::agent_limits::resolve(&self.layers),
         })
     }
 
@@ -407,6 +415,11 @@ impl KeelConfig {
                     .map(|value| layer.sourced(value))
             })
             .unwrap_or(Sourced::default_value(false))
+    }
+
+    /// The limits on this session's subagents.
+    pub fn agent_limits(&self) -> crate::agent_limits::AgentLimits {
+        crate::agent_limits::resolve(&self.layers).limits()
     }
 
     /// The most bytes of file checkpoints one session keeps.

@@ -79,3 +79,24 @@ pub(crate) fn unknown_keys_ignored(layer: &Layer) -> Vec<IgnoredValue> {
 
 /// How much of an ignored value is kept for showing.
 pub const VALUE_SHOWN_CHARS: usize = 200;
+
+/// `value` of `layer`, at `key`, not applied for `why`.
+pub(crate) fn not_applied<T>(
+    layer: &Layer,
+    key: &str,
+    value: &toml::Spanned<T>,
+    why: IgnoredBecause,
+) -> IgnoredValue {
+    let span = value.span();
+    IgnoredValue {
+        file: layer.path.clone(),
+        line: layer.line(&span),
+        key: key.to_string(),
+        value: layer
+            .snippet(&span)
+            .chars()
+            .take(VALUE_SHOWN_CHARS)
+            .collect(),
+        why,
+    }
+}

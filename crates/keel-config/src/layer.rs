@@ -43,6 +43,19 @@ pub(crate) struct RawFile {
     pub reasoning_effort: Option<Spanned<String>>,
     /// Ask about read-only commands too (a project may only set `true`).
     pub ask_read_only_commands: Option<Spanned<bool>>,
+    /// `[agents]`: subagent limits (a project may only lower them).
+    #[serde(default)]
+    pub agents: RawAgents,
+}
+
+/// `[agents]`: how many subagents run at once and how far each may go.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAgents {
+    pub max_concurrent: Option<Spanned<u32>>,
+    pub max_rounds: Option<Spanned<u32>>,
+    /// 0: no limit.
+    pub max_child_tokens: Option<Spanned<u64>>,
 }
 
 /// `[sandbox]`: how commands are confined (user layers; see `sandbox.rs` for projects).

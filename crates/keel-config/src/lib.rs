@@ -16,6 +16,7 @@
 //! - Every resolved value can say where it came from (`Source`); the values a session runs on
 //!   and the ones `keel config` shows come from the same resolution.
 
+mod agent_limits;
 mod config;
 mod error;
 mod ignored;
@@ -32,6 +33,9 @@ mod trust_tests;
 mod unknown_keys;
 mod workspace_files;
 
+pub use agent_limits::{
+    AgentLimits, DEFAULT_AGENT_MAX_ROUNDS, DEFAULT_MAX_CONCURRENT, ResolvedAgentLimits,
+};
 pub use config::{
     ConfiguredRule, DEFAULT_CHECKPOINT_MAX_BYTES, DEFAULT_COMPACT_AT, DEFAULT_MAX_ROUNDS,
     DEFAULT_MODEL, KeelConfig, ModeFlag, ModelRef, Overrides, ResolvedConfig, RuleList,

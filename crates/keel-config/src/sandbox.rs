@@ -44,18 +44,7 @@ pub(crate) fn refused<T>(
     value: &Spanned<T>,
     why: &'static str,
 ) -> IgnoredValue {
-    let span = value.span();
-    IgnoredValue {
-        file: layer.path.clone(),
-        line: layer.line(&span),
-        key: key.to_string(),
-        value: layer
-            .snippet(&span)
-            .chars()
-            .take(VALUE_SHOWN_CHARS)
-            .collect(),
-        why: IgnoredBecause::NeverFromProject(why),
-    }
+    crate::ignored::not_applied(layer, key, value, IgnoredBecause::NeverFromProject(why))
 }
 
 /// Whether `entry` (relative to `workspace`, or absolute) stays inside `workspace`, judged on

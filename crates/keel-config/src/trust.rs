@@ -8,6 +8,7 @@
 //! | `max_rounds`, `providers.X.context_window` | kept when not above the user's (the minimum) |
 //! | `permissions.deny`, `permissions.ask` | added (a project ask beats a user allow) |
 //! | `ask_read_only_commands` | kept when `true` (trusted or not, a project may only ask more) |
+//! | `agents.*` | kept when lower than the user's (trusted or not: `agent_limits.rs`) |
 //! | `sandbox.*` | ignored and reported (a trusted project is limited too: see `sandbox.rs`) |
 //! | everything else | ignored and reported |
 //!
@@ -117,6 +118,7 @@ pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<Ign
         checkpoint_max_bytes,
         reasoning_effort,
         ask_read_only_commands,
+        agents,
     } = raw;
     let ask_read_only_commands = ask_read_only_commands.and_then(|ask| {
         if *ask.get_ref() {
@@ -254,6 +256,8 @@ pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<Ign
         checkpoint_max_bytes: None,
         reasoning_effort: None,
         ask_read_only_commands,
+        // Only lower limits stay, trusted or not (`agent_limits::lower_only`).
+        agents,
     };
     (layer, ignored)
 }

@@ -6,7 +6,7 @@
 //! do with it.
 
 use crate::config::{KeelConfig, Overrides};
-use crate::layer::{RawFile, RawPermissions, RawProvider, RawRetry, RawSandbox};
+use crate::layer::{RawAgents, RawFile, RawPermissions, RawProvider, RawRetry, RawSandbox};
 use crate::trust::WorkspaceTrust;
 use crate::workspace_files::{PROJECT_CONFIG_FILE, WorkspaceFile, WorkspaceFiles};
 use serde_aux::prelude::serde_introspect;
@@ -70,6 +70,20 @@ const CASES: &[Case] = &[
     case("max_rounds", "max_rounds = 5\n", Applied),
     case("max_rounds", "max_rounds = 9999\n", Ignored),
     case("compact_at", "compact_at = 0.5\n", Ignored),
+    // Subagent limits: lower applies, trusted or not; higher never does.
+    case(
+        "agents.max_concurrent",
+        "[agents]\nmax_concurrent = 2\n",
+        Applied,
+    ),
+    never("agents.max_concurrent", "[agents]\nmax_concurrent = 9\n"),
+    case("agents.max_rounds", "[agents]\nmax_rounds = 10\n", Applied),
+    never("agents.max_rounds", "[agents]\nmax_rounds = 500\n"),
+    case(
+        "agents.max_child_tokens",
+        "[agents]\nmax_child_tokens = 1000\n",
+        Applied,
+    ),
     case("reasoning_effort", "reasoning_effort = \"max\"\n", Ignored),
     case(
         "ask_read_only_commands",
@@ -283,6 +297,11 @@ fn config_keys() -> BTreeSet<String> {
                     keys.insert(format!("sandbox.{key}"));
                 }
             }
+            "agents" => {
+                for key in serde_introspect::<RawAgents>() {
+                    keys.insert(format!("agents.{key}"));
+                }
+            }
             other => {
                 keys.insert(other.to_string());
             }
@@ -343,7 +362,7 @@ fn effective(config: &KeelConfig) -> String {
         .map(|server| server.name)
         .collect();
     format!(
-        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{servers:?}\n{:?}\n{:?}\n{:?}",
+        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{servers:?}\n{:?}\n{:?}\n{:?}\n{:?}",
         resolved.model,
         resolved.permission_mode,
         resolved.max_rounds,
@@ -354,7 +373,27 @@ fn effective(config: &KeelConfig) -> String {
         resolved.sandbox.settings,
         resolved.instruction_files,
         resolved.checkpoint_max_bytes,
+        resolved.agents.limits(),
     )
+}
+
+#[test]
+fn a_projects_zero_never_lifts_the_users_child_token_limit() {
+    let user = "[agents]\nmax_child_tokens = 5000\n";
+    for trust in [WorkspaceTrust::Trusted, WorkspaceTrust::Untrusted] {
+        let config = KeelConfig::from_parts(
+            Some((home_path(), user.into())),
+            project("[agents]\nmax_child_tokens = 0\nmax_concurrent = 1\n"),
+            trust,
+            Overrides::default(),
+        )
+        .unwrap();
+        let limits = config.agent_limits();
+        assert_eq!(limits.max_child_tokens, Some(5000), "{trust:?}");
+        assert_eq!(limits.max_concurrent, 1, "{trust:?}: lowering applies");
+        let ignored: Vec<&str> = config.ignored().iter().map(|v| v.key.as_str()).collect();
+        assert_eq!(ignored, ["agents.max_child_tokens"], "{trust:?}");
+    }
 }
 
 #[test]

@@ -100,6 +100,13 @@ const FILE: &[(&str, Shape)] = &[
     ("checkpoint_max_bytes", Shape::Value),
     ("reasoning_effort", Shape::Value),
     ("ask_read_only_commands", Shape::Value),
+    ("agents", Shape::Table(AGENTS)),
+];
+
+const AGENTS: &[(&str, Shape)] = &[
+    ("max_concurrent", Shape::Value),
+    ("max_rounds", Shape::Value),
+    ("max_child_tokens", Shape::Value),
 ];
 
 /// One key keel does not know.

@@ -5,6 +5,11 @@
 //! - Each model request consumes exactly one step, in order; a request the mock rejects on its
 //!   own (DeepSeek's reasoning-replay check, a request over `context_window`) consumes none,
 //!   and a summarising request consumes a step only when the next one is a `compact` step.
+//! - Conversations are scripted apart (docs/mock.md#conversations): a request whose messages
+//!   hold a conversation's marker takes that conversation's next step (the first such
+//!   conversation), any other request the default steps; each script keeps its own place.
+//! - A step's `delay_ms` holds its answer back that long before any header, so concurrent
+//!   requests can be made to overlap.
 //! - A scenario that cannot be parsed is an error naming the step and what is wrong.
 
 use crate::render::ScriptedAnswer;
@@ -26,6 +31,20 @@ pub struct Scenario {
     /// The model's window: a request of more tokens (bytes of system, tools and messages / 4)
     /// gets DeepSeek's context-length 400 and consumes no step.
     pub context_window: Option<u64>,
+    /// How long a default step (by its 0-based index) waits before answering.
+    pub delays: BTreeMap<usize, Duration>,
+    /// Conversations scripted apart, the first whose marker a request holds answering it.
+    pub conversations: Vec<Conversation>,
+}
+
+/// Steps for the requests whose messages contain `marker` (e.g. a subagent's delegated
+/// prompt), answered in order apart from every other request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Conversation {
+    pub marker: String,
+    pub steps: Vec<Step>,
+    /// How long a step (by its 0-based index) waits before answering.
+    pub delays: BTreeMap<usize, Duration>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -161,6 +180,11 @@ pub enum ScenarioError {
     ContextWindow,
     #[error("step {index}: {message}")]
     Step { index: usize, message: String },
+    #[error("conversation {conversation}: {message}")]
+    Conversation {
+        conversation: usize,
+        message: String,
+    },
     #[error("unknown built-in scenario `{0}` (built-ins: {1})")]
     UnknownBuiltin(String, String),
 }
@@ -173,7 +197,24 @@ impl Scenario {
             require_reasoning_replay: true,
             chunk_delay: Duration::ZERO,
             context_window: None,
+            delays: BTreeMap::new(),
+            conversations: Vec::new(),
         }
+    }
+
+    /// The steps and delays of the default script (`None`) or of a conversation.
+    pub fn script(&self, conversation: Option<usize>) -> (&[Step], &BTreeMap<usize, Duration>) {
+        match conversation.and_then(|index| self.conversations.get(index)) {
+            Some(conversation) => (&conversation.steps, &conversation.delays),
+            None => (&self.steps, &self.delays),
+        }
+    }
+
+    /// The first conversation whose marker `messages` (the request's message text) holds.
+    pub fn conversation_of(&self, messages: &str) -> Option<usize> {
+        self.conversations
+            .iter()
+            .position(|conversation| messages.contains(&conversation.marker))
     }
 
     pub fn parse(text: &str) -> Result<Scenario, ScenarioError> {
@@ -183,17 +224,31 @@ impl Scenario {
             .get("steps")
             .and_then(Value::as_array)
             .ok_or(ScenarioError::Shape)?;
-        let steps = steps
-            .iter()
-            .enumerate()
-            .map(|(index, step)| {
-                parse_step(step).map_err(|message| ScenarioError::Step {
-                    index: index + 1,
-                    message,
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let (steps, delays) = parse_steps(steps)
+            .map_err(|(index, message)| ScenarioError::Step { index, message })?;
         let mut scenario = Scenario::from_steps(steps);
+        scenario.delays = delays;
+        scenario.conversations = match value.get("conversations") {
+            None => Vec::new(),
+            Some(Value::Array(conversations)) => conversations
+                .iter()
+                .enumerate()
+                .map(|(index, conversation)| {
+                    parse_conversation(conversation).map_err(|message| {
+                        ScenarioError::Conversation {
+                            conversation: index + 1,
+                            message,
+                        }
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            Some(_) => {
+                return Err(ScenarioError::Conversation {
+                    conversation: 0,
+                    message: "`conversations` must be an array".into(),
+                });
+            }
+        };
         scenario.ignore_stream = value
             .get("ignore_stream")
             .and_then(Value::as_bool)
@@ -219,6 +274,55 @@ impl Scenario {
         );
         Ok(scenario)
     }
+}
+
+/// How long each step (by its 0-based index) waits before answering.
+pub type Delays = BTreeMap<usize, Duration>;
+
+/// The longest a step may wait before answering.
+const MOST_DELAY_MS: u64 = 600_000;
+
+/// Steps and their delays; an error names the 1-based step.
+fn parse_steps(steps: &[Value]) -> Result<(Vec<Step>, Delays), (usize, String)> {
+    let mut parsed = Vec::with_capacity(steps.len());
+    let mut delays = BTreeMap::new();
+    for (index, step) in steps.iter().enumerate() {
+        parsed.push(parse_step(step).map_err(|message| (index + 1, message))?);
+        match step.get("delay_ms") {
+            None => {}
+            Some(delay) => {
+                let delay = delay.as_u64().filter(|ms| *ms <= MOST_DELAY_MS).ok_or((
+                    index + 1,
+                    format!(
+                        "`delay_ms` must be a whole number of milliseconds up to {MOST_DELAY_MS}"
+                    ),
+                ))?;
+                delays.insert(index, Duration::from_millis(delay));
+            }
+        }
+    }
+    Ok((parsed, delays))
+}
+
+/// `{"when": {"contains": MARKER}, "steps": [...]}`.
+fn parse_conversation(conversation: &Value) -> Result<Conversation, String> {
+    let marker = conversation
+        .get("when")
+        .and_then(|when| when.get("contains"))
+        .and_then(Value::as_str)
+        .filter(|marker| !marker.is_empty())
+        .ok_or("needs `\"when\": {\"contains\": TEXT}` (a non-empty marker)")?;
+    let steps = conversation
+        .get("steps")
+        .and_then(Value::as_array)
+        .ok_or("needs a `steps` array")?;
+    let (steps, delays) =
+        parse_steps(steps).map_err(|(index, message)| format!("step {index}: {message}"))?;
+    Ok(Conversation {
+        marker: marker.to_string(),
+        steps,
+        delays,
+    })
 }
 
 fn optional_text(step: &Value, key: &str) -> Result<Option<String>, String> {
@@ -630,6 +734,35 @@ mod tests {
         assert!(error.to_string().contains("status"), "{error}");
         let error = Scenario::parse(r#"{"steps":[{"nothing":1}]}"#).unwrap_err();
         assert!(error.to_string().contains("expected one of"), "{error}");
+    }
+
+    #[test]
+    fn conversations_and_delays_parse_and_bad_ones_are_named() {
+        let text = r#"{"steps": [{"say": "parent", "delay_ms": 5}],
+            "conversations": [
+                {"when": {"contains": "MARK-A"}, "steps": [{"say": "a1", "delay_ms": 300}, {"say": "a2"}]},
+                {"when": {"contains": "MARK"}, "steps": [{"say": "any"}]}
+            ]}"#;
+        let scenario = Scenario::parse(text).unwrap();
+        assert_eq!(scenario.delays[&0], Duration::from_millis(5));
+        assert_eq!(scenario.conversation_of("x MARK-A y"), Some(0));
+        assert_eq!(scenario.conversation_of("x MARK y"), Some(1));
+        assert_eq!(scenario.conversation_of("plain"), None);
+        let (steps, delays) = scenario.script(Some(0));
+        assert_eq!(steps.len(), 2);
+        assert_eq!(delays[&0], Duration::from_millis(300));
+        assert_eq!(scenario.script(None).0.len(), 1);
+        let error = Scenario::parse(
+            r#"{"steps": [], "conversations": [{"when": {"contains": "m"}, "steps": [{"say": "x", "delay_ms": -1}]}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "conversation 1: step 1: `delay_ms` must be a whole number of milliseconds up to 600000"
+        );
+        let error =
+            Scenario::parse(r#"{"steps": [], "conversations": [{"steps": []}]}"#).unwrap_err();
+        assert!(error.to_string().contains("a non-empty marker"), "{error}");
     }
 
     #[test]

@@ -40,12 +40,17 @@ pub struct CapturedRequest {
     /// The reasoning effort the request asked for, in keel's names (`None`: it said none).
     #[serde(default)]
     pub effort: Option<String>,
+    /// The 1-based conversation whose step answered it (`None`: the default steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<usize>,
 }
 
 #[derive(Debug)]
 struct MockState {
     scenario: Scenario,
     next_step: usize,
+    /// The next step of each conversation.
+    next_in_conversation: Vec<usize>,
     requests: Vec<CapturedRequest>,
     prompts: Vec<String>,
 }
@@ -74,6 +79,7 @@ impl MockServer {
     /// Bind `addr` (use port 0 for any free port) and serve `scenario` in the background.
     pub async fn start(addr: SocketAddr, scenario: Scenario) -> std::io::Result<MockServer> {
         let shared = Shared(Arc::new(Mutex::new(MockState {
+            next_in_conversation: vec![0; scenario.conversations.len()],
             scenario,
             next_step: 0,
             requests: Vec::new(),
@@ -242,6 +248,7 @@ fn answer_request(
             .map(|elapsed| u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX))
             .unwrap_or(0),
         effort: None,
+        conversation: None,
     };
     let parsed: Value = match serde_json::from_slice(&body) {
         Ok(parsed) => parsed,
@@ -290,10 +297,16 @@ fn answer_request(
         .max()
         .unwrap_or(0);
     state.prompts.push(prompt.clone());
-    let step_index = state.next_step;
+    let which = state
+        .scenario
+        .conversation_of(&message_text(protocol, &parsed));
+    let step_index = match which {
+        Some(index) => state.next_in_conversation[index],
+        None => state.next_step,
+    };
     let summarising = prompt.contains(keel_types::COMPACTION_REQUEST_MARKER);
     let scripted_summary = matches!(
-        state.scenario.steps.get(step_index),
+        state.scenario.script(which).0.get(step_index),
         Some(Step::Compact { .. })
     );
     if summarising && !scripted_summary {
@@ -327,118 +340,210 @@ fn answer_request(
             std::time::Duration::ZERO,
         );
     }
-    let Some(mut step) = state.scenario.steps.get(step_index).cloned() else {
+    let (steps, delays) = state.scenario.script(which);
+    let Some(step) = steps.get(step_index).cloned() else {
         state.requests.push(capture);
-        let message =
-            format!("keel mock: the scenario has no step left for request {request_number}");
+        let within = which.map_or(String::new(), |index| {
+            format!(" in conversation {}", index + 1)
+        });
+        let message = format!(
+            "keel mock: the scenario has no step left for request {request_number}{within}"
+        );
         return error_json(StatusCode::BAD_REQUEST, &message, "invalid_request_error");
     };
-    state.next_step += 1;
+    let following = steps.get(step_index + 1).cloned();
+    let step_delay = delays.get(&step_index).copied().unwrap_or_default();
+    match which {
+        Some(index) => state.next_in_conversation[index] += 1,
+        None => state.next_step += 1,
+    }
     capture.step = Some(step_index + 1);
+    capture.conversation = which.map(|index| index + 1);
     state.requests.push(capture);
-    let following = state.scenario.steps.get(step_index + 1).cloned();
     let delay = state.scenario.chunk_delay;
     let stream = wants_stream(&parsed) && !state.scenario.ignore_stream;
     drop(state);
     let usage = Usage::of(prompt_tokens, best_prefix);
-    if let Step::Compact {
-        fault: Some(fault), ..
-    } = &step
-        && summarising
-    {
-        step = Step::Fault(fault.clone());
-    }
-    let frames = match &step {
-        Step::Fault(Fault::Http {
-            status,
-            body,
-            headers,
-        }) => {
-            let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let mut response = (status, body.clone()).into_response();
-            let content_type = if body.trim_start().starts_with('{') {
-                "application/json"
-            } else {
-                "text/plain"
-            };
-            if let Ok(value) = content_type.parse() {
-                response.headers_mut().insert(header::CONTENT_TYPE, value);
-            }
-            for (name, value) in headers {
-                if let (Ok(name), Ok(value)) = (
-                    header::HeaderName::from_bytes(name.as_bytes()),
-                    value.parse(),
-                ) {
-                    response.headers_mut().insert(name, value);
-                }
-            }
-            return response;
-        }
-        Step::Fault(Fault::DropAfterContent) => {
-            let fallback = Step::Say {
-                text: "This answer will be cut off.".into(),
-                reason: None,
-                finish_reason: None,
-                usage: None,
-            };
-            let source = following
-                .as_ref()
-                .filter(|s| !matches!(s, Step::Fault(_)))
-                .unwrap_or(&fallback);
-            let scripted = ScriptedAnswer::of(source).unwrap_or_default();
-            let answer = scripted.answer(request_number);
-            let mut frames = render::stream_frames(protocol, &answer, usage.of_answer(&answer));
-            frames.truncate(frames.len() / 2);
-            // Let the server flush what was sent before cutting the connection.
-            frames.push(Frame::Sleep(std::time::Duration::from_millis(50)));
-            frames.push(Frame::Abort);
-            frames
-        }
-        Step::Fault(Fault::Stall(duration)) => {
-            vec![
-                render::opening_frame(protocol, request_number),
-                Frame::Sleep(*duration),
-                Frame::Abort,
-            ]
-        }
-        Step::Fault(Fault::BadJsonChunk) => {
-            vec![
-                render::opening_frame(protocol, request_number),
-                render::broken_frame(protocol),
-            ]
-        }
-        Step::Fault(Fault::Staged { fault, at }) => {
-            let mut frames = stage::frames_before(protocol, *at, request_number);
-            let before_headers = *at == stage::Stage::BeforeHeaders;
-            match fault {
-                StreamFault::BadJson => frames.push(render::broken_frame(protocol)),
-                StreamFault::Stall(silence) if before_headers => {
-                    let mut response = stream_response(vec![Frame::Abort], delay);
-                    response.extensions_mut().insert(LateBy(*silence));
-                    return response;
-                }
-                StreamFault::Drop | StreamFault::Stall(_) => {
-                    // A drop lets what was sent flush first; a stall stays silent. Before any
-                    // header there is nothing to flush: the body fails at once.
-                    let pause = match fault {
-                        StreamFault::Stall(silence) => *silence,
-                        StreamFault::Drop | StreamFault::BadJson => {
-                            std::time::Duration::from_millis(50)
-                        }
-                    };
-                    if !before_headers {
-                        frames.push(Frame::Sleep(pause));
-                    }
-                    frames.push(Frame::Abort);
-                }
-            }
-            frames
-        }
-        Step::Say { .. } | Step::Tools { .. } | Step::Search { .. } | Step::Compact { .. } => {
-            return scripted_response(protocol, &step, request_number, &usage, stream, delay);
-        }
+    let reply = Reply {
+        protocol,
+        request_number,
+        usage: &usage,
+        stream,
+        delay,
+        summarising,
     };
-    stream_response(frames, delay)
+    let mut response = reply.with_step(step, following);
+    if !step_delay.is_zero() {
+        // Held back before any header, on top of a stall the step itself scripts.
+        let earlier = response
+            .extensions_mut()
+            .remove::<LateBy>()
+            .map_or(std::time::Duration::ZERO, |late| late.0);
+        response
+            .extensions_mut()
+            .insert(LateBy(earlier + step_delay));
+    }
+    response
+}
+
+/// What answering a request needs besides its step.
+struct Reply<'a> {
+    protocol: Protocol,
+    request_number: usize,
+    usage: &'a Usage,
+    stream: bool,
+    delay: std::time::Duration,
+    summarising: bool,
+}
+
+impl Reply<'_> {
+    /// The response `step` makes (`following`: the step after it, which a cut-off answer
+    /// borrows its text from).
+    fn with_step(&self, mut step: Step, following: Option<Step>) -> Response {
+        let Reply {
+            protocol,
+            request_number,
+            usage,
+            stream,
+            delay,
+            summarising,
+        } = *self;
+        if let Step::Compact {
+            fault: Some(fault), ..
+        } = &step
+            && summarising
+        {
+            step = Step::Fault(fault.clone());
+        }
+        let frames = match &step {
+            Step::Fault(Fault::Http {
+                status,
+                body,
+                headers,
+            }) => {
+                let status =
+                    StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                let mut response = (status, body.clone()).into_response();
+                let content_type = if body.trim_start().starts_with('{') {
+                    "application/json"
+                } else {
+                    "text/plain"
+                };
+                if let Ok(value) = content_type.parse() {
+                    response.headers_mut().insert(header::CONTENT_TYPE, value);
+                }
+                for (name, value) in headers {
+                    if let (Ok(name), Ok(value)) = (
+                        header::HeaderName::from_bytes(name.as_bytes()),
+                        value.parse(),
+                    ) {
+                        response.headers_mut().insert(name, value);
+                    }
+                }
+                return response;
+            }
+            Step::Fault(Fault::DropAfterContent) => {
+                let fallback = Step::Say {
+                    text: "This answer will be cut off.".into(),
+                    reason: None,
+                    finish_reason: None,
+                    usage: None,
+                };
+                let source = following
+                    .as_ref()
+                    .filter(|s| !matches!(s, Step::Fault(_)))
+                    .unwrap_or(&fallback);
+                let scripted = ScriptedAnswer::of(source).unwrap_or_default();
+                let answer = scripted.answer(request_number);
+                let mut frames = render::stream_frames(protocol, &answer, usage.of_answer(&answer));
+                frames.truncate(frames.len() / 2);
+                // Let the server flush what was sent before cutting the connection.
+                frames.push(Frame::Sleep(std::time::Duration::from_millis(50)));
+                frames.push(Frame::Abort);
+                frames
+            }
+            Step::Fault(Fault::Stall(duration)) => {
+                vec![
+                    render::opening_frame(protocol, request_number),
+                    Frame::Sleep(*duration),
+                    Frame::Abort,
+                ]
+            }
+            Step::Fault(Fault::BadJsonChunk) => {
+                vec![
+                    render::opening_frame(protocol, request_number),
+                    render::broken_frame(protocol),
+                ]
+            }
+            Step::Fault(Fault::Staged { fault, at }) => {
+                let mut frames = stage::frames_before(protocol, *at, request_number);
+                let before_headers = *at == stage::Stage::BeforeHeaders;
+                match fault {
+                    StreamFault::BadJson => frames.push(render::broken_frame(protocol)),
+                    StreamFault::Stall(silence) if before_headers => {
+                        let mut response = stream_response(vec![Frame::Abort], delay);
+                        response.extensions_mut().insert(LateBy(*silence));
+                        return response;
+                    }
+                    StreamFault::Drop | StreamFault::Stall(_) => {
+                        // A drop lets what was sent flush first; a stall stays silent. Before any
+                        // header there is nothing to flush: the body fails at once.
+                        let pause = match fault {
+                            StreamFault::Stall(silence) => *silence,
+                            StreamFault::Drop | StreamFault::BadJson => {
+                                std::time::Duration::from_millis(50)
+                            }
+                        };
+                        if !before_headers {
+                            frames.push(Frame::Sleep(pause));
+                        }
+                        frames.push(Frame::Abort);
+                    }
+                }
+                frames
+            }
+            Step::Say { .. } | Step::Tools { .. } | Step::Search { .. } | Step::Compact { .. } => {
+                return scripted_response(protocol, &step, request_number, usage, stream, delay);
+            }
+        };
+        stream_response(frames, delay)
+    }
+}
+
+/// The text of a request's messages (every string in them, the system prompt's aside), where
+/// a conversation's marker is looked for.
+fn message_text(protocol: Protocol, body: &Value) -> String {
+    fn strings(value: &Value, out: &mut String) {
+        match value {
+            Value::String(text) => {
+                out.push_str(text);
+                out.push('\n');
+            }
+            Value::Array(items) => items.iter().for_each(|item| strings(item, out)),
+            Value::Object(fields) => fields.values().for_each(|field| strings(field, out)),
+            _ => {}
+        }
+    }
+    let key = match protocol {
+        Protocol::Chat | Protocol::Anthropic => "messages",
+        Protocol::Responses => "input",
+    };
+    let mut text = String::new();
+    let messages = body
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    // Chat carries the system prompt as a message: it is not one of the conversation's.
+    for message in messages.filter(|message| {
+        !matches!(
+            message.get("role").and_then(Value::as_str),
+            Some("system" | "developer")
+        )
+    }) {
+        strings(message, &mut text);
+    }
+    text
 }
 
 fn wants_stream(body: &Value) -> bool {

@@ -114,6 +114,15 @@ fn field<T, U>(sourced: &Sourced<T>, value: impl FnOnce(&T) -> U) -> Field<U> {
     }
 }
 
+/// `[agents]`: the limits on subagents.
+#[derive(Serialize)]
+struct AgentsJson {
+    max_concurrent: Field<u32>,
+    max_rounds: Field<u32>,
+    /// 0: no limit.
+    max_child_tokens: Field<u64>,
+}
+
 #[derive(Serialize)]
 struct ConfigJson {
     /// The files read, highest precedence first.
@@ -125,6 +134,7 @@ struct ConfigJson {
     instruction_files: Field<Vec<String>>,
     checkpoint_max_bytes: Field<u64>,
     ask_read_only_commands: Field<bool>,
+    agents: AgentsJson,
     permissions: PermissionsJson,
     sandbox: SandboxJson,
     providers: BTreeMap<String, ProviderJson>,
@@ -256,6 +266,11 @@ impl ConfigJson {
             instruction_files: field(&resolved.instruction_files, Clone::clone),
             checkpoint_max_bytes: field(&resolved.checkpoint_max_bytes, |bytes| *bytes),
             ask_read_only_commands: field(&resolved.ask_read_only_commands, |ask| *ask),
+            agents: AgentsJson {
+                max_concurrent: field(&resolved.agents.max_concurrent, |n| *n),
+                max_rounds: field(&resolved.agents.max_rounds, |n| *n),
+                max_child_tokens: field(&resolved.agents.max_child_tokens, |n| *n),
+            },
             permissions: PermissionsJson {
                 allow: rules(RuleList::Allow),
                 ask: rules(RuleList::Ask),
@@ -455,6 +470,27 @@ fn general_rows(resolved: &ResolvedConfig) -> Vec<Row> {
         "ask_read_only_commands",
         &resolved.ask_read_only_commands,
         ToString::to_string,
+    ));
+    rows.push(Row::new(
+        0,
+        "agents.max_concurrent",
+        &resolved.agents.max_concurrent,
+        ToString::to_string,
+    ));
+    rows.push(Row::new(
+        0,
+        "agents.max_rounds",
+        &resolved.agents.max_rounds,
+        ToString::to_string,
+    ));
+    rows.push(Row::new(
+        0,
+        "agents.max_child_tokens",
+        &resolved.agents.max_child_tokens,
+        |tokens| match tokens {
+            0 => "no limit".to_string(),
+            tokens => tokens.to_string(),
+        },
     ));
     rows.push(Row::new(
         0,

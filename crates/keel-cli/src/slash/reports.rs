@@ -208,6 +208,46 @@ pub fn diff(controller: &Controller, shown: &mut Shown) {
     }
 }
 
+/// `/agents`: each agent a `task` may start — where it comes from, what it may use, and
+/// whether its requests share this session's cached prefix (the same model does).
+pub fn agents(controller: &Controller, shown: &mut Shown) {
+    let settings = controller.settings();
+    let current = format!("{}/{}", settings.profile.name, settings.model);
+    let agents = controller.services().agents().clone();
+    shown.say("agents (the model starts one with the task tool; each runs as a child session):");
+    for agent in agents.list() {
+        let from = match &agent.path {
+            Some(path) => format!(
+                "{} ({})",
+                agent.source.as_str(),
+                visible_line(&path.display().to_string())
+            ),
+            None => agent.source.as_str().to_string(),
+        };
+        let tools = match &agent.tools {
+            keel_agent::AgentTools::Parent => "your tools".to_string(),
+            keel_agent::AgentTools::Only(tools) => {
+                let names: Vec<&str> = tools.iter().map(String::as_str).collect();
+                format!("tools: {}", visible_line(&names.join(", ")))
+            }
+        };
+        let mode = match agent.permission_mode {
+            Some(mode) => format!("{} at most", mode.as_str()),
+            None => "your mode".to_string(),
+        };
+        let cache = match &agent.model {
+            Some(model) if !agent.shares_cache_with(&current) => format!(
+                "model {}: its own cache (another model cannot share yours)",
+                visible_line(model)
+            ),
+            _ => "shares your cache".to_string(),
+        };
+        shown.say(format!("  {:<12} {from}", visible_line(&agent.name)));
+        shown.say(format!("  {:<12} {tools} · {mode} · {cache}", ""));
+        shown.say(format!("  {:<12} {}", "", visible_line(&agent.description)));
+    }
+}
+
 /// `/model` without a model: the current one, then (on a terminal) the configured models to
 /// pick from by number; an answer that names another one switches to it.
 pub fn pick_model(controller: &Controller, common: &CommonArgs) -> Reply {

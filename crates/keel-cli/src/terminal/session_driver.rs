@@ -413,6 +413,10 @@ impl SessionDriver {
                 ),
                 None => shown.say("no session is open"),
             },
+            SurfaceCommand::Agents => match &self.controller {
+                Some(controller) => crate::slash::reports::agents(controller, &mut shown),
+                None => shown.say("no session is open"),
+            },
             SurfaceCommand::Mcp => match &self.controller {
                 Some(controller) => {
                     let statuses = controller.services().mcp().statuses();

@@ -1,0 +1,108 @@
+//! Agent definitions as a person sees them: `/agents` lists the built-ins, the project's
+//! (`.keel/agents/`, Claude Code's `.claude/agents/`) and the user's, with where each comes
+//! from, what it may use and whether it shares the session's cache; what keel could not take
+//! from a file is said at start; `[agents]` in a project may only lower the limits.
+
+use crate::common::*;
+use serde_json::json;
+
+fn write(path: std::path::PathBuf, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn agents_lists_every_agent_with_its_source_tools_and_cache() {
+    let (home, _mock) = scripted("chat", &json!({"steps": [{"say": "hi"}]}).to_string(), "");
+    // Home is also the workspace: `agents/` is the user's, `.keel/agents/` the project's.
+    write(
+        home.path().join(".claude/agents/scout.md"),
+        "---\nname: scout\ndescription: Finds things fast\ntools: Read, Grep, NotebookEdit\ncolor: blue\n---\nScout.\n",
+    );
+    write(
+        home.path().join(".keel/agents/reviewer.md"),
+        "---\ndescription: Reviews a change\npermission_mode: read-only\nmodel: deepseek/deepseek-v4-pro\n---\nReview.\n",
+    );
+    write(
+        home.path().join("agents/reviewer.md"),
+        "---\ndescription: My own reviewer\ntools: read_file, bash\n---\nMine.\n",
+    );
+    write(
+        home.path().join("agents/pro.md"),
+        "---\ndescription: Thinks hard\nmodel: deepseek/deepseek-v4-pro\n---\nThink.\n",
+    );
+    let screen = crate::common::terminal::interactive_until(
+        &home,
+        &[
+            ("/agents\n", Some("Thinks hard"), 0),
+            ("/quit\n", None, 300),
+        ],
+    );
+    // Said once at start: what keel left out of the Claude file.
+    assert!(screen.contains("`NotebookEdit` left out"), "{screen}");
+    assert!(screen.contains("`color` ignored"), "{screen}");
+    assert!(screen.contains("replaced by yours"), "{screen}");
+    let listed = &screen[screen.rfind("agents (the model starts one").unwrap()..];
+    for (name, what) in [
+        (
+            "explore",
+            "tools: bash, glob, grep, list_dir, read_file, web_fetch · read-only at most · shares your cache",
+        ),
+        ("general", "your tools · your mode · shares your cache"),
+        (
+            "reviewer",
+            "tools: bash, read_file · your mode · shares your cache",
+        ),
+        (
+            "scout",
+            "tools: grep, read_file · your mode · shares your cache",
+        ),
+        (
+            "pro",
+            "your tools · your mode · model deepseek/deepseek-v4-pro: its own cache",
+        ),
+    ] {
+        let at = listed
+            .find(&format!("  {name} "))
+            .unwrap_or_else(|| panic!("{name}: {listed}"));
+        assert!(listed[at..].contains(what), "{name}: {what}\n{listed}");
+    }
+    assert!(listed.contains("yours ("), "{listed}");
+    assert!(
+        listed.contains("the project's (.claude/agents) ("),
+        "{listed}"
+    );
+    assert!(listed.contains("My own reviewer"), "{listed}");
+    assert!(
+        !listed.contains("Reviews a change"),
+        "the user's file wins: {listed}"
+    );
+}
+
+#[test]
+fn a_project_may_only_lower_the_agent_limits() {
+    let (home, _mock) = scripted("chat", &json!({"steps": [{"say": "hi"}]}).to_string(), "");
+    home.append_config("[agents]\nmax_child_tokens = 5000\n");
+    std::fs::write(
+        home.path().join("keel.toml"),
+        "[agents]\nmax_concurrent = 2\nmax_rounds = 500\nmax_child_tokens = 0\n",
+    )
+    .unwrap();
+    let run = home.run(&["config", "--json"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let config: serde_json::Value = serde_json::from_str(&run.stdout()).unwrap();
+    assert_eq!(config["agents"]["max_concurrent"]["value"], 2);
+    assert_eq!(config["agents"]["max_rounds"]["value"], 50);
+    assert_eq!(config["agents"]["max_child_tokens"]["value"], 5000);
+    let ignored: Vec<&str> = config["ignored"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|value| value["key"].as_str())
+        .collect();
+    assert_eq!(
+        ignored,
+        ["agents.max_rounds", "agents.max_child_tokens"],
+        "{config}"
+    );
+}
