@@ -42,37 +42,59 @@ fn agents_lists_every_agent_with_its_source_tools_and_cache() {
     assert!(screen.contains("`NotebookEdit` left out"), "{screen}");
     assert!(screen.contains("`color` ignored"), "{screen}");
     assert!(screen.contains("replaced by yours"), "{screen}");
-    let listed = &screen[screen.rfind("agents (the model starts one").unwrap()..];
+    let listed = &screen[screen.rfind("agents defined here").unwrap()..];
+    // Each agent is a line `  NAME …` and its details indented under it: one block of words.
+    let mut blocks: Vec<String> = Vec::new();
+    for line in listed.lines().skip(1) {
+        if line.starts_with("  ") && !line.starts_with("   ") {
+            blocks.push(String::new());
+        } else if !line.starts_with("   ") {
+            break;
+        }
+        if let Some(block) = blocks.last_mut() {
+            block.push(' ');
+            block.push_str(&line.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+    }
+    let block = |name: &str| {
+        blocks
+            .iter()
+            .find(|block| block.starts_with(&format!(" {name} ")))
+            .unwrap_or_else(|| panic!("{name}: {listed}"))
+            .clone()
+    };
     for (name, what) in [
         (
             "explore",
-            "tools: bash, glob, grep, list_dir, read_file, web_fetch · read-only at most · shares your cache",
+            "explore built in · read-only at most · shares your cache tools: bash, glob, grep, list_dir, read_file, web_fetch Researches",
         ),
-        ("general", "your tools · your mode · shares your cache"),
         (
-            "reviewer",
-            "tools: bash, read_file · your mode · shares your cache",
+            "general",
+            "general built in · your mode · shares your cache tools: yours",
         ),
+        ("reviewer", "reviewer yours · your mode · shares your cache"),
         (
             "scout",
-            "tools: grep, read_file · your mode · shares your cache",
+            "scout the project's (.claude/agents) · your mode · shares your cache",
         ),
         (
             "pro",
-            "your tools · your mode · model deepseek/deepseek-v4-pro: its own cache",
+            "pro yours · your mode · model deepseek/deepseek-v4-pro: its own cache",
         ),
     ] {
-        let at = listed
-            .find(&format!("  {name} "))
-            .unwrap_or_else(|| panic!("{name}: {listed}"));
-        assert!(listed[at..].contains(what), "{name}: {what}\n{listed}");
+        assert!(block(name).contains(what), "{what}\n{}", block(name));
     }
-    assert!(listed.contains("yours ("), "{listed}");
     assert!(
-        listed.contains("the project's (.claude/agents) ("),
-        "{listed}"
+        block("reviewer").ends_with("tools: bash, read_file My own reviewer"),
+        "{}",
+        block("reviewer")
     );
-    assert!(listed.contains("My own reviewer"), "{listed}");
+    assert!(
+        block("scout").ends_with("tools: grep, read_file Finds things fast"),
+        "{}",
+        block("scout")
+    );
+    assert_eq!(blocks.len(), 5, "{blocks:?}");
     assert!(
         !listed.contains("Reviews a change"),
         "the user's file wins: {listed}"

@@ -213,24 +213,10 @@ pub fn diff(controller: &Controller, shown: &mut Shown) {
 pub fn agents(controller: &Controller, shown: &mut Shown) {
     let settings = controller.settings();
     let current = format!("{}/{}", settings.profile.name, settings.model);
+    let width = crate::render::terminal_width();
     let agents = controller.services().agents().clone();
-    shown.say("agents (the model starts one with the task tool; each runs as a child session):");
+    shown.say("agents defined here (keel does not start subagents yet)");
     for agent in agents.list() {
-        let from = match &agent.path {
-            Some(path) => format!(
-                "{} ({})",
-                agent.source.as_str(),
-                visible_line(&path.display().to_string())
-            ),
-            None => agent.source.as_str().to_string(),
-        };
-        let tools = match &agent.tools {
-            keel_agent::AgentTools::Parent => "your tools".to_string(),
-            keel_agent::AgentTools::Only(tools) => {
-                let names: Vec<&str> = tools.iter().map(String::as_str).collect();
-                format!("tools: {}", visible_line(&names.join(", ")))
-            }
-        };
         let mode = match agent.permission_mode {
             Some(mode) => format!("{} at most", mode.as_str()),
             None => "your mode".to_string(),
@@ -242,10 +228,52 @@ pub fn agents(controller: &Controller, shown: &mut Shown) {
             ),
             _ => "shares your cache".to_string(),
         };
-        shown.say(format!("  {:<12} {from}", visible_line(&agent.name)));
-        shown.say(format!("  {:<12} {tools} · {mode} · {cache}", ""));
-        shown.say(format!("  {:<12} {}", "", visible_line(&agent.description)));
+        shown.say(format!(
+            "  {:<11}{} · {mode} · {cache}",
+            visible_line(&agent.name),
+            agent.source.as_str()
+        ));
+        let mut details = Vec::new();
+        if let Some(path) = &agent.path {
+            details.push(visible_line(&path.display().to_string()).into_owned());
+        }
+        details.push(match &agent.tools {
+            keel_agent::AgentTools::Parent => "tools: yours".to_string(),
+            keel_agent::AgentTools::Only(tools) => {
+                let names: Vec<&str> = tools.iter().map(String::as_str).collect();
+                format!("tools: {}", visible_line(&names.join(", ")))
+            }
+        });
+        details.push(visible_line(&agent.description).into_owned());
+        for detail in details {
+            for line in hanging(&detail, 13, width) {
+                shown.say(line);
+            }
+        }
     }
+}
+
+/// `text` wrapped at words to `width` columns, every line indented by `indent` (a word longer
+/// than a line is cut by the terminal as usual). Hand-written: one use, plain ASCII-width
+/// words of keel's own listings.
+fn hanging(text: &str, indent: usize, width: usize) -> Vec<String> {
+    let room = width.saturating_sub(indent).max(20);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > room {
+            lines.push(format!("{:indent$}{line}", ""));
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(format!("{:indent$}{line}", ""));
+    }
+    lines
 }
 
 /// `/model` without a model: the current one, then (on a terminal) the configured models to
