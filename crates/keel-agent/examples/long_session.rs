@@ -91,6 +91,7 @@ fn prepare(db: &Path, items: usize) {
             seq: n as u64 + 1,
             summary: Some("read".into()),
             sandbox: None,
+            child_session: None,
         })
         .collect();
     for chunk in rounds.chunks(500) {

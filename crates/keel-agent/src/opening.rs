@@ -148,7 +148,8 @@ impl Agent {
         let asked = Place::of(&settings);
         if asked != services.place {
             return Err(AgentError::Agents(format!(
-                "an agent on this session's services works in {} ({:?}); one was asked for in                  {} ({:?})",
+                "an agent on this session's services works in {} ({:?}); one was asked for in \
+                 {} ({:?})",
                 services.place.workspace.display(),
                 services.place.sandbox.as_ref().map(|(mode, _)| mode),
                 asked.workspace.display(),

@@ -451,6 +451,7 @@ fn commit_reply(
                 seq,
                 summary: None,
                 sandbox: None,
+                child_session: None,
             }
         })
         .collect();

@@ -120,6 +120,7 @@ pub(crate) async fn offer(
         seq,
         summary: None,
         sandbox: Some(SandboxMode::Off.name().to_string()),
+        child_session: None,
     };
     kill_point("before_receipt_started");
     agent

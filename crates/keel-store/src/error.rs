@@ -33,6 +33,9 @@ pub enum StoreError {
     Busy { path: PathBuf, waited_secs: u64 },
     #[error("session {0} does not exist")]
     NoSuchSession(String),
+    /// A child session must name its parent and its agent (a bug in the caller).
+    #[error("session {0} was to be a child session but names no parent or no agent")]
+    NotAChild(String),
     #[error(
         "session {session}: the history moved to revision {found} while revision {expected} \
          was being compacted; nothing was written"
@@ -83,7 +86,7 @@ impl StoreError {
             | StoreError::NoSuchSession(_)
             | StoreError::NoSuchRevision { .. }
             | StoreError::UnreadableItem { .. } => true,
-            StoreError::HistoryMoved { .. } => false,
+            StoreError::HistoryMoved { .. } | StoreError::NotAChild(_) => false,
             StoreError::Io { .. } | StoreError::Sqlite(_) | StoreError::Encode(_) => false,
         }
     }

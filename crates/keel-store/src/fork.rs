@@ -63,10 +63,13 @@ impl Store {
             }
             Ok(())
         })?;
+        // A fork is a session of its own, even of a child session.
         Ok(SessionInfo {
             id: id.into(),
             created_at: now,
             updated_at: now,
+            parent: None,
+            agent: None,
             ..from
         })
     }

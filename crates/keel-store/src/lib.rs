@@ -21,6 +21,7 @@ mod error;
 mod fork;
 mod fresh;
 mod history;
+mod jobs;
 mod lease;
 mod processes;
 mod remove;
@@ -31,10 +32,11 @@ mod sessions;
 pub use checkpoints::{Before, Checkpoint, PreImage, content_hash};
 pub use error::StoreError;
 pub use history::{HistoryRewrite, RevisionInfo};
+pub use jobs::{JobEnd, RecordedJob};
 pub use lease::Lease;
 pub use processes::RecordedProcess;
 pub use saved::SavedVersion;
-pub use sessions::{SessionInfo, SessionOverview, StoredEvent, StoredItem, TITLE_CHARS};
+pub use sessions::{SessionInfo, SessionOverview, StoredEvent, StoredItem, TITLE_CHARS, TaskEnd};
 
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
@@ -105,5 +107,7 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+#[cfg(test)]
+mod children_and_jobs_tests;
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,6 @@
-//! Removing a session: its history, receipts, events, records, checkpoints — everything the
-//! store holds for it — in one transaction, while no live process holds it.
+//! Removing a session: its history, receipts, events, records, checkpoints, jobs — everything
+//! the store holds for it — in one transaction, while no live process holds it; its child
+//! sessions (a subagent's) go first, each the same way.
 //!
 //! Invariants:
 //! - Refused while a live process holds the session's lease (it is taken first, so nothing
@@ -19,12 +20,17 @@ const SESSION_TABLES: &[&str] = &[
     "tool_processes",
     "checkpoints",
     "saved",
+    "jobs",
 ];
 
 impl Store {
-    /// Remove `session` and all it holds; refused while a live process holds it.
+    /// Remove `session` and all it holds, its child sessions first; refused while a live
+    /// process holds it or one of them.
     pub fn remove_session(&self, session: &str) -> Result<(), StoreError> {
         self.require_session(session)?;
+        for child in self.children(session)? {
+            self.remove_session(&child.id)?;
+        }
         let lease = self.acquire_lease(session, "keel session rm")?;
         self.write(|transaction| {
             for table in SESSION_TABLES {

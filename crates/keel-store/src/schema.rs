@@ -14,7 +14,7 @@ use crate::StoreError;
 use rusqlite::Connection;
 use std::path::Path;
 
-pub const CURRENT_VERSION: i64 = 6;
+pub const CURRENT_VERSION: i64 = 7;
 
 pub(crate) const SCHEMA_V1: &str = "
 CREATE TABLE sessions (
@@ -103,8 +103,34 @@ const SCHEMA_V4: &str = "
 ALTER TABLE receipts ADD COLUMN sandbox TEXT;
 ";
 
+/// Version 7: many hands (docs/agents.md). A session started by another's `task` call names
+/// its parent and its agent (with the agent's tools and mode, re-applied on resume); a `task`
+/// receipt names the child session it started; a session's background jobs are recorded with
+/// their process group, so a later load can stop jobs a dead process left.
+pub(crate) const SCHEMA_V7: &str = "
+ALTER TABLE sessions ADD COLUMN parent TEXT;
+ALTER TABLE sessions ADD COLUMN agent TEXT;
+ALTER TABLE sessions ADD COLUMN agent_settings TEXT;
+CREATE INDEX sessions_by_parent ON sessions (parent);
+ALTER TABLE receipts ADD COLUMN child_session TEXT;
+CREATE TABLE jobs (
+    session_id TEXT NOT NULL REFERENCES sessions (id),
+    job TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    command TEXT NOT NULL,
+    pgid INTEGER NOT NULL,
+    start_ticks INTEGER NOT NULL,
+    boot_id TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    ended_at INTEGER,
+    exit_code INTEGER,
+    signal INTEGER,
+    PRIMARY KEY (session_id, job)
+);
+";
+
 /// The tables each schema version has (version 2 and 3 each add one; 4 adds a column; 5 adds
-/// the checkpoint tables; 6 the versions rewinds kept).
+/// the checkpoint tables; 6 the versions rewinds kept; 7 the jobs).
 fn expected_tables(version: i64) -> &'static [&'static str] {
     const TABLES: &[&str] = &[
         "sessions",
@@ -118,12 +144,14 @@ fn expected_tables(version: i64) -> &'static [&'static str] {
         "blobs",
         "checkpoints",
         "saved",
+        "jobs",
     ];
     match version {
         i64::MIN..=1 => &TABLES[..6],
         2 => &TABLES[..7],
         3 | 4 => &TABLES[..8],
         5 => &TABLES[..10],
+        6 => &TABLES[..11],
         _ => TABLES,
     }
 }
@@ -207,6 +235,11 @@ fn prepare_once(connection: &Connection, path: &Path) -> Result<(), StoreError> 
                     "{} PRAGMA user_version = 6;",
                     crate::saved::SCHEMA_V6
                 ))
+                .map_err(fail)?;
+        }
+        if version < 7 {
+            connection
+                .execute_batch(&format!("{SCHEMA_V7} PRAGMA user_version = 7;"))
                 .map_err(fail)?;
         }
         connection.execute_batch("COMMIT").map_err(fail)

@@ -33,10 +33,11 @@ pub struct SessionOverview {
 
 impl SessionOverview {
     /// Whether a list of sessions shows it: one nobody typed into (or whose turns were all
-    /// rewound away), and one that failed before any answer and holds no offer to go on, are
-    /// left out (they stay until pruned: `keel session show` still finds them).
+    /// rewound away), one that failed before any answer and holds no offer to go on, and a
+    /// subagent's child session are left out (they stay until pruned: `keel session show`
+    /// still finds them).
     pub fn listed(&self) -> bool {
-        self.turns > 0 && (self.answered || self.has_recovery)
+        self.info.parent.is_none() && self.turns > 0 && (self.answered || self.has_recovery)
     }
 
     /// The session as `keel sessions --json` and `GET /api/sessions` list it.
@@ -47,6 +48,7 @@ impl SessionOverview {
             "model": format!("{}/{}", info.provider, info.model), "provider": info.provider,
             "created_at": info.created_at, "updated_at": info.updated_at,
             "turns": self.turns, "title": self.title,
+            "parent": info.parent, "agent": info.agent,
         })
     }
 }
@@ -73,6 +75,12 @@ pub struct SessionInfo {
     pub model: String,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The session whose `task` call started this one (a subagent's child session).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// The agent a child session runs (`explore`, a custom one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// One history row: the item, or why it could not be decoded.
@@ -97,10 +105,13 @@ fn session_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionInfo> {
         model: row.get(3)?,
         created_at: row.get(4)?,
         updated_at: row.get(5)?,
+        parent: row.get(6)?,
+        agent: row.get(7)?,
     })
 }
 
-const SESSION_COLUMNS: &str = "id, workspace, provider, model, created_at, updated_at";
+const SESSION_COLUMNS: &str =
+    "id, workspace, provider, model, created_at, updated_at, parent, agent";
 
 pub(crate) fn to_u64(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
@@ -108,6 +119,15 @@ pub(crate) fn to_u64(value: i64) -> u64 {
 
 pub(crate) fn to_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// One side of a finished `task` (`Store::commit_task`): the items to append to a session at
+/// a turn, and the receipt that settles with them.
+pub struct TaskEnd<'a> {
+    pub session: &'a str,
+    pub turn: u64,
+    pub items: &'a [Item],
+    pub receipt: Option<&'a ToolReceipt>,
 }
 
 impl Store {
@@ -134,6 +154,76 @@ impl Store {
             model: model.into(),
             created_at: now,
             updated_at: now,
+            parent: None,
+            agent: None,
+        })
+    }
+
+    /// A child session of `child.parent`, running `child.agent`; `agent_settings` (the agent's
+    /// tools and mode, as its engine writes them) is kept to be applied again on resume.
+    pub fn create_child_session(
+        &self,
+        child: &SessionInfo,
+        agent_settings: &str,
+    ) -> Result<(), StoreError> {
+        let (Some(parent), Some(agent)) = (&child.parent, &child.agent) else {
+            return Err(StoreError::NotAChild(child.id.clone()));
+        };
+        self.require_session(parent)?;
+        self.write(|transaction| {
+            transaction.execute(
+                "INSERT INTO sessions (id, workspace, provider, model, created_at, updated_at, \
+                 parent, agent, agent_settings) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?8)",
+                params![
+                    child.id,
+                    child.workspace,
+                    child.provider,
+                    child.model,
+                    child.created_at,
+                    parent,
+                    agent,
+                    agent_settings
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// The agent settings a child session was created with (`None` for any other session).
+    pub fn agent_settings(&self, id: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .connection()
+            .query_row(
+                "SELECT agent_settings FROM sessions WHERE id = ?1",
+                [id],
+                |row| row.get(0),
+            )
+            .optional()?
+            .flatten())
+    }
+
+    /// The child sessions `parent` started, oldest first.
+    pub fn children(&self, parent: &str) -> Result<Vec<SessionInfo>, StoreError> {
+        let connection = self.connection();
+        let mut statement = connection.prepare(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE parent = ?1 ORDER BY created_at, rowid"
+        ))?;
+        let rows = statement.query_map([parent], session_from_row)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// A finished `task`, committed at once: the child's last items (its final answer) and the
+    /// parent's tool result with its receipt, in one transaction — a crash leaves both or
+    /// neither, never an answer on disk that the parent cannot see.
+    pub fn commit_task(&self, child: TaskEnd<'_>, parent: TaskEnd<'_>) -> Result<(), StoreError> {
+        self.write(|transaction| {
+            for end in [&child, &parent] {
+                append_in(transaction, end.session, end.turn, end.items)?;
+                if let Some(receipt) = end.receipt {
+                    put_receipt_in(transaction, end.session, receipt)?;
+                }
+            }
+            Ok(())
         })
     }
 
@@ -289,8 +379,8 @@ impl Store {
     pub fn receipts(&self, session: &str) -> Result<Vec<ToolReceipt>, StoreError> {
         let connection = self.connection();
         let mut statement = connection.prepare(
-            "SELECT call_id, tool, args_digest, state, turn, seq, summary, sandbox FROM receipts \
-             WHERE session_id = ?1 ORDER BY seq",
+            "SELECT call_id, tool, args_digest, state, turn, seq, summary, sandbox, child_session \
+             FROM receipts WHERE session_id = ?1 ORDER BY seq",
         )?;
         let rows = statement.query_map([session], |row| {
             let state: String = row.get(3)?;
@@ -304,6 +394,7 @@ impl Store {
                 seq: to_u64(row.get(5)?),
                 summary: row.get(6)?,
                 sandbox: row.get(7)?,
+                child_session: row.get(8)?,
             })
         })?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
@@ -487,10 +578,10 @@ pub(crate) fn put_receipt_in(
     receipt: &ToolReceipt,
 ) -> Result<(), StoreError> {
     transaction.execute(
-        "INSERT INTO receipts (session_id, seq, call_id, tool, args_digest, state, turn, summary, updated_at, sandbox) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+        "INSERT INTO receipts (session_id, seq, call_id, tool, args_digest, state, turn, summary, updated_at, sandbox, child_session) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
          ON CONFLICT (session_id, seq) DO UPDATE SET state = ?6, summary = ?8, updated_at = ?9, \
-         sandbox = COALESCE(?10, sandbox)",
+         sandbox = COALESCE(?10, sandbox), child_session = COALESCE(?11, child_session)",
         params![
             session,
             to_i64(receipt.seq),
@@ -501,7 +592,8 @@ pub(crate) fn put_receipt_in(
             to_i64(receipt.turn),
             receipt.summary,
             now_ms(),
-            receipt.sandbox
+            receipt.sandbox,
+            receipt.child_session
         ],
     )?;
     Ok(())

@@ -22,6 +22,7 @@ fn receipt(seq: u64, state: ReceiptState) -> ToolReceipt {
         seq,
         summary: None,
         sandbox: None,
+        child_session: None,
     }
 }
 
@@ -430,6 +431,7 @@ fn a_version_1_database_is_migrated_in_place_and_keeps_its_history() {
     // one keeps it.
     let mut started = ToolReceipt {
         sandbox: Some("workspace-write".into()),
+        child_session: None,
         ..receipt(1, ReceiptState::Started)
     };
     store.put_receipt("s1", &started).unwrap();

@@ -108,4 +108,8 @@ pub struct ToolReceipt {
     /// it starts; none for tools that run no command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// The child session a `task` call started, named before the child's first request (so a
+    /// crash can never leave a child nobody knows of); none for every other tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_session: Option<String>,
 }

@@ -247,6 +247,7 @@ mod tests {
             seq: 1,
             summary: None,
             sandbox: None,
+            child_session: None,
         }
     }
 

@@ -358,6 +358,7 @@ mod tests {
             seq: 0,
             summary: None,
             sandbox: None,
+            child_session: None,
         };
         let receipts = vec![
             receipt("call_0", 3, ReceiptState::Denied),

@@ -40,6 +40,7 @@ fn receipt(id: &str, seq: u64, state: ReceiptState) -> ToolReceipt {
         seq,
         summary: None,
         sandbox: None,
+        child_session: None,
     }
 }
 
