@@ -45,6 +45,8 @@ pub(crate) struct Agent {
     pub resumed: bool,
     /// Git snapshots of the workspace at each turn's start and end (in a repository).
     pub snapshots: Option<Snapshots>,
+    /// What this agent is when a `task` started it (its agent, its tools); `None` otherwise.
+    pub role: Option<crate::agent_role::AgentRole>,
 }
 
 impl Agent {

@@ -17,6 +17,24 @@ pub(crate) struct OpenSession {
     pub(crate) id: String,
 }
 
+/// Claim `id` in `open`; refused when an agent of this host holds it already.
+pub(crate) fn claim_in(open: &Claimed, id: &str) -> Result<OpenSession, crate::error::AgentError> {
+    if !lock(open).insert(id.to_string()) {
+        return Err(crate::error::AgentError::AlreadyOpen(id.to_string()));
+    }
+    Ok(OpenSession {
+        open: open.clone(),
+        id: id.to_string(),
+    })
+}
+
+impl OpenSession {
+    /// Claim `id` on the host this session is claimed on (a child session of it).
+    pub(crate) fn claim_another(&self, id: &str) -> Result<OpenSession, crate::error::AgentError> {
+        claim_in(&self.open, id)
+    }
+}
+
 impl Drop for OpenSession {
     fn drop(&mut self) {
         lock(&self.open).remove(&self.id);

@@ -40,6 +40,13 @@ pub struct Controller {
     agent: Arc<Agent>,
 }
 
+/// A child opened: its controller, and the mode its agent asked for and did not get (looser
+/// than its parent's), to be said.
+pub struct ChildOpened {
+    pub controller: Controller,
+    pub mode_refused: Option<PermissionMode>,
+}
+
 impl Controller {
     /// The first agent of a session, with services built for it.
     pub(crate) fn open(
@@ -86,6 +93,25 @@ impl Controller {
         }
         parent.agent.cancellation.adopt(&self.agent.cancellation);
         Ok(())
+    }
+
+    /// Open a child session running `definition` — a subagent, at most `max_rounds` rounds a
+    /// turn — that follows this one (`child_agent.rs`).
+    pub async fn open_child(
+        &self,
+        definition: &crate::agent_definitions::AgentDefinition,
+        max_rounds: u32,
+    ) -> Result<ChildOpened, AgentError> {
+        let (child, mode_refused) =
+            crate::child_agent::open(&self.agent, definition, max_rounds).await?;
+        let controller = Controller {
+            agent: Arc::new(child),
+        };
+        controller.follow(self)?;
+        Ok(ChildOpened {
+            controller,
+            mode_refused,
+        })
     }
 
     pub fn session(&self) -> &SessionInfo {

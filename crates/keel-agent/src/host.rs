@@ -9,7 +9,7 @@
 //! - Surfaces reach sessions only through `Host` and `Controller`; the store and the recovery
 //!   record format stay private to keel-agent.
 
-use crate::claim::{OpenSession, lock};
+use crate::claim::OpenSession;
 use crate::controller::Controller;
 use crate::error::AgentError;
 use crate::recovery::record::{StoredRecord, decode};
@@ -179,12 +179,11 @@ impl Host {
 
     /// Mark session `id` open in this process (refused when it already is).
     fn claim(&self, id: &str) -> Result<OpenSession, AgentError> {
-        if !lock(&self.open).insert(id.to_string()) {
-            return Err(AgentError::AlreadyOpen(id.to_string()));
-        }
-        Ok(OpenSession {
-            open: self.open.clone(),
-            id: id.to_string(),
-        })
+        crate::claim::claim_in(&self.open, id)
+    }
+
+    /// The child sessions (subagents') `parent` started, oldest first.
+    pub fn children(&self, parent: &str) -> Result<Vec<SessionInfo>, AgentError> {
+        Ok(self.store.children(parent)?)
     }
 }

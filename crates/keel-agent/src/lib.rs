@@ -27,11 +27,13 @@
 mod admitted;
 mod agent;
 mod agent_definitions;
+mod agent_role;
 mod agent_state;
 mod approval;
 mod call;
 mod cancellation;
 mod checkpoint;
+mod child_agent;
 mod claim;
 mod command_steps;
 mod compaction;
@@ -75,6 +77,7 @@ mod window_parts;
 
 pub use admitted::AdmittedTurn;
 pub use agent_definitions::{AgentDefinition, AgentDefinitions, AgentSource, AgentTools};
+pub use agent_role::AgentRole;
 pub use approval::{
     AlwaysAllowed, Approval, ApprovalRequest, Approver, HeadlessApprover, LONGEST_NOTE,
     always_label, always_scopes,
@@ -102,7 +105,7 @@ pub use transcript::Transcript;
 pub use turn::TurnOutcome;
 pub use window_parts::WindowParts;
 
-pub use controller::Controller;
+pub use controller::{ChildOpened, Controller};
 pub use recovery::admission::PendingAction;
 pub use services::{Services, SurfaceServices};
 pub use settings::{AgentSettings, ContextSettings, DEFAULT_INSTRUCTION_BYTES, SessionChoice};

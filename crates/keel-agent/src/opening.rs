@@ -132,7 +132,7 @@ impl Agent {
         };
         let place = Place::of(&settings);
         let services = Services::new(store, client, registry, tool_services, surface, place, temp);
-        let agent = Agent::assemble(services, settings, held, loaded);
+        let agent = Agent::assemble(services, settings, held, loaded, None);
         keel_types::startup_trace::mark("controller ready");
         Ok(agent)
     }
@@ -159,14 +159,45 @@ impl Agent {
         let held = hold(&services.store, choice, &settings, claim)?;
         let mut loaded = load_state(&services.store, &held.session, &settings)?;
         loaded.mcp_tools = services.surface.mcp.specs();
-        Ok(Agent::assemble(services, settings, held, loaded))
+        Ok(Agent::assemble(services, settings, held, loaded, None))
     }
 
+    /// A child of `parent` in the session row `session` made for it (`child_agent.rs`): on the
+    /// parent's services and claimed on its host, with `context` (the parent's block, byte for
+    /// byte) as the block its first prompt sends.
+    pub(crate) fn open_child(
+        parent: &Agent,
+        session: SessionInfo,
+        settings: AgentSettings,
+        context: keel_types::ContextBlock,
+        role: crate::agent_role::AgentRole,
+    ) -> Result<Agent, AgentError> {
+        let services = parent.services.clone();
+        let open = parent._open.claim_another(&session.id)?;
+        let lease = services
+            .store
+            .acquire_lease(&session.id, &settings.holder)?;
+        let held = Held {
+            session,
+            resumed: false,
+            open,
+            lease,
+        };
+        let mut loaded = load_state(&services.store, &held.session, &settings)?;
+        loaded.mcp_tools = services.surface.mcp.specs();
+        let mut agent = Agent::assemble(services, settings, held, loaded, Some(context));
+        agent.role = Some(role);
+        Ok(agent)
+    }
+
+    /// The agent on a session held and loaded; `context`: the block its first prompt sends
+    /// (`None`: read from the workspace when the history has none).
     fn assemble(
         services: Services,
         settings: AgentSettings,
         held: Held,
         mut loaded: AgentState,
+        context: Option<keel_types::ContextBlock>,
     ) -> Agent {
         let tool_services = &services.tool_services;
         let snapshots = settings.sandbox.as_ref().and_then(|setup| {
@@ -183,7 +214,9 @@ impl Agent {
             .iter()
             .any(|item| matches!(item, Item::Context(_)))
         {
-            let block = instructions::read(&settings, tool_services, settings.policy.mode);
+            let block = context.unwrap_or_else(|| {
+                instructions::read(&settings, tool_services, settings.policy.mode)
+            });
             loaded.pending_context = Some(block);
         }
         loaded.bracket = CommandBracket::new(snapshots.clone(), tool_services.secrets.clone());
@@ -206,6 +239,7 @@ impl Agent {
             modes,
             resumed: held.resumed,
             snapshots,
+            role: None,
         }
     }
 }

@@ -11,7 +11,9 @@ use keel_llm::ProviderProfile;
 use keel_tools::PermissionPolicy;
 use std::path::PathBuf;
 
-/// Everything a session is run with besides its history and its services.
+/// Everything a session is run with besides its history and its services (plain data: a
+/// child agent starts from a copy of its parent's).
+#[derive(Clone)]
 pub struct AgentSettings {
     pub profile: ProviderProfile,
     pub model: String,

@@ -489,6 +489,17 @@ async fn prepare(agent: &Agent, turn: u64, call: &ToolCall, checked: Checked) ->
             };
         }
     };
+    // A subagent uses its agent's tools only: anything else is refused before any rule.
+    if let Some(refusal) = agent
+        .role
+        .as_ref()
+        .and_then(|role| role.refuses(&call.name))
+    {
+        return Prepared::Finished {
+            state: ReceiptState::Denied,
+            output: ToolOutput::error(refusal),
+        };
+    }
     if let Some(tool) = EngineTool::of(&valid) {
         return Prepared::Answered(tool.answer(agent, turn, call, &valid).await);
     }

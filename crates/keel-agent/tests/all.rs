@@ -6,6 +6,7 @@
 mod common;
 
 mod cancellation;
+mod children;
 mod host;
 mod many_agents;
 mod mcp_tools;

@@ -1,0 +1,138 @@
+//! A subagent's child session opened from its parent (`Controller::open_child`): it shares the
+//! parent's prefix through the context block, is stored as the parent's child, runs in its
+//! agent's mode with its agent's tools, and reports to the parent's subscribers.
+
+use crate::common::*;
+use keel_agent::{AgentDefinitions, Input, TurnOutcome};
+use keel_mock::Scenario;
+use keel_tools::PermissionMode;
+use keel_types::{EventBody, Item};
+
+/// The parent says hello; a child of `explore` is asked (marked) to look, tries to write a
+/// file, then answers.
+fn scenario() -> Scenario {
+    Scenario::parse(
+        &serde_json::json!({
+            "steps": [{"say": "Hello from the parent."}],
+            "conversations": [{"when": {"contains": "MARK-CHILD"}, "steps": [
+                {"tool": "write_file", "args": {"path": "sneaky.txt", "content": "x"}},
+                {"say": "The parser is in src/parse.rs."}
+            ]}]
+        })
+        .to_string(),
+    )
+    .unwrap()
+}
+
+/// The request body's text through the end of `block` (JSON-escaped as in the body).
+fn through_block<'a>(body: &'a str, block: &str) -> &'a str {
+    let escaped = serde_json::to_string(block).unwrap();
+    let escaped = &escaped[1..escaped.len() - 1];
+    let at = body
+        .find(escaped)
+        .unwrap_or_else(|| panic!("the context block is not in {body}"));
+    &body[..at + escaped.len()]
+}
+
+#[tokio::test]
+async fn a_child_starts_from_its_parents_context_block_and_runs_as_its_agent() {
+    let f = fixture(scenario()).await;
+    let parent = &f.controller;
+    let outcome = parent.submit(Input::Prompt("hello".into())).await.unwrap();
+    assert!(
+        matches!(outcome, TurnOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let mut parent_events = parent.subscribe();
+    let agents = AgentDefinitions::default();
+    let explore = agents.get("explore").unwrap();
+    let opened = parent.open_child(explore, 10).await.unwrap();
+    assert_eq!(opened.mode_refused, None);
+    let child = opened.controller;
+    assert_eq!(child.permission_mode(), PermissionMode::ReadOnly);
+    let stored = child.session();
+    assert_eq!(stored.parent.as_deref(), Some(parent.session().id.as_str()));
+    assert_eq!(stored.agent.as_deref(), Some("explore"));
+    let outcome = child
+        .submit(Input::Prompt("MARK-CHILD where is the parser?".into()))
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome, TurnOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+
+    // The child's history begins with the parent's context item, byte for byte.
+    let first_item = |controller: &keel_agent::Controller| {
+        controller.transcript().unwrap().items[0]
+            .item
+            .clone()
+            .unwrap()
+    };
+    let Item::Context(block) = first_item(parent) else {
+        panic!("the parent's history starts with its context block");
+    };
+    assert_eq!(first_item(&child), Item::Context(block.clone()));
+    // Its first request is the parent's through the end of the context block: the provider's
+    // cache serves that part.
+    let requests = f.server.requests();
+    let parent_first = &requests[0].body;
+    let child_first = &requests
+        .iter()
+        .find(|request| request.conversation == Some(1))
+        .unwrap()
+        .body;
+    assert_eq!(
+        through_block(child_first, &block.text),
+        through_block(parent_first, &block.text)
+    );
+    // Its mode is told with its first prompt (the block names the parent's).
+    assert!(child_first.contains("read-only"), "{child_first}");
+
+    // A tool outside its agent's list is refused before any rule, and nothing is written.
+    let transcript = child.transcript().unwrap();
+    let refused = transcript
+        .receipts
+        .iter()
+        .find(|receipt| receipt.tool == "write_file")
+        .unwrap();
+    assert_eq!(refused.state, keel_types::ReceiptState::Denied);
+    assert!(!f.workspace.join("sneaky.txt").exists());
+    let said = transcript
+        .items
+        .iter()
+        .filter_map(|stored| match stored.item.as_ref().unwrap() {
+            Item::ToolResult(result) => Some(result.content.clone()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        said.contains("the `explore` agent may not use `write_file`"),
+        "{said}"
+    );
+
+    // The parent's subscribers saw the child's turn, stamped with the child's id.
+    let seen: Vec<keel_types::Event> =
+        std::iter::from_fn(|| parent_events.try_recv().ok()).collect();
+    assert!(
+        seen.iter()
+            .any(|event| event.session_id == child.session().id
+                && matches!(event.body, EventBody::TurnCompleted { .. }))
+    );
+    // The store knows the child by its parent.
+    let children = f.host.children(&parent.session().id).unwrap();
+    assert_eq!(children.len(), 1);
+    assert_eq!(children[0].id, child.session().id);
+}
+
+#[tokio::test]
+async fn an_agent_never_runs_looser_than_its_parent() {
+    let f = fixture(scenario()).await;
+    f.controller.set_permission_mode(PermissionMode::Ask);
+    let mut loose = AgentDefinitions::default().get("general").unwrap().clone();
+    loose.permission_mode = Some(PermissionMode::Auto);
+    let opened = f.controller.open_child(&loose, 10).await.unwrap();
+    assert_eq!(opened.controller.permission_mode(), PermissionMode::Ask);
+    assert_eq!(opened.mode_refused, Some(PermissionMode::Auto));
+}
