@@ -41,7 +41,7 @@ pub(crate) struct Agent {
     pub state: Arc<tokio::sync::Mutex<AgentState>>,
     pub spend: Spend,
     /// The permission mode in force (the person may change it during the session).
-    pub(crate) modes: Mutex<ModeState>,
+    pub(crate) modes: Arc<Mutex<ModeState>>,
     pub resumed: bool,
     /// Git snapshots of the workspace at each turn's start and end (in a repository).
     pub snapshots: Option<Snapshots>,

@@ -228,8 +228,12 @@ impl AgentDefinitions {
             (".claude/agents", AgentSource::ClaudeProject),
             (".keel/agents", AgentSource::Project),
         ] {
+            let users = keel_home.map(|home| home.join("agents"));
             if let Some(dir) =
                 markdown_files::project_dir(workspace, relative, "agent", &mut loaded.notices)
+                && !users
+                    .as_deref()
+                    .is_some_and(|users| markdown_files::same_dir(&dir, users))
             {
                 let files = markdown_files::read_dir(
                     &dir,
@@ -295,9 +299,12 @@ impl AgentDefinitions {
                 unknown_keys.insert(field.key.clone());
             }
         }
-        for line in &read.bad_lines {
+        if !read.bad_lines.is_empty() {
+            let lines: Vec<String> = read.bad_lines.iter().map(ToString::to_string).collect();
             self.notices.push(format!(
-                "agent file {shown}: line {line} of its front matter ignored"
+                "agent file {shown}: line{} {} of its front matter ignored (not `key: value`)",
+                if lines.len() == 1 { "" } else { "s" },
+                lines.join(", ")
             ));
         }
         // The file's `name` is the agent's, as in Claude Code; else the file's name.

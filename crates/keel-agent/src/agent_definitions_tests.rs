@@ -142,3 +142,17 @@ fn a_file_without_a_description_or_with_a_bad_name_is_left_out_and_said() {
     );
     assert!(notices.contains("`a b` cannot name an agent"), "{notices}");
 }
+
+#[test]
+fn a_workspace_that_is_the_home_reads_its_agents_once_as_the_users() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().to_path_buf();
+    // `$KEEL_HOME` is the workspace's `.keel`: `.keel/agents` is the user's own directory.
+    write(
+        &home.join(".keel/agents/mine.md"),
+        "---\ndescription: mine\n---\n",
+    );
+    let agents = AgentDefinitions::load(&home, Some(&home.join(".keel")), &configured);
+    assert_eq!(agents.get("mine").unwrap().source, AgentSource::User);
+    assert!(agents.notices.is_empty(), "{:?}", agents.notices);
+}

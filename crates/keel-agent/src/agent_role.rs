@@ -1,13 +1,21 @@
 //! What a child agent is (a subagent a `task` started): the agent it runs, its parent, and the
 //! tools its agent may use.
 //!
-//! Invariant: a call to a tool outside `only_tools` is refused before any rule, with a result
-//! that names the tools the agent has (`AgentRole::refuses`, asked by the tool round).
+//! Invariants:
+//! - A call to a tool outside `only_tools` (and `propose_plan`, whatever the agent's tools:
+//!   only the session the person works in puts a plan to them) is refused before any rule,
+//!   with a result that names the tools the agent has (`AgentRole::refuses`, asked by the tool
+//!   round for every call, batched or not).
+//! - A child's mode is never looser than its parent's mode now (`AgentRole::capped`): a switch
+//!   the person makes on the parent while a child runs holds for the child at its next call.
 
+use crate::mode_notes::ModeState;
+use keel_tools::{BuiltinTool, PermissionMode};
 use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 
 /// What a child agent is: the agent it runs and the tools that agent may use.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct AgentRole {
     /// The agent's name (`explore`, a custom one).
     pub agent: String,
@@ -15,11 +23,28 @@ pub struct AgentRole {
     pub parent: String,
     /// `None`: every tool the parent has.
     pub only_tools: Option<BTreeSet<String>>,
+    /// The parent's mode as the person sets it.
+    pub(crate) parent_modes: Arc<Mutex<ModeState>>,
+}
+
+/// How loose a mode is: lower is stricter (read-only < plan < ask < auto).
+fn looseness(mode: PermissionMode) -> usize {
+    PermissionMode::ALL
+        .iter()
+        .position(|known| *known == mode)
+        .unwrap_or(PermissionMode::ALL.len())
 }
 
 impl AgentRole {
     /// Why the agent may not call `tool`, as its result says; `None` when it may.
     pub(crate) fn refuses(&self, tool: &str) -> Option<String> {
+        if tool == BuiltinTool::ProposePlan.name() {
+            return Some(format!(
+                "a subagent does not propose plans (the `{}` agent answers its parent); the \
+                 call was not run",
+                self.agent
+            ));
+        }
         let only = self.only_tools.as_ref()?;
         if only.contains(tool) {
             return None;
@@ -30,5 +55,19 @@ impl AgentRole {
             self.agent,
             allowed.join(", ")
         ))
+    }
+
+    /// `own` (the child's mode), or the parent's mode now where that is stricter.
+    pub(crate) fn capped(&self, own: PermissionMode) -> PermissionMode {
+        let parent = self
+            .parent_modes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .now;
+        if looseness(parent) < looseness(own) {
+            parent
+        } else {
+            own
+        }
     }
 }

@@ -19,6 +19,7 @@
 
 use crate::agent::Agent;
 use crate::agent_definitions::{AgentDefinition, AgentTools};
+use crate::agent_state::AgentState;
 use crate::error::AgentError;
 use keel_store::SessionInfo;
 use keel_tools::PermissionMode;
@@ -33,11 +34,26 @@ fn agent_settings(definition: &AgentDefinition, mode: PermissionMode) -> String 
     serde_json::json!({"agent": definition.name, "tools": tools, "mode": mode.as_str()}).to_string()
 }
 
-/// A child of `parent` running `definition` (at most `max_rounds` rounds a turn), opened from
-/// `parent` as it is now (see the module invariants); with the mode its agent asked for and
-/// did not get.
-pub(crate) async fn open(
+/// The context block a child of a session with `state` starts from: the one its history
+/// holds, or (before its first prompt) the one it will send.
+pub(crate) fn parents_block(state: &AgentState) -> Result<ContextBlock, AgentError> {
+    state
+        .history
+        .iter()
+        .find_map(|item| match item {
+            Item::Context(block) => Some(block.clone()),
+            _ => None,
+        })
+        .or_else(|| state.pending_context.clone())
+        .ok_or_else(|| AgentError::Agents("the parent session has no context block".into()))
+}
+
+/// A child of `parent` running `definition` (at most `max_rounds` rounds a turn), starting
+/// from `context` (`parents_block`, taken by the caller that holds the parent's state: a
+/// running turn holds it); with the mode its agent asked for and did not get.
+pub(crate) fn open(
     parent: &Agent,
+    context: ContextBlock,
     definition: &AgentDefinition,
     max_rounds: u32,
 ) -> Result<(Agent, Option<PermissionMode>), AgentError> {
@@ -52,20 +68,6 @@ pub(crate) async fn open(
                 definition.name
             )));
         }
-        let context: ContextBlock = {
-            let state = parent.state.lock().await;
-            state
-                .history
-                .iter()
-                .find_map(|item| match item {
-                    Item::Context(block) => Some(block.clone()),
-                    _ => None,
-                })
-                .or_else(|| state.pending_context.clone())
-                .ok_or_else(|| {
-                    AgentError::Agents("the parent session has no context block".into())
-                })?
-        };
         let (mode, refused) = definition.mode_under(parent.permission_mode());
         let mut settings = parent.settings.clone();
         settings.policy.mode = mode;
@@ -98,8 +100,17 @@ pub(crate) async fn open(
                 AgentTools::Parent => None,
                 AgentTools::Only(tools) => Some(tools.clone()),
             },
+            parent_modes: parent.modes.clone(),
         };
-        let child = Agent::open_child(parent, info, settings, context, role)?;
+        let id = info.id.clone();
+        let child = match Agent::open_child(parent, info, settings, context, role) {
+            Ok(child) => child,
+            Err(error) => {
+                // No child session nobody runs: its row goes with the failed open.
+                let _ = parent.services.store.remove_session(&id);
+                return Err(error);
+            }
+        };
         Ok((
             child,
             refused.then_some(definition.permission_mode).flatten(),

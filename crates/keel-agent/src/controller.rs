@@ -102,8 +102,11 @@ impl Controller {
         definition: &crate::agent_definitions::AgentDefinition,
         max_rounds: u32,
     ) -> Result<ChildOpened, AgentError> {
+        // Between turns: a running turn holds the state (the engine opens its children with
+        // the state in hand).
+        let context = crate::child_agent::parents_block(&*self.agent.state.lock().await)?;
         let (child, mode_refused) =
-            crate::child_agent::open(&self.agent, definition, max_rounds).await?;
+            crate::child_agent::open(&self.agent, context, definition, max_rounds)?;
         let controller = Controller {
             agent: Arc::new(child),
         };

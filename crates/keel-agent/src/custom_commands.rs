@@ -51,8 +51,12 @@ impl CustomCommands {
     /// are the names (with their slash) no file may take.
     pub fn load(workspace: &Path, keel_home: Option<&Path>, builtins: &[&str]) -> CustomCommands {
         let mut loaded = CustomCommands::default();
+        let users = keel_home.map(|home| home.join("commands"));
         if let Some(project) =
             markdown_files::project_dir(workspace, ".keel/commands", "command", &mut loaded.notices)
+            && !users
+                .as_deref()
+                .is_some_and(|users| markdown_files::same_dir(&project, users))
         {
             loaded.read_dir(&project, Some(workspace), builtins);
         }
@@ -129,11 +133,14 @@ fn front_matter(text: &str) -> (Option<String>, &str, Vec<String>) {
         .filter(|field| field.key != "description")
         .map(|field| format!("`{}`", field.key))
         .collect();
-    ignored.extend(
-        read.bad_lines
-            .iter()
-            .map(|line| format!("line {line} of its front matter")),
-    );
+    if !read.bad_lines.is_empty() {
+        let lines: Vec<String> = read.bad_lines.iter().map(ToString::to_string).collect();
+        ignored.push(format!(
+            "line{} {} of its front matter",
+            if lines.len() == 1 { "" } else { "s" },
+            lines.join(", ")
+        ));
+    }
     (description, read.body, ignored)
 }
 

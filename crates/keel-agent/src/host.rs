@@ -59,7 +59,7 @@ impl Host {
     /// index in every snapshot store (their objects go at the next prune). What could not be
     /// removed from disk is returned, named.
     pub fn remove_session(&self, id: &str, keel_home: &Path) -> Result<Vec<String>, AgentError> {
-        self.store.remove_session(id)?;
+        let removed = self.store.remove_session(id)?;
         let mut left = Vec::new();
         let mut remove = |path: std::path::PathBuf| {
             let removed = if path.is_dir() {
@@ -75,12 +75,17 @@ impl Host {
             }
         };
         remove(keel_home.join("tmp").join(id));
-        let stores = std::fs::read_dir(keel_home.join("snapshots"))
+        let stores: Vec<std::path::PathBuf> = std::fs::read_dir(keel_home.join("snapshots"))
             .into_iter()
             .flatten()
-            .flatten();
-        for store in stores {
-            let store = store.path();
+            .flatten()
+            .map(|store| store.path())
+            .collect();
+        // The session's snapshot refs, and its children's (they share its temp dir).
+        for (store, id) in stores
+            .iter()
+            .flat_map(|store| removed.iter().map(move |id| (store, id)))
+        {
             remove(store.join("refs/keel").join(id));
             remove(store.join(format!("index-{id}")));
             remove(store.join(format!("pruned-{id}")));

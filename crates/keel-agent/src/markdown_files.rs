@@ -11,6 +11,8 @@
 //! - Every file left out is named in a notice with why; nothing is dropped silently.
 //! - The front matter is read as `key: value` lines only (no YAML engine): a value is text, a
 //!   list is `a, b`, `[a, b]` or `- a` lines under its key; any other line is named by number.
+//!   It ends at a line that is exactly `---`. A file's byte-order mark goes, and `\r\n` reads
+//!   as `\n` (a file saved on Windows reads as any other).
 
 use std::path::{Path, PathBuf};
 
@@ -64,6 +66,12 @@ pub(crate) fn project_dir(
         None if inside => Some(dir),
         None => None,
     }
+}
+
+/// Whether `a` and `b` are one directory (the workspace is `$HOME` and `$KEEL_HOME` is its
+/// `.keel`: the project's files are the user's, read once, as the user's).
+pub(crate) fn same_dir(a: &Path, b: &Path) -> bool {
+    matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
 }
 
 /// The `NAME.md` files of `dir`, by name. `project`: the directory came with the workspace
@@ -131,7 +139,10 @@ pub(crate) fn read_dir(
             Ok(text) => files.push(MarkdownFile {
                 name: name.to_string(),
                 path,
-                text,
+                text: text
+                    .strip_prefix('\u{feff}')
+                    .unwrap_or(&text)
+                    .replace("\r\n", "\n"),
             }),
             Err(error) => notices.push(format!("{what} file {shown} ignored: {error}")),
         }
@@ -215,12 +226,23 @@ pub(crate) fn front_matter(text: &str) -> FrontMatter<'_> {
     let Some(rest) = text.strip_prefix("---\n") else {
         return all_body;
     };
-    let Some(end) = rest.find("\n---") else {
+    // The closing line is `---` alone (a longer rule, `----`, is the body's).
+    let mut offset = 0;
+    let mut end = None;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end_matches('\n') == "---" {
+            end = Some((offset, offset + line.len()));
+            break;
+        }
+        offset += line.len();
+    }
+    let Some((header_end, body_start)) = end else {
         return all_body;
     };
-    let header = &rest[..end];
-    let after = &rest[end + 4..];
-    let body = after.strip_prefix('\n').unwrap_or(after);
+    let header = rest[..header_end]
+        .strip_suffix('\n')
+        .unwrap_or(&rest[..header_end]);
+    let body = &rest[body_start..];
     let mut fields: Vec<Field> = Vec::new();
     let mut bad_lines = Vec::new();
     for (number, line) in header.lines().enumerate() {
@@ -285,6 +307,26 @@ mod tests {
         assert_eq!(read.body, "Be brief.\n");
         assert_eq!(front_matter("plain\n").body, "plain\n");
         assert_eq!(front_matter("---\nno end\n").body, "---\nno end\n");
+        // Only a line of exactly `---` closes it.
+        let ruled = front_matter("---\nname: a\n----\ntext\n---\nbody\n");
+        assert_eq!(ruled.bad_lines, [3, 4]);
+        assert_eq!(ruled.body, "body\n");
+        assert_eq!(front_matter("---\nname: a\n---").body, "");
+    }
+
+    #[test]
+    fn a_windows_file_with_a_byte_order_mark_reads_as_any_other() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("a.md"),
+            "\u{feff}---\r\ndescription: d\r\n---\r\nBody.\r\n",
+        )
+        .unwrap();
+        let mut notices = Vec::new();
+        let files = read_dir(dir.path(), None, "agent", &|_| None, &mut notices);
+        let read = front_matter(&files[0].text);
+        assert_eq!(read.get("description"), Some("d"));
+        assert_eq!(read.body, "Body.\n");
     }
 
     #[test]

@@ -32,9 +32,14 @@ impl Agent {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The permission mode in force now.
+    /// The permission mode in force now: the session's own, capped by its parent's for a
+    /// subagent's child.
     pub(crate) fn permission_mode(&self) -> PermissionMode {
-        self.mode_state().now
+        let own = self.mode_state().now;
+        match &self.role {
+            Some(role) => role.capped(own),
+            None => own,
+        }
     }
 
     /// Switch to `mode`; entering plan mode remembers the mode to return to.

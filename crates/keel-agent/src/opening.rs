@@ -5,6 +5,8 @@
 //! - One process per session (the store lease) and one agent per session in this process
 //!   (the host's claim), both taken before anything is loaded and held until the agent is
 //!   dropped.
+//! - A subagent's child session is never opened on its own (it runs with its agent's tools and
+//!   mode, for its parent's task only): resuming one is refused, naming its parent.
 //! - Loading a session settles interrupted receipts (`started` → `unknown`, `pending` →
 //!   `not_started`) and gives every unanswered tool call a result that says so; nothing is
 //!   re-run.
@@ -53,7 +55,17 @@ fn hold(
                 false,
             )
         }
-        SessionChoice::Resume(id) => (store.require_session(&id)?, true),
+        SessionChoice::Resume(id) => {
+            let session = store.require_session(&id)?;
+            // A child runs for its parent's task only, with its agent's tools and mode.
+            if let (Some(parent), Some(agent)) = (&session.parent, &session.agent) {
+                return Err(AgentError::Agents(format!(
+                    "session {id} is the `{agent}` subagent's session of {parent}: it is not \
+                     continued on its own (open {parent}, or fork it: `keel session fork {id}`)"
+                )));
+            }
+            (session, true)
+        }
     };
     keel_types::startup_trace::mark("session row");
     let open = claim(&session.id)?;
@@ -220,12 +232,12 @@ impl Agent {
             loaded.pending_context = Some(block);
         }
         loaded.bracket = CommandBracket::new(snapshots.clone(), tool_services.secrets.clone());
-        let modes = Mutex::new(ModeState {
+        let modes = Arc::new(Mutex::new(ModeState {
             now: settings.policy.mode,
             // A resumed session is told of a mode that differs from the one it last heard of.
             told: last_told(&loaded.history).unwrap_or(settings.policy.mode),
             before_plan: PermissionMode::Ask,
-        });
+        }));
         Agent {
             events: Arc::new(EventBus::new(&held.session.id, services.store.clone())),
             services,

@@ -440,8 +440,16 @@ fn gather_batch(
         let next = &round.calls[index + batch.len()];
         let checked = check(agent, offered, next);
         let joins = match (&checked.valid, &checked.subject) {
-            // A tool the engine answers (it may ask the person) is never run in a batch.
+            // A tool the engine answers (it may ask the person) is never run in a batch; nor is
+            // one a subagent may not use (it is refused on its own).
             (Ok(valid), _) if EngineTool::of(valid).is_some() => false,
+            _ if agent
+                .role
+                .as_ref()
+                .is_some_and(|role| role.refuses(&next.name).is_some()) =>
+            {
+                false
+            }
             (Ok(valid), subject) => {
                 !valid.is_sensitive(&agent.services.tool_services)
                     && decide(agent, valid, subject.as_deref()) == Decision::Allow

@@ -124,10 +124,24 @@ async fn a_child_starts_from_its_parents_context_block_and_runs_as_its_agent() {
     let children = f.host.children(&parent.session().id).unwrap();
     assert_eq!(children.len(), 1);
     assert_eq!(children[0].id, child.session().id);
+    // A child is never continued on its own (it would run with every tool, in any mode).
+    let id = child.session().id.clone();
+    drop(child);
+    let refused = f
+        .host
+        .open_session(
+            keel_agent::SessionChoice::Resume(id),
+            settings_for(&f.server.base_url(), &f.workspace),
+            surface(),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(refused.contains("subagent's session of"), "{refused}");
 }
 
 #[tokio::test]
-async fn an_agent_never_runs_looser_than_its_parent() {
+async fn an_agent_never_runs_looser_than_its_parent_not_even_after_a_switch() {
     let f = fixture(scenario()).await;
     f.controller.set_permission_mode(PermissionMode::Ask);
     let mut loose = AgentDefinitions::default().get("general").unwrap().clone();
@@ -135,4 +149,58 @@ async fn an_agent_never_runs_looser_than_its_parent() {
     let opened = f.controller.open_child(&loose, 10).await.unwrap();
     assert_eq!(opened.controller.permission_mode(), PermissionMode::Ask);
     assert_eq!(opened.mode_refused, Some(PermissionMode::Auto));
+    // The person makes the parent stricter while the child is open: the child follows.
+    f.controller.set_permission_mode(PermissionMode::ReadOnly);
+    assert_eq!(
+        opened.controller.permission_mode(),
+        PermissionMode::ReadOnly
+    );
+}
+
+#[tokio::test]
+async fn a_batch_never_carries_a_tool_the_agent_may_not_use_nor_a_plan() {
+    let scenario = Scenario::parse(
+        &serde_json::json!({
+            "steps": [{"say": "parent"}],
+            "conversations": [{"when": {"contains": "MARK-READER"}, "steps": [
+                {"tools": [
+                    {"tool": "read_file", "args": {"path": "notes.txt"}},
+                    {"tool": "grep", "args": {"pattern": "secret"}}
+                ]},
+                {"tool": "propose_plan", "args": {"plan": "1. take over"}},
+                {"say": "done"}
+            ]}]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let f = fixture(scenario).await;
+    std::fs::write(f.workspace.join("notes.txt"), "hello\n").unwrap();
+    let mut reader = AgentDefinitions::default().get("general").unwrap().clone();
+    reader.tools = keel_agent::AgentTools::Only(["read_file".to_string()].into());
+    let child = f
+        .controller
+        .open_child(&reader, 10)
+        .await
+        .unwrap()
+        .controller;
+    child
+        .submit(Input::Prompt("MARK-READER read the notes".into()))
+        .await
+        .unwrap();
+    let states: Vec<(String, keel_types::ReceiptState)> = child
+        .transcript()
+        .unwrap()
+        .receipts
+        .iter()
+        .map(|receipt| (receipt.tool.clone(), receipt.state))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("read_file".to_string(), keel_types::ReceiptState::Completed),
+            ("grep".to_string(), keel_types::ReceiptState::Denied),
+            ("propose_plan".to_string(), keel_types::ReceiptState::Denied),
+        ]
+    );
 }

@@ -7,6 +7,9 @@
 //!   means no limit, so a project's 0 never lifts the user's limit.
 //! - The limits resolve like every value: the first layer that sets one wins, and it says where
 //!   it came from.
+//! - `max_concurrent` and `max_rounds` are at least 1: 0 in the user's file is an error naming
+//!   its line (`check`); in a project's it is left out and reported (a repository cannot stop
+//!   keel, nor every subagent).
 
 use crate::ignored::{IgnoredBecause, IgnoredValue};
 use crate::layer::{Layer, RawAgents};
@@ -85,10 +88,43 @@ pub(crate) fn resolve(layers: &[Layer]) -> ResolvedAgentLimits {
     }
 }
 
-/// Take from a project layer every `[agents]` value that does not lower `user`'s; the reports.
+/// Why 0 is no value for a count of subagents or rounds.
+const AT_LEAST_ONE: &str = "must be at least 1 (0 would stop every subagent)";
+
+/// The user's files: a 0 where at least 1 is needed is an error naming its line.
+pub(crate) fn check(layers: &[Layer]) -> Result<(), crate::ConfigError> {
+    for layer in layers {
+        let agents = &layer.raw.agents;
+        for value in [&agents.max_concurrent, &agents.max_rounds]
+            .into_iter()
+            .flatten()
+        {
+            if *value.get_ref() == 0 {
+                return Err(layer.error(value.span(), AT_LEAST_ONE));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Take from a project layer every `[agents]` value that does not lower `user`'s (or is a 0
+/// where at least 1 is needed); the reports.
 pub(crate) fn lower_only(layer: &mut Layer, user: &AgentLimits) -> Vec<IgnoredValue> {
     let mut ignored = Vec::new();
     let mut raw = std::mem::take(&mut layer.raw.agents);
+    for (key, value) in [
+        ("agents.max_concurrent", &mut raw.max_concurrent),
+        ("agents.max_rounds", &mut raw.max_rounds),
+    ] {
+        if let Some(zero) = value.take_if(|value| *value.get_ref() == 0) {
+            ignored.push(crate::ignored::not_applied(
+                layer,
+                key,
+                &zero,
+                IgnoredBecause::NeverFromProject(AT_LEAST_ONE),
+            ));
+        }
+    }
     let max_concurrent = raw
         .max_concurrent
         .take_if(|value| *value.get_ref() > user.max_concurrent);

@@ -351,6 +351,7 @@ impl KeelConfig {
         self.max_rounds()?;
         self.compact_at()?;
         self.permission_policy()?;
+        crate::agent_limits::check(&self.layers)?;
         Ok(())
     }
 

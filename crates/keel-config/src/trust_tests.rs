@@ -378,6 +378,29 @@ fn effective(config: &KeelConfig) -> String {
 }
 
 #[test]
+fn zero_subagents_is_an_error_of_yours_and_ignored_from_a_project() {
+    let error = KeelConfig::from_texts(
+        vec![(home_path(), format!("{USER}[agents]\nmax_concurrent = 0\n"))],
+        Overrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("must be at least 1"), "{error}");
+    assert!(error.contains("config.toml:6"), "names the line: {error}");
+    for trust in [WorkspaceTrust::Trusted, WorkspaceTrust::Untrusted] {
+        let config = with_project("[agents]\nmax_concurrent = 0\nmax_rounds = 0\n", trust).unwrap();
+        assert_eq!(config.agent_limits().max_concurrent, 4, "{trust:?}");
+        assert_eq!(config.agent_limits().max_rounds, 50, "{trust:?}");
+        let ignored: Vec<&str> = config.ignored().iter().map(|v| v.key.as_str()).collect();
+        assert_eq!(
+            ignored,
+            ["agents.max_concurrent", "agents.max_rounds"],
+            "{trust:?}"
+        );
+    }
+}
+
+#[test]
 fn a_projects_zero_never_lifts_the_users_child_token_limit() {
     let user = "[agents]\nmax_child_tokens = 5000\n";
     for trust in [WorkspaceTrust::Trusted, WorkspaceTrust::Untrusted] {

@@ -510,20 +510,10 @@ impl Reply<'_> {
     }
 }
 
-/// The text of a request's messages (every string in them, the system prompt's aside), where
-/// a conversation's marker is looked for.
+/// What the user said in a request: the text of its user messages — not the system prompt
+/// (Chat sends it as a message), not the tool calls' arguments, not tool results — where a
+/// conversation's marker is looked for.
 fn message_text(protocol: Protocol, body: &Value) -> String {
-    fn strings(value: &Value, out: &mut String) {
-        match value {
-            Value::String(text) => {
-                out.push_str(text);
-                out.push('\n');
-            }
-            Value::Array(items) => items.iter().for_each(|item| strings(item, out)),
-            Value::Object(fields) => fields.values().for_each(|field| strings(field, out)),
-            _ => {}
-        }
-    }
     let key = match protocol {
         Protocol::Chat | Protocol::Anthropic => "messages",
         Protocol::Responses => "input",
@@ -534,14 +524,26 @@ fn message_text(protocol: Protocol, body: &Value) -> String {
         .and_then(Value::as_array)
         .into_iter()
         .flatten();
-    // Chat carries the system prompt as a message: it is not one of the conversation's.
-    for message in messages.filter(|message| {
-        !matches!(
-            message.get("role").and_then(Value::as_str),
-            Some("system" | "developer")
-        )
-    }) {
-        strings(message, &mut text);
+    for message in
+        messages.filter(|message| message.get("role").and_then(Value::as_str) == Some("user"))
+    {
+        match message.get("content") {
+            Some(Value::String(said)) => text.push_str(said),
+            Some(Value::Array(blocks)) => {
+                // Text blocks only (Anthropic's tool results are user-role blocks too).
+                for block in blocks {
+                    let kind = block.get("type").and_then(Value::as_str);
+                    if matches!(kind, Some("text" | "input_text"))
+                        && let Some(said) = block.get("text").and_then(Value::as_str)
+                    {
+                        text.push_str(said);
+                        text.push('\n');
+                    }
+                }
+            }
+            _ => {}
+        }
+        text.push('\n');
     }
     text
 }

@@ -74,6 +74,29 @@ async fn each_conversation_answers_its_own_requests_and_delays_overlap() {
         "{conversations:?}"
     );
     assert_eq!(conversations.iter().filter(|c| c.is_none()).count(), 2);
+    // A marker only in a tool call's arguments or a tool result is not the user's: such a
+    // request (a parent going on after its `task` calls) takes the default steps.
+    let parent_goes_on = json!({"model": "m", "stream": false, "messages": [
+        {"role": "user", "content": "delegate"},
+        {"role": "assistant", "content": null, "reasoning_content": "r", "tool_calls": [{"id": "t1", "type": "function",
+            "function": {"name": "task", "arguments": "{\"prompt\": \"MARK-B look\"}"}}]},
+        {"role": "tool", "tool_call_id": "t1", "content": "MARK-A was mentioned"}
+    ]});
+    let response: Value = client
+        .post(format!("{base}/chat/completions"))
+        .json(&parent_goes_on)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    // (The default steps are used up: their answer is that none is left.)
+    let said = response.to_string();
+    assert!(
+        said.contains("no step left for request 6") && !said.contains("in conversation"),
+        "the default steps answered: {said}"
+    );
     // A conversation that runs out says which it was.
     let response = client
         .post(format!("{base}/chat/completions"))
@@ -84,7 +107,7 @@ async fn each_conversation_answers_its_own_requests_and_delays_overlap() {
     assert_eq!(response.status(), 400);
     let body = response.text().await.unwrap();
     assert!(
-        body.contains("no step left for request 6 in conversation 2"),
+        body.contains("no step left for request 7 in conversation 2"),
         "{body}"
     );
 }

@@ -104,7 +104,19 @@ fn a_child_session_names_its_parent_and_agent_and_lists_apart() {
     let fork = store.fork_session("c", "f", None, None).unwrap();
     assert_eq!((fork.parent, fork.agent), (None, None));
     assert_eq!(store.require_session("f").unwrap().parent, None);
-    store.remove_session("p").unwrap();
+    // While a child is held, nothing of the parent or its children goes.
+    let held = store
+        .acquire_lease_as("c", "keel (interactive)", 1)
+        .unwrap();
+    assert!(store.remove_session("p").is_err());
+    assert!(store.session("p").unwrap().is_some() && store.session("c").unwrap().is_some());
+    assert_eq!(
+        store.items("c").unwrap().len(),
+        2,
+        "the child's history is whole"
+    );
+    drop(held);
+    assert_eq!(store.remove_session("p").unwrap(), ["p", "c"]);
     assert!(store.session("c").unwrap().is_none());
     assert!(store.session("f").unwrap().is_some());
 }

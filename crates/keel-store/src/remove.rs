@@ -1,12 +1,12 @@
 //! Removing a session: its history, receipts, events, records, checkpoints, jobs — everything
 //! the store holds for it — in one transaction, while no live process holds it; its child
-//! sessions (a subagent's) go first, each the same way.
+//! sessions (a subagent's) with it, in the same transaction.
 //!
 //! Invariants:
-//! - Refused while a live process holds the session's lease (it is taken first, so nothing
-//!   opens the session while it goes).
-//! - All or nothing: one transaction deletes every row of the session; content blobs no other
-//!   checkpoint names go with it.
+//! - Refused while a live process holds the session's lease or a child's (all are taken
+//!   first, so nothing opens one while they go, and nothing is removed when one is held).
+//! - All or nothing: one transaction deletes every row of the session and its children; content
+//!   blobs no other checkpoint names go with them.
 
 use crate::{Store, StoreError};
 
@@ -24,20 +24,25 @@ const SESSION_TABLES: &[&str] = &[
 ];
 
 impl Store {
-    /// Remove `session` and all it holds, its child sessions first; refused while a live
-    /// process holds it or one of them.
-    pub fn remove_session(&self, session: &str) -> Result<(), StoreError> {
+    /// Remove `session` and all it holds, with its child sessions (a subagent's): every lease
+    /// is taken first (refused, nothing removed, while a live process holds one), then one
+    /// transaction deletes them all. The ids removed, the session's own first.
+    pub fn remove_session(&self, session: &str) -> Result<Vec<String>, StoreError> {
         self.require_session(session)?;
-        for child in self.children(session)? {
-            self.remove_session(&child.id)?;
+        let mut ids = vec![session.to_string()];
+        ids.extend(self.children(session)?.into_iter().map(|child| child.id));
+        let mut leases = Vec::with_capacity(ids.len());
+        for id in &ids {
+            leases.push(self.acquire_lease(id, "keel session rm")?);
         }
-        let lease = self.acquire_lease(session, "keel session rm")?;
         self.write(|transaction| {
-            for table in SESSION_TABLES {
-                transaction.execute(
-                    &format!("DELETE FROM {table} WHERE session_id = ?1"),
-                    [session],
-                )?;
+            for id in &ids {
+                for table in SESSION_TABLES {
+                    transaction
+                        .execute(&format!("DELETE FROM {table} WHERE session_id = ?1"), [id])?;
+                }
+                transaction.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
+                transaction.execute("DELETE FROM leases WHERE session_id = ?1", [id])?;
             }
             transaction.execute(
                 "DELETE FROM blobs WHERE hash NOT IN \
@@ -45,12 +50,10 @@ impl Store {
                  (SELECT hash FROM saved)",
                 [],
             )?;
-            transaction.execute("DELETE FROM sessions WHERE id = ?1", [session])?;
-            transaction.execute("DELETE FROM leases WHERE session_id = ?1", [session])?;
             Ok(())
         })?;
-        // Its row is gone already: releasing it changes nothing.
-        drop(lease);
-        Ok(())
+        // Their rows are gone already: releasing them changes nothing.
+        drop(leases);
+        Ok(ids)
     }
 }

@@ -104,7 +104,7 @@ ALTER TABLE receipts ADD COLUMN sandbox TEXT;
 ";
 
 /// Version 7: many hands (docs/agents.md). A session started by another's `task` call names
-/// its parent and its agent (with the agent's tools and mode, re-applied on resume); a `task`
+/// its parent and its agent (with the agent's tools and mode, kept with it); a `task`
 /// receipt names the child session it started; a session's background jobs are recorded with
 /// their process group, so a later load can stop jobs a dead process left.
 pub(crate) const SCHEMA_V7: &str = "

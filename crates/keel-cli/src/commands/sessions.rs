@@ -124,7 +124,8 @@ pub fn prune(common: &CommonArgs, age: &str) -> anyhow::Result<Outcome> {
     let mut removed = Vec::new();
     let mut kept = Vec::new();
     for session in host.sessions_for_workspace(&workspace.display().to_string())? {
-        if session.updated_at >= cutoff {
+        // A child session goes with its parent, never on its own.
+        if session.updated_at >= cutoff || session.parent.is_some() {
             continue;
         }
         match host.remove_session(&session.id, &keel_home) {

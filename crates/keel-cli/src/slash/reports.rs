@@ -217,9 +217,14 @@ pub fn agents(controller: &Controller, shown: &mut Shown) {
     let agents = controller.services().agents().clone();
     shown.say("agents defined here (keel does not start subagents yet)");
     for agent in agents.list() {
-        let mode = match agent.permission_mode {
-            Some(mode) => format!("{} at most", mode.as_str()),
-            None => "your mode".to_string(),
+        let mode = match agent.mode_under(controller.permission_mode()) {
+            (runs, true) => format!(
+                "mode {} refused: runs in yours ({}), never looser",
+                agent.permission_mode.map_or("", |mode| mode.as_str()),
+                runs.as_str()
+            ),
+            (runs, false) if agent.permission_mode.is_some() => format!("mode {}", runs.as_str()),
+            _ => "your mode".to_string(),
         };
         let cache = match &agent.model {
             Some(model) if !agent.shares_cache_with(&current) => format!(

@@ -25,10 +25,15 @@ use std::sync::Arc;
 
 fn start_rendering(controller: &Controller) -> tokio::task::JoinHandle<()> {
     let mut events = controller.subscribe();
+    let session = controller.session().id.clone();
     tokio::spawn(async move {
         let mut renderer = Renderer::new(false);
         while let Some(event) = events.recv().await {
-            renderer.emit(&event);
+            // A subagent's events come forwarded, under its own session id: not this
+            // session's lines.
+            if event.session_id == session {
+                renderer.emit(&event);
+            }
         }
     })
 }

@@ -287,6 +287,14 @@ impl Session {
     /// An event of the session: to the view, and to the status line where it changes it.
     fn take_event(&mut self, event: &keel_types::Event) {
         use keel_types::EventBody;
+        // A subagent's events come forwarded under its own session id: they are not this
+        // session's turn (its busy state, its spend, its scrollback).
+        if self
+            .controller()
+            .is_some_and(|controller| event.session_id != controller.session().id)
+        {
+            return;
+        }
         match &event.body {
             EventBody::LlmResponse { usage, .. } => self.count_response(usage),
             // Stored now: the session's totals hold the turn.
