@@ -376,6 +376,10 @@ pub struct SessionsArgs {
     /// another keel holds is left, and said.
     #[arg(long, value_name = "AGE")]
     pub prune: Option<String>,
+    /// Subagents' child sessions too, each under its parent (`--json`: one flat array, each
+    /// with `parent` and `agent`).
+    #[arg(long)]
+    pub all: bool,
     #[command(flatten)]
     pub place: PlaceArgs,
     #[command(flatten)]

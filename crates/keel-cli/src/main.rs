@@ -139,7 +139,7 @@ async fn dispatch(cli: cli::Cli) -> anyhow::Result<Outcome> {
             let common = base.with_place(&args.place).with_output(&args.output);
             match args.prune {
                 Some(age) => crate::commands::sessions::prune(&common, &age),
-                None => crate::commands::sessions::list(&common),
+                None => crate::commands::sessions::list(&common, args.all),
             }
         }
         Some(Command::Session(SessionCommand::Rm { id, output })) => {

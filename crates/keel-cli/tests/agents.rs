@@ -128,3 +128,68 @@ fn a_project_may_only_lower_the_agent_limits() {
         "{config}"
     );
 }
+
+#[test]
+fn a_child_session_is_listed_only_with_all_and_never_continued_on_its_own() {
+    let (home, _mock) = scripted("chat", &json!({"steps": [{"say": "hi"}]}).to_string(), "");
+    let run = home.run(&["run", "hello"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let listed: serde_json::Value =
+        serde_json::from_str(&home.run(&["sessions", "--json"]).stdout()).unwrap();
+    let parent = listed[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(listed[0]["parent"], serde_json::Value::Null);
+    // A subagent's session as keel stores it (the task tool makes these).
+    let store = rusqlite::Connection::open(home.path().join("state/keel.db")).unwrap();
+    store
+        .execute(
+            "INSERT INTO sessions (id, workspace, provider, model, created_at, updated_at, \
+             parent, agent, agent_settings) SELECT 'c0ffee0000000001', workspace, provider, \
+             model, created_at + 1, updated_at + 1, id, 'explore', '{}' FROM sessions \
+             WHERE id = ?1",
+            [&parent],
+        )
+        .unwrap();
+    for (revision, item) in [
+        (1, r#"{"role":"user","text":"find the parser"}"#),
+        (
+            2,
+            r#"{"role":"assistant","parts":[{"type":"text","text":"src/parse.rs"}]}"#,
+        ),
+    ] {
+        store
+            .execute(
+                "INSERT INTO items (session_id, revision, turn, item, created_at) \
+                 VALUES ('c0ffee0000000001', ?1, 1, ?2, 1)",
+                rusqlite::params![revision, item],
+            )
+            .unwrap();
+    }
+    drop(store);
+    let plain = home.run(&["sessions"]);
+    assert!(
+        !plain.stdout().contains("c0ffee0000000001"),
+        "{}",
+        plain.stdout()
+    );
+    let all = home.run(&["sessions", "--all"]).stdout();
+    let lines: Vec<&str> = all.lines().collect();
+    assert_eq!(lines.len(), 2, "{all}");
+    assert!(lines[0].starts_with(&parent), "{all}");
+    assert!(
+        lines[1].starts_with("  └ c0ffee0000000001")
+            && lines[1].contains("[explore] find the parser"),
+        "{all}"
+    );
+    let flat: serde_json::Value =
+        serde_json::from_str(&home.run(&["sessions", "--all", "--json"]).stdout()).unwrap();
+    assert_eq!(flat[1]["parent"], parent.as_str());
+    assert_eq!(flat[1]["agent"], "explore");
+    // `-c` takes the parent; the child is never continued on its own.
+    let refused = home.run(&["run", "--session", "c0ffee0000000001", "go on"]);
+    assert_ne!(refused.code(), 0);
+    assert!(
+        refused.stderr().contains("subagent's session of"),
+        "{}",
+        refused.stderr()
+    );
+}

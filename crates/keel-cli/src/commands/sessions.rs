@@ -24,12 +24,17 @@ macro_rules! out {
     }};
 }
 
-pub fn list(common: &CommonArgs) -> anyhow::Result<Outcome> {
+/// `keel sessions [--all]`: with `all`, each listed session's children (a subagent's sessions)
+/// follow it.
+pub fn list(common: &CommonArgs, all: bool) -> anyhow::Result<Outcome> {
     let workspace = settings::workspace(common)?;
     let host = open_host()?;
     // A session nobody typed into (a browser tab opened and left), or one that failed before
     // any answer and holds no offer to go on, is not worth listing.
-    let sessions = listed(&host, &workspace.display().to_string())?;
+    let mut sessions = listed(&host, &workspace.display().to_string())?;
+    if all {
+        sessions = with_children(&host, &workspace.display().to_string(), sessions)?;
+    }
     if common.json {
         let rows: Vec<serde_json::Value> = sessions
             .iter()
@@ -60,7 +65,30 @@ pub fn listed(host: &keel_agent::Host, workspace: &str) -> anyhow::Result<Vec<Se
         .collect())
 }
 
-/// One line per session: id, age, turns, model, title (stored text: escaped).
+/// `sessions` with each one's child sessions (those that ran a turn) right after it.
+fn with_children(
+    host: &keel_agent::Host,
+    workspace: &str,
+    sessions: Vec<SessionOverview>,
+) -> anyhow::Result<Vec<SessionOverview>> {
+    let every = host.session_overviews(workspace)?;
+    let mut out = Vec::with_capacity(every.len());
+    for session in sessions {
+        let id = session.info.id.clone();
+        out.push(session);
+        let mut children: Vec<SessionOverview> = every
+            .iter()
+            .filter(|child| child.info.parent.as_deref() == Some(id.as_str()) && child.turns > 0)
+            .cloned()
+            .collect();
+        children.sort_by_key(|child| child.info.created_at);
+        out.extend(children);
+    }
+    Ok(out)
+}
+
+/// One line per session: id, age, turns, model, title (stored text: escaped); a child session
+/// indented under its parent, with its agent.
 pub fn rows(sessions: &[SessionOverview]) -> Vec<String> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -74,8 +102,12 @@ pub fn rows(sessions: &[SessionOverview]) -> Vec<String> {
             let ago = std::time::Duration::from_millis(
                 u64::try_from(now.saturating_sub(session.updated_at)).unwrap_or(0),
             );
+            let (indent, agent) = match (&session.parent, &session.agent) {
+                (Some(_), Some(agent)) => ("  └ ", format!("[{}] ", visible_line(agent))),
+                _ => ("", String::new()),
+            };
             format!(
-                "{}  {:>9}  {:>3} turn{}  {}  {}",
+                "{indent}{}  {:>9}  {:>3} turn{}  {}  {agent}{}",
                 session.id,
                 format!("{} ago", humanize_roughly(ago)),
                 overview.turns,
