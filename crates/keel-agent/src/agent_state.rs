@@ -28,6 +28,9 @@ pub(crate) struct AgentState {
     /// session's own (servers may still have been starting when it opened), not as a change
     /// of a prefix already sent — nothing was sent yet.
     pub mcp_opening: bool,
+    /// The built-in tool specs were checked against the ones the session's requests last
+    /// carried (once per agent: `turn::check_tools`).
+    pub tools_checked: bool,
     /// The person stopped the model's last answer while it streamed: the next prompt tells
     /// the model so, inside its user item (this process only).
     pub interrupted: bool,

@@ -89,6 +89,7 @@ pub fn load_session(store: &Store, session: &str) -> Result<AgentState, AgentErr
         mcp_tools: Vec::new(),
         // Loaded when a session opens: no boundary has passed in this process.
         mcp_opening: true,
+        tools_checked: false,
         interrupted: false,
         pending_context: None,
         // Set when the agent is assembled (its snapshots are known then).

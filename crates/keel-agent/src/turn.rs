@@ -82,6 +82,7 @@ async fn run_turn_inner(
     if !take_mcp_tools(&mut run, state).await {
         return Ok(end_cancelled(&run));
     }
+    check_tools(&run, state)?;
     if let Some(reason) = compaction_of(input_kind) {
         match compaction::compact(&mut run, state, reason, input.focus.as_deref()).await? {
             Compaction::Done { usage: spent, .. } => run.charge(&spent),
@@ -227,6 +228,34 @@ async fn take_mcp_tools(run: &mut TurnRun, state: &mut AgentState) -> bool {
         }
     }
     true
+}
+
+/// Once per agent, before its first request: the built-in tool specs against the ones the
+/// session's requests last carried. A keel that offers other tools (an upgrade added one)
+/// changes the request prefix of a stored session: the break is named `keel_upgraded`. A new
+/// session, or one a keel before the digest made, only records it.
+fn check_tools(run: &TurnRun, state: &mut AgentState) -> Result<(), AgentError> {
+    if std::mem::replace(&mut state.tools_checked, true) {
+        return Ok(());
+    }
+    use sha2::Digest;
+    let agent = &run.agent;
+    let specs = serde_json::to_vec(&agent.services.registry.specs()).unwrap_or_default();
+    let digest: String = sha2::Sha256::digest(&specs)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let store = &agent.services.store;
+    let stored = store.tools_digest(&agent.session.id)?;
+    if stored.as_deref() != Some(digest.as_str()) {
+        if stored.is_some() {
+            run.emit(EventBody::PrefixChanged {
+                reason: "keel_upgraded".into(),
+            });
+        }
+        store.set_tools_digest(&agent.session.id, &digest)?;
+    }
+    Ok(())
 }
 
 /// The compaction a turn of this kind starts with.

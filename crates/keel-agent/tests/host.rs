@@ -247,3 +247,59 @@ async fn a_resumed_session_estimates_its_context_before_any_response() {
         "{estimated:?} against {counted:?}"
     );
 }
+
+#[tokio::test]
+async fn a_session_continued_by_a_keel_with_other_tools_names_the_break_once() {
+    let Fixture {
+        _dir: dir,
+        workspace,
+        host,
+        controller,
+        server,
+    } = fixture(keel_mock::Scenario::from_steps(vec![
+        say("one"),
+        say("two"),
+        say("three"),
+    ]))
+    .await;
+    let breaks = |events: &mut tokio::sync::mpsc::UnboundedReceiver<keel_types::Event>| {
+        std::iter::from_fn(|| events.try_recv().ok())
+            .filter_map(|event| match event.body {
+                keel_types::EventBody::PrefixChanged { reason } => Some(reason),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut events = controller.subscribe();
+    controller
+        .submit(keel_agent::Input::Prompt("a".into()))
+        .await
+        .unwrap();
+    assert!(
+        breaks(&mut events).is_empty(),
+        "a new session only records its tools"
+    );
+    let id = controller.session().id.clone();
+    drop(controller);
+    // As an older keel with other built-in tools would have left it.
+    keel_store::Store::open(&dir.path().join("keel.db"))
+        .unwrap()
+        .set_tools_digest(&id, "an-older-keel's-tools")
+        .unwrap();
+    let resumed = open(
+        &host,
+        SessionChoice::Resume(id),
+        settings_for(&server.base_url(), &workspace),
+    );
+    let mut events = resumed.subscribe();
+    resumed
+        .submit(keel_agent::Input::Prompt("b".into()))
+        .await
+        .unwrap();
+    assert_eq!(breaks(&mut events), ["keel_upgraded"]);
+    resumed
+        .submit(keel_agent::Input::Prompt("c".into()))
+        .await
+        .unwrap();
+    assert!(breaks(&mut events).is_empty(), "named once");
+}

@@ -106,11 +106,14 @@ ALTER TABLE receipts ADD COLUMN sandbox TEXT;
 /// Version 7: many hands (docs/agents.md). A session started by another's `task` call names
 /// its parent and its agent (with the agent's tools and mode, kept with it); a `task`
 /// receipt names the child session it started; a session's background jobs are recorded with
-/// their process group, so a later load can stop jobs a dead process left.
+/// their process group, so a later load can stop jobs a dead process left. A session keeps the
+/// digest of the built-in tool specs its requests carried, so a keel that offers other tools
+/// names the break when it continues the session.
 pub(crate) const SCHEMA_V7: &str = "
 ALTER TABLE sessions ADD COLUMN parent TEXT;
 ALTER TABLE sessions ADD COLUMN agent TEXT;
 ALTER TABLE sessions ADD COLUMN agent_settings TEXT;
+ALTER TABLE sessions ADD COLUMN tools_digest TEXT;
 CREATE INDEX sessions_by_parent ON sessions (parent);
 ALTER TABLE receipts ADD COLUMN child_session TEXT;
 CREATE TABLE jobs (

@@ -202,6 +202,30 @@ impl Store {
             .flatten())
     }
 
+    /// The digest of the built-in tool specs the session's requests last carried (`None`
+    /// before its first turn, or for a session a keel before this one made).
+    pub fn tools_digest(&self, id: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .connection()
+            .query_row(
+                "SELECT tools_digest FROM sessions WHERE id = ?1",
+                [id],
+                |row| row.get(0),
+            )
+            .optional()?
+            .flatten())
+    }
+
+    pub fn set_tools_digest(&self, id: &str, digest: &str) -> Result<(), StoreError> {
+        self.write(|transaction| {
+            transaction.execute(
+                "UPDATE sessions SET tools_digest = ?2 WHERE id = ?1",
+                params![id, digest],
+            )?;
+            Ok(())
+        })
+    }
+
     /// The child sessions `parent` started, oldest first.
     pub fn children(&self, parent: &str) -> Result<Vec<SessionInfo>, StoreError> {
         let connection = self.connection();
