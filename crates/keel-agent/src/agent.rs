@@ -102,25 +102,38 @@ impl Agent {
         self.events.emit(turn, body);
     }
 
-    /// Put `request` to the person (see the module invariants); the answer, once given.
+    /// Put `request` to the person (see the module invariants); the answer, once given. The
+    /// agents of a session ask one at a time (a subagent's question waits for the one on
+    /// screen), and a subagent's says which agent asks and for what.
     pub(crate) fn ask<'a>(
         &'a self,
         turn: u64,
         request: &'a ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
-        let answer = self.services.surface.approver.approve(request);
-        self.emit(
-            Some(turn),
-            keel_types::EventBody::ApprovalRequested {
-                call_id: request.call_id.clone(),
-                name: request.tool.clone(),
-                subject: request.subject.clone(),
-                view: keel_types::approval_view(&request.subject),
-                unconfined: request.unconfined,
-                reason: request.reason.clone(),
-            },
-        );
-        answer
+        Box::pin(async move {
+            let _one_at_a_time = self.services.one_question.lock().await;
+            let mut request = request.clone();
+            request.asked_by = self.role.as_ref().map(|role| keel_types::AskedBy {
+                session_id: self.session.id.clone(),
+                agent: role.agent.clone(),
+                description: role.description.clone(),
+            });
+            let answer = self.services.surface.approver.approve(&request);
+            self.emit(
+                Some(turn),
+                keel_types::EventBody::ApprovalRequested {
+                    call_id: request.call_id.clone(),
+                    name: request.tool.clone(),
+                    subject: request.subject.clone(),
+                    view: keel_types::approval_view(&request.subject),
+                    unconfined: request.unconfined,
+                    reason: request.reason.clone(),
+                    agent: request.asked_by.as_ref().map(|by| by.agent.clone()),
+                    description: request.asked_by.as_ref().map(|by| by.description.clone()),
+                },
+            );
+            answer.await
+        })
     }
 
     /// The history as the provider sees it: the canonical history, with the fault projection

@@ -21,6 +21,8 @@ pub struct AgentRole {
     pub agent: String,
     /// The session whose `task` started it.
     pub parent: String,
+    /// What the `task` call said it is for (every question it asks says so).
+    pub description: String,
     /// `None`: every tool the parent has.
     pub only_tools: Option<BTreeSet<String>>,
     /// The parent's mode as the person sets it.

@@ -207,6 +207,7 @@ mod tests {
             reason: None,
             preview: None,
             always_label: None,
+            asked_by: None,
         }
     }
 

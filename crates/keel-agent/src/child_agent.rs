@@ -55,6 +55,7 @@ pub(crate) fn open(
     parent: &Agent,
     context: ContextBlock,
     definition: &AgentDefinition,
+    description: &str,
     max_rounds: u32,
 ) -> Result<(Agent, Option<PermissionMode>), AgentError> {
     {
@@ -96,6 +97,7 @@ pub(crate) fn open(
         let role = crate::agent_role::AgentRole {
             agent: definition.name.clone(),
             parent: parent.session.id.clone(),
+            description: description.chars().take(200).collect(),
             only_tools: match &definition.tools {
                 AgentTools::Parent => None,
                 AgentTools::Only(tools) => Some(tools.clone()),

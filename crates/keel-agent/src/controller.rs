@@ -95,18 +95,19 @@ impl Controller {
         Ok(())
     }
 
-    /// Open a child session running `definition` — a subagent, at most `max_rounds` rounds a
-    /// turn — that follows this one (`child_agent.rs`).
+    /// Open a child session running `definition` — a subagent for `description`, at most
+    /// `max_rounds` rounds a turn — that follows this one (`child_agent.rs`).
     pub async fn open_child(
         &self,
         definition: &crate::agent_definitions::AgentDefinition,
+        description: &str,
         max_rounds: u32,
     ) -> Result<ChildOpened, AgentError> {
         // Between turns: a running turn holds the state (the engine opens its children with
         // the state in hand).
         let context = crate::child_agent::parents_block(&*self.agent.state.lock().await)?;
         let (child, mode_refused) =
-            crate::child_agent::open(&self.agent, context, definition, max_rounds)?;
+            crate::child_agent::open(&self.agent, context, definition, description, max_rounds)?;
         let controller = Controller {
             agent: Arc::new(child),
         };

@@ -110,6 +110,7 @@ pub(crate) async fn propose(agent: &Agent, turn: u64, call: &ToolCall, plan: &st
         reason: None,
         preview: None,
         always_label: None,
+        asked_by: None,
     });
     let answer = agent.ask(turn, &request);
     let approved = |mode: Option<PermissionMode>| {

@@ -74,6 +74,9 @@ pub struct ServiceSet {
     pub(crate) place: Place,
     /// The session's temp dir, removed with the last agent.
     _temp: Option<keel_sandbox::TempDir>,
+    /// Held while a question is put to the person: the agents of a session (a parent and its
+    /// subagents) ask one at a time, in the order they asked.
+    pub(crate) one_question: tokio::sync::Mutex<()>,
 }
 
 impl std::ops::Deref for Services {
@@ -103,6 +106,7 @@ impl Services {
                 surface,
                 place,
                 _temp: temp,
+                one_question: tokio::sync::Mutex::new(()),
             }),
         }
     }

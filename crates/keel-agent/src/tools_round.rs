@@ -598,6 +598,7 @@ fn approval_request(
             Valid::Mcp { .. } => None,
         },
         always_label: None,
+        asked_by: None,
     })
 }
 

@@ -92,6 +92,7 @@ pub(crate) async fn offer(
         reason: None,
         preview: None,
         always_label: None,
+        asked_by: None,
     });
     let answer = agent.ask(run.turn, &request);
     let answer = tokio::select! {

@@ -46,7 +46,7 @@ async fn a_child_starts_from_its_parents_context_block_and_runs_as_its_agent() {
     let mut parent_events = parent.subscribe();
     let agents = AgentDefinitions::default();
     let explore = agents.get("explore").unwrap();
-    let opened = parent.open_child(explore, 10).await.unwrap();
+    let opened = parent.open_child(explore, "look around", 10).await.unwrap();
     assert_eq!(opened.mode_refused, None);
     let child = opened.controller;
     assert_eq!(child.permission_mode(), PermissionMode::ReadOnly);
@@ -146,7 +146,11 @@ async fn an_agent_never_runs_looser_than_its_parent_not_even_after_a_switch() {
     f.controller.set_permission_mode(PermissionMode::Ask);
     let mut loose = AgentDefinitions::default().get("general").unwrap().clone();
     loose.permission_mode = Some(PermissionMode::Auto);
-    let opened = f.controller.open_child(&loose, 10).await.unwrap();
+    let opened = f
+        .controller
+        .open_child(&loose, "look around", 10)
+        .await
+        .unwrap();
     assert_eq!(opened.controller.permission_mode(), PermissionMode::Ask);
     assert_eq!(opened.mode_refused, Some(PermissionMode::Auto));
     // The person makes the parent stricter while the child is open: the child follows.
@@ -180,7 +184,7 @@ async fn a_batch_never_carries_a_tool_the_agent_may_not_use_nor_a_plan() {
     reader.tools = keel_agent::AgentTools::Only(["read_file".to_string()].into());
     let child = f
         .controller
-        .open_child(&reader, 10)
+        .open_child(&reader, "look around", 10)
         .await
         .unwrap()
         .controller;
@@ -203,4 +207,120 @@ async fn a_batch_never_carries_a_tool_the_agent_may_not_use_nor_a_plan() {
             ("propose_plan".to_string(), keel_types::ReceiptState::Denied),
         ]
     );
+}
+
+/// Approves after a while, counting the questions on screen at once.
+#[derive(Default)]
+struct Slow {
+    on_screen: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+    asked_by: std::sync::Mutex<Vec<Option<keel_types::AskedBy>>>,
+}
+
+impl keel_agent::Approver for Slow {
+    fn approve<'a>(
+        &'a self,
+        request: &'a keel_agent::ApprovalRequest,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = keel_agent::Approval> + Send + 'a>>
+    {
+        use std::sync::atomic::Ordering;
+        let now = self.on_screen.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        self.asked_by.lock().unwrap().push(request.asked_by.clone());
+        Box::pin(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+            self.on_screen.fetch_sub(1, Ordering::SeqCst);
+            keel_agent::Approval::Allow
+        })
+    }
+}
+
+#[tokio::test]
+async fn two_children_asking_at_once_are_asked_one_at_a_time_each_labelled() {
+    let scenario = Scenario::parse(
+        &serde_json::json!({
+            "steps": [{"say": "parent"}],
+            "conversations": [
+                {"when": {"contains": "MARK-ONE"}, "steps": [
+                    {"tool": "bash", "args": {"command": "echo one > one.txt"}}, {"say": "one done"}]},
+                {"when": {"contains": "MARK-TWO"}, "steps": [
+                    {"tool": "bash", "args": {"command": "echo two > two.txt"}}, {"say": "two done"}]}
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let server = keel_mock::MockServer::start(([127, 0, 0, 1], 0).into(), scenario)
+        .await
+        .unwrap();
+    let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
+    let mut settings = settings_for(&server.base_url(), &workspace);
+    settings.policy = keel_tools::PermissionPolicy::mode_only(PermissionMode::Ask);
+    let approver = std::sync::Arc::new(Slow::default());
+    let surface = keel_agent::SurfaceServices::new(std::sync::Arc::new(Key), approver.clone());
+    let parent = host
+        .open_session(keel_agent::SessionChoice::New, settings, surface)
+        .unwrap();
+    let mut events = parent.subscribe();
+    let general = AgentDefinitions::default().get("general").unwrap().clone();
+    let one = parent
+        .open_child(&general, "write one", 10)
+        .await
+        .unwrap()
+        .controller;
+    let two = parent
+        .open_child(&general, "write two", 10)
+        .await
+        .unwrap()
+        .controller;
+    let (first, second) = tokio::join!(
+        one.submit(Input::Prompt("MARK-ONE".into())),
+        two.submit(Input::Prompt("MARK-TWO".into())),
+    );
+    assert!(matches!(first.unwrap(), TurnOutcome::Completed { .. }));
+    assert!(matches!(second.unwrap(), TurnOutcome::Completed { .. }));
+    assert!(workspace.join("one.txt").exists() && workspace.join("two.txt").exists());
+    // One question on screen at a time, each saying which agent asks and for what.
+    assert_eq!(approver.most.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let mut labels: Vec<(String, String, String)> = approver
+        .asked_by
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|by| {
+            let by = by.clone().expect("a subagent's question says who asks");
+            (by.session_id, by.agent, by.description)
+        })
+        .collect();
+    labels.sort_by(|a, b| a.2.cmp(&b.2));
+    assert_eq!(
+        labels,
+        [
+            (
+                one.session().id.clone(),
+                "general".into(),
+                "write one".into()
+            ),
+            (
+                two.session().id.clone(),
+                "general".into(),
+                "write two".into()
+            ),
+        ]
+    );
+    // The parent's subscribers are told the same, under each child's session id.
+    let asked: Vec<(String, Option<String>)> = std::iter::from_fn(|| events.try_recv().ok())
+        .filter_map(|event| match event.body {
+            EventBody::ApprovalRequested { description, .. } => {
+                Some((event.session_id, description))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked.contains(&(one.session().id.clone(), Some("write one".into()))));
+    assert!(asked.contains(&(two.session().id.clone(), Some("write two".into()))));
 }

@@ -245,6 +245,7 @@ mod tests {
             reason: None,
             preview: None,
             always_label: Some("ls".into()),
+            asked_by: None,
         }
     }
 

@@ -118,6 +118,20 @@ impl Question {
             (false, 1) => format!("? allow {tool}{because}:"),
             (false, lines) => format!("? allow {tool} ({lines} lines){because}:"),
         };
+        // A subagent's question says which agent asks, and for what (its words are the
+        // model's: escaped).
+        let title = match &request.asked_by {
+            Some(by) => title.replacen(
+                "? ",
+                &format!(
+                    "? [{} agent: {}] ",
+                    visible_line(&by.agent),
+                    visible_line(&by.description)
+                ),
+                1,
+            ),
+            None => title,
+        };
         let lines = match view.line_count {
             1 => String::new(),
             n => format!(" ({n} lines)"),
@@ -381,6 +395,7 @@ mod tests {
             reason: None,
             preview: None,
             always_label: Some(always.into()),
+            asked_by: None,
         })
         .typed()
     }
@@ -445,10 +460,35 @@ mod tests {
             reason: Some("it reads outside the workspace".into()),
             preview: None,
             always_label: None,
+            asked_by: None,
         });
         assert_eq!(
             question.title,
             "? allow read_file — it reads outside the workspace:"
+        );
+    }
+
+    #[test]
+    fn a_subagents_question_says_which_agent_asks_and_for_what() {
+        let question = Question::new(&ApprovalRequest {
+            call_id: "call_1".into(),
+            tool: "bash".into(),
+            subject: "cargo test".into(),
+            arguments: String::new(),
+            unconfined: false,
+            plan: false,
+            reason: None,
+            preview: None,
+            always_label: None,
+            asked_by: Some(keel_types::AskedBy {
+                session_id: "c1".into(),
+                agent: "tester".into(),
+                description: "run the tests\x1b[2J".into(),
+            }),
+        });
+        assert_eq!(
+            question.title,
+            "? [tester agent: run the tests␛[2J] allow bash:"
         );
     }
 

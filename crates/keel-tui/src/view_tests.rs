@@ -14,6 +14,7 @@ fn keys_pressed_as_an_approval_appears_do_not_answer_it() {
         reason: None,
         preview: None,
         always_label: Some("rm -rf build".into()),
+        asked_by: None,
     });
     let now = Instant::now();
     assert!(!view.answerable(now));
@@ -44,6 +45,7 @@ fn a_card_announced_after_its_question_is_not_drawn_beside_it() {
         reason: None,
         preview: None,
         always_label: Some("write_file".into()),
+        asked_by: None,
     });
     let now = Instant::now();
     view.apply(

@@ -133,6 +133,7 @@ proptest! {
             plan: false,
             reason: None,
             preview: None,
+            asked_by: None,
         });
         let commits = view.take_commits();
         prop_assert!(bad_line(&commits, width).is_none(), "question {:?}", bad_line(&commits, width));

@@ -212,6 +212,7 @@ fn edit_request() -> ApprovalRequest {
             before: Some(b"fn a() {}\nfn b() {}\n".to_vec()),
             after: b"fn a() {}\nfn b() { todo() }\n".to_vec(),
         }),
+        asked_by: None,
     }
 }
 
@@ -278,6 +279,7 @@ fn a_command_approval_shows_every_line_folded_and_what_always_covers() {
             reason: None,
             preview: None,
             always_label: Some("git status, cargo test, echo 'done⟨U+200B⟩'".into()),
+            asked_by: None,
         });
         let mut lines = view.take_commits();
         lines.push(Line::from_text("(live region:)", keel_render::Style::PLAIN));

@@ -32,6 +32,20 @@ pub struct ApprovalRequest {
     /// filled in by the engine; `None` when it cannot be remembered. Each scope is folded as
     /// the subject is, so no surface shows less than what is remembered.
     pub always_label: Option<String>,
+    /// A subagent's call: which agent asks, and for what (`None`: the session's own). Filled
+    /// in by the engine as the question is put; every surface says it with the question.
+    pub asked_by: Option<AskedBy>,
+}
+
+/// The subagent a question comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AskedBy {
+    /// The child session (call ids repeat across sessions: an answer names both).
+    pub session_id: String,
+    /// The agent it runs (`explore`, a custom one).
+    pub agent: String,
+    /// What its parent's `task` call said it is for.
+    pub description: String,
 }
 
 /// What a call would do to a file.

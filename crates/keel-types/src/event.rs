@@ -224,6 +224,13 @@ pub enum EventBody {
         /// workspace); absent otherwise.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+        /// A subagent's call (the event's `session_id` is its child session): the agent that
+        /// asks; absent for the session's own calls.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
+        /// What the subagent was started for (its `task` call's description).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
     },
     #[serde(rename = "tool/result")]
     ToolResult {
