@@ -155,8 +155,19 @@ pub(crate) fn with_always_label(mut request: ApprovalRequest) -> ApprovalRequest
 /// forgotten when the surface moves to another session (`forget`).
 #[derive(Debug, Default)]
 pub struct AlwaysAllowed {
-    /// (tool, scope key) pairs.
-    scopes: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
+    /// (asking session, tool, scope key): the asking session is empty for the session's own
+    /// calls and a subagent's child session for its calls — an "always" said to one subagent
+    /// covers that subagent only.
+    scopes: std::sync::Mutex<std::collections::HashSet<(String, String, String)>>,
+}
+
+/// Whose an "always" is: the subagent's child session that asks, or (empty) the session's own.
+fn owner(request: &ApprovalRequest) -> String {
+    request
+        .asked_by
+        .as_ref()
+        .map(|by| by.session_id.clone())
+        .unwrap_or_default()
 }
 
 impl AlwaysAllowed {
@@ -168,9 +179,10 @@ impl AlwaysAllowed {
         let Ok(held) = self.scopes.lock() else {
             return false;
         };
+        let owner = owner(request);
         scopes
             .iter()
-            .all(|scope| held.contains(&(request.tool.clone(), scope.key())))
+            .all(|scope| held.contains(&(owner.clone(), request.tool.clone(), scope.key())))
     }
 
     /// Forget every "always" (another session begins on this surface).
@@ -184,8 +196,9 @@ impl AlwaysAllowed {
     pub fn remember(&self, request: &ApprovalRequest) -> Option<String> {
         let scopes = always_scopes(request)?;
         let mut held = self.scopes.lock().ok()?;
+        let owner = owner(request);
         for scope in &scopes {
-            held.insert((request.tool.clone(), scope.key()));
+            held.insert((owner.clone(), request.tool.clone(), scope.key()));
         }
         drop(held);
         always_label(request)
@@ -195,6 +208,31 @@ impl AlwaysAllowed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn always_said_to_one_subagent_covers_that_subagent_only() {
+        let always = AlwaysAllowed::default();
+        let by = |session: &str| keel_types::AskedBy {
+            session_id: session.into(),
+            agent: "general".into(),
+            description: "d".into(),
+        };
+        let childs = ApprovalRequest {
+            asked_by: Some(by("child-1")),
+            ..request("bash", "git status")
+        };
+        assert!(always.remember(&childs).is_some());
+        assert!(always.covers(&childs));
+        let sibling = ApprovalRequest {
+            asked_by: Some(by("child-2")),
+            ..request("bash", "git status")
+        };
+        assert!(!always.covers(&sibling), "another subagent is asked");
+        assert!(
+            !always.covers(&request("bash", "git status")),
+            "the parent is asked"
+        );
+    }
 
     fn request(tool: &str, subject: &str) -> ApprovalRequest {
         ApprovalRequest {
