@@ -7,6 +7,10 @@
 //! - Every tool call of the last assistant message gets a result, so the next request is
 //!   well-formed; a synthesized result states the receipt's state and is appended (history
 //!   stays append-only).
+//! - A `task` call left without a result settles its child session the same way (its
+//!   receipts, its leftovers, its unanswered calls), and its own result names the child and
+//!   lists the child's receipts by state: keel never starts that child again — only a new
+//!   `task` call starts one. A child another live process holds is left as it is, and said.
 
 use crate::agent_state::AgentState;
 use crate::error::AgentError;
@@ -30,6 +34,34 @@ pub(crate) fn receipts_for_display(
 }
 
 pub fn load_session(store: &Store, session: &str) -> Result<AgentState, AgentError> {
+    let settled = settle(store, session)?;
+    Ok(AgentState {
+        revision: store.current_revision(session)?,
+        history: settled.history,
+        next_seq: settled.next_seq,
+        last_turn: settled.last_turn,
+        repair: None,
+        spent: Default::default(),
+        meter: Default::default(),
+        mcp_tools: Vec::new(),
+        // Loaded when a session opens: no boundary has passed in this process.
+        mcp_opening: true,
+        tools_checked: false,
+        interrupted: false,
+        pending_context: None,
+        // Set when the agent is assembled (its snapshots are known then).
+        bracket: crate::snapshot::CommandBracket::new(None, keel_types::Secrets::default()),
+    })
+}
+
+/// A session as a crash left it, settled (see the module invariants).
+struct Settled {
+    history: Vec<Item>,
+    last_turn: u64,
+    next_seq: u64,
+}
+
+fn settle(store: &Store, session: &str) -> Result<Settled, AgentError> {
     let interrupted: Vec<String> = store
         .receipts(session)?
         .into_iter()
@@ -62,39 +94,115 @@ pub fn load_session(store: &Store, session: &str) -> Result<AgentState, AgentErr
         let results: Vec<Item> = unanswered
             .into_iter()
             .map(|(call_id, name)| {
-                let state = receipts
+                let receipt = receipts
                     .iter()
                     .rev()
-                    .find(|r| r.call_id == call_id && r.tool == name)
-                    .map_or(ReceiptState::NotStarted, |r| r.state);
-                Item::ToolResult(ToolResult {
-                    content: interrupted_result(state),
+                    .find(|r| r.call_id == call_id && r.tool == name);
+                let state = receipt.map_or(ReceiptState::NotStarted, |r| r.state);
+                let content = match receipt.and_then(|r| r.child_session.as_deref()) {
+                    Some(child) => settle_child(store, session, child),
+                    None => interrupted_result(state),
+                };
+                Ok(Item::ToolResult(ToolResult {
+                    content,
                     call_id,
                     name,
                     is_error: true,
-                })
+                }))
             })
-            .collect();
+            .collect::<Result<_, AgentError>>()?;
         store.append_items(session, last_turn, &results)?;
         history.extend(results);
     }
-    Ok(AgentState {
-        revision: store.current_revision(session)?,
+    Ok(Settled {
         history,
-        next_seq,
         last_turn,
-        repair: None,
-        spent: Default::default(),
-        meter: Default::default(),
-        mcp_tools: Vec::new(),
-        // Loaded when a session opens: no boundary has passed in this process.
-        mcp_opening: true,
-        tools_checked: false,
-        interrupted: false,
-        pending_context: None,
-        // Set when the agent is assembled (its snapshots are known then).
-        bracket: crate::snapshot::CommandBracket::new(None, keel_types::Secrets::default()),
+        next_seq,
     })
+}
+
+/// Settle the child session a `task` call of `parent` left without a result; what the call's
+/// result says: the child, and its receipts by state. Only `parent`'s own child is settled,
+/// and only when no live process (this one included) holds it; a child that cannot be read is
+/// said, never a reason the parent cannot open.
+fn settle_child(store: &Store, parent: &str, child: &str) -> String {
+    let not_again = format!(
+        "It was not started again: read what it did (`keel session show {child}`) before you \
+         delegate the work again."
+    );
+    let own_child =
+        matches!(store.session(child), Ok(Some(info)) if info.parent.as_deref() == Some(parent));
+    if !own_child {
+        return format!(
+            "[outcome unknown: the subagent's session {child} is not this session's child. {not_again}]"
+        );
+    }
+    let settled = match store.lease_is_held(child) {
+        Ok(true) => Err(
+            "its session is open in a keel that still runs: it may still be working".to_string(),
+        ),
+        Ok(false) => store
+            .acquire_lease(child, "keel (settling a subagent)")
+            .map_err(|error| error.to_string())
+            .and_then(|lease| {
+                let settled = settle(store, child).map_err(|error| error.to_string());
+                drop(lease);
+                settled
+            }),
+        Err(error) => Err(error.to_string()),
+    };
+    if let Err(why) = settled {
+        return format!(
+            "[outcome unknown: the subagent in session {child} was not settled: {why}. {not_again}]"
+        );
+    }
+    let receipts = match store.receipts(child) {
+        Ok(receipts) => receipts,
+        Err(error) => {
+            return format!(
+                "[outcome unknown: the subagent's session {child} cannot be read: {error}. {not_again}]"
+            );
+        }
+    };
+    // By state, each tool counted: bounded whatever the child did.
+    let mut by_state: Vec<(ReceiptState, Vec<(String, usize)>)> = Vec::new();
+    for receipt in receipts {
+        let at = match by_state
+            .iter()
+            .position(|(state, _)| *state == receipt.state)
+        {
+            Some(at) => at,
+            None => {
+                by_state.push((receipt.state, Vec::new()));
+                by_state.len() - 1
+            }
+        };
+        let tools = &mut by_state[at].1;
+        match tools.iter_mut().find(|(tool, _)| *tool == receipt.tool) {
+            Some((_, count)) => *count += 1,
+            None => tools.push((receipt.tool, 1)),
+        }
+    }
+    let said = if by_state.is_empty() {
+        "no tool call".to_string()
+    } else {
+        by_state
+            .iter()
+            .map(|(state, tools)| {
+                let tools: Vec<String> = tools
+                    .iter()
+                    .take(8)
+                    .map(|(tool, count)| format!("{tool} ×{count}"))
+                    .collect();
+                format!("{state}: {}", tools.join(", "))
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    format!(
+        "[outcome unknown: keel stopped while the subagent ran, in its session {child}. Its \
+         tool calls — {said}. {not_again}]"
+    )
 }
 
 /// Tool calls of the last assistant message that have no result after it.

@@ -324,3 +324,155 @@ async fn two_children_asking_at_once_are_asked_one_at_a_time_each_labelled() {
     assert!(asked.contains(&(one.session().id.clone(), Some("write one".into()))));
     assert!(asked.contains(&(two.session().id.clone(), Some("write two".into()))));
 }
+
+/// An assistant message with one tool call.
+fn calling(id: &str, name: &str, arguments: &str) -> Item {
+    Item::Assistant(keel_types::AssistantItem {
+        parts: vec![keel_types::AssistantPart::ToolCall(keel_types::ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        })],
+    })
+}
+
+fn started(call: &str, tool: &str, child: Option<&str>) -> keel_types::ToolReceipt {
+    keel_types::ToolReceipt {
+        call_id: call.into(),
+        tool: tool.into(),
+        args_digest: "d".into(),
+        state: keel_types::ReceiptState::Started,
+        turn: 1,
+        seq: 1,
+        summary: None,
+        sandbox: None,
+        child_session: child.map(String::from),
+    }
+}
+
+/// The store as keel left it when it was killed during a subagent's command: the parent's
+/// `task` call started (naming its child `c0`), the child's `bash` call started too.
+fn crashed_during_a_child(f: &Fixture) -> keel_store::Store {
+    let workspace = f.workspace.display().to_string();
+    let store = keel_store::Store::open(&f._dir.path().join("keel.db")).unwrap();
+    store
+        .create_session("p0", &workspace, "deepseek", "m")
+        .unwrap();
+    store
+        .append_items(
+            "p0",
+            1,
+            &[Item::User {
+                text: "delegate".into(),
+            }],
+        )
+        .unwrap();
+    store
+        .append_with_receipts(
+            "p0",
+            1,
+            &calling(
+                "t1",
+                "task",
+                r#"{"agent":"general","description":"d","prompt":"p"}"#,
+            ),
+            &[started("t1", "task", Some("c0"))],
+        )
+        .unwrap();
+    let child = keel_store::SessionInfo {
+        id: "c0".into(),
+        workspace: workspace.clone(),
+        provider: "deepseek".into(),
+        model: "m".into(),
+        created_at: 1,
+        updated_at: 1,
+        parent: Some("p0".into()),
+        agent: Some("general".into()),
+    };
+    store.create_child_session(&child, "{}").unwrap();
+    store
+        .append_items("c0", 1, &[Item::User { text: "p".into() }])
+        .unwrap();
+    store
+        .append_with_receipts(
+            "c0",
+            1,
+            &calling("b1", "bash", r#"{"command":"sleep 100"}"#),
+            &[started("b1", "bash", None)],
+        )
+        .unwrap();
+    store
+}
+
+#[tokio::test]
+async fn a_parent_loaded_after_a_crash_settles_its_child_and_never_starts_it_again() {
+    let f = fixture(scenario()).await;
+    let store = crashed_during_a_child(&f);
+    let requests_before = f.server.requests().len();
+
+    let parent = open(
+        &f.host,
+        keel_agent::SessionChoice::Resume("p0".into()),
+        settings_for(&f.server.base_url(), &f.workspace),
+    );
+    // The child is settled: its command's receipt is unknown, its call has a result.
+    let child_receipts = store.receipts("c0").unwrap();
+    assert_eq!(child_receipts[0].state, keel_types::ReceiptState::Unknown);
+    let child_items = store.items("c0").unwrap();
+    assert!(matches!(
+        child_items.last().unwrap().item.as_ref().unwrap(),
+        Item::ToolResult(result) if result.call_id == "b1"
+    ));
+    // The parent's call is answered by keel, naming the child and its receipts.
+    let said = parent
+        .transcript()
+        .unwrap()
+        .items
+        .iter()
+        .find_map(|stored| match stored.item.as_ref().unwrap() {
+            Item::ToolResult(result) if result.call_id == "t1" => Some(result.content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(said.contains("session c0"), "{said}");
+    assert!(said.contains("unknown: bash ×1"), "{said}");
+    assert!(said.contains("not started again"), "{said}");
+    assert_eq!(
+        store.receipts("p0").unwrap()[0].state,
+        keel_types::ReceiptState::Unknown
+    );
+    // Nothing was asked of the model, and no new child was made.
+    assert_eq!(f.server.requests().len(), requests_before);
+    assert_eq!(f.host.children("p0").unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_child_another_live_keel_holds_is_left_as_it_is_and_said() {
+    let f = fixture(scenario()).await;
+    let store = crashed_during_a_child(&f);
+    // Held by a live process (pid 1 never dies).
+    let _held = store
+        .acquire_lease_as("c0", "keel (interactive)", 1)
+        .unwrap();
+    let parent = open(
+        &f.host,
+        keel_agent::SessionChoice::Resume("p0".into()),
+        settings_for(&f.server.base_url(), &f.workspace),
+    );
+    assert_eq!(
+        store.receipts("c0").unwrap()[0].state,
+        keel_types::ReceiptState::Started,
+        "a child that may still run is not settled"
+    );
+    let said = parent
+        .transcript()
+        .unwrap()
+        .items
+        .iter()
+        .find_map(|stored| match stored.item.as_ref().unwrap() {
+            Item::ToolResult(result) if result.call_id == "t1" => Some(result.content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(said.contains("still runs"), "{said}");
+}

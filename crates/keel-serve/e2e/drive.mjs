@@ -308,8 +308,14 @@ const scenarios = {
     // still lets the session go (busy, nothing pending): the page must ask again.
     let raced = false;
     await page.route(/\/api\/sessions\/[0-9a-f]+$/, async (route) => {
-      const response = await route.fetch();
-      const status = await response.json();
+      let response, status;
+      try {
+        response = await route.fetch();
+        status = await response.json();
+      } catch {
+        // The page went away mid-request: nothing is waiting for this answer.
+        return;
+      }
       if (!raced && status.pending) {
         raced = true;
         await route.fulfill({ response, json: { ...status, busy: true, pending: null } });
@@ -327,6 +333,9 @@ const scenarios = {
     await page.click("#continue-checks");
     await waitForText("Ran the tests: they pass.");
     await page.waitForSelector("#recovery", { state: "hidden" });
+    // The page keeps polling: a status asked as the scenario ends must not reach a handler
+    // whose response the browser has disposed of (an uncaught rejection ends the script).
+    await page.unrouteAll({ behavior: "ignoreErrors" });
   },
 
   // Opened without the token (the bare address): the page says to open the URL keel printed.

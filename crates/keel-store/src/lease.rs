@@ -46,7 +46,8 @@ impl Store {
         self.acquire_lease_as(session, holder, std::process::id())
     }
 
-    pub(crate) fn acquire_lease_as(
+    /// Claim `session` as process `pid` (tests stand in for another keel with it).
+    pub fn acquire_lease_as(
         &self,
         session: &str,
         holder: &str,

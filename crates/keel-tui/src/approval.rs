@@ -76,6 +76,8 @@ pub struct Question {
     pub lines: Vec<String>,
     /// A warning that long lines were cut.
     pub warning: Option<String>,
+    /// `[tester agent, for “…”] `: a subagent's question says who asks (made visible).
+    pub asked_by: Option<String>,
 }
 
 /// The typed answers to a plan, as the line mode asks them.
@@ -118,18 +120,18 @@ impl Question {
             (false, 1) => format!("? allow {tool}{because}:"),
             (false, lines) => format!("? allow {tool} ({lines} lines){because}:"),
         };
-        // A subagent's question says which agent asks, and for what (its words are the
-        // model's: escaped).
-        let title = match &request.asked_by {
-            Some(by) => title.replacen(
-                "? ",
-                &format!(
-                    "? [{} agent: {}] ",
-                    visible_line(&by.agent),
-                    visible_line(&by.description)
-                ),
-                1,
-            ),
+        // A subagent's question says which agent asks, and for what (the description is the
+        // model's words: escaped, cut, and quoted so it cannot pass for keel's).
+        let asked_by = request.asked_by.as_ref().map(|by| {
+            let description: String = by.description.chars().take(60).collect();
+            format!(
+                "[{} agent, for “{}”] ",
+                visible_line(&by.agent),
+                visible_line(&description)
+            )
+        });
+        let title = match &asked_by {
+            Some(by) => title.replacen("? ", &format!("? {by}"), 1),
             None => title,
         };
         let lines = match view.line_count {
@@ -143,6 +145,7 @@ impl Question {
             }
         };
         Question {
+            asked_by,
             reason: request
                 .reason
                 .as_deref()
@@ -290,7 +293,11 @@ impl Question {
             ));
         } else {
             head.extend(crate::rows::wrapped(
-                &format!("? {}", self.about()),
+                &format!(
+                    "? {}{}",
+                    self.asked_by.as_deref().unwrap_or(""),
+                    self.about()
+                ),
                 width,
                 asked,
             ));
@@ -488,7 +495,13 @@ mod tests {
         });
         assert_eq!(
             question.title,
-            "? [tester agent: run the tests␛[2J] allow bash:"
+            "? [tester agent, for “run the tests␛[2J”] allow bash:"
+        );
+        // The live region's question says it too.
+        let drawn = keel_render::to_plain(&question.block_lines(&[], 80, 10));
+        assert!(
+            drawn.starts_with("? [tester agent, for “run the tests␛[2J”] bash cargo test"),
+            "{drawn}"
         );
     }
 
