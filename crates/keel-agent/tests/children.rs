@@ -325,6 +325,20 @@ async fn two_children_asking_at_once_are_asked_one_at_a_time_each_labelled() {
     assert!(asked.contains(&(two.session().id.clone(), Some("write two".into()))));
 }
 
+/// The result `controller`'s history holds for call `call_id`.
+fn result_of(controller: &keel_agent::Controller, call_id: &str) -> String {
+    controller
+        .transcript()
+        .unwrap()
+        .items
+        .iter()
+        .find_map(|stored| match stored.item.as_ref().unwrap() {
+            Item::ToolResult(result) if result.call_id == call_id => Some(result.content.clone()),
+            _ => None,
+        })
+        .unwrap()
+}
+
 /// An assistant message with one tool call.
 fn calling(id: &str, name: &str, arguments: &str) -> Item {
     Item::Assistant(keel_types::AssistantItem {
@@ -424,16 +438,7 @@ async fn a_parent_loaded_after_a_crash_settles_its_child_and_never_starts_it_aga
         Item::ToolResult(result) if result.call_id == "b1"
     ));
     // The parent's call is answered by keel, naming the child and its receipts.
-    let said = parent
-        .transcript()
-        .unwrap()
-        .items
-        .iter()
-        .find_map(|stored| match stored.item.as_ref().unwrap() {
-            Item::ToolResult(result) if result.call_id == "t1" => Some(result.content.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let said = result_of(&parent, "t1");
     assert!(said.contains("session c0"), "{said}");
     assert!(said.contains("unknown: bash ×1"), "{said}");
     assert!(said.contains("not started again"), "{said}");
@@ -464,15 +469,6 @@ async fn a_child_another_live_keel_holds_is_left_as_it_is_and_said() {
         keel_types::ReceiptState::Started,
         "a child that may still run is not settled"
     );
-    let said = parent
-        .transcript()
-        .unwrap()
-        .items
-        .iter()
-        .find_map(|stored| match stored.item.as_ref().unwrap() {
-            Item::ToolResult(result) if result.call_id == "t1" => Some(result.content.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let said = result_of(&parent, "t1");
     assert!(said.contains("still runs"), "{said}");
 }
