@@ -4,7 +4,7 @@
 //! Invariants:
 //! - The child works on its parent's services (client, sandbox, store, approver, MCP hub) in
 //!   the parent's place; its session row names the parent and the agent, with the agent's tools
-//!   and mode as JSON (to be applied again if it is resumed).
+//!   and mode as JSON; it is never resumed on its own (`opening.rs` refuses it).
 //! - Its history begins with a byte copy of the parent's context item (never read again: the
 //!   mode and date lines in it would differ), sent with its first prompt as any session's is;
 //!   its system prompt and tool specs are the parent's (`Agent::request_prefix`). So its first
@@ -58,64 +58,62 @@ pub(crate) fn open(
     description: &str,
     max_rounds: u32,
 ) -> Result<(Agent, Option<PermissionMode>), AgentError> {
-    {
-        if !definition.shares_cache_with(&format!(
-            "{}/{}",
-            parent.settings.profile.name, parent.settings.model
-        )) {
-            return Err(AgentError::Agents(format!(
-                "the `{}` agent names a model of its own; keel runs a subagent on its parent's \
-                 model for now",
-                definition.name
-            )));
-        }
-        let (mode, refused) = definition.mode_under(parent.permission_mode());
-        let mut settings = parent.settings.clone();
-        settings.policy.mode = mode;
-        settings.max_rounds = max_rounds;
-        // The parent's notes are said already; a child says nothing of them again.
-        settings.untrusted.clear();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| {
-                i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
-            });
-        let info = SessionInfo {
-            id: crate::opening::new_session_id(),
-            workspace: parent.session.workspace.clone(),
-            provider: settings.profile.name.clone(),
-            model: settings.model.clone(),
-            created_at: now,
-            updated_at: now,
-            parent: Some(parent.session.id.clone()),
-            agent: Some(definition.name.clone()),
-        };
-        parent
-            .services
-            .store
-            .create_child_session(&info, &agent_settings(definition, mode))?;
-        let role = crate::agent_role::AgentRole {
-            agent: definition.name.clone(),
-            parent: parent.session.id.clone(),
-            description: description.chars().take(200).collect(),
-            only_tools: match &definition.tools {
-                AgentTools::Parent => None,
-                AgentTools::Only(tools) => Some(tools.clone()),
-            },
-            parent_modes: parent.modes.clone(),
-        };
-        let id = info.id.clone();
-        let child = match Agent::open_child(parent, info, settings, context, role) {
-            Ok(child) => child,
-            Err(error) => {
-                // No child session nobody runs: its row goes with the failed open.
-                let _ = parent.services.store.remove_session(&id);
-                return Err(error);
-            }
-        };
-        Ok((
-            child,
-            refused.then_some(definition.permission_mode).flatten(),
-        ))
+    if !definition.shares_cache_with(&format!(
+        "{}/{}",
+        parent.settings.profile.name, parent.settings.model
+    )) {
+        return Err(AgentError::Agents(format!(
+            "the `{}` agent names a model of its own; keel runs a subagent on its parent's \
+             model for now",
+            definition.name
+        )));
     }
+    let (mode, refused) = definition.mode_under(parent.permission_mode());
+    let mut settings = parent.settings.clone();
+    settings.policy.mode = mode;
+    settings.max_rounds = max_rounds;
+    // The parent's notes are said already; a child says nothing of them again.
+    settings.untrusted.clear();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
+        });
+    let info = SessionInfo {
+        id: crate::opening::new_session_id(),
+        workspace: parent.session.workspace.clone(),
+        provider: settings.profile.name.clone(),
+        model: settings.model.clone(),
+        created_at: now,
+        updated_at: now,
+        parent: Some(parent.session.id.clone()),
+        agent: Some(definition.name.clone()),
+    };
+    parent
+        .services
+        .store
+        .create_child_session(&info, &agent_settings(definition, mode))?;
+    let role = crate::agent_role::AgentRole {
+        agent: definition.name.clone(),
+        parent: parent.session.id.clone(),
+        description: description.chars().take(200).collect(),
+        only_tools: match &definition.tools {
+            AgentTools::Parent => None,
+            AgentTools::Only(tools) => Some(tools.clone()),
+        },
+        parent_modes: parent.modes.clone(),
+    };
+    let id = info.id.clone();
+    let child = match Agent::open_child(parent, info, settings, context, role) {
+        Ok(child) => child,
+        Err(error) => {
+            // No child session nobody runs: its row goes with the failed open.
+            let _ = parent.services.store.remove_session(&id);
+            return Err(error);
+        }
+    };
+    Ok((
+        child,
+        refused.then_some(definition.permission_mode).flatten(),
+    ))
 }

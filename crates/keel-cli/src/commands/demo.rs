@@ -117,24 +117,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
             keel_agent::SurfaceServices::new(Arc::new(DemoKey), approver.clone()),
         )
     };
-    let profile = settings.profile.clone();
-    let rebuild = |settings: &AgentSettings| AgentSettings {
-        profile: profile.clone(),
-        model: settings.model.clone(),
-        policy: PermissionPolicy::mode_only(PermissionMode::Auto),
-        max_rounds: settings.max_rounds,
-        compact_at: settings.compact_at,
-        workspace: settings.workspace.clone(),
-        extra_dirs: Vec::new(),
-        holder: settings.holder.clone(),
-        secrets: secrets.clone(),
-        untrusted: Vec::new(),
-        sandbox: Some(sandbox.clone()),
-        context: keel_agent::ContextSettings::default(),
-        checkpoint_max_bytes: 256 * 1024 * 1024,
-        action_policy: false,
-    };
-    let second_settings = rebuild(&settings);
+    let second_settings = settings.clone();
     let controller = open(SessionChoice::New, settings)?;
     let session = controller.session().id.clone();
     let renderer = Renderer::new(common.json);

@@ -290,7 +290,9 @@ impl Session {
         // A subagent's events come forwarded under its own session id: they are not this
         // session's turn (its busy state, its spend, its scrollback).
         if self
-            .controller()
+            .driver
+            .controller
+            .as_ref()
             .is_some_and(|controller| event.session_id != controller.session().id)
         {
             return;
