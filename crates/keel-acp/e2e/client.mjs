@@ -21,9 +21,9 @@ function connect(permission = () => "allow_once", files = null) {
   const app = acp
     .client({ name: "keel-acp-test" })
     .onNotification(acp.methods.client.session.update, ({ params }) => { updates.push(params.update); })
-    .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+    .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
       asked.push(params);
-      const kind = permission(params, asked.length);
+      const kind = await permission(params, asked.length);
       const option = params.options.find((o) => o.optionId === kind)
         || params.options.find((o) => o.kind === kind);
       return { outcome: { outcome: "selected", optionId: option.optionId } };
@@ -92,6 +92,54 @@ function statusesByCall(updates) {
 }
 
 const scenarios = {
+  // Two subagents: the `task` calls show each one's progress; each child's call that asks is
+  // announced as a tool call of its own (its id names its session) before its permission
+  // request, which names the agent and what it is for; the two are asked one at a time.
+  async subagents() {
+    let open = 0, most = 0, unannounced = [];
+    const client = connect(async (params) => {
+      // Announced before asked.
+      if (!client.updates.some((u) => u.sessionUpdate === "tool_call" && u.toolCallId === params.toolCall.toolCallId)) {
+        unannounced.push(params.toolCall.toolCallId);
+      }
+      open += 1; most = Math.max(most, open);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      open -= 1;
+      return "allow_once";
+    });
+    await client.app.connectWith(client.stream, async (agent) => {
+      const sessionId = await start(agent);
+      await agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "ask" });
+      const result = await prompt(agent, sessionId, "make both files");
+      assert.equal(result.stopReason, "end_turn");
+    });
+    client.child.kill();
+    assert.equal(client.asked.length, 2);
+    assert.equal(most, 1, "one question at a time");
+    assert.deepEqual(unannounced, [], "each asked call was announced first");
+    const titles = client.asked.map((p) => p.toolCall.title).sort();
+    assert.match(titles[0], /^\[general agent, for “make a”\] bash touch a\.txt/);
+    assert.match(titles[1], /^\[general agent, for “make b”\] bash touch b\.txt/);
+    for (const asked of client.asked) {
+      assert.match(asked.toolCall.toolCallId, /^[0-9a-f]{16}\/call_/);
+      const statuses = client.updates.filter((u) => u.toolCallId === asked.toolCall.toolCallId).map((u) => u.status);
+      assert.equal(statuses.at(-1), "completed");
+    }
+    // Each task call shows its subagent's progress, then its answer.
+    const progress = client.updates.filter((u) => u.sessionUpdate === "tool_call_update" && u.status === "in_progress"
+      && (u.content || []).some((c) => /round.* · bash touch/.test(c.content && c.content.text)));
+    assert.ok(progress.length >= 2, JSON.stringify(client.updates));
+    const tasks = client.updates.filter((u) => u.sessionUpdate === "tool_call" && u.title.startsWith("task "));
+    assert.equal(tasks.length, 2);
+    for (const task of tasks) {
+      const last = client.updates.filter((u) => u.toolCallId === task.toolCallId).at(-1);
+      assert.equal(last.status, "completed");
+    }
+    // Nothing a subagent wrote reached the editor as the agent's own message.
+    assert.ok(!messageText(client.updates).includes("Made "), messageText(client.updates));
+    return {};
+  },
+
   // `/undo` is done by the agent itself: no model turn, its report as the message.
   async undo() {
     const client = connect();

@@ -64,6 +64,33 @@ impl Approver for AcpApprover {
                     view.hidden_chars
                 ));
             }
+            // A subagent's call: its own session's id names it (call ids repeat across
+            // sessions), its question says which agent asks and for what, and it is announced
+            // as a tool call first (the editor sees only the parent's stream).
+            let call_id = match &request.asked_by {
+                Some(by) => {
+                    title = format!(
+                        "[{} agent, for “{}”] {title}",
+                        by.agent,
+                        by.description.escape_debug()
+                    );
+                    let id = crate::updates::child_call_id(&by.session_id, &request.call_id);
+                    let mut announced = crate::updates::tool_call(
+                        &self.cwd,
+                        &id,
+                        &request.tool,
+                        &request.arguments,
+                        Some(&request.subject),
+                    );
+                    announced["title"] = Value::String(title.clone());
+                    self.connection.notify(
+                        "session/update",
+                        json!({"sessionId": session, "update": announced}),
+                    );
+                    id
+                }
+                None => request.call_id.clone(),
+            };
             let options = if request.unconfined {
                 title = format!(
                     "It failed inside keel's sandbox: run it again OUTSIDE, unconfined? {title}"
@@ -99,7 +126,7 @@ impl Approver for AcpApprover {
             }
             let params = json!({
                 "sessionId": session,
-                "toolCall": {"toolCallId": request.call_id, "title": title, "status": "pending",
+                "toolCall": {"toolCallId": call_id, "title": title, "status": "pending",
                     "content": content},
                 "options": options,
             });

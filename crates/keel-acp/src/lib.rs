@@ -620,7 +620,8 @@ impl Agent {
         } = started;
         let id = session.controller.session().id.clone();
         let mut translator =
-            updates::Translator::new(session.controller.settings().profile.context_window);
+            updates::Translator::new(session.controller.settings().profile.context_window)
+                .for_session(&id);
         let mut offered = outcome::Offered::default();
         let forward = |event: &keel_types::Event,
                        translator: &mut updates::Translator,

@@ -127,6 +127,19 @@ pub struct Translator {
     thought: String,
     /// The model's context window, when known: each response then reports how full it is.
     context_window: Option<u64>,
+    /// The session whose turn this is; another's events are its subagents'.
+    own_session: Option<String>,
+    /// Each running subagent's session: its `task` call, its rounds, what it does now.
+    children: std::collections::HashMap<String, (String, u32, String)>,
+    /// A subagent's calls announced for their permission request (`SESSION/CALL`): their end
+    /// is reported too.
+    asked: std::collections::HashSet<String>,
+}
+
+/// A subagent's call as the editor knows it: its own session's id and the call's (call ids
+/// repeat across sessions).
+pub fn child_call_id(session: &str, call_id: &str) -> String {
+    format!("{session}/{call_id}")
 }
 
 impl Translator {
@@ -137,8 +150,80 @@ impl Translator {
         }
     }
 
+    /// The translator of session `id`'s turns: events of other sessions (its subagents') are
+    /// progress on their `task` calls.
+    pub fn for_session(mut self, id: &str) -> Translator {
+        self.own_session = Some(id.to_string());
+        self
+    }
+
+    /// A subagent's event: its rounds and current tool as its `task` call's content, and the
+    /// end of a call of its that asked permission (announced by the approver before it asked).
+    fn child_updates(&mut self, event: &Event) -> Vec<Value> {
+        let status = |state: &ReceiptState| match state {
+            ReceiptState::Completed => "completed",
+            _ => "failed",
+        };
+        if let EventBody::ApprovalRequested { call_id, .. } = &event.body {
+            self.asked.insert(child_call_id(&event.session_id, call_id));
+            return Vec::new();
+        }
+        if let EventBody::ToolResult { call_id, state, .. } = &event.body {
+            let id = child_call_id(&event.session_id, call_id);
+            if self.asked.remove(&id) {
+                return vec![
+                    json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
+                    "status": status(state)}),
+                ];
+            }
+        }
+        let Some((task, rounds, doing)) = self.children.get_mut(&event.session_id) else {
+            return Vec::new();
+        };
+        match &event.body {
+            EventBody::LlmResponse { .. } => *rounds += 1,
+            EventBody::ToolCall {
+                name,
+                arguments,
+                subject,
+                ..
+            } => {
+                let shown = subject.clone().unwrap_or_else(|| arguments.clone());
+                *doing = format!("{name} {}", shown.lines().next().unwrap_or(""));
+            }
+            _ => return Vec::new(),
+        }
+        let text = format!(
+            "{rounds} round{} · {doing}",
+            if *rounds == 1 { "" } else { "s" }
+        );
+        vec![
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": task,
+            "status": "in_progress",
+            "content": [{"type": "content", "content": text_block(text)}]}),
+        ]
+    }
+
     /// The updates for `event`, in order.
     pub fn updates(&mut self, workspace: &Path, event: &Event) -> Vec<Value> {
+        if self
+            .own_session
+            .as_ref()
+            .is_some_and(|own| *own != event.session_id)
+        {
+            return self.child_updates(event);
+        }
+        if let EventBody::AgentStarted {
+            call_id,
+            child_session_id,
+            ..
+        } = &event.body
+        {
+            self.children.insert(
+                child_session_id.clone(),
+                (call_id.clone(), 0, "thinking".into()),
+            );
+        }
         match &event.body {
             EventBody::LlmRequest { .. } => {
                 self.text.clear();
@@ -315,6 +400,9 @@ impl Translator {
             EventBody::SessionStarted { .. }
             | EventBody::HistoryRewritten { .. }
             | EventBody::SessionRewound { .. }
+            // A subagent is its `task` call's card: the call and its result say it.
+            | EventBody::AgentStarted { .. }
+            | EventBody::AgentFinished { .. }
             | EventBody::PrefixChanged { .. }
             | EventBody::TurnStarted { .. }
             | EventBody::ApprovalRequested { .. }

@@ -151,6 +151,7 @@ fn settings() -> AgentSettings {
         context: Default::default(),
         checkpoint_max_bytes: 256 * 1024 * 1024,
         action_policy: false,
+        subagents: keel_agent::SubagentLimits::default(),
     }
 }
 

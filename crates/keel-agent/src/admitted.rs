@@ -8,8 +8,9 @@
 use crate::agent::Agent;
 use crate::agent_state::AgentState;
 use crate::error::AgentError;
-use crate::turn::{self, TurnOutcome};
+use crate::turn;
 use crate::turn_run::TurnInput;
+use crate::turn_run::TurnOutcome;
 use keel_types::{EventBody, FailureDiagnostic};
 use std::sync::Arc;
 

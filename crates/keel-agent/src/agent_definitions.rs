@@ -186,6 +186,10 @@ const KEEL_KEYS: [&str; 6] = [
     "permissionMode",
 ];
 
+/// The most agents the block lists, and the most characters of each one's description.
+const LISTED_AGENTS: usize = 32;
+const AGENT_DESCRIPTION_CHARS: usize = 300;
+
 /// The agents of a session, by name, and what loading them had to say.
 #[derive(Clone, Debug)]
 pub struct AgentDefinitions {
@@ -403,6 +407,29 @@ impl AgentDefinitions {
             ));
         }
         tools
+    }
+
+    /// The agents a `task` call may start, one line each, as the context block lists them
+    /// (descriptions cut, their control characters blanked: one line each, whatever a file
+    /// says).
+    pub(crate) fn context_section(&self) -> String {
+        let lines: Vec<String> = self
+            .list()
+            .take(LISTED_AGENTS)
+            .map(|agent| {
+                let description: String = agent
+                    .description
+                    .chars()
+                    .map(|c| if c.is_control() { ' ' } else { c })
+                    .take(AGENT_DESCRIPTION_CHARS)
+                    .collect();
+                format!("- {}: {}", agent.name, description.trim())
+            })
+            .collect();
+        format!(
+            "\n<agents>\nThe agents the task tool can start:\n{}\n</agents>\n",
+            lines.join("\n")
+        )
     }
 
     pub fn get(&self, name: &str) -> Option<&AgentDefinition> {

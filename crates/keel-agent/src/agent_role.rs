@@ -3,7 +3,7 @@
 //!
 //! Invariants:
 //! - A call to a tool outside `only_tools` (and `propose_plan`, whatever the agent's tools:
-//!   only the session the person works in puts a plan to them) is refused before any rule,
+//!   only the session the person works in puts a plan to them; and `task`: depth 1) is refused before any rule,
 //!   with a result that names the tools the agent has (`AgentRole::refuses`, asked by the tool
 //!   round for every call, batched or not).
 //! - A child's mode is never looser than its parent's mode now (`AgentRole::capped`): a switch
@@ -25,6 +25,8 @@ pub struct AgentRole {
     pub description: String,
     /// `None`: every tool the parent has.
     pub only_tools: Option<BTreeSet<String>>,
+    /// The input + output tokens it may use (`[agents] max_child_tokens`; `None`: no limit).
+    pub max_tokens: Option<u64>,
     /// The parent's mode as the person sets it.
     pub(crate) parent_modes: Arc<Mutex<ModeState>>,
 }
@@ -40,6 +42,13 @@ fn looseness(mode: PermissionMode) -> usize {
 impl AgentRole {
     /// Why the agent may not call `tool`, as its result says; `None` when it may.
     pub(crate) fn refuses(&self, tool: &str) -> Option<String> {
+        if tool == BuiltinTool::Task.name() {
+            return Some(format!(
+                "a subagent cannot start subagents (the `{}` agent runs at depth 1); do the \
+                 work yourself; the call was not run",
+                self.agent
+            ));
+        }
         if tool == BuiltinTool::ProposePlan.name() {
             return Some(format!(
                 "a subagent does not propose plans (the `{}` agent answers its parent); the \

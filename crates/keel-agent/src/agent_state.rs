@@ -5,7 +5,8 @@
 //! - One turn at a time holds it (behind the agent's async mutex); a reader between turns
 //!   holds it for moments only.
 //! - `history` is the store's canonical history at `revision`: nothing is in it that is not
-//!   committed.
+//!   committed. A subagent's final answer waits in `held_answer` (outside `history`) until its
+//!   parent commits it with the `task` result.
 
 use keel_types::Item;
 
@@ -40,4 +41,7 @@ pub(crate) struct AgentState {
     /// The workspace snapshots around command batches (their "after" may still be being taken
     /// while the next request is out).
     pub bracket: crate::snapshot::CommandBracket,
+    /// A subagent's final answer and its turn, not committed yet: its parent commits it with
+    /// the `task` result, in one transaction (`tool_results::finish_with`).
+    pub held_answer: Option<(u64, Item)>,
 }

@@ -101,6 +101,7 @@ pub(crate) fn open(
             AgentTools::Parent => None,
             AgentTools::Only(tools) => Some(tools.clone()),
         },
+        max_tokens: parent.settings.subagents.max_child_tokens,
         parent_modes: parent.modes.clone(),
     };
     let id = info.id.clone();

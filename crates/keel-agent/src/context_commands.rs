@@ -33,6 +33,7 @@ impl Agent {
                         &agent.settings,
                         &agent.services.tool_services,
                         agent.permission_mode(),
+                        &agent.services.surface.agents.context_section(),
                     )
                 }),
                 false,
@@ -57,6 +58,7 @@ impl Agent {
             &agent.settings,
             &agent.services.tool_services,
             agent.settings.policy.mode,
+            &agent.services.surface.agents.context_section(),
         );
         let Some(at) = state
             .history

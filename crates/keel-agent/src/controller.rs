@@ -25,7 +25,7 @@ use crate::session_diff::SessionDiff;
 use crate::settings::{AgentSettings, SessionChoice};
 use crate::spend::SessionSpend;
 use crate::transcript::{self, Transcript};
-use crate::turn::TurnOutcome;
+use crate::turn_run::TurnOutcome;
 use crate::window_parts::WindowParts;
 use crate::{compaction, recovery, turn_run};
 use keel_store::{SessionInfo, Store};
@@ -347,6 +347,26 @@ impl Controller {
             .agent
             .spend
             .session_totals(&self.agent.services.store, &self.agent.session.id)?)
+    }
+
+    /// What this session's subagents spent, by agent (already counted in `session_usage`,
+    /// which holds every turn of the parent and so its `task` calls): each agent's name, how
+    /// many of its children the session started, and their totals from their stored events.
+    pub fn spend_by_agent(&self) -> Result<Vec<(String, usize, SessionSpend)>, AgentError> {
+        let store = &self.agent.services.store;
+        let mut by_agent: Vec<(String, usize, SessionSpend)> = Vec::new();
+        for child in store.children(&self.agent.session.id)? {
+            let spend = crate::spend::Spend::default().session_totals(store, &child.id)?;
+            let agent = child.agent.unwrap_or_default();
+            match by_agent.iter_mut().find(|(name, _, _)| *name == agent) {
+                Some((_, count, total)) => {
+                    *count += 1;
+                    total.merge(&spend);
+                }
+                None => by_agent.push((agent, 1, spend)),
+            }
+        }
+        Ok(by_agent)
     }
 
     /// How full the model's context is (after the last response, or estimated after a

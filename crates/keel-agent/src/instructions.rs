@@ -187,6 +187,7 @@ pub(crate) fn read(
     settings: &AgentSettings,
     tools: &ToolServices,
     mode: PermissionMode,
+    agents: &str,
 ) -> ContextBlock {
     let workspace = tools.guard.workspace();
     let (global, local) = found_paths(workspace, &settings.context);
@@ -207,7 +208,9 @@ pub(crate) fn read(
                 .map(|path| read_one(path, Some(&root), tools, cap, owner)),
         )
         .collect();
-    let environment = environment(settings, workspace, mode, tools);
+    // The agents go before the environment, so that no description can pass for one of its
+    // lines.
+    let environment = format!("{agents}{}", environment(settings, workspace, mode, tools));
     let (text, sources) = compose(&found, settings.context.max_bytes, &environment);
     ContextBlock {
         // Each file was redacted whole before its cut; the rest is keel's own text and paths.

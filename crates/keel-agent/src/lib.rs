@@ -67,7 +67,10 @@ mod settings;
 mod snapshot;
 mod spend;
 mod subscribers;
+mod task_report;
+mod task_tool;
 mod token_meter;
+mod tool_results;
 mod tools_round;
 mod transcript;
 mod turn;
@@ -102,10 +105,12 @@ pub use session_diff::{ChangedFile, SessionDiff};
 pub use snapshot::retire_old_stores as retire_old_snapshot_stores;
 pub use spend::{SessionSpend, SurfaceSpend};
 pub use transcript::Transcript;
-pub use turn::TurnOutcome;
+pub use turn_run::TurnOutcome;
 pub use window_parts::WindowParts;
 
 pub use controller::{ChildOpened, Controller};
 pub use recovery::admission::PendingAction;
 pub use services::{Services, SurfaceServices};
-pub use settings::{AgentSettings, ContextSettings, DEFAULT_INSTRUCTION_BYTES, SessionChoice};
+pub use settings::{
+    AgentSettings, ContextSettings, DEFAULT_INSTRUCTION_BYTES, SessionChoice, SubagentLimits,
+};

@@ -51,6 +51,7 @@ pub fn load_session(store: &Store, session: &str) -> Result<AgentState, AgentErr
         pending_context: None,
         // Set when the agent is assembled (its snapshots are known then).
         bracket: crate::snapshot::CommandBracket::new(None, keel_types::Secrets::default()),
+        held_answer: None,
     })
 }
 
@@ -165,40 +166,7 @@ fn settle_child(store: &Store, parent: &str, child: &str) -> String {
         }
     };
     // By state, each tool counted: bounded whatever the child did.
-    let mut by_state: Vec<(ReceiptState, Vec<(String, usize)>)> = Vec::new();
-    for receipt in receipts {
-        let at = match by_state
-            .iter()
-            .position(|(state, _)| *state == receipt.state)
-        {
-            Some(at) => at,
-            None => {
-                by_state.push((receipt.state, Vec::new()));
-                by_state.len() - 1
-            }
-        };
-        let tools = &mut by_state[at].1;
-        match tools.iter_mut().find(|(tool, _)| *tool == receipt.tool) {
-            Some((_, count)) => *count += 1,
-            None => tools.push((receipt.tool, 1)),
-        }
-    }
-    let said = if by_state.is_empty() {
-        "no tool call".to_string()
-    } else {
-        by_state
-            .iter()
-            .map(|(state, tools)| {
-                let tools: Vec<String> = tools
-                    .iter()
-                    .take(8)
-                    .map(|(tool, count)| format!("{tool} ×{count}"))
-                    .collect();
-                format!("{state}: {}", tools.join(", "))
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
+    let said = crate::task_report::tools_by_state(&receipts);
     format!(
         "[outcome unknown: keel stopped while the subagent ran, in its session {child}. Its \
          tool calls — {said}. {not_again}]"

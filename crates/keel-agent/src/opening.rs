@@ -199,6 +199,13 @@ impl Agent {
         loaded.mcp_tools = services.surface.mcp.specs();
         let mut agent = Agent::assemble(services, settings, held, loaded, Some(context));
         agent.role = Some(role);
+        // The parent's snapshots bracket its `task` batch (a rewind of the parent's turn undoes
+        // what its children changed); children take none of their own, which would race for
+        // the same repository.
+        agent.snapshots = None;
+        if let Ok(mut state) = agent.state.try_lock() {
+            state.bracket = CommandBracket::new(None, agent.services.tool_services.secrets.clone());
+        }
         Ok(agent)
     }
 
@@ -227,7 +234,12 @@ impl Agent {
             .any(|item| matches!(item, Item::Context(_)))
         {
             let block = context.unwrap_or_else(|| {
-                instructions::read(&settings, tool_services, settings.policy.mode)
+                instructions::read(
+                    &settings,
+                    tool_services,
+                    settings.policy.mode,
+                    &services.surface.agents.context_section(),
+                )
             });
             loaded.pending_context = Some(block);
         }

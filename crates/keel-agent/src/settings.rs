@@ -40,6 +40,30 @@ pub struct AgentSettings {
     /// The model's action policy goes into the system prompt where one applies (`keel eval`'s
     /// `policy` variant only; never a config key).
     pub action_policy: bool,
+    /// How many subagents run at once and how far each may go (`[agents]`).
+    pub subagents: SubagentLimits,
+}
+
+/// The limits on a session's subagents (`[agents]`, docs/configuration.md#agents).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SubagentLimits {
+    /// Subagents running at once; the rest wait, their `task` receipts `pending`.
+    pub max_concurrent: u32,
+    /// Rounds one subagent may take before it ends `budget_exhausted`.
+    pub max_rounds: u32,
+    /// Input + output tokens one subagent may use (`None`: no limit).
+    pub max_child_tokens: Option<u64>,
+}
+
+impl Default for SubagentLimits {
+    /// `[agents]`' defaults: 4 at once, 50 rounds, no token limit.
+    fn default() -> SubagentLimits {
+        SubagentLimits {
+            max_concurrent: 4,
+            max_rounds: 50,
+            max_child_tokens: None,
+        }
+    }
 }
 
 /// Which session an agent opens.

@@ -212,6 +212,18 @@ impl Spent {
         }
     }
 
+    /// Count what a subagent's responses used and cost (each priced when it came); its cost
+    /// counts where this turn has a price in the same currency (a child runs on its parent's
+    /// model, so it does).
+    pub(crate) fn add_priced(&mut self, usage: &Usage, cost: Option<&Cost>) {
+        self.usage.add(usage);
+        if let (Some(price), Some(cost)) = (&self.price, cost)
+            && price.currency == cost.currency
+        {
+            self.amount += cost.amount;
+        }
+    }
+
     /// The cost so far, where the model has a price.
     pub fn cost(&self) -> Option<Cost> {
         self.price.as_ref().map(|price| Cost {

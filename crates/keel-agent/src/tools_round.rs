@@ -17,6 +17,8 @@
 //!   (in the background, awaited before the next snapshot and at the turn's end).
 //! - A tool the engine answers itself (`EngineTool`: `propose_plan`) is answered before any
 //!   rule, never batched.
+//! - Consecutive `task` calls run as one batch of subagents (`task_tool.rs`), never with
+//!   another tool.
 //! - A round reads gather → check → approve → run → settle: `check_and_approve` decides one
 //!   call, `gather_batch` says which calls run together, `run_batch` runs and settles them.
 //! - A mode the person chose while the turn runs is told at the end of the next result.
@@ -31,14 +33,13 @@ use crate::approval::ApprovalRequest;
 use crate::call::{Valid, validate_mcp};
 use crate::engine_tools::{EngineAnswer, EngineTool};
 use crate::error::AgentError;
-use crate::load::interrupted_result;
 use crate::snapshot::Bracketed;
+use crate::tool_results::{BatchEnd, ToolRound, announce, finish, settle};
 use crate::turn_run::TurnRun;
 use futures_util::future::join_all;
 use keel_tools::{Decision, Reach, ToolOutput, ToolServices, ValidationError};
 use keel_types::kill_point::kill_point;
-use keel_types::{EventBody, Item, ReceiptState, ToolCall, ToolReceipt, ToolResult};
-use std::ops::Range;
+use keel_types::{EventBody, ReceiptState, ToolCall};
 
 pub enum RoundEnd {
     Continue,
@@ -46,13 +47,6 @@ pub enum RoundEnd {
     /// A plan was shown in plan mode with nobody to approve it: the turn ends, the plan its
     /// answer.
     PlanShown,
-}
-
-/// One tool round: the calls of a committed assistant message and their receipts, by
-/// position.
-pub struct ToolRound {
-    pub calls: Vec<ToolCall>,
-    pub receipts: Vec<ToolReceipt>,
 }
 
 /// A call checked once.
@@ -73,13 +67,6 @@ enum Prepared {
     Answered(EngineAnswer),
 }
 
-/// How a batch ended.
-#[derive(PartialEq, Eq)]
-enum BatchEnd {
-    Ran,
-    Cancelled,
-}
-
 /// Run the calls of `round` in order: each is gathered into a batch, checked, approved, run
 /// and settled.
 pub async fn run_tools(
@@ -90,6 +77,20 @@ pub async fn run_tools(
     let mut index = 0;
     let mut plan_shown = false;
     while index < round.calls.len() {
+        // Consecutive `task` calls start their subagents together (`task_tool.rs`).
+        let tasks = crate::task_tool::consecutive_tasks(&round.calls[index..]);
+        if tasks > 0 {
+            let range = index..index + tasks;
+            if crate::task_tool::run_tasks(run, state, &mut round, range).await?
+                == BatchEnd::Cancelled
+            {
+                let rest = index + tasks..round.calls.len();
+                settle(run, state, &mut round, rest, ReceiptState::NotStarted)?;
+                return Ok(RoundEnd::Cancelled);
+            }
+            index += tasks;
+            continue;
+        }
         let Some(prepared) = check_and_approve(run, state, &round, index).await else {
             let rest = index..round.calls.len();
             settle(run, state, &mut round, rest, ReceiptState::NotStarted)?;
@@ -145,7 +146,7 @@ async fn check_and_approve(
     if !run.is_current() {
         return None;
     }
-    announce(run, &round.calls[index], &checked);
+    announce(run, &round.calls[index], checked.subject.clone());
     let call = round.calls[index].clone();
     let turn = run.turn;
     tokio::select! {
@@ -459,7 +460,7 @@ fn gather_batch(
         if !joins {
             break;
         }
-        announce(run, next, &checked);
+        announce(run, next, checked.subject.clone());
         if let Ok(valid) = checked.valid {
             batch.push((index + batch.len(), valid));
         }
@@ -643,114 +644,6 @@ fn announce_change(agent: &Agent, turn: u64, call: &ToolCall, valid: &Valid) {
             after,
         },
     );
-}
-
-/// Whatever a tool printed, with keel's secrets taken out: they never reach the store, an
-/// event or the model.
-fn redacted(output: ToolOutput, secrets: &keel_types::Secrets) -> ToolOutput {
-    let content = secrets.redact(&output.content).into_owned();
-    // An error's summary is cut from its message: cut again from the redacted message, so the
-    // cut cannot fall inside a secret.
-    let summary = if output.is_error && output.summary == keel_tools::error_summary(&output.content)
-    {
-        keel_tools::error_summary(&content)
-    } else {
-        secrets.redact(&output.summary).into_owned()
-    };
-    ToolOutput {
-        content,
-        summary,
-        is_error: output.is_error,
-    }
-}
-
-/// Commit the result and final receipt of the call at `position` together, then announce it.
-fn finish(
-    run: &TurnRun,
-    state: &mut AgentState,
-    round: &mut ToolRound,
-    position: usize,
-    final_state: ReceiptState,
-    output: ToolOutput,
-) -> Result<(), AgentError> {
-    let agent = run.agent.clone();
-    let agent = &*agent;
-    let call = &round.calls[position];
-    let receipt = &mut round.receipts[position];
-    let mut output = redacted(output, &agent.services.tool_services.secrets);
-    // A mode the person chose while the turn runs is told with the next result, last.
-    if let Some(mode) = agent.take_mode_change() {
-        output.content.push_str("\n\n");
-        output.content.push_str(&crate::mode_notes::mode_note(mode));
-    }
-    receipt.state = final_state;
-    receipt.summary = Some(output.summary.clone());
-    let (excerpt, tail, lines) = keel_types::event::output_view(&output.content);
-    let item = Item::ToolResult(ToolResult {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        content: output.content,
-        is_error: output.is_error,
-    });
-    kill_point("before_result_commit");
-    // What a file tool left, with its result: a later difference is someone else's edit.
-    let afters = crate::checkpoint::afters(
-        &agent.services.store,
-        &agent.session.id,
-        receipt.seq,
-        &agent.services.tool_services,
-    )?;
-    agent.services.store.append_result_after(
-        &agent.session.id,
-        run.turn,
-        &item,
-        receipt,
-        &afters,
-    )?;
-    kill_point("after_result_commit");
-    if call.name == keel_tools::BuiltinTool::Bash.name() {
-        agent
-            .services
-            .store
-            .forget_tool_processes(&agent.session.id, Some(&call.id))?;
-    }
-    state.history.push(item);
-    run.emit(EventBody::ToolResult {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        state: final_state,
-        summary: output.summary,
-        output: excerpt,
-        tail,
-        lines,
-    });
-    Ok(())
-}
-
-/// Announce a call with what permission rules see of it (the resolved path for file tools),
-/// so the card shows what will really be touched.
-fn announce(run: &TurnRun, call: &ToolCall, checked: &Checked) {
-    run.emit(EventBody::ToolCall {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        arguments: call.arguments.clone(),
-        subject: checked.subject.clone(),
-    });
-}
-
-/// Give the calls in `range` a result saying they were cancelled or never started.
-fn settle(
-    run: &TurnRun,
-    state: &mut AgentState,
-    round: &mut ToolRound,
-    range: Range<usize>,
-    final_state: ReceiptState,
-) -> Result<(), AgentError> {
-    for position in range {
-        let output = ToolOutput::error(interrupted_result(final_state));
-        finish(run, state, round, position, final_state, output)?;
-    }
-    Ok(())
 }
 
 /// What the person approving sees: the rules' subject, except for `web_fetch`, whose rules name

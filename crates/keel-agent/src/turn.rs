@@ -24,30 +24,16 @@ use crate::model_request::{Deltas, Reply, send_items};
 use crate::progress::ProgressGuard;
 use crate::recovery;
 use crate::recovery::readiness::Readiness;
-use crate::tools_round::{RoundEnd, ToolRound, run_tools};
-use crate::turn_run::TurnInput;
-use crate::turn_run::TurnRun;
+use crate::tool_results::ToolRound;
+use crate::tools_round::{RoundEnd, run_tools};
+use crate::turn_run::{TurnInput, TurnOutcome, TurnRun};
 use keel_llm::Completion;
 use keel_types::kill_point::kill_point;
 use keel_types::{
     AssistantPart, EventBody, FailureDiagnostic, FailureKind, InputKind, Item, ReceiptState,
-    ToolReceipt, Usage,
+    ToolReceipt,
 };
 use std::sync::Arc;
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum TurnOutcome {
-    Completed {
-        usage: Usage,
-        readiness: Readiness,
-    },
-    /// The turn failed; `recovery_id` names the explicit recovery offered for it, if any.
-    Failed {
-        diagnostic: FailureDiagnostic,
-        recovery_id: Option<String>,
-    },
-    Cancelled,
-}
 
 pub async fn run_turn(
     agent: &Arc<Agent>,
@@ -76,7 +62,7 @@ async fn run_turn_inner(
 ) -> Result<TurnOutcome, AgentError> {
     let turn = state.last_turn + 1;
     state.last_turn = turn;
-    let mut run = TurnRun::start(agent.clone(), turn, generation);
+    let mut run = TurnRun::start(agent.clone(), turn, generation, child_turn);
     let input_kind = input.kind;
     open(&run, input_kind)?;
     if !take_mcp_tools(&mut run, state).await {
@@ -118,6 +104,9 @@ async fn run_turn_inner(
     // after one, this turn stops compacting by threshold.
     let mut compaction_futile = false;
     for _round in 0..agent.settings.max_rounds {
+        if let Some(diagnostic) = budget_spent(&run) {
+            return Ok(end_failed(&run, diagnostic));
+        }
         let mut reply = request(&mut run, state, !compaction_futile).await?;
         if let Reply::CompactionDue = reply {
             match compaction::compact(&mut run, state, compaction::Reason::Threshold, None).await? {
@@ -177,12 +166,17 @@ async fn run_turn_inner(
         let finish_reason = completion.finish_reason;
         let round = commit_reply(&run, state, completion)?;
         if round.calls.is_empty() {
-            let may_offer = input_kind == InputKind::User || ran_tools;
-            let readiness = Readiness::of(
-                finish_reason,
-                &state.history,
-                &denied_calls(agent, Some(run.turn)),
-            );
+            // A subagent answers its parent, who is offered nothing.
+            let may_offer = agent.role.is_none() && (input_kind == InputKind::User || ran_tools);
+            let denied = denied_calls(agent, Some(run.turn));
+            let readiness = match &state.held_answer {
+                Some((_, answer)) => {
+                    let mut answered = state.history.clone();
+                    answered.push(answer.clone());
+                    Readiness::of(finish_reason, &answered, &denied)
+                }
+                None => Readiness::of(finish_reason, &state.history, &denied),
+            };
             return complete(&run, state, readiness, may_offer);
         }
         match run_tools(&mut run, state, round).await? {
@@ -204,6 +198,24 @@ async fn run_turn_inner(
         ),
     );
     Ok(end_failed(&run, diagnostic))
+}
+
+/// A subagent's one turn (`TurnRun::child_turn`): run on its own state, its answer held for
+/// its parent to commit.
+fn child_turn(
+    child: Arc<Agent>,
+    input: TurnInput,
+    generation: u64,
+) -> futures_util::future::BoxFuture<'static, crate::turn_run::ChildTurnEnd> {
+    Box::pin(async move {
+        let mut state = child.state.clone().lock_owned().await;
+        let outcome = run_turn(&child, &mut state, input, generation).await;
+        crate::turn_run::ChildTurnEnd {
+            outcome,
+            answer: state.held_answer.take(),
+            last_words: crate::task_report::last_words(&state.history),
+        }
+    })
 }
 
 /// At the turn boundary: the MCP tools this turn offers. The session's first request waits
@@ -258,6 +270,20 @@ fn check_tools(run: &TurnRun, state: &mut AgentState) -> Result<(), AgentError> 
     Ok(())
 }
 
+/// A subagent that used its token budget (`[agents] max_child_tokens`) sends no more requests:
+/// the failure that ends its turn.
+fn budget_spent(run: &TurnRun) -> Option<FailureDiagnostic> {
+    let limit = run.agent.role.as_ref()?.max_tokens?;
+    let used = run.spent.usage.input + run.spent.usage.output;
+    (used >= limit).then(|| {
+        FailureDiagnostic::with_message(
+            FailureKind::Limit,
+            None,
+            format!("the subagent used {used} tokens, its budget is {limit} (max_child_tokens)"),
+        )
+    })
+}
+
 /// The compaction a turn of this kind starts with.
 fn compaction_of(kind: InputKind) -> Option<compaction::Reason> {
     match kind {
@@ -300,7 +326,13 @@ fn commit_input(
         if let Some(mode) = agent.take_mode_change() {
             notes.push(crate::mode_notes::mode_note(mode));
         }
-        let text = with_attachments(agent, text);
+        // A subagent's prompt is the model's words: it attaches nothing (a file it needs, it
+        // reads with its tools, under its rules).
+        let text = if agent.role.is_some() {
+            text
+        } else {
+            with_attachments(agent, text)
+        };
         if notes.is_empty() {
             text
         } else {
@@ -494,6 +526,11 @@ fn commit_reply(
         }
     }
     let assistant = Item::Assistant(completion.item);
+    if calls.is_empty() && agent.role.is_some() {
+        // A subagent's answer commits with its parent's `task` result, in one transaction.
+        state.held_answer = Some((run.turn, assistant));
+        return Ok(ToolRound { calls, receipts });
+    }
     kill_point("before_assistant_commit");
     agent.services.store.append_with_receipts(
         &agent.session.id,

@@ -11,10 +11,38 @@
 
 use crate::agent::Agent;
 use crate::spend::Spent;
+use futures_util::future::BoxFuture;
 use keel_llm::AccountCursor;
 use keel_types::{EventBody, InputKind, Usage};
 use std::sync::Arc;
 use tokio::sync::watch;
+
+/// How a turn ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TurnOutcome {
+    Completed {
+        usage: Usage,
+        readiness: crate::recovery::readiness::Readiness,
+    },
+    /// The turn failed; `recovery_id` names the explicit recovery offered for it, if any.
+    Failed {
+        diagnostic: keel_types::FailureDiagnostic,
+        recovery_id: Option<String>,
+    },
+    Cancelled,
+}
+
+/// A subagent's turn as the engine runs it, handed to every turn (`TurnRun::child_turn`): the
+/// tool round that starts subagents cannot name the turn engine that calls it.
+pub(crate) type ChildTurn = fn(Arc<Agent>, TurnInput, u64) -> BoxFuture<'static, ChildTurnEnd>;
+
+/// How a subagent's turn ended: its outcome, its final answer (held for its parent to commit),
+/// and what it said last where it gave none.
+pub(crate) struct ChildTurnEnd {
+    pub outcome: Result<TurnOutcome, crate::error::AgentError>,
+    pub answer: Option<(u64, keel_types::Item)>,
+    pub last_words: Option<String>,
+}
 
 /// What starts a turn.
 pub(crate) struct TurnInput {
@@ -38,6 +66,8 @@ pub struct TurnRun {
     pub unconfined_offered: bool,
     /// What the turn's responses used and cost so far.
     pub spent: Spent,
+    /// How the subagents its `task` calls start run their turn.
+    pub(crate) child_turn: ChildTurn,
 }
 
 impl TurnRun {
@@ -49,7 +79,12 @@ impl TurnRun {
 
     /// A run of `turn`, belonging to `generation` (the one current when it was admitted, so a
     /// cancel between admission and start still cancels it).
-    pub fn start(agent: Arc<Agent>, turn: u64, generation: u64) -> TurnRun {
+    pub(crate) fn start(
+        agent: Arc<Agent>,
+        turn: u64,
+        generation: u64,
+        child_turn: ChildTurn,
+    ) -> TurnRun {
         agent.spend.set_running((None, None));
         TurnRun {
             turn,
@@ -58,8 +93,14 @@ impl TurnRun {
             accounts: AccountCursor::new(&agent.settings.profile),
             unconfined_offered: false,
             spent: Spent::for_model(&agent.settings.profile, &agent.settings.model),
+            child_turn,
             agent,
         }
+    }
+
+    /// The generation the turn belongs to (a subagent it starts checks it too).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Whether the turn has not been cancelled.

@@ -10,3 +10,4 @@ mod children;
 mod host;
 mod many_agents;
 mod mcp_tools;
+mod tasks;

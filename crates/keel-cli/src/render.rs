@@ -47,6 +47,11 @@ pub struct Renderer {
     plans_as_answers: bool,
     /// An offer to go on was printed and still stands (only then is its expiry said).
     offer_said: bool,
+    /// The session whose turn this prints; another's events are a subagent's (`--json` prints
+    /// them as they are; people see one line per tool call it makes).
+    own_session: Option<String>,
+    /// Each subagent's session and its agent, as `agent/started` said.
+    children: std::collections::HashMap<String, String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +82,39 @@ impl Renderer {
             offer_said: false,
             spinner: None,
             plans_as_answers: false,
+            own_session: None,
+            children: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The renderer of session `id`'s turns: events of other sessions (its subagents') are
+    /// shown as theirs.
+    pub fn for_session(mut self, id: &str) -> Renderer {
+        self.own_session = Some(id.to_string());
+        self
+    }
+
+    /// A subagent's event, for a person: one dim line per tool call it makes, under its
+    /// `task` card (its answer comes back as the card's result).
+    fn child_event(&mut self, event: &Event) {
+        if let EventBody::ToolCall {
+            name,
+            arguments,
+            subject,
+            ..
+        } = &event.body
+        {
+            self.end_live_line();
+            let agent = self
+                .children
+                .get(&event.session_id)
+                .map_or("subagent", String::as_str);
+            let shown = keel_tui::cards::call_subject(name, arguments, subject.as_deref());
+            eprintln!(
+                "  · [{}] {} {shown}",
+                visible_line(agent),
+                visible_line(name)
+            );
         }
     }
 
@@ -113,6 +151,23 @@ impl Renderer {
                 let _ = stdout.flush();
             }
             return;
+        }
+        if self
+            .own_session
+            .as_ref()
+            .is_some_and(|own| *own != event.session_id)
+        {
+            self.child_event(event);
+            return;
+        }
+        if let EventBody::AgentStarted {
+            child_session_id,
+            agent,
+            ..
+        } = &event.body
+        {
+            self.children
+                .insert(child_session_id.clone(), agent.clone());
         }
         self.stop_spinner();
         match &event.body {
@@ -236,6 +291,9 @@ impl Renderer {
             EventBody::SessionStarted { .. }
             | EventBody::HistoryRewritten { .. }
             | EventBody::SessionRewound { .. }
+            // A subagent is its `task` call's card: the call and its result say it.
+            | EventBody::AgentStarted { .. }
+            | EventBody::AgentFinished { .. }
             | EventBody::TurnStarted { .. }
             | EventBody::ApprovalRequested { .. }
             | EventBody::ToolStarted { .. }

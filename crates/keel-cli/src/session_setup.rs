@@ -317,6 +317,14 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         },
         checkpoint_max_bytes: config.checkpoint_max_bytes(),
         action_policy: common.action_policy,
+        subagents: {
+            let limits = config.agent_limits();
+            keel_agent::SubagentLimits {
+                max_concurrent: limits.max_concurrent,
+                max_rounds: limits.max_rounds,
+                max_child_tokens: limits.max_child_tokens,
+            }
+        },
     };
     let choice = match session {
         Some(session) => SessionChoice::Resume(session.id),

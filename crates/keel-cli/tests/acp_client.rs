@@ -187,6 +187,17 @@ fn permissions_are_asked_through_the_editor() {
     not(keel_e2e_acp),
     ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
 )]
+fn subagents_show_progress_and_their_questions_come_one_at_a_time_named() {
+    let steps = two_children_asking(0);
+    let (home, _mock) = client("subagents", steps, "");
+    assert!(home.path().join("a.txt").exists() && home.path().join("b.txt").exists());
+}
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_acp),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+)]
 fn plan_mode_is_a_session_mode_and_an_approved_plan_switches_it() {
     let steps = json!({"steps": [
         {"tool": "write_file", "args": {"path": "early.txt", "content": "x"}},

@@ -42,7 +42,7 @@ fn agents_lists_every_agent_with_its_source_tools_and_cache() {
     assert!(screen.contains("`NotebookEdit` left out"), "{screen}");
     assert!(screen.contains("`color` ignored"), "{screen}");
     assert!(screen.contains("replaced by yours"), "{screen}");
-    let listed = &screen[screen.rfind("agents defined here").unwrap()..];
+    let listed = &screen[screen.rfind("agents the model can start").unwrap()..];
     // Each agent is a line `  NAME …` and its details indented under it: one block of words.
     let mut blocks: Vec<String> = Vec::new();
     for line in listed.lines().skip(1) {

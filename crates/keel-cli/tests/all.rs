@@ -62,6 +62,7 @@ mod session_spend;
 mod slash_menu;
 mod start_as_people_start;
 mod streamed_answer;
+mod tasks;
 mod terminal_and_signals;
 mod truer_footers;
 mod trust_boundaries;

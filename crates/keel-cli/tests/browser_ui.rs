@@ -545,3 +545,21 @@ fn after_a_stopped_turn_the_queue_waits_until_send_resumes_it() {
     let last = mock.requests().last().unwrap()["body"].to_string();
     assert!(last.contains("second question"), "{last}");
 }
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
+fn subagents_show_as_cards_and_their_questions_are_answered_on_the_page() {
+    require_browser();
+    let steps = two_children_asking(800);
+    let (home, mock) = drive("subagents", steps, "");
+    assert!(home.path().join("a.txt").exists() && home.path().join("b.txt").exists());
+    let children = mock
+        .requests()
+        .iter()
+        .filter(|request| request["conversation"].is_number())
+        .count();
+    assert_eq!(children, 4, "two rounds each, nothing twice");
+}

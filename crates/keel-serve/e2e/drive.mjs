@@ -33,6 +33,34 @@ async function waitForText(needle, timeout = 20000) {
 }
 
 const scenarios = {
+  // Two subagents: each `task` card shows its rounds; each one's question comes alone, on a
+  // card of its own that names the agent and what it is for, and is answered there; the cards
+  // end with their summaries and open the subagent's own transcript.
+  async subagents() {
+    await ask("make both files");
+    const asking = page.locator(".card .asked-by");
+    await asking.first().waitFor({ timeout: 20000 });
+    await page.locator(".card .progress").first().waitFor();
+    assert.equal(await asking.count(), 1, "one question at a time");
+    const first = await asking.first().innerText();
+    assert.match(first, /^general agent, for “make [ab]”$/);
+    await page.screenshot({ path: `${out}/subagents.png` });
+    await page.locator(".card .actions button.decision-allow").first().click();
+    await page.waitForFunction((first) => [...document.querySelectorAll(".card .asked-by")]
+      .some((n) => n.textContent !== first && n.closest(".card").querySelector(".actions")), first,
+      { timeout: 20000 });
+    assert.equal(await page.locator(".card .actions").count(), 1, "still one at a time");
+    await page.locator(".card .actions button.decision-allow").first().click();
+    await waitForText("Both files made.");
+    await waitForText("general (make a): completed in 2 rounds");
+    await waitForText("general (make b): completed in 2 rounds");
+    const details = page.locator(".child-transcript").first();
+    await details.locator("summary").click();
+    await details.locator(".child-item").first().waitFor();
+    assert.match(await details.innerText(), /Made [ab]\./);
+    await page.screenshot({ path: `${out}/subagents-done.png` });
+  },
+
   // A prompt typed while a turn runs waits in the page, shown as queued with a cancel button,
   // and is sent when the turn ends; a cancelled one is never sent.
   async queue() {

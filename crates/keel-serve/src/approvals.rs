@@ -1,13 +1,14 @@
 //! Approvals answered over HTTP: a call that asks waits until a browser decides.
 //!
 //! Invariants:
-//! - A waiting call is keyed by session and call id; the first decision wins, a second one (or
+//! - A waiting call is keyed by the asking session and call id (a subagent asks under its own
+//!   child session: call ids repeat across sessions); the first decision wins, a second one (or
 //!   one for a call that is not waiting) is refused, so two browsers cannot both decide.
 //! - When the turn is cancelled the waiting future is dropped: the call leaves the table and
 //!   the turn records it as denied (the controller's cancel path); nothing waits for ever.
 //! - "always" allows what it covers (`ApprovalRequest::always_scopes`: the tool, or for `bash`
 //!   the program and subcommand of each command) for the rest of the session without asking
-//!   again; where nothing can be remembered (`always` absent on the call) it allows once. A plan
+//!   again (a subagent's "always" covers that subagent only); where nothing can be remembered (`always` absent on the call) it allows once. A plan
 //!   (`propose_plan` in plan mode) is never allowed "always": each plan is approved by itself,
 //!   with the mode to carry it out in (`mode`), which no other call takes.
 
@@ -44,6 +45,16 @@ type Key = (String, String);
 /// A call waiting for a decision, as a client shows it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct WaitingCall {
+    /// The session that asks: a subagent's child session, or the session itself.
+    pub session_id: String,
+    /// The subagent that asks and what it was started for (absent for the session's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The session whose approver asked (the parent of a subagent that asks).
+    #[serde(skip)]
+    pub asked_through: String,
     pub call_id: String,
     pub name: String,
     pub subject: String,
@@ -129,10 +140,13 @@ impl Approvals {
             .map(|(_, call)| call.clone())
     }
 
+    /// The calls of `session` and of its subagents waiting for a decision.
     pub fn waiting(&self, session: &str) -> Vec<WaitingCall> {
         let mut calls: Vec<WaitingCall> = lock(&self.waiting)
             .iter()
-            .filter(|((waiting_session, _), _)| waiting_session == session)
+            .filter(|((waiting_session, _), (_, call))| {
+                waiting_session == session || call.asked_through == session
+            })
             .map(|(_, (_, call))| call.clone())
             .collect();
         calls.sort_by(|a, b| a.call_id.cmp(&b.call_id));
@@ -183,8 +197,14 @@ impl Approver for SessionApprover {
         };
         let approvals = &self.approvals;
         let plan = request.plan;
+        // A subagent asks under its own session: its calls, and its "always", are its own.
+        let asking = request
+            .asked_by
+            .as_ref()
+            .map_or(session.as_str(), |by| by.session_id.as_str())
+            .to_string();
         let always = lock(&approvals.always)
-            .entry(session.clone())
+            .entry(asking.clone())
             .or_default()
             .clone();
         // An unconfined run is asked about every time, and so is every plan (`covers`).
@@ -192,8 +212,12 @@ impl Approver for SessionApprover {
             return Box::pin(async { Approval::Allow });
         }
         let (sender, receiver) = oneshot::channel();
-        let key = (session.clone(), request.call_id.clone());
+        let key = (asking.clone(), request.call_id.clone());
         let call = WaitingCall {
+            session_id: asking,
+            agent: request.asked_by.as_ref().map(|by| by.agent.clone()),
+            description: request.asked_by.as_ref().map(|by| by.description.clone()),
+            asked_through: session.clone(),
             call_id: request.call_id.clone(),
             name: request.tool.clone(),
             subject: request.subject.clone(),

@@ -65,6 +65,9 @@ pub trait SessionFactory: Send + Sync + 'static {
     fn exists(&self, id: &str) -> Result<bool, AgentError>;
     /// A new session with `source`'s history up to turn `at` (all of it when `None`).
     fn fork(&self, source: &str, at: Option<u64>) -> Result<SessionInfo, AgentError>;
+    /// The stored transcript of a subagent's child session of this workspace (`None`: `id` is
+    /// not one). A child is never opened as a session of its own; it is only read.
+    fn child_transcript(&self, id: &str) -> Result<Option<keel_agent::Transcript>, AgentError>;
 }
 
 /// A session this server drives.

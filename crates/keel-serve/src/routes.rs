@@ -426,6 +426,29 @@ async fn history(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
+    valid_id(&id)?;
+    // A subagent's session is read, never opened: its items and receipts only.
+    if let Some(transcript) = state.factory.child_transcript(&id)? {
+        let items: Vec<Value> = transcript
+            .items
+            .iter()
+            .map(|stored| {
+                let mut value = stored.item.as_ref().map_or(Value::Null, |item| {
+                    serde_json::to_value(item).unwrap_or(Value::Null)
+                });
+                with_html(&mut value);
+                value
+            })
+            .collect();
+        return Ok(axum::Json(json!({
+            "id": id,
+            "parent": transcript.session.parent,
+            "agent": transcript.session.agent,
+            "items": items,
+            "receipts": transcript.receipts,
+        }))
+        .into_response());
+    }
     let open = session(&state, &id).await?;
     let last_event_id = open.controller.last_event_id()?;
     let transcript = open.controller.transcript()?;
@@ -546,10 +569,12 @@ async fn events(
                 attempt.enrich(&mut data);
                 // The change a waiting write or edit would make, or the plan to approve, for
                 // its card (asked before announced, so the call is waiting by now).
+                // A subagent's call waits under its own session id (the event's).
+                let asking = data["session_id"].as_str().unwrap_or(&session).to_string();
                 if data["type"] == "approval/requested"
                     && let Some(call) = data["call_id"]
                         .as_str()
-                        .and_then(|call_id| approvals.waiting_call(&session, call_id))
+                        .and_then(|call_id| approvals.waiting_call(&asking, call_id))
                 {
                     if let Some(always) = call.always {
                         data["always"] = Value::String(always);
@@ -625,7 +650,11 @@ async fn approve(
         }
         decision = Decision::Allow(Some(mode));
     }
-    session(&state, &id).await?;
+    // A subagent's call waits under its child session's id, which this server does not open
+    // as a session of its own: the waiting call is what makes the id known here.
+    if state.approvals.waiting_call(&id, &call_id).is_none() {
+        session(&state, &id).await?;
+    }
     state
         .approvals
         .decide(&id, &call_id, decision)

@@ -28,6 +28,8 @@ const view = {
   // The numbered diff each call's preview showed (approval or tool/preview), by call id: kept
   // over the history's unnumbered one when the transcript is redrawn.
   numbered: new Map(),
+  // Each running subagent's session: its `task` card's call id, its rounds, what it does now.
+  children: new Map(),
 };
 
 function api(path, options = {}) {
@@ -80,7 +82,7 @@ document.addEventListener("click", (e) => {
 });
 
 function subjectOf(name, argumentsText, subject) {
-  if (subject && name !== "web_fetch") return subject;
+  if (subject && name !== "web_fetch" && name !== "task") return subject;
   try {
     const args = JSON.parse(argumentsText);
     // The plan's card names what comes next, as the terminal's does.
@@ -89,6 +91,7 @@ function subjectOf(name, argumentsText, subject) {
       const next = todos.find((todo) => todo.status !== "completed");
       return next ? "next: " + next.content : (todos.length ? "every item done" : "the plan");
     }
+    if (name === "task") return `${args.agent}: ${args.description}`;
     return args.command || args.path || args.pattern || args.url || argumentsText;
   } catch (_) { return argumentsText; }
 }
@@ -165,8 +168,11 @@ function ended(entry) {
   entry.live = null; entry.timer = null;
 }
 
-function askOnCard(event) {
-  const entry = view.cards.get(event.call_id) || { box: card(event), state: null };
+// `session`: the asking session (a subagent's own, whose call ids repeat the parent's: its
+// cards are keyed `SESSION/CALL`).
+function askOnCard(event, session = view.session) {
+  const key = session === view.session ? event.call_id : `${session}/${event.call_id}`;
+  const entry = view.cards.get(key) || { box: card(Object.assign({}, event, { call_id: key })), state: null };
   if (entry.box.querySelector(".actions")) return;
   if (event.plan_html !== undefined) return askPlan(event, entry);
   // The subject folded as on every surface: a run of blanks or a long line cannot push the
@@ -211,12 +217,17 @@ function askOnCard(event) {
       actions.remove();
       const body = { decision };
       if (decision === "deny" && note.value.trim()) body.note = note.value.trim();
-      await api(`/api/sessions/${view.session}/approvals/${encodeURIComponent(event.call_id)}`,
+      await api(`/api/sessions/${session}/approvals/${encodeURIComponent(event.call_id)}`,
         { method: "POST", body: JSON.stringify(body) });
     });
     actions.appendChild(button);
   }
   actions.appendChild(note);
+  // A subagent's question says which agent asks, and for what.
+  if (event.agent) {
+    const label = el("div", "asked-by", `${event.agent} agent, for “${event.description || ""}”`);
+    entry.box.insertBefore(label, entry.box.firstChild);
+  }
   entry.box.appendChild(actions);
   const state = entry.state || entry.box.querySelector(".state");
   if (state) { state.textContent = "waiting for your approval"; state.className = "state state-waiting"; }
@@ -377,7 +388,75 @@ async function sendQueued() {
   renderQueue();
 }
 
+// A call's end on its card: its state and summary, its output folded.
+function resultOnCard(entry, event) {
+  if (!entry) return;
+  ended(entry);
+  entry.box.querySelectorAll(".progress").forEach((node) => node.remove());
+  entry.state.textContent = event.state + " · " + event.summary;
+  entry.state.className = "state state-" + event.state;
+  entry.box.querySelectorAll(".actions").forEach((node) => node.remove());
+  if (event.output) {
+    const details = el("details");
+    details.appendChild(el("summary", "muted", "output"));
+    const pre = el("pre"); pre.appendChild(el("code", "", event.output)); details.appendChild(pre);
+    entry.box.appendChild(details);
+  }
+}
+
+// A subagent's `task` card: its rounds and the tool it runs now.
+function showProgress(task) {
+  const entry = view.cards.get(task.callId);
+  if (!entry) return;
+  let line = entry.box.querySelector(".progress");
+  if (!line) { line = el("div", "progress muted"); entry.state.before(line); }
+  line.textContent = `${task.rounds} round${task.rounds === 1 ? "" : "s"} · ${task.doing}`;
+}
+
+// The subagent's own transcript, read when its card's details are opened (it is a session of
+// its own: `GET /api/sessions/CHILD/history`).
+function transcriptOf(child, callId) {
+  const entry = view.cards.get(callId);
+  if (!entry || entry.box.querySelector(".child-transcript")) return;
+  const details = el("details", "child-transcript");
+  details.appendChild(el("summary", "muted", "the subagent's transcript"));
+  const body = el("div", "child-items");
+  details.appendChild(body);
+  details.addEventListener("toggle", async () => {
+    if (!details.open) return;
+    const response = await api(`/api/sessions/${child}/history`);
+    if (!response.ok) { body.textContent = `not readable (HTTP ${response.status})`; return; }
+    const { items } = await response.json();
+    body.replaceChildren();
+    for (const item of items || []) {
+      if (item.role === "context") continue;
+      const text = item.role === "assistant"
+        ? (item.parts || []).map((part) => part.type === "text" ? part.text
+          : part.type === "tool_call" ? `● ${part.name} ${subjectOf(part.name, part.arguments)}` : "").filter(Boolean).join("\n")
+        : item.role === "tool_result" ? `  ↳ ${(item.content || "").split("\n")[0]}` : item.text || "";
+      if (text) body.appendChild(el("div", "child-item " + item.role, text));
+    }
+  });
+  entry.box.appendChild(details);
+}
+
+// An event of a subagent (forwarded under its own session id): its question, asked on a card
+// of its own; its rounds and tools, on its `task` card. Nothing else of it is this session's.
+function childEvent(event) {
+  const task = view.children.get(event.session_id);
+  switch (event.type) {
+    case "llm/response": if (task) { task.rounds += 1; showProgress(task); } break;
+    case "tool/call":
+      if (task) { task.doing = event.name + " " + subjectOf(event.name, event.arguments, event.subject); showProgress(task); }
+      break;
+    case "approval/requested": askOnCard(event, event.session_id); break;
+    case "tool/result": resultOnCard(view.cards.get(`${event.session_id}/${event.call_id}`), event); break;
+    default: break;
+  }
+}
+
 function handle(event) {
+  if (event.session_id && view.session && event.session_id !== view.session) return childEvent(event);
   if (event.id) view.lastId = Math.max(view.lastId, event.id);
   const t = $("transcript");
   switch (event.type) {
@@ -406,22 +485,15 @@ function handle(event) {
       break;
     }
     case "approval/requested": askOnCard(event); break;
-    case "tool/result": {
-      const entry = view.cards.get(event.call_id);
-      if (entry) {
-        ended(entry);
-        entry.state.textContent = event.state + " · " + event.summary;
-        entry.state.className = "state state-" + event.state;
-        entry.box.querySelectorAll(".actions").forEach((node) => node.remove());
-        if (event.output) {
-          const details = el("details");
-          details.appendChild(el("summary", "muted", "output"));
-          const pre = el("pre"); pre.appendChild(el("code", "", event.output)); details.appendChild(pre);
-          entry.box.appendChild(details);
-        }
-      }
+    case "tool/result": resultOnCard(view.cards.get(event.call_id), event); break;
+    case "agent/started": {
+      const task = { callId: event.call_id, rounds: 0, doing: "thinking" };
+      view.children.set(event.child_session_id, task);
+      showProgress(task);
+      transcriptOf(event.child_session_id, event.call_id);
       break;
     }
+    case "agent/finished": view.children.delete(event.child_session_id); break;
     case "search/result":
       t.appendChild(el("div", "notice", `web search "${event.query}" — ` + (event.sources_status === "not_provided"
         ? "the provider gave no structured sources; its summary is kept" : `${event.sources} source(s)`)));
@@ -502,9 +574,11 @@ async function refreshStatus() {
   $("usage").textContent = `· tokens ${status.usage.input} in · ${status.usage.output} out · cache ${Math.round(status.cache_hit_ratio * 100)}%${money}${context}`;
   setBusy(status.busy);
   // Calls still waiting for a decision (say, after a reload): their cards get the buttons.
+  // A subagent's waiting call is keyed by its own session.
   for (const call of status.waiting || []) {
-    const entry = view.cards.get(call.call_id);
-    if (!entry || !entry.box.querySelector(".actions")) askOnCard(call);
+    const session = call.session_id || view.session;
+    const entry = view.cards.get(session === view.session ? call.call_id : `${session}/${call.call_id}`);
+    if (!entry || !entry.box.querySelector(".actions")) askOnCard(call, session);
   }
   const pending = status.pending;
   $("recovery").hidden = !pending;
@@ -617,6 +691,8 @@ function renderHistory(history) {
         entry.state.textContent = state + " · " + ((receipt && receipt.summary) || item.content.split("\n")[0]);
         entry.state.className = "state state-" + state;
         if (receipt && receipt.sandbox === "read-only") markReadOnly(entry);
+        // A subagent's card opens its own transcript.
+        if (receipt && receipt.child_session) transcriptOf(receipt.child_session, item.call_id);
         const details = el("details");
         details.appendChild(el("summary", "muted", "output"));
         const pre = el("pre"); pre.appendChild(el("code", "", item.content.slice(0, 2000))); details.appendChild(pre);

@@ -56,9 +56,15 @@ impl SessionOverview {
 /// The longest title a session list shows.
 pub const TITLE_CHARS: usize = 60;
 
-/// The first line of `text`, cut to [`TITLE_CHARS`] characters with `…`.
+/// The first line of what the person (or a subagent's parent) wrote in `text` — keel's notes
+/// before it left out — cut to [`TITLE_CHARS`] characters with `…`.
 fn title_of(text: &str) -> String {
-    let line = text.trim().lines().next().unwrap_or("").trim();
+    let line = keel_types::person_text(text)
+        .trim()
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim();
     if line.chars().count() <= TITLE_CHARS {
         return line.to_string();
     }
@@ -639,5 +645,10 @@ mod tests {
         assert!(cut.ends_with('…'));
         assert_eq!(title_of(&"é".repeat(TITLE_CHARS)), "é".repeat(TITLE_CHARS));
         assert_eq!(title_of(""), "");
+        // keel's notes before the prompt are not the title.
+        assert_eq!(
+            title_of("[keel: you are the `explore` subagent.]\n\nTask: find it\n\nmore"),
+            "Task: find it"
+        );
     }
 }

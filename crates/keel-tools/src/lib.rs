@@ -275,7 +275,8 @@ impl ValidCall {
             BuiltinTool::Bash
             | BuiltinTool::TodoWrite
             | BuiltinTool::WebFetch
-            | BuiltinTool::ProposePlan => None,
+            | BuiltinTool::ProposePlan
+            | BuiltinTool::Task => None,
             BuiltinTool::ReadFile
             | BuiltinTool::WriteFile
             | BuiltinTool::EditFile
@@ -303,6 +304,13 @@ impl ValidCall {
                 .unwrap_or("")
                 .to_string(),
             BuiltinTool::TodoWrite | BuiltinTool::ProposePlan => String::new(),
+            // Deny rules name the agent: `task(general)`.
+            BuiltinTool::Task => self
+                .args
+                .get("agent")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
             // Rules name the host: `web_fetch(docs.rs)`, `web_fetch(*.example.com)`.
             BuiltinTool::WebFetch => fetch::host_of(&self.args).unwrap_or_default(),
             BuiltinTool::ReadFile
@@ -339,7 +347,8 @@ impl ValidCall {
             | BuiltinTool::Bash
             | BuiltinTool::TodoWrite
             | BuiltinTool::WebFetch
-            | BuiltinTool::ProposePlan => false,
+            | BuiltinTool::ProposePlan
+            | BuiltinTool::Task => false,
         }
     }
 
@@ -384,6 +393,10 @@ impl ValidCall {
                 ToolOutput::ok(specs::NOT_IN_PLAN_MODE.into(), "not in plan mode".into())
             }
             BuiltinTool::WebFetch => fetch::web_fetch(&self.args, ctx).await,
+            // The agent runs a task's subagent itself (`task_tool.rs` in keel-agent).
+            BuiltinTool::Task => ToolOutput::error(
+                "internal: a subagent is started by the agent, not run as a tool".into(),
+            ),
             BuiltinTool::ReadFile
             | BuiltinTool::WriteFile
             | BuiltinTool::EditFile
@@ -401,7 +414,8 @@ impl ValidCall {
                     BuiltinTool::Bash
                     | BuiltinTool::TodoWrite
                     | BuiltinTool::WebFetch
-                    | BuiltinTool::ProposePlan => {
+                    | BuiltinTool::ProposePlan
+                    | BuiltinTool::Task => {
                         ToolOutput::error("internal: not a blocking tool".into())
                     }
                 });

@@ -18,10 +18,11 @@ pub enum BuiltinTool {
     TodoWrite,
     WebFetch,
     ProposePlan,
+    Task,
 }
 
 impl BuiltinTool {
-    pub const ALL: [BuiltinTool; 10] = [
+    pub const ALL: [BuiltinTool; 11] = [
         Self::ReadFile,
         Self::WriteFile,
         Self::EditFile,
@@ -32,6 +33,7 @@ impl BuiltinTool {
         Self::TodoWrite,
         Self::WebFetch,
         Self::ProposePlan,
+        Self::Task,
     ];
 
     pub fn name(self) -> &'static str {
@@ -46,6 +48,7 @@ impl BuiltinTool {
             Self::TodoWrite => "todo_write",
             Self::WebFetch => "web_fetch",
             Self::ProposePlan => "propose_plan",
+            Self::Task => "task",
         }
     }
 
@@ -59,7 +62,8 @@ impl BuiltinTool {
             | Self::Glob
             | Self::Grep
             | Self::TodoWrite
-            | Self::ProposePlan => false,
+            | Self::ProposePlan
+            | Self::Task => false,
         }
     }
 
@@ -92,6 +96,9 @@ impl BuiltinTool {
             }
             Self::ProposePlan => {
                 "In plan mode, present your plan (markdown) for the user to approve before changing anything. Research first with read-only tools. Outside plan mode it only answers that you may proceed."
+            }
+            Self::Task => {
+                "Delegate a self-contained task to a subagent and get its final answer back. agent: one of the agents the context lists (explore researches read-only; general has your tools). description: a few words on what it is for. prompt: everything the subagent needs, since it sees the context but not this conversation. Several task calls in one response run at the same time."
             }
         }
     }
@@ -132,6 +139,10 @@ impl BuiltinTool {
             Self::ProposePlan => object(
                 json!({"plan": {"type": "string", "minLength": 1}}),
                 &["plan"],
+            ),
+            Self::Task => object(
+                json!({"agent": {"type": "string", "minLength": 1}, "description": {"type": "string", "minLength": 1}, "prompt": {"type": "string", "minLength": 1}}),
+                &["agent", "description", "prompt"],
             ),
         }
     }

@@ -79,7 +79,8 @@ fn specs_are_stable_and_complete() {
             "bash",
             "todo_write",
             "web_fetch",
-            "propose_plan"
+            "propose_plan",
+            "task"
         ]
     );
     // The exact specs the model is offered (name, description, argument schema of every tool,

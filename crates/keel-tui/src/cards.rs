@@ -99,6 +99,18 @@ pub fn call_subject(name: &str, arguments: &str, resolved: Option<&str>) -> Stri
             }
         }
         ("web_fetch", _) => argument_subject(name, arguments),
+        // A subagent's card: its agent and what it is for.
+        ("task", _) => {
+            let parsed: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
+            let text = |key: &str| {
+                parsed
+                    .get(key)
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            format!("{}: {}", text("agent"), text("description"))
+        }
         ("glob" | "grep", Some(path)) => {
             format!("{} in {path}", argument_subject(name, arguments))
         }

@@ -80,6 +80,8 @@ pub struct LiveView {
     /// An estimate of the output tokens the attempt streaming now has sent so far.
     attempt_tokens: u64,
     running: Vec<Running>,
+    /// Each running subagent's session: its `task` call and the rounds it finished.
+    children: std::collections::HashMap<String, (String, u32)>,
     approval: Option<Question>,
     /// The change the approval on screen is about (a write's or an edit's), and its diff's
     /// lines at the width they were made for.
@@ -127,6 +129,7 @@ impl LiveView {
             turn: None,
             attempt_tokens: 0,
             running: Vec::new(),
+            children: std::collections::HashMap::new(),
             approval: None,
             asked_change: None,
             asked_call: None,
@@ -493,6 +496,44 @@ impl LiveView {
     }
 
     /// Apply one event of the session.
+    /// A subagent's event (forwarded under its own session id): its `task` card shows its
+    /// rounds and the tool it runs now. Nothing else of it reaches this session's screen.
+    pub fn apply_child(&mut self, event: &Event) {
+        let Some((call_id, rounds)) = self.children.get_mut(&event.session_id) else {
+            return;
+        };
+        let now_doing = match &event.body {
+            EventBody::LlmResponse { .. } => {
+                *rounds += 1;
+                None
+            }
+            EventBody::ToolCall {
+                name,
+                arguments,
+                subject,
+                ..
+            } => Some(format!(
+                "{name} {}",
+                cards::call_subject(name, arguments, subject.as_deref())
+            )),
+            _ => return,
+        };
+        let (call_id, rounds) = (call_id.clone(), *rounds);
+        if let Some(running) = self.running.iter_mut().find(|r| r.call.call_id == call_id) {
+            let doing = now_doing.unwrap_or_else(|| {
+                running
+                    .recent
+                    .split_once(" · ")
+                    .map(|(_, doing)| doing.to_string())
+                    .unwrap_or_else(|| "thinking".into())
+            });
+            running.recent = format!(
+                "{rounds} round{} · {doing}",
+                if rounds == 1 { "" } else { "s" }
+            );
+        }
+    }
+
     pub fn apply(&mut self, event: &Event, now: Instant) {
         match &event.body {
             EventBody::TurnStarted { .. } => {
@@ -594,6 +635,23 @@ impl LiveView {
                     running.asked = false;
                     running.call.read_only = *read_only;
                 }
+            }
+            EventBody::AgentStarted {
+                call_id,
+                child_session_id,
+                ..
+            } => {
+                self.children
+                    .insert(child_session_id.clone(), (call_id.clone(), 0));
+                if let Some(running) = self.running.iter_mut().find(|r| &r.call.call_id == call_id)
+                {
+                    running.recent = "0 rounds · thinking".into();
+                }
+            }
+            EventBody::AgentFinished {
+                child_session_id, ..
+            } => {
+                self.children.remove(child_session_id);
             }
             EventBody::ToolPreview {
                 call_id,

@@ -352,6 +352,62 @@ pub enum EventBody {
     /// (docs/security.md#repository-trust). Sent after `session/started`, one per value.
     #[serde(rename = "trust/ignored")]
     TrustIgnored(IgnoredSetting),
+    /// A `task` call started its subagent in the child session `child_session_id` (the child's
+    /// own events carry that session id). Sent on the parent's stream.
+    #[serde(rename = "agent/started")]
+    AgentStarted {
+        call_id: String,
+        child_session_id: String,
+        agent: String,
+        description: String,
+    },
+    /// A subagent ended: how (`state`), with what its requests used (`usage`, its whole run)
+    /// and the cache-hit tokens of its first request (`cache_hit_first`: how much of the
+    /// parent's prefix the provider's cache served it). Sent on the parent's stream.
+    #[serde(rename = "agent/finished")]
+    AgentFinished {
+        call_id: String,
+        child_session_id: String,
+        agent: String,
+        description: String,
+        state: AgentEnd,
+        /// The failure's kind when `state` is `failed`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure: Option<FailureKind>,
+        rounds: u32,
+        usage: Usage,
+        cache_hit_first: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost: Option<crate::Cost>,
+    },
+}
+
+/// How a subagent ended (`agent/finished`, the `task` result's footer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentEnd {
+    /// It answered.
+    Completed,
+    /// A request failed (after its retries) or its turn stopped making progress.
+    Failed,
+    /// The person stopped the parent's turn.
+    Cancelled,
+    /// It reached `[agents] max_rounds` or `max_child_tokens`.
+    BudgetExhausted,
+    /// keel stopped while it ran (settled when its parent was loaded again).
+    Interrupted,
+}
+
+impl AgentEnd {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentEnd::Completed => "completed",
+            AgentEnd::Failed => "failed",
+            AgentEnd::Cancelled => "cancelled",
+            AgentEnd::BudgetExhausted => "budget_exhausted",
+            AgentEnd::Interrupted => "interrupted",
+        }
+    }
 }
 
 /// A project-file value not applied because the workspace is not trusted. The file path and

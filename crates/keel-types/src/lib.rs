@@ -27,7 +27,7 @@ pub mod usage;
 
 pub use approval_request::{ApprovalRequest, AskedBy, Preview, StatedChange, stated_change};
 pub use approval_view::{ApprovalView, approval_view, is_invisible};
-pub use event::{Event, EventBody, IgnoredSetting, InputKind, WindowUse};
+pub use event::{AgentEnd, Event, EventBody, IgnoredSetting, InputKind, WindowUse};
 pub use failure::{DEEPSEEK_CONTEXT_LIMIT_BODY, FailureDiagnostic, FailureKind, SubReason};
 pub use history::{
     AssistantItem, AssistantPart, COMPACTION_REQUEST_MARKER, ContextBlock, ContextSource,

@@ -89,6 +89,7 @@ pub fn settings_for(base_url: &str, workspace: &Path) -> AgentSettings {
         context: Default::default(),
         checkpoint_max_bytes: 256 * 1024 * 1024,
         action_policy: false,
+        subagents: keel_agent::SubagentLimits::default(),
     }
 }
 

@@ -107,6 +107,7 @@ pub async fn run(common: &CommonArgs) -> anyhow::Result<Outcome> {
         context: keel_agent::ContextSettings::default(),
         checkpoint_max_bytes: 256 * 1024 * 1024,
         action_policy: false,
+        subagents: keel_agent::SubagentLimits::default(),
     };
     let host = Host::open(&demo_dir.join("state.db"))?;
     let approver = Arc::new(HeadlessApprover { approve_all: true });

@@ -150,10 +150,11 @@ pub async fn run_command(common: &CommonArgs, given: &RunPrompt) -> anyhow::Resu
 /// Render a controller's events while one turn runs; Ctrl-C cancels it.
 pub async fn run_turn(
     controller: Controller,
-    mut renderer: Renderer,
+    renderer: Renderer,
     input: Input,
 ) -> anyhow::Result<Outcome> {
     let session = controller.session().id.clone();
+    let mut renderer = renderer.for_session(&session);
     let mut events = controller.subscribe();
     let rendering = tokio::spawn(async move {
         while let Some(event) = events.recv().await {

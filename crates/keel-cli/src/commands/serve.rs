@@ -56,6 +56,14 @@ impl SessionFactory for CliSessions {
         self.host.fork(source, at)
     }
 
+    fn child_transcript(&self, id: &str) -> Result<Option<keel_agent::Transcript>, AgentError> {
+        let child = self
+            .host
+            .session(id)?
+            .filter(|session| session.workspace == self.workspace && session.parent.is_some());
+        child.map(|_| self.host.transcript(id)).transpose()
+    }
+
     /// Sessions of this workspace only: `keel serve` drives the workspace it was started in.
     fn exists(&self, id: &str) -> Result<bool, AgentError> {
         Ok(self

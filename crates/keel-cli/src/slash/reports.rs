@@ -215,7 +215,7 @@ pub fn agents(controller: &Controller, shown: &mut Shown) {
     let current = format!("{}/{}", settings.profile.name, settings.model);
     let width = crate::render::terminal_width();
     let agents = controller.services().agents().clone();
-    shown.say("agents defined here (keel does not start subagents yet)");
+    shown.say("agents the model can start with `task` (several at once run together)");
     for agent in agents.list() {
         let mode = match agent.mode_under(controller.permission_mode()) {
             (runs, true) => format!(

@@ -27,13 +27,10 @@ fn start_rendering(controller: &Controller) -> tokio::task::JoinHandle<()> {
     let mut events = controller.subscribe();
     let session = controller.session().id.clone();
     tokio::spawn(async move {
-        let mut renderer = Renderer::new(false);
+        // A subagent's events come forwarded, under its own session id: shown as its own.
+        let mut renderer = Renderer::new(false).for_session(&session);
         while let Some(event) = events.recv().await {
-            // A subagent's events come forwarded, under its own session id: not this
-            // session's lines.
-            if event.session_id == session {
-                renderer.emit(&event);
-            }
+            renderer.emit(&event);
         }
     })
 }

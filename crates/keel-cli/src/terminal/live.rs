@@ -295,6 +295,13 @@ impl Session {
             .as_ref()
             .is_some_and(|controller| event.session_id != controller.session().id)
         {
+            // Its responses count in this turn's spend (the turn's end counts them too); its
+            // card shows how far it got.
+            if let EventBody::LlmResponse { usage, .. } = &event.body {
+                self.count_response(usage);
+            }
+            self.view.apply_child(event);
+            self.dirty = true;
             return;
         }
         match &event.body {

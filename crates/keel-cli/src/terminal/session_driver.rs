@@ -350,6 +350,16 @@ impl SessionDriver {
                         usage_line(&spend.usage, spend.usage.cache_hit_ratio())
                     ));
                 }
+                let by_agent = self.controller.as_ref().map(|c| c.spend_by_agent());
+                for (agent, count, spend) in by_agent.and_then(Result::ok).unwrap_or_default() {
+                    let money = spend
+                        .cost_display()
+                        .unwrap_or_else(|| "no price known".into());
+                    shown.say(format!(
+                        "  of it, subagent {agent} ×{count}: {} · {money}",
+                        usage_line(&spend.usage, spend.usage.cache_hit_ratio())
+                    ));
+                }
                 match context {
                     Some(context) => shown.say(format!(
                         "context: {}% of the window ({} of {} tokens); /compact frees it",

@@ -639,3 +639,25 @@ pub fn result_states(run: &Run) -> Vec<String> {
         .map(|result| result["state"].as_str().unwrap_or("").to_string())
         .collect()
 }
+
+/// The parent starts two `general` subagents ("make a", "make b"), each running a command that
+/// needs approval in `ask` mode (`touch a.txt`, `touch b.txt`) and answering after
+/// `answer_delay_ms`; then the parent says "Both files made.".
+pub fn two_children_asking(answer_delay_ms: u64) -> serde_json::Value {
+    let child = |name: &str| {
+        serde_json::json!({"when": {"contains": format!("MARK-{}", name.to_uppercase())}, "steps": [
+            {"tool": "bash", "args": {"command": format!("touch {name}.txt")}, "delay_ms": 200},
+            {"say": format!("Made {name}."), "delay_ms": answer_delay_ms}
+        ]})
+    };
+    serde_json::json!({
+        "steps": [
+            {"tools": [
+                {"tool": "task", "args": {"agent": "general", "description": "make a", "prompt": "MARK-A touch a"}},
+                {"tool": "task", "args": {"agent": "general", "description": "make b", "prompt": "MARK-B touch b"}}
+            ]},
+            {"say": "Both files made."}
+        ],
+        "conversations": [child("a"), child("b")]
+    })
+}
