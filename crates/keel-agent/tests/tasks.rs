@@ -546,3 +546,60 @@ async fn a_child_past_its_token_budget_sends_nothing_more() {
         "one request, then the budget"
     );
 }
+
+#[tokio::test]
+async fn a_childs_provider_failure_ends_that_child_typed_and_the_parent_goes_on() {
+    let f = fixture(scenario(json!({
+        "steps": [
+            tasks(&[("explore", "fails", "MARK-F look"), ("explore", "answers", "MARK-OK look")]),
+            {"say": "One failed, one answered."}
+        ],
+        "conversations": [
+            {"when": {"contains": "MARK-F"}, "steps": [
+                {"fault": {"status": 402, "body": "{\"error\":{\"message\":\"Insufficient Balance\"}}"}}
+            ]},
+            {"when": {"contains": "MARK-OK"}, "steps": [{"say": "Found it."}]}
+        ]
+    })))
+    .await;
+    let mut events = f.controller.subscribe();
+    let outcome = f
+        .controller
+        .submit(Input::Prompt("go".into()))
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome, TurnOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let said = results(&f.controller);
+    let failed = said
+        .iter()
+        .find(|(_, content, _)| content.contains("(fails)"))
+        .unwrap();
+    assert!(failed.2, "an error result");
+    assert!(
+        failed
+            .1
+            .contains("subagent `explore` (fails) failed (quota) after 0 rounds"),
+        "{}",
+        failed.1
+    );
+    assert!(
+        said.iter()
+            .any(|(_, content, is_error)| content.starts_with("Found it.") && !is_error)
+    );
+    let finished: Vec<(AgentEnd, Option<keel_types::FailureKind>)> = drain(&mut events)
+        .into_iter()
+        .filter_map(|event| match event.body {
+            EventBody::AgentFinished { state, failure, .. } => Some((state, failure)),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        finished.contains(&(AgentEnd::Failed, Some(keel_types::FailureKind::Quota))),
+        "{finished:?}"
+    );
+    // The failed child was asked once: nothing is retried or recovered on its own.
+    assert_eq!(of_conversation(&f.server.requests(), 1).len(), 1);
+}

@@ -329,3 +329,32 @@ fn parsed(raw: &str) -> Vec<Value> {
         .filter_map(|data| serde_json::from_str::<Value>(data).ok())
         .collect()
 }
+
+#[test]
+fn rewinding_the_parents_turn_undoes_what_its_subagents_changed() {
+    use crate::common::repository::{read, repository, session_of};
+    let scenario = json!({
+        "steps": [
+            {"tool": "task", "args": {"agent": "general", "description": "change things", "prompt": "MARK-C change"}},
+            {"say": "Changed."}
+        ],
+        "conversations": [{"when": {"contains": "MARK-C"}, "steps": [
+            {"tool": "bash", "args": {"command": "echo made > made.txt && echo more >> tracked.txt"}},
+            {"tool": "write_file", "args": {"path": "new.txt", "content": "hello\n"}},
+            {"say": "Done."}
+        ]}]
+    })
+    .to_string();
+    let (home, _mock) = scripted("chat", &scenario, "");
+    repository(&home);
+    let run = home.run(&["run", "--yes", "--json", "delegate the change"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(read(&home, "made.txt").as_deref(), Some("made\n"));
+    assert_eq!(read(&home, "new.txt").as_deref(), Some("hello\n"));
+    let session = session_of(&run);
+    let rewound = home.run(&["session", "rewind", &session, "--to", "1", "--code"]);
+    assert_eq!(rewound.code(), 0, "{}", rewound.stderr());
+    assert_eq!(read(&home, "made.txt"), None, "{}", rewound.stderr());
+    assert_eq!(read(&home, "new.txt"), None, "{}", rewound.stderr());
+    assert_eq!(read(&home, "tracked.txt").as_deref(), Some("tracked\n"));
+}
