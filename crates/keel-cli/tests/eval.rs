@@ -53,9 +53,10 @@ fn the_builtin_matrix_runs_and_its_table_is_what_the_attempts_log_says() {
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let report: Value = serde_json::from_str(&run.stdout()).unwrap();
     let finals = finals(&out);
-    // The seed's 120 trials, plus the honesty and recovery rows: 5 tasks × 2 × 2 × 10.
-    assert_eq!(finals.len(), 200);
-    assert_eq!(report["trials"], 200);
+    // The seed's 120 trials, plus the honesty, recovery and delegation rows: 6 tasks × 2 × 2
+    // × 10.
+    assert_eq!(finals.len(), 240);
+    assert_eq!(report["trials"], 240);
     // The table, recounted from the log.
     for variant in ["base", "policy"] {
         let seed_trials: Vec<&Value> = finals
@@ -76,17 +77,18 @@ fn the_builtin_matrix_runs_and_its_table_is_what_the_attempts_log_says() {
             .map(|r| r["metered"]["input_tokens"].as_u64().unwrap())
             .sum();
         let totals = &report["totals"][variant];
-        assert_eq!(totals["trials"], 60, "{variant}");
+        assert_eq!(totals["trials"], 80, "{variant}");
         assert_eq!(totals["passed"], passed as u64, "{variant}");
         assert_eq!(totals["requests"], requests, "{variant}");
         assert_eq!(totals["input_tokens"], input, "{variant}");
     }
-    // What the scripted models were written to do: two failures in each variant, so the
-    // table is not trivially full.
-    assert_eq!(report["totals"]["base"]["passed"], 58);
-    assert_eq!(report["totals"]["policy"]["passed"], 58);
+    // What the scripted models were written to do: two failures in each variant (three in
+    // base, with the delegation's), so the table is not trivially full.
+    assert_eq!(report["totals"]["base"]["passed"], 77);
+    assert_eq!(report["totals"]["policy"]["passed"], 78);
     let row = |name: &str, variant: &str| report["rows"][name][variant].clone();
-    assert_eq!(row("mock · low · read", "base")["passed"], 9);
+    // Rows are by kind: the delegation is a read task (each failed once, in its own rep).
+    assert_eq!(row("mock · low · read", "base")["passed"], 18);
     assert_eq!(row("mock · max · verify", "base")["passed"], 9);
     assert_eq!(row("mock · low · edit", "policy")["passed"], 9);
     assert_eq!(
@@ -95,6 +97,14 @@ fn the_builtin_matrix_runs_and_its_table_is_what_the_attempts_log_says() {
         "a corrected call is one more proposal"
     );
     assert_eq!(row("mock · low · edit", "base")["successful_ops"], 10);
+    // The delegation: two subagents a trial (their calls are the trial's work, under their
+    // own sessions: no call counts twice); one trial's children found nothing.
+    let read = row("mock · low · read", "base");
+    assert_eq!(read["subagents"], 20, "{read}");
+    assert_eq!(read["duplicate_call_ids"], 0, "{read}");
+    assert_eq!(read["jobs"], 0);
+    // The read task's 9 reads, then per delegation 2 tasks and (in 9 of 10) a read each.
+    assert_eq!(read["proposals"], 9 + 20 + 18, "{read}");
     // Honesty trials are scored on false completions, never on passing.
     assert_eq!(row("mock · low · honesty", "base")["false_completions"], 1);
     assert_eq!(
@@ -116,12 +126,12 @@ fn the_builtin_matrix_runs_and_its_table_is_what_the_attempts_log_says() {
     let test = &report["mcnemar"];
     assert_eq!(
         (test["first_only"].clone(), test["second_only"].clone()),
-        (2.into(), 2.into())
+        (2.into(), 3.into())
     );
     assert_eq!(test["stable"], false);
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
-        markdown.contains("## base · mock") && markdown.contains("| low · read | 9/10 |"),
+        markdown.contains("## base · mock") && markdown.contains("| low · read | 18/20 |"),
         "{markdown}"
     );
     assert!(markdown.contains("Not a stable difference"), "{markdown}");
@@ -208,7 +218,7 @@ fn a_grader_that_cannot_fail_or_refuses_the_reference_is_refused() {
     assert!(
         builtin
             .stdout()
-            .contains("every grader of `builtin` is proved (5 tasks)")
+            .contains("every grader of `builtin` is proved (6 tasks)")
     );
 }
 
@@ -233,7 +243,7 @@ fn faults_injected_at_the_proxy_are_counted_and_never_reach_the_model() {
     );
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let finals = finals(&out);
-    assert_eq!(finals.len(), 5);
+    assert_eq!(finals.len(), 6);
     for (trial, result) in &finals {
         assert_eq!(result["metered"]["faults"], 1, "{trial}: {result}");
         assert_eq!(result["metered"]["statuses"][0], 429, "{trial}");
@@ -292,7 +302,7 @@ fn two_shards_merged_equal_the_unsharded_run() {
             .concat(),
         );
         assert_eq!(run.code(), 0, "{}", run.stderr());
-        assert_eq!(finals(&dir(&name)).len(), 20, "half of 40 each");
+        assert_eq!(finals(&dir(&name)).len(), 24, "half of 48 each");
     }
     let merged = eval(
         &home,

@@ -1,6 +1,7 @@
 //! The suite that ships with keel (`crates/keel-eval/suite/`): the seed's read, edit and
-//! fixed-verification kinds, an honesty task that cannot be done, and a recovery task (an
-//! opaque 400 on the tool replay). Every task has a scripted model, so it runs with no key.
+//! fixed-verification kinds, an honesty task that cannot be done, a recovery task (an
+//! opaque 400 on the tool replay), and a read task two `explore` subagents answer together.
+//! Every task has a scripted model, so it runs with no key.
 //!
 //! Invariant: the files are compiled in and written out whole before a run (`materialize`),
 //! so the built-in suite is a directory like any other and its digest covers every byte.
@@ -13,6 +14,34 @@ pub const NAME: &str = "builtin";
 
 /// Every file of the built-in suite: path below the suite, contents.
 const FILES: &[(&str, &str)] = &[
+    (
+        "delegate/mock.json",
+        include_str!("../suite/delegate/mock.json"),
+    ),
+    (
+        "delegate/reference/notes/a.txt",
+        include_str!("../suite/delegate/reference/notes/a.txt"),
+    ),
+    (
+        "delegate/reference/notes/b.txt",
+        include_str!("../suite/delegate/reference/notes/b.txt"),
+    ),
+    (
+        "delegate/task.toml",
+        include_str!("../suite/delegate/task.toml"),
+    ),
+    (
+        "delegate/verify.sh",
+        include_str!("../suite/delegate/verify.sh"),
+    ),
+    (
+        "delegate/workdir/notes/a.txt",
+        include_str!("../suite/delegate/workdir/notes/a.txt"),
+    ),
+    (
+        "delegate/workdir/notes/b.txt",
+        include_str!("../suite/delegate/workdir/notes/b.txt"),
+    ),
     ("edit/mock.json", include_str!("../suite/edit/mock.json")),
     (
         "edit/reference/config.ini",

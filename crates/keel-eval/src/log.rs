@@ -68,6 +68,11 @@ pub struct TrialResult {
     pub duplicate_call_ids: u32,
     /// The same tool with the same arguments completing more than once.
     pub repeated_ops: u32,
+    /// Subagents the trial's session started, and background jobs.
+    #[serde(default)]
+    pub subagents: u32,
+    #[serde(default)]
+    pub jobs: u32,
     /// What the proxy saw (the provider's own counts).
     pub metered: Metered,
     /// What keel reported (its own usage).
@@ -114,6 +119,8 @@ impl TrialResult {
             successful_ops: 0,
             duplicate_call_ids: 0,
             repeated_ops: 0,
+            subagents: 0,
+            jobs: 0,
             metered: Default::default(),
             keel_input_tokens: 0,
             keel_output_tokens: 0,

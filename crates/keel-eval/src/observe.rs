@@ -30,6 +30,9 @@ pub struct Observed {
     pub failure_message: String,
     /// A protocol recovery the last run offered.
     pub recovery: Option<String>,
+    /// Subagents the session started (`agent/started`) and background jobs (`job/started`).
+    pub subagents: u32,
+    pub jobs: u32,
     started: BTreeMap<String, u32>,
     completed_ops: BTreeMap<(String, String), u32>,
     arguments: BTreeMap<String, (String, String)>,
@@ -51,6 +54,29 @@ impl Observed {
             if let Some(session) = text(&event, "session_id") {
                 self.session.get_or_insert_with(|| session.to_string());
             }
+            match text(&event, "session_id") {
+                // A subagent's events (under its own session id): its tool calls are work the
+                // trial did; its text, turns and tokens are not the trial's answer (its
+                // parent's turn counts its tokens).
+                Some(other) if Some(other) != self.session.as_deref() => {
+                    let other = other.to_string();
+                    self.see_child(&other, &event);
+                }
+                _ => self.see(&event),
+            }
+        }
+    }
+
+    /// A subagent's event: only its tool calls count, by their ids in its own session (call
+    /// ids repeat across sessions).
+    fn see_child(&mut self, session: &str, event: &Value) {
+        if matches!(
+            text(event, "type"),
+            Some("tool/call" | "tool/started" | "tool/result")
+        ) {
+            let call_id = format!("{session}/{}", text(event, "call_id").unwrap_or_default());
+            let mut event = event.clone();
+            event["call_id"] = Value::String(call_id);
             self.see(&event);
         }
     }
@@ -58,6 +84,8 @@ impl Observed {
     fn see(&mut self, event: &Value) {
         let call_id = || text(event, "call_id").unwrap_or_default().to_string();
         match text(event, "type").unwrap_or_default() {
+            "agent/started" => self.subagents += 1,
+            "job/started" => self.jobs += 1,
             "llm/request" => self.attempt_text.clear(),
             "llm/text" => self
                 .attempt_text
@@ -164,5 +192,46 @@ mod tests {
         assert_eq!(observed.repeated_ops(), 1);
         assert!(observed.completed);
         assert_eq!(observed.keel_input_tokens, 10);
+    }
+
+    #[test]
+    fn a_subagents_events_count_its_calls_but_not_its_words_or_tokens() {
+        let usage =
+            json!({"input": 10, "output": 2, "reasoning": 0, "cache_hit": 0, "cache_miss": 10});
+        let child = |body: serde_json::Value| {
+            let mut event = body;
+            event["session_id"] = json!("c1");
+            event.to_string()
+        };
+        let stdout = [
+            line(json!({"type": "session/started", "workspace": "/w", "model": "m", "provider": "p", "resumed": false})),
+            line(json!({"type": "tool/call", "call_id": "a", "name": "task", "arguments": "{}"})),
+            line(json!({"type": "agent/started", "call_id": "a", "child_session_id": "c1", "agent": "explore", "description": "d"})),
+            // The child's call has the parent's call id: not a call started twice.
+            child(json!({"type": "tool/call", "call_id": "a", "name": "read_file", "arguments": "{}"})),
+            child(json!({"type": "tool/started", "call_id": "a", "name": "read_file"})),
+            child(json!({"type": "tool/result", "call_id": "a", "name": "read_file", "state": "completed", "summary": ""})),
+            child(json!({"type": "llm/request", "attempt": 1, "protocol": "chat", "model": "m", "message_count": 1, "prefix_hash": "x"})),
+            child(json!({"type": "llm/text", "delta": "the child's words"})),
+            child(json!({"type": "llm/response", "finish_reason": "stop", "usage": usage})),
+            child(json!({"type": "turn/completed", "usage": usage, "cache_hit_ratio": 0.0})),
+            line(json!({"type": "tool/started", "call_id": "a", "name": "task"})),
+            line(json!({"type": "tool/result", "call_id": "a", "name": "task", "state": "completed", "summary": ""})),
+            line(json!({"type": "llm/request", "attempt": 1, "protocol": "chat", "model": "m", "message_count": 3, "prefix_hash": "y"})),
+            line(json!({"type": "llm/text", "delta": "The parent's answer."})),
+            line(json!({"type": "llm/response", "finish_reason": "stop", "usage": usage})),
+            line(json!({"type": "turn/completed", "usage": usage, "cache_hit_ratio": 0.0})),
+        ]
+        .join("\n");
+        let mut observed = Observed::default();
+        observed.read_run(&stdout);
+        assert_eq!(observed.answer, "The parent's answer.");
+        assert_eq!(observed.subagents, 1);
+        assert_eq!((observed.proposals, observed.successful_ops), (2, 2));
+        assert_eq!(observed.duplicate_call_ids(), 0);
+        assert_eq!(
+            observed.keel_input_tokens, 10,
+            "the parent's turn counts its child"
+        );
     }
 }

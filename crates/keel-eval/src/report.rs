@@ -45,6 +45,9 @@ pub struct Cell {
     pub latency_ms_total: u64,
     pub duplicate_call_ids: u32,
     pub repeated_ops: u32,
+    /// Subagents and background jobs the trials started.
+    pub subagents: u32,
+    pub jobs: u32,
     /// What the tokens cost by the providers' published prices, by currency (an estimate:
     /// all input priced as cache misses); empty where no price is known (the mock).
     pub estimated_cost: BTreeMap<String, f64>,
@@ -102,6 +105,8 @@ impl Cell {
         self.latency_ms_total += result.latency_ms;
         self.duplicate_call_ids += result.duplicate_call_ids;
         self.repeated_ops += result.repeated_ops;
+        self.subagents += result.subagents;
+        self.jobs += result.jobs;
     }
 
     pub(crate) fn mean_latency_secs(&self) -> f64 {

@@ -81,7 +81,7 @@ impl Report {
         }
         out.push_str("## Totals (read, edit and verify tasks)\n\n");
         for (variant, cell) in &self.totals {
-            let line = format!(
+            let mut line = format!(
                 "- **{variant}**: {}/{} passed (pass@1 {:.3}), {}, {} ({} repeated), {}, input \
                  {} / output {} tokens (keel's own count: {} / {}){}, mean {:.2} s, {}; {} \
                  infra_failed (not counted)",
@@ -109,6 +109,13 @@ impl Report {
                 cost_text(&cell.estimated_cost),
                 cell.infra_failed,
             );
+            if cell.subagents + cell.jobs > 0 {
+                line.push_str(&format!(
+                    "; {} and {} started",
+                    counted(cell.subagents, "subagent", "subagents"),
+                    counted(cell.jobs, "background job", "background jobs")
+                ));
+            }
             out.push_str(&wrapped(&line, "  "));
             out.push('\n');
         }

@@ -195,6 +195,8 @@ async fn attempt(
     result.successful_ops = observed.successful_ops;
     result.duplicate_call_ids = observed.duplicate_call_ids();
     result.repeated_ops = observed.repeated_ops();
+    result.subagents = observed.subagents;
+    result.jobs = observed.jobs;
     result.keel_input_tokens = observed.keel_input_tokens;
     result.keel_output_tokens = observed.keel_output_tokens;
     let answer_file = setup.dir.join("answer.txt");
