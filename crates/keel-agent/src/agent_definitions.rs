@@ -194,6 +194,9 @@ const AGENT_DESCRIPTION_CHARS: usize = 300;
 #[derive(Clone, Debug)]
 pub struct AgentDefinitions {
     agents: BTreeMap<String, AgentDefinition>,
+    /// The provider profile of each model an agent names (`PROVIDER/ID` → its provider's
+    /// profile), as the configuration resolves it (`set_profile`).
+    profiles: BTreeMap<String, keel_llm::ProviderProfile>,
     /// Files left out, values not applied and keys ignored, said once at session start.
     pub notices: Vec<String>,
 }
@@ -206,6 +209,7 @@ impl Default for AgentDefinitions {
                 .into_iter()
                 .map(|agent| (agent.name.clone(), agent))
                 .collect(),
+            profiles: BTreeMap::new(),
             notices: Vec::new(),
         }
     }
@@ -430,6 +434,30 @@ impl AgentDefinitions {
             "\n<agents>\nThe agents the task tool can start:\n{}\n</agents>\n",
             lines.join("\n")
         )
+    }
+
+    /// The models the agents name that are not `parent_model` (each needs its provider's
+    /// profile: `set_profile`).
+    pub fn other_models(&self, parent_model: &str) -> Vec<String> {
+        let mut models: Vec<String> = self
+            .agents
+            .values()
+            .filter_map(|agent| agent.model.clone())
+            .filter(|model| model != parent_model)
+            .collect();
+        models.sort();
+        models.dedup();
+        models
+    }
+
+    /// The provider profile a subagent on `model` (`PROVIDER/ID`) runs with.
+    pub fn set_profile(&mut self, model: &str, profile: keel_llm::ProviderProfile) {
+        self.profiles.insert(model.to_string(), profile);
+    }
+
+    /// The profile `set_profile` gave `model`, if any.
+    pub(crate) fn profile_for(&self, model: &str) -> Option<&keel_llm::ProviderProfile> {
+        self.profiles.get(model)
     }
 
     pub fn get(&self, name: &str) -> Option<&AgentDefinition> {

@@ -58,18 +58,26 @@ pub(crate) fn open(
     description: &str,
     max_rounds: u32,
 ) -> Result<(Agent, Option<PermissionMode>), AgentError> {
-    if !definition.shares_cache_with(&format!(
-        "{}/{}",
-        parent.settings.profile.name, parent.settings.model
-    )) {
-        return Err(AgentError::Agents(format!(
-            "the `{}` agent names a model of its own; keel runs a subagent on its parent's \
-             model for now",
-            definition.name
-        )));
-    }
     let (mode, refused) = definition.mode_under(parent.permission_mode());
     let mut settings = parent.settings.clone();
+    // An agent on a model of its own runs with that model's provider profile (its requests
+    // cannot share the parent's cache).
+    let parent_model = format!("{}/{}", parent.settings.profile.name, parent.settings.model);
+    if let Some(model) = definition
+        .model
+        .as_deref()
+        .filter(|_| !definition.shares_cache_with(&parent_model))
+    {
+        let profile = parent.services.surface.agents.profile_for(model);
+        let (Some(profile), Some((_, id))) = (profile, model.split_once('/')) else {
+            return Err(AgentError::Agents(format!(
+                "the `{}` agent's model `{model}` has no provider configured in this session",
+                definition.name
+            )));
+        };
+        settings.profile = profile.clone();
+        settings.model = id.to_string();
+    }
     settings.policy.mode = mode;
     settings.max_rounds = max_rounds;
     // The parent's notes are said already; a child says nothing of them again.

@@ -192,6 +192,9 @@ pub(crate) struct Spent {
     pub usage: Usage,
     price: Option<keel_llm::price::Price>,
     amount: f64,
+    /// Some tokens counted here have no price in this turn's currency (a subagent on another
+    /// model): the turn then says no amount rather than a part of one.
+    unpriced: bool,
 }
 
 impl Spent {
@@ -201,6 +204,7 @@ impl Spent {
             usage: Usage::default(),
             price: keel_llm::price::price_for(profile, model),
             amount: 0.0,
+            unpriced: false,
         }
     }
 
@@ -217,15 +221,19 @@ impl Spent {
     /// model, so it does).
     pub(crate) fn add_priced(&mut self, usage: &Usage, cost: Option<&Cost>) {
         self.usage.add(usage);
-        if let (Some(price), Some(cost)) = (&self.price, cost)
-            && price.currency == cost.currency
-        {
-            self.amount += cost.amount;
+        match (&self.price, cost) {
+            (Some(price), Some(cost)) if price.currency == cost.currency => {
+                self.amount += cost.amount;
+            }
+            _ => self.unpriced |= usage.input + usage.output > 0,
         }
     }
 
     /// The cost so far, where the model has a price.
     pub fn cost(&self) -> Option<Cost> {
+        if self.unpriced {
+            return None;
+        }
         self.price.as_ref().map(|price| Cost {
             amount: self.amount,
             currency: price.currency.clone(),
@@ -351,5 +359,29 @@ mod tests {
         spend.add(&usage(100), Some(&cost(9.0, "EUR")));
         assert_eq!(spend.cost, Some(cost(0.5, "USD")));
         assert!(spend.partial);
+    }
+
+    #[test]
+    fn a_subagents_spend_without_a_price_in_the_turns_currency_leaves_the_turn_without_an_amount() {
+        let mut spent = Spent {
+            usage: Usage::default(),
+            price: keel_llm::price::known_price(
+                "https://api.deepseek.com",
+                "deepseek-v4-flash",
+                None,
+            ),
+            amount: 0.0,
+            unpriced: false,
+        };
+        spent.charge(&usage(1000));
+        let own = spent.cost().expect("deepseek-v4-flash has a price");
+        // A child on the same currency adds its amount.
+        spent.add_priced(&usage(10), Some(&cost(0.25, &own.currency)));
+        assert!((spent.cost().unwrap().amount - own.amount - 0.25).abs() < 1e-9);
+        assert_eq!(spent.usage.input, 1010);
+        // One priced in another currency: no amount is a part passed for the whole.
+        spent.add_priced(&usage(10), Some(&cost(1.0, "XXX")));
+        assert_eq!(spent.cost(), None);
+        assert_eq!(spent.usage.input, 1020, "its tokens still count");
     }
 }

@@ -603,3 +603,65 @@ async fn a_childs_provider_failure_ends_that_child_typed_and_the_parent_goes_on(
     // The failed child was asked once: nothing is retried or recovered on its own.
     assert_eq!(of_conversation(&f.server.requests(), 1).len(), 1);
 }
+
+#[tokio::test]
+async fn an_agent_on_a_model_of_its_own_runs_with_that_models_profile() {
+    let server = keel_mock::MockServer::start(
+        ([127, 0, 0, 1], 0).into(),
+        scenario(json!({
+            "steps": [tasks(&[("thinker", "think", "MARK-T think"), ("lost", "nowhere", "MARK-L go")]),
+                      {"say": "ok"}],
+            "conversations": [{"when": {"contains": "MARK-T"}, "steps": [{"say": "Thought."}]}]
+        })),
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(workspace.join(".keel/agents")).unwrap();
+    std::fs::write(
+        workspace.join(".keel/agents/thinker.md"),
+        "---\ndescription: Thinks.\nmodel: deepseek/pro-model\n---\nThink.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        workspace.join(".keel/agents/lost.md"),
+        "---\ndescription: Nowhere.\nmodel: elsewhere/some-model\n---\nGo.\n",
+    )
+    .unwrap();
+    let settings = settings_for(&server.base_url(), &workspace);
+    let mut agents = keel_agent::AgentDefinitions::load(&workspace, None, &|_: &str| true);
+    assert_eq!(
+        agents.other_models("deepseek/m"),
+        ["deepseek/pro-model", "elsewhere/some-model"]
+    );
+    // The session's configuration knows deepseek's profile, not `elsewhere`'s.
+    agents.set_profile("deepseek/pro-model", settings.profile.clone());
+    let surface = keel_agent::SurfaceServices {
+        agents: std::sync::Arc::new(agents),
+        ..surface()
+    };
+    let host = Host::open(&dir.path().join("keel.db")).unwrap();
+    let parent = host
+        .open_session(SessionChoice::New, settings, surface)
+        .unwrap();
+    parent.submit(Input::Prompt("go".into())).await.unwrap();
+    let requests = server.requests();
+    let child = &of_conversation(&requests, 1)[0].body;
+    assert!(child.contains("\"model\":\"pro-model\""), "{child}");
+    let said = results(&parent);
+    let lost = said
+        .iter()
+        .find(|(_, content, _)| content.contains("`lost`"))
+        .unwrap();
+    assert!(
+        lost.1
+            .contains("the `lost` agent's model `elsewhere/some-model` has no provider configured"),
+        "{lost:?}"
+    );
+    assert!(
+        said.iter()
+            .any(|(_, content, _)| content.starts_with("Thought.")),
+        "{said:?}"
+    );
+}

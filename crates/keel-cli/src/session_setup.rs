@@ -288,9 +288,21 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
             .split_once('/')
             .is_some_and(|(provider, id)| !id.is_empty() && providers.iter().any(|p| p == provider))
     };
-    let agents =
+    let mut agents =
         keel_agent::AgentDefinitions::load(&workspace, Some(&settings::keel_home()?), &model_known);
     notices.extend(agents.notices.iter().cloned());
+    // An agent on a model of its own runs with that provider's profile.
+    for other in agents.other_models(&format!("{}/{}", model.provider, model.model)) {
+        let provider = other
+            .split_once('/')
+            .map_or(other.as_str(), |(name, _)| name);
+        match config.profile(provider) {
+            Ok(profile) => agents.set_profile(&other, profile),
+            Err(error) => notices.push(format!(
+                "an agent's model `{other}` cannot be used: {error}"
+            )),
+        }
+    }
     let declared = mcp_servers(&config)?;
     notices.extend(declared.notices);
     let mcp_servers = declared.trusted;
