@@ -29,8 +29,9 @@ pub(crate) struct AcpApprover {
     pub(crate) cwd: std::path::PathBuf,
     /// What "allow always" covers for the rest of the session.
     pub(crate) always: AlwaysAllowed,
-    /// Tools refused for the rest of the session ("reject always").
-    pub(crate) never: Mutex<Vec<String>>,
+    /// Tools refused for the rest of the session ("reject always"), by the asking session
+    /// (empty: the session's own calls; a subagent's child session for its calls).
+    pub(crate) never: Mutex<Vec<(String, String)>>,
 }
 
 impl Approver for AcpApprover {
@@ -41,13 +42,6 @@ impl Approver for AcpApprover {
         Box::pin(async move {
             if request.plan {
                 return self.approve_plan(request).await;
-            }
-            // An unconfined run is asked about every time.
-            if self.always.covers(request) {
-                return Approval::Allow;
-            }
-            if !request.unconfined && lock(&self.never).contains(&request.tool) {
-                return Approval::Declined;
             }
             let Some(session) = lock(&self.session).clone() else {
                 return Approval::Unattended;
@@ -91,6 +85,22 @@ impl Approver for AcpApprover {
                 }
                 None => request.call_id.clone(),
             };
+            // Answered without a question where an "always" of the asking session (a
+            // subagent's own, for its calls) covers it; a subagent's call was announced above
+            // all the same, so its end is reported for a call the editor knows.
+            let whose = request
+                .asked_by
+                .as_ref()
+                .map_or(String::new(), |by| by.session_id.clone());
+            // An unconfined run is asked about every time.
+            if self.always.covers(request) {
+                return Approval::Allow;
+            }
+            if !request.unconfined
+                && lock(&self.never).contains(&(whose.clone(), request.tool.clone()))
+            {
+                return Approval::Declined;
+            }
             let options = if request.unconfined {
                 title = format!(
                     "It failed inside keel's sandbox: run it again OUTSIDE, unconfined? {title}"
@@ -139,7 +149,7 @@ impl Approver for AcpApprover {
                     Approval::Allow
                 }
                 Some("reject_always") if !request.unconfined => {
-                    lock(&self.never).push(request.tool.clone());
+                    lock(&self.never).push((whose, request.tool.clone()));
                     Approval::Declined
                 }
                 // Rejected, cancelled by the client, or no answer: not approved.

@@ -36,10 +36,11 @@ impl AdmittedTurn {
             generation,
         } = self;
         let before = state.last_turn;
-        let ran =
-            std::panic::AssertUnwindSafe(turn::run_turn(&agent, &mut state, input, generation))
-                .catch_unwind()
-                .await;
+        let ran = std::panic::AssertUnwindSafe(turn::run_turn(
+            &agent, &mut state, input, generation, child_turn,
+        ))
+        .catch_unwind()
+        .await;
         // The number `run_turn` gave this turn (it may not have got that far).
         let turn = state.last_turn.max(before + 1);
         state.last_turn = turn;
@@ -91,6 +92,57 @@ impl AdmittedTurn {
             }
         }
     }
+}
+
+/// A subagent's one turn (`TurnRun::child_turn`), admitted like any turn (so a panic or an
+/// error in it ends it with `turn/failed`, never its parent's batch), its answer held for its
+/// parent to commit, and what it used read from the events it sent.
+pub(crate) fn child_turn(
+    child: Arc<Agent>,
+    input: TurnInput,
+    generation: u64,
+) -> futures_util::future::BoxFuture<'static, crate::turn_run::ChildTurnEnd> {
+    Box::pin(async move {
+        let mut events = child.events.subscribe();
+        let mut state = child.state.clone().lock_owned().await;
+        state.hold_answer = true;
+        let outcome = AdmittedTurn {
+            agent: child.clone(),
+            state,
+            input,
+            generation,
+        }
+        .run()
+        .await;
+        let mut state = child.state.lock().await;
+        let mut end = crate::turn_run::ChildTurnEnd {
+            outcome,
+            answer: state.held_answer.take(),
+            last_words: crate::task_report::last_words(&state.history),
+            rounds: state.replies,
+            budget_stop: state.budget_stop.take(),
+            usage: keel_types::Usage::default(),
+            cost: None,
+            cache_hit_first: 0,
+        };
+        let mut first = true;
+        while let Ok(event) = events.try_recv() {
+            match event.body {
+                EventBody::LlmResponse { usage, .. } if first => {
+                    first = false;
+                    end.cache_hit_first = usage.cache_hit;
+                }
+                EventBody::TurnCompleted { usage, cost, .. } => {
+                    (end.usage, end.cost) = (usage, cost)
+                }
+                EventBody::TurnFailed { usage, cost, .. } => {
+                    (end.usage, end.cost) = (usage.unwrap_or_default(), cost);
+                }
+                _ => {}
+            }
+        }
+        end
+    })
 }
 
 /// The session's state, unless a turn holds it. A reader (a status request estimating the

@@ -417,8 +417,13 @@ impl AgentDefinitions {
     /// (descriptions cut, their control characters blanked: one line each, whatever a file
     /// says).
     pub(crate) fn context_section(&self) -> String {
-        let lines: Vec<String> = self
+        // The built-ins first: no number of a project's files pushes them out.
+        let (built_in, others): (Vec<_>, Vec<_>) = self
             .list()
+            .partition(|agent| agent.source == AgentSource::BuiltIn);
+        let lines: Vec<String> = built_in
+            .into_iter()
+            .chain(others)
             .take(LISTED_AGENTS)
             .map(|agent| {
                 let description: String = agent

@@ -44,4 +44,12 @@ pub(crate) struct AgentState {
     /// A subagent's final answer and its turn, not committed yet: its parent commits it with
     /// the `task` result, in one transaction (`tool_results::finish_with`).
     pub held_answer: Option<(u64, Item)>,
+    /// The turn runs a subagent for its parent's `task` call: its final answer is held
+    /// (`held_answer`), not committed by the turn.
+    pub hold_answer: bool,
+    /// Responses committed (or held) in this process: a subagent's rounds.
+    pub replies: u32,
+    /// Why the last turn stopped at a budget (`max_rounds`, `max_child_tokens`), in words for
+    /// a subagent's parent.
+    pub budget_stop: Option<String>,
 }

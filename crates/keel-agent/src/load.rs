@@ -52,6 +52,9 @@ pub fn load_session(store: &Store, session: &str) -> Result<AgentState, AgentErr
         // Set when the agent is assembled (its snapshots are known then).
         bracket: crate::snapshot::CommandBracket::new(None, keel_types::Secrets::default()),
         held_answer: None,
+        hold_answer: false,
+        replies: 0,
+        budget_stop: None,
     })
 }
 
@@ -89,6 +92,7 @@ fn settle(store: &Store, session: &str) -> Result<Settled, AgentError> {
     // A turn that wrote no item (a compaction that failed) still used its number.
     last_turn = last_turn.max(store.last_event_turn(session)?);
     let receipts = store.receipts(session)?;
+    forget_unstarted_children(store, session, &receipts)?;
     let next_seq = receipts.iter().map(|r| r.seq).max().unwrap_or(0) + 1;
     let unanswered = unanswered_calls(&history);
     if !unanswered.is_empty() {
@@ -120,6 +124,25 @@ fn settle(store: &Store, session: &str) -> Result<Settled, AgentError> {
         last_turn,
         next_seq,
     })
+}
+
+/// Remove the child sessions of `parent` that no receipt names and that hold nothing: keel
+/// stopped between making one and writing its `task` receipt `started`, so nothing ran in it
+/// (its call is answered `not_started`). One a live process holds is left alone.
+fn forget_unstarted_children(
+    store: &Store,
+    parent: &str,
+    receipts: &[keel_types::ToolReceipt],
+) -> Result<(), AgentError> {
+    for child in store.children(parent)? {
+        let named = receipts
+            .iter()
+            .any(|receipt| receipt.child_session.as_deref() == Some(child.id.as_str()));
+        if !named && store.items(&child.id)?.is_empty() && !store.lease_is_held(&child.id)? {
+            store.remove_session(&child.id)?;
+        }
+    }
+    Ok(())
 }
 
 /// Settle the child session a `task` call of `parent` left without a result; what the call's
@@ -168,8 +191,8 @@ fn settle_child(store: &Store, parent: &str, child: &str) -> String {
     // By state, each tool counted: bounded whatever the child did.
     let said = crate::task_report::tools_by_state(&receipts);
     format!(
-        "[outcome unknown: keel stopped while the subagent ran, in its session {child}. Its \
-         tool calls — {said}. {not_again}]"
+        "[outcome unknown: the subagent was interrupted — keel stopped while it ran, in its \
+         session {child}. Its tool calls — {said}. {not_again}]"
     )
 }
 

@@ -3,15 +3,14 @@
 //! tokens (with the cache hits of its first request) and cost.
 //!
 //! Invariants:
-//! - Every figure is read from what the child stored (its events, its receipts), never
-//!   estimated: the footer says what happened.
+//! - Every figure is what the child's own turn reported (the events it sent, its receipts),
+//!   never estimated: the footer says what happened.
 //! - The footer is bounded whatever the child did (tools counted per state, a few named).
 //! - A child that did not complete gives no answer; what it said last is quoted, cut, and
 //!   marked as such.
 
 use crate::agent::Agent;
 use crate::agent_definitions::AgentDefinition;
-use crate::error::AgentError;
 use crate::turn_run::{ChildTurnEnd, TurnOutcome};
 use keel_tools::{PermissionMode, ToolOutput};
 use keel_types::{
@@ -116,44 +115,6 @@ pub(crate) fn tools_by_state(receipts: &[ToolReceipt]) -> String {
         .join("; ")
 }
 
-/// What a child's stored events say it used: responses (rounds), the cache hits of the first,
-/// and its turn's usage and cost.
-struct Spent {
-    rounds: u32,
-    cache_hit_first: u64,
-    usage: Usage,
-    cost: Option<Cost>,
-}
-
-fn spent(child: &Agent) -> Result<Spent, AgentError> {
-    let mut spent = Spent {
-        rounds: 0,
-        cache_hit_first: 0,
-        usage: Usage::default(),
-        cost: None,
-    };
-    for stored in child.services.store.events_after(&child.session.id, 0)? {
-        match stored.event.body {
-            EventBody::LlmResponse { usage, .. } => {
-                if spent.rounds == 0 {
-                    spent.cache_hit_first = usage.cache_hit;
-                }
-                spent.rounds += 1;
-            }
-            EventBody::TurnCompleted { usage, cost, .. } => {
-                spent.usage = usage;
-                spent.cost = cost;
-            }
-            EventBody::TurnFailed { usage, cost, .. } => {
-                spent.usage = usage.unwrap_or_default();
-                spent.cost = cost;
-            }
-            _ => {}
-        }
-    }
-    Ok(spent)
-}
-
 impl Report {
     /// What `child`'s turn (`outcome`) came to.
     pub(crate) fn of(
@@ -167,44 +128,29 @@ impl Report {
             outcome,
             answer,
             last_words,
+            rounds,
+            budget_stop,
+            usage,
+            cost,
+            cache_hit_first,
         } = ended;
-        let read = spent(&child);
         let tools = child
             .services
             .store
             .receipts(&child.session.id)
             .map(|receipts| tools_by_state(&receipts))
             .unwrap_or_else(|error| format!("not readable ({error})"));
-        let Spent {
-            rounds,
-            cache_hit_first,
-            usage,
-            cost,
-        } = read.unwrap_or(Spent {
-            rounds: 0,
-            cache_hit_first: 0,
-            usage: Usage::default(),
-            cost: None,
-        });
-        let max_rounds = child.settings.max_rounds;
-        let token_budget = child.role.as_ref().and_then(|role| role.max_tokens);
-        let over_budget = rounds >= max_rounds
-            || token_budget.is_some_and(|limit| usage.input + usage.output >= limit);
         let (end, failure) = match outcome {
             Ok(TurnOutcome::Completed { .. }) => (AgentEnd::Completed, None),
             Ok(TurnOutcome::Cancelled) => (AgentEnd::Cancelled, None),
-            Ok(TurnOutcome::Failed { mut diagnostic, .. })
-                if diagnostic.kind == FailureKind::Limit && over_budget =>
-            {
-                if rounds >= max_rounds {
-                    // The parent's words, not a person's ("ask keel to continue").
-                    diagnostic.message = format!(
-                        "it used all {max_rounds} rounds a subagent may take ([agents] max_rounds)"
-                    );
+            Ok(TurnOutcome::Failed { mut diagnostic, .. }) => match budget_stop {
+                // The parent's words, not a person's ("ask keel to continue").
+                Some(why) => {
+                    diagnostic.message = why;
+                    (AgentEnd::BudgetExhausted, Some(diagnostic))
                 }
-                (AgentEnd::BudgetExhausted, Some(diagnostic))
-            }
-            Ok(TurnOutcome::Failed { diagnostic, .. }) => (AgentEnd::Failed, Some(diagnostic)),
+                None => (AgentEnd::Failed, Some(diagnostic)),
+            },
             Err(error) => (
                 AgentEnd::Failed,
                 Some(FailureDiagnostic::with_message(
@@ -236,9 +182,7 @@ impl Report {
         match self.end {
             AgentEnd::Completed => ReceiptState::Completed,
             AgentEnd::Cancelled => ReceiptState::Cancelled,
-            AgentEnd::Failed | AgentEnd::BudgetExhausted | AgentEnd::Interrupted => {
-                ReceiptState::Failed
-            }
+            AgentEnd::Failed | AgentEnd::BudgetExhausted => ReceiptState::Failed,
         }
     }
 

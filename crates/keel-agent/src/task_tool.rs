@@ -136,11 +136,23 @@ pub(crate) async fn run_tasks(
         })
         .collect();
     // Each child's end commits as it comes: a slow child never holds back another's answer.
+    // A commit that fails (the store) stops the batch: every child is cancelled and waited
+    // for (each settles its own receipts), the others' ends are still committed where they
+    // can be, and the first failure is returned.
+    let mut failed = None;
     while let Some((position, ended)) = running.next().await {
-        commit(run, state, round, position, ended)?;
+        if let Err(error) = commit(run, state, round, position, ended)
+            && failed.is_none()
+        {
+            run.agent.cancellation.cancel();
+            failed = Some(error);
+        }
     }
     if let Some(bracketed) = &bracketed {
         state.bracket.close(bracketed);
+    }
+    if let Some(error) = failed {
+        return Err(error);
     }
     Ok(if run.is_current() {
         BatchEnd::Ran

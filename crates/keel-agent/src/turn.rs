@@ -35,13 +35,15 @@ use keel_types::{
 };
 use std::sync::Arc;
 
+/// Run one turn; `child_turn` is how the subagents its `task` calls start run theirs.
 pub async fn run_turn(
     agent: &Arc<Agent>,
     state: &mut AgentState,
     input: TurnInput,
     generation: u64,
+    child_turn: crate::turn_run::ChildTurn,
 ) -> Result<TurnOutcome, AgentError> {
-    let outcome = run_turn_inner(agent, state, input, generation).await;
+    let outcome = run_turn_inner(agent, state, input, generation, child_turn).await;
     // A turn ends with its last snapshot taken: a rewind right after it sees the bracket closed.
     let turn = state.last_turn;
     if let Some(failed) = state.bracket.settle().await {
@@ -59,6 +61,7 @@ async fn run_turn_inner(
     state: &mut AgentState,
     input: TurnInput,
     generation: u64,
+    child_turn: crate::turn_run::ChildTurn,
 ) -> Result<TurnOutcome, AgentError> {
     let turn = state.last_turn + 1;
     state.last_turn = turn;
@@ -105,6 +108,7 @@ async fn run_turn_inner(
     let mut compaction_futile = false;
     for _round in 0..agent.settings.max_rounds {
         if let Some(diagnostic) = budget_spent(&run) {
+            state.budget_stop = Some(diagnostic.message.clone());
             return Ok(end_failed(&run, diagnostic));
         }
         let mut reply = request(&mut run, state, !compaction_futile).await?;
@@ -197,25 +201,12 @@ async fn run_turn_inner(
             agent.settings.max_rounds
         ),
     );
+    // A subagent's parent hears of its budget in its own words.
+    state.budget_stop = Some(format!(
+        "it used all {} rounds a subagent may take ([agents] max_rounds)",
+        agent.settings.max_rounds
+    ));
     Ok(end_failed(&run, diagnostic))
-}
-
-/// A subagent's one turn (`TurnRun::child_turn`): run on its own state, its answer held for
-/// its parent to commit.
-fn child_turn(
-    child: Arc<Agent>,
-    input: TurnInput,
-    generation: u64,
-) -> futures_util::future::BoxFuture<'static, crate::turn_run::ChildTurnEnd> {
-    Box::pin(async move {
-        let mut state = child.state.clone().lock_owned().await;
-        let outcome = run_turn(&child, &mut state, input, generation).await;
-        crate::turn_run::ChildTurnEnd {
-            outcome,
-            answer: state.held_answer.take(),
-            last_words: crate::task_report::last_words(&state.history),
-        }
-    })
 }
 
 /// At the turn boundary: the MCP tools this turn offers. The session's first request waits
@@ -526,7 +517,8 @@ fn commit_reply(
         }
     }
     let assistant = Item::Assistant(completion.item);
-    if calls.is_empty() && agent.role.is_some() {
+    state.replies += 1;
+    if calls.is_empty() && state.hold_answer {
         // A subagent's answer commits with its parent's `task` result, in one transaction.
         state.held_answer = Some((run.turn, assistant));
         return Ok(ToolRound { calls, receipts });

@@ -42,6 +42,15 @@ pub(crate) struct ChildTurnEnd {
     pub outcome: Result<TurnOutcome, crate::error::AgentError>,
     pub answer: Option<(u64, keel_types::Item)>,
     pub last_words: Option<String>,
+    /// Its responses (its rounds).
+    pub rounds: u32,
+    /// Why it stopped at a budget, if it did.
+    pub budget_stop: Option<String>,
+    /// What its turn used and cost (its `turn/completed` or `turn/failed`, as emitted), and
+    /// the cache-hit tokens of its first response.
+    pub usage: keel_types::Usage,
+    pub cost: Option<keel_types::Cost>,
+    pub cache_hit_first: u64,
 }
 
 /// What starts a turn.

@@ -65,7 +65,13 @@ fn a_slash_opens_the_menu_filtered_as_you_type_and_enter_runs_the_choice() {
         screen.contains("▸ /status")
     });
     tmux.press(&["Enter"]);
-    let shown = tmux.wait_for("endpoint");
+    // The menu's own line says "endpoint" too: wait for the report under the command.
+    tmux.wait_until_screen("the /status report", |screen| {
+        screen
+            .find("› /status")
+            .is_some_and(|at| screen[at..].contains("endpoint"))
+    });
+    let shown = tmux.wait_for("› /status");
     // Headed by the command, and what /status says.
     let headed = shown.find("› /status").unwrap_or_else(|| panic!("{shown}"));
     let body = &shown[headed..];

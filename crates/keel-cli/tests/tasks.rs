@@ -358,3 +358,91 @@ fn rewinding_the_parents_turn_undoes_what_its_subagents_changed() {
     assert_eq!(read(&home, "new.txt"), None, "{}", rewound.stderr());
     assert_eq!(read(&home, "tracked.txt").as_deref(), Some("tracked\n"));
 }
+
+#[test]
+fn a_kill_around_the_task_receipt_never_starts_the_child_and_leaves_no_empty_session() {
+    // Before `started`: the child's session was made, nothing ran in it; its call is answered
+    // `not_started` and the empty session goes.
+    let (home, mock) = scripted("chat", &delegating(), "");
+    let session = killed(&home, "before_task_started");
+    assert_eq!(
+        stored_session_ids(&home).len(),
+        2,
+        "the child's session was made"
+    );
+    let resumed = home.run(&["run", "--session", &session, "--yes", "--json", "go on"]);
+    assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
+    let shown = session_json(&home, &session, &[]);
+    assert_eq!(shown["receipts"][0]["state"], "not_started", "{shown}");
+    assert!(task_result(&shown).contains("not started"), "{shown}");
+    assert_eq!(
+        stored_session_ids(&home),
+        std::slice::from_ref(&session),
+        "no empty child left"
+    );
+    assert_eq!(child_requests(&mock), 0);
+
+    // After `started`: the receipt names the child before its first request; on restart the
+    // call's result names it, and it never asks anything.
+    let (home, mock) = scripted("chat", &delegating(), "");
+    let session = killed(&home, "after_task_started");
+    let shown = session_json(&home, &session, &[]);
+    let child = shown["receipts"][0]["child_session"]
+        .as_str()
+        .expect("named before the child's first request")
+        .to_string();
+    assert_eq!(child_requests(&mock), 0);
+    let resumed = home.run(&["run", "--session", &session, "--yes", "--json", "go on"]);
+    assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
+    let result = task_result(&session_json(&home, &session, &[]));
+    assert!(
+        result.contains(&format!(
+            "interrupted — keel stopped while it ran, in its session {child}"
+        )),
+        "{result}"
+    );
+    assert!(result.contains("no tool call"), "{result}");
+    assert_eq!(child_requests(&mock), 0, "the child never asked anything");
+}
+
+#[test]
+fn a_bug_in_a_child_ends_that_child_failed_and_the_parent_goes_on() {
+    let (home, mock) = scripted("chat", &delegating(), "");
+    // A panic as the child's command starts (the child's is the first such point reached).
+    let run = home
+        .keel(&["run", "--yes", "--json", "delegate it"])
+        .env("KEEL_KILL_AT", "panic:after_receipt_started")
+        .output()
+        .unwrap();
+    // The turn completed (not ready: its answer came right after a failed call: exit 1).
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let events: Vec<Value> = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let session = events[0]["session_id"].as_str().unwrap().to_string();
+    let result = task_result(&session_json(&home, &session, &[]));
+    assert!(
+        result.contains("subagent `general` (mark it) failed (unknown)"),
+        "{result}"
+    );
+    assert!(result.contains("a bug in keel"), "{result}");
+    let finished = events
+        .iter()
+        .find(|event| event["type"] == "agent/finished")
+        .unwrap();
+    assert_eq!(finished["state"], "failed");
+    // The parent's next request went out and its turn completed.
+    assert_eq!(mock.requests().len(), 3, "parent, child, parent");
+    assert!(
+        events
+            .iter()
+            .any(|event| event["type"] == "turn/completed"
+                && event["session_id"] == session.as_str())
+    );
+}

@@ -566,7 +566,11 @@ async fn events(
                     _ = stopping.wait_for(|stop| *stop) => return None,
                 };
                 let mut data = serde_json::to_value(&event).unwrap_or(Value::Null);
-                attempt.enrich(&mut data);
+                // The answer rendered so far is this session's own (a subagent's text, under
+                // its own session id, is never folded into it).
+                if event.session_id == session {
+                    attempt.enrich(&mut data);
+                }
                 // The change a waiting write or edit would make, or the plan to approve, for
                 // its card (asked before announced, so the call is waiting by now).
                 // A subagent's call waits under its own session id (the event's).

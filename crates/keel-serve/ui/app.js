@@ -180,7 +180,7 @@ function askOnCard(event, session = view.session) {
   const folded = event.view || { lines: [event.subject || ""], line_count: 1, head: event.subject || "" };
   entry.box.querySelector(".subject").textContent = folded.lines.join("\n");
   // The exact change a write or an edit would make, numbered (keel's renderer wrote it).
-  if (event.diff_html !== undefined) showNumberedDiff(event.call_id, entry.box, event.diff_html);
+  if (event.diff_html !== undefined) showNumberedDiff(key, entry.box, event.diff_html);
   const actions = el("div", "actions");
   const count = (folded.line_count > 1 ? ` (${folded.line_count} lines)` : "")
     + (folded.hidden_chars ? ` — ${folded.hidden_chars} characters of long lines not shown` : "");

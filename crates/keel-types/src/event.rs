@@ -394,8 +394,6 @@ pub enum AgentEnd {
     Cancelled,
     /// It reached `[agents] max_rounds` or `max_child_tokens`.
     BudgetExhausted,
-    /// keel stopped while it ran (settled when its parent was loaded again).
-    Interrupted,
 }
 
 impl AgentEnd {
@@ -405,7 +403,6 @@ impl AgentEnd {
             AgentEnd::Failed => "failed",
             AgentEnd::Cancelled => "cancelled",
             AgentEnd::BudgetExhausted => "budget_exhausted",
-            AgentEnd::Interrupted => "interrupted",
         }
     }
 }
