@@ -158,6 +158,17 @@ impl Approver for AcpApprover {
         })
     }
 
+    fn answers_without_asking(&self, request: &ApprovalRequest) -> bool {
+        let whose = request
+            .asked_by
+            .as_ref()
+            .map_or(String::new(), |by| by.session_id.clone());
+        !request.plan
+            && (self.always.covers(request)
+                || (!request.unconfined
+                    && lock(&self.never).contains(&(whose, request.tool.clone()))))
+    }
+
     /// An editor may answer permission requests by itself: no unconfined re-run is offered.
     fn asks_a_person(&self) -> bool {
         false

@@ -111,14 +111,21 @@ impl Agent {
         request: &'a ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
         Box::pin(async move {
-            let _one_at_a_time = self.services.one_question.lock().await;
             let mut request = request.clone();
             request.asked_by = self.role.as_ref().map(|role| keel_types::AskedBy {
                 session_id: self.session.id.clone(),
                 agent: role.agent.clone(),
                 description: role.description.clone(),
             });
-            let answer = self.services.surface.approver.approve(&request);
+            let approver = &self.services.surface.approver;
+            // A call an "always" covers is answered at once: it never waits behind another
+            // agent's question.
+            let _one_at_a_time = if approver.answers_without_asking(&request) {
+                None
+            } else {
+                Some(self.services.one_question.lock().await)
+            };
+            let answer = approver.approve(&request);
             self.emit(
                 Some(turn),
                 keel_types::EventBody::ApprovalRequested {

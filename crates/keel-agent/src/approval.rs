@@ -95,6 +95,13 @@ pub trait Approver: Send + Sync {
     /// The surface moves to another session: what was answered "always" in the last one no
     /// longer holds.
     fn forget_always(&self) {}
+
+    /// Whether `request` is answered without a question (an "always" of the asking session
+    /// covers it, or nobody is ever asked): such a call never waits for another agent's
+    /// question on screen.
+    fn answers_without_asking(&self, _request: &ApprovalRequest) -> bool {
+        false
+    }
 }
 
 /// For `keel run`: nobody to ask, so deny (or allow everything with `--yes`).
@@ -103,6 +110,10 @@ pub struct HeadlessApprover {
 }
 
 impl Approver for HeadlessApprover {
+    fn answers_without_asking(&self, _request: &ApprovalRequest) -> bool {
+        true
+    }
+
     fn approve<'a>(
         &'a self,
         _request: &'a ApprovalRequest,

@@ -472,3 +472,94 @@ async fn a_child_another_live_keel_holds_is_left_as_it_is_and_said() {
     let said = result_of(&parent, "t1");
     assert!(said.contains("still runs"), "{said}");
 }
+
+/// Holds every question until released, but answers at once (an "always" of the asking
+/// session) the commands that start with `echo covered`.
+#[derive(Default)]
+struct Gate {
+    open: tokio::sync::Notify,
+}
+
+impl keel_agent::Approver for Gate {
+    fn answers_without_asking(&self, request: &keel_agent::ApprovalRequest) -> bool {
+        request.subject.starts_with("echo covered")
+    }
+
+    fn approve<'a>(
+        &'a self,
+        request: &'a keel_agent::ApprovalRequest,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = keel_agent::Approval> + Send + 'a>>
+    {
+        Box::pin(async move {
+            if !self.answers_without_asking(request) {
+                self.open.notified().await;
+            }
+            keel_agent::Approval::Allow
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_call_always_covers_never_waits_behind_another_agents_question() {
+    let scenario = Scenario::parse(
+        &serde_json::json!({
+            "steps": [{"say": "parent"}],
+            "conversations": [
+                {"when": {"contains": "MARK-ASKS"}, "steps": [
+                    {"tool": "bash", "args": {"command": "touch asked.txt"}}, {"say": "asked done"}]},
+                {"when": {"contains": "MARK-COVERED"}, "steps": [
+                    {"tool": "bash", "args": {"command": "echo covered > covered.txt"}, "delay_ms": 100},
+                    {"say": "covered done"}]}
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let server = keel_mock::MockServer::start(([127, 0, 0, 1], 0).into(), scenario)
+        .await
+        .unwrap();
+    let host = keel_agent::Host::open(&dir.path().join("keel.db")).unwrap();
+    let mut settings = settings_for(&server.base_url(), &workspace);
+    settings.policy = keel_tools::PermissionPolicy::mode_only(PermissionMode::Ask);
+    let gate = std::sync::Arc::new(Gate::default());
+    let surface = keel_agent::SurfaceServices::new(std::sync::Arc::new(Key), gate.clone());
+    let parent = host
+        .open_session(keel_agent::SessionChoice::New, settings, surface)
+        .unwrap();
+    let general = AgentDefinitions::default().get("general").unwrap().clone();
+    let asks = parent
+        .open_child(&general, "asks", 10)
+        .await
+        .unwrap()
+        .controller;
+    let covered = parent
+        .open_child(&general, "covered", 10)
+        .await
+        .unwrap()
+        .controller;
+    let asking = tokio::spawn({
+        let asks = asks.clone();
+        async move { asks.submit(Input::Prompt("MARK-ASKS".into())).await }
+    });
+    // The covered child runs to its end while the other's question is still open.
+    let outcome = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        covered.submit(Input::Prompt("MARK-COVERED".into())),
+    )
+    .await
+    .expect("a covered call does not wait for another agent's question")
+    .unwrap();
+    assert!(
+        matches!(outcome, TurnOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    assert!(workspace.join("covered.txt").exists());
+    assert!(!asking.is_finished() && !workspace.join("asked.txt").exists());
+    gate.open.notify_one();
+    let asked = asking.await.unwrap().unwrap();
+    assert!(matches!(asked, TurnOutcome::Completed { .. }), "{asked:?}");
+    assert!(workspace.join("asked.txt").exists());
+}

@@ -185,7 +185,28 @@ impl SessionApprover {
     }
 }
 
+impl SessionApprover {
+    /// The asking session's "always" answers (a subagent's own, for its calls).
+    fn always_of(&self, session: &str, request: &ApprovalRequest) -> Arc<AlwaysAllowed> {
+        let asking = request
+            .asked_by
+            .as_ref()
+            .map_or(session, |by| by.session_id.as_str())
+            .to_string();
+        lock(&self.approvals.always)
+            .entry(asking)
+            .or_default()
+            .clone()
+    }
+}
+
 impl Approver for SessionApprover {
+    fn answers_without_asking(&self, request: &ApprovalRequest) -> bool {
+        self.session
+            .get()
+            .is_some_and(|session| self.always_of(session, request).covers(request))
+    }
+
     /// Registers the call as waiting at once (when called, not when first polled), so a
     /// decision that arrives right after the call is announced finds it.
     fn approve<'a>(
