@@ -1,9 +1,18 @@
 //! A session's namespace holders: one long-lived process per distinct mount plan, whose
-//! namespaces (user, mount, IPC, network, PID with its own `/proc`) every command of the
-//! session with that plan joins. Making them is most of a confined spawn's cost (the mounts,
+//! namespaces (mount, IPC, PID with its own `/proc`, in the session's user and network
+//! namespaces) every command of the session with that plan joins. Making them is most of a confined spawn's cost (the mounts,
 //! a network namespace, an init and its `/proc`); joining them is a few `setns` calls.
 //!
 //! Invariants:
+//! - One user and one network namespace per session (`Anchor`): the first holder makes them
+//!   (the maps, nested user namespaces refused, the loopback up) and keel keeps handles on
+//!   them until the session ends; every later holder, of any plan, and every command that makes
+//!   its own namespaces (a PID namespace among them) for want of a holder enters them before
+//!   making the rest. A command without a PID namespace never does: its survivors would linger
+//!   in the network the others use. So all of a
+//!   session's commands share one loopback, whatever their mode, and a holder that retires
+//!   splits nothing. A sandbox that shares no namespaces (a one-off, an MCP server's) never
+//!   enters them.
 //! - A command joins a holder only when everything its own plan would mount is what the
 //!   holder mounted (`Key`): the same steps on the same paths, and each path still the same
 //!   file (device and inode) — a directory replaced since (a `.git` made again, a hidden
@@ -38,7 +47,7 @@
 //!   session ends.
 
 use crate::SandboxError;
-use crate::confine::{self, Joined, MountOp};
+use crate::confine::{self, Anchor, Joined, MountOp};
 use crate::layers::Layers;
 use crate::plan::{self, Plan};
 use crate::policy::SandboxPolicy;
@@ -109,6 +118,10 @@ impl Key {
 #[derive(Debug, Default)]
 pub(crate) struct Holders {
     slots: Vec<Option<Holder>>,
+    /// The session's user and network namespaces, made by its first holder: every later
+    /// holder (of any plan) and every command that makes its own namespaces enters them, so
+    /// all share one loopback; kept until the session ends.
+    anchor: Option<Anchor>,
     /// Holders started (for tests and diagnostics).
     started: usize,
     /// Joins so far (the clock of `last_used`).
@@ -223,8 +236,22 @@ pub(crate) fn join(
             let Some(index) = locked.free_slot() else {
                 return Ok(None);
             };
-            let mut holder = Holder::start(policy, layers)?;
+            let anchor = locked
+                .anchor
+                .as_ref()
+                .map(Anchor::try_clone)
+                .transpose()
+                .map_err(SandboxError::Io)?;
+            let mut holder = Holder::start(policy, layers, anchor)?;
             locked.started += 1;
+            if locked.anchor.is_none()
+                && let Some(net) = &holder.joined.net
+            {
+                locked.anchor = Some(Anchor {
+                    user: holder.joined.user.try_clone().map_err(SandboxError::Io)?,
+                    net: net.try_clone().map_err(SandboxError::Io)?,
+                });
+            }
             // What it mounted is what this command's plan would: same steps, same files, and
             // nothing changed since in its mount table.
             if holder.key != key || !holder.usable() {
@@ -246,6 +273,16 @@ pub(crate) fn join(
         index,
         ended_on_its_own: false,
     }))
+}
+
+/// The session's network anchor, if a holder made it (another handle on it).
+pub(crate) fn anchor(holders: &Arc<Mutex<Holders>>) -> Option<Anchor> {
+    holders
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .anchor
+        .as_ref()
+        .and_then(|anchor| anchor.try_clone().ok())
 }
 
 /// Joined no more; ended (its slot emptied) now if no command of it runs.
@@ -298,9 +335,13 @@ impl Holders {
 
 impl Holder {
     /// A holder for `policy` under `layers`, keyed by what it mounted.
-    fn start(policy: &SandboxPolicy, layers: &Layers) -> Result<Holder, SandboxError> {
+    fn start(
+        policy: &SandboxPolicy,
+        layers: &Layers,
+        anchor: Option<Anchor>,
+    ) -> Result<Holder, SandboxError> {
         let (receiver, sender) = UnixStream::pair().map_err(SandboxError::Io)?;
-        let plan = plan::prepare(policy, layers, Some(OwnedFd::from(sender)))?;
+        let plan = plan::prepare(policy, layers, Some(OwnedFd::from(sender)), anchor)?;
         let key = key_of(&plan).ok_or_else(|| SandboxError::SetUp {
             step: "starting the session's namespaces".into(),
             source: std::io::Error::other("this kernel makes no PID namespace"),

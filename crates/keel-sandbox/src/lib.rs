@@ -495,7 +495,10 @@ impl Sandbox {
                     .into(),
             });
         }
-        let mut plan = plan::prepare(policy, layers, None)?;
+        // A session's commands share its network namespace, whatever their mode (a holder
+        // made it; a command that makes its own namespaces enters it too).
+        let anchor = shared.then(|| holders::anchor(&self.holders)).flatten();
+        let mut plan = plan::prepare(policy, layers, None, anchor)?;
 
         for (name, value) in &plan.env {
             match value {

@@ -223,6 +223,7 @@ impl Plan {
     pub(crate) fn join(&mut self, joined: Joined) {
         let prepared = &mut self.prepared;
         prepared.join = Some(joined);
+        prepared.anchor = None;
         prepared.loopback = None;
         prepared.mounts.clear();
         prepared.pid_namespace = false;
@@ -235,6 +236,7 @@ pub(crate) fn prepare(
     policy: &SandboxPolicy,
     layers: &Layers,
     hold: Option<OwnedFd>,
+    anchor: Option<confine::Anchor>,
 ) -> Result<Plan, SandboxError> {
     let (report, report_writer) = UnixDatagram::pair().map_err(SandboxError::Io)?;
     report.set_nonblocking(true).map_err(SandboxError::Io)?;
@@ -289,6 +291,13 @@ pub(crate) fn prepare(
         keel_pid: confine::own_pid(),
         keel_strings: own_strings(),
         join: None,
+        // Only where this spawn would make both itself, and a PID namespace whose end takes
+        // everything it started with it: without one, a command's survivors would linger in
+        // the network the session's other commands use.
+        anchor: anchor.filter(|_| {
+            let wanted = libc::CLONE_NEWUSER | libc::CLONE_NEWNET | libc::CLONE_NEWPID;
+            unshare_flags & wanted == wanted
+        }),
         file_limit: confine::children_file_limit(),
         exec: None,
         hold: hold.filter(|_| layers.user_namespace && layers.pid_namespace),

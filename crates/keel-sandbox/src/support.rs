@@ -149,7 +149,7 @@ fn probe(layers: &Layers) -> Result<(), SandboxError> {
         home_dots: None,
         not_to_create: Vec::new(),
     };
-    let plan = crate::plan::prepare(&policy, layers, None)?;
+    let plan = crate::plan::prepare(&policy, layers, None, None)?;
     let program = ["/bin/true", "/usr/bin/true"]
         .into_iter()
         .find(|path| Path::new(path).exists())

@@ -335,3 +335,40 @@ fn roots_side_by_side_under_tmp_stay_whole_and_the_directories_above_them_writab
     // `../beside` is in the session's temp dir (the fixture's root is under the host's /tmp).
     assert!(!fixture.root.join("beside").exists());
 }
+
+#[test]
+fn every_command_of_a_session_shares_one_network_whatever_its_mode() {
+    let fixture = Fixture::new();
+    let sandbox = fixture.sandbox(SandboxSettings::default(), true);
+    let network = "readlink /proc/self/ns/net /proc/self/ns/user";
+    let (code, writing) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, network);
+    assert_eq!(code, 0, "{writing}");
+    let (code, reading) = fixture.run_in(&sandbox, SandboxMode::ReadOnly, network);
+    assert_eq!(code, 0, "{reading}");
+    assert_eq!(sandbox.namespace_holders(), 2, "two plans, two holders");
+    assert_eq!(writing, reading, "one network and one user namespace");
+    let host = std::fs::read_link("/proc/self/ns/net").unwrap();
+    assert!(
+        !writing.contains(&host.display().to_string()),
+        "not the host's network"
+    );
+    // A server one mode's command runs is reached from the other's, on the loopback.
+    let port = 20000 + std::process::id() % 20000;
+    let serve = format!(
+        "python3 -c \"import socket; s = socket.socket(); s.bind(('127.0.0.1', {port})); \
+         s.listen(); c, _ = s.accept(); c.sendall(b'hello from the server'); c.close()\""
+    );
+    let (confinement, mut server) = fixture.start_in(&sandbox, SandboxMode::WorkspaceWrite, &serve);
+    let reach = format!(
+        "for i in $(seq 50); do python3 -c \"import socket; s = socket.create_connection(('127.0.0.1', {port})); \
+         print(s.recv(100).decode())\" 2>/dev/null && exit 0; sleep 0.1; done; exit 1"
+    );
+    let (code, said) = fixture.run_in(&sandbox, SandboxMode::ReadOnly, &reach);
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains("hello from the server"), "{said}");
+    assert!(server.wait().unwrap().success());
+    drop(confinement);
+    // The host's loopback is not the session's: nothing there answers.
+    let outside = std::net::TcpStream::connect(("127.0.0.1", port as u16));
+    assert!(outside.is_err(), "the server was on the host's loopback");
+}

@@ -166,6 +166,27 @@ pub(crate) struct Prepared {
     pub hold: Option<OwnedFd>,
     /// What a command that joins a holder's namespaces execs (it cannot return into std's).
     pub exec: Option<crate::exec::Exec>,
+    /// The session's user and network namespaces, entered instead of made: every command and
+    /// holder of the session then shares one network (one loopback), whatever its mode.
+    pub anchor: Option<Anchor>,
+}
+
+/// A session's user namespace (maps written, nested ones refused) and its network namespace
+/// (the loopback up), made by its first holder and kept for the session by these handles.
+#[derive(Debug)]
+pub(crate) struct Anchor {
+    pub user: OwnedFd,
+    pub net: OwnedFd,
+}
+
+impl Anchor {
+    /// Another handle on the same namespaces.
+    pub(crate) fn try_clone(&self) -> std::io::Result<Anchor> {
+        Ok(Anchor {
+            user: self.user.try_clone()?,
+            net: self.net.try_clone()?,
+        })
+    }
 }
 
 /// A holder's namespaces: its user namespace (maps written, nested ones refused), its mount
@@ -359,16 +380,25 @@ fn confine(prepared: &Prepared) -> std::io::Result<()> {
 }
 
 fn enter_namespaces(prepared: &Prepared) -> std::io::Result<()> {
+    let mut flags = prepared.unshare_flags;
+    // The session's user and network namespaces, entered first (the user namespace's
+    // capabilities are what lets the network one be entered and the others be made in it):
+    // their maps, the refusal of nested user namespaces and the loopback are already there.
+    if let Some(anchor) = &prepared.anchor {
+        // SAFETY: plain system calls on descriptors `prepared` owns.
+        unsafe {
+            let entered = libc::setns(anchor.user.as_raw_fd(), libc::CLONE_NEWUSER);
+            check(entered as c_long, prepared, Step::Join, 8)?;
+            let entered = libc::setns(anchor.net.as_raw_fd(), libc::CLONE_NEWNET);
+            check(entered as c_long, prepared, Step::Join, 9)?;
+        }
+        flags &= !(libc::CLONE_NEWUSER | libc::CLONE_NEWNET);
+    }
     // SAFETY: plain system calls; the maps' bytes are owned by `prepared`.
     unsafe {
-        check(
-            libc::unshare(prepared.unshare_flags) as c_long,
-            prepared,
-            Step::Unshare,
-            0,
-        )?;
+        check(libc::unshare(flags) as c_long, prepared, Step::Unshare, 0)?;
     }
-    if prepared.unshare_flags & libc::CLONE_NEWUSER != 0 {
+    if flags & libc::CLONE_NEWUSER != 0 {
         check(
             write_file(b"/proc/self/setgroups\0", b"deny"),
             prepared,
@@ -396,7 +426,7 @@ fn enter_namespaces(prepared: &Prepared) -> std::io::Result<()> {
             0,
         )?;
     }
-    if let Some(request) = prepared.loopback {
+    if let Some(request) = prepared.loopback.filter(|_| prepared.anchor.is_none()) {
         let mut request = request;
         // SAFETY: a socket we close again, and an ioctl on a stack copy of the request.
         unsafe {
