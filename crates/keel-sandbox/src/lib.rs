@@ -225,6 +225,27 @@ impl Confinement {
     }
 }
 
+/// What of the session's namespaces a command shares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sharing {
+    /// Nothing: namespaces of its own (a one-off sandbox, an MCP server).
+    Nothing,
+    /// The session's network only, with a PID namespace of its own (a background job).
+    Network,
+    /// A holder's namespaces where one serves its plan, else the session's network.
+    All,
+}
+
+impl From<bool> for Sharing {
+    fn from(shared: bool) -> Sharing {
+        if shared {
+            Sharing::All
+        } else {
+            Sharing::Nothing
+        }
+    }
+}
+
 impl Sandbox {
     pub fn new(settings: SandboxSettings, places: Places) -> Sandbox {
         let start = SandboxPolicy::resolve(&settings, &places, SandboxMode::WorkspaceWrite);
@@ -475,6 +496,34 @@ impl Sandbox {
         self.confine_under(command, policy, &detected(), false)
     }
 
+    /// Arrange for `command` to run as a background job of the session, confined by `mode`:
+    /// in the session's network (a server it runs is reached by the session's other commands,
+    /// whatever their mode) but in a PID namespace of its own — its own kill domain: the end
+    /// of a foreground command never sweeps it, and the end of its process (the namespace's
+    /// init) ends everything it started. Without a PID namespace (an old kernel) it gets a
+    /// network of its own too.
+    pub fn confine_job(
+        &self,
+        command: &mut std::process::Command,
+        mode: SandboxMode,
+    ) -> Result<Confinement, SandboxError> {
+        if mode == SandboxMode::Off {
+            return Ok(Confinement {
+                failures: None,
+                mode,
+                _running: None,
+            });
+        }
+        let layers = detected();
+        let policy = self.policy(mode);
+        // The session's network is made by its first holder: made now if no command ran yet.
+        if self.shares_namespaces && holders::anchor(&self.holders).is_none() {
+            let mut first = plan::prepare(&policy, &layers, None, None)?;
+            drop(holders::join(&self.holders, &mut first, &policy, &layers)?);
+        }
+        self.confine_under(command, &policy, &layers, Sharing::Network)
+    }
+
     /// `shared`: the command joins the session's namespaces (a holder's, made for the first
     /// command with this plan) where it would make a PID namespace; without one, a command's
     /// survivors would stay in the namespaces the next commands use, so each makes its own.
@@ -483,8 +532,10 @@ impl Sandbox {
         command: &mut std::process::Command,
         policy: &SandboxPolicy,
         layers: &Layers,
-        shared: bool,
+        shared: impl Into<Sharing>,
     ) -> Result<Confinement, SandboxError> {
+        let sharing = shared.into();
+        let shared = sharing == Sharing::All;
         let mode = policy.mode;
         if let Some(moved) = policy.moved_root() {
             return Err(SandboxError::Path {
@@ -497,7 +548,9 @@ impl Sandbox {
         }
         // A session's commands share its network namespace, whatever their mode (a holder
         // made it; a command that makes its own namespaces enters it too).
-        let anchor = shared.then(|| holders::anchor(&self.holders)).flatten();
+        let anchor = (sharing != Sharing::Nothing && self.shares_namespaces)
+            .then(|| holders::anchor(&self.holders))
+            .flatten();
         let mut plan = plan::prepare(policy, layers, None, anchor)?;
 
         for (name, value) in &plan.env {

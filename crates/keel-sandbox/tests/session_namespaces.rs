@@ -372,3 +372,55 @@ fn every_command_of_a_session_shares_one_network_whatever_its_mode() {
     let outside = std::net::TcpStream::connect(("127.0.0.1", port as u16));
     assert!(outside.is_err(), "the server was on the host's loopback");
 }
+
+#[test]
+fn a_job_serves_the_sessions_other_commands_outlives_their_sweeps_and_ends_with_its_process() {
+    let fixture = Fixture::new();
+    let sandbox = fixture.sandbox(SandboxSettings::default(), true);
+    let port = 20000 + (std::process::id() + 7) % 20000;
+    let marker = format!("job-marker-{}", std::process::id());
+    // A server that answers every connection, as a dev server would, until it is killed.
+    let serve = format!(
+        "exec python3 -c \"import socket, sys; sys.argv.append('{marker}'); s = socket.socket(); \
+         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', {port})); \
+         s.listen()\nwhile True:\n c, _ = s.accept(); c.sendall(b'hello from the job'); c.close()\""
+    );
+    let mut command = Command::new("bash");
+    command
+        .arg("-c")
+        .arg(&serve)
+        .current_dir(&fixture.workspace);
+    let confinement = sandbox
+        .confine_job(&mut command, SandboxMode::WorkspaceWrite)
+        .unwrap();
+    let mut job = keel_sandbox::on_lasting_thread(move || command.spawn())
+        .unwrap()
+        .unwrap();
+    let reach = format!(
+        "for i in $(seq 50); do python3 -c \"import socket; s = socket.create_connection(('127.0.0.1', {port})); \
+         print(s.recv(100).decode())\" 2>/dev/null && exit 0; sleep 0.1; done; exit 1"
+    );
+    // A foreground command that starts and ends (its sweep runs) leaves the job alone, and a
+    // read-only one after it reaches the job's server.
+    let (code, said) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, &reach);
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains("hello from the job"), "{said}");
+    let (code, said) = fixture.run_in(&sandbox, SandboxMode::ReadOnly, &reach);
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains("hello from the job"), "{said}");
+    assert!(running(&marker), "the job outlived the foreground commands");
+    assert!(job.try_wait().unwrap().is_none());
+    // And it does not hold their sweep back: what a foreground command leaves goes when it
+    // ends, while the job runs on.
+    let left = format!("sleep 300.{}7", std::process::id());
+    let leave = format!("setsid {left} >/dev/null 2>&1 & sleep 0.3");
+    let (code, output) = fixture.run_in(&sandbox, SandboxMode::WorkspaceWrite, &leave);
+    assert_eq!(code, 0, "{output}");
+    assert!(gone(&left), "{left} outlived its command while a job ran");
+    assert!(running(&marker));
+    // Killing its process ends it and everything in its namespace.
+    job.kill().unwrap();
+    let _ = job.wait();
+    drop(confinement);
+    assert!(gone(&marker), "the job's server outlived its process");
+}
