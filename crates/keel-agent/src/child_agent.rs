@@ -18,7 +18,7 @@
 //!   the parent cancels it (`Controller::follow`).
 
 use crate::agent::Agent;
-use crate::agent_definitions::{AgentDefinition, AgentTools};
+use crate::agent_definitions::{AgentDefinition, AgentSource, AgentTools};
 use crate::agent_state::AgentState;
 use crate::error::AgentError;
 use keel_store::SessionInfo;
@@ -68,6 +68,23 @@ pub(crate) fn open(
         .as_deref()
         .filter(|_| !definition.shares_cache_with(&parent_model))
     {
+        // A repository's agent file never sends the session's context to a provider the
+        // person did not choose for it: only one of its own provider's models.
+        let provider = model
+            .split_once('/')
+            .map_or(model, |(provider, _)| provider);
+        let from_project = matches!(
+            definition.source,
+            AgentSource::Project | AgentSource::ClaudeProject
+        );
+        if from_project && provider != parent.settings.profile.name {
+            return Err(AgentError::Agents(format!(
+                "the `{}` agent is the project's and names `{model}`: a project's agent runs \
+                 only on a model of this session's provider (`{}`), so that no repository \
+                 sends the session to another; put it in $KEEL_HOME/agents/ to use it",
+                definition.name, parent.settings.profile.name
+            )));
+        }
         let profile = parent.services.surface.agents.profile_for(model);
         let (Some(profile), Some((_, id))) = (profile, model.split_once('/')) else {
             return Err(AgentError::Agents(format!(

@@ -656,7 +656,7 @@ async fn an_agent_on_a_model_of_its_own_runs_with_that_models_profile() {
         .unwrap();
     assert!(
         lost.1
-            .contains("the `lost` agent's model `elsewhere/some-model` has no provider configured"),
+            .contains("a project's agent runs only on a model of this session's provider"),
         "{lost:?}"
     );
     assert!(

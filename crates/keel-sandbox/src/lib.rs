@@ -202,6 +202,15 @@ pub struct Confinement {
 }
 
 impl Confinement {
+    /// Nothing confines the command (`off`).
+    fn unconfined(mode: SandboxMode) -> Confinement {
+        Confinement {
+            failures: None,
+            mode,
+            _running: None,
+        }
+    }
+
     /// The command ended on its own: it was waited for and nobody killed it. What it left
     /// behind in the session's namespaces is looked for more cheaply (see `holders`); a
     /// `Confinement` merely dropped is always swept.
@@ -457,11 +466,7 @@ impl Sandbox {
         mode: SandboxMode,
     ) -> Result<Confinement, SandboxError> {
         if mode == SandboxMode::Off {
-            return Ok(Confinement {
-                failures: None,
-                mode,
-                _running: None,
-            });
+            return Ok(Confinement::unconfined(mode));
         }
         self.confine_with(command, mode, &detected())
     }
@@ -475,11 +480,7 @@ impl Sandbox {
         layers: &Layers,
     ) -> Result<Confinement, SandboxError> {
         if mode == SandboxMode::Off {
-            return Ok(Confinement {
-                failures: None,
-                mode,
-                _running: None,
-            });
+            return Ok(Confinement::unconfined(mode));
         }
         let layers = detected().intersect(layers);
         self.confine_under(command, &self.policy(mode), &layers, self.shares_namespaces)
@@ -508,11 +509,7 @@ impl Sandbox {
         mode: SandboxMode,
     ) -> Result<Confinement, SandboxError> {
         if mode == SandboxMode::Off {
-            return Ok(Confinement {
-                failures: None,
-                mode,
-                _running: None,
-            });
+            return Ok(Confinement::unconfined(mode));
         }
         let layers = detected();
         let policy = self.policy(mode);
