@@ -629,6 +629,19 @@ impl Agent {
             for update in translator.updates(&session.cwd, event) {
                 self.update(&id, update);
             }
+            // A job that ended shows what it printed last, with how it ended.
+            if let EventBody::JobExited { job, call_id, .. } = &event.body
+                && event.session_id == id
+                && let Some(tail) = session.controller.job_tail(job)
+            {
+                self.update(
+                    &id,
+                    json!({"sessionUpdate": "tool_call_update",
+                        "toolCallId": updates::job_call_id(call_id, job),
+                        "content": [{"type": "content",
+                            "content": {"type": "text", "text": tail}}]}),
+                );
+            }
             // A recovery offered, used or expired: the command that runs it says so.
             if offered.see(&event.body) {
                 self.announce_commands_with(&id, offered);

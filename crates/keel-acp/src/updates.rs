@@ -9,6 +9,9 @@
 //!   message that says which.
 //! - The history replay of `session/load` produces the same kinds of updates, from the stored
 //!   items and receipts.
+//! - A background job is a tool call of its own (`CALL/job-N`, kind `execute`): `in_progress`
+//!   from `job/started`, `completed` (exit code 0) or `failed` at `job/exited`, its output's
+//!   last lines as its content.
 
 use keel_types::{AssistantPart, Event, EventBody, Item, ReceiptState, ToolReceipt};
 use serde_json::{Value, json};
@@ -140,6 +143,11 @@ pub struct Translator {
 /// repeat across sessions).
 pub fn child_call_id(session: &str, call_id: &str) -> String {
     format!("{session}/{call_id}")
+}
+
+/// A background job as the editor knows it: the call that started it and its id.
+pub fn job_call_id(call_id: &str, job: &str) -> String {
+    format!("{call_id}/{job}")
 }
 
 impl Translator {
@@ -397,6 +405,38 @@ impl Translator {
                      commands.\n"
                 ),
             )],
+            // A background job is a tool call of its own, running until it exits.
+            EventBody::JobStarted {
+                job,
+                call_id,
+                command,
+            } => vec![json!({
+                "sessionUpdate": "tool_call",
+                "toolCallId": job_call_id(call_id, job),
+                "title": format!("{job}: {}", command.lines().next().unwrap_or("")),
+                "kind": "execute",
+                "status": "in_progress",
+                "rawInput": {"command": command, "run_in_background": true},
+            })],
+            EventBody::JobExited {
+                job,
+                call_id,
+                exit_code,
+                signal,
+                ..
+            } => {
+                let how = match (exit_code, signal) {
+                    (Some(code), _) => format!("{job} exited with code {code}"),
+                    (None, Some(signal)) => format!("{job} was killed by signal {signal}"),
+                    (None, None) => format!("{job} ended"),
+                };
+                vec![json!({
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": job_call_id(call_id, job),
+                    "status": if *exit_code == Some(0) { "completed" } else { "failed" },
+                    "content": [{"type": "content", "content": text_block(how)}],
+                })]
+            }
             EventBody::SessionStarted { .. }
             | EventBody::HistoryRewritten { .. }
             | EventBody::SessionRewound { .. }

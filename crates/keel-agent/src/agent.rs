@@ -47,6 +47,8 @@ pub(crate) struct Agent {
     pub snapshots: Option<Snapshots>,
     /// What this agent is when a `task` started it (its agent, its tools); `None` otherwise.
     pub role: Option<crate::agent_role::AgentRole>,
+    /// Its background jobs (they end with it: `jobs.rs`).
+    pub jobs: Arc<keel_tools::jobs::Jobs>,
 }
 
 impl Agent {

@@ -110,13 +110,15 @@ impl AgentDefinition {
 }
 
 /// The read-only tools `explore` has.
-const EXPLORE_TOOLS: [BuiltinTool; 6] = [
+const EXPLORE_TOOLS: [BuiltinTool; 8] = [
     BuiltinTool::ReadFile,
     BuiltinTool::ListDir,
     BuiltinTool::Glob,
     BuiltinTool::Grep,
     BuiltinTool::Bash,
     BuiltinTool::WebFetch,
+    BuiltinTool::JobOutput,
+    BuiltinTool::JobKill,
 ];
 
 fn built_ins() -> [AgentDefinition; 2] {
@@ -153,7 +155,7 @@ fn built_ins() -> [AgentDefinition; 2] {
 }
 
 /// Claude Code's tool names and keel's for them.
-const CLAUDE_TOOLS: [(&str, BuiltinTool); 10] = [
+const CLAUDE_TOOLS: [(&str, BuiltinTool); 14] = [
     ("Read", BuiltinTool::ReadFile),
     ("Write", BuiltinTool::WriteFile),
     ("Edit", BuiltinTool::EditFile),
@@ -164,6 +166,10 @@ const CLAUDE_TOOLS: [(&str, BuiltinTool); 10] = [
     ("Bash", BuiltinTool::Bash),
     ("WebFetch", BuiltinTool::WebFetch),
     ("TodoWrite", BuiltinTool::TodoWrite),
+    ("BashOutput", BuiltinTool::JobOutput),
+    ("TaskOutput", BuiltinTool::JobOutput),
+    ("KillShell", BuiltinTool::JobKill),
+    ("KillBash", BuiltinTool::JobKill),
 ];
 
 /// Claude Code's permission modes as keel's (`None`: no keel mode is that).

@@ -122,6 +122,42 @@ impl Controller {
         &self.agent.session
     }
 
+    /// The session's background jobs, in the order they started (any time, during a turn
+    /// too: nothing here waits for the turn).
+    pub fn jobs(&self) -> Vec<keel_tools::jobs::JobView> {
+        self.agent.jobs.list()
+    }
+
+    /// The last lines a background job printed (up to 2 KB, redacted), for a surface to show;
+    /// `None` when keel has none of its output.
+    pub fn job_tail(&self, job: &str) -> Option<String> {
+        self.agent.jobs.tail(job, 2048)
+    }
+
+    /// How many of the session's background jobs run now.
+    pub fn running_jobs(&self) -> usize {
+        self.agent.jobs.running()
+    }
+
+    /// Stop a background job, as `job_kill` does; what happened, in words. The model hears
+    /// of its end with the next note.
+    pub async fn kill_job(&self, job: &str) -> Result<String, String> {
+        let output = self.agent.jobs.kill_for_person(job).await;
+        if output.is_error {
+            Err(output.content)
+        } else {
+            Ok(output.content)
+        }
+    }
+
+    /// End the session's background jobs now (the session ends: exit, `/clear`, a switch,
+    /// serve's shutdown). Dropping the last controller does it too.
+    pub fn end_jobs(&self) {
+        self.agent
+            .jobs
+            .end_all(keel_tools::jobs::EndCause::SessionEnded);
+    }
+
     /// The files `prompt` mentions (`@path`), each with whether it names something that
     /// exists, as the attachment will see it (the same guard).
     pub fn mentions(&self, prompt: &str) -> Vec<(String, bool)> {

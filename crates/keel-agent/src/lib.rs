@@ -47,6 +47,7 @@ mod event_bus;
 mod host;
 mod input;
 mod instructions;
+mod jobs;
 mod kept_versions;
 mod load;
 mod markdown_files;

@@ -250,8 +250,11 @@ impl Agent {
             told: last_told(&loaded.history).unwrap_or(settings.policy.mode),
             before_plan: PermissionMode::Ask,
         }));
+        let events = Arc::new(EventBus::new(&held.session.id, services.store.clone()));
+        let jobs = crate::jobs::open(&services.store, &held.session.id, events.clone());
         Agent {
-            events: Arc::new(EventBus::new(&held.session.id, services.store.clone())),
+            events,
+            jobs,
             services,
             settings,
             session: held.session,

@@ -337,6 +337,8 @@ async fn run_child(
         focus: None,
     };
     let ended = (parent.child_turn)(child.clone(), input, generation).await;
+    // A subagent's background jobs end with it.
+    child.jobs.end_all(keel_tools::jobs::EndCause::SessionEnded);
     ChildEnded::Ran(Box::new(Report::of(
         child,
         definition,

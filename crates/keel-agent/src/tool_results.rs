@@ -7,7 +7,8 @@
 //! - A result and its final receipt commit in one transaction; a `task` result commits in the
 //!   same transaction as its subagent's final answer (`Store::commit_task`), so a crash never
 //!   leaves an answer on disk that its parent does not have.
-//! - A mode the person chose while the turn runs is told at the end of the next result.
+//! - A background job's end the model was not told of, then a mode the person chose while the
+//!   turn runs, are told at the end of the next result.
 
 use crate::agent_state::AgentState;
 use crate::error::AgentError;
@@ -85,7 +86,12 @@ pub(crate) fn finish_with(
     let call = &round.calls[position];
     let receipt = &mut round.receipts[position];
     let mut output = redacted(output, &agent.services.tool_services.secrets);
-    // A mode the person chose while the turn runs is told with the next result, last.
+    // Jobs that ended since the model was last told, then a mode the person chose while the
+    // turn runs: told with the next result, last.
+    for note in agent.jobs.take_exit_notes() {
+        output.content.push_str("\n\n");
+        output.content.push_str(&note);
+    }
     if let Some(mode) = agent.take_mode_change() {
         output.content.push_str("\n\n");
         output.content.push_str(&crate::mode_notes::mode_note(mode));

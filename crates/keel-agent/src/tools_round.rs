@@ -324,6 +324,10 @@ fn call_contexts(
                 &agent.session.id,
                 &call_id,
             )
+            .with_jobs(keel_tools::jobs::JobSlot {
+                jobs: agent.jobs.clone(),
+                call_id: call_id.clone(),
+            })
             .with_live_output(keel_tools::LiveOutput(std::sync::Arc::new(
                 move |text: &str| {
                     let _ = sender.send((call_id.clone(), text.to_string()));

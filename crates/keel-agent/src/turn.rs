@@ -308,7 +308,8 @@ fn commit_input(
     let agent = run.agent.clone();
     let agent = &*agent;
     let text = if kind == InputKind::User {
-        // In a fixed order: the interruption, the mode change, then the prompt and its files.
+        // In a fixed order: the interruption, the mode change, jobs that ended, then the prompt
+        // and its files.
         let mut notes = Vec::new();
         if state.interrupted {
             state.interrupted = false;
@@ -317,6 +318,7 @@ fn commit_input(
         if let Some(mode) = agent.take_mode_change() {
             notes.push(crate::mode_notes::mode_note(mode));
         }
+        notes.extend(agent.jobs.take_exit_notes());
         // A subagent's prompt is the model's words: it attaches nothing (a file it needs, it
         // reads with its tools, under its rules).
         let text = if agent.role.is_some() {

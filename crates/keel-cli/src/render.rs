@@ -268,6 +268,8 @@ impl Renderer {
             | EventBody::SnapshotFailed { .. }
             | EventBody::SnapshotPruned { .. }
             | EventBody::ProviderSaid { .. }
+            | EventBody::JobStarted { .. }
+            | EventBody::JobExited { .. }
             | EventBody::TrustIgnored(_) => {
                 self.end_live_line();
                 if let Some(text) = keel_tui::notice(&event.body) {

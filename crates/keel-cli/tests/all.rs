@@ -30,6 +30,7 @@ mod home_workspace;
 mod hostile_provider;
 mod instruction_owners;
 mod interactive;
+mod jobs;
 mod kill_points;
 mod live_tui;
 mod live_tui_keys;

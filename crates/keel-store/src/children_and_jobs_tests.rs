@@ -209,6 +209,7 @@ fn jobs_count_per_session_end_once_and_never_reuse_an_id() {
         boot_id: "boot".into(),
         started_at: 10,
         ended: None,
+        told: false,
     };
     assert_eq!(store.next_job_id("s").unwrap(), "job-1");
     store
@@ -246,6 +247,10 @@ fn jobs_count_per_session_end_once_and_never_reuse_an_id() {
     assert_eq!(jobs[0].ended, Some(end));
     assert_eq!(jobs[1].ended, None);
     assert_eq!(jobs[1].job, "job-2");
+    assert!(!jobs[0].told);
+    store.job_told("s", "job-1").unwrap();
+    let jobs = store.jobs("s").unwrap();
+    assert!(jobs[0].told && !jobs[1].told, "told is kept per job");
     // Ending a job never frees its id; removing the session removes its jobs.
     assert_eq!(store.next_job_id("s").unwrap(), "job-3");
     store.remove_session("s").unwrap();

@@ -28,6 +28,8 @@ pub struct RecordedJob {
     /// Milliseconds since the Unix epoch.
     pub started_at: i64,
     pub ended: Option<JobEnd>,
+    /// The model was told how it ended.
+    pub told: bool,
 }
 
 /// How a job ended.
@@ -83,12 +85,23 @@ impl Store {
         })
     }
 
+    /// Mark that the model was told how `job` ended.
+    pub fn job_told(&self, session: &str, job: &str) -> Result<(), StoreError> {
+        self.write(|transaction| {
+            transaction.execute(
+                "UPDATE jobs SET told = 1 WHERE session_id = ?1 AND job = ?2",
+                params![session, job],
+            )?;
+            Ok(())
+        })
+    }
+
     /// The session's jobs, in the order they started.
     pub fn jobs(&self, session: &str) -> Result<Vec<RecordedJob>, StoreError> {
         let connection = self.connection();
         let mut statement = connection.prepare(
             "SELECT job, call_id, command, pgid, start_ticks, boot_id, started_at, ended_at, \
-             exit_code, signal FROM jobs WHERE session_id = ?1 ORDER BY started_at, rowid",
+             exit_code, signal, told FROM jobs WHERE session_id = ?1 ORDER BY started_at, rowid",
         )?;
         let rows = statement.query_map([session], |row| {
             let ticks: i64 = row.get(4)?;
@@ -109,6 +122,7 @@ impl Store {
                     }),
                     None => None,
                 },
+                told: row.get::<_, i64>(10)? != 0,
             })
         })?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)

@@ -14,7 +14,7 @@ use crate::StoreError;
 use rusqlite::Connection;
 use std::path::Path;
 
-pub const CURRENT_VERSION: i64 = 7;
+pub const CURRENT_VERSION: i64 = 8;
 
 pub(crate) const SCHEMA_V1: &str = "
 CREATE TABLE sessions (
@@ -132,6 +132,11 @@ CREATE TABLE jobs (
 );
 ";
 
+/// Version 8: whether the model was told how each job ended (told once, across restarts).
+const SCHEMA_V8: &str = "
+ALTER TABLE jobs ADD COLUMN told INTEGER NOT NULL DEFAULT 0;
+";
+
 /// The tables each schema version has (version 2 and 3 each add one; 4 adds a column; 5 adds
 /// the checkpoint tables; 6 the versions rewinds kept; 7 the jobs).
 fn expected_tables(version: i64) -> &'static [&'static str] {
@@ -243,6 +248,11 @@ fn prepare_once(connection: &Connection, path: &Path) -> Result<(), StoreError> 
         if version < 7 {
             connection
                 .execute_batch(&format!("{SCHEMA_V7} PRAGMA user_version = 7;"))
+                .map_err(fail)?;
+        }
+        if version < 8 {
+            connection
+                .execute_batch(&format!("{SCHEMA_V8} PRAGMA user_version = 8;"))
                 .map_err(fail)?;
         }
         connection.execute_batch("COMMIT").map_err(fail)

@@ -19,6 +19,8 @@ mod command_words;
 mod fetch;
 mod files;
 pub mod guard;
+pub mod job_spool;
+pub mod jobs;
 mod live;
 mod mention;
 pub mod output;
@@ -143,6 +145,9 @@ pub struct ToolServices {
     /// Where a command's output goes as it arrives (redacted), for a live view (`None`: only
     /// the result has it).
     pub live_output: Option<LiveOutput>,
+    /// The background jobs of the agent the call belongs to, and the call (`None`: no job can
+    /// start, as in the tools' own unit tests).
+    pub jobs: Option<jobs::JobSlot>,
 }
 
 /// A test on host names (the hosts the user's rules allow).
@@ -187,6 +192,7 @@ impl ToolServices {
             process_log: None,
             sandbox: None,
             live_output: None,
+            jobs: None,
         }
     }
 
@@ -223,6 +229,14 @@ impl ToolServices {
     pub fn with_live_output(self, live: LiveOutput) -> ToolServices {
         ToolServices {
             live_output: Some(live),
+            ..self
+        }
+    }
+
+    /// The same context, starting background jobs in `jobs` for its call.
+    pub fn with_jobs(self, jobs: jobs::JobSlot) -> ToolServices {
+        ToolServices {
+            jobs: Some(jobs),
             ..self
         }
     }
@@ -276,7 +290,9 @@ impl ValidCall {
             | BuiltinTool::TodoWrite
             | BuiltinTool::WebFetch
             | BuiltinTool::ProposePlan
-            | BuiltinTool::Task => None,
+            | BuiltinTool::Task
+            | BuiltinTool::JobOutput
+            | BuiltinTool::JobKill => None,
             BuiltinTool::ReadFile
             | BuiltinTool::WriteFile
             | BuiltinTool::EditFile
@@ -304,6 +320,13 @@ impl ValidCall {
                 .unwrap_or("")
                 .to_string(),
             BuiltinTool::TodoWrite | BuiltinTool::ProposePlan => String::new(),
+            // Rules may name the job: `job_kill(job-2)`.
+            BuiltinTool::JobOutput | BuiltinTool::JobKill => self
+                .args
+                .get("job")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
             // Deny rules name the agent: `task(general)`.
             BuiltinTool::Task => self
                 .args
@@ -348,7 +371,9 @@ impl ValidCall {
             | BuiltinTool::TodoWrite
             | BuiltinTool::WebFetch
             | BuiltinTool::ProposePlan
-            | BuiltinTool::Task => false,
+            | BuiltinTool::Task
+            | BuiltinTool::JobOutput
+            | BuiltinTool::JobKill => false,
         }
     }
 
@@ -383,10 +408,52 @@ impl ValidCall {
         }
     }
 
-    /// Run the call. Dropping the future cancels it (a running command is killed).
+    /// Whether this is a `bash` call that starts a background job.
+    pub fn runs_in_background(&self) -> bool {
+        self.tool == BuiltinTool::Bash
+            && self
+                .args
+                .get("run_in_background")
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+    }
+
+    /// Run the call. Dropping the future cancels it (a running command is killed; a
+    /// background job it started runs on).
     pub async fn run(&self, ctx: &ToolServices) -> ToolOutput {
         match self.tool {
+            BuiltinTool::Bash if self.runs_in_background() => {
+                let command = self
+                    .args
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                match &ctx.jobs {
+                    Some(slot) => slot.jobs.start(&slot.call_id, command, ctx).await,
+                    None => ToolOutput::error(
+                        "background jobs are not available here; run the command without \
+                         run_in_background"
+                            .into(),
+                    ),
+                }
+            }
             BuiltinTool::Bash => bash::bash(&self.args, ctx).await,
+            BuiltinTool::JobOutput | BuiltinTool::JobKill => {
+                let job = self.args.get("job").and_then(Value::as_str).unwrap_or("");
+                let Some(slot) = &ctx.jobs else {
+                    return ToolOutput::error(format!("there is no job `{job}` here"));
+                };
+                if self.tool == BuiltinTool::JobKill {
+                    slot.jobs.kill(job).await
+                } else {
+                    let wait = self
+                        .args
+                        .get("wait_seconds")
+                        .and_then(Value::as_u64)
+                        .map_or(Duration::ZERO, Duration::from_secs);
+                    slot.jobs.output(job, wait).await
+                }
+            }
             BuiltinTool::TodoWrite => specs::todo_write(&self.args),
             // In plan mode the agent answers the call itself (it asks the person).
             BuiltinTool::ProposePlan => {
@@ -415,7 +482,9 @@ impl ValidCall {
                     | BuiltinTool::TodoWrite
                     | BuiltinTool::WebFetch
                     | BuiltinTool::ProposePlan
-                    | BuiltinTool::Task => {
+                    | BuiltinTool::Task
+                    | BuiltinTool::JobOutput
+                    | BuiltinTool::JobKill => {
                         ToolOutput::error("internal: not a blocking tool".into())
                     }
                 });

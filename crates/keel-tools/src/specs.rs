@@ -19,10 +19,12 @@ pub enum BuiltinTool {
     WebFetch,
     ProposePlan,
     Task,
+    JobOutput,
+    JobKill,
 }
 
 impl BuiltinTool {
-    pub const ALL: [BuiltinTool; 11] = [
+    pub const ALL: [BuiltinTool; 13] = [
         Self::ReadFile,
         Self::WriteFile,
         Self::EditFile,
@@ -34,6 +36,8 @@ impl BuiltinTool {
         Self::WebFetch,
         Self::ProposePlan,
         Self::Task,
+        Self::JobOutput,
+        Self::JobKill,
     ];
 
     pub fn name(self) -> &'static str {
@@ -49,6 +53,8 @@ impl BuiltinTool {
             Self::WebFetch => "web_fetch",
             Self::ProposePlan => "propose_plan",
             Self::Task => "task",
+            Self::JobOutput => "job_output",
+            Self::JobKill => "job_kill",
         }
     }
 
@@ -63,7 +69,9 @@ impl BuiltinTool {
             | Self::Grep
             | Self::TodoWrite
             | Self::ProposePlan
-            | Self::Task => false,
+            | Self::Task
+            | Self::JobOutput
+            | Self::JobKill => false,
         }
     }
 
@@ -86,7 +94,7 @@ impl BuiltinTool {
                 "Search file contents with a regular expression, respecting .gitignore. Returns path:line:text."
             }
             Self::Bash => {
-                "Run a bash command in the workspace. Output (stdout and stderr together) is capped; the exit code is reported."
+                "Run a bash command in the workspace. Output (stdout and stderr together) is capped; the exit code is reported. For a command that keeps running (a server, a watcher), set run_in_background: it starts as a job and its id returns at once."
             }
             Self::TodoWrite => {
                 "Replace the task plan: a list of items, each pending, in_progress or completed."
@@ -97,6 +105,10 @@ impl BuiltinTool {
             Self::ProposePlan => {
                 "In plan mode, present your plan (markdown) for the user to approve before changing anything. Research first with read-only tools. Outside plan mode it only answers that you may proceed."
             }
+            Self::JobOutput => {
+                "Read a background job's output since the last read, and whether it still runs or how it ended. wait_seconds: wait up to that long for new output or its end."
+            }
+            Self::JobKill => "Stop a background job and everything it started.",
             Self::Task => {
                 "Delegate a self-contained task to a subagent and get its final answer back. agent: one of the agents the context lists (explore researches read-only; general has your tools). description: a few words on what it is for. prompt: everything the subagent needs, since it sees the context but not this conversation. Several task calls in one response run at the same time."
             }
@@ -125,7 +137,7 @@ impl BuiltinTool {
                 &["pattern"],
             ),
             Self::Bash => object(
-                json!({"command": string, "timeout_secs": {"type": "integer", "minimum": 1, "maximum": 600}}),
+                json!({"command": string, "timeout_secs": {"type": "integer", "minimum": 1, "maximum": 600}, "run_in_background": {"type": "boolean"}}),
                 &["command"],
             ),
             Self::TodoWrite => object(
@@ -140,6 +152,11 @@ impl BuiltinTool {
                 json!({"plan": {"type": "string", "minLength": 1}}),
                 &["plan"],
             ),
+            Self::JobOutput => object(
+                json!({"job": string, "wait_seconds": {"type": "integer", "minimum": 0, "maximum": 300}}),
+                &["job"],
+            ),
+            Self::JobKill => object(json!({"job": string}), &["job"]),
             Self::Task => object(
                 json!({"agent": {"type": "string", "minLength": 1}, "description": {"type": "string", "minLength": 1}, "prompt": {"type": "string", "minLength": 1}}),
                 &["agent", "description", "prompt"],

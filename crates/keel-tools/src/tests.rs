@@ -80,7 +80,9 @@ fn specs_are_stable_and_complete() {
             "todo_write",
             "web_fetch",
             "propose_plan",
-            "task"
+            "task",
+            "job_output",
+            "job_kill"
         ]
     );
     // The exact specs the model is offered (name, description, argument schema of every tool,

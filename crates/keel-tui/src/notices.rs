@@ -107,6 +107,22 @@ pub fn notice(body: &EventBody) -> Option<String> {
             visible_line(reason)
         ),
         EventBody::RecoveryConsumed { .. } => "recovering…".to_string(),
+        EventBody::JobStarted { job, command, .. } => {
+            format!(
+                "⚙ {job} started in the background: {}",
+                visible_line(command)
+            )
+        }
+        EventBody::JobExited {
+            job,
+            exit_code,
+            signal,
+            ..
+        } => match (exit_code, signal) {
+            (Some(code), _) => format!("⚙ {job} exited with code {code}"),
+            (None, Some(signal)) => format!("⚙ {job} was killed by signal {signal}"),
+            (None, None) => format!("⚙ {job} ended"),
+        },
         EventBody::RecoveryExpired { .. } => {
             "the earlier offer to go on no longer applies (new input, or a new history)".to_string()
         }

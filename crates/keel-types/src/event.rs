@@ -380,6 +380,24 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost: Option<crate::Cost>,
     },
+    /// A background job started (`bash` with `run_in_background`): its id (`job-N`, per
+    /// session), the call that started it and its command (redacted).
+    #[serde(rename = "job/started")]
+    JobStarted {
+        job: String,
+        call_id: String,
+        command: String,
+    },
+    /// A background job ended: its exit code, or the signal that ended it (`job_kill`, the
+    /// session's end, a load that found it left by a keel that died).
+    #[serde(rename = "job/exited")]
+    JobExited {
+        job: String,
+        call_id: String,
+        command: String,
+        exit_code: Option<i32>,
+        signal: Option<i32>,
+    },
 }
 
 /// How a subagent ended (`agent/finished`, the `task` result's footer).

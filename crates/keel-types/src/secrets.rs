@@ -263,6 +263,12 @@ impl StreamRedactor {
             .unwrap_or(0)
     }
 
+    /// How many bytes are held back now (with `stream`, a length that depends only on how
+    /// much was pushed, never on what it says).
+    pub fn holding(&self) -> usize {
+        self.held.len()
+    }
+
     /// The end of the stream: whatever is held is released (it completes no value).
     pub fn finish(mut self, out: &mut Vec<u8>) {
         let rest = self.replace_whole(out);

@@ -186,6 +186,8 @@ pub async fn run_turn(
     let pending = controller.pending_action();
     stops.abort();
     let _ = stops.await;
+    // The run ends here, and its session's background jobs with it (said on its stream).
+    controller.end_jobs();
     drop(controller);
     let renderer = rendering.await?;
     match outcome? {

@@ -1,0 +1,739 @@
+//! Background jobs (`bash` with `run_in_background`, `job_output`, `job_kill`): commands that
+//! outlive the call that started them, one agent's set at a time.
+//!
+//! Invariants:
+//! - A job runs under the session's sandbox in its own kill domain (`Sandbox::confine_job`: the
+//!   session's network, a PID namespace of its own), in a process group of its own: the end of
+//!   a foreground command never touches it, and nothing but `job_kill`, its own end or the end
+//!   of its agent (`Jobs::end_all`, also on drop) stops it. Esc cancels calls, never jobs.
+//! - A job is recorded (`JobRecorder::started`: the store's jobs table, durably) before the call
+//!   that started it returns; a job keel cannot record is killed at once and the call fails.
+//! - Its output passes the secret redactor before it reaches the spool (`job_spool.rs`), which
+//!   lives in keel's private state, outside everything a command can write. A read says how
+//!   many bytes are held back for redaction (a length, never whether they begin a secret).
+//! - Every end is recorded exactly once (the first seen: the process's exit, `job_kill`, the
+//!   agent's end), with its exit code or signal, and told to the model exactly once: by the
+//!   `job_output` or `job_kill` result that saw it, or else by `take_exit_notes` (a note the
+//!   engine commits with the next user item or tool result).
+
+use crate::job_spool::Spool;
+use crate::process::ProcessIdentity;
+use crate::{ToolOutput, ToolServices};
+use keel_sandbox::SandboxMode;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The longest a `job_output` call waits for new output.
+pub const MAX_WAIT: Duration = Duration::from_secs(300);
+/// How long `job_kill` waits after SIGTERM before SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(2);
+/// How long the output may stay open after the job's process ended.
+const OUTPUT_GRACE: Duration = Duration::from_secs(1);
+/// The most output one `job_output` result carries (the newest, when there is more).
+const READ_CAP: usize = crate::output::OUTPUT_CAP;
+
+/// How a job was started (and is recorded).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobStart {
+    /// `job-N`.
+    pub job: String,
+    pub call_id: String,
+    /// The command, redacted of keel's secrets.
+    pub command: String,
+    pub identity: ProcessIdentity,
+    /// Milliseconds since the Unix epoch.
+    pub started_at_ms: i64,
+}
+
+/// Why a job ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndCause {
+    /// Its process ended on its own.
+    Exited,
+    /// `job_kill`.
+    Killed,
+    /// The person stopped it (`/jobs`, the browser's jobs panel).
+    StoppedByUser,
+    /// Its agent's session ended (exit, `/clear`, a switch, serve's shutdown, a subagent's end).
+    SessionEnded,
+    /// Found running at load, left by a keel process that died; killed then.
+    KeelDied,
+}
+
+/// How a job ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobEnding {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub at_ms: i64,
+    pub cause: EndCause,
+}
+
+impl JobEnding {
+    /// "exited with code 0", "was killed by signal 15 (job_kill)", …
+    pub fn describe(&self) -> String {
+        let how = match (self.exit_code, self.signal) {
+            (Some(code), _) => format!("exited with code {code}"),
+            (None, Some(signal)) => format!("was killed by signal {signal}"),
+            (None, None) => "ended".to_string(),
+        };
+        match self.cause {
+            EndCause::Exited => how,
+            EndCause::Killed => format!("{how} (job_kill)"),
+            EndCause::StoppedByUser => format!("{how}: the user stopped it"),
+            EndCause::SessionEnded => format!("{how}: its session ended"),
+            EndCause::KeelDied if self.signal.is_some() => {
+                format!("{how}: the keel process that ran it had ended, so keel stopped it")
+            }
+            EndCause::KeelDied => {
+                "ended while no keel process watched it (how is not known)".to_string()
+            }
+        }
+    }
+}
+
+/// Where jobs are recorded and announced (the agent: its store and its events).
+pub trait JobRecorder: Send + Sync + std::fmt::Debug {
+    /// The id the next job takes.
+    fn next_id(&self) -> Result<String, String>;
+    /// A job's process started: record it durably and announce it.
+    fn started(&self, job: &JobStart) -> Result<(), String>;
+    /// A job ended: record and announce it.
+    fn ended(&self, job: &JobStart, ending: &JobEnding);
+    /// The model has been told how the job ended.
+    fn told(&self, job: &str);
+}
+
+/// A job as `/jobs` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobView {
+    pub job: String,
+    pub call_id: String,
+    pub command: String,
+    /// How long it ran (runs, while it runs); `None` for a job of an earlier keel process.
+    pub elapsed: Option<Duration>,
+    pub last_line: Option<String>,
+    pub ending: Option<JobEnding>,
+}
+
+/// One job.
+#[derive(Debug)]
+struct Job {
+    start: JobStart,
+    /// When it started in this process (`None`: restored from the store).
+    began: Option<Instant>,
+    spool: Option<Arc<Spool>>,
+    /// Bytes the redactor holds back now.
+    held: Arc<AtomicUsize>,
+    /// Where the model's next read starts.
+    read_to: Mutex<u64>,
+    ending: Mutex<Option<JobEnding>>,
+    /// The cause a kill in progress gives the end.
+    kill_cause: Mutex<Option<EndCause>>,
+    told: AtomicBool,
+    /// Bumped on new output and at the end.
+    changed: tokio::sync::watch::Sender<u64>,
+    /// Kept while the job runs.
+    confinement: Mutex<Option<keel_sandbox::Confinement>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+        })
+}
+
+fn signal_group(pgid: i32, signal: nix::sys::signal::Signal) {
+    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal);
+}
+
+impl Job {
+    fn ending(&self) -> Option<JobEnding> {
+        *lock(&self.ending)
+    }
+
+    /// Record the end, if none was yet; whether this was the first.
+    fn finish(&self, ending: JobEnding, recorder: &dyn JobRecorder) -> bool {
+        {
+            let mut slot = lock(&self.ending);
+            if slot.is_some() {
+                return false;
+            }
+            *slot = Some(ending);
+        }
+        lock(&self.confinement).take();
+        recorder.ended(&self.start, &ending);
+        self.changed.send_modify(|count| *count += 1);
+        true
+    }
+
+    fn mark_told(&self, recorder: &dyn JobRecorder) {
+        if !self.told.swap(true, Ordering::SeqCst) {
+            recorder.told(&self.start.job);
+        }
+    }
+
+    fn view(&self) -> JobView {
+        let ending = self.ending();
+        JobView {
+            job: self.start.job.clone(),
+            call_id: self.start.call_id.clone(),
+            command: self.start.command.clone(),
+            elapsed: self.began.map(|began| match ending {
+                Some(ending) => Duration::from_millis(
+                    u64::try_from(ending.at_ms - self.start.started_at_ms).unwrap_or(0),
+                ),
+                None => began.elapsed(),
+            }),
+            last_line: self.spool.as_ref().and_then(|spool| spool.last_line(120)),
+            ending,
+        }
+    }
+
+    /// "job-1 (`python3 -m http.server`)"
+    fn named(&self) -> String {
+        let command: String = self.start.command.chars().take(80).collect();
+        let cut = if command.len() < self.start.command.len() {
+            "…"
+        } else {
+            ""
+        };
+        format!("{} (`{command}{cut}`)", self.start.job)
+    }
+}
+
+/// One agent's jobs (see the module invariants).
+#[derive(Debug)]
+pub struct Jobs {
+    recorder: Arc<dyn JobRecorder>,
+    spool_dir: PathBuf,
+    jobs: Mutex<Vec<Arc<Job>>>,
+}
+
+/// The jobs of the agent a call belongs to, and the call (what a tool's context carries).
+#[derive(Clone, Debug)]
+pub struct JobSlot {
+    pub jobs: Arc<Jobs>,
+    pub call_id: String,
+}
+
+/// A job found in the store when its session is opened again.
+#[derive(Clone, Debug)]
+pub struct PastJob {
+    pub start: JobStart,
+    pub ending: Option<JobEnding>,
+    pub told: bool,
+}
+
+impl Jobs {
+    /// No jobs yet; spools go under `spool_dir`.
+    pub fn new(recorder: Arc<dyn JobRecorder>, spool_dir: PathBuf) -> Jobs {
+        Jobs {
+            recorder,
+            spool_dir,
+            jobs: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Take in the jobs an earlier keel process recorded for this session: one still running
+    /// (it outlived its keel) is killed now, if it is provably the recorded process group; an
+    /// end the model was not told of is told with the next note.
+    pub fn restore(&self, past: Vec<PastJob>) {
+        let mut jobs = lock(&self.jobs);
+        for past in past {
+            let (changed, _) = tokio::sync::watch::channel(0);
+            let job = Arc::new(Job {
+                start: past.start,
+                began: None,
+                spool: None,
+                held: Arc::new(AtomicUsize::new(0)),
+                read_to: Mutex::new(0),
+                ending: Mutex::new(past.ending),
+                kill_cause: Mutex::new(None),
+                told: AtomicBool::new(past.told),
+                changed,
+                confinement: Mutex::new(None),
+            });
+            if past.ending.is_none() {
+                let killed = job.start.identity.kill_group_if_same();
+                job.finish(
+                    JobEnding {
+                        exit_code: None,
+                        signal: killed.then_some(nix::libc::SIGKILL),
+                        at_ms: now_ms(),
+                        cause: EndCause::KeelDied,
+                    },
+                    &*self.recorder,
+                );
+            }
+            jobs.push(job);
+        }
+    }
+
+    fn find(&self, id: &str) -> Result<Arc<Job>, ToolOutput> {
+        let jobs = lock(&self.jobs);
+        if let Some(job) = jobs.iter().find(|job| job.start.job == id) {
+            return Ok(job.clone());
+        }
+        let known: Vec<&str> = jobs.iter().map(|job| job.start.job.as_str()).collect();
+        Err(ToolOutput::error(if known.is_empty() {
+            format!("there is no job `{id}`: this session has started no background job")
+        } else {
+            format!(
+                "there is no job `{id}`; this session's jobs: {}",
+                known.join(", ")
+            )
+        }))
+    }
+
+    /// Every job, in the order they started.
+    pub fn list(&self) -> Vec<JobView> {
+        lock(&self.jobs).iter().map(|job| job.view()).collect()
+    }
+
+    /// The last `max` bytes a job printed (redacted), from the last line start within them;
+    /// the model's next read is not moved.
+    pub fn tail(&self, id: &str, max: usize) -> Option<String> {
+        let job = self.find(id).ok()?;
+        let spool = job.spool.as_ref()?;
+        let read = spool.read_from(spool.written().saturating_sub(max as u64), max);
+        let text = match (
+            read.missed > 0 || spool.written() > max as u64,
+            read.text.find('\n'),
+        ) {
+            (true, Some(at)) => &read.text[at + 1..],
+            _ => read.text.as_str(),
+        };
+        (!text.is_empty()).then(|| text.to_string())
+    }
+
+    /// How many jobs run now.
+    pub fn running(&self) -> usize {
+        lock(&self.jobs)
+            .iter()
+            .filter(|job| job.ending().is_none())
+            .count()
+    }
+
+    /// Notes for the model of the jobs that ended since it was last told (each once), for the
+    /// engine to commit with the next user item or tool result.
+    pub fn take_exit_notes(&self) -> Vec<String> {
+        let jobs: Vec<Arc<Job>> = lock(&self.jobs).clone();
+        jobs.iter()
+            .filter_map(|job| {
+                let ending = job.ending()?;
+                if job.told.load(Ordering::SeqCst) {
+                    return None;
+                }
+                job.mark_told(&*self.recorder);
+                Some(format!(
+                    "[keel: background job {} {}.]",
+                    job.named(),
+                    ending.describe()
+                ))
+            })
+            .collect()
+    }
+
+    /// Stop every running job now (SIGKILL to each group), recording each end as `cause`.
+    pub fn end_all(&self, cause: EndCause) {
+        let jobs: Vec<Arc<Job>> = lock(&self.jobs).clone();
+        for job in jobs.iter().filter(|job| job.ending().is_none()) {
+            *lock(&job.kill_cause) = Some(cause);
+            signal_group(job.start.identity.pgid, nix::sys::signal::Signal::SIGKILL);
+            job.finish(
+                JobEnding {
+                    exit_code: None,
+                    signal: Some(nix::libc::SIGKILL),
+                    at_ms: now_ms(),
+                    cause,
+                },
+                &*self.recorder,
+            );
+        }
+    }
+
+    /// `bash` with `run_in_background`: start `command` as a job of the call `call_id`.
+    pub async fn start(&self, call_id: &str, command: &str, ctx: &ToolServices) -> ToolOutput {
+        if command.trim().is_empty() {
+            return ToolOutput::error("the command is empty; nothing was started".into());
+        }
+        let id = match self.recorder.next_id() {
+            Ok(id) => id,
+            Err(error) => {
+                return ToolOutput::error(format!(
+                    "cannot start a job: {error}; nothing was started"
+                ));
+            }
+        };
+        let spool = match Spool::create(self.spool_dir.join(format!("{id}.log"))) {
+            Ok(spool) => Arc::new(spool),
+            Err(error) => {
+                return ToolOutput::error(format!(
+                    "cannot make the job's output spool in {}: {error}; nothing was started",
+                    self.spool_dir.display()
+                ));
+            }
+        };
+        let spawned = match spawn(command, ctx) {
+            Ok(spawned) => spawned,
+            Err(message) => return ToolOutput::error(message),
+        };
+        let Spawned {
+            mut child,
+            reader,
+            confinement,
+            pgid,
+        } = spawned;
+        let identity = ProcessIdentity::of(pgid).unwrap_or(ProcessIdentity {
+            pgid,
+            start_ticks: 0,
+            boot_id: String::new(),
+        });
+        let start = JobStart {
+            job: id.clone(),
+            call_id: call_id.to_string(),
+            command: ctx.secrets.redact(command).into_owned(),
+            identity,
+            started_at_ms: now_ms(),
+        };
+        if let Err(error) = self.recorder.started(&start) {
+            signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
+            let _ = child.wait().await;
+            return ToolOutput::error(format!(
+                "the job was stopped at once: keel could not record it ({error}), and a job \
+                 keel cannot find again after a crash is not left running"
+            ));
+        }
+        let (changed, _) = tokio::sync::watch::channel(0);
+        let job = Arc::new(Job {
+            start,
+            began: Some(Instant::now()),
+            spool: Some(spool.clone()),
+            held: Arc::new(AtomicUsize::new(0)),
+            read_to: Mutex::new(0),
+            ending: Mutex::new(None),
+            kill_cause: Mutex::new(None),
+            told: AtomicBool::new(false),
+            changed,
+            confinement: Mutex::new(confinement),
+        });
+        lock(&self.jobs).push(job.clone());
+        let reading = read_into_spool(reader, &job, ctx.secrets.stream());
+        let recorder = self.recorder.clone();
+        let waiting = job.clone();
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            // What the job left in its group goes with it (confined: its PID namespace went
+            // with its process already).
+            signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
+            let _ = tokio::time::timeout(OUTPUT_GRACE, reading).await;
+            let cause = lock(&waiting.kill_cause).unwrap_or(EndCause::Exited);
+            let (exit_code, signal) = match status {
+                Ok(status) => {
+                    use std::os::unix::process::ExitStatusExt;
+                    (status.code(), status.signal())
+                }
+                Err(_) => (None, None),
+            };
+            waiting.finish(
+                JobEnding {
+                    exit_code,
+                    signal,
+                    at_ms: now_ms(),
+                    cause,
+                },
+                &*recorder,
+            );
+        });
+        let confined = ctx
+            .sandbox
+            .as_ref()
+            .filter(|sandbox| sandbox.mode != SandboxMode::Off)
+            .map_or(String::new(), |sandbox| {
+                format!(", confined {}", sandbox.mode.name())
+            });
+        ToolOutput::ok(
+            format!(
+                "{id} started in the background (pid {pgid}{confined}). It runs until it ends, \
+                 job_kill stops it, or the session ends. Read its output with job_output \
+                 {{\"job\": \"{id}\"}}; keel tells you when it exits."
+            ),
+            format!("{id} started"),
+        )
+    }
+
+    /// `job_output`: what the job printed since the last read, and how it is.
+    pub async fn output(&self, id: &str, wait: Duration) -> ToolOutput {
+        let job = match self.find(id) {
+            Ok(job) => job,
+            Err(refusal) => return refusal,
+        };
+        let Some(spool) = job.spool.clone() else {
+            job.mark_told(&*self.recorder);
+            let how = job
+                .ending()
+                .map_or("ended".to_string(), |ending| ending.describe());
+            return ToolOutput::ok(
+                format!(
+                    "{} {how}. It was started by an earlier keel process; its output is not \
+                     kept across restarts.",
+                    job.named()
+                ),
+                format!("{id} {how}"),
+            );
+        };
+        // Wait for something new: output, or the end.
+        let wait = wait.min(MAX_WAIT);
+        let mut changes = job.changed.subscribe();
+        let nothing_new = || job.ending().is_none() && spool.written() <= *lock(&job.read_to);
+        if !wait.is_zero() && nothing_new() {
+            let _ = tokio::time::timeout(wait, async {
+                while nothing_new() {
+                    if changes.changed().await.is_err() {
+                        break;
+                    }
+                }
+            })
+            .await;
+        }
+        let ending = job.ending();
+        let read = {
+            let mut read_to = lock(&job.read_to);
+            let read = spool.read_from(*read_to, READ_CAP);
+            *read_to = read.next;
+            read
+        };
+        if ending.is_some() {
+            job.mark_told(&*self.recorder);
+        }
+        let status = match (ending, job.began) {
+            (Some(ending), _) => format!("{id} {}", ending.describe()),
+            (None, Some(began)) => {
+                format!("{id} is running ({} s)", began.elapsed().as_secs())
+            }
+            (None, None) => format!("{id} is running"),
+        };
+        let mut content = String::new();
+        if read.missed > 0 {
+            content.push_str(&format!(
+                "[… {} earlier bytes not kept or not shown …]\n",
+                read.missed
+            ));
+        }
+        if read.text.is_empty() {
+            content.push_str("(no new output)\n");
+        } else {
+            content.push_str(&read.text);
+            if !read.text.ends_with('\n') {
+                content.push('\n');
+            }
+        }
+        let held = job.held.load(Ordering::SeqCst);
+        if held > 0 && ending.is_none() {
+            content.push_str(&format!(
+                "[the last {held} bytes are held back until the job prints more or ends: keel \
+                 checks them for secrets first]\n"
+            ));
+        }
+        content.push_str(&format!("[{status}]"));
+        ToolOutput::ok(content, status)
+    }
+
+    /// `job_kill`: stop the job (SIGTERM to its group, SIGKILL if it is still there after a
+    /// grace period).
+    pub async fn kill(&self, id: &str) -> ToolOutput {
+        self.stop(id, EndCause::Killed).await
+    }
+
+    /// The person stops a job: as `job_kill`, but the model is told with the next note.
+    pub async fn kill_for_person(&self, id: &str) -> ToolOutput {
+        self.stop(id, EndCause::StoppedByUser).await
+    }
+
+    async fn stop(&self, id: &str, cause: EndCause) -> ToolOutput {
+        let by_model = cause == EndCause::Killed;
+        let job = match self.find(id) {
+            Ok(job) => job,
+            Err(refusal) => return refusal,
+        };
+        if let Some(ending) = job.ending() {
+            if by_model {
+                job.mark_told(&*self.recorder);
+            }
+            return ToolOutput::ok(
+                format!(
+                    "{} had already ended: it {}.",
+                    job.named(),
+                    ending.describe()
+                ),
+                format!("{id} had already ended"),
+            );
+        }
+        *lock(&job.kill_cause) = Some(cause);
+        let mut changes = job.changed.subscribe();
+        let pgid = job.start.identity.pgid;
+        let ended = async {
+            while job.ending().is_none() {
+                if changes.changed().await.is_err() {
+                    break;
+                }
+            }
+        };
+        tokio::pin!(ended);
+        signal_group(pgid, nix::sys::signal::Signal::SIGTERM);
+        if tokio::time::timeout(TERM_GRACE, &mut ended).await.is_err() {
+            signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
+            if tokio::time::timeout(TERM_GRACE, &mut ended).await.is_err() {
+                // The process is gone from keel's view only when it is reaped; say so.
+                return ToolOutput::error(format!(
+                    "{} was sent SIGTERM, then SIGKILL, and has not ended yet",
+                    job.named()
+                ));
+            }
+        }
+        if by_model {
+            job.mark_told(&*self.recorder);
+        }
+        let how = job
+            .ending()
+            .map_or("ended".to_string(), |ending| ending.describe());
+        ToolOutput::ok(format!("{} {how}.", job.named()), format!("{id} killed"))
+    }
+}
+
+impl Drop for Jobs {
+    /// An agent's jobs end with it.
+    fn drop(&mut self) {
+        self.end_all(EndCause::SessionEnded);
+    }
+}
+
+struct Spawned {
+    child: tokio::process::Child,
+    reader: std::io::PipeReader,
+    confinement: Option<keel_sandbox::Confinement>,
+    pgid: i32,
+}
+
+/// Start `bash -c command` in a process group of its own, its output to a pipe, confined as a
+/// job when the session has a sandbox (spawned from the sandbox's lasting thread).
+fn spawn(command: &str, ctx: &ToolServices) -> Result<Spawned, String> {
+    let (reader, writer) =
+        std::io::pipe().map_err(|error| format!("cannot create a pipe: {error}"))?;
+    let writer_for_stderr = writer
+        .try_clone()
+        .map_err(|error| format!("cannot create a pipe: {error}"))?;
+    let mut process = std::process::Command::new("bash");
+    process
+        .arg("-c")
+        .arg(command)
+        .current_dir(ctx.guard.workspace())
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(writer_for_stderr)
+        .process_group(0);
+    for name in ctx.secrets.env_names() {
+        process.env_remove(name);
+    }
+    let sandbox = ctx
+        .sandbox
+        .as_ref()
+        .filter(|sandbox| sandbox.mode != SandboxMode::Off);
+    let (child, confinement) = match sandbox {
+        None => {
+            keel_sandbox::keep_file_limit(&mut process);
+            let child = tokio::process::Command::from(process)
+                .spawn()
+                .map_err(|error| format!("cannot start bash: {error}; nothing was started"))?;
+            (child, None)
+        }
+        Some(sandbox) => {
+            let confinement = sandbox
+                .sandbox
+                .confine_job(&mut process, sandbox.mode)
+                .map_err(|error| format!("{error}; the job did not start"))?;
+            let runtime = tokio::runtime::Handle::current();
+            let spawned = keel_sandbox::on_lasting_thread(move || {
+                let _entered = runtime.enter();
+                tokio::process::Command::from(process).spawn()
+            })
+            .and_then(|spawned| spawned);
+            match spawned {
+                Ok(child) => (child, Some(confinement)),
+                Err(error) => {
+                    return Err(format!(
+                        "{}; the job did not start",
+                        confinement.explain(error)
+                    ));
+                }
+            }
+        }
+    };
+    let pgid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .ok_or_else(|| "the job's process ended before keel saw it start".to_string())?;
+    Ok(Spawned {
+        child,
+        reader,
+        confinement,
+        pgid,
+    })
+}
+
+/// Read the job's output into its spool through the redactor, on a thread of its own (never
+/// the runtime's blocking pool: a job's output may stay open for as long as keel runs); the
+/// receiver hears when the output closed.
+fn read_into_spool(
+    reader: std::io::PipeReader,
+    job: &Arc<Job>,
+    mut redactor: keel_types::secrets::StreamRedactor,
+) -> tokio::sync::oneshot::Receiver<()> {
+    let (closed, closing) = tokio::sync::oneshot::channel();
+    let job = job.clone();
+    let name = format!("keel-{}-output", job.start.job);
+    let read = move || {
+        let Some(spool) = job.spool.clone() else {
+            return;
+        };
+        let mut reader = reader;
+        let mut buffer = [0u8; 8192];
+        let mut safe = Vec::with_capacity(buffer.len());
+        loop {
+            match reader.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    safe.clear();
+                    redactor.push(&buffer[..n], &mut safe);
+                    spool.append(&safe);
+                    job.held.store(redactor.holding(), Ordering::SeqCst);
+                    job.changed.send_modify(|count| *count += 1);
+                }
+            }
+        }
+        safe.clear();
+        redactor.finish(&mut safe);
+        spool.append(&safe);
+        job.held.store(0, Ordering::SeqCst);
+        job.changed.send_modify(|count| *count += 1);
+        let _ = closed.send(());
+    };
+    // Without a thread the output is not read: the job's writes would block once the pipe is
+    // full, and its end still comes.
+    let _ = std::thread::Builder::new().name(name).spawn(read);
+    closing
+}
