@@ -53,6 +53,8 @@ pub enum SurfaceCommand {
     Mcp,
     /// `/agents`: the agents a `task` may start, where each comes from.
     Agents,
+    /// `/jobs [kill JOB]`: the session's background jobs (or stop one); runs during a turn too.
+    Jobs(Option<String>),
     /// `/transcript`: every answer, tool output and reasoning block of the session.
     Transcript,
     /// `/context`: the session's project instructions (which files, how many tokens).
@@ -145,6 +147,10 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
     (
         "/agents",
         "the subagents defined here, where each comes from, and which share the cache",
+    ),
+    (
+        "/jobs [kill JOB]",
+        "background jobs: command, time, last line, how each ended; kill one (during a turn too)",
     ),
     (
         "/context",
@@ -242,6 +248,11 @@ impl Line {
             "/sessions" => Line::Command(SurfaceCommand::Sessions),
             "/mcp" => Line::Command(SurfaceCommand::Mcp),
             "/agents" => Line::Command(SurfaceCommand::Agents),
+            "/jobs" => match rest.split_whitespace().collect::<Vec<_>>()[..] {
+                [] => Line::Command(SurfaceCommand::Jobs(None)),
+                ["kill", job] => Line::Command(SurfaceCommand::Jobs(Some(job.to_string()))),
+                _ => Line::Unknown(format!("/jobs {rest}")),
+            },
             "/transcript" => Line::Command(SurfaceCommand::Transcript),
             "/context" => Line::Command(SurfaceCommand::Context),
             "/fork" => match rest {

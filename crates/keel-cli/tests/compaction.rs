@@ -125,7 +125,7 @@ fn session_of(run: &Run) -> String {
 #[test]
 fn a_context_limit_rejection_offers_compact_which_compacts_and_finishes_the_task() {
     // keel does not know this model's window: only the provider's rejection tells it.
-    let (home, mock) = scripted("chat", &effects_scenario(30, 2950), "");
+    let (home, mock) = scripted("chat", &effects_scenario(30, 3400), "");
     let failed = home.run(&["run", "--yes", "--json", "run all the rounds"]);
     assert_eq!(failed.code(), 1, "{}", failed.stderr());
     let session = session_of(&failed);

@@ -219,3 +219,66 @@ fn a_job_a_killed_keel_left_running_is_stopped_by_the_next_load_and_the_model_is
         "{last}"
     );
 }
+
+#[test]
+fn in_the_terminal_jobs_answers_during_a_turn_the_status_line_counts_jobs_and_a_kill_is_told() {
+    use crate::common::tmux::{Tmux, available};
+    if !available() {
+        return;
+    }
+    let marker = format!("sleep 300.{}3", std::process::id());
+    let scenario = json!({
+        "steps": [
+            {"tool": "bash", "args": {"command": format!("echo serving-now; {marker}"), "run_in_background": true}},
+            {"say": "Started it.", "delay_ms": 6000},
+            {"say": "Heard."}
+        ]
+    })
+    .to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    let tmux = Tmux::start_with_env(&home, &home.path(), &[], (110, 32), &[]);
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("start a server");
+    tmux.press(&["Enter"]);
+    tmux.wait_until_screen("the question", |s| s.contains("echo serving-now"));
+    tmux.answer("y");
+    tmux.wait_until_screen("the job counted", |s| s.contains("⚙ 1 job"));
+    // The turn still runs (its answer is held back): `/jobs` answers at once.
+    tmux.type_text("/jobs");
+    tmux.press(&["Enter"]);
+    let listed = tmux.wait_until_screen("the jobs listed", |s| s.contains("› serving-now"));
+    assert!(
+        listed.contains("background jobs: 1 running of 1"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains(&format!("$ echo serving-now; {marker}")),
+        "{listed}"
+    );
+    assert!(
+        !listed.contains("Started it."),
+        "the turn still ran: {listed}"
+    );
+    tmux.type_text("/jobs kill job-1");
+    tmux.press(&["Enter"]);
+    let killed = tmux.wait_until_screen("the kill said", |s| s.contains("the user stopped it"));
+    assert!(killed.contains("job-1 (`echo serving-now;"), "{killed}");
+    assert!(gone_within(&marker, Duration::from_secs(5)));
+    let ended = tmux.wait_for_turn_end("Started it.");
+    let status = ended
+        .lines()
+        .rev()
+        .find(|line| line.contains("mock-model"))
+        .unwrap();
+    assert!(!status.contains('⚙'), "{status}");
+    // The model hears of the kill with the next prompt.
+    tmux.type_text("and now?");
+    tmux.press(&["Enter"]);
+    tmux.wait_for_turn_end("Heard.");
+    let last = mock.requests().last().unwrap().to_string();
+    assert!(
+        last.contains("[keel: background job job-1 (`echo serving-now;")
+            && last.contains("the user stopped it.]"),
+        "{last}"
+    );
+}

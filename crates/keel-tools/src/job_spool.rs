@@ -157,18 +157,6 @@ impl Spool {
         }
     }
 
-    /// The last non-empty line the job printed (for `/jobs`), cut to `chars`.
-    pub fn last_line(&self, chars: usize) -> Option<String> {
-        let written = self.written();
-        let read = self.read_from(written.saturating_sub(4096), 4096);
-        let line = read
-            .text
-            .lines()
-            .rev()
-            .find(|line| !line.trim().is_empty())?;
-        Some(line.trim_end().chars().take(chars).collect())
-    }
-
     /// Remove the spool's files (the job's session is gone).
     pub fn remove(&self) {
         let _ = std::fs::remove_file(&self.path);
@@ -222,7 +210,6 @@ mod tests {
         spool.append(b"ld\n");
         let second = spool.read_from(first.next, 1 << 20);
         assert_eq!(second.text, "ld\n");
-        assert_eq!(spool.last_line(80).as_deref(), Some("world"));
         // Three segments' worth: the oldest is gone, and a reader from 0 is told how much.
         let block = vec![b'x'; 1024];
         for _ in 0..(3 * SEGMENT_BYTES / 1024) {

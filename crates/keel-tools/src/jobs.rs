@@ -34,6 +34,8 @@ pub const MAX_WAIT: Duration = Duration::from_secs(300);
 const TERM_GRACE: Duration = Duration::from_secs(2);
 /// How long the output may stay open after the job's process ended.
 const OUTPUT_GRACE: Duration = Duration::from_secs(1);
+/// How much of a job's latest output is kept for people.
+const PEOPLE_TAIL_BYTES: usize = 4096;
 /// The most output one `job_output` result carries (the newest, when there is more).
 const READ_CAP: usize = crate::output::OUTPUT_CAP;
 
@@ -130,6 +132,9 @@ struct Job {
     spool: Option<Arc<Spool>>,
     /// Bytes the redactor holds back now.
     held: Arc<AtomicUsize>,
+    /// The last bytes it printed for people (`/jobs`, a surface's card): redacted on their own,
+    /// at once (`Secrets::live_stream`), never given to the model.
+    people_tail: Mutex<std::collections::VecDeque<u8>>,
     /// Where the model's next read starts.
     read_to: Mutex<u64>,
     ending: Mutex<Option<JobEnding>>,
@@ -198,9 +203,32 @@ impl Job {
                 ),
                 None => began.elapsed(),
             }),
-            last_line: self.spool.as_ref().and_then(|spool| spool.last_line(120)),
+            last_line: {
+                let tail = self.people_text();
+                tail.lines()
+                    .rev()
+                    .find(|line| !line.trim().is_empty())
+                    .map(|line| line.trim_end().chars().take(120).collect())
+            },
             ending,
         }
+    }
+
+    /// What people may see of its last output (complete characters only).
+    fn people_text(&self) -> String {
+        let tail: Vec<u8> = lock(&self.people_tail).iter().copied().collect();
+        let start = tail
+            .iter()
+            .position(|byte| (*byte as i8) >= -0x40)
+            .unwrap_or(tail.len());
+        String::from_utf8_lossy(&tail[start..]).into_owned()
+    }
+
+    fn keep_for_people(&self, bytes: &[u8]) {
+        let mut tail = lock(&self.people_tail);
+        tail.extend(bytes);
+        let excess = tail.len().saturating_sub(PEOPLE_TAIL_BYTES);
+        tail.drain(..excess);
     }
 
     /// "job-1 (`python3 -m http.server`)"
@@ -260,6 +288,7 @@ impl Jobs {
                 began: None,
                 spool: None,
                 held: Arc::new(AtomicUsize::new(0)),
+                people_tail: Mutex::new(std::collections::VecDeque::new()),
                 read_to: Mutex::new(0),
                 ending: Mutex::new(past.ending),
                 kill_cause: Mutex::new(None),
@@ -304,18 +333,19 @@ impl Jobs {
         lock(&self.jobs).iter().map(|job| job.view()).collect()
     }
 
-    /// The last `max` bytes a job printed (redacted), from the last line start within them;
-    /// the model's next read is not moved.
+    /// The last lines a job printed, up to `max` bytes, for people (redacted at once, on
+    /// their own); the model's next read is not moved.
     pub fn tail(&self, id: &str, max: usize) -> Option<String> {
         let job = self.find(id).ok()?;
-        let spool = job.spool.as_ref()?;
-        let read = spool.read_from(spool.written().saturating_sub(max as u64), max);
-        let text = match (
-            read.missed > 0 || spool.written() > max as u64,
-            read.text.find('\n'),
-        ) {
-            (true, Some(at)) => &read.text[at + 1..],
-            _ => read.text.as_str(),
+        let text = job.people_text();
+        let mut from = text.len().saturating_sub(max);
+        while !text.is_char_boundary(from) {
+            from += 1;
+        }
+        let text = &text[from..];
+        let text = match text.find('\n') {
+            Some(at) if from > 0 => &text[at + 1..],
+            _ => text,
         };
         (!text.is_empty()).then(|| text.to_string())
     }
@@ -424,6 +454,7 @@ impl Jobs {
             began: Some(Instant::now()),
             spool: Some(spool.clone()),
             held: Arc::new(AtomicUsize::new(0)),
+            people_tail: Mutex::new(std::collections::VecDeque::new()),
             read_to: Mutex::new(0),
             ending: Mutex::new(None),
             kill_cause: Mutex::new(None),
@@ -432,7 +463,7 @@ impl Jobs {
             confinement: Mutex::new(confinement),
         });
         lock(&self.jobs).push(job.clone());
-        let reading = read_into_spool(reader, &job, ctx.secrets.stream());
+        let reading = read_into_spool(reader, &job, &ctx.secrets);
         let recorder = self.recorder.clone();
         let waiting = job.clone();
         tokio::spawn(async move {
@@ -701,8 +732,10 @@ fn spawn(command: &str, ctx: &ToolServices) -> Result<Spawned, String> {
 fn read_into_spool(
     reader: std::io::PipeReader,
     job: &Arc<Job>,
-    mut redactor: keel_types::secrets::StreamRedactor,
+    secrets: &keel_types::Secrets,
 ) -> tokio::sync::oneshot::Receiver<()> {
+    let mut redactor = secrets.stream();
+    let mut for_people = secrets.live_stream();
     let (closed, closing) = tokio::sync::oneshot::channel();
     let job = job.clone();
     let name = format!("keel-{}-output", job.start.job);
@@ -713,10 +746,14 @@ fn read_into_spool(
         let mut reader = reader;
         let mut buffer = [0u8; 8192];
         let mut safe = Vec::with_capacity(buffer.len());
+        let mut shown = Vec::with_capacity(buffer.len());
         loop {
             match reader.read(&mut buffer) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
+                    shown.clear();
+                    for_people.push(&buffer[..n], &mut shown);
+                    job.keep_for_people(&shown);
                     safe.clear();
                     redactor.push(&buffer[..n], &mut safe);
                     spool.append(&safe);
@@ -725,6 +762,9 @@ fn read_into_spool(
                 }
             }
         }
+        shown.clear();
+        for_people.finish(&mut shown);
+        job.keep_for_people(&shown);
         safe.clear();
         redactor.finish(&mut safe);
         spool.append(&safe);

@@ -1,5 +1,5 @@
-//! The status line at the foot of the live region: model · mode · context % · cache-hit % ·
-//! tokens · cost of the session; while a turn runs, also its elapsed time, an estimate of the
+//! The status line at the foot of the live region: model · mode · running jobs · context % ·
+//! cache-hit % · tokens · cost of the session; while a turn runs, also its elapsed time, an estimate of the
 //! output tokens so far (`≈`) and what Esc does.
 //!
 //! Invariants:
@@ -58,6 +58,8 @@ pub struct Status {
     pub cost: Option<String>,
     /// The turn running now, if any.
     pub working: Option<Working>,
+    /// How many background jobs run now.
+    pub jobs: usize,
 }
 
 /// Tokens in a few characters: `950`, `12.3k`, `4.1M`.
@@ -106,6 +108,17 @@ impl Status {
             if !working.asking {
                 parts.push((7, escape.to_string(), Style::PLAIN.dim()));
             }
+        }
+        if self.jobs > 0 {
+            parts.push((
+                6,
+                format!(
+                    "⚙ {} job{}",
+                    self.jobs,
+                    if self.jobs == 1 { "" } else { "s" }
+                ),
+                Style::fg(Color::Magenta),
+            ));
         }
         if let Some(percent) = self.context_percent {
             let style = if percent >= 80 {
@@ -181,7 +194,26 @@ mod tests {
             tokens_out: 678,
             cost: Some("$0.0042".into()),
             working: None,
+            jobs: 0,
         }
+    }
+
+    #[test]
+    fn running_jobs_are_counted_after_the_mode_and_outlast_the_token_counts() {
+        let mut with_jobs = status();
+        with_jobs.jobs = 2;
+        assert_eq!(
+            with_jobs.line(200).plain(),
+            "deepseek/deepseek-v4-flash · ask · ⚙ 2 jobs · ctx 12% · cache 87% · ↑12.3k ↓678 · \
+             $0.0042"
+        );
+        with_jobs.jobs = 1;
+        let narrow = with_jobs.line(50).plain();
+        assert!(
+            narrow.contains("⚙ 1 job") && !narrow.contains('↑'),
+            "{narrow}"
+        );
+        assert!(!status().line(200).plain().contains('⚙'));
     }
 
     #[test]

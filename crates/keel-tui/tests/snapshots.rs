@@ -64,6 +64,7 @@ fn status() -> Status {
         tokens_out: 3_310,
         cost: Some("$0.0213".into()),
         working: None,
+        jobs: 0,
     }
 }
 

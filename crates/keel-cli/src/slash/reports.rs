@@ -362,3 +362,54 @@ fn configured_models(controller: &Controller, common: &CommonArgs) -> Vec<String
     }
     models
 }
+
+/// `/jobs`: the session's background jobs — id, how long, how it ended (or that it runs), the
+/// command and the last line it printed.
+pub fn jobs(controller: &Controller, shown: &mut Shown) {
+    let jobs = controller.jobs();
+    if jobs.is_empty() {
+        shown.say(
+            "no background jobs in this session (the model starts one with bash \
+             run_in_background)",
+        );
+        return;
+    }
+    let width = crate::render::terminal_width();
+    let running = jobs.iter().filter(|job| job.ending.is_none()).count();
+    shown.say(format!(
+        "background jobs: {running} running of {} (`/jobs kill JOB` stops one)",
+        jobs.len()
+    ));
+    for job in jobs {
+        let elapsed = job
+            .elapsed
+            .map(|elapsed| format!(" · {}", short_duration(elapsed)))
+            .unwrap_or_default();
+        let state = match &job.ending {
+            None => "running".to_string(),
+            Some(ending) => ending.describe(),
+        };
+        shown.say(format!(
+            "  {:<8}{state}{elapsed}",
+            visible_line(&job.job).into_owned()
+        ));
+        for line in hanging(&format!("$ {}", visible_line(&job.command)), 10, width) {
+            shown.say(line);
+        }
+        if let Some(last) = &job.last_line {
+            for line in hanging(&format!("› {}", visible_line(last)), 10, width) {
+                shown.say(line);
+            }
+        }
+    }
+}
+
+/// `42 s`, `3 min 05 s`, `2 h 01 min`.
+fn short_duration(elapsed: std::time::Duration) -> String {
+    let seconds = elapsed.as_secs();
+    match seconds {
+        0..60 => format!("{seconds} s"),
+        60..3600 => format!("{} min {:02} s", seconds / 60, seconds % 60),
+        _ => format!("{} h {:02} min", seconds / 3600, seconds % 3600 / 60),
+    }
+}

@@ -311,6 +311,8 @@ impl Session {
                 self.driver.spend.turn_ended();
                 self.refresh_status();
             }
+            // A job started or ended: the status line counts the running ones.
+            EventBody::JobStarted { .. } | EventBody::JobExited { .. } => self.refresh_status(),
             // An approved plan changed the mode: the status line says so at once.
             EventBody::ToolResult { name, .. }
                 if name == keel_tools::BuiltinTool::ProposePlan.name() =>
@@ -360,6 +362,7 @@ impl Session {
             context_percent: controller
                 .window_use()
                 .map(|context| u8::try_from(context.percent()).unwrap_or(100)),
+            jobs: controller.running_jobs(),
             ..Status::default()
         };
         let busy = self.view.is_busy();
@@ -698,7 +701,8 @@ impl Session {
                     }
                     return None;
                 }
-                if self.view.is_busy() {
+                // `/jobs` answers during a turn too (it only reads the jobs, or stops one).
+                if self.view.is_busy() && !is_jobs_command(&text) {
                     self.view.queue(text);
                     return None;
                 }
@@ -749,4 +753,10 @@ impl Session {
             controller.cancel();
         }
     }
+}
+
+/// Whether a typed line is `/jobs` (which runs at once, even while a turn runs).
+fn is_jobs_command(text: &str) -> bool {
+    let trimmed = text.trim();
+    trimmed == "/jobs" || trimmed.starts_with("/jobs ")
 }

@@ -423,6 +423,16 @@ impl SessionDriver {
                 ),
                 None => shown.say("no session is open"),
             },
+            SurfaceCommand::Jobs(kill) => match &self.controller {
+                Some(controller) => match kill {
+                    Some(job) => match controller.kill_job(&job).await {
+                        Ok(said) => shown.say(visible_line(&said).into_owned()),
+                        Err(why) => shown.error(visible_line(&why)),
+                    },
+                    None => crate::slash::reports::jobs(controller, &mut shown),
+                },
+                None => shown.say("no session is open"),
+            },
             SurfaceCommand::Agents => match &self.controller {
                 Some(controller) => crate::slash::reports::agents(controller, &mut shown),
                 None => shown.say("no session is open"),
