@@ -150,6 +150,12 @@ impl Controller {
         }
     }
 
+    /// Hold the session's background jobs alive while this controller is replaced by one on the
+    /// same session (a model switch): the next agent of the session takes them over.
+    pub fn keep_jobs(&self) -> crate::jobs::JobsKept {
+        crate::jobs::keep(&self.agent.jobs)
+    }
+
     /// End the session's background jobs now (the session ends: exit, `/clear`, a switch,
     /// serve's shutdown). Dropping the last controller does it too.
     pub fn end_jobs(&self) {

@@ -7,7 +7,9 @@
 //!   written stops the job); its end is written once, the first seen.
 //! - Opening a session stops every job of it that is still recorded as running and provably
 //!   still the recorded process group (pid, start time, boot id), before its first turn.
-//! - Every agent has its own set: a subagent's jobs end with it; a session's end with it.
+//! - Every agent has its own set: a subagent's jobs end with it; a session's end with it —
+//!   except across a model switch, which keeps them (`JobsKept`) for the agent that reopens
+//!   the session (found in this process's live sets, never restored from the store).
 //! - Spools live in keel's private state beside the store (`jobs/SESSION/`), hidden from every
 //!   confined command.
 
@@ -16,13 +18,49 @@ use keel_store::{JobEnd, RecordedJob, Store};
 use keel_tools::jobs::{EndCause, JobEnding, JobRecorder, JobStart, Jobs, PastJob};
 use keel_tools::process::ProcessIdentity;
 use keel_types::EventBody;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// The store and the event stream of one agent, as its jobs' recorder.
 struct AgentJobs {
     store: Store,
     session: String,
-    events: Arc<EventBus>,
+    /// The stream of the agent that holds the jobs now (a model switch reopens the session
+    /// with the jobs kept: `JobsKept`).
+    events: Mutex<Arc<EventBus>>,
+}
+
+impl AgentJobs {
+    fn events(&self) -> Arc<EventBus> {
+        self.events
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+}
+
+/// The jobs of each session open in this process, so an agent that reopens a session whose
+/// jobs are kept alive (`JobsKept`) takes them over instead of finding them "left by a dead
+/// keel".
+type Live = std::collections::HashMap<String, (Weak<Jobs>, Weak<AgentJobs>)>;
+
+fn live() -> std::sync::MutexGuard<'static, Live> {
+    static LIVE: OnceLock<Mutex<Live>> = OnceLock::new();
+    LIVE.get_or_init(|| Mutex::new(Live::new()))
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A session's jobs held alive while its agent is replaced (a model switch): dropped once the
+/// new agent has them, or the jobs end with it.
+pub struct JobsKept {
+    _jobs: Arc<Jobs>,
+}
+
+/// Keep `jobs` alive across a reopening of their session.
+pub(crate) fn keep(jobs: &Arc<Jobs>) -> JobsKept {
+    JobsKept {
+        _jobs: jobs.clone(),
+    }
 }
 
 impl std::fmt::Debug for AgentJobs {
@@ -57,7 +95,7 @@ impl JobRecorder for AgentJobs {
                 },
             )
             .map_err(|error| error.to_string())?;
-        self.events.emit(
+        self.events().emit(
             None,
             EventBody::JobStarted {
                 job: job.job.clone(),
@@ -80,7 +118,7 @@ impl JobRecorder for AgentJobs {
                 signal: ending.signal,
             },
         );
-        self.events.emit(
+        self.events().emit(
             None,
             EventBody::JobExited {
                 job: job.job.clone(),
@@ -100,25 +138,40 @@ impl JobRecorder for AgentJobs {
 /// The jobs of the agent of `session`: those an earlier keel recorded taken in (any still
 /// running stopped now).
 pub(crate) fn open(store: &Store, session: &str, events: Arc<EventBus>) -> Arc<Jobs> {
+    let mut live = live();
+    live.retain(|_, (jobs, _)| jobs.strong_count() > 0);
+    // Still alive in this process (kept across a model switch): this agent takes them over.
+    if let Some((jobs, recorder)) = live.get(session)
+        && let (Some(jobs), Some(recorder)) = (jobs.upgrade(), recorder.upgrade())
+    {
+        *recorder
+            .events
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = events;
+        return jobs;
+    }
     let spool_dir = store
         .path()
         .parent()
         .unwrap_or_else(|| std::path::Path::new("."))
         .join("jobs")
         .join(session);
-    let jobs = Jobs::new(
-        Arc::new(AgentJobs {
-            store: store.clone(),
-            session: session.to_string(),
-            events,
-        }),
-        spool_dir,
-    );
+    let recorder = Arc::new(AgentJobs {
+        store: store.clone(),
+        session: session.to_string(),
+        events: Mutex::new(events),
+    });
+    let jobs = Jobs::new(recorder.clone(), spool_dir);
     // A store that cannot be read here cannot be used for the session either: its open fails
     // at the next read, saying why.
     let past = store.jobs(session).unwrap_or_default();
     jobs.restore(past.into_iter().map(past_job).collect());
-    Arc::new(jobs)
+    let jobs = Arc::new(jobs);
+    live.insert(
+        session.to_string(),
+        (Arc::downgrade(&jobs), Arc::downgrade(&recorder)),
+    );
+    jobs
 }
 
 fn past_job(recorded: RecordedJob) -> PastJob {

@@ -92,6 +92,7 @@ pub use error::AgentError;
 pub use host::Host;
 pub use input::{INIT_PROMPT, Input, Line, SLASH_COMMANDS, SurfaceCommand, builtin_names};
 pub use instructions::{ContextReport, Reloaded, instruction_paths};
+pub use jobs::JobsKept;
 pub use keel_store::{RevisionInfo, SessionInfo, SessionOverview, StoreError, StoredItem};
 pub use keel_types::person_text;
 pub use prompt::{KIMI_ACTION_POLICY, SYSTEM_PROMPT, action_policy_for};

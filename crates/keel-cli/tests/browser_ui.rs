@@ -563,3 +563,23 @@ fn subagents_show_as_cards_and_their_questions_are_answered_on_the_page() {
         .count();
     assert_eq!(children, 4, "two rounds each, nothing twice");
 }
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_browser),
+    ignore = "needs chromium and `npm ci` in crates/keel-serve/e2e (.ci/run installs both)"
+)]
+fn a_background_job_is_listed_in_the_jobs_panel_and_its_kill_button_stops_it() {
+    require_browser();
+    let marker = format!("sleep 300.{}4", std::process::id());
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": format!("echo watcher-ready; {marker}"), "run_in_background": true}},
+        {"say": "Watching."},
+    ]});
+    let (_home, _mock) = drive_with("jobs", steps, "", &[("KEEL_E2E_MARKER", &marker)]);
+    let left = Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap();
+    assert!(left.stdout.is_empty(), "the killed job still runs");
+}

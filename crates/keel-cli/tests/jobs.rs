@@ -282,3 +282,127 @@ fn in_the_terminal_jobs_answers_during_a_turn_the_status_line_counts_jobs_and_a_
         "{last}"
     );
 }
+
+#[test]
+fn serve_lists_and_stops_jobs_keeps_them_across_a_model_switch_and_ends_the_rest_when_it_stops() {
+    use crate::common::serve::{Server, wait_until_idle};
+    let first = format!("sleep 300.{}5", std::process::id());
+    let second = format!("sleep 300.{}6", std::process::id());
+    let scenario = json!({
+        "steps": [
+            {"tool": "bash", "args": {"command": format!("echo first-up; {first}"), "run_in_background": true}},
+            {"tool": "bash", "args": {"command": second, "run_in_background": true}},
+            {"say": "Two running."}
+        ]
+    })
+    .to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    home.prepend_config("permission_mode = \"auto\"");
+    home.append_config(&format!(
+        "[providers.deepseek-anthropic]\nbase_url = \"{}\"\n",
+        mock.base_url
+    ));
+    // Unconfined: nothing but serve itself ends the jobs when it stops.
+    home.append_config("[sandbox]\nmode = \"off\"\n");
+    let mut server = Server::start(&home, &[]);
+    let session = server.new_session();
+    assert_eq!(server.submit(&session, json!({"input": "go"})).0, 202);
+    wait_until_idle(&server, &session);
+    // A model switch reopens the session: its jobs go on, under the new controller.
+    let switched = server.api(
+        "POST",
+        &format!("/api/sessions/{session}/model"),
+        json!({"model": "deepseek-anthropic/other"}),
+    );
+    assert_eq!(switched.0, 200, "{}", switched.1);
+    assert!(
+        running(&first) && running(&second),
+        "a model switch ended the jobs"
+    );
+    let (code, listed) = server.api("GET", &format!("/api/sessions/{session}/jobs"), Value::Null);
+    assert_eq!(code, 200, "{listed}");
+    let jobs = listed["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2, "{listed}");
+    assert_eq!(jobs[0]["job"], "job-1");
+    assert_eq!(jobs[0]["running"], true);
+    assert_eq!(jobs[1]["command"], second.as_str());
+    let (code, said) = server.api(
+        "POST",
+        &format!("/api/sessions/{session}/jobs/job-9/kill"),
+        Value::Null,
+    );
+    assert_eq!(code, 404, "{said}");
+    assert!(
+        said["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no job `job-9`")
+    );
+    let (code, said) = server.api(
+        "POST",
+        &format!("/api/sessions/{session}/jobs/job-1/kill"),
+        Value::Null,
+    );
+    assert_eq!(code, 200, "{said}");
+    assert!(
+        said["said"]
+            .as_str()
+            .unwrap()
+            .contains("the user stopped it"),
+        "{said}"
+    );
+    assert!(gone_within(&first, Duration::from_secs(5)));
+    let (_, listed) = server.api("GET", &format!("/api/sessions/{session}/jobs"), Value::Null);
+    assert_eq!(listed["jobs"][0]["running"], false, "{listed}");
+    assert_eq!(listed["jobs"][0]["signal"], 15, "{listed}");
+    assert!(running(&second));
+    // SIGTERM: serve stops, and the session's other job with it.
+    std::process::Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    let started = Instant::now();
+    while server.child.try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "serve did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        gone_within(&second, Duration::from_secs(5)),
+        "{second} outlived serve"
+    );
+}
+
+#[test]
+fn leaving_the_terminal_with_ctrl_d_ends_the_sessions_jobs() {
+    use crate::common::tmux::{Tmux, available};
+    if !available() {
+        return;
+    }
+    let marker = format!("sleep 300.{}7", std::process::id());
+    let scenario = json!({
+        "steps": [
+            {"tool": "bash", "args": {"command": marker, "run_in_background": true}},
+            {"say": "Left running."}
+        ]
+    })
+    .to_string();
+    let (home, _mock) = scripted("chat", &scenario, "");
+    // Unconfined: only keel's own end of the session stops it.
+    home.append_config("[sandbox]\nmode = \"off\"\n");
+    let tmux = Tmux::start_with_env(&home, &home.path(), &[], (110, 32), &[]);
+    tmux.wait_for("mock-model · ask");
+    tmux.type_text("start it");
+    tmux.press(&["Enter"]);
+    tmux.wait_until_screen("the question", |s| s.contains("sleep 300."));
+    tmux.answer("y");
+    tmux.wait_for_turn_end("Left running.");
+    assert!(running(&marker));
+    tmux.press(&["C-d"]);
+    assert!(
+        gone_within(&marker, Duration::from_secs(10)),
+        "{marker} outlived keel"
+    );
+}

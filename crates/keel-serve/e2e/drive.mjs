@@ -61,6 +61,31 @@ const scenarios = {
     await page.screenshot({ path: `${out}/subagents-done.png` });
   },
 
+  // A background job: its panel lists it running with its command and last line (after the
+  // turn ended too), and its Kill button stops it; the panel then says how it ended.
+  async jobs() {
+    await ask("start the watcher");
+    await page.getByRole("button", { name: "allow" }).first().click();
+    await waitForText("Watching.");
+    const panel = page.locator("#jobs");
+    await panel.waitFor();
+    await page.waitForFunction(() => document.getElementById("jobs").innerText.includes("› watcher-ready"),
+      null, { timeout: 20000 });
+    const listed = await panel.innerText();
+    assert.match(listed, /Background jobs: 1 running of 1/);
+    assert.match(listed, /job-1/);
+    assert.match(listed, /echo watcher-ready; sleep 300\.\d+/);
+    assert.match(listed, /running · \d+ s/);
+    await page.screenshot({ path: `${out}/jobs.png` });
+    await panel.locator("button.job-kill").click();
+    await page.waitForFunction(() => document.getElementById("jobs").innerText.includes("the user stopped it"),
+      null, { timeout: 20000 });
+    assert.match(await panel.innerText(), /Background jobs: 0 running of 1/);
+    assert.equal(await panel.locator("button.job-kill").count(), 0);
+    await waitForText("job-1 was killed by signal 15");
+    await page.screenshot({ path: `${out}/jobs-killed.png` });
+  },
+
   // A prompt typed while a turn runs waits in the page, shown as queued with a cancel button,
   // and is sent when the turn ends; a cancelled one is never sent.
   async queue() {

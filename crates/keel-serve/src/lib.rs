@@ -11,12 +11,14 @@
 //! - Events go to each client through a bounded buffer; a client too slow to keep up is
 //!   disconnected and can resume from its last event id (`Last-Event-ID`) with nothing lost.
 //! - On shutdown the server stops accepting, ends event streams, cancels running turns (their
-//!   receipts settle as on Ctrl-C in the terminal) and waits for them before returning.
+//!   receipts settle as on Ctrl-C in the terminal) and waits for them, then ends every open
+//!   session's background jobs, before returning.
 
 mod access;
 mod approvals;
 mod connections;
 mod error;
+mod jobs_routes;
 mod page_events;
 mod routes;
 mod ui;
@@ -127,6 +129,10 @@ pub async fn serve(
     let turns: Vec<JoinHandle<()>> = state.lock_turns().drain(..).collect();
     for turn in turns {
         let _ = turn.await;
+    }
+    // The sessions end with the server, and their background jobs with them.
+    for session in state.sessions.lock().await.values() {
+        session.controller.end_jobs();
     }
     Ok(())
 }

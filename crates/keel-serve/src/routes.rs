@@ -44,6 +44,11 @@ pub(crate) fn router(state: Arc<AppState>, access: Arc<access::Access>) -> Route
         .route("/api/sessions/{id}/events", get(events))
         .route("/api/sessions/{id}/approvals/{call_id}", post(approve))
         .route("/api/sessions/{id}/model", post(switch_model))
+        .route("/api/sessions/{id}/jobs", get(crate::jobs_routes::list))
+        .route(
+            "/api/sessions/{id}/jobs/{job}/kill",
+            post(crate::jobs_routes::kill),
+        )
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(access, access::check))
@@ -88,7 +93,7 @@ fn valid_id(id: &str) -> Result<(), ApiError> {
 }
 
 /// The open session `id`, opening (resuming) it if this server does not hold it yet.
-async fn session(state: &AppState, id: &str) -> Result<Arc<OpenSession>, ApiError> {
+pub(crate) async fn session(state: &AppState, id: &str) -> Result<Arc<OpenSession>, ApiError> {
     valid_id(id)?;
     if let Some(open) = state.sessions.lock().await.get(id) {
         return Ok(open.clone());
@@ -690,7 +695,9 @@ async fn switch_model(
             "a turn is running in this session; wait for it or cancel it",
         ));
     }
-    // Release this process's hold on the session before the new controller takes it.
+    // Release this process's hold on the session before the new controller takes it; its
+    // background jobs are kept for the new one.
+    let _kept_jobs = sessions.get(&id).map(|open| open.controller.keep_jobs());
     sessions.remove(&id);
     match reopen(&state, &id, Some(body.model)).await {
         Ok(switched) => {

@@ -440,6 +440,54 @@ function transcriptOf(child, callId) {
   entry.box.appendChild(details);
 }
 
+// The session's background jobs: each one's command, how long it runs or how it ended, its
+// last line (redacted by keel), and a Kill button while it runs. Refreshed on its events, and
+// every two seconds while one runs (its time and last line move on).
+async function refreshJobs() {
+  const session = view.session;
+  if (!session) return;
+  const response = await api(`/api/sessions/${session}/jobs`);
+  if (!response.ok || session !== view.session) return;
+  renderJobs((await response.json()).jobs || []);
+}
+
+function seconds(ms) {
+  const s = Math.floor((ms || 0) / 1000);
+  return s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, "0")} s`;
+}
+
+function renderJobs(jobs) {
+  const panel = $("jobs");
+  panel.replaceChildren();
+  panel.hidden = jobs.length === 0;
+  const running = jobs.filter((job) => job.running).length;
+  clearTimeout(view.jobsTimer);
+  if (running) view.jobsTimer = setTimeout(refreshJobs, 2000);
+  if (!jobs.length) return;
+  panel.appendChild(el("div", "jobs-head", `Background jobs: ${running} running of ${jobs.length}`));
+  for (const job of jobs) {
+    const row = el("div", "job" + (job.running ? " running" : ""));
+    row.dataset.job = job.job;
+    row.appendChild(el("span", "job-id", job.job));
+    row.appendChild(el("code", "job-command", job.command));
+    row.appendChild(el("span", "job-state" + (job.running ? "" : " muted"),
+      job.running ? `running · ${seconds(job.elapsed_ms)}` : job.ended || "ended"));
+    if (job.running) {
+      const kill = el("button", "job-kill", "Kill");
+      kill.type = "button";
+      kill.title = `stop ${job.job} and everything it started`;
+      kill.addEventListener("click", async () => {
+        kill.disabled = true;
+        await api(`/api/sessions/${view.session}/jobs/${encodeURIComponent(job.job)}/kill`, { method: "POST" });
+        refreshJobs();
+      });
+      row.appendChild(kill);
+    }
+    if (job.last_line) row.appendChild(el("div", "job-last muted", "› " + job.last_line));
+    panel.appendChild(row);
+  }
+}
+
 // An event of a subagent (forwarded under its own session id): its question, asked on a card
 // of its own; its rounds and tools, on its `task` card. Nothing else of it is this session's.
 function childEvent(event) {
@@ -494,6 +542,17 @@ function handle(event) {
       break;
     }
     case "agent/finished": view.children.delete(event.child_session_id); break;
+    case "job/started":
+      t.appendChild(el("div", "notice", `${event.job} started in the background: ${event.command}`));
+      refreshJobs();
+      break;
+    case "job/exited": {
+      const how = event.exit_code !== null && event.exit_code !== undefined
+        ? `exited with code ${event.exit_code}` : event.signal ? `was killed by signal ${event.signal}` : "ended";
+      t.appendChild(el("div", "notice", `${event.job} ${how}`));
+      refreshJobs();
+      break;
+    }
     case "search/result":
       t.appendChild(el("div", "notice", `web search "${event.query}" — ` + (event.sources_status === "not_provided"
         ? "the provider gave no structured sources; its summary is kept" : `${event.sources} source(s)`)));
@@ -719,6 +778,7 @@ async function open(session) {
   await reloadHistory();
   follow(session);
   refreshStatus();
+  refreshJobs();
 }
 
 // "3 min ago" from a time in milliseconds.

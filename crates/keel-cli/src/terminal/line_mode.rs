@@ -86,6 +86,10 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
                 stop = driver.signals.next_terminating() => {
                     restore_terminal(saved_terminal.as_ref());
                     eprintln!("\nstopped by {}", stop.name());
+                    // Leaving at once: the session's background jobs end first.
+                    if let Some(controller) = &driver.controller {
+                        controller.end_jobs();
+                    }
                     std::process::exit(i32::from(stop.exit_code()));
                 }
             };

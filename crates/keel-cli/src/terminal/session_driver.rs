@@ -543,6 +543,13 @@ impl SessionDriver {
         if let Some(controller) = &self.controller {
             self.spend.left(&controller.usage());
         }
+        // The same session reopened (a model switch) keeps its background jobs; another
+        // session's switch ends them with the controller.
+        let _kept_jobs = self
+            .controller
+            .as_ref()
+            .filter(|controller| common.session.as_deref() == Some(&*controller.session().id))
+            .map(Controller::keep_jobs);
         // Drop the current controller first: it releases the session lease.
         self.controller = None;
         self.stop_following();
