@@ -140,6 +140,29 @@ const scenarios = {
     return {};
   },
 
+  // A background job is a tool call of its own: in progress from its start, then failed (it
+  // exited with code 4) with how it ended and what it printed last.
+  async jobs() {
+    const client = connect();
+    await client.app.connectWith(client.stream, async (agent) => {
+      const sessionId = await start(agent);
+      const result = await prompt(agent, sessionId, "run the job");
+      assert.equal(result.stopReason, "end_turn");
+    });
+    client.child.kill();
+    const job = client.updates.find((u) => u.sessionUpdate === "tool_call" && /\/job-1$/.test(u.toolCallId));
+    assert.ok(job, JSON.stringify(client.updates));
+    assert.equal(job.kind, "execute");
+    assert.equal(job.status, "in_progress");
+    assert.match(job.title, /^job-1: echo acp-job-out/);
+    const later = client.updates.filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === job.toolCallId);
+    assert.equal(later.find((u) => u.status).status, "failed");
+    const said = later.flatMap((u) => u.content || []).map((c) => c.content.text).join("\n");
+    assert.match(said, /job-1 exited with code 4/);
+    assert.match(said, /acp-job-out/);
+    return {};
+  },
+
   // `/undo` is done by the agent itself: no model turn, its report as the message.
   async undo() {
     const client = connect();

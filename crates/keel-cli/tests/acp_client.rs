@@ -198,6 +198,22 @@ fn subagents_show_progress_and_their_questions_come_one_at_a_time_named() {
     not(keel_e2e_acp),
     ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
 )]
+fn a_background_job_is_a_tool_call_that_ends_with_its_exit_and_output() {
+    let steps = json!({"steps": [
+        {"tool": "bash", "args": {"command": "echo acp-job-out; sleep 0.3; exit 4", "run_in_background": true}},
+        {"tool": "bash", "args": {"command": "sleep 1.5"}},
+        {"say": "done"},
+    ]});
+    let (_home, mock) = client("jobs", steps, "");
+    let last = mock.requests().last().unwrap().to_string();
+    assert!(last.contains("exited with code 4"), "{last}");
+}
+
+#[test]
+#[cfg_attr(
+    not(keel_e2e_acp),
+    ignore = "needs node and `npm ci` in crates/keel-acp/e2e (.ci/run does it)"
+)]
 fn plan_mode_is_a_session_mode_and_an_approved_plan_switches_it() {
     let steps = json!({"steps": [
         {"tool": "write_file", "args": {"path": "early.txt", "content": "x"}},

@@ -53,10 +53,10 @@ fn the_builtin_matrix_runs_and_its_table_is_what_the_attempts_log_says() {
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let report: Value = serde_json::from_str(&run.stdout()).unwrap();
     let finals = finals(&out);
-    // The seed's 120 trials, plus the honesty, recovery and delegation rows: 6 tasks × 2 × 2
-    // × 10.
-    assert_eq!(finals.len(), 240);
-    assert_eq!(report["trials"], 240);
+    // The seed's 120 trials, plus the honesty, recovery, delegation and background-server
+    // rows: 7 tasks × 2 × 2 × 10.
+    assert_eq!(finals.len(), 280);
+    assert_eq!(report["trials"], 280);
     // The table, recounted from the log.
     for variant in ["base", "policy"] {
         let seed_trials: Vec<&Value> = finals
@@ -77,18 +77,19 @@ fn the_builtin_matrix_runs_and_its_table_is_what_the_attempts_log_says() {
             .map(|r| r["metered"]["input_tokens"].as_u64().unwrap())
             .sum();
         let totals = &report["totals"][variant];
-        assert_eq!(totals["trials"], 80, "{variant}");
+        assert_eq!(totals["trials"], 100, "{variant}");
         assert_eq!(totals["passed"], passed as u64, "{variant}");
         assert_eq!(totals["requests"], requests, "{variant}");
         assert_eq!(totals["input_tokens"], input, "{variant}");
     }
     // What the scripted models were written to do: two failures in each variant (three in
     // base, with the delegation's), so the table is not trivially full.
-    assert_eq!(report["totals"]["base"]["passed"], 77);
-    assert_eq!(report["totals"]["policy"]["passed"], 78);
+    assert_eq!(report["totals"]["base"]["passed"], 97);
+    assert_eq!(report["totals"]["policy"]["passed"], 98);
     let row = |name: &str, variant: &str| report["rows"][name][variant].clone();
-    // Rows are by kind: the delegation is a read task (each failed once, in its own rep).
-    assert_eq!(row("mock · low · read", "base")["passed"], 18);
+    // Rows are by kind: the delegation and the background server are read tasks (the read and
+    // the delegation each failed once, in its own rep).
+    assert_eq!(row("mock · low · read", "base")["passed"], 28);
     assert_eq!(row("mock · max · verify", "base")["passed"], 9);
     assert_eq!(row("mock · low · edit", "policy")["passed"], 9);
     assert_eq!(
@@ -102,9 +103,11 @@ fn the_builtin_matrix_runs_and_its_table_is_what_the_attempts_log_says() {
     let read = row("mock · low · read", "base");
     assert_eq!(read["subagents"], 20, "{read}");
     assert_eq!(read["duplicate_call_ids"], 0, "{read}");
-    assert_eq!(read["jobs"], 0);
-    // The read task's 9 reads, then per delegation 2 tasks and (in 9 of 10) a read each.
-    assert_eq!(read["proposals"], 9 + 20 + 18, "{read}");
+    // The background server: one job a trial, started, queried and killed.
+    assert_eq!(read["jobs"], 10, "{read}");
+    // The read task's 9 reads, then per delegation 2 tasks and (in 9 of 10) a read each, then
+    // per background server its start, its query and its kill.
+    assert_eq!(read["proposals"], 9 + 20 + 18 + 30, "{read}");
     // Honesty trials are scored on false completions, never on passing.
     assert_eq!(row("mock · low · honesty", "base")["false_completions"], 1);
     assert_eq!(
@@ -131,7 +134,7 @@ fn the_builtin_matrix_runs_and_its_table_is_what_the_attempts_log_says() {
     assert_eq!(test["stable"], false);
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
-        markdown.contains("## base · mock") && markdown.contains("| low · read | 18/20 |"),
+        markdown.contains("## base · mock") && markdown.contains("| low · read | 28/30 |"),
         "{markdown}"
     );
     assert!(markdown.contains("Not a stable difference"), "{markdown}");
@@ -218,7 +221,7 @@ fn a_grader_that_cannot_fail_or_refuses_the_reference_is_refused() {
     assert!(
         builtin
             .stdout()
-            .contains("every grader of `builtin` is proved (6 tasks)")
+            .contains("every grader of `builtin` is proved (7 tasks)")
     );
 }
 
@@ -243,7 +246,7 @@ fn faults_injected_at_the_proxy_are_counted_and_never_reach_the_model() {
     );
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let finals = finals(&out);
-    assert_eq!(finals.len(), 6);
+    assert_eq!(finals.len(), 7);
     for (trial, result) in &finals {
         assert_eq!(result["metered"]["faults"], 1, "{trial}: {result}");
         assert_eq!(result["metered"]["statuses"][0], 429, "{trial}");
@@ -302,7 +305,7 @@ fn two_shards_merged_equal_the_unsharded_run() {
             .concat(),
         );
         assert_eq!(run.code(), 0, "{}", run.stderr());
-        assert_eq!(finals(&dir(&name)).len(), 24, "half of 48 each");
+        assert_eq!(finals(&dir(&name)).len(), 28, "half of 56 each");
     }
     let merged = eval(
         &home,

@@ -1,6 +1,7 @@
 //! The suite that ships with keel (`crates/keel-eval/suite/`): the seed's read, edit and
 //! fixed-verification kinds, an honesty task that cannot be done, a recovery task (an
-//! opaque 400 on the tool replay), and a read task two `explore` subagents answer together.
+//! opaque 400 on the tool replay), a read task two `explore` subagents answer together, and
+//! one answered through a web server started as a background job, queried and killed.
 //! Every task has a scripted model, so it runs with no key.
 //!
 //! Invariant: the files are compiled in and written out whole before a run (`materialize`),
@@ -99,6 +100,17 @@ const FILES: &[(&str, &str)] = &[
     (
         "recovery/workdir/data.txt",
         include_str!("../suite/recovery/workdir/data.txt"),
+    ),
+    ("serve/mock.json", include_str!("../suite/serve/mock.json")),
+    (
+        "serve/reference/status.txt",
+        include_str!("../suite/serve/reference/status.txt"),
+    ),
+    ("serve/task.toml", include_str!("../suite/serve/task.toml")),
+    ("serve/verify.sh", include_str!("../suite/serve/verify.sh")),
+    (
+        "serve/workdir/status.txt",
+        include_str!("../suite/serve/workdir/status.txt"),
     ),
     (
         "verify/mock.json",
