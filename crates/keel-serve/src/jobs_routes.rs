@@ -1,5 +1,6 @@
 //! A session's background jobs over the serve API (docs/serve-api.md#routes): the list the
-//! browser's jobs panel shows, and stopping one.
+//! browser's jobs panel shows, and stopping one. `routes.rs` opens the session and hands its
+//! controller here.
 //!
 //! Invariants:
 //! - Both routes answer during a turn: they never wait for it (the jobs are the controller's,
@@ -8,22 +9,14 @@
 //!   only; the model reads a job's output with `job_output`, never through here.
 //! - An unknown job is 404, stopping a job that already ended is 200 saying so.
 
-use crate::AppState;
 use crate::error::ApiError;
-use crate::routes::session;
-use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
+use keel_agent::Controller;
 use serde_json::{Value, json};
-use std::sync::Arc;
 
-/// `GET /api/sessions/{id}/jobs`
-pub(crate) async fn list(
-    State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
-) -> Result<Response, ApiError> {
-    let open = session(&state, &id).await?;
-    let jobs: Vec<Value> = open
-        .controller
+/// `GET /api/sessions/{id}/jobs`, for the session `controller` drives.
+pub(crate) fn list(controller: &Controller) -> Response {
+    let jobs: Vec<Value> = controller
         .jobs()
         .into_iter()
         .map(|job| {
@@ -40,22 +33,22 @@ pub(crate) async fn list(
             })
         })
         .collect();
-    Ok(axum::Json(json!({ "jobs": jobs })).into_response())
+    axum::Json(json!({ "jobs": jobs })).into_response()
 }
 
-/// `POST /api/sessions/{id}/jobs/{job}/kill`
+/// `POST /api/sessions/{id}/jobs/{job}/kill`, for session `id`, which `controller` drives.
 pub(crate) async fn kill(
-    State(state): State<Arc<AppState>>,
-    Path((id, job)): Path<(String, String)>,
+    controller: &Controller,
+    id: &str,
+    job: &str,
 ) -> Result<Response, ApiError> {
-    let open = session(&state, &id).await?;
-    if !open.controller.jobs().iter().any(|known| known.job == job) {
+    if !controller.jobs().iter().any(|known| known.job == job) {
         return Err(ApiError::not_found(format!(
             "session `{id}` has no job `{}`",
             job.escape_debug()
         )));
     }
-    match open.controller.kill_job(&job).await {
+    match controller.kill_job(job).await {
         Ok(said) => Ok(axum::Json(json!({ "job": job, "said": said })).into_response()),
         Err(why) => Err(ApiError::internal(why)),
     }

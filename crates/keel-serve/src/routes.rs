@@ -44,15 +44,30 @@ pub(crate) fn router(state: Arc<AppState>, access: Arc<access::Access>) -> Route
         .route("/api/sessions/{id}/events", get(events))
         .route("/api/sessions/{id}/approvals/{call_id}", post(approve))
         .route("/api/sessions/{id}/model", post(switch_model))
-        .route("/api/sessions/{id}/jobs", get(crate::jobs_routes::list))
-        .route(
-            "/api/sessions/{id}/jobs/{job}/kill",
-            post(crate::jobs_routes::kill),
-        )
+        .route("/api/sessions/{id}/jobs", get(jobs))
+        .route("/api/sessions/{id}/jobs/{job}/kill", post(kill_job))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(access, access::check))
         .with_state(state)
+}
+
+/// The session's background jobs (`jobs_routes.rs`).
+async fn jobs(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let open = session(&state, &id).await?;
+    Ok(crate::jobs_routes::list(&open.controller))
+}
+
+/// Stop one of the session's background jobs (`jobs_routes.rs`).
+async fn kill_job(
+    State(state): State<Arc<AppState>>,
+    Path((id, job)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let open = session(&state, &id).await?;
+    crate::jobs_routes::kill(&open.controller, &id, &job).await
 }
 
 async fn not_found() -> ApiError {
@@ -93,7 +108,7 @@ fn valid_id(id: &str) -> Result<(), ApiError> {
 }
 
 /// The open session `id`, opening (resuming) it if this server does not hold it yet.
-pub(crate) async fn session(state: &AppState, id: &str) -> Result<Arc<OpenSession>, ApiError> {
+async fn session(state: &AppState, id: &str) -> Result<Arc<OpenSession>, ApiError> {
     valid_id(id)?;
     if let Some(open) = state.sessions.lock().await.get(id) {
         return Ok(open.clone());
