@@ -160,6 +160,10 @@ where
     for prompt in prompts {
         let _ = prompt.await;
     }
+    // The editor's sessions end with it, and their background jobs.
+    for session in lock(&agent.sessions).values() {
+        session.controller.end_jobs();
+    }
     drop(agent);
     let _ = writer.await;
     Ok(())

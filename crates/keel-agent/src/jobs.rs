@@ -138,17 +138,20 @@ impl JobRecorder for AgentJobs {
 /// The jobs of the agent of `session`: those an earlier keel recorded taken in (any still
 /// running stopped now).
 pub(crate) fn open(store: &Store, session: &str, events: Arc<EventBus>) -> Arc<Jobs> {
-    let mut live = live();
-    live.retain(|_, (jobs, _)| jobs.strong_count() > 0);
-    // Still alive in this process (kept across a model switch): this agent takes them over.
-    if let Some((jobs, recorder)) = live.get(session)
-        && let (Some(jobs), Some(recorder)) = (jobs.upgrade(), recorder.upgrade())
     {
-        *recorder
-            .events
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = events;
-        return jobs;
+        let mut live = live();
+        live.retain(|_, (jobs, _)| jobs.strong_count() > 0);
+        // Still alive in this process (kept across a model switch): this agent takes them
+        // over.
+        if let Some((jobs, recorder)) = live.get(session)
+            && let (Some(jobs), Some(recorder)) = (jobs.upgrade(), recorder.upgrade())
+        {
+            *recorder
+                .events
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = events;
+            return jobs;
+        }
     }
     let spool_dir = store
         .path()
@@ -167,7 +170,8 @@ pub(crate) fn open(store: &Store, session: &str, events: Arc<EventBus>) -> Arc<J
     let past = store.jobs(session).unwrap_or_default();
     jobs.restore(past.into_iter().map(past_job).collect());
     let jobs = Arc::new(jobs);
-    live.insert(
+    // The session's lease keeps any other agent from opening it meanwhile.
+    live().insert(
         session.to_string(),
         (Arc::downgrade(&jobs), Arc::downgrade(&recorder)),
     );

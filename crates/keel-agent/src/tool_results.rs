@@ -88,9 +88,10 @@ pub(crate) fn finish_with(
     let mut output = redacted(output, &agent.services.tool_services.secrets);
     // Jobs that ended since the model was last told, then a mode the person chose while the
     // turn runs: told with the next result, last.
-    for note in agent.jobs.take_exit_notes() {
+    let job_notes = agent.jobs.exit_notes();
+    for (_, note) in &job_notes {
         output.content.push_str("\n\n");
-        output.content.push_str(&note);
+        output.content.push_str(note);
     }
     if let Some(mode) = agent.take_mode_change() {
         output.content.push_str("\n\n");
@@ -140,6 +141,8 @@ pub(crate) fn finish_with(
         }
     }
     kill_point("after_result_commit");
+    let told: Vec<String> = job_notes.into_iter().map(|(job, _)| job).collect();
+    agent.jobs.told(&told);
     if call.name == keel_tools::BuiltinTool::Bash.name() {
         agent
             .services

@@ -307,6 +307,7 @@ fn commit_input(
 ) -> Result<(), AgentError> {
     let agent = run.agent.clone();
     let agent = &*agent;
+    let mut job_notes = Vec::new();
     let text = if kind == InputKind::User {
         // In a fixed order: the interruption, the mode change, jobs that ended, then the prompt
         // and its files.
@@ -318,7 +319,8 @@ fn commit_input(
         if let Some(mode) = agent.take_mode_change() {
             notes.push(crate::mode_notes::mode_note(mode));
         }
-        notes.extend(agent.jobs.take_exit_notes());
+        job_notes = agent.jobs.exit_notes();
+        notes.extend(job_notes.iter().map(|(_, note)| note.clone()));
         // A subagent's prompt is the model's words: it attaches nothing (a file it needs, it
         // reads with its tools, under its rules).
         let text = if agent.role.is_some() {
@@ -348,6 +350,8 @@ fn commit_input(
         .services
         .store
         .append_items(&agent.session.id, run.turn, &items)?;
+    let told: Vec<String> = job_notes.into_iter().map(|(job, _)| job).collect();
+    agent.jobs.told(&told);
     state.pending_context = None;
     state.history.extend(items);
     if upgraded {

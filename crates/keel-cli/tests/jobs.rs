@@ -162,7 +162,31 @@ fn a_jobs_exit_reaches_the_next_request_and_a_job_left_running_ends_with_keel() 
         .filter(|request| request.to_string().contains("job-1 (`sleep 0.3"))
         .count();
     assert_eq!(told, 1, "told once");
-    // keel exited: the job it left running is gone, and recorded as ended with the session.
+    // keel exited: the job it left running is gone (its pid, as its start said, and the
+    // command), and recorded as ended with the session.
+    let session = run.events()[0]["session_id"].as_str().unwrap().to_string();
+    let started = &results(&session_json(&home, &session, &[]))[1].1;
+    let pid: u32 = started
+        .split("(pid ")
+        .nth(1)
+        .and_then(|rest| rest.split([',', ')']).next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {started}"));
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    };
+    let since = Instant::now();
+    while alive(pid) && since.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!alive(pid), "job-2's process {pid} outlived keel");
     assert!(
         gone_within(&marker, Duration::from_secs(5)),
         "{marker} outlived keel"
@@ -404,5 +428,35 @@ fn leaving_the_terminal_with_ctrl_d_ends_the_sessions_jobs() {
     assert!(
         gone_within(&marker, Duration::from_secs(10)),
         "{marker} outlived keel"
+    );
+}
+
+#[test]
+fn job_kill_lets_a_confined_job_shut_down_cleanly_before_anything_is_forced() {
+    let scenario = json!({
+        "steps": [
+            {"tool": "bash", "args": {"command": "trap 'echo shutting-down-cleanly; exit 0' TERM; echo up; echo listening-for-requests; while :; do sleep 0.1; done", "run_in_background": true}},
+            {"tool": "job_output", "args": {"job": "job-1", "wait_seconds": 5}},
+            {"tool": "job_kill", "args": {"job": "job-1"}},
+            {"tool": "job_output", "args": {"job": "job-1"}},
+            {"say": "Stopped."}
+        ]
+    })
+    .to_string();
+    let (home, _mock) = scripted("chat", &scenario, "");
+    let run = home.run(&["run", "--yes", "--json", "start and stop it"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let session = run.events()[0]["session_id"].as_str().unwrap().to_string();
+    let results = results(&session_json(&home, &session, &[]));
+    assert!(results[0].1.contains("confined"), "{results:?}");
+    assert!(results[1].1.contains("up"), "{results:?}");
+    // The command got SIGTERM and ended on its own terms.
+    assert!(
+        results[2].1.contains("exited with code 0 (job_kill)"),
+        "{results:?}"
+    );
+    assert!(
+        results[3].1.contains("shutting-down-cleanly"),
+        "{results:?}"
     );
 }

@@ -54,6 +54,12 @@ impl Store {
         })?;
         // Their rows are gone already: releasing them changes nothing.
         drop(leases);
+        // And what their background jobs printed (keel-agent's spools beside the store).
+        if let Some(state) = self.path().parent() {
+            for id in &ids {
+                let _ = std::fs::remove_dir_all(state.join("jobs").join(id));
+            }
+        }
         Ok(ids)
     }
 }

@@ -77,10 +77,15 @@ impl Spool {
         while !rest.is_empty() {
             let used = state.written - state.current_start;
             if used >= SEGMENT_BYTES {
-                // The current segment becomes the previous one; a new one starts.
-                let _ = std::fs::rename(&self.path, previous_path(&self.path));
+                // The current segment becomes the previous one; a new one starts. A segment
+                // that could not be kept is forgotten, never read as someone else's bytes.
+                let kept = state.current.is_some()
+                    && std::fs::rename(&self.path, previous_path(&self.path)).is_ok();
+                if !kept {
+                    let _ = std::fs::remove_file(previous_path(&self.path));
+                }
                 state.current = open_new(&self.path).ok();
-                state.previous_start = Some(state.current_start);
+                state.previous_start = kept.then_some(state.current_start);
                 state.current_start = state.written;
                 continue;
             }
@@ -109,7 +114,8 @@ impl Spool {
         let mut start = from.max(oldest);
         let mut missed = start - from.min(start);
         let end = state.written;
-        if end.saturating_sub(start) > max as u64 {
+        let cut = end.saturating_sub(start) > max as u64;
+        if cut {
             missed += end - start - max as u64;
             start = end - max as u64;
         }
@@ -142,14 +148,20 @@ impl Spool {
             missed += end - start;
         }
         drop(state);
+        // A cut never starts inside a character: its continuation bytes count as missed.
+        if cut {
+            let inside = bytes
+                .iter()
+                .take(3)
+                .take_while(|byte| (**byte & 0xC0) == 0x80)
+                .count();
+            bytes.drain(..inside);
+            missed += inside as u64;
+        }
         // An incomplete character at the end waits for the next read.
-        let complete = match std::str::from_utf8(&bytes) {
-            Ok(_) => bytes.len(),
-            Err(error) if error.error_len().is_none() => error.valid_up_to(),
-            Err(_) => bytes.len(),
-        };
-        let held = (bytes.len() - complete) as u64;
-        bytes.truncate(complete);
+        let held = incomplete_end(&bytes);
+        bytes.truncate(bytes.len() - held);
+        let held = held as u64;
         SpoolRead {
             text: String::from_utf8_lossy(&bytes).into_owned(),
             missed,
@@ -166,6 +178,26 @@ impl Spool {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// How many bytes at the end of `bytes` begin a UTF-8 character that is not complete yet
+/// (whatever comes before them).
+fn incomplete_end(bytes: &[u8]) -> usize {
+    // The last lead byte among the last three: a character is at most four bytes long.
+    for back in 1..=bytes.len().min(3) {
+        let byte = bytes[bytes.len() - back];
+        if byte & 0xC0 == 0x80 {
+            continue;
+        }
+        let length = match byte {
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF7 => 4,
+            _ => 1,
+        };
+        return if length > back { back } else { 0 };
+    }
+    0
 }
 
 fn previous_path(path: &Path) -> PathBuf {
@@ -189,8 +221,10 @@ fn read_range(path: &Path, offset: u64, length: u64, into: &mut Vec<u8>) -> std:
     let mut file = std::fs::File::open(path)?;
     file.seek(SeekFrom::Start(offset))?;
     let before = into.len();
-    file.take(length).read_to_end(into)?;
-    if ((into.len() - before) as u64) < length {
+    let read = file.take(length).read_to_end(into);
+    if read.is_err() || ((into.len() - before) as u64) < length {
+        // Counted as missed whole: no partial bytes stay behind.
+        into.truncate(before);
         return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
     }
     Ok(())
@@ -242,5 +276,17 @@ mod tests {
         assert_eq!((first.text.as_str(), first.next), ("a", 1));
         spool.append(&snow[2..]);
         assert_eq!(spool.read_from(first.next, 100).text, "雪");
+        // An invalid byte earlier does not hide an incomplete character at the end.
+        spool.append(&[0xFF, b'b', snow[0]]);
+        let read = spool.read_from(first.next + 3, 100);
+        assert_eq!(read.text, "\u{FFFD}b");
+        spool.append(&snow[1..]);
+        assert_eq!(spool.read_from(read.next, 100).text, "雪");
+        // A read cut to its newest bytes never starts inside a character.
+        let tail = spool.read_from(0, 3);
+        assert_eq!(tail.text, "雪");
+        assert_eq!(tail.missed, spool.written() - 3);
+        let inside = spool.read_from(0, 2);
+        assert_eq!((inside.text.as_str(), inside.missed), ("", spool.written()));
     }
 }

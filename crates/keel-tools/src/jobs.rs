@@ -13,8 +13,8 @@
 //!   many bytes are held back for redaction (a length, never whether they begin a secret).
 //! - Every end is recorded exactly once (the first seen: the process's exit, `job_kill`, the
 //!   agent's end), with its exit code or signal, and told to the model exactly once: by the
-//!   `job_output` or `job_kill` result that saw it, or else by `take_exit_notes` (a note the
-//!   engine commits with the next user item or tool result).
+//!   `job_output` or `job_kill` result that saw it, or else by `exit_notes` (a note the
+//!   engine commits with the next user item or tool result, then marks `told`).
 
 use crate::job_spool::Spool;
 use crate::process::ProcessIdentity;
@@ -145,6 +145,10 @@ struct Job {
     changed: tokio::sync::watch::Sender<u64>,
     /// Kept while the job runs.
     confinement: Mutex<Option<keel_sandbox::Confinement>>,
+    /// Runs in a PID namespace of its own (its command is PID 1's child, in PID 1's session).
+    confined: bool,
+    /// Its process was reaped: its group id may be reused, so nothing signals it any more.
+    reaped: AtomicBool,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -159,6 +163,21 @@ fn now_ms() -> i64 {
         .map_or(0, |since| {
             i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
         })
+}
+
+/// The namespace init a confined job's process (`stub`) started: its child that leads a
+/// session of its own (it called `setsid`).
+fn namespace_init(stub: i32) -> Option<i32> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    entries.flatten().find_map(|entry| {
+        let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // After the command name (which may hold spaces): state, ppid, pgrp, session.
+        let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+        let parent: i32 = fields.get(1)?.parse().ok()?;
+        let session: i32 = fields.get(3)?.parse().ok()?;
+        (parent == stub && session == pid).then_some(pid)
+    })
 }
 
 fn signal_group(pgid: i32, signal: nix::sys::signal::Signal) {
@@ -211,6 +230,29 @@ impl Job {
                     .map(|line| line.trim_end().chars().take(120).collect())
             },
             ending,
+        }
+    }
+
+    /// Send `signal` to the job's process group, unless its process was reaped (the group id
+    /// could belong to someone else by now).
+    fn signal(&self, signal: nix::sys::signal::Signal) {
+        if !self.reaped.load(Ordering::SeqCst) {
+            signal_group(self.start.identity.pgid, signal);
+        }
+    }
+
+    /// Ask the job to end: SIGTERM to its command. A confined job's command runs under the
+    /// namespace's PID 1, in PID 1's session: the signal goes to that group (PID 1 itself
+    /// ignores it and ends with the command), never to keel's child, whose end would SIGKILL
+    /// the whole namespace at once.
+    fn terminate(&self) {
+        if self.reaped.load(Ordering::SeqCst) {
+            return;
+        }
+        let pgid = self.start.identity.pgid;
+        match self.confined.then(|| namespace_init(pgid)).flatten() {
+            Some(init) => signal_group(init, nix::sys::signal::Signal::SIGTERM),
+            None => signal_group(pgid, nix::sys::signal::Signal::SIGTERM),
         }
     }
 
@@ -280,7 +322,9 @@ impl Jobs {
     /// (it outlived its keel) is killed now, if it is provably the recorded process group; an
     /// end the model was not told of is told with the next note.
     pub fn restore(&self, past: Vec<PastJob>) {
-        let mut jobs = lock(&self.jobs);
+        // The spools of an earlier process are no one's now.
+        let _ = std::fs::remove_dir_all(&self.spool_dir);
+        let mut restored = Vec::new();
         for past in past {
             let (changed, _) = tokio::sync::watch::channel(0);
             let job = Arc::new(Job {
@@ -295,6 +339,8 @@ impl Jobs {
                 told: AtomicBool::new(past.told),
                 changed,
                 confinement: Mutex::new(None),
+                confined: false,
+                reaped: AtomicBool::new(true),
             });
             if past.ending.is_none() {
                 let killed = job.start.identity.kill_group_if_same();
@@ -308,8 +354,9 @@ impl Jobs {
                     &*self.recorder,
                 );
             }
-            jobs.push(job);
+            restored.push(job);
         }
+        lock(&self.jobs).extend(restored);
     }
 
     fn find(&self, id: &str) -> Result<Arc<Job>, ToolOutput> {
@@ -358,24 +405,33 @@ impl Jobs {
             .count()
     }
 
-    /// Notes for the model of the jobs that ended since it was last told (each once), for the
-    /// engine to commit with the next user item or tool result.
-    pub fn take_exit_notes(&self) -> Vec<String> {
+    /// Notes for the model of the jobs that ended and that it was not told of, each with its
+    /// job's id: the engine commits them with the next user item or tool result, then calls
+    /// `told` (a commit that fails leaves them to be told with the next one).
+    pub fn exit_notes(&self) -> Vec<(String, String)> {
         let jobs: Vec<Arc<Job>> = lock(&self.jobs).clone();
         jobs.iter()
+            .filter(|job| !job.told.load(Ordering::SeqCst))
             .filter_map(|job| {
                 let ending = job.ending()?;
-                if job.told.load(Ordering::SeqCst) {
-                    return None;
-                }
-                job.mark_told(&*self.recorder);
-                Some(format!(
-                    "[keel: background job {} {}.]",
-                    job.named(),
-                    ending.describe()
+                Some((
+                    job.start.job.clone(),
+                    format!(
+                        "[keel: background job {} {}.]",
+                        job.named(),
+                        ending.describe()
+                    ),
                 ))
             })
             .collect()
+    }
+
+    /// The model has been told how `ids` ended (their notes are committed).
+    pub fn told(&self, ids: &[String]) {
+        let jobs: Vec<Arc<Job>> = lock(&self.jobs).clone();
+        for job in jobs.iter().filter(|job| ids.contains(&job.start.job)) {
+            job.mark_told(&*self.recorder);
+        }
     }
 
     /// Stop every running job now (SIGKILL to each group), recording each end as `cause`.
@@ -383,7 +439,7 @@ impl Jobs {
         let jobs: Vec<Arc<Job>> = lock(&self.jobs).clone();
         for job in jobs.iter().filter(|job| job.ending().is_none()) {
             *lock(&job.kill_cause) = Some(cause);
-            signal_group(job.start.identity.pgid, nix::sys::signal::Signal::SIGKILL);
+            job.signal(nix::sys::signal::Signal::SIGKILL);
             job.finish(
                 JobEnding {
                     exit_code: None,
@@ -460,7 +516,9 @@ impl Jobs {
             kill_cause: Mutex::new(None),
             told: AtomicBool::new(false),
             changed,
+            confined: confinement.is_some(),
             confinement: Mutex::new(confinement),
+            reaped: AtomicBool::new(false),
         });
         lock(&self.jobs).push(job.clone());
         let reading = read_into_spool(reader, &job, &ctx.secrets);
@@ -469,8 +527,9 @@ impl Jobs {
         tokio::spawn(async move {
             let status = child.wait().await;
             // What the job left in its group goes with it (confined: its PID namespace went
-            // with its process already).
+            // with its process already); then nothing signals the group again.
             signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
+            waiting.reaped.store(true, Ordering::SeqCst);
             let _ = tokio::time::timeout(OUTPUT_GRACE, reading).await;
             let cause = lock(&waiting.kill_cause).unwrap_or(EndCause::Exited);
             let (exit_code, signal) = match status {
@@ -616,7 +675,6 @@ impl Jobs {
         }
         *lock(&job.kill_cause) = Some(cause);
         let mut changes = job.changed.subscribe();
-        let pgid = job.start.identity.pgid;
         let ended = async {
             while job.ending().is_none() {
                 if changes.changed().await.is_err() {
@@ -625,9 +683,9 @@ impl Jobs {
             }
         };
         tokio::pin!(ended);
-        signal_group(pgid, nix::sys::signal::Signal::SIGTERM);
+        job.terminate();
         if tokio::time::timeout(TERM_GRACE, &mut ended).await.is_err() {
-            signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
+            job.signal(nix::sys::signal::Signal::SIGKILL);
             if tokio::time::timeout(TERM_GRACE, &mut ended).await.is_err() {
                 // The process is gone from keel's view only when it is reaped; say so.
                 return ToolOutput::error(format!(
@@ -650,6 +708,8 @@ impl Drop for Jobs {
     /// An agent's jobs end with it.
     fn drop(&mut self) {
         self.end_all(EndCause::SessionEnded);
+        // Their output is for this session's agent only: gone with it.
+        let _ = std::fs::remove_dir_all(&self.spool_dir);
     }
 }
 

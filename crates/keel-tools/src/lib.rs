@@ -632,6 +632,8 @@ pub fn check_arguments(
 }
 
 #[cfg(test)]
+mod jobs_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod trust_tests;

@@ -261,6 +261,10 @@ pub async fn run(common: &CommonArgs, first: Option<String>) -> anyhow::Result<O
         }
         let _ = tokio::time::timeout(Duration::from_secs(5), turn).await;
     }
+    // The session ends here, and its background jobs with it (said on its stream).
+    if let Some(controller) = session.controller() {
+        controller.end_jobs();
+    }
     session.drain_events();
     session.draw();
     let _ = session.surface.finish();
