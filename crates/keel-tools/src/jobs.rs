@@ -16,14 +16,12 @@
 //!   `job_output` or `job_kill` result that saw it, or else by `exit_notes` (a note the
 //!   engine commits with the next user item or tool result, then marks `told`).
 
+use crate::job_process::{OutputSink, Spawned, namespace_init, read_output, signal_group, spawn};
 use crate::job_spool::Spool;
 use crate::process::ProcessIdentity;
 use crate::{ToolOutput, ToolServices};
 use keel_sandbox::SandboxMode;
-use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -163,25 +161,6 @@ fn now_ms() -> i64 {
         .map_or(0, |since| {
             i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
         })
-}
-
-/// The namespace init a confined job's process (`stub`) started: its child that leads a
-/// session of its own (it called `setsid`).
-fn namespace_init(stub: i32) -> Option<i32> {
-    let entries = std::fs::read_dir("/proc").ok()?;
-    entries.flatten().find_map(|entry| {
-        let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // After the command name (which may hold spaces): state, ppid, pgrp, session.
-        let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
-        let parent: i32 = fields.get(1)?.parse().ok()?;
-        let session: i32 = fields.get(3)?.parse().ok()?;
-        (parent == stub && session == pid).then_some(pid)
-    })
-}
-
-fn signal_group(pgid: i32, signal: nix::sys::signal::Signal) {
-    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal);
 }
 
 impl Job {
@@ -521,7 +500,12 @@ impl Jobs {
             reaped: AtomicBool::new(false),
         });
         lock(&self.jobs).push(job.clone());
-        let reading = read_into_spool(reader, &job, &ctx.secrets);
+        let reading = read_output(
+            reader,
+            job.clone(),
+            &ctx.secrets,
+            format!("keel-{id}-output"),
+        );
         let recorder = self.recorder.clone();
         let waiting = job.clone();
         tokio::spawn(async move {
@@ -713,127 +697,13 @@ impl Drop for Jobs {
     }
 }
 
-struct Spawned {
-    child: tokio::process::Child,
-    reader: std::io::PipeReader,
-    confinement: Option<keel_sandbox::Confinement>,
-    pgid: i32,
-}
-
-/// Start `bash -c command` in a process group of its own, its output to a pipe, confined as a
-/// job when the session has a sandbox (spawned from the sandbox's lasting thread).
-fn spawn(command: &str, ctx: &ToolServices) -> Result<Spawned, String> {
-    let (reader, writer) =
-        std::io::pipe().map_err(|error| format!("cannot create a pipe: {error}"))?;
-    let writer_for_stderr = writer
-        .try_clone()
-        .map_err(|error| format!("cannot create a pipe: {error}"))?;
-    let mut process = std::process::Command::new("bash");
-    process
-        .arg("-c")
-        .arg(command)
-        .current_dir(ctx.guard.workspace())
-        .stdin(Stdio::null())
-        .stdout(writer)
-        .stderr(writer_for_stderr)
-        .process_group(0);
-    for name in ctx.secrets.env_names() {
-        process.env_remove(name);
+impl OutputSink for Job {
+    fn printed(&self, for_model: &[u8], for_people: &[u8], held: usize) {
+        self.keep_for_people(for_people);
+        if let Some(spool) = &self.spool {
+            spool.append(for_model);
+        }
+        self.held.store(held, Ordering::SeqCst);
+        self.changed.send_modify(|count| *count += 1);
     }
-    let sandbox = ctx
-        .sandbox
-        .as_ref()
-        .filter(|sandbox| sandbox.mode != SandboxMode::Off);
-    let (child, confinement) = match sandbox {
-        None => {
-            keel_sandbox::keep_file_limit(&mut process);
-            let child = tokio::process::Command::from(process)
-                .spawn()
-                .map_err(|error| format!("cannot start bash: {error}; nothing was started"))?;
-            (child, None)
-        }
-        Some(sandbox) => {
-            let confinement = sandbox
-                .sandbox
-                .confine_job(&mut process, sandbox.mode)
-                .map_err(|error| format!("{error}; the job did not start"))?;
-            let runtime = tokio::runtime::Handle::current();
-            let spawned = keel_sandbox::on_lasting_thread(move || {
-                let _entered = runtime.enter();
-                tokio::process::Command::from(process).spawn()
-            })
-            .and_then(|spawned| spawned);
-            match spawned {
-                Ok(child) => (child, Some(confinement)),
-                Err(error) => {
-                    return Err(format!(
-                        "{}; the job did not start",
-                        confinement.explain(error)
-                    ));
-                }
-            }
-        }
-    };
-    let pgid = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .ok_or_else(|| "the job's process ended before keel saw it start".to_string())?;
-    Ok(Spawned {
-        child,
-        reader,
-        confinement,
-        pgid,
-    })
-}
-
-/// Read the job's output into its spool through the redactor, on a thread of its own (never
-/// the runtime's blocking pool: a job's output may stay open for as long as keel runs); the
-/// receiver hears when the output closed.
-fn read_into_spool(
-    reader: std::io::PipeReader,
-    job: &Arc<Job>,
-    secrets: &keel_types::Secrets,
-) -> tokio::sync::oneshot::Receiver<()> {
-    let mut redactor = secrets.stream();
-    let mut for_people = secrets.live_stream();
-    let (closed, closing) = tokio::sync::oneshot::channel();
-    let job = job.clone();
-    let name = format!("keel-{}-output", job.start.job);
-    let read = move || {
-        let Some(spool) = job.spool.clone() else {
-            return;
-        };
-        let mut reader = reader;
-        let mut buffer = [0u8; 8192];
-        let mut safe = Vec::with_capacity(buffer.len());
-        let mut shown = Vec::with_capacity(buffer.len());
-        loop {
-            match reader.read(&mut buffer) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    shown.clear();
-                    for_people.push(&buffer[..n], &mut shown);
-                    job.keep_for_people(&shown);
-                    safe.clear();
-                    redactor.push(&buffer[..n], &mut safe);
-                    spool.append(&safe);
-                    job.held.store(redactor.holding(), Ordering::SeqCst);
-                    job.changed.send_modify(|count| *count += 1);
-                }
-            }
-        }
-        shown.clear();
-        for_people.finish(&mut shown);
-        job.keep_for_people(&shown);
-        safe.clear();
-        redactor.finish(&mut safe);
-        spool.append(&safe);
-        job.held.store(0, Ordering::SeqCst);
-        job.changed.send_modify(|count| *count += 1);
-        let _ = closed.send(());
-    };
-    // Without a thread the output is not read: the job's writes would block once the pipe is
-    // full, and its end still comes.
-    let _ = std::thread::Builder::new().name(name).spawn(read);
-    closing
 }

@@ -19,6 +19,7 @@ mod command_words;
 mod fetch;
 mod files;
 pub mod guard;
+mod job_process;
 pub mod job_spool;
 pub mod jobs;
 mod live;
