@@ -251,23 +251,25 @@ fn in_the_terminal_jobs_answers_during_a_turn_the_status_line_counts_jobs_and_a_
         return;
     }
     let marker = format!("sleep 300.{}3", std::process::id());
+    // The turn runs until the test lets its second command end (whatever the machine's load).
     let scenario = json!({
         "steps": [
             {"tool": "bash", "args": {"command": format!("echo serving-now; {marker}"), "run_in_background": true}},
-            {"say": "Started it.", "delay_ms": 6000},
+            {"tool": "bash", "args": {"command": "while [ ! -e release.flag ]; do sleep 0.05; done"}},
+            {"say": "Started it."},
             {"say": "Heard."}
         ]
     })
     .to_string();
     let (home, mock) = scripted("chat", &scenario, "");
+    home.prepend_config("permission_mode = \"auto\"");
     let tmux = Tmux::start_with_env(&home, &home.path(), &[], (110, 32), &[]);
-    tmux.wait_for("mock-model · ask");
+    tmux.wait_for("mock-model · auto");
     tmux.type_text("start a server");
     tmux.press(&["Enter"]);
-    tmux.wait_until_screen("the question", |s| s.contains("echo serving-now"));
-    tmux.answer("y");
-    tmux.wait_until_screen("the job counted", |s| s.contains("⚙ 1 job"));
-    // The turn still runs (its answer is held back): `/jobs` answers at once.
+    tmux.wait_until_screen("the job counted while the turn runs", |s| {
+        s.contains("⚙ 1 job") && s.contains("release.flag")
+    });
     tmux.type_text("/jobs");
     tmux.press(&["Enter"]);
     let listed = tmux.wait_until_screen("the jobs listed", |s| s.contains("› serving-now"));
@@ -288,6 +290,7 @@ fn in_the_terminal_jobs_answers_during_a_turn_the_status_line_counts_jobs_and_a_
     let killed = tmux.wait_until_screen("the kill said", |s| s.contains("the user stopped it"));
     assert!(killed.contains("job-1 (`echo serving-now;"), "{killed}");
     assert!(gone_within(&marker, Duration::from_secs(5)));
+    std::fs::write(home.path().join("release.flag"), "").unwrap();
     let ended = tmux.wait_for_turn_end("Started it.");
     let status = ended
         .lines()
