@@ -410,6 +410,7 @@ impl Translator {
                 job,
                 call_id,
                 command,
+                ..
             } => vec![json!({
                 "sessionUpdate": "tool_call",
                 "toolCallId": job_call_id(call_id, job),

@@ -101,6 +101,7 @@ impl JobRecorder for AgentJobs {
                 job: job.job.clone(),
                 call_id: job.call_id.clone(),
                 command: job.command.clone(),
+                pid: u32::try_from(job.identity.pgid).unwrap_or(0),
             },
         );
         Ok(())

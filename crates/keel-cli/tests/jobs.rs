@@ -164,14 +164,9 @@ fn a_jobs_exit_reaches_the_next_request_and_a_job_left_running_ends_with_keel() 
     assert_eq!(told, 1, "told once");
     // keel exited: the job it left running is gone (its pid, as its start said, and the
     // command), and recorded as ended with the session.
-    let session = run.events()[0]["session_id"].as_str().unwrap().to_string();
-    let started = &results(&session_json(&home, &session, &[]))[1].1;
-    let pid: u32 = started
-        .split("(pid ")
-        .nth(1)
-        .and_then(|rest| rest.split([',', ')']).next())
-        .and_then(|pid| pid.parse().ok())
-        .unwrap_or_else(|| panic!("no pid in {started}"));
+    let started = run.events_of("job/started");
+    let pid = started[1]["pid"].as_u64().unwrap() as u32;
+    assert_eq!(started[1]["job"], "job-2");
     let alive = |pid: u32| {
         std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
             !stat

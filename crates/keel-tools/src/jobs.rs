@@ -533,17 +533,19 @@ impl Jobs {
                 &*recorder,
             );
         });
+        // No pid: it means nothing inside the job's own PID namespace, and the result's bytes
+        // are the same every run.
         let confined = ctx
             .sandbox
             .as_ref()
             .filter(|sandbox| sandbox.mode != SandboxMode::Off)
-            .map_or(String::new(), |sandbox| {
-                format!(", confined {}", sandbox.mode.name())
+            .map_or("unconfined".to_string(), |sandbox| {
+                format!("confined {}", sandbox.mode.name())
             });
         ToolOutput::ok(
             format!(
-                "{id} started in the background (pid {pgid}{confined}). It runs until it ends, \
-                 job_kill stops it, or the session ends. Read its output with job_output \
+                "{id} started in the background ({confined}). It runs until it ends, job_kill \
+                 stops it, or the session ends. Read its output with job_output \
                  {{\"job\": \"{id}\"}}; keel tells you when it exits."
             ),
             format!("{id} started"),

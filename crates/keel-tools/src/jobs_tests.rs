@@ -3,7 +3,7 @@
 //! split across reads.
 
 use crate::jobs::{EndCause, JobEnding, JobRecorder, JobSlot, JobStart, Jobs, PastJob};
-use crate::{ToolOutput, ToolServices, WorkspaceGuard};
+use crate::{ToolServices, WorkspaceGuard};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ struct Memory {
     refuse: bool,
     next: Mutex<u32>,
     said: Mutex<Vec<String>>,
+    pids: Mutex<Vec<i32>>,
 }
 
 impl JobRecorder for Memory {
@@ -29,6 +30,7 @@ impl JobRecorder for Memory {
             .lock()
             .unwrap()
             .push(format!("started {}", job.job));
+        self.pids.lock().unwrap().push(job.identity.pgid);
         Ok(())
     }
     fn ended(&self, job: &JobStart, ending: &JobEnding) {
@@ -53,13 +55,9 @@ fn setup(recorder: Arc<Memory>) -> (tempfile::TempDir, Arc<Jobs>, ToolServices) 
     (dir, jobs, context)
 }
 
-fn pid_of(started: &ToolOutput) -> i32 {
-    started.content.split("(pid ").nth(1).unwrap()[..]
-        .split(')')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
+/// The pid of the job `recorder` saw start last.
+fn pid_of(recorder: &Memory) -> i32 {
+    *recorder.pids.lock().unwrap().last().unwrap()
 }
 
 fn alive(pid: i32) -> bool {
@@ -159,8 +157,8 @@ async fn an_end_nobody_read_is_a_note_until_told_and_end_all_stops_the_rest() {
     let recorder = Arc::new(Memory::default());
     let (_dir, jobs, context) = setup(recorder.clone());
     jobs.start("c1", "exit 0", &context).await;
-    let long = jobs.start("c1", "sleep 300", &context).await;
-    let pid = pid_of(&long);
+    jobs.start("c1", "sleep 300", &context).await;
+    let pid = pid_of(&recorder);
     let since = std::time::Instant::now();
     while jobs.exit_notes().is_empty() && since.elapsed() < Duration::from_secs(10) {
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -381,12 +381,15 @@ pub enum EventBody {
         cost: Option<crate::Cost>,
     },
     /// A background job started (`bash` with `run_in_background`): its id (`job-N`, per
-    /// session), the call that started it and its command (redacted).
+    /// session), the call that started it, its command (redacted) and its pid.
     #[serde(rename = "job/started")]
     JobStarted {
         job: String,
         call_id: String,
         command: String,
+        /// Its process (and process group) id on this machine, for a person or a script that
+        /// watches it.
+        pid: u32,
     },
     /// A background job ended: its exit code, or the signal that ended it (`job_kill`, the
     /// session's end, a load that found it left by a keel that died).
