@@ -110,7 +110,7 @@ impl AgentDefinition {
 }
 
 /// The read-only tools `explore` has.
-const EXPLORE_TOOLS: [BuiltinTool; 8] = [
+const EXPLORE_TOOLS: [BuiltinTool; 9] = [
     BuiltinTool::ReadFile,
     BuiltinTool::ListDir,
     BuiltinTool::Glob,
@@ -119,6 +119,7 @@ const EXPLORE_TOOLS: [BuiltinTool; 8] = [
     BuiltinTool::WebFetch,
     BuiltinTool::JobOutput,
     BuiltinTool::JobKill,
+    BuiltinTool::Skill,
 ];
 
 fn built_ins() -> [AgentDefinition; 2] {

@@ -33,7 +33,7 @@ impl Agent {
                         &agent.settings,
                         &agent.services.tool_services,
                         agent.permission_mode(),
-                        &agent.services.surface.agents.context_section(),
+                        &agent.services.context_lists(),
                     )
                 }),
                 false,
@@ -58,7 +58,7 @@ impl Agent {
             &agent.settings,
             &agent.services.tool_services,
             agent.settings.policy.mode,
-            &agent.services.surface.agents.context_section(),
+            &agent.services.context_lists(),
         );
         let Some(at) = state
             .history

@@ -24,6 +24,8 @@ pub enum CommandLayer {
     User,
     /// The workspace's `.keel/commands/`
     Project,
+    /// A skill the person may send as `/NAME` (`skills.rs`).
+    Skill,
 }
 
 /// One custom command.
@@ -106,6 +108,43 @@ impl CustomCommands {
                     replaced.path.display()
                 ));
             }
+        }
+    }
+
+    /// The skills the person may send as `/NAME`, as commands: a built-in or custom command of
+    /// the same name wins (reported). `builtins` as for `load`.
+    pub fn add_skills(&mut self, skills: &crate::skills::Skills, builtins: &[&str]) {
+        for skill in skills.list().filter(|skill| skill.user_invocable) {
+            let name = &skill.name;
+            let builtin = builtins
+                .iter()
+                .any(|builtin| builtin.trim_start_matches('/') == name);
+            if builtin || self.commands.contains_key(name) {
+                self.notices.push(format!(
+                    "skill `{name}` is not a slash command here: /{name} is {}, which wins (the \
+                     model can still load the skill)",
+                    if builtin {
+                        "a built-in command"
+                    } else {
+                        "a custom command"
+                    }
+                ));
+                continue;
+            }
+            self.commands.insert(
+                name.clone(),
+                CustomCommand {
+                    name: name.clone(),
+                    description: Some(skill.description.chars().take(200).collect()),
+                    body: format!(
+                        "[keel: the `{name}` skill; its files are in {}]\n\n{}",
+                        skill.dir.display(),
+                        skill.body.trim()
+                    ),
+                    path: skill.dir.join("SKILL.md"),
+                    layer: CommandLayer::Skill,
+                },
+            );
         }
     }
 

@@ -1,5 +1,5 @@
-//! Tools the engine answers itself instead of running them: a new one is one more case of
-//! `EngineTool`, not another special case in the round.
+//! Tools the engine answers itself instead of running them (`propose_plan`, `skill`): a new
+//! one is one more case of `EngineTool`, not another special case in the round.
 //!
 //! Invariants:
 //! - An engine tool is answered before any permission rule (no rule may turn it into an
@@ -17,6 +17,8 @@ use keel_types::{ReceiptState, ToolCall};
 pub(crate) enum EngineTool {
     /// `propose_plan`: in plan mode the plan is put to the person (`modes::propose`).
     ProposePlan,
+    /// `skill`: a skill's instructions, from the session's skills (`skills.rs`).
+    Skill,
 }
 
 /// What the engine answered a call with.
@@ -33,6 +35,9 @@ impl EngineTool {
             Valid::Builtin(builtin) if builtin.tool == keel_tools::BuiltinTool::ProposePlan => {
                 Some(EngineTool::ProposePlan)
             }
+            Valid::Builtin(builtin) if builtin.tool == keel_tools::BuiltinTool::Skill => {
+                Some(EngineTool::Skill)
+            }
             _ => None,
         }
     }
@@ -45,6 +50,24 @@ impl EngineTool {
         valid: &Valid,
     ) -> EngineAnswer {
         match self {
+            EngineTool::Skill => {
+                let name = match valid {
+                    Valid::Builtin(builtin) => {
+                        builtin.args.get("name").and_then(serde_json::Value::as_str)
+                    }
+                    Valid::Mcp { .. } => None,
+                };
+                let output = load_skill(agent, name.unwrap_or(""));
+                EngineAnswer {
+                    state: if output.is_error {
+                        ReceiptState::Failed
+                    } else {
+                        ReceiptState::Completed
+                    },
+                    output,
+                    ends_turn: false,
+                }
+            }
             EngineTool::ProposePlan => {
                 let plan = match valid {
                     Valid::Builtin(builtin) => {
@@ -61,4 +84,42 @@ impl EngineTool {
             }
         }
     }
+}
+
+/// The skill `name`'s instructions and directory, for the model; a skill it may not load, or one
+/// whose file the sandbox hides, is refused saying so.
+fn load_skill(agent: &Agent, name: &str) -> ToolOutput {
+    let skills = agent.services.skills();
+    let Some(skill) = skills.get(name).filter(|skill| skill.model_invocable) else {
+        let known: Vec<&str> = skills
+            .list()
+            .filter(|skill| skill.model_invocable)
+            .map(|skill| skill.name.as_str())
+            .collect();
+        return ToolOutput::error(if known.is_empty() {
+            format!("there is no skill `{name}`: this session has no skills")
+        } else {
+            format!(
+                "there is no skill `{name}`; the skills: {}",
+                known.join(", ")
+            )
+        });
+    };
+    let file = skill.dir.join("SKILL.md");
+    if let Some(refused) = agent
+        .services
+        .tool_services
+        .read_refusal(&file.display().to_string(), &file)
+    {
+        return refused;
+    }
+    ToolOutput::ok(
+        format!(
+            "Skill `{}` — its files are in {}\n\n{}",
+            skill.name,
+            skill.dir.display(),
+            skill.body.trim()
+        ),
+        format!("loaded {}", skill.name),
+    )
 }

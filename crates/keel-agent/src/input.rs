@@ -55,6 +55,8 @@ pub enum SurfaceCommand {
     Agents,
     /// `/jobs [kill JOB]`: the session's background jobs (or stop one); runs during a turn too.
     Jobs(Option<String>),
+    /// `/skills`: the skills the model can load, where each comes from.
+    Skills,
     /// `/transcript`: every answer, tool output and reasoning block of the session.
     Transcript,
     /// `/context`: the session's project instructions (which files, how many tokens).
@@ -147,6 +149,10 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
     (
         "/agents",
         "the subagents defined here, where each comes from, and which share the cache",
+    ),
+    (
+        "/skills",
+        "the skills the model can load (and you can send as /NAME), where each comes from",
     ),
     (
         "/jobs [kill JOB]",
@@ -248,6 +254,7 @@ impl Line {
             "/sessions" => Line::Command(SurfaceCommand::Sessions),
             "/mcp" => Line::Command(SurfaceCommand::Mcp),
             "/agents" => Line::Command(SurfaceCommand::Agents),
+            "/skills" => Line::Command(SurfaceCommand::Skills),
             "/jobs" => match rest.split_whitespace().collect::<Vec<_>>()[..] {
                 [] => Line::Command(SurfaceCommand::Jobs(None)),
                 ["kill", job] => Line::Command(SurfaceCommand::Jobs(Some(job.to_string()))),

@@ -150,7 +150,7 @@ pub(crate) fn read_dir(
     files
 }
 
-fn read_bounded(path: &Path) -> Result<String, String> {
+pub(crate) fn read_bounded(path: &Path) -> Result<String, String> {
     use std::io::Read;
     let file = std::fs::File::open(path).map_err(|error| error.to_string())?;
     let mut bytes = Vec::new();
@@ -165,7 +165,7 @@ fn read_bounded(path: &Path) -> Result<String, String> {
 
 /// Whether `path` (not followed) belongs to the owner of `workspace` or to root; `false` for
 /// what cannot be looked at.
-fn owned_by_workspace_owner(path: &Path, workspace: &Path) -> bool {
+pub(crate) fn owned_by_workspace_owner(path: &Path, workspace: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let Some(owner) = crate::instructions::workspace_owner(workspace) else {
         return false;

@@ -238,7 +238,7 @@ impl Agent {
                     &settings,
                     tool_services,
                     settings.policy.mode,
-                    &services.surface.agents.context_section(),
+                    &services.context_lists(),
                 )
             });
             loaded.pending_context = Some(block);

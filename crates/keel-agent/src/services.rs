@@ -39,6 +39,8 @@ pub struct SurfaceServices {
     pub commands: Arc<CustomCommands>,
     /// The agents a `task` may start (built in, `.keel/agents/`, `$KEEL_HOME/agents/`).
     pub agents: Arc<AgentDefinitions>,
+    /// The skills the `skill` tool loads (`.keel/skills/`, `$KEEL_HOME/skills/`, …).
+    pub skills: Arc<crate::skills::Skills>,
 }
 
 impl SurfaceServices {
@@ -51,6 +53,7 @@ impl SurfaceServices {
             editor: None,
             commands: Arc::new(CustomCommands::default()),
             agents: Arc::new(AgentDefinitions::default()),
+            skills: Arc::new(crate::skills::Skills::default()),
         }
     }
 }
@@ -124,6 +127,21 @@ impl Services {
     /// The agents a `task` may start.
     pub fn agents(&self) -> &Arc<AgentDefinitions> {
         &self.surface.agents
+    }
+
+    /// What the context block lists before its environment: the agents, then the skills (none
+    /// when there are no skills, so such a session's block is as before skills).
+    pub(crate) fn context_lists(&self) -> String {
+        format!(
+            "{}{}",
+            self.surface.agents.context_section(),
+            self.surface.skills.context_section()
+        )
+    }
+
+    /// The skills the `skill` tool loads.
+    pub fn skills(&self) -> &Arc<crate::skills::Skills> {
+        &self.surface.skills
     }
 
     /// Who is asked about tool calls.

@@ -38,6 +38,8 @@ pub struct Setup {
     pub commands: Arc<keel_agent::CustomCommands>,
     /// The agents a `task` may start.
     pub agents: Arc<keel_agent::AgentDefinitions>,
+    /// The skills the `skill` tool loads.
+    pub skills: Arc<keel_agent::Skills>,
 }
 
 pub fn open_host() -> anyhow::Result<Host> {
@@ -271,12 +273,11 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         }
         extra_dirs.push(absolute);
     }
-    let commands = keel_agent::CustomCommands::load(
+    let mut commands = keel_agent::CustomCommands::load(
         &workspace,
         Some(&settings::keel_home()?),
         &keel_agent::builtin_names(),
     );
-    notices.extend(commands.notices.iter().cloned());
     let providers: Vec<String> = config
         .resolve()?
         .providers
@@ -303,6 +304,17 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
             )),
         }
     }
+    let skills = keel_agent::Skills::load(
+        &workspace,
+        Some(&settings::keel_home()?),
+        std::env::var_os("HOME")
+            .map(std::path::PathBuf::from)
+            .as_deref(),
+    );
+    notices.extend(skills.notices.iter().cloned());
+    // A skill the person may invoke is `/NAME` too, unless a command of that name wins.
+    commands.add_skills(&skills, &keel_agent::builtin_names());
+    notices.extend(commands.notices.iter().cloned());
     let declared = mcp_servers(&config)?;
     notices.extend(declared.notices);
     let mcp_servers = declared.trusted;
@@ -352,6 +364,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         editor: None,
         commands: Arc::new(commands),
         agents: Arc::new(agents),
+        skills: Arc::new(skills),
     })
 }
 
@@ -471,6 +484,7 @@ pub fn open_controller_with(
         editor: setup.editor,
         commands: setup.commands,
         agents: setup.agents,
+        skills: setup.skills,
     };
     Ok(setup
         .host

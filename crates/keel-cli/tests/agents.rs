@@ -66,7 +66,7 @@ fn agents_lists_every_agent_with_its_source_tools_and_cache() {
     for (name, what) in [
         (
             "explore",
-            "explore built in · mode read-only · shares your cache tools: bash, glob, grep, job_kill, job_output, list_dir, read_file, web_fetch Researches",
+            "explore built in · mode read-only · shares your cache tools: bash, glob, grep, job_kill, job_output, list_dir, read_file, skill, web_fetch Researches",
         ),
         (
             "general",

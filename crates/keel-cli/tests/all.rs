@@ -60,6 +60,7 @@ mod serve_lifecycle;
 mod serve_slowloris;
 mod serve_token;
 mod session_spend;
+mod skills;
 mod slash_menu;
 mod start_as_people_start;
 mod streamed_answer;

@@ -293,7 +293,8 @@ impl ValidCall {
             | BuiltinTool::ProposePlan
             | BuiltinTool::Task
             | BuiltinTool::JobOutput
-            | BuiltinTool::JobKill => None,
+            | BuiltinTool::JobKill
+            | BuiltinTool::Skill => None,
             BuiltinTool::ReadFile
             | BuiltinTool::WriteFile
             | BuiltinTool::EditFile
@@ -321,10 +322,16 @@ impl ValidCall {
                 .unwrap_or("")
                 .to_string(),
             BuiltinTool::TodoWrite | BuiltinTool::ProposePlan => String::new(),
-            // Rules may name the job: `job_kill(job-2)`.
+            // Rules may name the job (`job_kill(job-2)`) or the skill (`skill(pdf)`).
             BuiltinTool::JobOutput | BuiltinTool::JobKill => self
                 .args
                 .get("job")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            BuiltinTool::Skill => self
+                .args
+                .get("name")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string(),
@@ -374,7 +381,8 @@ impl ValidCall {
             | BuiltinTool::ProposePlan
             | BuiltinTool::Task
             | BuiltinTool::JobOutput
-            | BuiltinTool::JobKill => false,
+            | BuiltinTool::JobKill
+            | BuiltinTool::Skill => false,
         }
     }
 
@@ -461,6 +469,10 @@ impl ValidCall {
                 ToolOutput::ok(specs::NOT_IN_PLAN_MODE.into(), "not in plan mode".into())
             }
             BuiltinTool::WebFetch => fetch::web_fetch(&self.args, ctx).await,
+            // The agent answers `skill` from the session's skills (`engine_tools.rs`).
+            BuiltinTool::Skill => ToolOutput::error(
+                "internal: a skill is loaded by the agent, not run as a tool".into(),
+            ),
             // The agent runs a task's subagent itself (`task_tool.rs` in keel-agent).
             BuiltinTool::Task => ToolOutput::error(
                 "internal: a subagent is started by the agent, not run as a tool".into(),
@@ -485,7 +497,8 @@ impl ValidCall {
                     | BuiltinTool::ProposePlan
                     | BuiltinTool::Task
                     | BuiltinTool::JobOutput
-                    | BuiltinTool::JobKill => {
+                    | BuiltinTool::JobKill
+                    | BuiltinTool::Skill => {
                         ToolOutput::error("internal: not a blocking tool".into())
                     }
                 });

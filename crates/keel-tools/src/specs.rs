@@ -21,10 +21,11 @@ pub enum BuiltinTool {
     Task,
     JobOutput,
     JobKill,
+    Skill,
 }
 
 impl BuiltinTool {
-    pub const ALL: [BuiltinTool; 13] = [
+    pub const ALL: [BuiltinTool; 14] = [
         Self::ReadFile,
         Self::WriteFile,
         Self::EditFile,
@@ -38,6 +39,7 @@ impl BuiltinTool {
         Self::Task,
         Self::JobOutput,
         Self::JobKill,
+        Self::Skill,
     ];
 
     pub fn name(self) -> &'static str {
@@ -55,6 +57,7 @@ impl BuiltinTool {
             Self::Task => "task",
             Self::JobOutput => "job_output",
             Self::JobKill => "job_kill",
+            Self::Skill => "skill",
         }
     }
 
@@ -71,7 +74,8 @@ impl BuiltinTool {
             | Self::ProposePlan
             | Self::Task
             | Self::JobOutput
-            | Self::JobKill => false,
+            | Self::JobKill
+            | Self::Skill => false,
         }
     }
 
@@ -109,6 +113,9 @@ impl BuiltinTool {
                 "Read a background job's output since the last read, and whether it still runs or how it ended. wait_seconds: wait up to that long for new output or its end."
             }
             Self::JobKill => "Stop a background job and everything it started.",
+            Self::Skill => {
+                "Load a skill the context lists: its instructions and its directory, whose files you read and whose scripts you run with your other tools. Load one when a task matches its description."
+            }
             Self::Task => {
                 "Delegate a self-contained task to a subagent and get its final answer back. agent: one of the agents the context lists (explore researches read-only; general has your tools). description: a few words on what it is for. prompt: everything the subagent needs, since it sees the context but not this conversation. Several task calls in one response run at the same time."
             }
@@ -157,6 +164,10 @@ impl BuiltinTool {
                 &["job"],
             ),
             Self::JobKill => object(json!({"job": string}), &["job"]),
+            Self::Skill => object(
+                json!({"name": {"type": "string", "minLength": 1}}),
+                &["name"],
+            ),
             Self::Task => object(
                 json!({"agent": {"type": "string", "minLength": 1}, "description": {"type": "string", "minLength": 1}, "prompt": {"type": "string", "minLength": 1}}),
                 &["agent", "description", "prompt"],

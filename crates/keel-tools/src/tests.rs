@@ -82,7 +82,8 @@ fn specs_are_stable_and_complete() {
             "propose_plan",
             "task",
             "job_output",
-            "job_kill"
+            "job_kill",
+            "skill"
         ]
     );
     // The exact specs the model is offered (name, description, argument schema of every tool,

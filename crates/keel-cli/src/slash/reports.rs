@@ -413,3 +413,46 @@ fn short_duration(elapsed: std::time::Duration) -> String {
         _ => format!("{} h {:02} min", seconds / 3600, seconds % 3600 / 60),
     }
 }
+
+/// `/skills`: each skill — where it comes from, whether the model may load it and whether it is
+/// a `/NAME` command here, its description.
+pub fn skills(controller: &Controller, shown: &mut Shown) {
+    let skills = controller.services().skills().clone();
+    let commands = controller.services().commands().clone();
+    let width = crate::render::terminal_width();
+    let mut any = false;
+    for skill in skills.list() {
+        if !any {
+            shown.say("skills (the model loads one with `skill` when a task matches it)");
+            any = true;
+        }
+        let slash = commands.list().any(|command| {
+            command.name == skill.name && command.layer == keel_agent::CommandLayer::Skill
+        });
+        let uses = match (skill.model_invocable, slash) {
+            (true, true) => format!("the model's · /{}", skill.name),
+            (true, false) => "the model's".to_string(),
+            (false, true) => format!("/{} only", skill.name),
+            (false, false) => "neither the model's nor a command".to_string(),
+        };
+        shown.say(format!(
+            "  {:<16}{} · {uses}",
+            visible_line(&skill.name),
+            skill.source.as_str()
+        ));
+        for detail in [
+            visible_line(&skill.dir.display().to_string()).into_owned(),
+            visible_line(&skill.description).into_owned(),
+        ] {
+            for line in hanging(&detail, 18, width) {
+                shown.say(line);
+            }
+        }
+    }
+    if !any {
+        shown.say(
+            "no skills: put one in .keel/skills/NAME/SKILL.md or $KEEL_HOME/skills/NAME/SKILL.md \
+             (front matter `name` and `description`; .claude/skills and .agents/skills are read too)",
+        );
+    }
+}

@@ -433,6 +433,10 @@ impl SessionDriver {
                 },
                 None => shown.say("no session is open"),
             },
+            SurfaceCommand::Skills => match &self.controller {
+                Some(controller) => crate::slash::reports::skills(controller, &mut shown),
+                None => shown.say("no session is open"),
+            },
             SurfaceCommand::Agents => match &self.controller {
                 Some(controller) => crate::slash::reports::agents(controller, &mut shown),
                 None => shown.say("no session is open"),

@@ -1,0 +1,437 @@
+//! Skills (docs/skills.md): `NAME/SKILL.md` directories in keel's and the common roots, listed to
+//! the model by name and description, their bodies read on demand with the `skill` tool, or sent
+//! by the person as `/NAME args`.
+//!
+//! Invariants:
+//! - A skill is model input only: nothing in its front matter changes a setting, a tool or a
+//!   permission (`allowed-tools`, `hooks`, `model`, `context` are reported once and ignored).
+//! - Roots, the user's first (`$KEEL_HOME/skills`, `~/.claude/skills`, `~/.agents/skills`), then the
+//!   project's (`.keel/skills`, `.claude/skills`, `.agents/skills`, inside the workspace and its
+//!   owner's): on a name clash the first found wins and the other is reported.
+//! - A skill directory or its `SKILL.md` may be a link only to a place inside one of the roots
+//!   (an installer's link from one root to another); a link anywhere else is refused and reported.
+//!   Its files belong to the workspace's owner or root; `SKILL.md` is bounded and UTF-8.
+//! - The listing (`context_section`) is empty when there is no skill the model may invoke, so a
+//!   session without skills has the very context block it had before skills existed.
+//! - Every skill left out is named in a notice with why; nothing is dropped silently.
+
+use crate::markdown_files;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Where a skill was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SkillSource {
+    /// `$KEEL_HOME/skills`
+    User,
+    /// `~/.claude/skills`
+    ClaudeUser,
+    /// `~/.agents/skills`
+    AgentsUser,
+    /// `.keel/skills`
+    Project,
+    /// `.claude/skills`
+    ClaudeProject,
+    /// `.agents/skills`
+    AgentsProject,
+}
+
+impl SkillSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkillSource::User => "yours",
+            SkillSource::ClaudeUser => "yours (~/.claude/skills)",
+            SkillSource::AgentsUser => "yours (~/.agents/skills)",
+            SkillSource::Project => "the project's",
+            SkillSource::ClaudeProject => "the project's (.claude/skills)",
+            SkillSource::AgentsProject => "the project's (.agents/skills)",
+        }
+    }
+
+    fn is_project(self) -> bool {
+        matches!(
+            self,
+            SkillSource::Project | SkillSource::ClaudeProject | SkillSource::AgentsProject
+        )
+    }
+}
+
+/// One skill.
+#[derive(Clone, Debug)]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+    /// The skill's directory, resolved (what its scripts and references are relative to).
+    pub dir: PathBuf,
+    pub source: SkillSource,
+    /// The body of `SKILL.md` (after the front matter).
+    pub body: String,
+    /// The model may load it (`disable-model-invocation` not set).
+    pub model_invocable: bool,
+    /// The person may send it as `/NAME` (`user-invocable` not `false`).
+    pub user_invocable: bool,
+}
+
+/// The skills of a session and what loading them had to say.
+#[derive(Clone, Debug, Default)]
+pub struct Skills {
+    skills: BTreeMap<String, Skill>,
+    pub notices: Vec<String>,
+}
+
+/// The most skills the context block lists, and the most characters of a description there.
+const LISTED_SKILLS: usize = 64;
+const LISTED_DESCRIPTION_CHARS: usize = 300;
+/// Front matter keys a skill may carry that keel reads, or knows and leaves alone.
+const KNOWN_KEYS: [&str; 8] = [
+    "name",
+    "description",
+    "license",
+    "compatibility",
+    "metadata",
+    "disable-model-invocation",
+    "user-invocable",
+    "argument-hint",
+];
+/// Keys that would change what a session may do: never applied, said once.
+const IGNORED_KEYS: [&str; 4] = ["allowed-tools", "hooks", "model", "context"];
+
+impl Skills {
+    /// The skills of `workspace` and of the user (`keel_home`, `home`).
+    pub fn load(workspace: &Path, keel_home: Option<&Path>, home: Option<&Path>) -> Skills {
+        let mut loaded = Skills::default();
+        let mut roots: Vec<(PathBuf, SkillSource)> = Vec::new();
+        if let Some(keel_home) = keel_home {
+            roots.push((keel_home.join("skills"), SkillSource::User));
+        }
+        if let Some(home) = home {
+            roots.push((home.join(".claude/skills"), SkillSource::ClaudeUser));
+            roots.push((home.join(".agents/skills"), SkillSource::AgentsUser));
+        }
+        for (relative, source) in [
+            (".keel/skills", SkillSource::Project),
+            (".claude/skills", SkillSource::ClaudeProject),
+            (".agents/skills", SkillSource::AgentsProject),
+        ] {
+            if let Some(dir) =
+                markdown_files::project_dir(workspace, relative, "skill", &mut loaded.notices)
+                // The workspace is the home: its roots are the user's, read once.
+                && !roots.iter().any(|(root, _)| markdown_files::same_dir(root, &dir))
+            {
+                roots.push((dir, source));
+            }
+        }
+        // Where a link may lead: inside a root (as resolved).
+        let resolved_roots: Vec<PathBuf> = roots
+            .iter()
+            .filter_map(|(root, _)| root.canonicalize().ok())
+            .collect();
+        let mut ignored_keys = std::collections::BTreeSet::new();
+        for (root, source) in &roots {
+            let Ok(entries) = std::fs::read_dir(root) else {
+                continue;
+            };
+            let mut dirs: Vec<PathBuf> = entries.flatten().map(|entry| entry.path()).collect();
+            dirs.sort();
+            for dir in dirs {
+                match read_skill(&dir, *source, workspace, &resolved_roots) {
+                    Ok(None) => {}
+                    Ok(Some(found)) => {
+                        loaded.notices.extend(found.said);
+                        ignored_keys.extend(found.ignored);
+                        loaded.add(found.skill);
+                    }
+                    Err(why) => loaded
+                        .notices
+                        .push(format!("skill {} ignored: {why}", dir.display())),
+                }
+            }
+        }
+        if !ignored_keys.is_empty() {
+            let keys: Vec<String> = ignored_keys.into_iter().collect();
+            loaded.notices.push(format!(
+                "skills' {} ignored: a skill is instructions for the model, never a setting or a \
+                 permission",
+                keys.join(", ")
+            ));
+        }
+        loaded
+    }
+
+    fn add(&mut self, skill: Skill) {
+        if let Some(first) = self.skills.get(&skill.name) {
+            // One skill found twice (a link from one root to another): nothing to say.
+            if first.dir == skill.dir {
+                return;
+            }
+            self.notices.push(format!(
+                "skill `{}` in {} ignored: {} one of that name wins",
+                skill.name,
+                skill.dir.display(),
+                first.source.as_str()
+            ));
+            return;
+        }
+        self.skills.insert(skill.name.clone(), skill);
+    }
+
+    /// Every skill, by name.
+    pub fn list(&self) -> impl Iterator<Item = &Skill> {
+        self.skills.values()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Skill> {
+        self.skills.get(name)
+    }
+
+    /// The skills the model may load, for the context block (empty when there is none).
+    pub(crate) fn context_section(&self) -> String {
+        let listed: Vec<String> = self
+            .skills
+            .values()
+            .filter(|skill| skill.model_invocable)
+            .take(LISTED_SKILLS)
+            .map(|skill| {
+                let description: String = skill
+                    .description
+                    .chars()
+                    .map(|c| if c.is_control() { ' ' } else { c })
+                    .take(LISTED_DESCRIPTION_CHARS)
+                    .collect();
+                format!("- {}: {}", skill.name, description.trim())
+            })
+            .collect();
+        if listed.is_empty() {
+            return String::new();
+        }
+        let more = self.skills.values().filter(|s| s.model_invocable).count() - listed.len();
+        let cut = if more > 0 {
+            format!("\n({more} more not listed)")
+        } else {
+            String::new()
+        };
+        format!(
+            "\n<skills>\nSkills the skill tool loads (their instructions, read when a task \
+             needs one):\n{}{cut}\n</skills>\n",
+            listed.join("\n")
+        )
+    }
+}
+
+/// A skill read, with the keys it carried that keel ignores and what to say about it.
+struct Found {
+    skill: Skill,
+    ignored: Vec<String>,
+    said: Vec<String>,
+}
+
+/// The skill in `dir` (a root's entry): `None` for what is no skill (a plain file), an error
+/// naming why one is left out.
+fn read_skill(
+    dir: &Path,
+    source: SkillSource,
+    workspace: &Path,
+    roots: &[PathBuf],
+) -> Result<Option<Found>, String> {
+    let Some(entry_name) = dir.file_name().and_then(|name| name.to_str()) else {
+        return Ok(None);
+    };
+    if entry_name.starts_with('.') {
+        return Ok(None);
+    }
+    let resolved = dir
+        .canonicalize()
+        .map_err(|error| format!("cannot be resolved ({error})"))?;
+    if !resolved.is_dir() {
+        return Ok(None);
+    }
+    let inside_roots = |path: &Path| roots.iter().any(|root| path.starts_with(root));
+    if !inside_roots(&resolved) {
+        return Err(format!(
+            "it leads to {}, outside the skill directories (a skill may link only from one \
+             skill directory to another)",
+            resolved.display()
+        ));
+    }
+    let file = resolved.join("SKILL.md");
+    let Ok(meta) = file.symlink_metadata() else {
+        return Err("it has no SKILL.md".to_string());
+    };
+    let target = if meta.file_type().is_symlink() {
+        file.canonicalize()
+            .map_err(|error| format!("its SKILL.md cannot be resolved ({error})"))?
+    } else {
+        file.clone()
+    };
+    if !inside_roots(&target) {
+        return Err(format!(
+            "its SKILL.md leads to {}, outside the skill directories",
+            target.display()
+        ));
+    }
+    if !target.is_file() {
+        return Err("its SKILL.md is not a regular file".to_string());
+    }
+    if !markdown_files::owned_by_workspace_owner(&resolved, workspace)
+        || !markdown_files::owned_by_workspace_owner(&target, workspace)
+    {
+        return Err(
+            "it belongs to another user (keel takes skills only from the workspace's owner or \
+             root)"
+                .to_string(),
+        );
+    }
+    let text =
+        markdown_files::read_bounded(&target).map_err(|error| format!("its SKILL.md: {error}"))?;
+    let text = text
+        .strip_prefix('\u{feff}')
+        .unwrap_or(&text)
+        .replace("\r\n", "\n");
+    let matter = markdown_files::front_matter(&text);
+    let description = matter.get("description").unwrap_or("").trim().to_string();
+    if description.is_empty() {
+        return Err(
+            "its SKILL.md has no description (the model could not tell when to use it)".to_string(),
+        );
+    }
+    // A linked skill is named after where it is (an installer's link may be named apart).
+    let entry_name = resolved
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or(entry_name);
+    let declared = matter.get("name").unwrap_or("").trim();
+    let mut said = Vec::new();
+    let name = if declared.is_empty() {
+        entry_name.to_string()
+    } else {
+        if declared != entry_name {
+            said.push(format!(
+                "skill {}: its name `{declared}` differs from its directory `{entry_name}` (loaded \
+                 as `{declared}`)",
+                dir.display()
+            ));
+        }
+        declared.to_string()
+    };
+    if !markdown_files::usable_name(&name) {
+        return Err(format!(
+            "its name `{}` is not letters, digits, `-` and `_` (at most 64)",
+            name.escape_debug()
+        ));
+    }
+    let ignored: Vec<String> = matter
+        .fields
+        .iter()
+        .map(|field| field.key.clone())
+        .filter(|key| IGNORED_KEYS.contains(&key.as_str()))
+        .collect();
+    let unknown: Vec<String> = matter
+        .fields
+        .iter()
+        .map(|field| field.key.clone())
+        .filter(|key| !KNOWN_KEYS.contains(&key.as_str()) && !IGNORED_KEYS.contains(&key.as_str()))
+        .collect();
+    if !unknown.is_empty() && source.is_project() {
+        said.push(format!(
+            "skill `{name}`: keys {} not read",
+            unknown.join(", ")
+        ));
+    }
+    let flag = |key: &str| {
+        matter
+            .get(key)
+            .map(|value| value.trim().eq_ignore_ascii_case("true"))
+    };
+    Ok(Some(Found {
+        skill: Skill {
+            name,
+            description,
+            dir: resolved,
+            source,
+            body: matter.body.to_string(),
+            model_invocable: flag("disable-model-invocation") != Some(true),
+            user_invocable: matter
+                .get("user-invocable")
+                .is_none_or(|value| !value.trim().eq_ignore_ascii_case("false")),
+        },
+        ignored,
+        said,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skill(root: &Path, dir: &str, front: &str) {
+        let dir = root.join(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!("---\n{front}\n---\nbody of {front}\n"),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn the_users_skill_wins_a_clash_links_between_roots_are_followed_and_each_left_out_is_said() {
+        let workspace = tempfile::tempdir().unwrap();
+        let keel_home = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let project = workspace.path().join(".keel/skills");
+        let users = keel_home.path().join("skills");
+        skill(&users, "lint", "name: lint\ndescription: the user's lint");
+        skill(
+            &project,
+            "lint",
+            "name: lint\ndescription: the project's lint",
+        );
+        skill(&project, "quiet", "name: quiet");
+        skill(
+            &project,
+            "renamed",
+            "name: other-name\ndescription: named apart",
+        );
+        // An installer's layout: the skill lives in ~/.agents/skills, linked from .claude/skills.
+        let agents = home.path().join(".agents/skills");
+        skill(&agents, "shared", "name: shared\ndescription: linked in");
+        std::fs::create_dir_all(home.path().join(".claude/skills")).unwrap();
+        std::os::unix::fs::symlink(
+            agents.join("shared"),
+            home.path().join(".claude/skills/shared-link"),
+        )
+        .unwrap();
+        let skills = Skills::load(workspace.path(), Some(keel_home.path()), Some(home.path()));
+        let lint = skills.get("lint").unwrap();
+        assert_eq!(lint.description, "the user's lint");
+        assert_eq!(lint.source, SkillSource::User);
+        assert!(skills.get("quiet").is_none());
+        assert_eq!(skills.get("other-name").unwrap().description, "named apart");
+        assert_eq!(
+            skills.get("shared").unwrap().source,
+            SkillSource::ClaudeUser
+        );
+        let notices = skills.notices.join("\n");
+        assert!(notices.contains("has no description"), "{notices}");
+        assert!(
+            notices.contains("differs from its directory `renamed`"),
+            "{notices}"
+        );
+        assert!(notices.contains("skill `lint` in"), "{notices}");
+        assert!(
+            !notices.contains("shared"),
+            "one skill found twice is one skill: {notices}"
+        );
+        let section = skills.context_section();
+        assert!(section.contains("- lint: the user's lint"), "{section}");
+        assert!(!section.contains("body of"), "{section}");
+    }
+
+    #[test]
+    fn no_skills_list_nothing_so_the_context_block_is_as_before_skills() {
+        let workspace = tempfile::tempdir().unwrap();
+        let skills = Skills::load(workspace.path(), None, None);
+        assert_eq!(skills.context_section(), "");
+        assert!(skills.notices.is_empty());
+    }
+}
