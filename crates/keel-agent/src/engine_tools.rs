@@ -86,8 +86,8 @@ impl EngineTool {
     }
 }
 
-/// The skill `name`'s instructions and directory, for the model; a skill it may not load, or one
-/// whose file the sandbox hides, is refused saying so.
+/// The skill `name`'s instructions and directory, for the model; a skill it may not load is
+/// refused saying which there are.
 fn load_skill(agent: &Agent, name: &str) -> ToolOutput {
     let skills = agent.services.skills();
     let Some(skill) = skills.get(name).filter(|skill| skill.model_invocable) else {
@@ -105,14 +105,8 @@ fn load_skill(agent: &Agent, name: &str) -> ToolOutput {
             )
         });
     };
-    let file = skill.dir.join("SKILL.md");
-    if let Some(refused) = agent
-        .services
-        .tool_services
-        .read_refusal(&file.display().to_string(), &file)
-    {
-        return refused;
-    }
+    // Its SKILL.md was read at the session's start, from inside a skill directory only (a link
+    // out of them was refused then): the body given is that text, never a file read now.
     ToolOutput::ok(
         format!(
             "Skill `{}` — its files are in {}\n\n{}",
