@@ -119,6 +119,21 @@ impl CustomCommands {
             let builtin = builtins
                 .iter()
                 .any(|builtin| builtin.trim_start_matches('/') == name);
+            // Your skill wins over a project's command; your command over any skill.
+            let project_command = self
+                .commands
+                .get(name)
+                .filter(|command| command.layer == CommandLayer::Project)
+                .map(|command| command.path.clone());
+            if let (Some(path), false, false) =
+                (&project_command, builtin, skill.source.is_project())
+            {
+                self.notices.push(format!(
+                    "command /{name} of the project ({}) is replaced by your skill `{name}`",
+                    path.display().to_string().escape_debug()
+                ));
+                self.commands.remove(name);
+            }
             if builtin || self.commands.contains_key(name) {
                 self.notices.push(format!(
                     "skill `{name}` is not a slash command here: /{name} is {}, which wins (the \
@@ -156,7 +171,18 @@ impl CustomCommands {
     /// The prompt `/name args` stands for, if `name` (with its slash) is a custom command.
     pub fn expand(&self, name: &str, args: &str) -> Option<String> {
         let command = self.commands.get(name.strip_prefix('/')?)?;
-        Some(expand(&command.body, args))
+        Some(match command.layer {
+            // A skill is written for the model: only `$ARGUMENTS` is its (a `$1` may be a
+            // shell's), and arguments it does not place follow it.
+            CommandLayer::Skill if command.body.contains("$ARGUMENTS") => {
+                command.body.replace("$ARGUMENTS", args)
+            }
+            CommandLayer::Skill if !args.trim().is_empty() => {
+                format!("{}\n\nARGUMENTS: {args}", command.body)
+            }
+            CommandLayer::Skill => command.body.clone(),
+            CommandLayer::User | CommandLayer::Project => expand(&command.body, args),
+        })
     }
 }
 

@@ -89,6 +89,14 @@ impl EngineTool {
 /// The skill `name`'s instructions and directory, for the model; a skill it may not load is
 /// refused saying which there are.
 fn load_skill(agent: &Agent, name: &str) -> ToolOutput {
+    // A deny rule on `skill` (`skill(NAME)`) holds; nothing else is asked about.
+    if let keel_tools::Decision::Deny(reason) =
+        agent
+            .policy_now()
+            .decide("skill", name, keel_tools::Reach::ReadsWorkspace)
+    {
+        return ToolOutput::error(format!("{reason}; the skill was not loaded"));
+    }
     let skills = agent.services.skills();
     let Some(skill) = skills.get(name).filter(|skill| skill.model_invocable) else {
         let known: Vec<&str> = skills

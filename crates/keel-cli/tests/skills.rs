@@ -104,6 +104,19 @@ fn a_skill_is_a_slash_command_with_its_arguments_unless_a_command_of_its_name_wi
         "name: status\ndescription: Shadowed by the built-in",
         "never sent",
     );
+    skill(
+        &home.path().join("skills"),
+        "review",
+        "name: review\ndescription: Review a change\nuser-invocable: true",
+        "Review the change; print fields with awk '{print $1}'.",
+    );
+    // A repository's command of a skill's name yields to your skill.
+    std::fs::create_dir_all(home.path().join(".keel/commands")).unwrap();
+    std::fs::write(
+        home.path().join(".keel/commands/review.md"),
+        "the project's review",
+    )
+    .unwrap();
     let run = home.run(&["run", "--yes", "/release-notes 2.1.0"]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     assert!(
@@ -121,6 +134,18 @@ fn a_skill_is_a_slash_command_with_its_arguments_unless_a_command_of_its_name_wi
         first.contains("[keel: the `release-notes` skill; its files are in "),
         "{first}"
     );
+    assert!(
+        run.stderr().contains("is replaced by your skill `review`"),
+        "{}",
+        run.stderr()
+    );
+    // A skill that does not place its arguments gets them after it; its `$1` is left alone.
+    let again = home.run(&["run", "--yes", "/review the parser"]);
+    assert_eq!(again.code(), 0, "{}", again.stderr());
+    let second = said(&mock.requests()[1]);
+    assert!(second.contains("awk '{print $1}'"), "{second}");
+    assert!(second.contains("ARGUMENTS: the parser"), "{second}");
+    assert!(!second.contains("the project's review"), "{second}");
 }
 
 #[test]
@@ -174,4 +199,26 @@ fn a_skill_that_leads_out_of_the_skill_directories_is_refused_and_said() {
         );
     }
     assert!(said(&requests[1]).contains("there is no skill `creds`"));
+}
+
+#[test]
+fn a_deny_rule_on_skill_holds() {
+    let scenario = json!({"steps": [
+        {"tool": "skill", "args": {"name": "pdf"}},
+        {"say": "Refused."}
+    ]})
+    .to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    home.append_config("[permissions]\ndeny = [\"skill(pdf)\"]\n");
+    skill(
+        &home.path().join("skills"),
+        "pdf",
+        "name: pdf\ndescription: Extract text",
+        "PDF-BODY-MARKER",
+    );
+    let run = home.run(&["run", "--yes", "read it"]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let second = said(&mock.requests()[1]);
+    assert!(!second.contains("PDF-BODY-MARKER"), "{second}");
+    assert!(second.contains("the skill was not loaded"), "{second}");
 }
