@@ -38,6 +38,9 @@ pub(crate) struct AgentState {
     /// The context block read when the session opened without one: committed with the next
     /// user item.
     pub pending_context: Option<keel_types::ContextBlock>,
+    /// Skills found since a resumed session's context block was written: told once, leading
+    /// the next prompt (never by rewriting the block).
+    pub skills_note: Option<String>,
     /// The workspace snapshots around command batches (their "after" may still be being taken
     /// while the next request is out).
     pub bracket: crate::snapshot::CommandBracket,

@@ -49,6 +49,7 @@ pub fn load_session(store: &Store, session: &str) -> Result<AgentState, AgentErr
         tools_checked: false,
         interrupted: false,
         pending_context: None,
+        skills_note: None,
         // Set when the agent is assembled (its snapshots are known then).
         bracket: crate::snapshot::CommandBracket::new(None, keel_types::Secrets::default()),
         held_answer: None,

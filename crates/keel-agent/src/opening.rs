@@ -242,6 +242,9 @@ impl Agent {
                 )
             });
             loaded.pending_context = Some(block);
+        } else {
+            // A resumed session hears of skills found since, once, with its next prompt.
+            loaded.skills_note = services.skills().new_since(&loaded.history);
         }
         loaded.bracket = CommandBracket::new(snapshots.clone(), tool_services.secrets.clone());
         let modes = Arc::new(Mutex::new(ModeState {

@@ -12,7 +12,9 @@
 //!   (an installer's link from one root to another); a link anywhere else is refused and reported.
 //!   Its files belong to the workspace's owner or root; `SKILL.md` is bounded and UTF-8.
 //! - The listing (`context_section`) is empty when there is no skill the model may invoke, so a
-//!   session without skills has the very context block it had before skills existed.
+//!   session without skills has the very context block it had before skills existed. A resumed
+//!   session hears of skills found since in one note leading its next prompt (`new_since`),
+//!   never by a rewrite of its block.
 //! - Every skill left out is named in a notice with why; nothing is dropped silently.
 
 use crate::markdown_files;
@@ -210,23 +212,7 @@ impl Skills {
             .values()
             .filter(|skill| skill.model_invocable)
             .take(LISTED_SKILLS)
-            .map(|skill| {
-                let description: String = skill
-                    .description
-                    .chars()
-                    // One line of plain words: no control or format character, and no markup
-                    // that could pass for the block's own tags.
-                    .map(|c| {
-                        if c.is_control() || is_format(c) || c == '<' || c == '>' {
-                            ' '
-                        } else {
-                            c
-                        }
-                    })
-                    .take(LISTED_DESCRIPTION_CHARS)
-                    .collect();
-                format!("- {}: {}", skill.name, description.trim())
-            })
+            .map(|skill| format!("- {}: {}", skill.name, listed_description(skill)))
             .collect();
         if listed.is_empty() {
             return String::new();
@@ -243,6 +229,75 @@ impl Skills {
             listed.join("\n")
         )
     }
+}
+
+impl Skills {
+    /// For a resumed session whose `history` was told of some skills (its context block, or an
+    /// earlier note): the note that tells it of the others it may load, if any.
+    pub(crate) fn new_since(&self, history: &[keel_types::Item]) -> Option<String> {
+        let mut told = std::collections::BTreeSet::new();
+        for item in history {
+            match item {
+                keel_types::Item::Context(block) => {
+                    if let Some(start) = block.text.find("\n<skills>\n") {
+                        let section = &block.text[start..];
+                        let end = section.find("\n</skills>").unwrap_or(section.len());
+                        told.extend(section[..end].lines().filter_map(|line| {
+                            line.strip_prefix("- ")?
+                                .split_once(':')
+                                .map(|(name, _)| name.to_string())
+                        }));
+                    }
+                }
+                keel_types::Item::User { text } => {
+                    for line in text
+                        .lines()
+                        .filter(|line| line.starts_with(NEW_SKILLS_NOTE))
+                    {
+                        // Names are the backquoted words (descriptions hold no backquote).
+                        told.extend(line.split('`').skip(1).step_by(2).map(str::to_string));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let new: Vec<String> = self
+            .skills
+            .values()
+            .filter(|skill| skill.model_invocable && !told.contains(&skill.name))
+            .take(LISTED_SKILLS)
+            .map(|skill| {
+                format!(
+                    "`{}` ({})",
+                    skill.name,
+                    listed_description(skill).replace('`', "'")
+                )
+            })
+            .collect();
+        (!new.is_empty()).then(|| format!("{NEW_SKILLS_NOTE}{}.]", new.join("; ")))
+    }
+}
+
+/// The start of the note that tells a resumed session of skills found since it began.
+const NEW_SKILLS_NOTE: &str =
+    "[keel: skills found since this session began, which the skill tool loads: ";
+
+/// A skill's description as listed to the model: one line of plain words, no control or format
+/// character, no markup that could pass for the block's own tags, cut to its length.
+fn listed_description(skill: &Skill) -> String {
+    let description: String = skill
+        .description
+        .chars()
+        .map(|c| {
+            if c.is_control() || is_format(c) || c == '<' || c == '>' {
+                ' '
+            } else {
+                c
+            }
+        })
+        .take(LISTED_DESCRIPTION_CHARS)
+        .collect();
+    description.trim().to_string()
 }
 
 /// A skill read, with the keys it carried that keel ignores and what to say about it.
@@ -568,6 +623,38 @@ mod tests {
         assert!(!section.contains("</skills> <"), "{section}");
         assert!(!section.contains('\u{202E}'), "{section}");
         assert_eq!(section.matches("</skills>").count(), 1, "{section}");
+    }
+
+    #[test]
+    fn a_resumed_session_hears_once_of_the_skills_found_since() {
+        let workspace = tempfile::tempdir().unwrap();
+        let project = workspace.path().join(".keel/skills");
+        skill(&project, "old", "name: old\ndescription: was listed");
+        let before = Skills::load(workspace.path(), None, None);
+        let mut history = vec![keel_types::Item::Context(keel_types::ContextBlock {
+            text: format!(
+                "<instructions>\n{}<environment>\n</environment>\n",
+                before.context_section()
+            ),
+            sources: Vec::new(),
+        })];
+        assert_eq!(before.new_since(&history), None);
+        skill(
+            &project,
+            "fresh",
+            "name: fresh\ndescription: new `one` here",
+        );
+        let after = Skills::load(workspace.path(), None, None);
+        let note = after.new_since(&history).unwrap();
+        assert_eq!(
+            note,
+            "[keel: skills found since this session began, which the skill tool loads: `fresh` \
+             (new 'one' here).]"
+        );
+        history.push(keel_types::Item::User {
+            text: format!("{note}\n\nnext prompt"),
+        });
+        assert_eq!(after.new_since(&history), None, "told once");
     }
 
     #[test]

@@ -321,6 +321,9 @@ fn commit_input(
         }
         job_notes = agent.jobs.exit_notes();
         notes.extend(job_notes.iter().map(|(_, note)| note.clone()));
+        if let Some(note) = state.skills_note.take() {
+            notes.push(note);
+        }
         // A subagent's prompt is the model's words: it attaches nothing (a file it needs, it
         // reads with its tools, under its rules).
         let text = if agent.role.is_some() {

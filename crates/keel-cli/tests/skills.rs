@@ -222,3 +222,35 @@ fn a_deny_rule_on_skill_holds() {
     assert!(!second.contains("PDF-BODY-MARKER"), "{second}");
     assert!(second.contains("the skill was not loaded"), "{second}");
 }
+
+#[test]
+fn a_resumed_session_is_told_of_skills_found_since_without_a_rewrite() {
+    let scenario = json!({"steps": [{"say": "First."}, {"say": "Second."}]}).to_string();
+    let (home, mock) = scripted("chat", &scenario, "");
+    let first = home.run(&["run", "--yes", "--json", "hello"]);
+    assert_eq!(first.code(), 0, "{}", first.stderr());
+    let session = first.events()[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    skill(
+        &home.path().join(".keel/skills"),
+        "changelog",
+        "name: changelog\ndescription: Keep the changelog",
+        "CHANGELOG-BODY",
+    );
+    let second = home.run(&["run", "--session", &session, "--yes", "go on"]);
+    assert_eq!(second.code(), 0, "{}", second.stderr());
+    let requests = mock.requests();
+    let (before, after) = (body(&requests[0]), body(&requests[1]));
+    let messages = after["messages"].as_array().unwrap();
+    // Every message of the first request is the same bytes in the second.
+    let earlier = before["messages"].as_array().unwrap();
+    assert_eq!(&messages[..earlier.len()], &earlier[..]);
+    let last = messages.last().unwrap().to_string();
+    assert!(
+        last.contains("skills found since this session began") && last.contains("`changelog`"),
+        "{last}"
+    );
+    assert!(!last.contains("CHANGELOG-BODY"));
+}
