@@ -143,6 +143,8 @@ pub(crate) fn finish_with(
     kill_point("after_result_commit");
     let told: Vec<String> = job_notes.into_iter().map(|(job, _)| job).collect();
     agent.jobs.told(&told);
+    // What a `job_output` or `job_kill` result showed counts once it is committed.
+    agent.jobs.confirm(&call.id);
     if call.name == keel_tools::BuiltinTool::Bash.name() {
         agent
             .services

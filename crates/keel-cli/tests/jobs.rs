@@ -457,4 +457,6 @@ fn job_kill_lets_a_confined_job_shut_down_cleanly_before_anything_is_forced() {
         results[3].1.contains("shutting-down-cleanly"),
         "{results:?}"
     );
+    // What the first read showed (its result committed) is not shown again.
+    assert!(!results[3].1.contains("up\n"), "{results:?}");
 }

@@ -270,6 +270,18 @@ pub struct Jobs {
     recorder: Arc<dyn JobRecorder>,
     spool_dir: PathBuf,
     jobs: Mutex<Vec<Arc<Job>>>,
+    /// What each model call read or was told, applied once its result is committed
+    /// (`confirm`): a result lost to a crash or a cancel is read again, never missed.
+    unconfirmed: Mutex<std::collections::HashMap<String, Vec<Seen>>>,
+}
+
+/// What a `job_output` or `job_kill` result showed the model.
+#[derive(Debug)]
+enum Seen {
+    /// Its output up to this offset.
+    ReadTo(Arc<Job>, u64),
+    /// How it ended.
+    Told(Arc<Job>),
 }
 
 /// The jobs of the agent a call belongs to, and the call (what a tool's context carries).
@@ -294,6 +306,7 @@ impl Jobs {
             recorder,
             spool_dir,
             jobs: Mutex::new(Vec::new()),
+            unconfirmed: Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -552,14 +565,45 @@ impl Jobs {
         )
     }
 
-    /// `job_output`: what the job printed since the last read, and how it is.
-    pub async fn output(&self, id: &str, wait: Duration) -> ToolOutput {
+    /// What the result of `call` (`None`: nobody's, applied now) showed: applied once the
+    /// result is committed.
+    fn saw(&self, call: Option<&str>, seen: Seen) {
+        match call {
+            Some(call) => lock(&self.unconfirmed)
+                .entry(call.to_string())
+                .or_default()
+                .push(seen),
+            None => self.apply(seen),
+        }
+    }
+
+    fn apply(&self, seen: Seen) {
+        match seen {
+            Seen::ReadTo(job, next) => {
+                let mut read_to = lock(&job.read_to);
+                *read_to = (*read_to).max(next);
+            }
+            Seen::Told(job) => job.mark_told(&*self.recorder),
+        }
+    }
+
+    /// The result of model call `call` is committed: what it showed counts as read and told.
+    pub fn confirm(&self, call: &str) {
+        let seen = lock(&self.unconfirmed).remove(call).unwrap_or_default();
+        for seen in seen {
+            self.apply(seen);
+        }
+    }
+
+    /// `job_output` for model call `call` (`None`: read now, for no call): what the job
+    /// printed since the last committed read, and how it is.
+    pub async fn output(&self, id: &str, wait: Duration, call: Option<&str>) -> ToolOutput {
         let job = match self.find(id) {
             Ok(job) => job,
             Err(refusal) => return refusal,
         };
         let Some(spool) = job.spool.clone() else {
-            job.mark_told(&*self.recorder);
+            self.saw(call, Seen::Told(job.clone()));
             let how = job
                 .ending()
                 .map_or("ended".to_string(), |ending| ending.describe());
@@ -587,14 +631,10 @@ impl Jobs {
             .await;
         }
         let ending = job.ending();
-        let read = {
-            let mut read_to = lock(&job.read_to);
-            let read = spool.read_from(*read_to, READ_CAP);
-            *read_to = read.next;
-            read
-        };
+        let read = spool.read_from(*lock(&job.read_to), READ_CAP);
+        self.saw(call, Seen::ReadTo(job.clone(), read.next));
         if ending.is_some() {
-            job.mark_told(&*self.recorder);
+            self.saw(call, Seen::Told(job.clone()));
         }
         let status = match (ending, job.began) {
             (Some(ending), _) => format!("{id} {}", ending.describe()),
@@ -631,16 +671,16 @@ impl Jobs {
 
     /// `job_kill`: stop the job (SIGTERM to its group, SIGKILL if it is still there after a
     /// grace period).
-    pub async fn kill(&self, id: &str) -> ToolOutput {
-        self.stop(id, EndCause::Killed).await
+    pub async fn kill(&self, id: &str, call: Option<&str>) -> ToolOutput {
+        self.stop(id, EndCause::Killed, call).await
     }
 
     /// The person stops a job: as `job_kill`, but the model is told with the next note.
     pub async fn kill_for_person(&self, id: &str) -> ToolOutput {
-        self.stop(id, EndCause::StoppedByUser).await
+        self.stop(id, EndCause::StoppedByUser, None).await
     }
 
-    async fn stop(&self, id: &str, cause: EndCause) -> ToolOutput {
+    async fn stop(&self, id: &str, cause: EndCause, call: Option<&str>) -> ToolOutput {
         let by_model = cause == EndCause::Killed;
         let job = match self.find(id) {
             Ok(job) => job,
@@ -648,7 +688,7 @@ impl Jobs {
         };
         if let Some(ending) = job.ending() {
             if by_model {
-                job.mark_told(&*self.recorder);
+                self.saw(call, Seen::Told(job.clone()));
             }
             return ToolOutput::ok(
                 format!(
@@ -681,7 +721,7 @@ impl Jobs {
             }
         }
         if by_model {
-            job.mark_told(&*self.recorder);
+            self.saw(call, Seen::Told(job.clone()));
         }
         let how = job
             .ending()

@@ -110,7 +110,7 @@ async fn output_is_read_once_the_end_is_told_once_and_unknown_jobs_are_named() {
     // Each read waits for something new: output, then the end.
     let mut seen = String::new();
     for _ in 0..10 {
-        let read = jobs.output("job-1", Duration::from_secs(10)).await;
+        let read = jobs.output("job-1", Duration::from_secs(10), None).await;
         seen.push_str(&read.content);
         if read.content.contains("exited") {
             assert!(
@@ -124,20 +124,20 @@ async fn output_is_read_once_the_end_is_told_once_and_unknown_jobs_are_named() {
     assert_eq!(seen.matches("second").count(), 1, "{seen}");
     assert!(seen.contains("exited with code 3"), "{seen}");
     // Nothing new the second time; its end was seen by that read, so no note follows.
-    let again = jobs.output("job-1", Duration::ZERO).await;
+    let again = jobs.output("job-1", Duration::ZERO, None).await;
     assert!(
         again.content.starts_with("(no new output)"),
         "{}",
         again.content
     );
     assert!(jobs.exit_notes().is_empty());
-    let unknown = jobs.output("job-7", Duration::ZERO).await;
+    let unknown = jobs.output("job-7", Duration::ZERO, None).await;
     assert!(unknown.is_error);
     assert_eq!(
         unknown.content,
         "there is no job `job-7`; this session's jobs: job-1"
     );
-    let killed = jobs.kill("job-1").await;
+    let killed = jobs.kill("job-1", None).await;
     assert!(!killed.is_error);
     assert!(
         killed.content.contains("had already ended"),
@@ -206,14 +206,14 @@ async fn a_secret_split_across_writes_is_never_read_in_pieces_and_the_hold_is_sa
     let command = "printf 'key=sk-live-0123'; sleep 1; printf '456789abcdef done'; sleep 300";
     jobs.start("c1", command, &context).await;
     tokio::time::sleep(Duration::from_millis(400)).await;
-    let first = jobs.output("job-1", Duration::ZERO).await;
+    let first = jobs.output("job-1", Duration::ZERO, None).await;
     assert!(!first.content.contains("sk-live"), "{}", first.content);
     assert!(
         first.content.contains("bytes are held back"),
         "{}",
         first.content
     );
-    let second = jobs.output("job-1", Duration::from_secs(5)).await;
+    let second = jobs.output("job-1", Duration::from_secs(5), None).await;
     let both = format!("{}{}", first.content, second.content);
     assert!(!both.contains("0123456789"), "{both}");
     assert!(both.contains("[redacted $DEEPSEEK_API_KEY]"), "{both}");
@@ -252,7 +252,7 @@ async fn a_job_a_dead_keel_left_is_restored_ended_and_told() {
             .contains("the keel process that ran it had ended"),
         "{notes:?}"
     );
-    let read = jobs.output("job-4", Duration::ZERO).await;
+    let read = jobs.output("job-4", Duration::ZERO, None).await;
     assert!(
         read.content.contains("earlier keel process"),
         "{}",
@@ -261,3 +261,34 @@ async fn a_job_a_dead_keel_left_is_restored_ended_and_told() {
 }
 
 use std::os::unix::process::CommandExt;
+
+#[tokio::test]
+async fn what_a_call_read_counts_only_once_its_result_is_committed() {
+    let recorder = Arc::new(Memory::default());
+    let (_dir, jobs, context) = setup(recorder);
+    jobs.start("c1", "echo one-line-of-output; sleep 300", &context)
+        .await;
+    let first = jobs
+        .output("job-1", Duration::from_secs(5), Some("call-a"))
+        .await;
+    assert!(
+        first.content.contains("one-line-of-output"),
+        "{}",
+        first.content
+    );
+    // Its result never committed (a crash, a cancel): the next read shows it again.
+    let again = jobs.output("job-1", Duration::ZERO, Some("call-b")).await;
+    assert!(
+        again.content.contains("one-line-of-output"),
+        "{}",
+        again.content
+    );
+    jobs.confirm("call-b");
+    let after = jobs.output("job-1", Duration::ZERO, Some("call-c")).await;
+    assert!(
+        after.content.starts_with("(no new output)"),
+        "{}",
+        after.content
+    );
+    jobs.end_all(EndCause::SessionEnded);
+}

@@ -453,14 +453,14 @@ impl ValidCall {
                     return ToolOutput::error(format!("there is no job `{job}` here"));
                 };
                 if self.tool == BuiltinTool::JobKill {
-                    slot.jobs.kill(job).await
+                    slot.jobs.kill(job, Some(&slot.call_id)).await
                 } else {
                     let wait = self
                         .args
                         .get("wait_seconds")
                         .and_then(Value::as_u64)
                         .map_or(Duration::ZERO, Duration::from_secs);
-                    slot.jobs.output(job, wait).await
+                    slot.jobs.output(job, wait, Some(&slot.call_id)).await
                 }
             }
             BuiltinTool::TodoWrite => specs::todo_write(&self.args),
