@@ -18,13 +18,11 @@
 //!   run and the result says which step failed. A failed confined command's result ends with
 //!   a note of what the sandbox forbids (never a claim that it caused the failure).
 
+use crate::bash_process::{self, Purpose};
 use crate::output::{OUTPUT_CAP, looks_binary, truncate_middle};
 use crate::{ToolOutput, ToolServices};
-use keel_sandbox::SandboxMode;
 use serde_json::Value;
 use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -130,40 +128,6 @@ impl Drop for PlantedUndo {
 /// left the command's process group (`setsid … &`) can hold it open for ever.
 const OUTPUT_GRACE: Duration = Duration::from_secs(1);
 
-/// Start `process`, confined when the session has a sandbox (spawned from the sandbox's
-/// lasting thread, so that it dies with keel), with its confinement (kept until the command
-/// has ended: what it left in the session's namespaces goes with it); the error says what
-/// failed.
-fn spawn(
-    mut process: std::process::Command,
-    sandbox: Option<&crate::CommandSandbox>,
-) -> Result<(tokio::process::Child, Option<keel_sandbox::Confinement>), String> {
-    let Some(sandbox) = sandbox.filter(|sandbox| sandbox.mode != SandboxMode::Off) else {
-        keel_sandbox::keep_file_limit(&mut process);
-        return tokio::process::Command::from(process)
-            .spawn()
-            .map(|child| (child, None))
-            .map_err(|error| format!("cannot start bash: {error}"));
-    };
-    let confinement = sandbox
-        .sandbox
-        .confine(&mut process, sandbox.mode)
-        .map_err(|error| format!("{error}; the command did not run"))?;
-    let runtime = tokio::runtime::Handle::current();
-    let spawned = keel_sandbox::on_lasting_thread(move || {
-        let _entered = runtime.enter();
-        tokio::process::Command::from(process).spawn()
-    })
-    .and_then(|spawned| spawned);
-    match spawned {
-        Ok(child) => Ok((child, Some(confinement))),
-        Err(error) => Err(format!(
-            "{}; the command did not run",
-            confinement.explain(error)
-        )),
-    }
-}
-
 pub async fn bash(args: &Value, ctx: &ToolServices) -> ToolOutput {
     let command = args.get("command").and_then(Value::as_str).unwrap_or("");
     let timeout = args
@@ -171,35 +135,17 @@ pub async fn bash(args: &Value, ctx: &ToolServices) -> ToolOutput {
         .and_then(Value::as_u64)
         .map_or(ctx.bash_timeout, Duration::from_secs)
         .min(MAX_TIMEOUT);
-    let (reader, writer) = match std::io::pipe() {
-        Ok(pipe) => pipe,
-        Err(error) => return ToolOutput::error(format!("cannot create a pipe: {error}")),
-    };
-    let writer_for_stderr = match writer.try_clone() {
-        Ok(clone) => clone,
-        Err(error) => return ToolOutput::error(format!("cannot create a pipe: {error}")),
-    };
-    let mut process = std::process::Command::new("bash");
-    process
-        .arg("-c")
-        .arg(command)
-        .current_dir(ctx.guard.workspace())
-        .stdin(Stdio::null())
-        .stdout(writer)
-        .stderr(writer_for_stderr)
-        .process_group(0);
-    for name in ctx.secrets.env_names() {
-        process.env_remove(name);
-    }
-    let confined = ctx
-        .sandbox
-        .as_ref()
-        .filter(|sandbox| sandbox.mode != SandboxMode::Off);
-    let absent_before = confined.map(|sandbox| sandbox.sandbox.planted_absent_now());
-    let (mut child, confinement) = match spawn(process, ctx.sandbox.as_ref()) {
-        Ok(spawned) => spawned,
+    let (process, reader) = match bash_process::bash_command(command, ctx) {
+        Ok(built) => built,
         Err(message) => return ToolOutput::error(message),
     };
+    let confined = bash_process::confining(ctx.sandbox.as_ref());
+    let absent_before = confined.map(|sandbox| sandbox.sandbox.planted_absent_now());
+    let (mut child, confinement) =
+        match bash_process::spawn(process, ctx.sandbox.as_ref(), Purpose::Command) {
+            Ok(spawned) => spawned,
+            Err(message) => return ToolOutput::error(message),
+        };
     // Declared before the killer, so dropped after it: a cancelled or timed-out command is
     // stopped first, then what it left behind in the sandbox is killed, then what it left for
     // git and the shell is undone.
@@ -318,7 +264,7 @@ pub async fn bash(args: &Value, ctx: &ToolServices) -> ToolOutput {
     for undone in undo.report() {
         content.push_str(&format!("\n[keel sandbox: {}]", undone.describe()));
     }
-    if let Some(sandbox) = ctx.sandbox.as_ref().filter(|s| s.mode != SandboxMode::Off)
+    if let Some(sandbox) = confined
         && is_error
     {
         content.push('\n');

@@ -9,10 +9,8 @@
 //!   its parent and its session), never guessed: without it, the job's own group is signalled.
 
 use crate::ToolServices;
-use keel_sandbox::SandboxMode;
+use crate::bash_process::{self, Purpose};
 use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::process::Stdio;
 use std::sync::Arc;
 
 /// The namespace init a confined job's process (`stub`) started: its child that leads a
@@ -42,59 +40,10 @@ pub(crate) struct Spawned {
 }
 
 /// Start `bash -c command` in a process group of its own, its output to a pipe, confined as a
-/// job when the session has a sandbox (spawned from the sandbox's lasting thread).
+/// job when the session has a sandbox.
 pub(crate) fn spawn(command: &str, ctx: &ToolServices) -> Result<Spawned, String> {
-    let (reader, writer) =
-        std::io::pipe().map_err(|error| format!("cannot create a pipe: {error}"))?;
-    let writer_for_stderr = writer
-        .try_clone()
-        .map_err(|error| format!("cannot create a pipe: {error}"))?;
-    let mut process = std::process::Command::new("bash");
-    process
-        .arg("-c")
-        .arg(command)
-        .current_dir(ctx.guard.workspace())
-        .stdin(Stdio::null())
-        .stdout(writer)
-        .stderr(writer_for_stderr)
-        .process_group(0);
-    for name in ctx.secrets.env_names() {
-        process.env_remove(name);
-    }
-    let sandbox = ctx
-        .sandbox
-        .as_ref()
-        .filter(|sandbox| sandbox.mode != SandboxMode::Off);
-    let (child, confinement) = match sandbox {
-        None => {
-            keel_sandbox::keep_file_limit(&mut process);
-            let child = tokio::process::Command::from(process)
-                .spawn()
-                .map_err(|error| format!("cannot start bash: {error}; nothing was started"))?;
-            (child, None)
-        }
-        Some(sandbox) => {
-            let confinement = sandbox
-                .sandbox
-                .confine_job(&mut process, sandbox.mode)
-                .map_err(|error| format!("{error}; the job did not start"))?;
-            let runtime = tokio::runtime::Handle::current();
-            let spawned = keel_sandbox::on_lasting_thread(move || {
-                let _entered = runtime.enter();
-                tokio::process::Command::from(process).spawn()
-            })
-            .and_then(|spawned| spawned);
-            match spawned {
-                Ok(child) => (child, Some(confinement)),
-                Err(error) => {
-                    return Err(format!(
-                        "{}; the job did not start",
-                        confinement.explain(error)
-                    ));
-                }
-            }
-        }
-    };
+    let (process, reader) = bash_process::bash_command(command, ctx)?;
+    let (child, confinement) = bash_process::spawn(process, ctx.sandbox.as_ref(), Purpose::Job)?;
     let pgid = child
         .id()
         .and_then(|id| i32::try_from(id).ok())

@@ -13,6 +13,7 @@
 
 pub mod always_scope;
 mod bash;
+mod bash_process;
 mod below_root;
 mod command_line;
 mod command_words;
