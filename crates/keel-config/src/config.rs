@@ -255,6 +255,7 @@ impl KeelConfig {
             if self.trust == WorkspaceTrust::Trusted {
                 let user = crate::sandbox::user_mode(&self.layers);
                 ignored.extend(crate::sandbox::limit_trusted_project(&mut layer, user));
+                ignored.extend(crate::hooks::limit_trusted_project(&mut layer));
             }
             self.layers.insert(0, layer);
         }
@@ -262,6 +263,11 @@ impl KeelConfig {
             && let Some(shared) = &project.mcp_json
         {
             ignored.extend(trust::ignored_shared_servers(shared));
+        }
+        if self.trust == WorkspaceTrust::Untrusted
+            && let Some(claude) = &project.claude_settings
+        {
+            ignored.extend(crate::hooks::ignored_claude_hooks(claude));
         }
         self.project = project;
         self.ignored = ignored;

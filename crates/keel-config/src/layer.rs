@@ -46,6 +46,32 @@ pub(crate) struct RawFile {
     /// `[agents]`: subagent limits (a project may only lower them).
     #[serde(default)]
     pub agents: RawAgents,
+    /// Also read the hooks of Claude Code's settings files (user layers only).
+    pub hooks_from_claude: Option<Spanned<bool>>,
+    /// `[[hooks.EVENT]]`: the hooks of each event, in the order written.
+    #[serde(default)]
+    pub hooks: BTreeMap<String, Spanned<Vec<RawHookGroup>>>,
+}
+
+/// `[[hooks.EVENT]]`: a matcher and the commands it runs.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawHookGroup {
+    pub matcher: Option<String>,
+    #[serde(default)]
+    pub hooks: Vec<RawHookCommand>,
+}
+
+/// `[[hooks.EVENT.hooks]]`: one command.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawHookCommand {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub command: Option<String>,
+    pub timeout: Option<u64>,
+    pub on_error: Option<String>,
+    pub sandbox: Option<String>,
 }
 
 /// `[agents]`: how many subagents run at once and how far each may go.

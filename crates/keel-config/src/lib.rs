@@ -19,6 +19,8 @@
 mod agent_limits;
 mod config;
 mod error;
+mod hook_scripts;
+mod hooks;
 mod ignored;
 mod layer;
 mod mcp;
@@ -41,6 +43,8 @@ pub use config::{
     DEFAULT_MODEL, KeelConfig, ModeFlag, ModelRef, Overrides, ResolvedConfig, RuleList,
 };
 pub use error::ConfigError;
+pub use hook_scripts::HOOK_SCRIPTS;
+pub use hooks::{CLAUDE_USER_SETTINGS, ResolvedHooks, matcher_regex};
 pub use ignored::{IgnoredBecause, IgnoredValue};
 pub use layer::toml_error_at;
 pub use provider::{ResolvedProvider, ResolvedRetry, validate_base_url};
@@ -50,4 +54,6 @@ pub use trust::WorkspaceTrust;
 pub use trust_store::{
     RecordState, TRUST_FILE, TrustRecord, TrustStore, TrustStoreError, state_of,
 };
-pub use workspace_files::{PROJECT_CONFIG_FILE, SHARED_MCP_FILE, WorkspaceFile, WorkspaceFiles};
+pub use workspace_files::{
+    CLAUDE_PROJECT_SETTINGS, PROJECT_CONFIG_FILE, SHARED_MCP_FILE, WorkspaceFile, WorkspaceFiles,
+};

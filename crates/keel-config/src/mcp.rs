@@ -138,6 +138,7 @@ mod tests {
             crate::WorkspaceFiles {
                 keel_toml: None,
                 mcp_json: Some(shared),
+                ..crate::WorkspaceFiles::default()
             },
             trust,
             Overrides::default(),

@@ -10,6 +10,7 @@
 //! | `ask_read_only_commands` | kept when `true` (trusted or not, a project may only ask more) |
 //! | `agents.*` | kept when lower than the user's (trusted or not: `agent_limits.rs`) |
 //! | `sandbox.*` | ignored and reported (a trusted project is limited too: see `sandbox.rs`) |
+//! | `hooks.*`, `hooks_from_claude` | ignored and reported (a trusted project's hooks run, `hooks.rs`) |
 //! | everything else | ignored and reported |
 //!
 //! Invariants:
@@ -119,7 +120,18 @@ pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<Ign
         reasoning_effort,
         ask_read_only_commands,
         agents,
+        hooks_from_claude,
+        hooks,
     } = raw;
+    // Hooks run commands: an untrusted project's never run.
+    report.closed("hooks_from_claude", hooks_from_claude);
+    for (event, groups) in hooks {
+        report.ignore(
+            format!("hooks.{event}"),
+            groups.span(),
+            IgnoredBecause::Closed,
+        );
+    }
     let ask_read_only_commands = ask_read_only_commands.and_then(|ask| {
         if *ask.get_ref() {
             Some(ask)
@@ -258,6 +270,8 @@ pub(crate) fn restrict(mut layer: Layer, user: &UserBaseline) -> (Layer, Vec<Ign
         ask_read_only_commands,
         // Only lower limits stay, trusted or not (`agent_limits::lower_only`).
         agents,
+        hooks_from_claude: None,
+        hooks: BTreeMap::new(),
     };
     (layer, ignored)
 }

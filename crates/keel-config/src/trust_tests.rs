@@ -237,6 +237,12 @@ const CASES: &[Case] = &[
     ),
     case("sandbox.mode", "[sandbox]\nmode = \"read-only\"\n", Ignored),
     never("sandbox.mode", "[sandbox]\nmode = \"off\"\n"),
+    case(
+        "hooks.*",
+        "[[hooks.PreToolUse]]\nmatcher = \"bash\"\n[[hooks.PreToolUse.hooks]]\ncommand = \"true\"\n",
+        Ignored,
+    ),
+    never("hooks_from_claude", "hooks_from_claude = true\n"),
     never("instruction_files", "instruction_files = [\"README.md\"]\n"),
     case(
         "checkpoint_max_bytes",
@@ -292,6 +298,9 @@ fn config_keys() -> BTreeSet<String> {
             "mcp_servers" => {
                 keys.insert("mcp_servers.*".into());
             }
+            "hooks" => {
+                keys.insert("hooks.*".into());
+            }
             "sandbox" => {
                 for key in serde_introspect::<RawSandbox>() {
                     keys.insert(format!("sandbox.{key}"));
@@ -338,7 +347,7 @@ fn project(text: &str) -> WorkspaceFiles {
             PROJECT_CONFIG_FILE,
             text.to_string(),
         )),
-        mcp_json: None,
+        ..WorkspaceFiles::default()
     }
 }
 
@@ -362,7 +371,7 @@ fn effective(config: &KeelConfig) -> String {
         .map(|server| server.name)
         .collect();
     format!(
-        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{servers:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{servers:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?} {}",
         resolved.model,
         resolved.permission_mode,
         resolved.max_rounds,
@@ -374,6 +383,8 @@ fn effective(config: &KeelConfig) -> String {
         resolved.instruction_files,
         resolved.checkpoint_max_bytes,
         resolved.agents.limits(),
+        config.hooks(None).unwrap().hooks,
+        config.hooks_from_claude(),
     )
 }
 

@@ -101,7 +101,22 @@ const FILE: &[(&str, Shape)] = &[
     ("reasoning_effort", Shape::Value),
     ("ask_read_only_commands", Shape::Value),
     ("agents", Shape::Table(AGENTS)),
+    ("hooks_from_claude", Shape::Value),
+    ("hooks", Shape::Named(&HOOK_GROUPS)),
 ];
+
+const HOOK_COMMAND: &[(&str, Shape)] = &[
+    ("type", Shape::Value),
+    ("command", Shape::Value),
+    ("timeout", Shape::Value),
+    ("on_error", Shape::Value),
+    ("sandbox", Shape::Value),
+];
+
+const HOOK_GROUPS: Shape = Shape::Tables(&[
+    ("matcher", Shape::Value),
+    ("hooks", Shape::Tables(HOOK_COMMAND)),
+]);
 
 const AGENTS: &[(&str, Shape)] = &[
     ("max_concurrent", Shape::Value),

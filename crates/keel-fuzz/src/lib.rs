@@ -115,6 +115,13 @@ pub fn config(data: &[u8]) {
             keel_config::SHARED_MCP_FILE,
             text.clone(),
         )),
+        // The same text as a Claude Code settings file: its hooks are reported, never run.
+        claude_settings: Some(WorkspaceFile::from_text(
+            Path::new(".claude/settings.json"),
+            keel_config::CLAUDE_PROJECT_SETTINGS,
+            text.clone(),
+        )),
+        hook_scripts: None,
     };
     if let Ok(untrusted) = KeelConfig::from_parts(
         None,

@@ -13,6 +13,7 @@ pub mod approval_view;
 pub mod event;
 pub mod failure;
 pub mod history;
+pub mod hooks;
 pub mod kill_point;
 pub mod names;
 pub mod parse_error;
