@@ -439,6 +439,8 @@ impl Translator {
                 })]
             }
             EventBody::SessionStarted { .. }
+            // What a hook decided shows in the call's result or the answer it changed.
+            | EventBody::HookRan { .. }
             | EventBody::HistoryRewritten { .. }
             | EventBody::SessionRewound { .. }
             // A subagent is its `task` call's card: the call and its result say it.

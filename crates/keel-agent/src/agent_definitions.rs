@@ -155,24 +155,6 @@ fn built_ins() -> [AgentDefinition; 2] {
     ]
 }
 
-/// Claude Code's tool names and keel's for them.
-const CLAUDE_TOOLS: [(&str, BuiltinTool); 14] = [
-    ("Read", BuiltinTool::ReadFile),
-    ("Write", BuiltinTool::WriteFile),
-    ("Edit", BuiltinTool::EditFile),
-    ("MultiEdit", BuiltinTool::EditFile),
-    ("Glob", BuiltinTool::Glob),
-    ("Grep", BuiltinTool::Grep),
-    ("LS", BuiltinTool::ListDir),
-    ("Bash", BuiltinTool::Bash),
-    ("WebFetch", BuiltinTool::WebFetch),
-    ("TodoWrite", BuiltinTool::TodoWrite),
-    ("BashOutput", BuiltinTool::JobOutput),
-    ("TaskOutput", BuiltinTool::JobOutput),
-    ("KillShell", BuiltinTool::JobKill),
-    ("KillBash", BuiltinTool::JobKill),
-];
-
 /// Claude Code's permission modes as keel's (`None`: no keel mode is that).
 fn claude_mode(name: &str) -> Option<PermissionMode> {
     match name {
@@ -391,7 +373,7 @@ impl AgentDefinitions {
                 .find(|builtin| builtin.name() == tool)
                 .copied()
                 .or_else(|| {
-                    CLAUDE_TOOLS
+                    crate::claude_names::CLAUDE_TOOLS
                         .iter()
                         .find(|(claude, _)| *claude == tool)
                         .map(|(_, keel)| *keel)

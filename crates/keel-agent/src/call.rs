@@ -35,6 +35,14 @@ impl Valid {
         }
     }
 
+    /// The arguments it runs with (a hook's `updatedInput`, where one replaced the model's).
+    pub fn arguments(&self) -> &Value {
+        match self {
+            Valid::Builtin(valid) => &valid.args,
+            Valid::Mcp { args, .. } => args,
+        }
+    }
+
     /// Whether the call may change things (or read outside the workspace).
     pub fn is_sensitive(&self, context: &ToolServices) -> bool {
         match self {

@@ -41,6 +41,8 @@ pub struct SurfaceServices {
     pub agents: Arc<AgentDefinitions>,
     /// The skills the `skill` tool loads (`.keel/skills/`, `$KEEL_HOME/skills/`, …).
     pub skills: Arc<crate::skills::Skills>,
+    /// The hooks in force (docs/hooks.md).
+    pub hooks: Arc<crate::hooks::Hooks>,
 }
 
 impl SurfaceServices {
@@ -54,6 +56,7 @@ impl SurfaceServices {
             commands: Arc::new(CustomCommands::default()),
             agents: Arc::new(AgentDefinitions::default()),
             skills: Arc::new(crate::skills::Skills::default()),
+            hooks: Arc::new(crate::hooks::Hooks::default()),
         }
     }
 }
@@ -80,6 +83,8 @@ pub struct ServiceSet {
     /// Held while a question is put to the person: the agents of a session (a parent and its
     /// subagents) ask one at a time, in the order they asked.
     pub(crate) one_question: tokio::sync::Mutex<()>,
+    /// How many history items each session's hook transcript holds (`hook_transcript`).
+    pub(crate) transcripts: std::sync::Mutex<std::collections::HashMap<String, usize>>,
 }
 
 impl std::ops::Deref for Services {
@@ -110,6 +115,7 @@ impl Services {
                 place,
                 _temp: temp,
                 one_question: tokio::sync::Mutex::new(()),
+                transcripts: std::sync::Mutex::default(),
             }),
         }
     }
@@ -137,6 +143,16 @@ impl Services {
             self.surface.agents.context_section(),
             self.surface.skills.context_section()
         )
+    }
+
+    /// The hooks in force.
+    pub fn hooks(&self) -> &Arc<crate::hooks::Hooks> {
+        &self.surface.hooks
+    }
+
+    /// The session's temp dir, where there is one.
+    pub(crate) fn temp_dir(&self) -> Option<&std::path::Path> {
+        self._temp.as_ref().map(|temp| temp.path())
     }
 
     /// The skills the `skill` tool loads.

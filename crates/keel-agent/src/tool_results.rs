@@ -24,6 +24,8 @@ use std::ops::Range;
 pub struct ToolRound {
     pub calls: Vec<ToolCall>,
     pub receipts: Vec<ToolReceipt>,
+    /// What a call's `PreToolUse` hooks added, by position: committed with its result.
+    pub hook_context: std::collections::HashMap<usize, String>,
 }
 
 /// How a batch ended.
@@ -86,6 +88,11 @@ pub(crate) fn finish_with(
     let call = &round.calls[position];
     let receipt = &mut round.receipts[position];
     let mut output = redacted(output, &agent.services.tool_services.secrets);
+    // What its `PreToolUse` hooks added (redacted when the hook's output was read).
+    if let Some(context) = round.hook_context.remove(&position) {
+        output.content.push_str("\n\n");
+        output.content.push_str(&context);
+    }
     // Jobs that ended since the model was last told, then a mode the person chose while the
     // turn runs: told with the next result, last.
     let job_notes = agent.jobs.exit_notes();

@@ -91,7 +91,7 @@ pub async fn run_tools(
             index += tasks;
             continue;
         }
-        let Some(prepared) = check_and_approve(run, state, &round, index).await else {
+        let Some(prepared) = check_and_approve(run, state, &mut round, index).await else {
             let rest = index..round.calls.len();
             settle(run, state, &mut round, rest, ReceiptState::NotStarted)?;
             return Ok(RoundEnd::Cancelled);
@@ -138,7 +138,7 @@ pub async fn run_tools(
 async fn check_and_approve(
     run: &mut TurnRun,
     state: &AgentState,
-    round: &ToolRound,
+    round: &mut ToolRound,
     index: usize,
 ) -> Option<Prepared> {
     let agent = run.agent.clone();
@@ -149,10 +149,43 @@ async fn check_and_approve(
     announce(run, &round.calls[index], checked.subject.clone());
     let call = round.calls[index].clone();
     let turn = run.turn;
+    let offered = &state.mcp_tools;
+    let history = &state.history;
+    let decided = async {
+        let hooked = match &checked.valid {
+            Ok(_) => crate::hook_points::pre_tool_use(&agent, turn, history, &call).await,
+            Err(_) => None,
+        };
+        let Some(hooked) = hooked else {
+            return (prepare(&agent, turn, &call, checked, None).await, None);
+        };
+        let context = hooked.context_text();
+        // The hook's arguments replace the model's: checked again from the start (validated,
+        // the path resolved and pinned, the rules), and what the approval shows.
+        let (call, checked) = match hooked.updated_input {
+            Some(arguments) => {
+                let call = ToolCall {
+                    arguments: arguments.to_string(),
+                    ..call
+                };
+                let checked = check(&agent, offered, &call);
+                (call, checked)
+            }
+            None => (call, checked),
+        };
+        let permission = hooked.permission;
+        let prepared = prepare(&agent, turn, &call, checked, permission.as_ref()).await;
+        (prepared, context)
+    };
     tokio::select! {
         biased;
         () = run.cancelled() => None,
-        prepared = prepare(&agent, turn, &call, checked) => Some(prepared),
+        (prepared, context) = decided => {
+            if let Some(context) = context {
+                round.hook_context.insert(index, context);
+            }
+            Some(prepared)
+        }
     }
 }
 
@@ -199,7 +232,7 @@ async fn run_batch(
         settle(run, state, round, first..end, ReceiptState::Cancelled)?;
         return Ok(BatchEnd::Cancelled);
     };
-    for (((position, _), output), context) in batch.iter().zip(outputs).zip(&contexts) {
+    for (((position, valid), output), context) in batch.iter().zip(outputs).zip(&contexts) {
         let final_state = if output.is_error {
             ReceiptState::Failed
         } else {
@@ -207,6 +240,15 @@ async fn run_batch(
         };
         // A failure that reads like a sandbox refusal: the person may run it unconfined.
         let call = round.calls[*position].clone();
+        let output = crate::hook_points::post_tool_use(
+            &agent,
+            run.turn,
+            &state.history,
+            &call,
+            valid.arguments(),
+            output,
+        )
+        .await;
         let output = if !read_only && crate::unconfined::worth_offering(run, &call, &output) {
             crate::unconfined::offer(run, state, &call, context, output).await?
         } else {
@@ -491,8 +533,15 @@ fn decide(agent: &Agent, valid: &Valid, subject: Option<&str>) -> Decision {
     policy.decide(valid.tool_name(), subject, reach)
 }
 
-/// Ask the policy (and the person, if it says so) about a checked call.
-async fn prepare(agent: &Agent, turn: u64, call: &ToolCall, checked: Checked) -> Prepared {
+/// Ask the policy (and the person, if it says so) about a checked call, after its
+/// `PreToolUse` hooks said `hook` (`hook_points::apply_permission`).
+async fn prepare(
+    agent: &Agent,
+    turn: u64,
+    call: &ToolCall,
+    checked: Checked,
+    hook: Option<&crate::hooks::HookPermission>,
+) -> Prepared {
     let valid = match checked.valid {
         Ok(valid) => valid,
         Err(error) => {
@@ -528,7 +577,14 @@ async fn prepare(agent: &Agent, turn: u64, call: &ToolCall, checked: Checked) ->
             output,
         };
     }
-    match decide(agent, &valid, checked.subject.as_deref()) {
+    let decision = crate::hook_points::apply_permission(
+        agent,
+        decide(agent, &valid, checked.subject.as_deref()),
+        hook,
+        valid.tool_name(),
+        checked.subject.as_deref().unwrap_or(""),
+    );
+    match decision {
         Decision::Allow => {
             announce_change(agent, turn, call, &valid);
             Prepared::Run {
@@ -545,7 +601,10 @@ async fn prepare(agent: &Agent, turn: u64, call: &ToolCall, checked: Checked) ->
             output: ToolOutput::error(format!("{reason}; the call was not run")),
         },
         Decision::Ask => {
-            let request = approval_request(agent, call, &valid, checked.subject.as_deref());
+            let mut request = approval_request(agent, call, &valid, checked.subject.as_deref());
+            if let Some(crate::hooks::HookPermission::Ask(Some(reason))) = hook {
+                request.reason = Some(format!("a PreToolUse hook asks: {reason}"));
+            }
             match agent.ask(turn, &request).await.refused_output() {
                 None => Prepared::Run {
                     valid,

@@ -100,8 +100,33 @@ async fn run_turn_inner(
     {
         block.text = crate::instructions::with_environment_line(&block.text, &line);
     }
-    commit_input(&run, state, input_kind, input.text)?;
+    let mut text = input.text;
+    if input_kind == InputKind::User && agent.role.is_none() {
+        let hooked = tokio::select! {
+            biased;
+            () = run.cancelled() => return Ok(end_cancelled(&run)),
+            hooked = crate::hook_points::user_prompt_submit(agent, turn, &state.history, &text) => hooked,
+        };
+        if let Some(hooked) = hooked {
+            // The prompt is not sent: the person hears why (`hook/ran`, the failure).
+            if let Some(reason) = hooked.block.clone().or(hooked.stop.clone()) {
+                let diagnostic = FailureDiagnostic::with_message(
+                    FailureKind::Hook,
+                    None,
+                    format!(
+                        "a UserPromptSubmit hook blocked the prompt, which was not sent: {reason}"
+                    ),
+                );
+                return Ok(end_failed(&run, diagnostic));
+            }
+            if let Some(context) = hooked.context_text() {
+                text = format!("{text}\n\n{context}");
+            }
+        }
+    }
+    commit_input(&run, state, input_kind, text)?;
     let mut progress = ProgressGuard::default();
+    let mut stop_continuations = 0;
     let mut ran_tools = false;
     // A compaction that leaves the history at the threshold again would run every round:
     // after one, this turn stops compacting by threshold.
@@ -170,6 +195,14 @@ async fn run_turn_inner(
         let finish_reason = completion.finish_reason;
         let round = commit_reply(&run, state, completion)?;
         if round.calls.is_empty() {
+            match stop_hooks(&mut run, state, stop_continuations).await? {
+                StopHooks::Stop => {}
+                StopHooks::Continue => {
+                    stop_continuations += 1;
+                    continue;
+                }
+                StopHooks::Ended(outcome) => return Ok(outcome),
+            }
             // A subagent answers its parent, who is offered nothing.
             let may_offer = agent.role.is_none() && (input_kind == InputKind::User || ran_tools);
             let denied = denied_calls(agent, Some(run.turn));
@@ -207,6 +240,54 @@ async fn run_turn_inner(
         agent.settings.max_rounds
     ));
     Ok(end_failed(&run, diagnostic))
+}
+
+/// What a turn's `Stop` hooks (`SubagentStop` for a subagent) said as the model answered.
+enum StopHooks {
+    Stop,
+    /// Asked to go on: the reason is committed as a user item, the loop takes another round.
+    Continue,
+    Ended(TurnOutcome),
+}
+
+/// Run the stop hooks; a block is a continuation, at most `MAX_STOP_CONTINUATIONS` a turn (the
+/// next one ends the turn, failed with kind `hook`).
+async fn stop_hooks(
+    run: &mut TurnRun,
+    state: &mut AgentState,
+    continuations: u32,
+) -> Result<StopHooks, AgentError> {
+    let agent = run.agent.clone();
+    let turn = run.turn;
+    let hooked = tokio::select! {
+        biased;
+        () = run.cancelled() => return Ok(StopHooks::Ended(end_cancelled(run))),
+        hooked = crate::hook_points::stop(&agent, turn, &state.history, continuations > 0) => hooked,
+    };
+    let Some(reason) = hooked.and_then(|hooked| hooked.block) else {
+        return Ok(StopHooks::Stop);
+    };
+    if continuations >= crate::hook_points::MAX_STOP_CONTINUATIONS {
+        let diagnostic = FailureDiagnostic::with_message(
+            FailureKind::Hook,
+            None,
+            format!(
+                "a Stop hook kept the turn going {continuations} times and asked again; keel \
+                 stopped it (at most {} continuations a turn): {reason}",
+                crate::hook_points::MAX_STOP_CONTINUATIONS
+            ),
+        );
+        return Ok(StopHooks::Ended(end_failed(run, diagnostic)));
+    }
+    let item = Item::User {
+        text: format!("[keel: a Stop hook asks you to go on: {reason}]"),
+    };
+    agent
+        .services
+        .store
+        .append_items(&agent.session.id, run.turn, std::slice::from_ref(&item))?;
+    state.history.push(item);
+    Ok(StopHooks::Continue)
 }
 
 /// At the turn boundary: the MCP tools this turn offers. The session's first request waits
@@ -530,7 +611,11 @@ fn commit_reply(
     if calls.is_empty() && state.hold_answer {
         // A subagent's answer commits with its parent's `task` result, in one transaction.
         state.held_answer = Some((run.turn, assistant));
-        return Ok(ToolRound { calls, receipts });
+        return Ok(ToolRound {
+            calls,
+            receipts,
+            hook_context: Default::default(),
+        });
     }
     kill_point("before_assistant_commit");
     agent.services.store.append_with_receipts(
@@ -541,7 +626,11 @@ fn commit_reply(
     )?;
     kill_point("after_assistant_commit");
     state.history.push(assistant);
-    Ok(ToolRound { calls, receipts })
+    Ok(ToolRound {
+        calls,
+        receipts,
+        hook_context: Default::default(),
+    })
 }
 
 /// The model answered without tools: judge readiness, offer "continue checks" if it is not

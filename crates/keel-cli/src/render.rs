@@ -270,6 +270,7 @@ impl Renderer {
             | EventBody::ProviderSaid { .. }
             | EventBody::JobStarted { .. }
             | EventBody::JobExited { .. }
+            | EventBody::HookRan { .. }
             | EventBody::TrustIgnored(_) => {
                 self.end_live_line();
                 if let Some(text) = keel_tui::notice(&event.body) {

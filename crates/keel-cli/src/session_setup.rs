@@ -40,6 +40,8 @@ pub struct Setup {
     pub agents: Arc<keel_agent::AgentDefinitions>,
     /// The skills the `skill` tool loads.
     pub skills: Arc<keel_agent::Skills>,
+    /// The hooks in force.
+    pub hooks: Arc<keel_agent::Hooks>,
 }
 
 pub fn open_host() -> anyhow::Result<Host> {
@@ -315,6 +317,9 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
     // A skill the person may invoke is `/NAME` too, unless a command of that name wins.
     commands.add_skills(&skills, &keel_agent::builtin_names());
     notices.extend(commands.notices.iter().cloned());
+    let resolved_hooks = config.hooks(settings::home_dir().as_deref())?;
+    let hooks = keel_agent::Hooks::new(resolved_hooks.hooks, resolved_hooks.notices);
+    notices.extend(hooks.notices().iter().cloned());
     let declared = mcp_servers(&config)?;
     notices.extend(declared.notices);
     let mcp_servers = declared.trusted;
@@ -365,6 +370,7 @@ pub fn prepare_on(common: &CommonArgs, holder: &str, host: Host) -> anyhow::Resu
         commands: Arc::new(commands),
         agents: Arc::new(agents),
         skills: Arc::new(skills),
+        hooks: Arc::new(hooks),
     })
 }
 
@@ -485,6 +491,7 @@ pub fn open_controller_with(
         commands: setup.commands,
         agents: setup.agents,
         skills: setup.skills,
+        hooks: setup.hooks,
     };
     Ok(setup
         .host

@@ -103,6 +103,21 @@ pub fn refer_to_file(path: &std::path::Path) {
         .push(absolute);
 }
 
+/// The user's home directory (`$HOME`), where set.
+pub fn home_dir() -> Option<std::path::PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(std::path::PathBuf::from)
+}
+
+/// The workspace's project files, as trust sees them: with Claude Code's settings when the
+/// user's own config reads its hooks.
+pub fn workspace_files(workspace: &Path) -> anyhow::Result<WorkspaceFiles> {
+    let home = keel_home()?;
+    let claude = KeelConfig::user_reads_claude_hooks(&home.join("config.toml"));
+    Ok(WorkspaceFiles::read_with(workspace, claude)?)
+}
+
 /// How the session's commands are confined, from the configuration.
 pub fn sandbox_setup(config: &KeelConfig) -> anyhow::Result<keel_agent::SandboxSetup> {
     Ok(keel_agent::SandboxSetup {
@@ -122,7 +137,7 @@ pub fn sandbox_setup(config: &KeelConfig) -> anyhow::Result<keel_agent::SandboxS
 /// files, read once, restricted unless the user trusts them (docs/security.md#repository-trust).
 pub fn load_config(common: &CommonArgs, workspace: &std::path::Path) -> anyhow::Result<KeelConfig> {
     let home = keel_home()?;
-    let project = WorkspaceFiles::read(workspace)?;
+    let project = workspace_files(workspace)?;
     let trust = decide_trust(common, &home, workspace, &project);
     let config = KeelConfig::load(&home.join("config.toml"), project, trust, overrides(common))?;
     keel_types::startup_trace::mark("config");

@@ -27,6 +27,7 @@ mod eval_isolation;
 mod exit_codes;
 mod fault_matrix;
 mod home_workspace;
+mod hooks;
 mod hostile_provider;
 mod instruction_owners;
 mod interactive;

@@ -37,6 +37,21 @@ pub struct ResolvedHooks {
 pub const CLAUDE_USER_SETTINGS: &str = ".claude/settings.json";
 
 impl KeelConfig {
+    /// Whether the user's file at `home_file` turns on `hooks_from_claude` (read before the
+    /// workspace's files, which then include Claude Code's settings); any failure reads as
+    /// off (loading the file for real says what is wrong).
+    pub fn user_reads_claude_hooks(home_file: &Path) -> bool {
+        std::fs::read_to_string(home_file)
+            .ok()
+            .and_then(|text| text.parse::<toml::Table>().ok())
+            .and_then(|table| {
+                table
+                    .get("hooks_from_claude")
+                    .and_then(toml::Value::as_bool)
+            })
+            .unwrap_or(false)
+    }
+
     /// Whether the user's own layers turn on `hooks_from_claude`.
     pub fn hooks_from_claude(&self) -> bool {
         self.layers

@@ -96,7 +96,8 @@ pub fn classify_http_failure(status: u16, body: &[u8]) -> FailureDiagnostic {
         | FailureKind::Transport
         | FailureKind::EmptyResponse
         | FailureKind::StreamCorrupt
-        | FailureKind::InvalidRequest => kind.describe().to_string(),
+        | FailureKind::InvalidRequest
+        | FailureKind::Hook => kind.describe().to_string(),
     };
     FailureDiagnostic::with_message(kind, Some(status), message)
 }

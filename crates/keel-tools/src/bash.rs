@@ -18,7 +18,7 @@
 //!   run and the result says which step failed. A failed confined command's result ends with
 //!   a note of what the sandbox forbids (never a claim that it caused the failure).
 
-use crate::bash_process::{self, Purpose};
+use crate::bash_process::{self, GroupKiller, PlantedUndo, Purpose};
 use crate::output::{OUTPUT_CAP, looks_binary, truncate_middle};
 use crate::{ToolOutput, ToolServices};
 use serde_json::Value;
@@ -28,20 +28,6 @@ use std::time::Duration;
 
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// Kills the process group when dropped (on timeout and on cancellation alike).
-struct GroupKiller(Option<i32>);
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pgid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-    }
-}
 
 fn lock(capture: &Mutex<Capture>) -> std::sync::MutexGuard<'_, Capture> {
     capture
@@ -100,27 +86,6 @@ impl Capture {
             return format!("[binary output, {} bytes, not shown]", bytes.len());
         }
         String::from_utf8_lossy(&bytes).into_owned()
-    }
-}
-
-/// Undoes the git redirect and startup files a confined command made (of those absent just
-/// before it) when dropped: also when the call is cancelled or times out, or keel unwinds (the
-/// normal path takes it, to report them).
-struct PlantedUndo(Option<(Arc<keel_sandbox::Sandbox>, keel_sandbox::Planted)>);
-
-impl PlantedUndo {
-    /// What was undone, said (nothing more to undo when dropped).
-    fn report(&mut self) -> Vec<keel_sandbox::Undone> {
-        self.0
-            .take()
-            .map(|(sandbox, absent)| sandbox.undo_planted(&absent))
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for PlantedUndo {
-    fn drop(&mut self) {
-        self.report();
     }
 }
 

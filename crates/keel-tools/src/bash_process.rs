@@ -67,18 +67,41 @@ pub(crate) fn spawn(
     sandbox: Option<&CommandSandbox>,
     purpose: Purpose,
 ) -> Result<(tokio::process::Child, Option<keel_sandbox::Confinement>), String> {
+    let confinement = confine(&mut process, sandbox, purpose)?;
+    start(process, confinement, purpose)
+}
+
+/// Arrange for `process` to run confined for `purpose` (nothing without a sandbox); change
+/// nothing of it after this but what `start` does.
+pub(crate) fn confine(
+    process: &mut std::process::Command,
+    sandbox: Option<&CommandSandbox>,
+    purpose: Purpose,
+) -> Result<Option<keel_sandbox::Confinement>, String> {
     let Some(sandbox) = confining(sandbox) else {
-        keel_sandbox::keep_file_limit(&mut process);
+        keel_sandbox::keep_file_limit(process);
+        return Ok(None);
+    };
+    match purpose {
+        Purpose::Command => sandbox.sandbox.confine(process, sandbox.mode),
+        Purpose::Job => sandbox.sandbox.confine_job(process, sandbox.mode),
+    }
+    .map(Some)
+    .map_err(|error| format!("{error}; {}", purpose.nothing_ran()))
+}
+
+/// Start `process` as `confine` arranged it: a confined one from the sandbox's lasting thread.
+pub(crate) fn start(
+    process: std::process::Command,
+    confinement: Option<keel_sandbox::Confinement>,
+    purpose: Purpose,
+) -> Result<(tokio::process::Child, Option<keel_sandbox::Confinement>), String> {
+    let Some(confinement) = confinement else {
         return tokio::process::Command::from(process)
             .spawn()
             .map(|child| (child, None))
             .map_err(|error| format!("cannot start bash: {error}; {}", purpose.nothing_ran()));
     };
-    let confinement = match purpose {
-        Purpose::Command => sandbox.sandbox.confine(&mut process, sandbox.mode),
-        Purpose::Job => sandbox.sandbox.confine_job(&mut process, sandbox.mode),
-    }
-    .map_err(|error| format!("{error}; {}", purpose.nothing_ran()))?;
     let runtime = tokio::runtime::Handle::current();
     let spawned = keel_sandbox::on_lasting_thread(move || {
         let _entered = runtime.enter();
@@ -92,5 +115,42 @@ pub(crate) fn spawn(
             confinement.explain(error),
             purpose.nothing_ran()
         )),
+    }
+}
+
+/// Kills the process group when dropped (on timeout and on cancellation alike).
+pub(crate) struct GroupKiller(pub(crate) Option<i32>);
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pgid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+/// Undoes the git redirect and startup files a confined command made (of those absent just
+/// before it) when dropped: also when the call is cancelled or times out, or keel unwinds (the
+/// normal path takes it, to report them).
+pub(crate) struct PlantedUndo(
+    pub(crate) Option<(std::sync::Arc<keel_sandbox::Sandbox>, keel_sandbox::Planted)>,
+);
+
+impl PlantedUndo {
+    /// What was undone, said (nothing more to undo when dropped).
+    pub(crate) fn report(&mut self) -> Vec<keel_sandbox::Undone> {
+        self.0
+            .take()
+            .map(|(sandbox, absent)| sandbox.undo_planted(&absent))
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for PlantedUndo {
+    fn drop(&mut self) {
+        self.report();
     }
 }

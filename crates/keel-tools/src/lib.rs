@@ -20,6 +20,7 @@ mod command_words;
 mod fetch;
 mod files;
 pub mod guard;
+pub mod hook_process;
 mod job_process;
 pub mod job_spool;
 pub mod jobs;

@@ -397,6 +397,14 @@ impl PermissionPolicy {
             })
     }
 
+    /// Whether an ask rule (a project's or the user's) matches `tool` on `subject`: a hook's
+    /// `allow` never answers such a question.
+    pub fn asks(&self, tool: &str, subject: &str) -> bool {
+        let subjects = Subjects::of(tool, subject);
+        subjects.any_match(&self.overriding_ask, tool).is_some()
+            || subjects.any_match(&self.ask, tool).is_some()
+    }
+
     pub fn decide(&self, tool: &str, subject: &str, reach: Reach) -> Decision {
         let changes_things = reach != Reach::ReadsWorkspace;
         let subjects = Subjects::of(tool, subject);

@@ -123,6 +123,27 @@ pub fn notice(body: &EventBody) -> Option<String> {
             (None, Some(signal)) => format!("⚙ {job} was killed by signal {signal}"),
             (None, None) => format!("⚙ {job} ended"),
         },
+        // A hook that went on and said nothing is not news; one that decided, failed or spoke is.
+        EventBody::HookRan {
+            event,
+            command,
+            exit,
+            duration_ms,
+            decision,
+            message,
+            ..
+        } if decision != "none" || message.is_some() => {
+            let ended =
+                exit.map_or_else(|| "no exit code".to_string(), |code| format!("exit {code}"));
+            let mut line = format!(
+                "⚓ {event} hook `{}`: {decision} ({ended}, {duration_ms} ms)",
+                visible_line(&shorten(command, 60))
+            );
+            if let Some(message) = message {
+                line.push_str(&format!("\n  {}", visible_line(message)));
+            }
+            line
+        }
         EventBody::RecoveryExpired { .. } => {
             "the earlier offer to go on no longer applies (new input, or a new history)".to_string()
         }
@@ -181,6 +202,14 @@ pub fn notice(body: &EventBody) -> Option<String> {
         _ => return None,
     };
     Some(text)
+}
+
+/// `text` cut to `chars` characters, with an ellipsis when cut.
+fn shorten(text: &str, chars: usize) -> String {
+    if text.chars().count() <= chars {
+        return text.to_string();
+    }
+    text.chars().take(chars).collect::<String>() + "…"
 }
 
 #[cfg(test)]

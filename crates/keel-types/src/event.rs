@@ -401,6 +401,20 @@ pub enum EventBody {
         exit_code: Option<i32>,
         signal: Option<i32>,
     },
+    /// A hook ran (docs/hooks.md): its event, matcher and command (redacted), how it ended
+    /// (`exit`: `None` when killed, timed out or never started) and what it decided.
+    #[serde(rename = "hook/ran")]
+    HookRan {
+        event: String,
+        matcher: Option<String>,
+        command: String,
+        exit: Option<i32>,
+        duration_ms: u64,
+        decision: String,
+        /// What the hook says to the person (its `systemMessage`, or the reason it blocked a
+        /// prompt), redacted and capped; never sent to the model by this event.
+        message: Option<String>,
+    },
 }
 
 /// How a subagent ended (`agent/finished`, the `task` result's footer).

@@ -38,12 +38,15 @@ pub enum FailureKind {
     StreamCorrupt,
     /// The provider gave a reason for refusing the request (a parameter error).
     InvalidRequest,
+    /// A hook stopped it: blocked the prompt, ended the turn, or kept a `Stop` going past its
+    /// cap (docs/hooks.md).
+    Hook,
     /// Anything the evidence does not place in another kind.
     Unknown,
 }
 
 impl FailureKind {
-    pub const ALL: [FailureKind; 14] = [
+    pub const ALL: [FailureKind; 15] = [
         Self::Cancelled,
         Self::Auth,
         Self::Quota,
@@ -57,6 +60,7 @@ impl FailureKind {
         Self::EmptyResponse,
         Self::StreamCorrupt,
         Self::InvalidRequest,
+        Self::Hook,
         Self::Unknown,
     ];
 
@@ -75,6 +79,7 @@ impl FailureKind {
             Self::EmptyResponse => "empty_response",
             Self::StreamCorrupt => "stream_corrupt",
             Self::InvalidRequest => "invalid_request",
+            Self::Hook => "hook",
             Self::Unknown => "unknown",
         }
     }
@@ -87,9 +92,12 @@ impl FailureKind {
     /// (for `quota`) the right move is another account, never the same one again.
     pub fn is_never_retryable(self) -> bool {
         match self {
-            Self::Cancelled | Self::Auth | Self::Quota | Self::Limit | Self::ReasoningReplay => {
-                true
-            }
+            Self::Cancelled
+            | Self::Auth
+            | Self::Quota
+            | Self::Limit
+            | Self::ReasoningReplay
+            | Self::Hook => true,
             Self::UpstreamReasonMissing
             | Self::RateLimit
             | Self::Server
@@ -122,6 +130,7 @@ impl FailureKind {
             Self::EmptyResponse => "the provider returned an empty response",
             Self::StreamCorrupt => "the provider's stream broke the protocol",
             Self::InvalidRequest => "the provider rejected the request as invalid",
+            Self::Hook => "a hook stopped the turn",
             Self::Unknown => "the request failed for an unrecognised reason",
         }
     }

@@ -85,6 +85,7 @@ pub(crate) fn record_incident(
         | FailureKind::EmptyResponse
         | FailureKind::StreamCorrupt
         | FailureKind::InvalidRequest
+        | FailureKind::Hook
         | FailureKind::Unknown => return Ok(None),
     }
     let since_repair = &state.history[state.repair.unwrap_or(0).min(state.history.len())..];

@@ -58,9 +58,9 @@ pub fn run(common: &CommonArgs, args: &TrustArgs) -> anyhow::Result<Outcome> {
         }
         return Ok(Outcome::Completed);
     }
-    let files = WorkspaceFiles::read(&workspace)?;
+    let files = settings::workspace_files(&workspace)?;
     if files.is_empty() {
-        println!("{shown} has no keel.toml or .mcp.json: nothing to trust");
+        println!("{shown} has no keel.toml, .mcp.json or project hooks: nothing to trust");
         return Ok(Outcome::Completed);
     }
     let asked = untrusted_view(common, &home, files)?;
@@ -99,9 +99,14 @@ const SHOWN_LINES: usize = 400;
 fn print_files(files: &WorkspaceFiles) {
     for file in files.present() {
         let lines: Vec<&str> = file.text.lines().collect();
+        let shown = if file.name == keel_config::HOOK_SCRIPTS {
+            format!("the hook scripts in {}", file.path.display())
+        } else {
+            file.path.display().to_string()
+        };
         println!(
             "── {} ({} lines, all of it applies once trusted) ──",
-            visible_line(&file.path.display().to_string()),
+            visible_line(&shown),
             lines.len()
         );
         for (number, line) in lines.iter().take(SHOWN_LINES).enumerate() {
@@ -133,7 +138,7 @@ fn list(store: &TrustStore) -> anyhow::Result<Outcome> {
         println!("no workspace is trusted");
     }
     for (path, record) in records {
-        let state = match WorkspaceFiles::read(&path) {
+        let state = match settings::workspace_files(&path) {
             Ok(files) => match state_of(&record, &files) {
                 RecordState::Current => "trusted",
                 RecordState::Changed => "changed since trusted (asks again)",
@@ -158,7 +163,7 @@ pub fn ask_at_start(common: &CommonArgs, workspace: &Path) -> anyhow::Result<boo
         return Ok(false);
     }
     let home = settings::keel_home()?;
-    let files = WorkspaceFiles::read(workspace)?;
+    let files = settings::workspace_files(workspace)?;
     if files.is_empty()
         || settings::decide_trust(common, &home, workspace, &files) == WorkspaceTrust::Trusted
     {
