@@ -29,46 +29,6 @@ pub(crate) const MAX_CONTEXT_CHARS: usize = 10_000;
 /// The most characters of what a hook says to the person.
 const MAX_MESSAGE_CHARS: usize = 2_000;
 
-/// The hooks in force for a session, their matchers compiled.
-#[derive(Default)]
-pub struct Hooks {
-    hooks: Vec<(ConfiguredHook, Option<regex::Regex>)>,
-    notices: Vec<String>,
-}
-
-impl Hooks {
-    /// `configured` in order (the user's first); a matcher that does not compile (keel-config
-    /// checked it) leaves its hook out, said among the notices.
-    pub fn new(configured: Vec<ConfiguredHook>, mut notices: Vec<String>) -> Hooks {
-        let mut hooks = Vec::new();
-        for hook in configured {
-            let pattern = match hook.matcher.as_deref().map(str::trim) {
-                None | Some("" | "*") => Ok(None),
-                Some(pattern) => regex::Regex::new(&format!("^(?:{pattern})$")).map(Some),
-            };
-            match pattern {
-                Ok(matcher) => hooks.push((hook, matcher)),
-                Err(error) => notices.push(format!("{}: {error}; left out", hook.origin)),
-            }
-        }
-        Hooks { hooks, notices }
-    }
-
-    /// Every hook in force, in the order they run.
-    pub fn configured(&self) -> impl Iterator<Item = &ConfiguredHook> {
-        self.hooks.iter().map(|(hook, _)| hook)
-    }
-
-    /// What was left out, and why.
-    pub fn notices(&self) -> &[String] {
-        &self.notices
-    }
-
-    pub(crate) fn has(&self, event: HookEvent) -> bool {
-        self.hooks.iter().any(|(hook, _)| hook.event == event)
-    }
-}
-
 /// One event as hooks receive it.
 pub(crate) struct HookInput {
     pub event: HookEvent,
@@ -128,17 +88,13 @@ impl HookPermission {
     }
 }
 
-/// Run the hooks `input` reaches; `history` is the session's, for its transcript.
+/// Run the hooks `input` reaches (`hook_set::Hooks`); `history` is the session's, for its transcript.
 pub(crate) async fn run(agent: &Agent, history: &[Item], input: HookInput) -> HookOutcome {
     let mut outcome = HookOutcome::default();
     let hooks = agent.services.hooks();
     let mut ran: Vec<&str> = Vec::new();
     let transcript = crate::hook_transcript::sync(agent, history);
-    for (hook, matcher) in hooks
-        .hooks
-        .iter()
-        .filter(|(hook, _)| hook.event == input.event)
-    {
+    for (hook, matcher) in hooks.of(input.event) {
         if ran.contains(&hook.command.as_str()) {
             continue;
         }

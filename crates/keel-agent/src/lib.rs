@@ -46,6 +46,7 @@ mod engine_tools;
 mod error;
 mod event_bus;
 mod hook_points;
+mod hook_set;
 mod hook_transcript;
 mod hooks;
 mod host;
@@ -94,7 +95,7 @@ pub use approval::{
 pub use confinement::SandboxSetup;
 pub use custom_commands::{CommandLayer, CustomCommand, CustomCommands};
 pub use error::AgentError;
-pub use hooks::Hooks;
+pub use hook_set::Hooks;
 pub use host::Host;
 pub use input::{INIT_PROMPT, Input, Line, SLASH_COMMANDS, SurfaceCommand, builtin_names};
 pub use instructions::{ContextReport, Reloaded, instruction_paths};

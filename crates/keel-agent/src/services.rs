@@ -42,7 +42,7 @@ pub struct SurfaceServices {
     /// The skills the `skill` tool loads (`.keel/skills/`, `$KEEL_HOME/skills/`, …).
     pub skills: Arc<crate::skills::Skills>,
     /// The hooks in force (docs/hooks.md).
-    pub hooks: Arc<crate::hooks::Hooks>,
+    pub hooks: Arc<crate::hook_set::Hooks>,
 }
 
 impl SurfaceServices {
@@ -56,7 +56,7 @@ impl SurfaceServices {
             commands: Arc::new(CustomCommands::default()),
             agents: Arc::new(AgentDefinitions::default()),
             skills: Arc::new(crate::skills::Skills::default()),
-            hooks: Arc::new(crate::hooks::Hooks::default()),
+            hooks: Arc::new(crate::hook_set::Hooks::default()),
         }
     }
 }
@@ -146,7 +146,7 @@ impl Services {
     }
 
     /// The hooks in force.
-    pub fn hooks(&self) -> &Arc<crate::hooks::Hooks> {
+    pub fn hooks(&self) -> &Arc<crate::hook_set::Hooks> {
         &self.surface.hooks
     }
 

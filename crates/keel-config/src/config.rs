@@ -255,7 +255,7 @@ impl KeelConfig {
             if self.trust == WorkspaceTrust::Trusted {
                 let user = crate::sandbox::user_mode(&self.layers);
                 ignored.extend(crate::sandbox::limit_trusted_project(&mut layer, user));
-                ignored.extend(crate::hooks::limit_trusted_project(&mut layer));
+                ignored.extend(crate::hook_tables::limit_trusted_project(&mut layer));
             }
             self.layers.insert(0, layer);
         }
@@ -267,7 +267,10 @@ impl KeelConfig {
         if self.trust == WorkspaceTrust::Untrusted
             && let Some(claude) = &project.claude_settings
         {
-            ignored.extend(crate::hooks::ignored_claude_hooks(claude));
+            ignored.extend(crate::hook_tables::ignored_claude_hooks(
+                &claude.path,
+                &claude.text,
+            ));
         }
         self.project = project;
         self.ignored = ignored;

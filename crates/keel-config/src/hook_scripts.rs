@@ -11,7 +11,7 @@
 //!   larger file or one past the count is listed by its digest alone (its bytes still count).
 //! - Text is shown as written; what is not UTF-8 is described, never dumped.
 
-use crate::workspace_files::{WorkspaceFile, sha256_hex};
+use crate::digest::sha256_hex;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -26,9 +26,9 @@ const MAX_SCRIPT_BYTES: usize = 256 * 1024;
 /// How deep below a script directory files are found.
 const MAX_DEPTH: usize = 4;
 
-/// The listing of the workspace's hook scripts for hooks running `commands`; `None` when there
-/// is no such file.
-pub(crate) fn listing(workspace: &Path, commands: &[String]) -> Option<WorkspaceFile> {
+/// The listing of the workspace's hook scripts for hooks running `commands` (with the canonical
+/// workspace), as trust records it under `HOOK_SCRIPTS`; `None` when there is no such file.
+pub(crate) fn listing(workspace: &Path, commands: &[String]) -> Option<(PathBuf, String)> {
     let root = std::fs::canonicalize(workspace).ok()?;
     let mut files: BTreeMap<String, PathBuf> = BTreeMap::new();
     for dir in SCRIPT_DIRS {
@@ -69,7 +69,7 @@ pub(crate) fn listing(workspace: &Path, commands: &[String]) -> Option<Workspace
             )),
         }
     }
-    Some(WorkspaceFile::from_text(&root, HOOK_SCRIPTS, text))
+    Some((root, text))
 }
 
 fn collect_dir(root: &Path, dir: &Path, depth: usize, files: &mut BTreeMap<String, PathBuf>) {
@@ -126,19 +126,22 @@ mod tests {
         std::fs::write(root.join("tools/check.py"), "print(1)\n").unwrap();
         let none = listing(root, &["echo hi".into()]);
         let with_dir = none.expect("the hook dir is listed without any command naming it");
-        assert!(with_dir.text.contains(".claude/hooks/guard.sh"));
-        assert!(!with_dir.text.contains("check.py"));
+        assert!(with_dir.1.contains(".claude/hooks/guard.sh"));
+        assert!(!with_dir.1.contains("check.py"));
         let named = listing(
             root,
             &["python3 \"$CLAUDE_PROJECT_DIR\"/tools/check.py --x".into()],
         )
         .unwrap();
-        assert!(named.text.contains("tools/check.py"), "{}", named.text);
-        assert!(named.text.contains("print(1)"));
+        assert!(named.1.contains("tools/check.py"), "{}", named.1);
+        assert!(named.1.contains("print(1)"));
         // An edit changes the digest trust is bound to.
         std::fs::write(root.join("tools/check.py"), "print(2)\n").unwrap();
         let edited = listing(root, &["python3 tools/check.py".into()]).unwrap();
-        assert_ne!(edited.sha256, named.sha256);
+        assert_ne!(
+            sha256_hex(edited.1.as_bytes()),
+            sha256_hex(named.1.as_bytes())
+        );
         // A path outside the workspace is not listed.
         let outside = tempfile::tempdir().unwrap();
         std::fs::remove_dir_all(root.join(".claude")).unwrap();

@@ -18,8 +18,10 @@
 
 mod agent_limits;
 mod config;
+mod digest;
 mod error;
 mod hook_scripts;
+mod hook_tables;
 mod hooks;
 mod ignored;
 mod layer;

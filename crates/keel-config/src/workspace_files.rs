@@ -12,8 +12,8 @@
 //! - An absent file is `None`; any other read failure, or text that is not UTF-8, is an error
 //!   naming the file. Nothing here writes.
 
+pub(crate) use crate::digest::sha256_hex;
 use crate::error::ConfigError;
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// The project's own config file, in the workspace root.
@@ -137,19 +137,21 @@ impl WorkspaceFiles {
         let mcp_json = WorkspaceFile::read(workspace, SHARED_MCP_FILE)?;
         let claude_settings = if claude_hooks {
             WorkspaceFile::read(workspace, CLAUDE_PROJECT_SETTINGS)?
-                .filter(|file| crate::hooks::claude_settings_have_hooks(&file.text))
+                .filter(|file| crate::hook_tables::claude_settings_have_hooks(&file.text))
         } else {
             None
         };
         let keel_hooks = keel_toml
             .as_ref()
-            .is_some_and(|file| crate::hooks::has_hooks_table(&file.text));
+            .is_some_and(|file| crate::hook_tables::has_hooks_table(&file.text));
         let hook_scripts = if keel_hooks || claude_settings.is_some() {
-            let commands = crate::hooks::project_hook_commands(
+            let commands = crate::hook_tables::project_hook_commands(
                 keel_toml.as_ref().map(|file| file.text.as_str()),
                 claude_settings.as_ref().map(|file| file.text.as_str()),
             );
-            crate::hook_scripts::listing(workspace, &commands)
+            crate::hook_scripts::listing(workspace, &commands).map(|(root, text)| {
+                WorkspaceFile::from_text(&root, crate::hook_scripts::HOOK_SCRIPTS, text)
+            })
         } else {
             None
         };
@@ -173,15 +175,6 @@ impl WorkspaceFiles {
     pub fn is_empty(&self) -> bool {
         self.present().next().is_none()
     }
-}
-
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut hex = String::with_capacity(64);
-    for byte in digest {
-        hex.push_str(&format!("{byte:02x}"));
-    }
-    hex
 }
 
 #[cfg(test)]
